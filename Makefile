@@ -1,0 +1,35 @@
+GO ?= go
+STATICCHECK_VERSION ?= v0.8.2
+PKGS := ./...
+
+.PHONY: all build test test-short demo bench lint scenarios check-long clean
+
+all: build
+
+build:
+	$(GO) build -o bin/coordctl ./cmd/coordctl
+
+## test: what CI runs: vet, then every test with the race detector.
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -race -count=1 -timeout 40m $(PKGS)
+
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+## demo: the main job on an embedded etcd, explained as it happens.
+demo: build
+	./bin/coordctl demo
+
+## bench: side-by-side benchmarks against the anchors (etcd concurrency, bare raft).
+bench: build
+	./bin/coordctl bench lock
+
+## lint: gofmt, go vet and staticcheck.
+lint:
+	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+
+clean:
+	rm -rf bin coordctl.etcd

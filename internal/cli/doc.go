@@ -1,0 +1,6 @@
+// Package cli implements coordctl's commands with cobra. Every command is a
+// constructor newXCmd(f *factory) with an options struct; its RunE calls a
+// plain run function that tests call directly. All output goes through the
+// streams and the printer the factory injects; exit codes are decided in one
+// place, exitCode, from the error a command returns.
+package cli

@@ -1,0 +1,5 @@
+package cli
+
+import "syscall"
+
+var sigterm = syscall.SIGTERM

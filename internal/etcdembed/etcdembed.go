@@ -1,0 +1,145 @@
+package etcdembed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+)
+
+// ErrNotReady is returned by Start when the member did not become ready in time.
+var ErrNotReady = errors.New("etcdembed: member not ready")
+
+// Config describes one embedded member. The zero value is usable except for
+// DataDir: empty URLs are replaced by free ports on 127.0.0.1.
+type Config struct {
+	// Name is the member name; "default" when empty.
+	Name string
+	// DataDir holds the member's WAL and snapshot; required.
+	DataDir string
+	// ClientURL is the URL clients connect to, e.g. http://127.0.0.1:2379.
+	ClientURL string
+	// PeerURL is the URL peers connect to, e.g. http://127.0.0.1:2380.
+	PeerURL string
+	// LogLevel is etcd's zap log level; "error" when empty.
+	LogLevel string
+	// UnsafeNoFsync disables fsync in etcd; for tests that do not test durability.
+	UnsafeNoFsync bool
+	// ReadyTimeout bounds how long Start waits for the member; 30s when zero.
+	ReadyTimeout time.Duration
+}
+
+// Server is a running embedded etcd member.
+type Server struct {
+	etcd      *embed.Etcd
+	clientURL string
+}
+
+// Start starts the member and waits until it serves clients, ctx is done, or
+// cfg.ReadyTimeout passes (ErrNotReady).
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("etcdembed: DataDir is required")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("etcdembed: %w", err)
+	}
+	var err error
+	if cfg.ClientURL == "" {
+		if cfg.ClientURL, err = FreeURL(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.PeerURL == "" {
+		if cfg.PeerURL, err = FreeURL(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Name == "" {
+		cfg.Name = "default"
+	}
+	if cfg.LogLevel == "" {
+		cfg.LogLevel = "error"
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = 30 * time.Second
+	}
+	clientURL, err := parseURL("client", cfg.ClientURL)
+	if err != nil {
+		return nil, err
+	}
+	peerURL, err := parseURL("peer", cfg.PeerURL)
+	if err != nil {
+		return nil, err
+	}
+
+	ec := embed.NewConfig()
+	ec.Name = cfg.Name
+	ec.Dir = cfg.DataDir
+	ec.ListenClientUrls = []url.URL{*clientURL}
+	ec.AdvertiseClientUrls = []url.URL{*clientURL}
+	ec.ListenPeerUrls = []url.URL{*peerURL}
+	ec.AdvertisePeerUrls = []url.URL{*peerURL}
+	ec.InitialCluster = fmt.Sprintf("%s=%s", cfg.Name, peerURL.String())
+	ec.InitialClusterToken = "coordkit-" + cfg.Name
+	ec.LogLevel = cfg.LogLevel
+	ec.LogOutputs = []string{"stderr"}
+	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
+	// Keep the metrics listener off: it would need a port of its own.
+	ec.ListenMetricsUrls = nil
+
+	e, err := embed.StartEtcd(ec)
+	if err != nil {
+		return nil, fmt.Errorf("etcdembed: start member %q: %w", cfg.Name, err)
+	}
+	timer := time.NewTimer(cfg.ReadyTimeout)
+	defer timer.Stop()
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("etcdembed: member %q failed: %w", cfg.Name, err)
+	case <-timer.C:
+		e.Close()
+		return nil, fmt.Errorf("%w after %s", ErrNotReady, cfg.ReadyTimeout)
+	case <-ctx.Done():
+		e.Close()
+		return nil, ctx.Err()
+	}
+	return &Server{etcd: e, clientURL: clientURL.String()}, nil
+}
+
+// Endpoints returns the client URLs of the member.
+func (s *Server) Endpoints() []string { return []string{s.clientURL} }
+
+// Err reports a fatal server error after start; it is closed when the server stops.
+func (s *Server) Err() <-chan error { return s.etcd.Err() }
+
+// Close stops the member and waits for it to shut down. It is safe to call twice.
+func (s *Server) Close() {
+	s.etcd.Close()
+	<-s.etcd.Server.StopNotify()
+}
+
+// FreeURL returns http://127.0.0.1:PORT for a port that was free a moment ago.
+func FreeURL() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("etcdembed: find a free port: %w", err)
+	}
+	defer l.Close()
+	return "http://" + l.Addr().String(), nil
+}
+
+func parseURL(kind, raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("etcdembed: bad %s URL %q: want http://host:port", kind, raw)
+	}
+	return u, nil
+}

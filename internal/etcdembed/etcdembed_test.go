@@ -1,0 +1,48 @@
+package etcdembed_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/coordkit/coordkit/internal/etcdembed"
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, etcdtest.IgnoreEtcdGoroutines()...)
+}
+
+func TestPutGetAndRestartKeepsData(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	srv, err := etcdembed.Start(ctx, etcdembed.Config{DataDir: dir})
+	require.NoError(t, err)
+	cli := etcdtest.Client(t, srv)
+	_, err = cli.Put(ctx, "k", "v")
+	require.NoError(t, err)
+	require.NoError(t, cli.Close())
+	srv.Close()
+
+	srv2, err := etcdembed.Start(ctx, etcdembed.Config{DataDir: dir})
+	require.NoError(t, err)
+	defer srv2.Close()
+	cli2 := etcdtest.Client(t, srv2)
+	resp, err := cli2.Get(ctx, "k")
+	require.NoError(t, err)
+	require.Len(t, resp.Kvs, 1)
+	require.Equal(t, "v", string(resp.Kvs[0].Value))
+}
+
+func TestBadConfig(t *testing.T) {
+	ctx := context.Background()
+	_, err := etcdembed.Start(ctx, etcdembed.Config{})
+	require.ErrorContains(t, err, "DataDir")
+	_, err = etcdembed.Start(ctx, etcdembed.Config{DataDir: t.TempDir(), ClientURL: "127.0.0.1:1"})
+	require.ErrorContains(t, err, "bad client URL")
+}

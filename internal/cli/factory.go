@@ -45,6 +45,9 @@ type factory struct {
 	NotifyContext func(ctx context.Context) (context.Context, context.CancelFunc)
 	// Executable is the path of the running coordctl, for commands that re-exec it.
 	Executable func() (string, error)
+	// Signals delivers SIGINT and SIGTERM (to forward them to a child, say)
+	// until stop is called; tests replace it.
+	Signals func() (ch <-chan os.Signal, stop func())
 
 	printer *printer
 }
@@ -56,6 +59,11 @@ func newFactory(streams ioStreams) *factory {
 			return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		},
 		Executable: os.Executable,
+		Signals: func() (<-chan os.Signal, func()) {
+			ch := make(chan os.Signal, 4)
+			signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+			return ch, func() { signal.Stop(ch) }
+		},
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
 )
 
 // ErrNotReady is returned by Start when the member did not become ready in time.
@@ -38,6 +39,7 @@ type Config struct {
 type Server struct {
 	etcd      *embed.Etcd
 	clientURL string
+	level     zap.AtomicLevel
 }
 
 // Start starts the member and waits until it serves clients, ctx is done, or
@@ -87,8 +89,22 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	ec.AdvertisePeerUrls = []url.URL{*peerURL}
 	ec.InitialCluster = fmt.Sprintf("%s=%s", cfg.Name, peerURL.String())
 	ec.InitialClusterToken = "coordkit-" + cfg.Name
+	// An atomic level lets Close silence the errors etcd logs about its own
+	// listeners closing, which are not failures.
+	level, err := zap.ParseAtomicLevel(cfg.LogLevel)
+	if err != nil {
+		return nil, fmt.Errorf("etcdembed: bad log level %q: %w", cfg.LogLevel, err)
+	}
+	zc := zap.NewProductionConfig()
+	zc.Level = level
+	zc.OutputPaths = []string{"stderr"}
+	zc.ErrorOutputPaths = []string{"stderr"}
+	logger, err := zc.Build()
+	if err != nil {
+		return nil, fmt.Errorf("etcdembed: logger: %w", err)
+	}
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(logger)
 	ec.LogLevel = cfg.LogLevel
-	ec.LogOutputs = []string{"stderr"}
 	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
 	// Keep the metrics listener off: it would need a port of its own.
 	ec.ListenMetricsUrls = nil
@@ -102,16 +118,19 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
+		level.SetLevel(zap.FatalLevel)
 		e.Close()
 		return nil, fmt.Errorf("etcdembed: member %q failed: %w", cfg.Name, err)
 	case <-timer.C:
+		level.SetLevel(zap.FatalLevel)
 		e.Close()
 		return nil, fmt.Errorf("%w after %s", ErrNotReady, cfg.ReadyTimeout)
 	case <-ctx.Done():
+		level.SetLevel(zap.FatalLevel)
 		e.Close()
 		return nil, ctx.Err()
 	}
-	return &Server{etcd: e, clientURL: clientURL.String()}, nil
+	return &Server{etcd: e, clientURL: clientURL.String(), level: level}, nil
 }
 
 // Endpoints returns the client URLs of the member.
@@ -122,6 +141,7 @@ func (s *Server) Err() <-chan error { return s.etcd.Err() }
 
 // Close stops the member and waits for it to shut down. It is safe to call twice.
 func (s *Server) Close() {
+	s.level.SetLevel(zap.FatalLevel)
 	s.etcd.Close()
 	<-s.etcd.Server.StopNotify()
 }

@@ -1,0 +1,34 @@
+//go:build unix
+
+package fencing
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// fileLock is an exclusive advisory lock (flock) held on a file for the
+// life of a DurableGuard or Resource, so two processes never append to one log.
+type fileLock struct{ f *os.File }
+
+func lockFile(path string) (*fileLock, error) {
+	if _, err := createIfMissing(path); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s is locked", ErrLocked, path)
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return &fileLock{f: f}, nil
+}
+
+func (l *fileLock) release() error { return l.f.Close() }

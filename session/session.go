@@ -1,0 +1,307 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+var (
+	// ErrExpired means no keepalive succeeded before the local deadline: the
+	// lease may already have expired on the server.
+	ErrExpired = errors.New("session: lease expired: no keepalive succeeded before the local deadline")
+	// ErrRevoked means the server no longer knows the lease: it was revoked
+	// or it expired there.
+	ErrRevoked = errors.New("session: lease revoked or expired on the server")
+	// ErrClosed means Close was called.
+	ErrClosed = errors.New("session: closed")
+	// ErrBadTTL is returned by New for a TTL below one second.
+	ErrBadTTL = errors.New("session: TTL must be at least 1s")
+)
+
+// DefaultTTL is the lease TTL when WithTTL is not given.
+const DefaultTTL = 10 * time.Second
+
+// Event reports what the keepalive loop observed, for metrics and logs.
+type Event struct {
+	// KeepAliveLatency is the round trip of a successful keepalive; zero
+	// for a failed one or for loss.
+	KeepAliveLatency time.Duration
+	// Deadline is the local deadline after the event.
+	Deadline time.Time
+	// Err is the failed keepalive's error, or the loss reason when Lost.
+	Err error
+	// Lost is true on the one event that reports loss.
+	Lost bool
+}
+
+type config struct {
+	ttl      time.Duration
+	margin   time.Duration
+	interval time.Duration
+	clock    Clock
+	leaseID  clientv3.LeaseID
+	observer func(Event)
+}
+
+// Option configures a Session.
+type Option func(*config)
+
+// WithTTL sets the lease TTL, rounded up to whole seconds (etcd's unit). The
+// server may grant more (its minimum TTL); the session uses what it grants.
+func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+
+// WithMargin sets how long before the earliest possible server-side expiry
+// the session declares loss. Default: a tenth of the TTL, at least 200ms.
+func WithMargin(m time.Duration) Option { return func(c *config) { c.margin = m } }
+
+// WithKeepAliveInterval sets the time between keepalives. Default: TTL/3.
+func WithKeepAliveInterval(d time.Duration) Option { return func(c *config) { c.interval = d } }
+
+// WithClock sets the clock of the local deadline (tests).
+func WithClock(clk Clock) Option { return func(c *config) { c.clock = clk } }
+
+// WithLease adopts an existing lease instead of granting a new one; its
+// deadline starts from the first keepalive.
+func WithLease(id clientv3.LeaseID) Option { return func(c *config) { c.leaseID = id } }
+
+// WithObserver is called, from the keepalive goroutine, after each keepalive
+// and once on loss. It must not block.
+func WithObserver(fn func(Event)) Option { return func(c *config) { c.observer = fn } }
+
+// Session is a lease kept alive with a local deadline. See the package doc.
+type Session struct {
+	client   *clientv3.Client
+	cfg      config
+	lease    clientv3.LeaseID
+	ttl      time.Duration
+	deadline *Deadline
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu      sync.Mutex
+	err     error
+	closing chan struct{}
+	stopped chan struct{}
+	once    sync.Once
+}
+
+// New grants a lease (or adopts one, WithLease) and starts keeping it alive
+// until Close or loss. ctx bounds the grant only, not the session's life. It
+// returns ErrBadTTL for a TTL under 1s and etcd's error if the grant fails.
+func New(ctx context.Context, client *clientv3.Client, opts ...Option) (*Session, error) {
+	cfg := config{ttl: DefaultTTL, clock: RealClock{}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.ttl < time.Second {
+		return nil, fmt.Errorf("%w (got %s)", ErrBadTTL, cfg.ttl)
+	}
+	seconds := int64((cfg.ttl + time.Second - 1) / time.Second)
+
+	sentAt := cfg.clock.Now()
+	lease := cfg.leaseID
+	granted := time.Duration(seconds) * time.Second
+	if lease == clientv3.NoLease {
+		resp, err := client.Grant(ctx, seconds)
+		if err != nil {
+			return nil, fmt.Errorf("session: grant lease: %w", err)
+		}
+		lease, granted = resp.ID, time.Duration(resp.TTL)*time.Second
+	} else {
+		resp, err := client.KeepAliveOnce(ctx, lease)
+		if err != nil {
+			return nil, fmt.Errorf("session: adopt lease %x: %w", int64(lease), err)
+		}
+		granted = time.Duration(resp.TTL) * time.Second
+	}
+	if cfg.margin <= 0 {
+		cfg.margin = max(granted/10, 200*time.Millisecond)
+	}
+	if cfg.margin >= granted {
+		return nil, fmt.Errorf("session: margin %s must be below the TTL %s", cfg.margin, granted)
+	}
+	if cfg.interval <= 0 {
+		cfg.interval = granted / 3
+	}
+
+	sctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	s := &Session{
+		client:   client,
+		cfg:      cfg,
+		lease:    lease,
+		ttl:      granted,
+		deadline: NewDeadline(sentAt, granted, cfg.margin),
+		ctx:      sctx,
+		cancel:   cancel,
+		closing:  make(chan struct{}),
+		stopped:  make(chan struct{}),
+	}
+	go s.run(context.WithoutCancel(ctx))
+	return s, nil
+}
+
+// Lease returns the lease ID.
+func (s *Session) Lease() clientv3.LeaseID { return s.lease }
+
+// TTL returns the TTL the server granted.
+func (s *Session) TTL() time.Duration { return s.ttl }
+
+// Client returns the etcd client the session uses.
+func (s *Session) Client() *clientv3.Client { return s.client }
+
+// Done is closed when the session is lost or closed.
+func (s *Session) Done() <-chan struct{} { return s.ctx.Done() }
+
+// Context is cancelled when the session is lost or closed; its cause is Err.
+func (s *Session) Context() context.Context { return s.ctx }
+
+// Err returns nil while the session lives, then why it ended: ErrExpired,
+// ErrRevoked or ErrClosed.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Alive reports, at this instant, whether the lease can still be trusted.
+// Check it right before a protected write; it turns false at the local
+// deadline even if the keepalive goroutine has not run yet.
+func (s *Session) Alive() bool {
+	if s.ctx.Err() != nil {
+		return false
+	}
+	if !s.deadline.Alive(s.cfg.clock.Now()) {
+		s.end(ErrExpired)
+		return false
+	}
+	return true
+}
+
+// Deadline returns the current local deadline.
+func (s *Session) Deadline() time.Time { return s.deadline.Until() }
+
+// Close stops the keepalives and revokes the lease, so that whatever is held
+// on it is released at once. It waits at most a few seconds for the revoke.
+// Calling it again is a no-op.
+func (s *Session) Close() error {
+	s.end(ErrClosed)
+	<-s.stopped
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_, err := s.client.Revoke(ctx, s.lease)
+	if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return fmt.Errorf("session: revoke lease %x: %w", int64(s.lease), err)
+	}
+	return nil
+}
+
+// Orphan stops the keepalives without revoking the lease: what is held on it
+// is released when the lease expires on the server. Done closes with ErrClosed.
+func (s *Session) Orphan() {
+	s.end(ErrClosed)
+	<-s.stopped
+}
+
+// end records why the session ended (the first reason wins) and cancels it.
+func (s *Session) end(reason error) {
+	s.once.Do(func() {
+		s.deadline.MarkLost()
+		s.mu.Lock()
+		s.err = reason
+		s.mu.Unlock()
+		s.cancel(reason)
+		close(s.closing)
+	})
+}
+
+func (s *Session) notify(ev Event) {
+	if s.cfg.observer != nil {
+		s.cfg.observer(ev)
+	}
+}
+
+// run keeps the lease alive until loss or Close. A timer armed at the local
+// deadline ends the session the instant it passes.
+func (s *Session) run(parent context.Context) {
+	defer close(s.stopped)
+	clk := s.cfg.clock
+	retry := max(min(s.cfg.interval/4, 250*time.Millisecond), 20*time.Millisecond)
+	next := s.cfg.interval
+	for {
+		expiry := clk.NewTimer(s.deadline.Until().Sub(clk.Now()))
+		tick := clk.NewTimer(next)
+		select {
+		case <-s.closing:
+			expiry.Stop()
+			tick.Stop()
+			return
+		case <-expiry.C():
+			tick.Stop()
+			if !s.deadline.Alive(clk.Now()) {
+				s.lose(ErrExpired)
+				return
+			}
+			continue // the deadline moved while the timer ran
+		case <-tick.C():
+			expiry.Stop()
+		}
+		ok, lost := s.keepAlive(parent)
+		if lost != nil {
+			s.lose(lost)
+			return
+		}
+		if ok {
+			next = s.cfg.interval
+		} else {
+			next = retry
+		}
+	}
+}
+
+func (s *Session) lose(reason error) {
+	s.end(reason)
+	s.notify(Event{Lost: true, Err: reason, Deadline: s.deadline.Until()})
+}
+
+// keepAlive sends one keepalive bounded by the local deadline. It returns
+// ok when the lease was renewed and a non-nil loss reason when the session
+// must end.
+func (s *Session) keepAlive(parent context.Context) (ok bool, loss error) {
+	clk := s.cfg.clock
+	sentAt := clk.Now()
+	budget := s.deadline.Until().Sub(sentAt)
+	if budget <= 0 {
+		return false, ErrExpired
+	}
+	ctx, cancel := context.WithTimeout(parent, budget)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel) // Close interrupts a keepalive in flight
+	defer stop()
+	resp, err := s.client.KeepAliveOnce(ctx, s.lease)
+	now := clk.Now()
+	switch {
+	case err == nil:
+		if !s.deadline.Renewed(sentAt, time.Duration(resp.TTL)*time.Second, now) {
+			return false, ErrExpired
+		}
+		s.notify(Event{KeepAliveLatency: now.Sub(sentAt), Deadline: s.deadline.Until()})
+		return true, nil
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		return false, ErrRevoked
+	case s.ctx.Err() != nil:
+		return false, nil // closing: run sees it next
+	default:
+		if !s.deadline.Alive(now) {
+			return false, ErrExpired
+		}
+		s.notify(Event{Err: err, Deadline: s.deadline.Until()})
+		return false, nil
+	}
+}

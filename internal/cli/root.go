@@ -83,6 +83,9 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 not acquired, 4 lost while holding,
 	pf.StringVarP(&f.Global.WriteOut, "write-out", "w", formatSimple, "output format: simple or json")
 
 	root.AddCommand(newEtcdCmd(f))
+	root.AddCommand(newResourceCmd(f))
+	root.AddCommand(newLamportCmd(f))
+	root.AddCommand(newClaimCmd(f))
 	return root
 }
 

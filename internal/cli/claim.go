@@ -1,0 +1,290 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/internal/claim"
+)
+
+type claimOptions struct {
+	Name   string
+	Owner  string
+	TTL    time.Duration
+	Prefix string
+}
+
+func newClaimCmd(f *factory) *cobra.Command {
+	opts := &claimOptions{}
+	cmd := &cobra.Command{
+		Use:   "claim NAME --owner OWNER [--ttl D] [--prefix P]",
+		Short: "Claim a unique name with one etcd compare-and-set",
+		Long: `Claim NAME for OWNER with one etcd transaction:
+
+  If CreateRevision(key) == 0 Then Put(key, OWNER) Else Get(key)
+
+where key is <prefix>/NAME (default prefix coordkit/claims). Of any number of
+concurrent claims exactly one creates the key; all others read the winner in
+the same transaction. Lamport timestamps cannot do this: they order two
+requests only after both nodes have already answered (see 'coordctl lamport').
+
+The result goes to stdout in every case:
+  won          exit 0, {"name","owner","revision","claimed":true,"yours":true}
+  yours        exit 0, the name is already held by OWNER (claimed false,
+               yours true); nothing is written and the TTL is not renewed
+  taken        exit 3, the current owner: {"claimed":false,"yours":false,...}
+revision is the claim key's create revision: unique per claim, increasing.
+
+--ttl puts the claim on a new lease that coordctl does NOT keep alive: the
+claim expires TTL after it was made unless something renews the lease (it is
+printed; 'etcdctl lease keep-alive ID'). TTLs round up to whole seconds, must
+be at least 1s, and etcd raises them to its minimum lease TTL (2s with
+default settings); the granted TTL is printed. Without --ttl the claim lasts
+until released.
+
+Owners are compared as strings: give every claimant its own owner name.`,
+		Example: `  coordctl claim alice --owner node-1            # exit 0: yours
+  coordctl claim alice --owner node-2            # exit 3: owned by node-1
+  coordctl claim alice --owner node-2 -w json    # {"name":"alice","owner":"node-1",...,"claimed":false}
+  coordctl claim session-7 --owner web-3 --ttl 30s
+  coordctl claim get alice
+  coordctl claim release alice --owner node-1`,
+		Args: argsUsage(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			ctx, cancel := f.NotifyContext(cmd.Context())
+			defer cancel()
+			return runClaim(ctx, f, opts)
+		},
+	}
+	cmd.PersistentFlags().StringVar(&opts.Prefix, "prefix", claim.DefaultPrefix, "key prefix of claims: the claim on NAME is <prefix>/NAME")
+	cmd.Flags().StringVar(&opts.Owner, "owner", "", "who claims the name (required)")
+	cmd.Flags().DurationVar(&opts.TTL, "ttl", 0, "put the claim on a lease of this TTL, not kept alive (0: no lease)")
+	cmd.AddCommand(newClaimReleaseCmd(f, opts), newClaimGetCmd(f, opts))
+	return cmd
+}
+
+func newClaimReleaseCmd(f *factory, parent *claimOptions) *cobra.Command {
+	opts := &claimOptions{}
+	cmd := &cobra.Command{
+		Use:   "release NAME --owner OWNER",
+		Short: "Release a claim if OWNER holds it",
+		Long: `Delete the claim on NAME if and only if OWNER holds it, in one transaction
+that compares the key's value with OWNER. Exit 0 with the released claim;
+exit 3 if someone else holds it (naming the owner) and exit 3 too if NAME is
+not claimed at all (the message says which). A lease the claim lived on is
+left to expire.`,
+		Example: `  coordctl claim release alice --owner node-1
+  coordctl claim release alice --owner node-1 --prefix myapp/names -w json`,
+		Args: argsUsage(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name, opts.Prefix = args[0], parent.Prefix
+			ctx, cancel := f.NotifyContext(cmd.Context())
+			defer cancel()
+			return runClaimRelease(ctx, f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Owner, "owner", "", "the owner releasing the name (required)")
+	return cmd
+}
+
+func newClaimGetCmd(f *factory, parent *claimOptions) *cobra.Command {
+	opts := &claimOptions{}
+	cmd := &cobra.Command{
+		Use:   "get NAME",
+		Short: "Show who holds a claim",
+		Long: `Show the owner of NAME, the claim's revision and, if it lives on a lease,
+the lease and the time it has left. Exit 3 with a message if NAME is not
+claimed.`,
+		Example: `  coordctl claim get alice
+  coordctl claim get alice -w json   # {"name":"alice","owner":"node-1","revision":7,...}`,
+		Args: argsUsage(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name, opts.Prefix = args[0], parent.Prefix
+			ctx, cancel := f.NotifyContext(cmd.Context())
+			defer cancel()
+			return runClaimGet(ctx, f, opts)
+		},
+	}
+	return cmd
+}
+
+// claimOutput is the result of claim, claim release and claim get; its JSON
+// form is the stable contract.
+type claimOutput struct {
+	Name        string `json:"name"`
+	Owner       string `json:"owner"`
+	Revision    int64  `json:"revision"`
+	Claimed     *bool  `json:"claimed,omitempty"`  // claim: this call created the claim
+	Yours       *bool  `json:"yours,omitempty"`    // claim: the owner is --owner
+	Released    *bool  `json:"released,omitempty"` // release
+	Key         string `json:"key"`
+	Lease       string `json:"lease,omitempty"` // hex, as etcdctl prints lease IDs
+	TTLSeconds  int64  `json:"ttl_seconds,omitempty"`
+	LeftSeconds *int64 `json:"left_seconds,omitempty"` // get, with a lease
+
+	verb string
+}
+
+func newClaimOutput(verb string, r claim.Result) claimOutput {
+	out := claimOutput{Name: r.Name, Owner: r.Owner, Revision: r.Revision, Key: r.Key, verb: verb}
+	if r.Lease != 0 {
+		out.Lease = fmt.Sprintf("%x", int64(r.Lease))
+		out.TTLSeconds = int64(r.TTL / time.Second)
+	}
+	switch verb {
+	case "claim":
+		out.Claimed, out.Yours = &r.Won, &r.Yours
+		if !r.Won {
+			out.TTLSeconds = 0 // the granted TTL of the holder's lease is not known here
+		}
+	case "release":
+		t := true
+		out.Released = &t
+		out.TTLSeconds = 0
+	case "get":
+		if r.Lease != 0 {
+			left := int64(r.Left / time.Second)
+			out.LeftSeconds = &left
+		}
+	}
+	return out
+}
+
+func (o claimOutput) WriteSimple(w io.Writer) error {
+	var s string
+	switch {
+	case o.verb == "claim" && *o.Claimed:
+		s = fmt.Sprintf("claimed %q for %s (revision %d)", o.Name, o.Owner, o.Revision)
+		if o.Lease != "" {
+			s += fmt.Sprintf("; on lease %s, expires in %ds unless the lease is renewed", o.Lease, o.TTLSeconds)
+		}
+	case o.verb == "claim" && *o.Yours:
+		s = fmt.Sprintf("%q is already yours, %s (revision %d); nothing written", o.Name, o.Owner, o.Revision)
+		if o.Lease != "" {
+			s += fmt.Sprintf(", lease %s not renewed", o.Lease)
+		}
+	case o.verb == "claim":
+		s = fmt.Sprintf("%q is taken: owned by %s since revision %d", o.Name, o.Owner, o.Revision)
+	case o.verb == "release":
+		s = fmt.Sprintf("released %q (owner %s, revision %d)", o.Name, o.Owner, o.Revision)
+	default:
+		s = fmt.Sprintf("%q is owned by %s (revision %d)", o.Name, o.Owner, o.Revision)
+		if o.Lease != "" && o.LeftSeconds != nil {
+			s += fmt.Sprintf("; lease %s, %ds of %ds left", o.Lease, *o.LeftSeconds, o.TTLSeconds)
+		}
+	}
+	_, err := fmt.Fprintln(w, s)
+	return err
+}
+
+// validateClaimArgs checks arguments before any connection, so bad input is
+// exit 2 whether or not etcd is up.
+func validateClaimArgs(opts *claimOptions, needOwner bool) error {
+	if opts.Name == "" {
+		return usageErrorf("NAME must not be empty")
+	}
+	if needOwner && opts.Owner == "" {
+		return usageErrorf("--owner is required and must not be empty")
+	}
+	if opts.TTL != 0 && opts.TTL < claim.MinTTL {
+		return usageErrorf("invalid --ttl %s: must be 0 (no lease) or at least %s; etcd raises shorter leases to its minimum (2s by default)", opts.TTL, claim.MinTTL)
+	}
+	return nil
+}
+
+// withClaimClient runs fn with an etcd client and a context bounded by
+// --command-timeout.
+func withClaimClient(ctx context.Context, f *factory, fn func(ctx context.Context, cli *clientv3.Client) error) error {
+	cli, err := f.EtcdClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	cctx, cancel := f.CommandContext(ctx)
+	defer cancel()
+	return fn(cctx, cli)
+}
+
+// claimErr maps claim's errors to exit codes.
+func claimErr(err error) error {
+	switch {
+	case errors.Is(err, claim.ErrNotClaimed), errors.Is(err, claim.ErrNotOwner):
+		return withCode(exitNotAcquired, err)
+	case errors.Is(err, claim.ErrEmptyName), errors.Is(err, claim.ErrEmptyOwner), errors.Is(err, claim.ErrTTLTooShort):
+		return &usageError{err: err}
+	}
+	return err
+}
+
+func runClaim(ctx context.Context, f *factory, opts *claimOptions) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	if err := validateClaimArgs(opts, true); err != nil {
+		return err
+	}
+	var res claim.Result
+	err = withClaimClient(ctx, f, func(ctx context.Context, cli *clientv3.Client) error {
+		var err error
+		res, err = claim.Claim(ctx, cli, opts.Name, opts.Owner, claim.WithPrefix(opts.Prefix), claim.WithTTL(opts.TTL))
+		return err
+	})
+	if err != nil {
+		return claimErr(err)
+	}
+	if err := p.Print(newClaimOutput("claim", res)); err != nil {
+		return err
+	}
+	if !res.Yours {
+		return silentExit(exitNotAcquired)
+	}
+	return nil
+}
+
+func runClaimRelease(ctx context.Context, f *factory, opts *claimOptions) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	if err := validateClaimArgs(opts, true); err != nil {
+		return err
+	}
+	var res claim.Result
+	err = withClaimClient(ctx, f, func(ctx context.Context, cli *clientv3.Client) error {
+		var err error
+		res, err = claim.Release(ctx, cli, opts.Name, opts.Owner, claim.WithPrefix(opts.Prefix))
+		return err
+	})
+	if err != nil {
+		return claimErr(err)
+	}
+	return p.Print(newClaimOutput("release", res))
+}
+
+func runClaimGet(ctx context.Context, f *factory, opts *claimOptions) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	if err := validateClaimArgs(opts, false); err != nil {
+		return err
+	}
+	var res claim.Result
+	err = withClaimClient(ctx, f, func(ctx context.Context, cli *clientv3.Client) error {
+		var err error
+		res, err = claim.Get(ctx, cli, opts.Name, claim.WithPrefix(opts.Prefix))
+		return err
+	})
+	if err != nil {
+		return claimErr(err)
+	}
+	return p.Print(newClaimOutput("get", res))
+}

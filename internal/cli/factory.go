@@ -43,6 +43,8 @@ type factory struct {
 	Global globalOptions
 	// NotifyContext returns a context cancelled by SIGINT/SIGTERM; tests replace it.
 	NotifyContext func(ctx context.Context) (context.Context, context.CancelFunc)
+	// Getenv reads the environment; tests inject a map.
+	Getenv func(string) string
 	// Executable is the path of the running coordctl, for commands that re-exec it.
 	Executable func() (string, error)
 	// Signals delivers SIGINT and SIGTERM (to forward them to a child, say)
@@ -58,6 +60,7 @@ func newFactory(streams ioStreams) *factory {
 		NotifyContext: func(ctx context.Context) (context.Context, context.CancelFunc) {
 			return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		},
+		Getenv:     os.Getenv,
 		Executable: os.Executable,
 		Signals: func() (<-chan os.Signal, func()) {
 			ch := make(chan os.Signal, 4)

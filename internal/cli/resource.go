@@ -175,6 +175,15 @@ func (o *resourceClientOptions) client(f *factory) (*fencing.Client, func(), err
 	return &fencing.Client{BaseURL: o.URL, HTTP: hc}, tr.CloseIdleConnections, nil
 }
 
+// envScope is the scope a child of `coordctl lock` or `coordctl sidecar`
+// finds in its environment.
+func envScope(f *factory) string {
+	if s := f.Getenv("COORD_LOCK_NAME"); s != "" {
+		return s
+	}
+	return f.Getenv("COORD_ELECTION")
+}
+
 func parseTokenFlag(s string) (fencing.Token, error) {
 	if s == "" {
 		return 0, usageErrorf("--token is required")
@@ -246,8 +255,8 @@ the same key and request are applied once and answered like the first time.`,
 		},
 	}
 	opts.addFlags(cmd)
-	cmd.Flags().StringVar(&opts.Token, "token", "", "fencing token (a positive integer, e.g. $COORD_FENCING_TOKEN)")
-	cmd.Flags().StringVar(&opts.Scope, "scope", "", "fencing scope: the lock or election name")
+	cmd.Flags().StringVar(&opts.Token, "token", f.Getenv("COORD_FENCING_TOKEN"), "fencing token, a positive integer (default $COORD_FENCING_TOKEN)")
+	cmd.Flags().StringVar(&opts.Scope, "scope", envScope(f), "fencing scope: the lock or election name (default $COORD_LOCK_NAME or $COORD_ELECTION)")
 	cmd.Flags().StringVar(&opts.IfMatch, "if-match", "", "write only if the key's version is this (0: key must not exist)")
 	cmd.Flags().StringVar(&opts.IdempotencyKey, "idempotency-key", "", "apply a retried request once")
 	return cmd
@@ -384,8 +393,8 @@ below the floor is stale: exit 5.`,
 		},
 	}
 	opts.addFlags(cmd)
-	cmd.Flags().StringVar(&opts.Token, "token", "", "fencing token (a positive integer)")
-	cmd.Flags().StringVar(&opts.Scope, "scope", "", "fencing scope: the lock or election name")
+	cmd.Flags().StringVar(&opts.Token, "token", f.Getenv("COORD_FENCING_TOKEN"), "fencing token, a positive integer (default $COORD_FENCING_TOKEN)")
+	cmd.Flags().StringVar(&opts.Scope, "scope", envScope(f), "fencing scope: the lock or election name (default $COORD_LOCK_NAME or $COORD_ELECTION)")
 	return cmd
 }
 

@@ -294,3 +294,22 @@ func TestResourceCmdEndToEnd(t *testing.T) {
 	require.Equal(t, 2, l.Rejected, "one rejection before the restart, one after")
 	srv.stop(t)
 }
+
+// A child of `coordctl lock` or `coordctl sidecar` can write with the token
+// and scope it finds in its environment, without repeating them.
+func TestResourceCmdTokenAndScopeFromEnvironment(t *testing.T) {
+	url := startTestResource(t)
+	ctx := context.Background()
+	env := map[string]string{"COORD_FENCING_TOKEN": "12", "COORD_LOCK_NAME": "jobs/env"}
+	res := runInProcess(ctx, env, "resource", "put", "k", "v", "--url", url, "-w", "json")
+	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Contains(t, res.Stdout, `"token":12`)
+	require.Contains(t, res.Stdout, `"scope":"jobs/env"`)
+
+	env = map[string]string{"COORD_FENCING_TOKEN": "11", "COORD_ELECTION": "jobs/env"}
+	res = runInProcess(ctx, env, "resource", "put", "k", "v", "--url", url)
+	require.Equal(t, exitStale, res.Code, "token 11 is below the floor 12 that the first write set")
+
+	res = runInProcess(ctx, env, "resource", "put", "k", "v", "--url", url, "--token", "13")
+	require.Equal(t, exitOK, res.Code, "a flag overrides the environment: %s", res.Stderr)
+}

@@ -20,6 +20,7 @@ func Main() int {
 // run executes one coordctl invocation; tests call it in-process.
 func run(ctx context.Context, args []string, streams ioStreams, getenv func(string) string) int {
 	f := newFactory(streams)
+	f.Getenv = getenv
 	root := newRootCmd(f, getenv)
 	root.SetArgs(args)
 	root.SetIn(streams.In)
@@ -83,9 +84,16 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 not acquired, 4 lost while holding,
 	pf.StringVarP(&f.Global.WriteOut, "write-out", "w", formatSimple, "output format: simple or json")
 
 	root.AddCommand(newEtcdCmd(f))
+	root.AddCommand(newDemoCmd(f))
+	root.AddCommand(newSidecarCmd(f))
 	root.AddCommand(newResourceCmd(f))
 	root.AddCommand(newLamportCmd(f))
 	root.AddCommand(newClaimCmd(f))
+	root.AddCommand(newLockCmd(f))
+	root.AddCommand(newScenarioCmd(f))
+	root.AddCommand(newLabCmd(f))
+	root.AddCommand(newBenchCmd(f))
+	root.AddCommand(newElectCmd(f))
 	return root
 }
 

@@ -1,0 +1,209 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/session"
+)
+
+var (
+	// ErrNoLeader is returned by Leader when no candidate holds the election.
+	ErrNoLeader = errors.New("election: no leader")
+	// ErrSessionExpired is returned by Campaign when the candidate's session
+	// ended, or its candidate key disappeared, before it became leader. It
+	// never returns a leadership it does not hold.
+	ErrSessionExpired = errors.New("election: session expired while campaigning")
+	// ErrNotLeader is returned by Proclaim (and Resign) when the leader key
+	// is no longer ours.
+	ErrNotLeader = errors.New("election: not leader")
+	// ErrLost is the cause of a Leadership that ended without Resign: its
+	// session was lost or its key was deleted or replaced behind its back.
+	ErrLost = errors.New("election: leadership lost")
+	// ErrResigned is the cause of a Leadership that ended by Resign (or by
+	// Election.Close).
+	ErrResigned = errors.New("election: resigned")
+	// ErrClosed is returned by Campaign after Election.Close.
+	ErrClosed = errors.New("election: closed")
+	// ErrBadName is returned by New for an empty election name.
+	ErrBadName = errors.New("election: name must not be empty")
+)
+
+// cleanupTimeout bounds the requests that undo a failed campaign or resign
+// on Close; they run after the caller's context may have ended.
+const cleanupTimeout = 5 * time.Second
+
+type config struct {
+	ttl         time.Duration
+	session     *session.Session
+	prefix      string
+	sessionOpts []session.Option
+}
+
+// Option configures an Election.
+type Option func(*config)
+
+// WithTTL sets the TTL of the session each campaign creates (default 10s,
+// at least 1s). Ignored with WithSession.
+func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
+
+// WithSession makes every campaign use s instead of a session of its own.
+// The Election never closes s: Resign deletes the leader key only. Once s
+// has ended, Campaign returns ErrSessionExpired. Run one campaign at a time
+// per session: two campaigns on one session share one key.
+func WithSession(s *session.Session) Option { return func(c *config) { c.session = s } }
+
+// WithPrefix namespaces the election: its keys live under prefix+name+"/"
+// instead of name+"/". The prefix is used as given (include a trailing "/"
+// if you want one).
+func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
+
+// WithSessionOptions adds options to the sessions campaigns create (an
+// observer for metrics, a margin, a clock). Ignored with WithSession.
+func WithSessionOptions(opts ...session.Option) Option {
+	return func(c *config) { c.sessionOpts = append(c.sessionOpts, opts...) }
+}
+
+// Election is one named election on etcd. It is safe for concurrent use;
+// several Elections (in one process or many) campaign against each other.
+type Election struct {
+	client    *clientv3.Client
+	name      string
+	keyPrefix string
+	cfg       config
+
+	closeCtx context.Context
+	closeFn  context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+	live   map[*Leadership]struct{}
+}
+
+// Leader is the current holder of an election as etcd stores it.
+type Leader struct {
+	// Value is what the leader proclaimed (its identity, an address...).
+	Value string
+	// Token is the create revision of the leader key: the fencing token.
+	Token fencing.Token
+	// Key is the leader's key, prefix/name/<lease hex>.
+	Key string
+	// Lease is the lease the key lives on.
+	Lease clientv3.LeaseID
+}
+
+// Observation is one change seen by Observe.
+type Observation struct {
+	// Leader is the new leader, or nil when there is none.
+	Leader *Leader
+	// Err is set, once, on the last observation when observing failed.
+	Err error
+}
+
+// New returns the election called name on client. It does not talk to
+// etcd. Errors: ErrBadName, session.ErrBadTTL.
+func New(client *clientv3.Client, name string, opts ...Option) (*Election, error) {
+	if client == nil {
+		return nil, errors.New("election: nil etcd client")
+	}
+	if name == "" {
+		return nil, ErrBadName
+	}
+	cfg := config{ttl: session.DefaultTTL}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.session == nil && cfg.ttl < time.Second {
+		return nil, fmt.Errorf("election: %w (got %s)", session.ErrBadTTL, cfg.ttl)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Election{
+		client:    client,
+		name:      name,
+		keyPrefix: cfg.prefix + name + "/",
+		cfg:       cfg,
+		closeCtx:  ctx,
+		closeFn:   cancel,
+		live:      make(map[*Leadership]struct{}),
+	}, nil
+}
+
+// Name returns the election's name.
+func (e *Election) Name() string { return e.name }
+
+// Prefix returns the key prefix under which candidates are stored.
+func (e *Election) Prefix() string { return e.keyPrefix }
+
+// Close resigns every leadership this Election holds and makes Campaigns
+// in progress, and later ones, return ErrClosed. It returns the first resign
+// error. Calling it again is a no-op.
+func (e *Election) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.closeFn()
+	var live []*Leadership
+	for l := range e.live {
+		live = append(live, l)
+	}
+	e.mu.Unlock()
+	var first error
+	for _, l := range live {
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		if err := l.Resign(ctx); err != nil && !errors.Is(err, ErrNotLeader) && first == nil {
+			first = err
+		}
+		cancel()
+	}
+	return first
+}
+
+// Leader returns the current leader: the candidate with the lowest create
+// revision. ErrNoLeader when there is none.
+func (e *Election) Leader(ctx context.Context) (Leader, error) {
+	resp, err := e.client.Get(ctx, e.keyPrefix, clientv3.WithFirstCreate()...)
+	if err != nil {
+		return Leader{}, fmt.Errorf("election: get leader of %q: %w", e.name, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return Leader{}, ErrNoLeader
+	}
+	return leaderOf(resp.Kvs[0]), nil
+}
+
+func leaderOf(kv *mvccpb.KeyValue) Leader {
+	return Leader{
+		Value: string(kv.Value),
+		Token: fencing.Token(kv.CreateRevision),
+		Key:   string(kv.Key),
+		Lease: clientv3.LeaseID(kv.Lease),
+	}
+}
+
+func (e *Election) register(l *Leadership) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	if l.ctx.Err() == nil {
+		e.live[l] = struct{}{}
+	}
+	return true
+}
+
+func (e *Election) unregister(l *Leadership) {
+	e.mu.Lock()
+	delete(e.live, l)
+	e.mu.Unlock()
+}

@@ -1,0 +1,229 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/coordkit/coordkit/fencing"
+)
+
+// Backoff is exponential backoff with full jitter: before retry n (from 0)
+// Run waits a uniformly random time in [0, min(Max, Initial·2ⁿ)), so that a
+// fleet whose campaigns failed together does not retry together.
+type Backoff struct {
+	// Initial is the cap of the first wait; 200ms when zero.
+	Initial time.Duration
+	// Max caps every wait; 15s when zero.
+	Max time.Duration
+}
+
+func (b Backoff) withDefaults() Backoff {
+	if b.Initial <= 0 {
+		b.Initial = 200 * time.Millisecond
+	}
+	if b.Max <= 0 {
+		b.Max = 15 * time.Second
+	}
+	if b.Max < b.Initial {
+		b.Max = b.Initial
+	}
+	return b
+}
+
+// Cap returns the upper bound of the wait before retry n: min(Max, Initial·2ⁿ).
+func (b Backoff) Cap(n int) time.Duration {
+	b = b.withDefaults()
+	c := b.Initial
+	for i := 0; i < n && c < b.Max; i++ {
+		c *= 2
+	}
+	return min(c, b.Max)
+}
+
+// Delay returns the wait before retry n given u, a uniform draw in [0, 1):
+// u·Cap(n). Pure, for tests; Run draws u itself.
+func (b Backoff) Delay(n int, u float64) time.Duration {
+	u = min(max(u, 0), 1)
+	return time.Duration(u * float64(b.Cap(n)))
+}
+
+// RunConfig is what Run does with the leadership.
+type RunConfig struct {
+	// Value is what the candidate proclaims (its identity or address).
+	Value string
+	// OnStartedLeading runs in its own goroutine when this candidate wins.
+	// ctx is cancelled on loss, on a Resign request, and when Run's ctx
+	// ends; it must return then. Returning earlier does not resign.
+	OnStartedLeading func(ctx context.Context, l *Leadership)
+	// OnStoppedLeading is called after OnStartedLeading has returned, each
+	// time a leadership ends.
+	OnStoppedLeading func()
+	// OnNewLeader is called, from its own goroutine, with each leader this
+	// candidate observes, ours included, and with ("", 0) when there is
+	// none.
+	OnNewLeader func(value string, token fencing.Token)
+	// OnCampaignError, if set, is told of each failed campaign and how long
+	// Run waits before the next one.
+	OnCampaignError func(err error, retryIn time.Duration)
+	// ReleaseOnCancel resigns when Run's ctx ends, once OnStartedLeading
+	// has returned. Without it the key is left to expire with the lease
+	// (keepalives stop), as client-go's LeaderElector does. With
+	// WithSession the session is the caller's: it is left running, and the
+	// key with it.
+	ReleaseOnCancel bool
+	// Backoff paces campaigns after errors.
+	Backoff Backoff
+	// Resign, if set: each receive while leading makes this candidate
+	// resign (after OnStartedLeading returned) and campaign again, at the
+	// back of the line. Receives while not leading are ignored.
+	Resign <-chan struct{}
+}
+
+// Run campaigns, leads and campaigns again, in the manner of client-go's
+// LeaderElector, until ctx ends; then it returns nil. Each campaign uses a
+// fresh session (unless the Election has WithSession). Failed campaigns are
+// retried with cfg.Backoff. It returns ErrClosed when the Election was
+// closed, and ErrSessionExpired when the WithSession session has ended
+// (nothing can campaign on it again).
+//
+// No goroutine it starts outlives it, provided OnStartedLeading returns
+// when its ctx is cancelled.
+func Run(ctx context.Context, e *Election, cfg RunConfig) error {
+	if cfg.OnNewLeader != nil {
+		octx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			observeLoop(octx, e, cfg)
+		}()
+		defer func() { cancel(); <-done }()
+	}
+	attempt := 0
+	for {
+		l, err := e.Campaign(ctx, cfg.Value)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, ErrClosed) {
+				return err
+			}
+			if s := e.cfg.session; s != nil && s.Err() != nil {
+				return err
+			}
+			wait := cfg.Backoff.Delay(attempt, rand.Float64())
+			attempt++
+			if cfg.OnCampaignError != nil {
+				cfg.OnCampaignError(err, wait)
+			}
+			if !sleep(ctx, wait) {
+				return nil
+			}
+			continue
+		}
+		attempt = 0
+		if stop := lead(ctx, l, cfg); stop {
+			return nil
+		}
+	}
+}
+
+// lead runs one leadership to its end. It returns true when Run must stop.
+func lead(ctx context.Context, l *Leadership, cfg RunConfig) bool {
+	lctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(l.Context(), func() { cancel(context.Cause(l.Context())) })
+	defer stop()
+
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		if cfg.OnStartedLeading != nil {
+			cfg.OnStartedLeading(lctx, l)
+		}
+	}()
+
+	resign := cfg.Resign
+	var why int
+	const (
+		lost = iota + 1
+		ended
+		resigning
+	)
+	for why == 0 {
+		select {
+		case <-l.Lost():
+			why = lost
+		case <-ctx.Done():
+			why = ended
+		case _, ok := <-resign:
+			if !ok {
+				resign = nil // a closed channel asks nothing
+				continue
+			}
+			why = resigning
+		case <-returned:
+			returned = nil // keep leading until something ends it
+		}
+	}
+	cancel(ErrResigned)
+	if returned != nil {
+		<-returned
+	}
+	switch why {
+	case resigning:
+		rctx, rcancel := context.WithTimeout(ctx, cleanupTimeout)
+		_ = l.Resign(rctx)
+		rcancel()
+	case ended:
+		if cfg.ReleaseOnCancel {
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			_ = l.Resign(rctx)
+			rcancel()
+		} else {
+			l.orphan()
+		}
+	case lost:
+		l.orphan() // stop the dead session's keepalives, if any
+	}
+	if cfg.OnStoppedLeading != nil {
+		cfg.OnStoppedLeading()
+	}
+	return why == ended
+}
+
+// observeLoop feeds OnNewLeader, observing again after errors.
+func observeLoop(ctx context.Context, e *Election, cfg RunConfig) {
+	attempt := 0
+	for ctx.Err() == nil {
+		for obs := range e.Observe(ctx) {
+			if obs.Err != nil {
+				break
+			}
+			attempt = 0
+			if obs.Leader == nil {
+				cfg.OnNewLeader("", 0)
+			} else {
+				cfg.OnNewLeader(obs.Leader.Value, obs.Leader.Token)
+			}
+		}
+		if !sleep(ctx, cfg.Backoff.Delay(attempt, rand.Float64())) {
+			return
+		}
+		attempt++
+	}
+}
+
+// sleep waits d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,226 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coordkit/coordkit/election"
+	"github.com/coordkit/coordkit/fencing"
+)
+
+type electOptions struct {
+	Name     string
+	Proposal string
+	ID       string
+	TTL      time.Duration
+	Prefix   string
+	Observe  bool
+}
+
+// electEvent is what coordctl elect prints: "elected" once it leads, "lost"
+// if it stops leading without being asked. Its JSON form is the contract.
+type electEvent struct {
+	Event  string        `json:"event"`
+	Name   string        `json:"name"`
+	ID     string        `json:"id"`
+	Token  fencing.Token `json:"token"`
+	Reason string        `json:"reason,omitempty"`
+}
+
+func (ev electEvent) WriteSimple(w io.Writer) error {
+	var err error
+	switch ev.Event {
+	case "elected":
+		_, err = fmt.Fprintf(w, "elected leader of %s as %s (token %d)\n", ev.Name, ev.ID, ev.Token)
+	default:
+		_, err = fmt.Fprintf(w, "lost leadership of %s as %s (token %d): %s\n", ev.Name, ev.ID, ev.Token, ev.Reason)
+	}
+	return err
+}
+
+// leaderEvent is one line of coordctl elect --observe; Leader is null when
+// the election has no leader.
+type leaderEvent struct {
+	Event  string        `json:"event"`
+	Leader *string       `json:"leader"`
+	Token  fencing.Token `json:"token"`
+}
+
+func (ev leaderEvent) WriteSimple(w io.Writer) error {
+	if ev.Leader == nil {
+		_, err := fmt.Fprintln(w, "no leader")
+		return err
+	}
+	_, err := fmt.Fprintf(w, "leader %s (token %d)\n", *ev.Leader, ev.Token)
+	return err
+}
+
+func newElectCmd(f *factory) *cobra.Command {
+	opts := &electOptions{}
+	cmd := &cobra.Command{
+		Use:   "elect NAME [PROPOSAL] [--id ID] [--ttl D] [--prefix P] | elect NAME --observe",
+		Short: "Campaign for leadership of an election, or watch who leads",
+		Long: `Campaign in the election NAME on etcd and hold the leadership once won.
+Candidates are served in the order they arrived. The value a candidate
+proclaims is PROPOSAL, or --id, or hostname-pid. The fencing token is the
+create revision of the leader's key; it grows from leader to leader.
+
+Keys are laid out as etcd's concurrency.Election lays them out (NAME/<lease
+hex>), so 'coordctl elect' and 'etcdctl elect' on one name compete with each
+other.
+
+While waiting, coordctl says so on stderr. Once leader it prints
+  elected leader of NAME as ID (token T)
+  (-w json: {"event":"elected","name":NAME,"id":ID,"token":T})
+and holds the leadership until SIGINT or SIGTERM; then it resigns, so the
+next candidate takes over at once, and exits 0. If the leadership is lost
+while held (keepalives failing until the local deadline, which comes before
+etcd can expire the lease; the lease revoked; the key deleted), it prints a
+"lost" event ({"event":"lost",...,"reason":R}) and exits 4.
+
+With --observe it campaigns for nothing and prints one line per change of
+leader, {"event":"leader","leader":ID,"token":T}, with "leader":null and
+token 0 whenever the election has no leader, until SIGINT or SIGTERM.`,
+		Example: `  coordctl elect scheduler                         # value hostname-pid
+  coordctl elect scheduler --id node-1 --ttl 5s -w json
+  coordctl elect scheduler http://10.0.0.7:8080     # proclaim an address
+  coordctl elect scheduler --observe -w json        # {"event":"leader","leader":"node-1","token":42}`,
+		Args: argsUsage(cobra.RangeArgs(1, 2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			if len(args) > 1 {
+				opts.Proposal = args[1]
+			}
+			ctx, cancel := f.NotifyContext(cmd.Context())
+			defer cancel()
+			return runElect(ctx, f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.ID, "id", "", "value to proclaim when no PROPOSAL is given (default hostname-pid)")
+	fl.DurationVar(&opts.TTL, "ttl", 10*time.Second, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
+	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the election's keys under this etcd key prefix")
+	fl.BoolVar(&opts.Observe, "observe", false, "print the leader on every change instead of campaigning")
+	return cmd
+}
+
+func (o *electOptions) validate() error {
+	switch {
+	case strings.TrimSpace(o.Name) == "":
+		return usageErrorf("elect needs a non-empty NAME")
+	case o.TTL < time.Second:
+		return usageErrorf("invalid --ttl %s: must be at least 1s", o.TTL)
+	case o.Proposal != "" && o.ID != "":
+		return usageErrorf("give either PROPOSAL or --id, not both")
+	case o.Observe && (o.Proposal != "" || o.ID != ""):
+		return usageErrorf("--observe campaigns for nothing: it takes no PROPOSAL or --id")
+	}
+	return nil
+}
+
+// value is what the candidate proclaims.
+func (o *electOptions) value() string {
+	switch {
+	case o.Proposal != "":
+		return o.Proposal
+	case o.ID != "":
+		return o.ID
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "coordctl"
+	}
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}
+
+// runElect campaigns and holds the leadership until ctx ends (resign, exit
+// 0) or it is lost (exit 4); with --observe it prints leaders until ctx ends.
+func runElect(ctx context.Context, f *factory, opts *electOptions) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	client, err := f.EtcdClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	e, err := election.New(client, opts.Name, election.WithTTL(opts.TTL), election.WithPrefix(opts.Prefix))
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	defer e.Close()
+	if opts.Observe {
+		return observeElection(ctx, f, p, e)
+	}
+
+	id := opts.value()
+	holder := ""
+	lctx, cancel := f.CommandContext(ctx)
+	if cur, err := e.Leader(lctx); err == nil {
+		holder = fmt.Sprintf(" (leader now: %s, token %d)", cur.Value, cur.Token)
+	}
+	cancel()
+	fmt.Fprintf(f.IO.ErrOut, "campaigning for %s as %s; waiting to be elected%s...\n", opts.Name, id, holder)
+	l, err := e.Campaign(ctx, id)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // interrupted while waiting: nothing held
+		}
+		return fmt.Errorf("campaign for %s: %w", opts.Name, err)
+	}
+	if err := p.Print(electEvent{Event: "elected", Name: opts.Name, ID: id, Token: l.Token()}); err != nil {
+		_ = resignLeadership(ctx, f, l)
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		if err := resignLeadership(ctx, f, l); err != nil {
+			return fmt.Errorf("resign %s: %w", opts.Name, err)
+		}
+		return nil
+	case <-l.Lost():
+		reason := l.Err()
+		_ = p.Print(electEvent{Event: "lost", Name: opts.Name, ID: id, Token: l.Token(), Reason: reason.Error()})
+		_ = resignLeadership(ctx, f, l)
+		return withCode(exitLost, fmt.Errorf("lost leadership of %s: %w", opts.Name, reason))
+	}
+}
+
+func resignLeadership(ctx context.Context, f *factory, l *election.Leadership) error {
+	rctx, cancel := f.CommandContext(context.WithoutCancel(ctx))
+	defer cancel()
+	err := l.Resign(rctx)
+	if errors.Is(err, election.ErrNotLeader) {
+		return nil // lost meanwhile: reported by the caller
+	}
+	return err
+}
+
+func observeElection(ctx context.Context, f *factory, p *printer, e *election.Election) error {
+	fmt.Fprintf(f.IO.ErrOut, "observing election %s...\n", e.Name())
+	for obs := range e.Observe(ctx) {
+		if obs.Err != nil {
+			return obs.Err
+		}
+		ev := leaderEvent{Event: "leader"}
+		if obs.Leader != nil {
+			v := obs.Leader.Value
+			ev.Leader, ev.Token = &v, obs.Leader.Token
+		}
+		if err := p.Print(ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,285 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/sidecar"
+)
+
+type sidecarOptions struct {
+	Election  string
+	ID        string
+	Prefix    string
+	Listen    string
+	TTL       time.Duration
+	TokenFile string
+	KillGrace time.Duration
+	Command   []string
+}
+
+// The lines of the sidecar's output stream, one per event.
+type (
+	sidecarListening struct {
+		Event string `json:"event"` // "listening"
+		URL   string `json:"url"`
+	}
+	sidecarElected struct {
+		Event    string        `json:"event"` // "elected"
+		Election string        `json:"election"`
+		ID       string        `json:"id"`
+		Token    fencing.Token `json:"token"`
+	}
+	sidecarLost struct {
+		Event    string `json:"event"` // "lost"
+		Election string `json:"election"`
+		ID       string `json:"id"`
+		Reason   string `json:"reason"`
+	}
+	// sidecarLeader reports a change of leader; Leader and Token are null
+	// when there is none.
+	sidecarLeader struct {
+		Event    string         `json:"event"` // "leader"
+		Election string         `json:"election"`
+		Leader   *string        `json:"leader"`
+		Token    *fencing.Token `json:"token"`
+	}
+)
+
+func (e sidecarListening) WriteSimple(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "ready url=%s\n", e.URL)
+	return err
+}
+
+func (e sidecarElected) WriteSimple(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "elected id=%s token=%s\n", e.ID, e.Token)
+	return err
+}
+
+func (e sidecarLost) WriteSimple(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "lost id=%s reason=%q\n", e.ID, e.Reason)
+	return err
+}
+
+func (e sidecarLeader) WriteSimple(w io.Writer) error {
+	if e.Leader == nil {
+		_, err := fmt.Fprintln(w, "leader none")
+		return err
+	}
+	_, err := fmt.Fprintf(w, "leader id=%s token=%s\n", *e.Leader, e.Token)
+	return err
+}
+
+func newSidecarCmd(f *factory) *cobra.Command {
+	opts := &sidecarOptions{}
+	cmd := &cobra.Command{
+		Use:   "sidecar --election NAME --id ID [flags] [-- COMMAND [ARGS...]]",
+		Short: "Run beside a replica: leader election with a fencing token over HTTP",
+		Long: `Run next to each replica of a service. The sidecars campaign in one etcd
+election; exactly one leads at a time and holds a fencing token (the create
+revision of its key), which grows with every change of leader.
+
+HTTP API on --listen (port 0 picks a free port):
+  GET  /v1/leader   {"name","id","leader","token","is_leader","since"}
+  GET  /v1/watch    Server-Sent Events: the current view, then one per change
+  POST /v1/resign   step down and campaign again at the back of the queue
+  GET  /healthz     200 while the session with etcd is alive, else 503
+  GET  /readyz      200 only while this instance leads, else 503
+  GET  /metrics     Prometheus metrics
+
+Once listening it prints 'ready url=http://ADDR' (with -w json:
+{"event":"listening","url":...}), then one line per event: elected, lost,
+leader (changed).
+
+With --token-file the token is written there atomically while this instance
+leads and the file is removed on loss. With a COMMAND after '--', the command
+runs only while this instance leads, with COORD_ELECTION, COORD_LEADER_ID and
+COORD_FENCING_TOKEN set; on loss its process group gets SIGTERM, then
+SIGKILL after --kill-grace. If the command exits by itself the sidecar
+resigns and exits with its status.
+
+SIGTERM or SIGINT stop the command, resign (a standby takes over at once)
+and exit 0. A crashed leader is replaced about --ttl after it stopped; a
+leader whose keepalives fail turns unready before its lease can expire on
+the server. See docs/sidecar.md.`,
+		Example: `  coordctl sidecar --election my-service --id "$POD_NAME"
+  coordctl sidecar --election my-service --id web-1 --listen :4040 --token-file /run/leader/token
+  coordctl sidecar --election cron --id node-a --ttl 3s -- ./run-scheduler.sh
+  curl -s localhost:4040/v1/leader   # {"name":"my-service","id":"web-1","leader":"web-2","token":1207,...}`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
+				return usageErrorf("unexpected argument %q: put the command after --", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Command = args
+			ctx, cancel := f.NotifyContext(cmd.Context())
+			defer cancel()
+			return runSidecar(ctx, f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Election, "election", "", "election name (required); the sidecars of one service share it")
+	fl.StringVar(&opts.ID, "id", "", "this instance's identity, e.g. the pod name (required)")
+	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the election's keys under this etcd key prefix")
+	fl.StringVar(&opts.Listen, "listen", "127.0.0.1:4040", "HTTP address to serve the API on (port 0: any free port)")
+	fl.DurationVar(&opts.TTL, "ttl", sidecar.DefaultTTL, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
+	fl.StringVar(&opts.TokenFile, "token-file", "", "write the fencing token to this file while leading")
+	fl.DurationVar(&opts.KillGrace, "kill-grace", 5*time.Second, "time between SIGTERM and SIGKILL when the command must stop")
+	return cmd
+}
+
+func (o *sidecarOptions) validate() error {
+	switch {
+	case strings.TrimSpace(o.Election) == "":
+		return usageErrorf("--election is required")
+	case strings.TrimSpace(o.ID) == "":
+		return usageErrorf("--id is required")
+	case o.TTL < time.Second:
+		return usageErrorf("invalid --ttl %s: must be at least 1s", o.TTL)
+	case o.KillGrace <= 0:
+		return usageErrorf("invalid --kill-grace %s: must be positive", o.KillGrace)
+	}
+	host, port, err := net.SplitHostPort(o.Listen)
+	if err != nil {
+		return usageErrorf("invalid --listen %q: %v", o.Listen, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return usageErrorf("invalid --listen %q: bad port %q", o.Listen, port)
+	}
+	if host != "" && host != "localhost" && net.ParseIP(strings.Trim(host, "[]")) == nil {
+		if _, err := net.LookupHost(host); err != nil {
+			return usageErrorf("invalid --listen %q: unknown host %q", o.Listen, host)
+		}
+	}
+	return nil
+}
+
+// runSidecar connects to etcd, serves the API and campaigns until ctx ends
+// (exit 0) or the command exits (its status).
+func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	client, err := f.EtcdClient(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer client.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	sc, err := sidecar.New(sidecar.Config{
+		Client:     client,
+		Name:       opts.Election,
+		ID:         opts.ID,
+		Prefix:     opts.Prefix,
+		TTL:        opts.TTL,
+		TokenFile:  opts.TokenFile,
+		Command:    commandOrNil(opts.Command),
+		KillGrace:  opts.KillGrace,
+		Stdout:     f.IO.Out,
+		Stderr:     f.IO.ErrOut,
+		Registerer: reg,
+		Gatherer:   reg,
+		OnChange:   sidecarPrinter(p, f.IO.ErrOut),
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", opts.Listen, err)
+	}
+	srv := &http.Server{Handler: sc.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	serving := true
+	defer func() {
+		sc.CloseAPI()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		if serving {
+			<-served
+		}
+	}()
+	if err := p.Print(sidecarListening{Event: "listening", URL: "http://" + ln.Addr().String()}); err != nil {
+		return err
+	}
+
+	runErr := make(chan error, 1)
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { runErr <- sc.Run(rctx) }()
+	select {
+	case err = <-runErr:
+	case err = <-served:
+		// The API is gone: no probe can tell the truth any more. Step down.
+		serving = false
+		stop()
+		<-runErr
+		return fmt.Errorf("http server: %w", err)
+	}
+	var ce *sidecar.ChildExitError
+	if errors.As(err, &ce) {
+		return silentExit(ce.Code)
+	}
+	return err
+}
+
+func commandOrNil(args []string) []string {
+	if len(args) == 0 {
+		return nil
+	}
+	return args
+}
+
+// sidecarPrinter turns state changes into output lines: elected, lost and
+// leader (changed) on stdout, session trouble on stderr.
+func sidecarPrinter(p *printer, errOut io.Writer) func(sidecar.State, sidecar.Change) {
+	return func(s sidecar.State, c sidecar.Change) {
+		if c.Won {
+			_ = p.Print(sidecarElected{Event: "elected", Election: s.Name, ID: s.ID, Token: s.Token})
+		}
+		if c.Lost {
+			_ = p.Print(sidecarLost{Event: "lost", Election: s.Name, ID: s.ID, Reason: s.Reason})
+		}
+		if c.LeaderChanged {
+			ev := sidecarLeader{Event: "leader", Election: s.Name}
+			if s.HasLeader {
+				leader, tok := s.Leader, s.Token
+				ev.Leader, ev.Token = &leader, &tok
+			}
+			_ = p.Print(ev)
+		}
+		if c.HealthChanged {
+			if ok, reason := s.Health(); !ok {
+				fmt.Fprintf(errOut, "coordctl sidecar: unhealthy: %s\n", reason)
+			} else {
+				fmt.Fprintln(errOut, "coordctl sidecar: connected")
+			}
+		}
+	}
+}

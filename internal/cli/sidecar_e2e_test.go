@@ -1,0 +1,593 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/election"
+	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/internal/sidecar"
+)
+
+// sidecarProc is one `coordctl -w json sidecar` process.
+type sidecarProc struct {
+	id     string
+	cmd    *exec.Cmd
+	url    string
+	lines  chan map[string]any // stdout JSON lines after "listening"
+	stderr *sidecarBuf
+	done   chan struct{}
+	code   int
+	// http has a transport of its own, closed by the test's cleanup, so
+	// that no keep-alive connection outlives the test (goleak).
+	http   *http.Client
+	stream *http.Client
+}
+
+type sidecarBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *sidecarBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *sidecarBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startSidecarProc starts a sidecar on a free port and waits for its
+// "listening" line.
+func startSidecarProc(t *testing.T, endpoints []string, election, id string, extra ...string) *sidecarProc {
+	t.Helper()
+	args := []string{"--endpoints", strings.Join(endpoints, ","), "-w", "json", "sidecar",
+		"--election", election, "--id", id, "--listen", "127.0.0.1:0"}
+	args = append(args, extra...)
+	cmd := exec.Command(coordctlBinary(t), args...)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	tr := &http.Transport{}
+	p := &sidecarProc{id: id, cmd: cmd, lines: make(chan map[string]any, 256), stderr: &sidecarBuf{}, done: make(chan struct{}),
+		http: &http.Client{Transport: tr, Timeout: 5 * time.Second}, stream: &http.Client{Transport: tr}}
+	t.Cleanup(tr.CloseIdleConnections)
+	cmd.Stderr = p.stderr
+	require.NoError(t, cmd.Start())
+	listening := make(chan string, 1)
+	go func() {
+		defer close(p.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) != nil {
+				continue // the command's own output
+			}
+			if m["event"] == "listening" {
+				listening <- m["url"].(string)
+				continue
+			}
+			select {
+			case p.lines <- m:
+			default: // nobody reads; do not block the process
+			}
+		}
+	}()
+	go func() {
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			p.code = ee.ExitCode()
+		} else if err != nil {
+			p.code = -1
+		}
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	select {
+	case p.url = <-listening:
+	case <-p.done:
+		t.Fatalf("sidecar %s exited (%d) before listening: %s", id, p.code, p.stderr)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("sidecar %s not listening after 30s: %s", id, p.stderr)
+	}
+	return p
+}
+
+func (p *sidecarProc) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(sig))
+}
+
+func (p *sidecarProc) wait(t *testing.T, d time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.code
+	case <-time.After(d):
+		t.Fatalf("sidecar %s did not exit within %s; stderr: %s", p.id, d, p.stderr)
+		return -1
+	}
+}
+
+func (p *sidecarProc) status(t *testing.T, path string) int {
+	t.Helper()
+	resp, err := p.http.Get(p.url + path)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func (p *sidecarProc) leader(t *testing.T) sidecar.View {
+	t.Helper()
+	resp, err := p.http.Get(p.url + "/v1/leader")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	var v sidecar.View
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&v))
+	return v
+}
+
+// watch opens /v1/watch and returns the views it streams (the first is the
+// current one).
+func (p *sidecarProc) watch(t *testing.T) <-chan sidecar.View {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/v1/watch", nil)
+	require.NoError(t, err)
+	resp, err := p.stream.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	ch := make(chan sidecar.View, 64)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(ch)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		var name string
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: ") && name == "leader":
+				var v sidecar.View
+				if json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &v) == nil {
+					ch <- v
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return ch
+}
+
+// awaitLine waits for a stdout line with the given event.
+func (p *sidecarProc) awaitLine(t *testing.T, event string, d time.Duration) map[string]any {
+	t.Helper()
+	timeout := time.After(d)
+	for {
+		select {
+		case m, ok := <-p.lines:
+			if !ok {
+				t.Fatalf("sidecar %s: stdout closed before %q; stderr: %s", p.id, event, p.stderr)
+			}
+			if m["event"] == event {
+				return m
+			}
+		case <-timeout:
+			t.Fatalf("sidecar %s: no %q line within %s", p.id, event, d)
+		}
+	}
+}
+
+// awaitOneReady polls until exactly one of ps is ready and all agree on
+// the leader; it returns the leader and its view.
+func awaitOneReady(t *testing.T, ps []*sidecarProc, d time.Duration) (*sidecarProc, sidecar.View) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		var ready []*sidecarProc
+		for _, p := range ps {
+			if p.status(t, "/readyz") == 200 {
+				ready = append(ready, p)
+			}
+		}
+		if len(ready) == 1 {
+			lv := ready[0].leader(t)
+			agree := lv.Leader != nil && *lv.Leader == ready[0].id && lv.IsLeader
+			for _, p := range ps {
+				v := p.leader(t)
+				agree = agree && v.Leader != nil && *v.Leader == *lv.Leader && *v.Token == *lv.Token &&
+					v.IsLeader == (p == ready[0])
+			}
+			if agree {
+				return ready[0], lv
+			}
+		}
+		require.LessOrEqual(t, len(ready), 1, "two sidecars ready at once")
+		if time.Now().After(deadline) {
+			t.Fatalf("no single agreed leader within %s (ready: %d)", d, len(ready))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// awaitWin waits for the first view with is_leader on any of the streams.
+func awaitWin(t *testing.T, streams map[*sidecarProc]<-chan sidecar.View, d time.Duration) (*sidecarProc, sidecar.View) {
+	t.Helper()
+	type win struct {
+		p *sidecarProc
+		v sidecar.View
+	}
+	wins := make(chan win, len(streams))
+	stop := make(chan struct{})
+	defer close(stop)
+	for p, ch := range streams {
+		go func() {
+			for {
+				select {
+				case v, ok := <-ch:
+					if !ok {
+						return
+					}
+					if v.IsLeader {
+						wins <- win{p, v}
+						return
+					}
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+	select {
+	case w := <-wins:
+		return w.p, w.v
+	case <-time.After(d):
+		t.Fatalf("no standby won within %s", d)
+		return nil, sidecar.View{}
+	}
+}
+
+func drainFirst(t *testing.T, ch <-chan sidecar.View) sidecar.View {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(5 * time.Second):
+		t.Fatal("no initial view on /v1/watch")
+		return sidecar.View{}
+	}
+}
+
+func without(ps []*sidecarProc, x *sidecarProc) []*sidecarProc {
+	var out []*sidecarProc
+	for _, p := range ps {
+		if p != x {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func TestSidecarE2EFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	srv := etcdtest.Start(t)
+	eps := srv.Endpoints()
+	var ps []*sidecarProc
+	for _, id := range []string{"a", "b", "c"} {
+		ps = append(ps, startSidecarProc(t, eps, "svc", id, "--ttl", "2s"))
+	}
+	leader, lv := awaitOneReady(t, ps, 10*time.Second)
+	tokens := []fencing.Token{*lv.Token}
+	t.Logf("leader %s token %d", leader.id, *lv.Token)
+
+	// Graceful: SIGTERM to the leader's sidecar; a standby wins at once.
+	// Three rounds, the old leader coming back as a standby each time; the
+	// median must meet the target (one slow round on a loaded machine is
+	// reported, not failed, up to 1s).
+	var graceful []time.Duration
+	for round := 0; round < 3; round++ {
+		standbys := without(ps, leader)
+		streams := map[*sidecarProc]<-chan sidecar.View{}
+		for _, p := range standbys {
+			ch := p.watch(t)
+			first := drainFirst(t, ch)
+			require.Equal(t, tokens[len(tokens)-1], *first.Token, "the watch starts with the current view")
+			streams[p] = ch
+		}
+		start := time.Now()
+		leader.signal(t, syscall.SIGTERM)
+		next, nv := awaitWin(t, streams, 5*time.Second)
+		d := time.Since(start)
+		graceful = append(graceful, d)
+		require.Equal(t, 200, next.status(t, "/readyz"))
+		t.Logf("graceful failover %s -> %s: %s (token %d)", leader.id, next.id, d, *nv.Token)
+		require.Less(t, d, time.Second)
+		require.Equal(t, 0, leader.wait(t, 10*time.Second), "SIGTERM exits 0")
+		require.Greater(t, *nv.Token, tokens[len(tokens)-1], "tokens strictly increase")
+		tokens = append(tokens, *nv.Token)
+		next.awaitLine(t, "elected", 5*time.Second)
+		ps = append(standbys, startSidecarProc(t, eps, "svc", leader.id, "--ttl", "2s"))
+		leader, lv = awaitOneReady(t, ps, 10*time.Second)
+		require.Equal(t, next, leader)
+	}
+	slices.Sort(graceful)
+	t.Logf("graceful failover: min %s median %s max %s", graceful[0], graceful[1], graceful[2])
+	require.Less(t, graceful[1], 100*time.Millisecond, "graceful failover target (median of 3)")
+
+	// Crash: SIGKILL; a standby wins within TTL + 1s.
+	streams := map[*sidecarProc]<-chan sidecar.View{}
+	for _, p := range without(ps, leader) {
+		ch := p.watch(t)
+		drainFirst(t, ch)
+		streams[p] = ch
+	}
+	start := time.Now()
+	leader.signal(t, syscall.SIGKILL)
+	winner, wv := awaitWin(t, streams, 6*time.Second)
+	crash := time.Since(start)
+	t.Logf("crash failover %s -> %s: %s (token %d)", leader.id, winner.id, crash, *wv.Token)
+	require.Less(t, crash, 3*time.Second, "crash failover within TTL + 1s")
+	require.Greater(t, *wv.Token, tokens[len(tokens)-1])
+	ps = without(ps, leader)
+	_, v := awaitOneReady(t, ps, 5*time.Second)
+	require.Equal(t, *wv.Token, *v.Token)
+
+	for _, p := range ps {
+		p.signal(t, syscall.SIGTERM)
+	}
+	for _, p := range ps {
+		require.Equal(t, 0, p.wait(t, 10*time.Second))
+	}
+}
+
+func TestSidecarE2EResignAndTokenFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	srv := etcdtest.Start(t)
+	eps := srv.Endpoints()
+	dir := t.TempDir()
+	tokA, tokB := filepath.Join(dir, "a.token"), filepath.Join(dir, "b.token")
+	a := startSidecarProc(t, eps, "jobs", "a", "--token-file", tokA)
+	a.awaitLine(t, "elected", 10*time.Second)
+	b := startSidecarProc(t, eps, "jobs", "b", "--token-file", tokB)
+	_, lv := awaitOneReady(t, []*sidecarProc{a, b}, 10*time.Second)
+	require.True(t, lv.IsLeader)
+	require.Equal(t, "a", *lv.Leader)
+	readTok := func(path string) fencing.Token {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		tok, err := fencing.ParseToken(strings.TrimSpace(string(b)))
+		require.NoError(t, err)
+		return tok
+	}
+	require.Equal(t, *lv.Token, readTok(tokA))
+	require.NoFileExists(t, tokB)
+
+	ch := b.watch(t)
+	drainFirst(t, ch)
+	// A standby cannot resign.
+	resp, err := b.http.Post(b.url+"/v1/resign", "", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusConflict, resp.StatusCode)
+
+	resp, err = a.http.Post(a.url+"/v1/resign", "", nil)
+	require.NoError(t, err)
+	var after sidecar.View
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&after))
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.False(t, after.IsLeader)
+	require.NoFileExists(t, tokA, "token file removed on resign")
+	a.awaitLine(t, "lost", 5*time.Second)
+
+	_, bv := awaitWin(t, map[*sidecarProc]<-chan sidecar.View{b: ch}, 5*time.Second)
+	require.Greater(t, *bv.Token, *lv.Token)
+	b.awaitLine(t, "elected", 5*time.Second)
+	require.Equal(t, *bv.Token, readTok(tokB))
+	// a campaigns again at the back of the queue.
+	_, v := awaitOneReady(t, []*sidecarProc{a, b}, 5*time.Second)
+	require.Equal(t, "b", *v.Leader)
+
+	b.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, b.wait(t, 10*time.Second))
+	require.NoFileExists(t, tokB, "token file removed on shutdown")
+	a.awaitLine(t, "elected", 5*time.Second)
+	require.Greater(t, readTok(tokA), *bv.Token)
+	a.signal(t, syscall.SIGINT)
+	require.Equal(t, 0, a.wait(t, 10*time.Second))
+}
+
+func TestSidecarE2EChild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	srv, cli := etcdtest.StartWithClient(t)
+	eps := srv.Endpoints()
+	dir := t.TempDir()
+	t.Setenv("COORD_FENCING_TOKEN", "inherited") // must be overridden
+	script := `echo "$COORD_ELECTION $COORD_LEADER_ID $COORD_FENCING_TOKEN" > "$DIR/env.$$.tmp"; mv "$DIR/env.$$.tmp" "$DIR/env.$$"
+trap 'echo term > "$DIR/term.$$"; exit 143' TERM
+while :; do sleep 0.05; done`
+	t.Setenv("DIR", dir)
+	p := startSidecarProc(t, eps, "cron", "node-a", "--ttl", "3s", "--kill-grace", "2s", "--", "sh", "-c", script)
+	first := p.awaitLine(t, "elected", 10*time.Second)
+	tok1 := fencing.Token(first["token"].(float64))
+
+	envFile := func() (pid, content string) {
+		t.Helper()
+		var found []string
+		require.Eventually(t, func() bool {
+			found, _ = filepath.Glob(filepath.Join(dir, "env.*[0-9]"))
+			return len(found) > 0
+		}, 10*time.Second, 10*time.Millisecond)
+		require.Len(t, found, 1)
+		b, err := os.ReadFile(found[0])
+		require.NoError(t, err)
+		require.NoError(t, os.Remove(found[0]))
+		return strings.TrimPrefix(filepath.Base(found[0]), "env."), strings.TrimSpace(string(b))
+	}
+	pid1, env1 := envFile()
+	require.Equal(t, "cron node-a "+tok1.String(), env1)
+
+	// Revoke the leader's lease behind its back: the child must be stopped.
+	e, err := election.New(cli, "cron")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l, err := e.Leader(ctx)
+	require.NoError(t, err)
+	require.Equal(t, tok1, l.Token)
+	_, err = cli.Revoke(ctx, l.Lease)
+	require.NoError(t, err)
+	lost := p.awaitLine(t, "lost", 5*time.Second)
+	t.Logf("lost: %v", lost["reason"])
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(filepath.Join(dir, "term."+pid1))
+		return err == nil
+	}, 5*time.Second, 10*time.Millisecond, "child got SIGTERM on loss")
+
+	// Alone, it wins again with a new session and runs the command again.
+	second := p.awaitLine(t, "elected", 10*time.Second)
+	tok2 := fencing.Token(second["token"].(float64))
+	require.Greater(t, tok2, tok1)
+	require.Equal(t, 200, p.status(t, "/healthz"), "healthy again on a new session")
+	pid2, env2 := envFile()
+	require.NotEqual(t, pid1, pid2)
+	require.Equal(t, "cron node-a "+tok2.String(), env2)
+
+	// SIGTERM: the child is stopped, then the sidecar resigns and exits 0.
+	p.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, p.wait(t, 10*time.Second))
+	require.FileExists(t, filepath.Join(dir, "term."+pid2))
+	_, err = e.Leader(ctx)
+	require.ErrorIs(t, err, election.ErrNoLeader, "resigned on exit")
+}
+
+func TestSidecarE2EChildExitCode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	srv, cli := etcdtest.StartWithClient(t)
+	eps := srv.Endpoints()
+	p := startSidecarProc(t, eps, "once", "solo", "--", "sh", "-c", "exit 7")
+	start := time.Now()
+	require.Equal(t, 7, p.wait(t, 15*time.Second))
+	t.Logf("exited after %s", time.Since(start))
+	e, err := election.New(cli, "once")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = e.Leader(ctx)
+	require.ErrorIs(t, err, election.ErrNoLeader, "resigned before exiting")
+}
+
+func TestSidecarCLIUsageAndUnreachable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no election", []string{"sidecar", "--id", "a"}, "--election is required"},
+		{"no id", []string{"sidecar", "--election", "e"}, "--id is required"},
+		{"short ttl", []string{"sidecar", "--election", "e", "--id", "a", "--ttl", "500ms"}, "at least 1s"},
+		{"bad listen", []string{"sidecar", "--election", "e", "--id", "a", "--listen", "nonsense"}, "invalid --listen"},
+		{"bad port", []string{"sidecar", "--election", "e", "--id", "a", "--listen", "127.0.0.1:99999"}, "bad port"},
+		{"bad grace", []string{"sidecar", "--election", "e", "--id", "a", "--kill-grace", "0s"}, "--kill-grace"},
+		{"args without dash", []string{"sidecar", "--election", "e", "--id", "a", "sleep", "1"}, "after --"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := runInProcess(ctx, nil, tc.args...)
+			require.Equal(t, exitUsage, res.Code, res.Stderr)
+			require.Contains(t, res.Stderr, tc.want)
+		})
+	}
+	t.Run("unreachable etcd", func(t *testing.T) {
+		start := time.Now()
+		res := runInProcess(ctx, nil, "--endpoints", "127.0.0.1:1", "--dial-timeout", "500ms",
+			"sidecar", "--election", "e", "--id", "a", "--listen", "127.0.0.1:0")
+		require.Equal(t, exitError, res.Code, res.Stderr)
+		require.Contains(t, res.Stderr, "127.0.0.1:1")
+		require.Less(t, time.Since(start), 1500*time.Millisecond)
+		require.Empty(t, res.Stdout, "no ready line without etcd")
+	})
+}
+
+func TestSidecarCLISimpleOutput(t *testing.T) {
+	srv, cli := etcdtest.StartWithClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var out, errOut sidecarBuf
+	codec := make(chan int, 1)
+	go func() {
+		codec <- run(runCtx, []string{"--endpoints", strings.Join(srv.Endpoints(), ","),
+			"sidecar", "--election", "simple", "--id", "a", "--listen", "127.0.0.1:0"},
+			ioStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, func(string) string { return "" })
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "elected id=a") }, 10*time.Second, 10*time.Millisecond)
+	e, err := election.New(cli, "simple")
+	require.NoError(t, err)
+	l, err := e.Leader(ctx)
+	require.NoError(t, err)
+	stop()
+	select {
+	case code := <-codec:
+		require.Equal(t, exitOK, code, errOut.String())
+	case <-time.After(15 * time.Second):
+		t.Fatal("sidecar did not stop")
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Regexp(t, `^ready url=http://127\.0\.0\.1:\d+$`, lines[0])
+	tok := l.Token.String()
+	require.Contains(t, lines, "elected id=a token="+tok)
+	require.Contains(t, lines, "leader id=a token="+tok)
+	require.Contains(t, lines, `lost id=a reason="shutting down"`)
+	require.Equal(t, "leader none", lines[len(lines)-1])
+	require.Contains(t, errOut.String(), "coordctl sidecar: connected")
+	_, err = e.Leader(ctx)
+	require.ErrorIs(t, err, election.ErrNoLeader)
+}

@@ -1,0 +1,210 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/coordkit/coordkit/fencing"
+)
+
+// View is the leader view served by GET /v1/leader and streamed by
+// GET /v1/watch. Leader and Token are null while there is no leader.
+type View struct {
+	Name     string         `json:"name"`
+	ID       string         `json:"id"`
+	Leader   *string        `json:"leader"`
+	Token    *fencing.Token `json:"token"`
+	IsLeader bool           `json:"is_leader"`
+	Since    time.Time      `json:"since"`
+}
+
+// View returns the state as the HTTP API shows it.
+func (s State) View() View {
+	v := View{Name: s.Name, ID: s.ID, IsLeader: s.IsLeader, Since: s.Since.UTC()}
+	if s.HasLeader {
+		leader, tok := s.Leader, s.Token
+		v.Leader, v.Token = &leader, &tok
+	}
+	return v
+}
+
+// Probe is the body of /healthz and /readyz.
+type Probe struct {
+	Status string         `json:"status"` // "ok" or "unavailable"
+	Reason string         `json:"reason,omitempty"`
+	Token  *fencing.Token `json:"token,omitempty"`
+}
+
+// apiError is the body of an error answer.
+type apiError struct {
+	Error string `json:"error"`
+	View  *View  `json:"state,omitempty"`
+}
+
+// APIConfig configures NewAPI.
+type APIConfig struct {
+	// Tracker is the state the API serves. Required.
+	Tracker *Tracker
+	// Resign makes this instance step down and campaign again at the back
+	// of the queue; it returns ErrNotLeader when it does not lead. nil
+	// disables POST /v1/resign (501).
+	Resign func(ctx context.Context) error
+	// Gatherer serves GET /metrics; nil disables it (404).
+	Gatherer prometheus.Gatherer
+	// Heartbeat is the interval of SSE comment lines that keep idle
+	// proxies from closing /v1/watch; 15s when zero.
+	Heartbeat time.Duration
+	// ResignTimeout bounds POST /v1/resign; 5s when zero.
+	ResignTimeout time.Duration
+}
+
+// API is the sidecar's HTTP API. Close ends open watch streams, so that an
+// http.Server's Shutdown does not wait for them.
+type API struct {
+	cfg       APIConfig
+	mux       *http.ServeMux
+	closing   chan struct{}
+	closeOnce sync.Once
+}
+
+var _ http.Handler = (*API)(nil)
+
+// NewAPI returns the HTTP API:
+//
+//	GET  /v1/leader  the View as JSON
+//	GET  /v1/watch   Server-Sent Events: the current View, then one per change
+//	POST /v1/resign  step down, campaign again at the back of the queue
+//	GET  /healthz    200 while the session with etcd is alive, else 503
+//	GET  /readyz     200 while this instance leads, else 503
+//	GET  /metrics    Prometheus text
+func NewAPI(cfg APIConfig) *API {
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 15 * time.Second
+	}
+	if cfg.ResignTimeout <= 0 {
+		cfg.ResignTimeout = 5 * time.Second
+	}
+	a := &API{cfg: cfg, mux: http.NewServeMux(), closing: make(chan struct{})}
+	a.mux.HandleFunc("GET /v1/leader", a.handleLeader)
+	a.mux.HandleFunc("GET /v1/watch", a.handleWatch)
+	a.mux.HandleFunc("POST /v1/resign", a.handleResign)
+	a.mux.HandleFunc("GET /healthz", a.handleHealth)
+	a.mux.HandleFunc("GET /readyz", a.handleReady)
+	if cfg.Gatherer != nil {
+		a.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	}
+	return a
+}
+
+// ServeHTTP serves the API.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+
+// Close ends the open watch streams; later watches end at once.
+func (a *API) Close() { a.closeOnce.Do(func() { close(a.closing) }) }
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (a *API) handleLeader(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, a.cfg.Tracker.State().View())
+}
+
+func (a *API) handleHealth(w http.ResponseWriter, r *http.Request) {
+	ok, reason := a.cfg.Tracker.State().Health()
+	if !ok {
+		writeJSON(w, http.StatusServiceUnavailable, Probe{Status: "unavailable", Reason: reason})
+		return
+	}
+	writeJSON(w, http.StatusOK, Probe{Status: "ok"})
+}
+
+func (a *API) handleReady(w http.ResponseWriter, r *http.Request) {
+	s := a.cfg.Tracker.State()
+	ok, reason := s.Ready()
+	if !ok {
+		writeJSON(w, http.StatusServiceUnavailable, Probe{Status: "unavailable", Reason: reason})
+		return
+	}
+	tok := s.Token
+	writeJSON(w, http.StatusOK, Probe{Status: "ok", Token: &tok})
+}
+
+func (a *API) handleResign(w http.ResponseWriter, r *http.Request) {
+	if a.cfg.Resign == nil {
+		writeJSON(w, http.StatusNotImplemented, apiError{Error: "resign is not available"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), a.cfg.ResignTimeout)
+	defer cancel()
+	err := a.cfg.Resign(ctx)
+	v := a.cfg.Tracker.State().View()
+	switch {
+	case errors.Is(err, ErrNotLeader):
+		writeJSON(w, http.StatusConflict, apiError{Error: err.Error(), View: &v})
+	case err != nil:
+		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: err.Error(), View: &v})
+	default:
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+// handleWatch streams views as Server-Sent Events:
+//
+//	event: leader
+//	data: {"name":…,"leader":…,"token":…,"is_leader":…,"since":…}
+//
+// The first event is the current view; then one per change of leader, token
+// or leadership of this instance. Lines starting with ':' are heartbeats.
+func (a *API) handleWatch(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	views, cancel := a.cfg.Tracker.Subscribe()
+	defer cancel()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	heartbeat := time.NewTicker(a.cfg.Heartbeat)
+	defer heartbeat.Stop()
+	for {
+		var err error
+		select {
+		case <-r.Context().Done():
+			return
+		case <-a.closing:
+			return
+		case v := <-views:
+			err = writeEvent(w, "leader", v)
+		case <-heartbeat.C:
+			_, err = fmt.Fprint(w, ": heartbeat\n\n")
+		}
+		if err == nil {
+			err = rc.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// writeEvent writes one SSE event whose data is v as one line of JSON.
+func writeEvent(w http.ResponseWriter, name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
+	return err
+}

@@ -1,0 +1,505 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/election"
+	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/session"
+)
+
+// Environment variables set for the command (over inherited values).
+const (
+	EnvElection     = "COORD_ELECTION"
+	EnvLeaderID     = "COORD_LEADER_ID"
+	EnvFencingToken = "COORD_FENCING_TOKEN"
+)
+
+// DefaultTTL is the lease TTL of a sidecar's session when Config.TTL is zero.
+const DefaultTTL = 5 * time.Second
+
+// Config configures a Sidecar.
+type Config struct {
+	// Client is the etcd client. Required.
+	Client *clientv3.Client
+	// Name is the election; ID is this instance's identity, the value it
+	// campaigns with. Both required.
+	Name string
+	ID   string
+	// Prefix namespaces the election's keys (election.WithPrefix).
+	Prefix string
+	// TTL is the lease TTL (at least 1s); DefaultTTL when zero. A crashed
+	// leader is replaced about TTL after it stopped.
+	TTL time.Duration
+	// TokenFile, if set, holds the fencing token while this instance leads;
+	// it is written atomically on winning and removed on losing.
+	TokenFile string
+	// Command, if set, runs while this instance leads: Command[0] is the
+	// program, the rest its arguments.
+	Command []string
+	// KillGrace is the time between SIGTERM and SIGKILL when the command
+	// must stop; childproc.DefaultKillGrace when zero.
+	KillGrace time.Duration
+	// Stdout and Stderr are the command's; discarded when nil.
+	Stdout, Stderr io.Writer
+	// Registerer receives the sidecar's metrics; nil registers them nowhere.
+	Registerer prometheus.Registerer
+	// Gatherer serves GET /metrics; nil disables the endpoint.
+	Gatherer prometheus.Gatherer
+	// Logger receives operational notes; nil discards them.
+	Logger *slog.Logger
+	// Clock stamps state changes and times campaigns; the system clock when nil.
+	Clock Clock
+	// OnChange is called after each state change, in order, from the
+	// goroutine that applied it; it must not block for long.
+	OnChange func(State, Change)
+}
+
+// ChildExitError is returned by Run when the command exited by itself; the
+// sidecar resigned and passes the command's status on.
+type ChildExitError struct {
+	Code int
+}
+
+func (e *ChildExitError) Error() string {
+	return fmt.Sprintf("sidecar: command exited with status %d", e.Code)
+}
+
+// Sidecar campaigns in one election for one instance, serves the HTTP API
+// and runs the command while it leads.
+type Sidecar struct {
+	cfg     Config
+	tracker *Tracker
+	metrics *Metrics
+	api     *API
+
+	applyMu sync.Mutex // orders Apply and OnChange
+
+	mu      sync.Mutex
+	sess    *session.Session
+	leading *election.Leadership
+	resign  chan resignRequest
+}
+
+type resignRequest struct {
+	l    *election.Leadership
+	done chan error
+}
+
+// New validates cfg and returns a Sidecar; Run starts it. Errors wrap
+// ErrBadConfig, or come from registering the metrics.
+func New(cfg Config) (*Sidecar, error) {
+	switch {
+	case cfg.Client == nil:
+		return nil, fmt.Errorf("%w: no etcd client", ErrBadConfig)
+	case cfg.Name == "":
+		return nil, fmt.Errorf("%w: empty election name", ErrBadConfig)
+	case cfg.ID == "":
+		return nil, fmt.Errorf("%w: empty id", ErrBadConfig)
+	case cfg.TTL != 0 && cfg.TTL < time.Second:
+		return nil, fmt.Errorf("%w: TTL %s is below 1s", ErrBadConfig, cfg.TTL)
+	case cfg.Command != nil && len(cfg.Command) == 0:
+		return nil, fmt.Errorf("%w: empty command", ErrBadConfig)
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = systemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Stdout == nil {
+		cfg.Stdout = io.Discard
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = io.Discard
+	}
+	s := &Sidecar{
+		cfg:     cfg,
+		tracker: NewTracker(cfg.Name, cfg.ID, cfg.Clock),
+		resign:  make(chan resignRequest),
+	}
+	if cfg.Registerer != nil {
+		m, err := NewMetrics(cfg.Registerer, cfg.Name, cfg.ID, s.leaseLeft)
+		if err != nil {
+			return nil, fmt.Errorf("sidecar: metrics: %w", err)
+		}
+		s.metrics = m
+	}
+	// A resignation stops the command first, which may take the kill grace.
+	grace := cfg.KillGrace
+	if grace <= 0 {
+		grace = childproc.DefaultKillGrace
+	}
+	s.api = NewAPI(APIConfig{Tracker: s.tracker, Resign: s.Resign, Gatherer: cfg.Gatherer, ResignTimeout: grace + 5*time.Second})
+	return s, nil
+}
+
+// Handler returns the HTTP API (see NewAPI).
+func (s *Sidecar) Handler() http.Handler { return s.api }
+
+// CloseAPI ends open watch streams so that the HTTP server can shut down.
+func (s *Sidecar) CloseAPI() { s.api.Close() }
+
+// State returns the current state.
+func (s *Sidecar) State() State { return s.tracker.State() }
+
+// Tracker returns the sidecar's state tracker (to subscribe to changes).
+func (s *Sidecar) Tracker() *Tracker { return s.tracker }
+
+// Resign makes this instance step down (stopping the command first) and
+// campaign again at the back of the queue. It returns once the leadership
+// is given up: ErrNotLeader if this instance does not lead, ctx's error if
+// ctx ended first, or the error of deleting the leader key.
+func (s *Sidecar) Resign(ctx context.Context) error {
+	s.mu.Lock()
+	l := s.leading
+	s.mu.Unlock()
+	if l == nil {
+		return ErrNotLeader
+	}
+	req := resignRequest{l: l, done: make(chan error, 1)}
+	select {
+	case s.resign <- req:
+	case <-l.Lost():
+		return ErrNotLeader
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-req.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Sidecar) apply(ev Event) {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	s.applyLocked(ev)
+}
+
+func (s *Sidecar) applyLocked(ev Event) {
+	st, c := s.tracker.Apply(ev)
+	s.metrics.Observe(st, c)
+	if s.cfg.OnChange != nil {
+		s.cfg.OnChange(st, c)
+	}
+}
+
+func (s *Sidecar) leaseLeft() time.Duration {
+	s.mu.Lock()
+	sess := s.sess
+	s.mu.Unlock()
+	if sess == nil || !sess.Alive() {
+		return 0
+	}
+	return sess.Deadline().Sub(s.cfg.Clock.Now())
+}
+
+func (s *Sidecar) setSession(sess *session.Session) {
+	s.mu.Lock()
+	s.sess = sess
+	s.mu.Unlock()
+}
+
+// sessionEnded reports the end of sess unless a newer session replaced it:
+// a late report must not mark the newer session's sidecar unhealthy.
+func (s *Sidecar) sessionEnded(sess *session.Session) {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	s.mu.Lock()
+	current := s.sess == sess
+	s.mu.Unlock()
+	if current {
+		s.applyLocked(Event{Kind: SessionDown, Reason: "session ended: " + errString(sess.Err())})
+	}
+}
+
+func (s *Sidecar) setLeading(l *election.Leadership) {
+	s.mu.Lock()
+	s.leading = l
+	s.mu.Unlock()
+}
+
+func (s *Sidecar) onSessionEvent(ev session.Event) {
+	if ev.KeepAliveLatency > 0 {
+		s.metrics.ObserveKeepAlive(ev.KeepAliveLatency)
+	}
+}
+
+// Run campaigns until ctx ends or the command exits by itself. On ctx's
+// end it stops the command, resigns (a standby takes over at once), revokes
+// its lease and returns nil. When the command exits by itself it resigns
+// and returns a *ChildExitError with the command's status. It returns other
+// errors when the token file cannot be written or the command cannot start
+// (after resigning). Sessions lost on the way (etcd unreachable, lease
+// expired) are replaced; /healthz reports them meanwhile.
+func (s *Sidecar) Run(ctx context.Context) error {
+	octx, stopObserve := context.WithCancel(ctx)
+	observed := make(chan struct{})
+	go func() {
+		defer close(observed)
+		s.observe(octx)
+	}()
+	defer func() {
+		stopObserve()
+		<-observed
+	}()
+
+	var attempt int
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		sess, err := session.New(ctx, s.cfg.Client, session.WithTTL(s.cfg.TTL), session.WithObserver(s.onSessionEvent))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			s.apply(Event{Kind: SessionDown, Reason: "cannot create a session: " + err.Error()})
+			s.cfg.Logger.Warn("session", "err", err)
+			if !sleep(ctx, backoff(attempt)) {
+				return nil
+			}
+			attempt++
+			continue
+		}
+		attempt = 0
+		s.setSession(sess)
+		s.apply(Event{Kind: SessionUp, Alive: sess.Alive})
+		// Report the loss as soon as it happens, even while waiting in the queue.
+		stop := context.AfterFunc(sess.Context(), func() {
+			if ctx.Err() == nil {
+				s.sessionEnded(sess)
+			}
+		})
+		err = s.runSession(ctx, sess)
+		stop()
+		if ctx.Err() == nil && sess.Err() != nil {
+			s.sessionEnded(sess)
+		}
+		s.setSession(nil)
+		if sess.Err() == nil || ctx.Err() != nil || err != nil {
+			if cerr := sess.Close(); cerr != nil {
+				s.cfg.Logger.Warn("revoke lease", "err", cerr)
+			}
+		} else {
+			sess.Orphan()
+		}
+		if ctx.Err() != nil || err != nil {
+			return err
+		}
+	}
+}
+
+// runSession campaigns on sess until the session ends (nil), ctx ends
+// (nil), or the command exited or failed (its error).
+func (s *Sidecar) runSession(ctx context.Context, sess *session.Session) error {
+	e, err := election.New(s.cfg.Client, s.cfg.Name, election.WithSession(sess), election.WithPrefix(s.cfg.Prefix))
+	if err != nil {
+		return err
+	}
+	var attempt int
+	for {
+		cctx, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(sess.Context(), cancel)
+		start := s.cfg.Clock.Now()
+		l, err := e.Campaign(cctx, s.cfg.ID)
+		stop()
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			if l != nil {
+				_ = s.release(l)
+			}
+			return nil
+		case err != nil && !sess.Alive():
+			return nil
+		case err != nil:
+			s.cfg.Logger.Warn("campaign", "err", err)
+			if !sleep(ctx, backoff(attempt)) {
+				return nil
+			}
+			attempt++
+			continue
+		}
+		attempt = 0
+		s.metrics.ObserveCampaign(s.cfg.Clock.Now().Sub(start))
+		if err := s.lead(ctx, l); err != nil {
+			return err
+		}
+		if ctx.Err() != nil || !sess.Alive() {
+			return nil
+		}
+	}
+}
+
+// lead holds one leadership until it ends. It returns nil to campaign
+// again (lost or resigned, or ctx ended) and an error to stop the sidecar.
+func (s *Sidecar) lead(ctx context.Context, l *election.Leadership) error {
+	s.setLeading(l)
+	defer s.setLeading(nil)
+	// The token file is in place before the instance reports ready.
+	if s.cfg.TokenFile != "" {
+		if err := WriteTokenFile(s.cfg.TokenFile, l.Token()); err != nil {
+			_ = s.release(l)
+			return err
+		}
+	}
+	s.apply(Event{Kind: Elected, Token: l.Token(), Alive: l.Alive})
+	s.cfg.Logger.Info("elected", "token", l.Token())
+	var child *childproc.Child
+	if len(s.cfg.Command) > 0 {
+		var err error
+		child, err = childproc.Start(childproc.Config{
+			Path: s.cfg.Command[0],
+			Args: s.cfg.Command[1:],
+			Env: map[string]string{
+				EnvElection:     s.cfg.Name,
+				EnvLeaderID:     s.cfg.ID,
+				EnvFencingToken: l.Token().String(),
+			},
+			Stdout:    s.cfg.Stdout,
+			Stderr:    s.cfg.Stderr,
+			KillGrace: s.cfg.KillGrace,
+		})
+		if err != nil {
+			_ = s.stepDown(l, nil, "cannot start the command")
+			return err
+		}
+	}
+
+	return s.hold(ctx, l, child)
+}
+
+// hold waits for the end of a leadership and of its command, if any.
+func (s *Sidecar) hold(ctx context.Context, l *election.Leadership, child *childproc.Child) error {
+	var childDone <-chan struct{}
+	if child != nil {
+		childDone = child.Done()
+	}
+	for {
+		select {
+		case <-l.Lost():
+			s.cfg.Logger.Warn("lost", "token", l.Token(), "err", l.Err())
+			s.deposed("leadership lost: " + errString(l.Err()))
+			if child != nil {
+				child.Stop()
+			}
+			return nil
+		case req := <-s.resign:
+			if req.l != l {
+				req.done <- ErrNotLeader // asked of an earlier leadership
+				continue
+			}
+			req.done <- s.stepDown(l, child, "resigned")
+			return nil
+		case <-childDone:
+			code := child.ExitCode()
+			_ = s.stepDown(l, child, fmt.Sprintf("command exited with status %d", code))
+			return &ChildExitError{Code: code}
+		case <-ctx.Done():
+			_ = s.stepDown(l, child, "shutting down")
+			return nil
+		}
+	}
+}
+
+// stepDown ends a leadership this instance gives up: unready first, then
+// the token file goes, the command stops, and last the leader key is
+// deleted so that the next leader starts only after the command is gone.
+func (s *Sidecar) stepDown(l *election.Leadership, child *childproc.Child, reason string) error {
+	s.deposed(reason)
+	if child != nil {
+		child.Stop()
+	}
+	return s.release(l)
+}
+
+func (s *Sidecar) release(l *election.Leadership) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := l.Resign(ctx)
+	if errors.Is(err, election.ErrNotLeader) {
+		return nil // lost meanwhile: nothing to give up
+	}
+	return err
+}
+
+// deposed records the end of the leadership and removes the token file.
+func (s *Sidecar) deposed(reason string) {
+	s.apply(Event{Kind: Deposed, Reason: reason})
+	if s.cfg.TokenFile != "" {
+		if err := RemoveTokenFile(s.cfg.TokenFile); err != nil {
+			s.cfg.Logger.Warn("token file", "err", err)
+		}
+	}
+}
+
+// observe feeds LeaderObserved events until ctx ends, observing again
+// after errors.
+func (s *Sidecar) observe(ctx context.Context) {
+	e, err := election.New(s.cfg.Client, s.cfg.Name, election.WithPrefix(s.cfg.Prefix))
+	if err != nil {
+		return
+	}
+	var attempt int
+	for ctx.Err() == nil {
+		for obs := range e.Observe(ctx) {
+			if obs.Err != nil {
+				s.cfg.Logger.Warn("observe", "err", obs.Err)
+				break
+			}
+			attempt = 0
+			if obs.Leader == nil {
+				s.apply(Event{Kind: LeaderObserved})
+			} else {
+				s.apply(Event{Kind: LeaderObserved, Leader: obs.Leader.Value, Token: obs.Leader.Token})
+			}
+		}
+		if !sleep(ctx, backoff(attempt)) {
+			return
+		}
+		attempt++
+	}
+}
+
+// backoff is the wait before retry n after an etcd error: jittered,
+// capped at 100ms doubling to 2s.
+func backoff(n int) time.Duration {
+	b := election.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second}
+	return b.Delay(n, rand.Float64())
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "unknown"
+	}
+	return err.Error()
+}

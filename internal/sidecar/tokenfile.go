@@ -1,0 +1,75 @@
+package sidecar
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/coordkit/coordkit/fencing"
+)
+
+// WriteTokenFile replaces the file at path with the token in decimal and a
+// newline, atomically: readers see the old content or the new, never a
+// part. The token is written to a temporary file in the same directory,
+// synced, renamed over path, and the directory is synced so the rename
+// survives a crash.
+func WriteTokenFile(path string, tok fencing.Token) error {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("sidecar: token file: %w", err)
+	}
+	tmpName := tmp.Name()
+	fail := func(err error) error {
+		_ = tmp.Close()
+		_ = os.Remove(tmpName)
+		return fmt.Errorf("sidecar: token file %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return fail(err)
+	}
+	if _, err := tmp.WriteString(tok.String() + "\n"); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmpName, path); err != nil {
+		_ = os.Remove(tmpName)
+		return fmt.Errorf("sidecar: token file %s: %w", path, err)
+	}
+	return syncDir(dir)
+}
+
+// RemoveTokenFile removes the token file; a missing file is not an error.
+// The directory is synced so that the removal survives a crash.
+func RemoveTokenFile(path string) error {
+	if err := os.Remove(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("sidecar: remove token file: %w", err)
+	}
+	dir := filepath.Dir(path)
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sidecar: sync directory: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sidecar: sync directory %s: %w", dir, err)
+	}
+	return nil
+}

@@ -24,6 +24,18 @@ demo: build
 ## bench: side-by-side benchmarks against the anchors (etcd concurrency, bare raft).
 bench: build
 	./bin/coordctl bench lock
+	./bin/coordctl bench elect
+	./bin/coordctl bench lab
+
+## scenarios: every experiment of the scenarios registry, with its verdicts.
+scenarios: build
+	./bin/coordctl scenario run --all
+
+## check-long: minute-long Jepsen-style safety checks on a three-member etcd.
+check-long: build
+	./bin/coordctl check lock-safety --duration 60s
+	./bin/coordctl check lock-safety --duration 60s --no-fencing
+	./bin/coordctl check election-safety --duration 60s
 
 ## lint: gofmt, go vet and staticcheck.
 lint:
@@ -32,4 +44,4 @@ lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
 
 clean:
-	rm -rf bin coordctl.etcd
+	rm -rf bin coordctl.etcd coordctl.resource

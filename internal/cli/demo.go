@@ -3,35 +3,68 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/demo"
+	"github.com/coordkit/coordkit/internal/etcdembed"
+	"github.com/coordkit/coordkit/scenarios"
+	"github.com/coordkit/coordkit/scenarios/report"
 )
 
 type demoOptions struct {
-	TTL     time.Duration
-	DataDir string
+	TTL       time.Duration
+	DataDir   string
+	Out       string
+	StoryOnly bool
+	Seed      int64
+	// Registry supplies the tour's scenarios; scenarios.Default when nil.
+	Registry *scenarios.Registry
+}
+
+// tourStops are the scenarios of the guided tour, each with the paragraph
+// that says what to look for.
+var tourStops = []struct{ name, intro string }{
+	{"lock-without-fencing", `The same failure as a measured experiment, with a third contender: a
+"Redis-style" lock (a lease and no token). A lease is an optimisation that
+makes overlaps rare; only the token makes the resource refuse them.`},
+	{"minority-partition", `Now consensus itself. Five Raft nodes (real hashicorp/raft, on a simulated
+network) are split 2|3. The two-node minority cannot commit anything: it has
+no quorum. The three-node majority elects a leader and keeps writing. When
+the partition heals, the minority catches up, and porcupine checks that the
+whole history is linearizable and that no acknowledged write was lost.`},
+	{"write-cost", `What does one consensus write cost? A round trip from the leader to a
+majority of followers plus the log writes on the way. The lab measures it
+against one-way delays of a rack, a region and a cross-region link and
+compares the median with that model.`},
 }
 
 func newDemoCmd(f *factory) *cobra.Command {
 	opts := &demoOptions{}
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "A guided tour: why a lock needs a fencing token, on an embedded etcd",
-		Long: `Start an embedded etcd and two protected resources (one that checks fencing
-tokens, one that does not), then play out the failure every distributed lock
-must survive: holder A takes the lock and freezes past its lease (a GC pause,
-a SIGSTOP, a VM migration); etcd expires the lease and B takes over and
-writes; A wakes up and finishes its write, unaware. The fenced resource
-rejects A's late write; the unfenced one lets it overwrite B's work.
+		Short: "A guided tour: why a lock needs a fencing token, and what consensus costs",
+		Long: `A guided tour on an embedded etcd and an in-process Raft lab.
 
-Everything the demo starts is stopped and removed when it ends. With -w json
-every step is one JSON object on its own line.`,
+First it plays out the failure every distributed lock must survive: holder A
+takes the lock and freezes past its lease (a GC pause, a SIGSTOP, a VM
+migration); etcd expires the lease and B takes over and writes; A wakes up and
+finishes its write, unaware. A resource that checks fencing tokens rejects A's
+late write; one that does not lets it overwrite B's work.
+
+Then it runs three experiments of 'coordctl scenario' at a small scale —
+lock-without-fencing, minority-partition and write-cost — with a paragraph
+each on what to look for, and writes their HTML reports (timelines, charts)
+to --out. Everything else it starts is stopped and removed when it ends.
+With -w json every step is one JSON object on its own line.`,
 		Example: `  coordctl demo
-  coordctl demo --ttl 3s
+  coordctl demo --out /tmp/tour && xdg-open /tmp/tour/minority-partition.html
+  coordctl demo --story-only --ttl 3s
   coordctl demo -w json | jq .`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -40,9 +73,54 @@ every step is one JSON object on its own line.`,
 			return runDemo(ctx, f, opts)
 		},
 	}
-	cmd.Flags().DurationVar(&opts.TTL, "ttl", 2*time.Second, "lease TTL of the lock holders (whole seconds, at least 2s)")
+	cmd.Flags().DurationVar(&opts.TTL, "ttl", 2*time.Second, "lease TTL of the lock holders in the story (whole seconds, at least 2s)")
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", "", "where to keep etcd's and the resources' data (a temporary directory, removed afterwards, when empty)")
+	cmd.Flags().StringVar(&opts.Out, "out", "coordkit-demo", "directory for the HTML reports of the tour's experiments")
+	cmd.Flags().BoolVar(&opts.StoryOnly, "story-only", false, "play the lock story only, without the experiments")
+	cmd.Flags().Int64Var(&opts.Seed, "seed", 1, "seed of the experiments' fault schedules")
 	return cmd
+}
+
+// tourResult is the JSON line of one experiment of the tour.
+type tourResult struct {
+	Event  string         `json:"event"`
+	Name   string         `json:"name"`
+	Passed bool           `json:"passed"`
+	Report string         `json:"report"`
+	Claims []report.Claim `json:"claims"`
+	intro  string
+}
+
+func (r tourResult) WriteSimple(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%s\n", r.Name)
+	for _, line := range strings.Split(r.intro, "\n") {
+		fmt.Fprintf(&b, "  %s\n", line)
+	}
+	for _, c := range r.Claims {
+		mark := "holds"
+		if !c.Holds {
+			mark = "FAILS"
+		}
+		fmt.Fprintf(&b, "  [%s] %s\n          observed: %s\n", mark, c.Claim, c.Observed)
+	}
+	fmt.Fprintf(&b, "  report: %s\n", r.Report)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+type tourDone struct {
+	Event   string   `json:"event"`
+	Reports []string `json:"reports"`
+	Passed  bool     `json:"passed"`
+}
+
+func (d tourDone) WriteSimple(w io.Writer) error {
+	if len(d.Reports) == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "\nThe reports are in %s — open them in a browser. 'coordctl scenario list' has nine more experiments.\n", filepath.Dir(d.Reports[0]))
+	return err
 }
 
 func runDemo(ctx context.Context, f *factory, opts *demoOptions) error {
@@ -53,6 +131,9 @@ func runDemo(ctx context.Context, f *factory, opts *demoOptions) error {
 	if opts.TTL < 2*time.Second || opts.TTL%time.Second != 0 {
 		return usageErrorf("invalid --ttl %s: want whole seconds, at least 2s", opts.TTL)
 	}
+	if !opts.StoryOnly && opts.Out == "" {
+		return usageErrorf("--out must not be empty")
+	}
 	dir := opts.DataDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "coordkit-demo-"); err != nil {
@@ -60,7 +141,13 @@ func runDemo(ctx context.Context, f *factory, opts *demoOptions) error {
 		}
 		defer os.RemoveAll(dir)
 	}
-	story, err := demo.RunFencing(ctx, demo.FencingConfig{DataDir: dir, TTL: opts.TTL}, func(s demo.Step) {
+	etcd, err := etcdembed.Start(ctx, etcdembed.Config{DataDir: filepath.Join(dir, "etcd")})
+	if err != nil {
+		return fmt.Errorf("demo: start embedded etcd: %w", err)
+	}
+	defer etcd.Close()
+
+	story, err := demo.RunFencing(ctx, demo.FencingConfig{DataDir: dir, TTL: opts.TTL, Endpoints: etcd.Endpoints()}, func(s demo.Step) {
 		_ = p.Print(s)
 	})
 	if err != nil {
@@ -68,6 +155,49 @@ func runDemo(ctx context.Context, f *factory, opts *demoOptions) error {
 	}
 	if !story.FencedRejectedLateWrite {
 		return fmt.Errorf("demo: the fenced resource accepted the late write — this is a bug, please report it")
+	}
+	if opts.StoryOnly {
+		return nil
+	}
+
+	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	reg := opts.Registry
+	if reg == nil {
+		reg = scenarios.Default()
+	}
+	done := tourDone{Event: "done", Passed: true}
+	for _, stop := range tourStops {
+		if ctx.Err() != nil {
+			return withCode(exitError, fmt.Errorf("demo: interrupted"))
+		}
+		fmt.Fprintf(f.IO.ErrOut, "running experiment %s ...\n", stop.name)
+		rep, err := reg.Run(ctx, stop.name, scenarios.Env{
+			Progress:      prefixWriter{w: f.IO.ErrOut, prefix: "  "},
+			Seed:          opts.Seed,
+			Scale:         scenarios.ScaleSmall,
+			TempDir:       filepath.Join(dir, stop.name),
+			EtcdEndpoints: etcd.Endpoints(),
+		})
+		if err != nil {
+			return fmt.Errorf("demo: experiment %s: %w", stop.name, err)
+		}
+		path := filepath.Join(opts.Out, stop.name+".html")
+		if err := writeHTMLReport(path, []*report.Report{rep}); err != nil {
+			return err
+		}
+		done.Reports = append(done.Reports, path)
+		done.Passed = done.Passed && rep.Passed
+		if err := p.Print(tourResult{Event: "scenario", Name: stop.name, Passed: rep.Passed, Report: path, Claims: rep.Claims, intro: stop.intro}); err != nil {
+			return err
+		}
+	}
+	if err := p.Print(done); err != nil {
+		return err
+	}
+	if !done.Passed {
+		return withCode(exitError, fmt.Errorf("demo: an experiment's claim did not hold; see its report"))
 	}
 	return nil
 }

@@ -15,6 +15,8 @@ type etcdOptions struct {
 	ClientURLs string
 	PeerURLs   string
 	Name       string
+	Members    int
+	Control    string
 }
 
 type etcdReady struct {
@@ -37,7 +39,8 @@ foreground. Once it serves clients it prints one line, 'ready endpoints=URL'
 data stays in --data-dir for the next start.`,
 		Example: `  coordctl etcd
   coordctl etcd --data-dir /tmp/etcd1 --listen-client-urls http://127.0.0.1:23790 --listen-peer-urls http://127.0.0.1:23800
-  coordctl etcd -w json   # {"endpoints":["http://127.0.0.1:2379"]}`,
+  coordctl etcd -w json   # {"endpoints":["http://127.0.0.1:2379"]}
+  coordctl etcd --members 3 --control 127.0.0.1:2399   # three members behind fault proxies`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := f.NotifyContext(cmd.Context())
@@ -49,6 +52,8 @@ data stays in --data-dir for the next start.`,
 	cmd.Flags().StringVar(&opts.ClientURLs, "listen-client-urls", "http://127.0.0.1:2379", "URL to serve clients on")
 	cmd.Flags().StringVar(&opts.PeerURLs, "listen-peer-urls", "http://127.0.0.1:2380", "URL to serve peers on")
 	cmd.Flags().StringVar(&opts.Name, "name", "default", "member name")
+	cmd.Flags().IntVar(&opts.Members, "members", 1, "1, or 3 for a three-member cluster in this process with fault proxies and a control API (see docs/safety.md)")
+	cmd.Flags().StringVar(&opts.Control, "control", "127.0.0.1:2399", "with --members 3: address of the fault-control HTTP API")
 	return cmd
 }
 
@@ -60,6 +65,13 @@ func runEtcd(ctx context.Context, f *factory, opts *etcdOptions) error {
 	}
 	if opts.DataDir == "" {
 		return usageErrorf("--data-dir must not be empty")
+	}
+	switch opts.Members {
+	case 1:
+	case 3:
+		return runEtcdCluster(ctx, f, opts)
+	default:
+		return usageErrorf("invalid --members %d: want 1 or 3", opts.Members)
 	}
 	srv, err := etcdembed.Start(ctx, etcdembed.Config{
 		Name:      opts.Name,

@@ -94,6 +94,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 not acquired, 4 lost while holding,
 	root.AddCommand(newLabCmd(f))
 	root.AddCommand(newBenchCmd(f))
 	root.AddCommand(newElectCmd(f))
+	root.AddCommand(newCheckCmd(f))
 	return root
 }
 

@@ -1,0 +1,93 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func labConfig(n int) Config {
+	cfg := DefaultConfig()
+	cfg.Nodes = n
+	cfg.OpTimeout = 3 * time.Second
+	return cfg
+}
+
+func startLab(t *testing.T, cfg Config) *Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := New(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+func TestLabBasicOps(t *testing.T) {
+	c := startLab(t, labConfig(3))
+	ctx := context.Background()
+	cl := c.NewClient(0)
+	// Before any write the leader's last committed entry is its no-op,
+	// which the state machine never sees: readindex must not wait for it.
+	for _, m := range ReadModes {
+		r, err := cl.Get(ctx, "x", m)
+		require.NoError(t, err, m)
+		require.False(t, r.Found)
+	}
+	_, err := cl.Put(ctx, "x", "1")
+	require.NoError(t, err)
+	for _, m := range ReadModes {
+		r, err := cl.Get(ctx, "x", m)
+		require.NoError(t, err, m)
+		if m != ReadStale {
+			require.Equal(t, "1", r.Value, m)
+			require.True(t, r.Found)
+		}
+	}
+	r, err := cl.CAS(ctx, "x", "1", "2")
+	require.NoError(t, err)
+	require.True(t, r.Swapped)
+	r, err = cl.CAS(ctx, "x", "1", "3")
+	require.NoError(t, err)
+	require.False(t, r.Swapped)
+	_, err = cl.Delete(ctx, "x")
+	require.NoError(t, err)
+	r, err = cl.Get(ctx, "x", ReadLog)
+	require.NoError(t, err)
+	require.False(t, r.Found)
+	res := c.Check(5 * time.Second)
+	require.True(t, res.Linearizable, res.Verdict)
+}
+
+func TestLabTimelineRecordsLeaderFaultsAndOps(t *testing.T) {
+	c := startLab(t, labConfig(3))
+	ctx := context.Background()
+	l, _ := leaderAndFollower(t, c)
+	_, err := c.NewClient(0).Put(ctx, "x", "1")
+	require.NoError(t, err)
+	require.NoError(t, c.Isolate(l))
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	nl, err := c.WaitNewLeader(wctx, l)
+	require.NoError(t, err)
+	c.Heal()
+	kinds := map[EventKind]int{}
+	var last int64
+	leaders := map[NodeID]bool{}
+	for _, e := range c.Timeline() {
+		kinds[e.Kind]++
+		require.GreaterOrEqual(t, e.AtNs, last, "time order")
+		last = e.AtNs
+		if e.Kind == EventState && e.State == "Leader" {
+			leaders[e.Node] = true
+		}
+	}
+	require.True(t, leaders[l] && leaders[nl], "both leaderships recorded: %v", leaders)
+	require.Equal(t, 1, kinds[EventOp])
+	require.Equal(t, 1, kinds[EventFault])
+	require.Equal(t, 1, kinds[EventHeal])
+	require.Positive(t, kinds[EventIndex])
+	require.Positive(t, kinds[EventLeader])
+}

@@ -1,0 +1,288 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// Outcome is what the client knows about an operation when it returns.
+type Outcome string
+
+const (
+	// OutcomeOK: the operation took effect (a read returned a value).
+	OutcomeOK Outcome = "ok"
+	// OutcomeFail: the operation certainly did not take effect.
+	OutcomeFail Outcome = "fail"
+	// OutcomeUnknown: the client gave up waiting; the operation may or may
+	// not have taken effect, now or later.
+	OutcomeUnknown Outcome = "unknown"
+)
+
+// Record is one client operation in the history, in the JSON shape the lab
+// exports. Value is what a put wrote or what a get read. ReturnNs of an
+// unknown operation is when the client gave up; the checker treats it as
+// never returned.
+type Record struct {
+	Client   int      `json:"client"`
+	Op       OpKind   `json:"op"`
+	Key      string   `json:"key"`
+	Value    string   `json:"value"`
+	Found    bool     `json:"found"`
+	Old      string   `json:"old"`
+	New      string   `json:"new"`
+	Swapped  bool     `json:"swapped"`
+	Mode     ReadMode `json:"mode"`
+	Node     NodeID   `json:"node"`
+	CallNs   int64    `json:"call_ns"`
+	ReturnNs int64    `json:"return_ns"`
+	Outcome  Outcome  `json:"outcome"`
+	Error    string   `json:"error,omitempty"`
+}
+
+// history stores records in fixed chunks, so that recording a long
+// benchmark never copies what is already stored.
+type history struct {
+	mu     sync.Mutex
+	chunks [][]Record
+}
+
+const historyChunk = 4096
+
+func (h *history) add(r Record) {
+	h.mu.Lock()
+	n := len(h.chunks)
+	if n == 0 || len(h.chunks[n-1]) == historyChunk {
+		h.chunks = append(h.chunks, make([]Record, 0, historyChunk))
+		n++
+	}
+	h.chunks[n-1] = append(h.chunks[n-1], r)
+	h.mu.Unlock()
+}
+
+func (h *history) records() []Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []Record
+	for _, c := range h.chunks {
+		out = append(out, c...)
+	}
+	return out
+}
+
+// History returns every client operation recorded so far.
+func (c *Cluster) History() []Record { return c.hist.records() }
+
+// ResetHistory forgets the operations recorded so far (a benchmark's, say)
+// so that a later Check looks only at what follows.
+func (c *Cluster) ResetHistory() {
+	c.hist.mu.Lock()
+	c.hist.chunks = nil
+	c.hist.mu.Unlock()
+}
+
+// CheckResult is porcupine's verdict on a history.
+type CheckResult struct {
+	// Linearizable is true only if porcupine proved it (not on a timeout).
+	Linearizable bool `json:"linearizable"`
+	// Verdict is porcupine's: Ok, Illegal or Unknown (timed out).
+	Verdict string `json:"verdict"`
+	// Ops is the number of operations checked (failed operations and reads
+	// without an answer are left out: they had no effect).
+	Ops int `json:"ops"`
+	// Keys is the number of independent keys checked.
+	Keys int `json:"keys"`
+
+	info porcupine.LinearizationInfo
+}
+
+// kvInput and kvOutput are porcupine's view of a record.
+type kvInput struct {
+	Op      OpKind
+	Key     string
+	Value   string // put: value; cas: old
+	New     string
+	Mode    ReadMode
+	Unknown bool
+}
+
+type kvOutput struct {
+	Value   string
+	Found   bool
+	Swapped bool
+	Unknown bool
+}
+
+type kvState struct {
+	Value string
+	Found bool
+}
+
+// KVModel is the porcupine model of the lab's key-value store, partitioned
+// by key. An operation with an unknown outcome may take effect at any
+// point after its call, or never; its output is not checked.
+func KVModel() porcupine.Model {
+	return porcupine.Model{
+		Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
+			by := map[string][]porcupine.Operation{}
+			var keys []string
+			for _, op := range h {
+				k := op.Input.(kvInput).Key
+				if _, ok := by[k]; !ok {
+					keys = append(keys, k)
+				}
+				by[k] = append(by[k], op)
+			}
+			sort.Strings(keys)
+			out := make([][]porcupine.Operation, 0, len(keys))
+			for _, k := range keys {
+				out = append(out, by[k])
+			}
+			return out
+		},
+		Init: func() any { return kvState{} },
+		Step: func(state, input, output any) (bool, any) {
+			s, in, out := state.(kvState), input.(kvInput), output.(kvOutput)
+			switch in.Op {
+			case OpPut:
+				return true, kvState{Value: in.Value, Found: true}
+			case OpDelete:
+				return true, kvState{}
+			case OpGet:
+				if out.Unknown {
+					return true, s
+				}
+				return out.Found == s.Found && (!s.Found || out.Value == s.Value), s
+			case OpCAS:
+				match := s.Found && s.Value == in.Value
+				if out.Unknown {
+					if match {
+						return true, kvState{Value: in.New, Found: true}
+					}
+					return true, s
+				}
+				if out.Swapped != match {
+					return false, s
+				}
+				if match {
+					return true, kvState{Value: in.New, Found: true}
+				}
+				return true, s
+			}
+			return false, s
+		},
+		Equal: func(a, b any) bool { return a.(kvState) == b.(kvState) },
+		DescribeOperation: func(input, output any) string {
+			in, out := input.(kvInput), output.(kvOutput)
+			var s string
+			switch in.Op {
+			case OpPut:
+				s = fmt.Sprintf("put(%s, %q)", in.Key, in.Value)
+			case OpDelete:
+				s = fmt.Sprintf("delete(%s)", in.Key)
+			case OpGet:
+				if out.Found {
+					s = fmt.Sprintf("get(%s) [%s] → %q", in.Key, in.Mode, out.Value)
+				} else {
+					s = fmt.Sprintf("get(%s) [%s] → not found", in.Key, in.Mode)
+				}
+			case OpCAS:
+				s = fmt.Sprintf("cas(%s, %q→%q) → %v", in.Key, in.Value, in.New, out.Swapped)
+			}
+			if out.Unknown {
+				s += " (unknown)"
+			}
+			return s
+		},
+		DescribeState: func(state any) string {
+			s := state.(kvState)
+			if !s.Found {
+				return "∅"
+			}
+			return fmt.Sprintf("%q", s.Value)
+		},
+	}
+}
+
+// Operations turns records into porcupine operations: failed operations and
+// reads without an answer are left out; unknown writes never return.
+func Operations(recs []Record) []porcupine.Operation {
+	ops := make([]porcupine.Operation, 0, len(recs))
+	for _, r := range recs {
+		if r.Outcome == OutcomeFail || (r.Op == OpGet && r.Outcome != OutcomeOK) {
+			continue
+		}
+		in := kvInput{Op: r.Op, Key: r.Key, Value: r.Value, New: r.New, Mode: r.Mode}
+		if r.Op == OpCAS {
+			in.Value = r.Old
+		}
+		out := kvOutput{Value: r.Value, Found: r.Found, Swapped: r.Swapped}
+		ret := r.ReturnNs
+		if r.Outcome == OutcomeUnknown {
+			out.Unknown = true
+			in.Unknown = true
+			ret = math.MaxInt64
+		}
+		ops = append(ops, porcupine.Operation{ClientId: r.Client, Input: in, Call: r.CallNs, Output: out, Return: ret})
+	}
+	return ops
+}
+
+// CheckHistory checks recs for linearizability with porcupine, giving up
+// after timeout (then Verdict is Unknown and Linearizable false).
+func CheckHistory(recs []Record, timeout time.Duration) CheckResult {
+	ops := Operations(recs)
+	keys := map[string]bool{}
+	for _, op := range ops {
+		keys[op.Input.(kvInput).Key] = true
+	}
+	res, info := porcupine.CheckOperationsVerbose(KVModel(), ops, timeout)
+	return CheckResult{Linearizable: res == porcupine.Ok, Verdict: string(res), Ops: len(ops), Keys: len(keys), info: info}
+}
+
+// Check checks the cluster's history so far.
+func (c *Cluster) Check(timeout time.Duration) CheckResult {
+	return CheckHistory(c.History(), timeout)
+}
+
+// WriteHTML writes porcupine's visualisation of the checked history.
+func (r CheckResult) WriteHTML(w io.Writer) error {
+	return porcupine.Visualize(KVModel(), r.info, w)
+}
+
+// WriteHistoryJSON writes recs as a JSON array of Record.
+func WriteHistoryJSON(w io.Writer, recs []Record) error {
+	if recs == nil {
+		recs = []Record{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", " ")
+	return enc.Encode(recs)
+}
+
+// ExportHistory writes the history to path: porcupine's HTML visualisation
+// if the name ends in .html, else JSON. It returns the check result for HTML.
+func (c *Cluster) ExportHistory(path string, timeout time.Duration) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if strings.EqualFold(filepath.Ext(path), ".html") {
+		err = c.Check(timeout).WriteHTML(f)
+	} else {
+		err = WriteHistoryJSON(f, c.History())
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,219 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/safety"
+)
+
+func TestCheckUsageErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"short duration", []string{"check", "lock-safety", "--duration", "1s"}, "--duration"},
+		{"one client", []string{"check", "lock-safety", "--clients", "1"}, "--clients"},
+		{"small ttl", []string{"check", "election-safety", "--ttl", "100ms"}, "--ttl"},
+		{"process clients for elections", []string{"check", "election-safety", "--process-clients"}, "only for lock-safety"},
+		{"args", []string{"check", "lock-safety", "x"}, "unknown command"},
+		{"rmw without url", []string{"check", "rmw", "--id", "a"}, "--url and --id"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := runInProcess(context.Background(), nil, tc.args...)
+			require.Equal(t, exitUsage, res.Code, "stdout %q stderr %q", res.Stdout, res.Stderr)
+			require.Contains(t, res.Stderr, tc.want)
+		})
+	}
+}
+
+func TestCheckRMW(t *testing.T) {
+	url := startTestResource(t)
+	ctx := context.Background()
+	env := map[string]string{"COORD_FENCING_TOKEN": "5", "COORD_LOCK_NAME": "safety"}
+	rmw := func(id string) (cliResult, safety.RMWResult) {
+		res := runInProcess(ctx, env, "check", "rmw", "--url", url, "--id", id, "-w", "json")
+		var out safety.RMWResult
+		require.NoError(t, json.Unmarshal([]byte(res.Stdout), &out), res.Stdout+res.Stderr)
+		return res, out
+	}
+	res, out := rmw("a")
+	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, safety.RMWResult{ID: "a", Token: 5, Fence: safety.OK, Read: 0, ReadOK: true, Wrote: 1, Write: safety.OK}, out)
+	res, out = rmw("b")
+	require.Equal(t, exitOK, res.Code)
+	require.Equal(t, 2, out.Wrote)
+
+	fc := fencing.Client{BaseURL: url}
+	_, err := fc.Fence(ctx, 9, "safety")
+	require.NoError(t, err)
+	res, out = rmw("c")
+	require.Equal(t, exitStale, res.Code, "a fence with a later token makes the holder stale")
+	require.Equal(t, safety.Stale, out.Fence)
+	e, err := fc.Get(ctx, "counter")
+	require.NoError(t, err)
+	require.Equal(t, "2 b", e.Value)
+
+	res = runInProcess(ctx, map[string]string{"COORD_LOCK_NAME": "safety"}, "check", "rmw", "--url", url, "--id", "d")
+	require.Equal(t, exitUsage, res.Code)
+	require.Contains(t, res.Stderr, "COORD_FENCING_TOKEN")
+}
+
+func TestCheckReportSimple(t *testing.T) {
+	r := checkReport{Report: safety.Report{
+		Check: "lock-safety", Seed: 7, Fencing: false, DurationS: 20, Ops: 100, Acquisitions: 10, Writes: 30, FinalValue: 25,
+		Faults: map[string]int{"freeze-client": 1, "isolate-member": 2}, OverlappingHolders: 1, LostUpdates: 5, Violations: 1,
+		Examples: []safety.Violation{{Kind: safety.KindLostUpdate, Detail: "write seq 9 ..."}}, Linearizable: true, Passed: true,
+	}, replay: "coordctl check lock-safety --seed 7 --no-fencing"}
+	var b strings.Builder
+	require.NoError(t, r.WriteSimple(&b))
+	for _, want := range []string{"lock-safety: PASSED", "fencing OFF", "seed 7", "freeze-client=1 isolate-member=2",
+		"lost updates:        5", "lost-update: write seq 9", "linearizable:        yes", "replay: coordctl check lock-safety --seed 7 --no-fencing"} {
+		require.Contains(t, b.String(), want)
+	}
+	js, err := json.Marshal(r)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(js, &m))
+	for _, k := range []string{"check", "seed", "fencing", "duration_s", "ops", "acquisitions", "faults", "stale_rejected",
+		"overlapping_holders", "lost_updates", "violations", "linearizable", "passed"} {
+		require.Contains(t, m, k)
+	}
+	o := &checkOptions{Target: safety.TargetLock, Duration: 20 * time.Second, Clients: 5, TTL: 2 * time.Second, NoFencing: true, ProcessClients: true}
+	require.Equal(t, "coordctl check lock-safety --duration 20s --clients 5 --ttl 2s --seed 3 --no-fencing", replayCommand(o, 3))
+}
+
+// TestCheckE2ELockSafety20s runs the built coordctl as a user would, with
+// the process clients that the nemesis SIGSTOPs. Seed 1 puts an
+// isolate-leader, a SIGSTOP and an in-process freeze in the first 12s.
+func TestCheckE2ELockSafety20s(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20-second runs against a three-member cluster")
+	}
+	for _, fenced := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fencing=%t", fenced), func(t *testing.T) {
+			args := []string{"check", "lock-safety", "--duration", "20s", "--seed", "1", "-w", "json"}
+			if !fenced {
+				args = append(args, "--no-fencing")
+			}
+			p := startCoordctl(t, nil, args...)
+			code := p.wait(t, 3*time.Minute)
+			line := p.line(t)
+			t.Logf("%s\nstderr:\n%s", line, p.stderr.String())
+			require.Equal(t, exitOK, code)
+			var rep safety.Report
+			require.NoError(t, json.Unmarshal([]byte(line), &rep))
+			require.True(t, rep.Passed)
+			require.Equal(t, fenced, rep.Fencing)
+			require.NotZero(t, rep.Writes)
+			require.NotZero(t, rep.Faults["freeze-client"]+rep.Faults["sigstop-child"], "no holder was frozen")
+			if fenced {
+				require.Zero(t, rep.Violations)
+				require.Zero(t, rep.LostUpdates)
+				require.True(t, rep.Linearizable)
+			} else {
+				require.Positive(t, rep.OverlappingHolders+rep.LostUpdates, "the nemesis did not bite")
+			}
+		})
+	}
+}
+
+func postControl(t *testing.T, base, path string) {
+	t.Helper()
+	resp, err := http.Post(base+path, "", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, path)
+}
+
+// runBinary runs coordctl to completion and returns its exit code, output and duration.
+func runBinary(t *testing.T, env []string, args ...string) (int, string, time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, coordctlBinary(t), args...)
+	cmd.Env = append(cmd.Environ(), env...)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run coordctl: %v", err)
+	}
+	return code, string(out), time.Since(start)
+}
+
+// TestCheckE2EEtcdMembers3QuorumLoss drives `coordctl etcd --members 3`
+// through its control API: stopping two members loses quorum, claim fails
+// within its command timeout, and after a restart everything works again
+// without restarting anything else.
+func TestCheckE2EEtcdMembers3QuorumLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three-member cluster")
+	}
+	control := freeAddr(t)
+	p := startCoordctl(t, nil, "etcd", "--members", "3", "--data-dir", t.TempDir(),
+		"--listen-client-urls", "http://"+freeAddr(t), "--control", control, "-w", "json")
+	var ready struct {
+		Endpoints []string `json:"endpoints"`
+		Control   string   `json:"control"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(p.line(t)), &ready))
+	require.Len(t, ready.Endpoints, 3)
+	require.Equal(t, "http://"+control, ready.Control)
+	env := []string{"COORDCTL_ENDPOINTS=" + strings.Join(ready.Endpoints, ",")}
+
+	code, out, _ := runBinary(t, env, "claim", "before", "--owner", "a")
+	require.Equal(t, exitOK, code, out)
+
+	postControl(t, ready.Control, "/v1/members/2/stop")
+	postControl(t, ready.Control, "/v1/members/3/stop")
+	resp, err := http.Get(ready.Control + "/v1/status")
+	require.NoError(t, err)
+	var st struct {
+		Leader  int `json:"leader"`
+		Members []struct {
+			Running bool `json:"running"`
+		} `json:"members"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	resp.Body.Close()
+	require.False(t, st.Members[1].Running)
+	require.False(t, st.Members[2].Running)
+
+	code, out, took := runBinary(t, env, "claim", "during", "--owner", "a", "--command-timeout", "2s")
+	require.Equal(t, exitError, code, out)
+	require.Less(t, took, 10*time.Second, "claim must fail within its command timeout, not hang")
+	t.Logf("claim without quorum: exit %d after %s: %s", code, took.Round(time.Millisecond), strings.TrimSpace(out))
+
+	postControl(t, ready.Control, "/v1/members/2/start")
+	require.Eventually(t, func() bool {
+		code, _, _ := runBinary(t, env, "claim", "after", "--owner", "a", "--command-timeout", "2s")
+		return code == exitOK
+	}, 30*time.Second, 200*time.Millisecond)
+	code, out, _ = runBinary(t, env, "lock", "after", "--timeout", "10s", "--", "true")
+	require.Equal(t, exitOK, code, out)
+}
+
+// TestCheckE2EEtcdMembers3LockWithoutQuorum is what `coordctl lock` should
+// do without quorum. Today it hangs in lock.(*Mutex).session → session.New
+// → LeaseGrant, which etcd's client retries until the context ends, and the
+// CLI passes a context without a deadline when --timeout is not given.
+func TestCheckE2EEtcdMembers3LockWithoutQuorum(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three-member cluster")
+	}
+	t.Skip("coordctl lock hangs without quorum (session.New/LeaseGrant has no deadline); see docs/safety.md")
+}

@@ -1,0 +1,295 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/internal/etcdembed"
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+)
+
+// lockProc is a coordctl process started by an end-to-end test.
+type lockProc struct {
+	cmd    *exec.Cmd
+	lines  chan string // stdout, line by line
+	stderr *lockOutBuffer
+	done   chan struct{}
+	code   int
+}
+
+type lockOutBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *lockOutBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *lockOutBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startCoordctl(t *testing.T, env []string, args ...string) *lockProc {
+	t.Helper()
+	cmd := exec.Command(coordctlBinary(t), args...)
+	cmd.Env = append(cmd.Environ(), env...)
+	p := &lockProc{cmd: cmd, lines: make(chan string, 64), stderr: &lockOutBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		close(p.lines)
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			p.code = ee.ExitCode()
+		} else if err != nil {
+			p.code = -1
+		}
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+func (p *lockProc) line(t *testing.T) string {
+	t.Helper()
+	select {
+	case l, ok := <-p.lines:
+		require.True(t, ok, "coordctl closed stdout; stderr: %s", p.stderr.String())
+		return l
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no output line within 20s; stderr: %s", p.stderr.String())
+		return ""
+	}
+}
+
+func (p *lockProc) wait(t *testing.T, within time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.code
+	case <-time.After(within):
+		t.Fatalf("coordctl did not exit within %s; stderr: %s", within, p.stderr.String())
+		return 0
+	}
+}
+
+func lockEnv(endpoint string) []string {
+	return []string{"COORDCTL_ENDPOINTS=" + endpoint}
+}
+
+// A second coordctl lock --try on the same name: its exit code.
+func tryLock(t *testing.T, env []string, name string) int {
+	t.Helper()
+	p := startCoordctl(t, env, "lock", name, "--try", "--", "true")
+	return p.wait(t, 20*time.Second)
+}
+
+func TestLockE2EChildEnvAndExitCode(t *testing.T) {
+	srv, cli := etcdtest.StartWithClient(t)
+	env := append(lockEnv(srv.Endpoints()[0]), "COORD_LOCK_NAME=inherited", "COORD_FENCING_TOKEN=999999")
+	p := startCoordctl(t, env, "lock", "e2e/env", "--",
+		"sh", "-c", `echo "$COORD_LOCK_NAME|$COORD_LOCK_KEY|$COORD_FENCING_TOKEN"; exit 7`)
+	fields := strings.Split(p.line(t), "|")
+	require.Len(t, fields, 3)
+	require.Equal(t, "e2e/env", fields[0])
+	require.True(t, strings.HasPrefix(fields[1], "e2e/env/"), fields[1])
+	tok, err := strconv.ParseInt(fields[2], 10, 64)
+	require.NoError(t, err)
+	require.Positive(t, tok)
+	require.NotEqual(t, "999999", fields[2])
+	require.Equal(t, 7, p.wait(t, 20*time.Second), p.stderr.String())
+	resp, err := cli.Get(context.Background(), "e2e/env/", clientv3.WithPrefix())
+	require.NoError(t, err)
+	require.Empty(t, resp.Kvs, "released when the command exited")
+}
+
+// SIGTERM to a holder without a command releases the lock (exit 0); SIGTERM
+// to a holder with a command is forwarded and the command's status passes
+// through. Either way another coordctl lock --try then succeeds.
+func TestLockE2ESIGTERMReleases(t *testing.T) {
+	srv, _ := etcdtest.StartWithClient(t)
+	env := lockEnv(srv.Endpoints()[0])
+	t.Run("no command", func(t *testing.T) {
+		p := startCoordctl(t, env, "lock", "e2e/term", "-w", "json")
+		require.Contains(t, p.line(t), `"name":"e2e/term"`)
+		require.Equal(t, exitNotAcquired, tryLock(t, env, "e2e/term"))
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+		require.Equal(t, exitOK, p.wait(t, 20*time.Second), p.stderr.String())
+		require.Equal(t, exitOK, tryLock(t, env, "e2e/term"))
+	})
+	t.Run("command", func(t *testing.T) {
+		p := startCoordctl(t, env, "lock", "e2e/term", "--",
+			"sh", "-c", `trap 'echo got-term; exit 9' TERM; echo ready; while :; do sleep 0.05; done`)
+		require.Equal(t, "ready", p.line(t))
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+		require.Equal(t, "got-term", p.line(t))
+		require.Equal(t, 9, p.wait(t, 20*time.Second), p.stderr.String())
+		require.Equal(t, exitOK, tryLock(t, env, "e2e/term"))
+	})
+}
+
+// groupGone reports whether no live process is left in process group
+// pgid. Zombies count as gone: once the group's leader died, its children
+// are reaped by init, which in a container may take its time.
+func groupGone(pgid int) bool {
+	if errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) {
+		return true
+	}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...; comm may contain spaces.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
+			return false
+		}
+	}
+	return true
+}
+
+// Revoking the holder's lease from outside: coordctl sends SIGTERM to the
+// command's group, SIGKILL after --kill-grace (the command ignores SIGTERM)
+// and exits 4.
+func TestLockE2EChildKilledOnLoss(t *testing.T) {
+	srv, cli := etcdtest.StartWithClient(t)
+	env := lockEnv(srv.Endpoints()[0])
+	p := startCoordctl(t, env, "lock", "e2e/loss", "--kill-grace", "300ms", "--",
+		"sh", "-c", `trap '' TERM; echo $$; while :; do sleep 0.05; done`)
+	pid, err := strconv.Atoi(p.line(t))
+	require.NoError(t, err)
+	resp, err := cli.Get(context.Background(), "e2e/loss/", clientv3.WithPrefix())
+	require.NoError(t, err)
+	require.Len(t, resp.Kvs, 1)
+	start := time.Now()
+	_, err = cli.Revoke(context.Background(), clientv3.LeaseID(resp.Kvs[0].Lease))
+	require.NoError(t, err)
+	require.Equal(t, exitLost, p.wait(t, 20*time.Second), p.stderr.String())
+	require.Less(t, time.Since(start), 5*time.Second)
+	require.Contains(t, p.stderr.String(), "lost lock e2e/loss")
+	require.Eventually(t, func() bool { return groupGone(pid) }, 2*time.Second, 10*time.Millisecond, "the command's process group must be killed")
+}
+
+// A coordctl lock frozen past its lease treats the lock as lost the moment
+// it runs again: it does not trust a lease that etcd has expired meanwhile.
+func TestLockE2EFrozenHolderExits4OnWake(t *testing.T) {
+	srv, cli := etcdtest.StartWithClient(t)
+	env := lockEnv(srv.Endpoints()[0])
+	p := startCoordctl(t, env, "lock", "e2e/frozen", "--ttl", "2s", "--kill-grace", "2s", "--",
+		"sh", "-c", `echo $$; while :; do sleep 0.05; done`)
+	pid, err := strconv.Atoi(p.line(t))
+	require.NoError(t, err)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGSTOP))
+	// Wait until etcd expires the frozen holder's lease: its key goes.
+	require.Eventually(t, func() bool {
+		resp, err := cli.Get(context.Background(), "e2e/frozen/", clientv3.WithPrefix())
+		return err == nil && len(resp.Kvs) == 0
+	}, 15*time.Second, 20*time.Millisecond, "etcd never expired the frozen holder's lease")
+	// Someone else takes the lock meanwhile.
+	require.Equal(t, exitOK, tryLock(t, env, "e2e/frozen"))
+	woke := time.Now()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGCONT))
+	require.Equal(t, exitLost, p.wait(t, 20*time.Second), p.stderr.String())
+	require.Less(t, time.Since(woke), 2*time.Second, "the woken holder must give up at once (the command dies on SIGTERM)")
+	require.Eventually(t, func() bool { return groupGone(pid) }, 2*time.Second, 10*time.Millisecond, "the command's process group must be killed")
+	require.Contains(t, p.stderr.String(), "lost lock e2e/frozen")
+}
+
+// etcd goes away under a holder: keepalives fail, and coordctl gives up the
+// lock at its local deadline (before etcd could have expired the lease),
+// stops the command and exits 4 promptly.
+func TestLockE2EEtcdGoneExits4(t *testing.T) {
+	// Not etcdtest.Start: this test closes the server itself, and
+	// etcdembed.Server.Close panics when called twice.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := etcdembed.Start(ctx, etcdembed.Config{DataDir: t.TempDir(), UnsafeNoFsync: true})
+	require.NoError(t, err)
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			srv.Close()
+		}
+	})
+	env := lockEnv(srv.Endpoints()[0])
+	p := startCoordctl(t, env, "lock", "e2e/gone", "--ttl", "2s", "--kill-grace", "500ms", "--",
+		"sh", "-c", `echo $$; while :; do sleep 0.05; done`)
+	pid, err := strconv.Atoi(p.line(t))
+	require.NoError(t, err)
+	stopped := time.Now()
+	srv.Close()
+	closed = true
+	require.Equal(t, exitLost, p.wait(t, 20*time.Second), p.stderr.String())
+	require.Less(t, time.Since(stopped), 6*time.Second, "TTL 2s + kill grace + bounded clean-up")
+	require.Contains(t, p.stderr.String(), "lost lock e2e/gone")
+	require.Eventually(t, func() bool { return groupGone(pid) }, 2*time.Second, 10*time.Millisecond)
+}
+
+// The exits that need no holder process, through the built binary.
+func TestLockE2EExitCodes(t *testing.T) {
+	srv, cli := etcdtest.StartWithClient(t)
+	h := holdWithLibrary(t, cli, "e2e/codes")
+	env := lockEnv(srv.Endpoints()[0])
+	dead := freeAddr(t)
+	cases := []struct {
+		name   string
+		env    []string
+		args   []string
+		code   int
+		within time.Duration
+		stderr string
+	}{
+		{"try", env, []string{"lock", "e2e/codes", "--try", "--", "true"}, exitNotAcquired, 10 * time.Second, h.Key()},
+		{"timeout", env, []string{"lock", "e2e/codes", "--timeout", "500ms", "--", "true"}, exitNotAcquired, 10 * time.Second, "not acquired within 500ms"},
+		{"unreachable", lockEnv(dead), []string{"--dial-timeout", "1s", "lock", "x", "--", "true"}, exitError, 2 * time.Second, dead},
+		{"bad ttl", env, []string{"lock", "x", "--ttl", "100ms", "--", "true"}, exitUsage, 10 * time.Second, "Usage:"},
+		{"command not found", env, []string{"lock", "e2e/nf", "--", "/nonexistent/cmd"}, 127, 10 * time.Second, "/nonexistent/cmd"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			p := startCoordctl(t, tc.env, tc.args...)
+			require.Equal(t, tc.code, p.wait(t, 20*time.Second), p.stderr.String())
+			require.Contains(t, p.stderr.String(), tc.stderr)
+			// "unreachable" counts process start-up (a -race binary) in its bound.
+			require.Less(t, time.Since(start), tc.within)
+		})
+	}
+	require.NoError(t, h.Unlock(context.Background()))
+}

@@ -1,0 +1,294 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coordkit/coordkit/scenarios"
+	"github.com/coordkit/coordkit/scenarios/report"
+)
+
+func newScenarioCmd(f *factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "scenario",
+		Short: "Run experiments that check what theory predicts",
+		Long: `Each scenario turns a claim coordkit teaches into an experiment that runs in
+seconds: it reports, for every claim, what theory predicts next to what the
+run observed and whether the prediction held, with the numbers behind it
+and a picture (a timeline of the nodes, fault windows and operations, and
+latency charts).
+
+'scenario list' names them; 'scenario run NAME' runs one, 'scenario run
+--all' runs every one. The exit code is 0 when every claim holds and 1
+otherwise. Scenarios that need etcd start an embedded member of their own
+unless --endpoints is given explicitly.`,
+		Example: `  coordctl scenario list
+  coordctl scenario run lamport-clocks
+  coordctl scenario run lock-without-fencing --report fencing.html
+  coordctl scenario run --all --scale small -w json`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newScenarioListCmd(f), newScenarioRunCmd(f))
+	return cmd
+}
+
+// scenarioListItem is one line of 'scenario list'; its JSON is the contract.
+type scenarioListItem struct {
+	Name    string `json:"name"`
+	Summary string `json:"summary"`
+}
+
+type scenarioList []scenarioListItem
+
+func (l scenarioList) WriteSimple(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, s := range l {
+		fmt.Fprintf(tw, "%s\t%s\n", s.Name, s.Summary)
+	}
+	return tw.Flush()
+}
+
+func newScenarioListCmd(f *factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the scenarios",
+		Long: `List every scenario with a one-line summary. With -w json: one array of
+{"name","summary"}.`,
+		Example: `  coordctl scenario list
+  coordctl scenario list -w json | jq -r '.[].name'`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runScenarioList(f, scenarios.Default())
+		},
+	}
+}
+
+func runScenarioList(f *factory, reg *scenarios.Registry) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	list := scenarioList{}
+	for _, s := range reg.List() {
+		list = append(list, scenarioListItem{Name: s.Name, Summary: s.Summary})
+	}
+	return p.Print(list)
+}
+
+type scenarioRunOptions struct {
+	Name      string
+	All       bool
+	Seed      int64
+	Scale     string
+	Report    string // HTML file to write; "" for none
+	Endpoints []string
+	// Registry supplies the scenarios; scenarios.Default when nil.
+	Registry *scenarios.Registry
+}
+
+func newScenarioRunCmd(f *factory) *cobra.Command {
+	opts := &scenarioRunOptions{}
+	cmd := &cobra.Command{
+		Use:   "run NAME | --all",
+		Short: "Run a scenario (or all) and report each claim's verdict",
+		Long: `Run the scenario NAME, or every scenario with --all, and print its report:
+the verdict of each claim (theory's prediction next to the observation),
+metrics, tables, a character picture of the timeline and the chart data.
+Progress goes to stderr.
+
+--report FILE.html also writes a self-contained HTML page (inline CSS and
+SVG, no script, nothing fetched from the network) with the timeline (the
+role of each node over time, fault windows shaded, each operation's
+outcome) and the charts.
+
+--seed fixes every random choice (fault schedules, jitter), so a run can be
+replayed; timings still vary with the machine. --scale small runs in
+seconds; --scale full runs longer and gives figures worth quoting.
+
+With -w json: one object {"name","passed","seed","scale","elapsed_ms",
+"claims":[{"claim","expected","observed","holds"}],"metrics":{...},...};
+with --all one array of those.
+
+Exit 0 when every claim of every scenario run holds, 1 otherwise (also when
+an experiment could not be carried out), 2 for an unknown scenario name.`,
+		Example: `  coordctl scenario run lamport-clocks
+  coordctl scenario run lamport-uniqueness --seed 7 -w json
+  coordctl scenario run lock-without-fencing --report /tmp/fencing.html
+  coordctl scenario run --all --report /tmp/all.html`,
+		Args: argsUsage(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Name = args[0]
+			}
+			if fl := cmd.Flag("endpoints"); fl != nil && fl.Changed {
+				opts.Endpoints = f.endpoints()
+			}
+			ctx, cancel := f.NotifyContext(cmd.Context())
+			defer cancel()
+			return runScenarioRun(ctx, f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.All, "all", false, "run every scenario")
+	cmd.Flags().Int64Var(&opts.Seed, "seed", 1, "seed of every random choice, for replay")
+	cmd.Flags().StringVar(&opts.Scale, "scale", string(scenarios.ScaleSmall), "size of the run: small or full")
+	cmd.Flags().StringVar(&opts.Report, "report", "", "also write a self-contained HTML report to this file")
+	return cmd
+}
+
+func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	reg := opts.Registry
+	if reg == nil {
+		reg = scenarios.Default()
+	}
+	scale, err := scenarios.ParseScale(opts.Scale)
+	if err != nil {
+		return usageErrorf("invalid --scale %q: want small or full", opts.Scale)
+	}
+	var names []string
+	switch {
+	case opts.All && opts.Name != "":
+		return usageErrorf("give a scenario name or --all, not both")
+	case opts.All:
+		for _, s := range reg.List() {
+			names = append(names, s.Name)
+		}
+	case opts.Name == "":
+		return usageErrorf("give a scenario name or --all; scenarios are: %s", strings.Join(reg.Names(), ", "))
+	default:
+		if _, ok := reg.Lookup(opts.Name); !ok {
+			return usageErrorf("unknown scenario %q; scenarios are: %s", opts.Name, strings.Join(reg.Names(), ", "))
+		}
+		names = []string{opts.Name}
+	}
+	if opts.Report != "" && !strings.HasSuffix(strings.ToLower(opts.Report), ".html") && !strings.HasSuffix(strings.ToLower(opts.Report), ".htm") {
+		return usageErrorf("invalid --report %q: want a .html file", opts.Report)
+	}
+
+	var reports []*report.Report
+	interrupted := func(name string) error {
+		return withCode(exitError, fmt.Errorf("scenario %s: interrupted", name))
+	}
+	for _, name := range names {
+		if ctx.Err() != nil {
+			return interrupted(name)
+		}
+		fmt.Fprintf(f.IO.ErrOut, "scenario %s: running (seed %d, scale %s)\n", name, opts.Seed, scale)
+		env := scenarios.Env{
+			Progress:      prefixWriter{w: f.IO.ErrOut, prefix: "  "},
+			Seed:          opts.Seed,
+			Scale:         scale,
+			EtcdEndpoints: opts.Endpoints,
+		}
+		rep, err := reg.Run(ctx, name, env)
+		if ctx.Err() != nil {
+			// A run cut short proves nothing either way.
+			return interrupted(name)
+		}
+		if err != nil {
+			fmt.Fprintf(f.IO.ErrOut, "scenario %s: %v\n", name, err)
+			rep = report.New(name, "")
+			if s, ok := reg.Lookup(name); ok {
+				rep.Summary = s.Summary
+			}
+			rep.Seed, rep.Scale, rep.Error = opts.Seed, string(scale), err.Error()
+			rep.Finish()
+		}
+		verdict := "PASS"
+		if !rep.Passed {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(f.IO.ErrOut, "scenario %s: %s in %s\n", name, verdict, rep.Elapsed.D().Round(1e6))
+		reports = append(reports, rep)
+	}
+
+	if opts.Report != "" {
+		if err := writeHTMLReport(opts.Report, reports); err != nil {
+			return err
+		}
+		fmt.Fprintf(f.IO.ErrOut, "report written to %s\n", opts.Report)
+	}
+
+	var out any = scenarioTexts{reports: reports, all: opts.All}
+	if p.JSON() {
+		if opts.All {
+			out = reports
+		} else {
+			out = reports[0]
+		}
+	}
+	if err := p.Print(out); err != nil {
+		return err
+	}
+
+	var failed []string
+	for _, r := range reports {
+		if !r.Passed {
+			failed = append(failed, r.Name)
+		}
+	}
+	if len(failed) > 0 {
+		return withCode(exitError, fmt.Errorf("%d of %d scenarios failed: %s", len(failed), len(reports), strings.Join(failed, ", ")))
+	}
+	return nil
+}
+
+// scenarioTexts is the simple rendering of one or more reports.
+type scenarioTexts struct {
+	reports []*report.Report
+	all     bool
+}
+
+func (s scenarioTexts) WriteSimple(w io.Writer) error {
+	if s.all {
+		return report.WriteTextAll(w, s.reports)
+	}
+	return report.WriteText(w, s.reports[0])
+}
+
+func writeHTMLReport(path string, reports []*report.Report) error {
+	title := "coordkit scenario " + reports[0].Name
+	if len(reports) > 1 {
+		title = "coordkit scenarios"
+	}
+	tmp := path + ".tmp"
+	fh, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	werr := report.WriteHTML(fh, title, reports)
+	cerr := fh.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// prefixWriter indents each write of progress; scenarios write whole lines.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.w, p.prefix+string(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}

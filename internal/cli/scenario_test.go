@@ -1,0 +1,224 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/scenarios"
+	"github.com/coordkit/coordkit/scenarios/report"
+)
+
+func TestScenarioCmdList(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res := runInProcess(ctx, nil, "scenario", "list", "-w", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var items []map[string]string
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &items))
+	require.NotEmpty(t, items)
+	names := map[string]bool{}
+	for _, it := range items {
+		assert.Len(t, it, 2, "exactly name and summary")
+		assert.NotEmpty(t, it["summary"])
+		names[it["name"]] = true
+	}
+	assert.True(t, names["lamport-clocks"])
+
+	res = runInProcess(ctx, nil, "scenario", "list")
+	require.Equal(t, 0, res.Code)
+	assert.Contains(t, res.Stdout, "lamport-clocks")
+}
+
+func TestScenarioCmdRunLamportClocks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	page := filepath.Join(t.TempDir(), "r.html")
+	res := runInProcess(ctx, nil, "scenario", "run", "lamport-clocks", "--seed", "3", "--report", page, "-w", "json")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var got struct {
+		Name   string `json:"name"`
+		Passed bool   `json:"passed"`
+		Seed   int64  `json:"seed"`
+		Claims []struct {
+			Claim, Expected, Observed string
+			Holds                     bool
+		} `json:"claims"`
+		Metrics map[string]float64 `json:"metrics"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got), res.Stdout)
+	assert.Equal(t, "lamport-clocks", got.Name)
+	assert.True(t, got.Passed)
+	assert.Equal(t, int64(3), got.Seed)
+	assert.GreaterOrEqual(t, len(got.Claims), 2)
+	assert.Contains(t, got.Metrics, "order_violations")
+	assert.Contains(t, res.Stderr, "scenario lamport-clocks: PASS")
+	b, err := os.ReadFile(page)
+	require.NoError(t, err)
+	assert.True(t, bytes.HasPrefix(b, []byte("<!DOCTYPE html>")))
+	assert.NotContains(t, string(b), "<script")
+
+	res = runInProcess(ctx, nil, "scenario", "run", "lamport-clocks")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.True(t, strings.HasPrefix(res.Stdout, "PASS  lamport-clocks\n"), res.Stdout)
+	assert.Contains(t, res.Stdout, "(3,B)")
+}
+
+func TestScenarioCmdUsage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown name lists names", []string{"scenario", "run", "no-such"}, "scenarios are: "},
+		{"no name", []string{"scenario", "run"}, "give a scenario name or --all"},
+		{"name and all", []string{"scenario", "run", "lamport-clocks", "--all"}, "not both"},
+		{"bad scale", []string{"scenario", "run", "lamport-clocks", "--scale", "huge"}, "invalid --scale"},
+		{"bad report", []string{"scenario", "run", "lamport-clocks", "--report", "x.pdf"}, "invalid --report"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := runInProcess(ctx, nil, tc.args...)
+			assert.Equal(t, exitUsage, res.Code)
+			assert.Contains(t, res.Stderr, tc.want)
+			if tc.name == "unknown name lists names" {
+				assert.Contains(t, res.Stderr, "lamport-clocks")
+			}
+		})
+	}
+}
+
+// fakeRegistry has one passing, one failing and one broken scenario.
+func fakeRegistry() *scenarios.Registry {
+	r := scenarios.NewRegistry()
+	mk := func(name string, holds bool) scenarios.Scenario {
+		return scenarios.Scenario{Name: name, Summary: name + " summary", Claims: []string{"a", "b"},
+			Run: func(ctx context.Context, env scenarios.Env) (*report.Report, error) {
+				env.Progressf("working on %s", name)
+				rep := report.New(name, "")
+				rep.Check("a", "1", "1", true)
+				rep.Check("b", "2", "3", holds)
+				rep.Metric("m", 1, "")
+				return rep, nil
+			}}
+	}
+	r.MustRegister(mk("good", true))
+	r.MustRegister(mk("bad", false))
+	return r
+}
+
+func TestScenarioCmdRunAllExitCodes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name     string
+		opts     scenarioRunOptions
+		wantCode int
+		wantN    int
+	}{
+		{"one passing", scenarioRunOptions{Name: "good"}, exitOK, 1},
+		{"one failing", scenarioRunOptions{Name: "bad"}, exitError, 1},
+		{"all", scenarioRunOptions{All: true}, exitError, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			f := newFactory(ioStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+			f.Global.WriteOut = formatJSON
+			opts := tc.opts
+			opts.Scale, opts.Seed, opts.Registry = "small", 9, fakeRegistry()
+			opts.Report = filepath.Join(t.TempDir(), "all.html")
+			err := runScenarioRun(ctx, f, &opts)
+			assert.Equal(t, tc.wantCode, exitCode(err), "err %v", err)
+			assert.Contains(t, errOut.String(), "working on")
+			var reps []report.Report
+			if opts.All {
+				require.NoError(t, json.Unmarshal(out.Bytes(), &reps), out.String())
+			} else {
+				var one report.Report
+				require.NoError(t, json.Unmarshal(out.Bytes(), &one), out.String())
+				reps = append(reps, one)
+			}
+			require.Len(t, reps, tc.wantN)
+			for _, r := range reps {
+				assert.Equal(t, r.Name == "good", r.Passed)
+				assert.Equal(t, int64(9), r.Seed)
+			}
+			b, err := os.ReadFile(opts.Report)
+			require.NoError(t, err)
+			assert.Contains(t, string(b), "<section id=\"s-"+reps[0].Name+"\">")
+		})
+	}
+}
+
+func TestScenarioCmdBrokenScenarioExits1(t *testing.T) {
+	r := scenarios.NewRegistry()
+	r.MustRegister(scenarios.Scenario{Name: "broken", Summary: "s", Claims: []string{"a", "b"},
+		Run: func(context.Context, scenarios.Env) (*report.Report, error) { return nil, os.ErrPermission }})
+	var out, errOut bytes.Buffer
+	f := newFactory(ioStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	f.Global.WriteOut = formatSimple
+	err := runScenarioRun(context.Background(), f, &scenarioRunOptions{Name: "broken", Scale: "small", Registry: r})
+	assert.Equal(t, exitError, exitCode(err))
+	assert.Contains(t, out.String(), "could not be carried out")
+	assert.Contains(t, errOut.String(), "permission denied")
+}
+
+func TestScenarioCmdEndToEnd(t *testing.T) {
+	bin := coordctlBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	page := filepath.Join(t.TempDir(), "report.html")
+	cmd := exec.CommandContext(ctx, bin, "scenario", "run", "lamport-clocks", "--report", page, "-w", "json")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), stderr.String())
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got))
+	assert.Equal(t, true, got["passed"])
+	assert.Contains(t, stderr.String(), "scenario lamport-clocks: PASS")
+	_, err := os.Stat(page)
+	require.NoError(t, err)
+
+	cmd = exec.CommandContext(ctx, bin, "scenario", "run", "no-such-scenario")
+	stderr.Reset()
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, exitUsage, ee.ExitCode())
+	assert.Contains(t, stderr.String(), "lamport-clocks")
+}
+
+func TestScenarioCmdInterrupted(t *testing.T) {
+	r := scenarios.NewRegistry()
+	r.MustRegister(scenarios.Scenario{Name: "slow", Summary: "s", Claims: []string{"a", "b"},
+		Run: func(ctx context.Context, _ scenarios.Env) (*report.Report, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut bytes.Buffer
+	f := newFactory(ioStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	f.Global.WriteOut = formatJSON
+	done := make(chan error, 1)
+	go func() { done <- runScenarioRun(ctx, f, &scenarioRunOptions{Name: "slow", Scale: "small", Registry: r}) }()
+	cancel()
+	select {
+	case err := <-done:
+		assert.Equal(t, exitError, exitCode(err), "an interrupted run is not a pass")
+		assert.Contains(t, err.Error(), "interrupted")
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return after cancel")
+	}
+	assert.Empty(t, out.String())
+}

@@ -1,0 +1,829 @@
+package etcdembed
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/types"
+	"go.etcd.io/etcd/pkg/v3/proxy"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/membership"
+	"go.uber.org/zap"
+)
+
+// Errors of the cluster's fault operations.
+var (
+	// ErrNoMember is returned for a member index outside 1..Size.
+	ErrNoMember = errors.New("etcdembed: no such member")
+	// ErrMemberRunning is returned by StartMember for a member that runs.
+	ErrMemberRunning = errors.New("etcdembed: member is running")
+	// ErrMemberStopped is returned by StopMember for a member that is stopped.
+	ErrMemberStopped = errors.New("etcdembed: member is stopped")
+	// ErrClusterClosed is returned after Close.
+	ErrClusterClosed = errors.New("etcdembed: cluster closed")
+)
+
+// ClusterConfig describes a cluster of embedded members in one process.
+type ClusterConfig struct {
+	// Size is the number of members; 3 when zero. At most 7.
+	Size int
+	// DataDir holds one directory per member (member-1, member-2, ...); required.
+	DataDir string
+	// ClientURLs are the URLs clients connect to (the client proxies), one
+	// per member; free loopback ports when empty. A single URL is expanded to
+	// consecutive ports: http://127.0.0.1:2379 gives 2379, 2380, 2381.
+	ClientURLs []string
+	// LogLevel is etcd's zap log level; "error" when empty.
+	LogLevel string
+	// UnsafeNoFsync disables fsync in etcd. StopMember closes a member
+	// cleanly, so its data survives a stop either way; only a machine crash
+	// would tell the difference.
+	UnsafeNoFsync bool
+	// ReadyTimeout bounds how long StartCluster waits for quorum; 60s when zero.
+	ReadyTimeout time.Duration
+	// TickMs and ElectionMs are etcd's heartbeat interval and election
+	// timeout; etcd's defaults (100, 1000) when zero.
+	TickMs, ElectionMs uint
+}
+
+// Cluster is a running multi-member etcd cluster in this process. Every peer
+// listener and every client listener sits behind a fault-injecting TCP proxy
+// (go.etcd.io/etcd/pkg/v3/proxy), and each member advertises its proxies'
+// URLs, so all traffic between members and from clients passes through them.
+//
+// Peer faults are per directed link. Every sender reaches member j at the
+// same advertised URL, so a plain TCP proxy cannot tell who dialed it; the
+// peer proxies read the X-Server-From header that etcd's peers send with
+// their stream and pipeline requests, and apply the faults of the link
+// from the dialer to j to the request bytes and of j to the dialer to the
+// response bytes (a stream response carries j's messages). Client links
+// use etcd's proxy (go.etcd.io/etcd/pkg/v3/proxy), one per member.
+type Cluster struct {
+	cfg    ClusterConfig
+	token  string
+	faults *linkFaults
+	ids    map[string]int // member ID as X-Server-From spells it → index
+
+	mu      sync.Mutex
+	members []*member
+	closed  bool
+}
+
+type member struct {
+	index      int
+	name       string
+	dir        string
+	listenPeer *url.URL // the member's own listeners
+	listenCli  *url.URL
+	peerURL    *url.URL // the proxies in front of them, which it advertises
+	clientURL  *url.URL
+	peerProxy  *peerProxy
+	cliProxy   proxy.Server
+	proxyStop  chan struct{}
+	proxyDone  sync.WaitGroup
+
+	etcd *embed.Etcd // nil while stopped
+	// stopping is closed when a StopMember has finished closing the member.
+	stopping chan struct{}
+	id       uint64 // etcd's member ID, once started
+	level    zap.AtomicLevel
+
+	cliCut bool
+}
+
+// MemberStatus describes one member for Status.
+type MemberStatus struct {
+	Index     int    `json:"index"`
+	Name      string `json:"name"`
+	ID        string `json:"id,omitempty"`
+	Running   bool   `json:"running"`
+	Ready     bool   `json:"ready"`
+	ClientURL string `json:"client_url"`
+	PeerURL   string `json:"peer_url"`
+	// Leader is the index of the member this member believes leads (0: none).
+	Leader int `json:"leader"`
+}
+
+// LinkFault is one active fault.
+type LinkFault struct {
+	// Kind is "isolated" or "client-blackholed" (of Member), "cut" or
+	// "delay" (of the directed link From → To).
+	Kind   string `json:"kind"`
+	Member int    `json:"member,omitempty"`
+	From   int    `json:"from,omitempty"`
+	To     int    `json:"to,omitempty"`
+	Ms     int    `json:"ms,omitempty"`
+}
+
+// ClusterStatus is a snapshot of the cluster.
+type ClusterStatus struct {
+	Members []MemberStatus `json:"members"`
+	// Leader is the index of the leader most reachable members agree on; 0 when none.
+	Leader int         `json:"leader"`
+	Faults []LinkFault `json:"faults"`
+}
+
+// StartCluster starts the members concurrently (each waits for a quorum of
+// the others) and returns once all of them serve clients, or an error after
+// cfg.ReadyTimeout or when ctx is done.
+func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("etcdembed: DataDir is required")
+	}
+	if cfg.Size == 0 {
+		cfg.Size = 3
+	}
+	if cfg.Size < 1 || cfg.Size > 7 {
+		return nil, fmt.Errorf("etcdembed: cluster size %d: want 1..7", cfg.Size)
+	}
+	if cfg.LogLevel == "" {
+		cfg.LogLevel = "error"
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = 60 * time.Second
+	}
+	clientURLs, err := expandClientURLs(cfg.ClientURLs, cfg.Size)
+	if err != nil {
+		return nil, err
+	}
+	peerURLs, err := peerURLsOf(cfg.DataDir, cfg.Size)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg, token: "coordkit-cluster", faults: newLinkFaults(cfg.Size), ids: map[string]int{}}
+	for i := 1; i <= cfg.Size; i++ {
+		m, err := newMember(i, cfg.DataDir, clientURLs[i-1], peerURLs[i-1])
+		if err != nil {
+			return nil, err
+		}
+		c.members = append(c.members, m)
+		// The ID etcd derives for a member of a new cluster, known before
+		// it starts, so a proxy can name a dialer from its first request.
+		id := membership.NewMember(m.name, types.URLs{*m.peerURL}, c.token, nil).ID
+		c.ids[id.String()] = i
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
+	defer cancel()
+	errs := make(chan error, len(c.members))
+	for _, m := range c.members {
+		go func() { errs <- c.startMember(ctx, m) }()
+	}
+	var first error
+	for range c.members {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		c.Close()
+		if errors.Is(first, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("%w after %s: %v", ErrNotReady, cfg.ReadyTimeout, first)
+		}
+		return nil, first
+	}
+	return c, nil
+}
+
+func expandClientURLs(urls []string, n int) ([]*url.URL, error) {
+	var out []*url.URL
+	switch len(urls) {
+	case 0:
+		for range n {
+			raw, err := FreeURL()
+			if err != nil {
+				return nil, err
+			}
+			u, _ := url.Parse(raw)
+			out = append(out, u)
+		}
+	case 1:
+		u, err := parseURL("client", urls[0])
+		if err != nil {
+			return nil, err
+		}
+		host, port, err := net.SplitHostPort(u.Host)
+		if err != nil {
+			return nil, fmt.Errorf("etcdembed: bad client URL %q: %w", urls[0], err)
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil || p <= 0 || p+n-1 > 65535 {
+			return nil, fmt.Errorf("etcdembed: bad client URL %q: want an explicit port", urls[0])
+		}
+		for i := range n {
+			v := *u
+			v.Host = net.JoinHostPort(host, strconv.Itoa(p+i))
+			out = append(out, &v)
+		}
+	default:
+		if len(urls) != n {
+			return nil, fmt.Errorf("etcdembed: %d client URLs for %d members", len(urls), n)
+		}
+		for _, raw := range urls {
+			u, err := parseURL("client", raw)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+func freeURL() (*url.URL, error) {
+	raw, err := FreeURL()
+	if err != nil {
+		return nil, err
+	}
+	return url.Parse(raw)
+}
+
+// peerURLsOf returns the advertised peer URLs (the peer proxies) of the
+// cluster in dataDir. They are part of the membership etcd persists, so a
+// restart on the same directory must advertise the same ones: they are
+// chosen once and kept in dataDir/cluster.json.
+func peerURLsOf(dataDir string, n int) ([]*url.URL, error) {
+	path := filepath.Join(dataDir, "cluster.json")
+	var saved struct {
+		PeerURLs []string `json:"peer_urls"`
+	}
+	if b, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(b, &saved); err != nil {
+			return nil, fmt.Errorf("etcdembed: %s: %w", path, err)
+		}
+		if len(saved.PeerURLs) != n {
+			return nil, fmt.Errorf("etcdembed: %s is a cluster of %d members, not %d", dataDir, len(saved.PeerURLs), n)
+		}
+		var out []*url.URL
+		for _, raw := range saved.PeerURLs {
+			u, err := parseURL("peer", raw)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, u)
+		}
+		return out, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("etcdembed: %w", err)
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("etcdembed: %w", err)
+	}
+	var out []*url.URL
+	for range n {
+		u, err := freeURL()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+		saved.PeerURLs = append(saved.PeerURLs, u.String())
+	}
+	b, _ := json.Marshal(saved)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return nil, fmt.Errorf("etcdembed: %w", err)
+	}
+	return out, nil
+}
+
+func newMember(i int, dataDir string, clientURL, peerURL *url.URL) (*member, error) {
+	m := &member{index: i, name: fmt.Sprintf("member-%d", i), clientURL: clientURL, peerURL: peerURL}
+	m.dir = filepath.Join(dataDir, m.name)
+	if err := os.MkdirAll(m.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("etcdembed: %w", err)
+	}
+	var err error
+	if m.listenPeer, err = freeURL(); err != nil {
+		return nil, err
+	}
+	if m.listenCli, err = freeURL(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// openProxies starts m's peer and client proxies. A stopped member has
+// none, so connecting to it is refused, as for a stopped process.
+func (c *Cluster) openProxies(m *member) error {
+	m.proxyStop = make(chan struct{})
+	var err error
+	if m.peerProxy, err = startPeerProxy(m.peerURL.Host, m.listenPeer.Host, m.index, c.ids, c.faults); err != nil {
+		m.closeProxies()
+		return fmt.Errorf("etcdembed: peer proxy on %s: %w", m.peerURL.Host, err)
+	}
+	if m.cliProxy, err = m.startProxy(m.clientURL, m.listenCli); err != nil {
+		m.closeProxies()
+		return err
+	}
+	if m.cliCut {
+		m.cliProxy.PauseTx()
+		m.cliProxy.PauseRx()
+	}
+	return nil
+}
+
+// startProxy starts a client proxy from → to. Its error channel is
+// drained: the proxy blocks its accept loop once 16 errors are pending.
+func (m *member) startProxy(from, to *url.URL) (proxy.Server, error) {
+	p := proxy.NewServer(proxy.ServerConfig{Logger: zap.NewNop(), From: *from, To: *to, DialTimeout: time.Second})
+	select {
+	case <-p.Ready():
+	case err := <-p.Error():
+		_ = p.Close()
+		return nil, fmt.Errorf("etcdembed: proxy on %s: %w", from.Host, err)
+	}
+	stop := m.proxyStop
+	m.proxyDone.Add(1)
+	go func() {
+		defer m.proxyDone.Done()
+		for {
+			select {
+			case <-p.Error():
+			case <-p.Done():
+				return
+			case <-stop:
+				return
+			}
+		}
+	}()
+	return p, nil
+}
+
+// cutOff makes m unreachable at once: its peer proxy closes every
+// connection and stops listening, and its client proxy stops accepting and
+// holds all traffic. etcd's client proxy neither serves nor closes a
+// connection it accepted but could not forward, so it must not accept
+// while the member is gone; it is closed once the member has stopped.
+func (m *member) cutOff() {
+	if m.peerProxy != nil {
+		m.peerProxy.Close()
+		m.peerProxy = nil
+	}
+	if m.cliProxy != nil {
+		m.cliProxy.PauseAccept()
+		m.cliProxy.PauseTx()
+		m.cliProxy.PauseRx()
+	}
+}
+
+// closeProxies closes m's proxies; the member must be stopped, or the
+// client proxy's connections (and so its Close) would not end.
+func (m *member) closeProxies() {
+	if m.proxyStop == nil {
+		return
+	}
+	close(m.proxyStop)
+	if m.peerProxy != nil {
+		m.peerProxy.Close()
+	}
+	if m.cliProxy != nil {
+		_ = m.cliProxy.Close()
+	}
+	m.proxyDone.Wait()
+	m.peerProxy, m.cliProxy, m.proxyStop = nil, nil, nil
+}
+
+func (c *Cluster) closeProxies() {
+	for _, m := range c.members {
+		m.closeProxies()
+	}
+}
+
+func (c *Cluster) embedConfig(m *member) (*embed.Config, zap.AtomicLevel, error) {
+	ec := embed.NewConfig()
+	ec.Name = m.name
+	ec.Dir = m.dir
+	ec.ListenClientUrls = []url.URL{*m.listenCli}
+	ec.AdvertiseClientUrls = []url.URL{*m.clientURL}
+	ec.ListenPeerUrls = []url.URL{*m.listenPeer}
+	ec.AdvertisePeerUrls = []url.URL{*m.peerURL}
+	initial := ""
+	for _, o := range c.members {
+		if initial != "" {
+			initial += ","
+		}
+		initial += o.name + "=" + o.peerURL.String()
+	}
+	ec.InitialCluster = initial
+	ec.InitialClusterToken = c.token
+	ec.ClusterState = embed.ClusterStateFlagNew
+	if c.cfg.TickMs > 0 {
+		ec.TickMs = c.cfg.TickMs
+	}
+	if c.cfg.ElectionMs > 0 {
+		ec.ElectionMs = c.cfg.ElectionMs
+	}
+	level, err := zap.ParseAtomicLevel(c.cfg.LogLevel)
+	if err != nil {
+		return nil, level, fmt.Errorf("etcdembed: bad log level %q: %w", c.cfg.LogLevel, err)
+	}
+	zc := zap.NewProductionConfig()
+	zc.Level = level
+	zc.OutputPaths = []string{"stderr"}
+	zc.ErrorOutputPaths = []string{"stderr"}
+	logger, err := zc.Build(zap.Fields(zap.String("member", m.name)))
+	if err != nil {
+		return nil, level, fmt.Errorf("etcdembed: logger: %w", err)
+	}
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(logger)
+	ec.LogLevel = c.cfg.LogLevel
+	ec.UnsafeNoFsync = c.cfg.UnsafeNoFsync
+	ec.ListenMetricsUrls = nil
+	return ec, level, nil
+}
+
+// startMember starts m (fresh or from its data) and waits until it serves
+// clients or ctx is done. On ctx expiry the member keeps running: it may
+// still join once a quorum is back.
+func (c *Cluster) startMember(ctx context.Context, m *member) error {
+	ec, level, err := c.embedConfig(m)
+	if err != nil {
+		return err
+	}
+	e, err := embed.StartEtcd(ec)
+	if err != nil {
+		return fmt.Errorf("etcdembed: start %s: %w", m.name, err)
+	}
+	// The proxies open only now that the member listens: a proxy that
+	// accepts a connection it cannot forward leaves it open and unserved,
+	// and the peer or client on the other end hangs until its own timeout.
+	c.mu.Lock()
+	m.etcd, m.level, m.id = e, level, uint64(e.Server.MemberID())
+	if m.proxyStop == nil {
+		err = c.openProxies(m)
+	}
+	c.mu.Unlock()
+	if err != nil {
+		level.SetLevel(zap.FatalLevel)
+		e.Close()
+		c.mu.Lock()
+		m.etcd = nil
+		c.mu.Unlock()
+		return err
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+		return nil
+	case err := <-e.Err():
+		c.mu.Lock()
+		if m.etcd == e {
+			m.etcd = nil
+			m.cutOff()
+		}
+		c.mu.Unlock()
+		level.SetLevel(zap.FatalLevel)
+		e.Close()
+		c.mu.Lock()
+		if m.etcd == nil {
+			m.closeProxies()
+		}
+		c.mu.Unlock()
+		return fmt.Errorf("etcdembed: %s failed: %w", m.name, err)
+	case <-ctx.Done():
+		return fmt.Errorf("etcdembed: %s not ready: %w", m.name, ctx.Err())
+	}
+}
+
+// Size returns the number of members.
+func (c *Cluster) Size() int { return len(c.members) }
+
+// Endpoints returns the client URLs of all members (their client proxies).
+func (c *Cluster) Endpoints() []string {
+	out := make([]string, len(c.members))
+	for i, m := range c.members {
+		out[i] = m.clientURL.String()
+	}
+	return out
+}
+
+// DirectEndpoint returns the client URL of member n that bypasses its client
+// proxy (for tools that must reach it whatever the faults); "" if n is bad.
+func (c *Cluster) DirectEndpoint(n int) string {
+	if n < 1 || n > len(c.members) {
+		return ""
+	}
+	return c.members[n-1].listenCli.String()
+}
+
+func (c *Cluster) member(n int) (*member, error) {
+	if c.closed {
+		return nil, ErrClusterClosed
+	}
+	if n < 1 || n > len(c.members) {
+		return nil, fmt.Errorf("%w: %d (want 1..%d)", ErrNoMember, n, len(c.members))
+	}
+	return c.members[n-1], nil
+}
+
+// StopMember stops member n like a crash: its proxies drop all traffic at
+// once, and it is stopped without handing over leadership (HardStop) and
+// closed in the background. Its data stays for StartMember. ErrMemberStopped
+// if it is not running.
+func (c *Cluster) StopMember(n int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, err := c.member(n)
+	if err != nil {
+		return err
+	}
+	e, level := m.etcd, m.level
+	if e == nil {
+		return fmt.Errorf("%w: %d", ErrMemberStopped, n)
+	}
+	m.etcd = nil
+	// Cut the member off at once, like a crash. Closing an embedded member
+	// takes seconds (gRPC waits for client streams, up to etcd's request
+	// timeout), so it goes on in the background; StartMember and Close
+	// wait for it. Its links count as cut meanwhile, so nothing it still
+	// sends on connections it dialed reaches a peer.
+	c.faults.setDown(n, true)
+	m.cutOff()
+	done := make(chan struct{})
+	m.stopping = done
+	go func() {
+		defer close(done)
+		level.SetLevel(zap.FatalLevel)
+		// No leadership transfer: a crashed leader does not hand over.
+		e.Server.HardStop()
+		e.Close()
+		<-e.Server.StopNotify()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		m.closeProxies()
+	}()
+	return nil
+}
+
+// waitStopped waits until a StopMember of m has finished closing it.
+func (c *Cluster) waitStopped(ctx context.Context, m *member) error {
+	c.mu.Lock()
+	ch := m.stopping
+	c.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("etcdembed: %s still stopping: %w", m.name, ctx.Err())
+	}
+}
+
+// StartMember restarts member n from its data and waits until it serves
+// clients (which needs a quorum) or ctx is done; in the latter case it keeps
+// running and joins when it can. ErrMemberRunning if it runs.
+func (c *Cluster) StartMember(ctx context.Context, n int) error {
+	c.mu.Lock()
+	m, err := c.member(n)
+	if err == nil && m.etcd != nil {
+		err = fmt.Errorf("%w: %d", ErrMemberRunning, n)
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := c.waitStopped(ctx, m); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if m.etcd != nil {
+		err = fmt.Errorf("%w: %d", ErrMemberRunning, n)
+	}
+	m.stopping = nil
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	c.faults.setDown(n, false)
+	return c.startMember(ctx, m)
+}
+
+// Isolate cuts every peer link from and to member n: it neither hears nor
+// is heard. Its clients keep their link to it (see BlackholeClient). Bytes
+// are dropped, connections stay up, as in a network partition.
+func (c *Cluster) Isolate(n int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.member(n); err != nil {
+		return err
+	}
+	c.faults.mu.Lock()
+	c.faults.isolated[n] = true
+	c.faults.mu.Unlock()
+	return nil
+}
+
+// CutLink drops everything member from sends to member to; the other
+// direction is untouched (an asymmetric partition).
+func (c *Cluster) CutLink(from, to int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkLink(from, to); err != nil {
+		return err
+	}
+	c.faults.mu.Lock()
+	c.faults.cut[link{from, to}] = true
+	c.faults.mu.Unlock()
+	return nil
+}
+
+func (c *Cluster) checkLink(from, to int) error {
+	if _, err := c.member(from); err != nil {
+		return err
+	}
+	if _, err := c.member(to); err != nil {
+		return err
+	}
+	if from == to {
+		return fmt.Errorf("%w: from and to are both %d", ErrNoMember, from)
+	}
+	return nil
+}
+
+// BlackholeClient cuts the link between member n and its clients (its
+// client proxy) in both directions. Traffic is held, not dropped: a TCP
+// stream cannot lose bytes in its middle, and gRPC's HTTP/2 framing and
+// header compression would be corrupted by a gap. Connections stay open, so
+// clients notice through their own timeouts and keepalives; what they sent
+// is delivered on Heal if they have not closed the connection by then.
+func (c *Cluster) BlackholeClient(n int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, err := c.member(n)
+	if err != nil {
+		return err
+	}
+	m.cliCut = true
+	if m.cliProxy != nil {
+		m.cliProxy.PauseTx()
+		m.cliProxy.PauseRx()
+	}
+	return nil
+}
+
+// DelayLink delays everything member from sends to member to by d (0
+// removes the delay). The delay applies to each write the proxy forwards,
+// so it also slows the link's throughput.
+func (c *Cluster) DelayLink(from, to int, d time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkLink(from, to); err != nil {
+		return err
+	}
+	if d < 0 {
+		return fmt.Errorf("etcdembed: negative delay %s", d)
+	}
+	c.faults.mu.Lock()
+	defer c.faults.mu.Unlock()
+	if d == 0 {
+		delete(c.faults.delay, link{from, to})
+	} else {
+		c.faults.delay[link{from, to}] = d
+	}
+	return nil
+}
+
+// Heal removes every link fault: isolation, cut links, delays and client
+// blackholes. Stopped members stay stopped and cut off until StartMember.
+func (c *Cluster) Heal() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults.mu.Lock()
+	clear(c.faults.cut)
+	clear(c.faults.delay)
+	clear(c.faults.isolated)
+	c.faults.mu.Unlock()
+	for _, m := range c.members {
+		m.cliCut = false
+		if m.cliProxy != nil && m.etcd != nil {
+			m.cliProxy.UnpauseTx()
+			m.cliProxy.UnpauseRx()
+		}
+	}
+}
+
+// Leader returns the index of the leader the reachable members agree on, or
+// 0 when there is none (election in progress, no quorum).
+func (c *Cluster) Leader() int { return c.Status().Leader }
+
+// Status reports the members, the leader and the active faults.
+func (c *Cluster) Status() ClusterStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	byID := map[uint64]int{}
+	for _, m := range c.members {
+		if m.id != 0 {
+			byID[m.id] = m.index
+		}
+	}
+	st := ClusterStatus{Faults: []LinkFault{}}
+	c.faults.mu.RLock()
+	isolated := maps.Clone(c.faults.isolated)
+	c.faults.mu.RUnlock()
+	votes := map[int]int{}
+	for _, m := range c.members {
+		ms := MemberStatus{Index: m.index, Name: m.name, ClientURL: m.clientURL.String(), PeerURL: m.peerURL.String()}
+		if m.etcd != nil {
+			ms.Running = true
+			ms.ID = m.etcd.Server.MemberID().String()
+			select {
+			case <-m.etcd.Server.ReadyNotify():
+				ms.Ready = true
+			default:
+			}
+			if lead := m.etcd.Server.Lead(); lead != 0 {
+				ms.Leader = byID[lead]
+			}
+			if !isolated[m.index] && ms.Leader != 0 {
+				votes[ms.Leader]++
+			}
+		}
+		st.Members = append(st.Members, ms)
+		if isolated[m.index] {
+			st.Faults = append(st.Faults, LinkFault{Kind: "isolated", Member: m.index})
+		}
+		if m.cliCut {
+			st.Faults = append(st.Faults, LinkFault{Kind: "client-blackholed", Member: m.index})
+		}
+	}
+	st.Faults = append(st.Faults, c.faults.links()...)
+	best := 0
+	for idx, v := range votes {
+		if v > votes[best] || (v == votes[best] && idx < best) {
+			best = idx
+		}
+	}
+	// A leader only counts if a majority of the cluster follows it.
+	if votes[best]*2 > len(c.members) {
+		st.Leader = best
+	}
+	return st
+}
+
+// Running returns the indexes of the running members.
+func (c *Cluster) Running() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []int
+	for _, m := range c.members {
+		if m.etcd != nil {
+			out = append(out, m.index)
+		}
+	}
+	return out
+}
+
+// Close stops every member and proxy. It is safe to call twice.
+func (c *Cluster) Close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	var stopping []chan struct{}
+	for _, m := range c.members {
+		if m.stopping != nil {
+			stopping = append(stopping, m.stopping)
+		}
+	}
+	c.mu.Unlock()
+	for _, ch := range stopping {
+		<-ch
+	}
+	c.mu.Lock()
+	var running []*embed.Etcd
+	for _, m := range c.members {
+		if m.cliProxy != nil {
+			m.cliProxy.PauseAccept()
+		}
+		if m.etcd != nil {
+			m.level.SetLevel(zap.FatalLevel)
+			running = append(running, m.etcd)
+			m.etcd = nil
+		}
+	}
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, e := range running {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.Close()
+			<-e.Server.StopNotify()
+		}()
+	}
+	wg.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closeProxies()
+}

@@ -1,0 +1,257 @@
+package etcdembed
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// link is a directed link between members, by index (1-based).
+type link struct{ from, to int }
+
+// linkFaults are the faults of the directed peer links. A link is cut when
+// it was cut explicitly or either end is isolated or down.
+type linkFaults struct {
+	mu       sync.RWMutex
+	cut      map[link]bool
+	delay    map[link]time.Duration
+	isolated map[int]bool
+	down     map[int]bool
+	n        int
+}
+
+func newLinkFaults(n int) *linkFaults {
+	return &linkFaults{cut: map[link]bool{}, delay: map[link]time.Duration{}, isolated: map[int]bool{}, down: map[int]bool{}, n: n}
+}
+
+// get returns the fault of from → to. An index of 0 is a dialer the proxy
+// could not identify (a connection that so far carried only health
+// probes): then the link counts as cut when every link it might be is cut,
+// and delayed by the longest of their delays.
+func (f *linkFaults) get(from, to int) (cut bool, delay time.Duration) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if from != 0 && to != 0 {
+		return f.getLocked(from, to)
+	}
+	cut = true
+	for k := 1; k <= f.n; k++ {
+		l := link{from, to}
+		if from == 0 {
+			l.from = k
+		} else {
+			l.to = k
+		}
+		if l.from == l.to {
+			continue
+		}
+		c, d := f.getLocked(l.from, l.to)
+		cut = cut && c
+		delay = max(delay, d)
+	}
+	return cut, delay
+}
+
+func (f *linkFaults) getLocked(from, to int) (bool, time.Duration) {
+	l := link{from, to}
+	return f.cut[l] || f.isolated[from] || f.isolated[to] || f.down[from] || f.down[to], f.delay[l]
+}
+
+// peerProxy fronts one member's peer listener. Unlike a plain TCP proxy it
+// knows who dialed each connection: etcd's peers name themselves in the
+// X-Server-From header of their stream, pipeline and snapshot requests. So
+// faults apply per directed link: on a connection dialed by d to this
+// member t, request bytes travel d → t and response bytes t → d (a stream
+// response carries t's raft messages to d).
+type peerProxy struct {
+	ln     net.Listener
+	target string // host:port of the member's own peer listener
+	to     int    // index of the member
+	ids    map[string]int
+	faults *linkFaults
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// startPeerProxy listens on addr and forwards to target. ids maps member IDs
+// (as X-Server-From spells them) to indexes.
+func startPeerProxy(addr, target string, to int, ids map[string]int, faults *linkFaults) (*peerProxy, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	p := &peerProxy{ln: ln, target: target, to: to, ids: ids, faults: faults, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+func (p *peerProxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *peerProxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+	_ = c.Close()
+}
+
+func (p *peerProxy) accept() {
+	defer p.wg.Done()
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		if !p.track(in) {
+			_ = in.Close()
+			return
+		}
+		p.wg.Add(1)
+		go p.serve(in)
+	}
+}
+
+// serve forwards one connection. A connection it cannot forward (the
+// member is not listening) is closed at once, never left hanging.
+func (p *peerProxy) serve(in net.Conn) {
+	defer p.wg.Done()
+	defer p.untrack(in)
+	out, err := net.DialTimeout("tcp", p.target, time.Second)
+	if err != nil {
+		return
+	}
+	if !p.track(out) {
+		_ = out.Close()
+		return
+	}
+	defer p.untrack(out)
+
+	var from atomic.Int64 // the dialer, once a request named it
+	done := make(chan struct{}, 2)
+	go func() {
+		defer func() { done <- struct{}{} }()
+		rx := &faultWriter{w: in, faults: p.faults, from: func() int { return p.to }, to: func() int { return int(from.Load()) }}
+		_, _ = io.Copy(rx, out)
+	}()
+	go func() {
+		defer func() { done <- struct{}{} }()
+		tx := &faultWriter{w: out, faults: p.faults, from: func() int { return int(from.Load()) }, to: func() int { return p.to }}
+		br := bufio.NewReader(in)
+		// Read requests until one names its sender; from then on the
+		// bytes are copied as they come.
+		for from.Load() == 0 {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			if idx := p.ids[req.Header.Get("X-Server-From")]; idx != 0 {
+				from.Store(int64(idx))
+			}
+			if err := req.Write(tx); err != nil {
+				return
+			}
+		}
+		_, _ = io.Copy(tx, br)
+	}()
+	<-done
+	// One direction ended: close both so the other ends too.
+	_ = in.Close()
+	_ = out.Close()
+	<-done
+}
+
+// Close stops accepting and closes every connection, like a process whose
+// sockets the kernel resets; it waits for the forwarding goroutines.
+func (p *peerProxy) Close() {
+	p.mu.Lock()
+	p.closed = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	_ = p.ln.Close()
+	p.wg.Wait()
+}
+
+// faultWriter applies the fault of its link to every write. A cut link
+// swallows the bytes while the connection stays up, as a partition does;
+// once the link heals, the connection is reset instead of resumed. TCP never
+// delivers a stream with a hole in it, and etcd's stream encodings are
+// stateful (msgappv2 derives each entry's index from the previous
+// message), so a resumed stream with a gap would hand raft corrupt
+// messages. A delayed link holds each write first.
+type faultWriter struct {
+	w        io.Writer
+	faults   *linkFaults
+	from, to func() int
+	dropped  bool
+}
+
+var (
+	errShortWrite = errors.New("etcdembed: short write")
+	errReset      = errors.New("etcdembed: connection reset after a cut")
+)
+
+func (f *faultWriter) Write(b []byte) (int, error) {
+	cut, delay := f.faults.get(f.from(), f.to())
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+	if cut {
+		f.dropped = true
+		return len(b), nil
+	}
+	if f.dropped {
+		return 0, errReset
+	}
+	n, err := f.w.Write(b)
+	if err == nil && n != len(b) {
+		err = errShortWrite
+	}
+	return n, err
+}
+
+func (f *linkFaults) setDown(n int, down bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if down {
+		f.down[n] = true
+	} else {
+		delete(f.down, n)
+	}
+}
+
+// links lists the cut and delayed links, in order.
+func (f *linkFaults) links() []LinkFault {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var out []LinkFault
+	for from := 1; from <= f.n; from++ {
+		for to := 1; to <= f.n; to++ {
+			l := link{from, to}
+			if f.cut[l] {
+				out = append(out, LinkFault{Kind: "cut", From: from, To: to})
+			}
+			if d := f.delay[l]; d > 0 {
+				out = append(out, LinkFault{Kind: "delay", From: from, To: to, Ms: int(d / time.Millisecond)})
+			}
+		}
+	}
+	return out
+}

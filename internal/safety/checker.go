@@ -1,0 +1,264 @@
+package safety
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// Violation kinds.
+const (
+	// KindStaleAdmitted: the resource accepted a write whose token was below
+	// a token it had already admitted (a later holder's write or fence).
+	KindStaleAdmitted = "stale-admitted"
+	// KindLostUpdate: an accepted write did not build on the previous one
+	// (its value is not the previous value + 1), so increments were lost.
+	KindLostUpdate = "lost-update"
+	// KindAckedMissing: a client was told its write was accepted but the
+	// resource's log does not have it.
+	KindAckedMissing = "acked-missing"
+	// KindUnexplained: the resource's log has a write no client issued.
+	KindUnexplained = "unexplained-write"
+	// KindNotLinearizable: the history of reads, writes and fences is not
+	// linearizable against the register-with-floor model.
+	KindNotLinearizable = "not-linearizable"
+)
+
+// Violation is one thing the checker found wrong.
+type Violation struct {
+	Kind   string `json:"kind"`
+	Seq    uint64 `json:"seq,omitempty"`
+	Token  uint64 `json:"token,omitempty"`
+	Detail string `json:"detail"`
+}
+
+// Result is what Check found in a history.
+type Result struct {
+	Ops          int `json:"ops"`
+	Acquisitions int `json:"acquisitions"`
+	Writes       int `json:"writes"` // accepted by the resource
+	FinalValue   int `json:"final_value"`
+	// StaleRejected is the resource's count of stale requests it refused.
+	StaleRejected int `json:"stale_rejected"`
+	// OverlappingHolders counts holders (tokens) that sent a write after a
+	// holder with a larger token had been granted the lock: the lock alone
+	// did not exclude them. With fencing these writes are refused or
+	// harmless; without it they are how updates get lost.
+	OverlappingHolders int `json:"overlapping_holders"`
+	// LostUpdates is accepted writes minus the final counter value: the
+	// increments that were acknowledged and then overwritten.
+	LostUpdates  int         `json:"lost_updates"`
+	Linearizable bool        `json:"linearizable"`
+	Violations   []Violation `json:"violations"`
+}
+
+// CheckTimeout bounds the linearizability search.
+const CheckTimeout = 60 * time.Second
+
+// Check examines h. It is pure: it reads only h.
+func Check(h History) Result {
+	r := Result{Ops: len(h.Ops), Writes: len(h.Writes), StaleRejected: h.Rejected, Violations: []Violation{}}
+	byID := map[string]Op{}
+	for _, op := range h.Ops {
+		switch op.Kind {
+		case OpAcquire:
+			if op.Outcome == OK {
+				r.Acquisitions++
+			}
+		case OpWrite:
+			byID[op.ID] = op
+		}
+	}
+	writes := slices.Clone(h.Writes)
+	sort.Slice(writes, func(i, j int) bool { return writes[i].Seq < writes[j].Seq })
+	logged := map[string]bool{}
+	for _, w := range writes {
+		logged[w.ID] = true
+		if _, ok := byID[w.ID]; !ok {
+			r.Violations = append(r.Violations, Violation{Kind: KindUnexplained, Seq: w.Seq, Token: w.Token,
+				Detail: fmt.Sprintf("write %q (value %d) is in the log but no client issued it", w.ID, w.Value)})
+		}
+	}
+	for _, op := range h.Ops {
+		if op.Kind == OpWrite && op.Outcome == OK && !logged[op.ID] {
+			r.Violations = append(r.Violations, Violation{Kind: KindAckedMissing, Token: op.Token,
+				Detail: fmt.Sprintf("client %d was told write %q was accepted; the log does not have it", op.Client, op.ID)})
+		}
+	}
+	r.Violations = append(r.Violations, staleAdmissions(h, writes, byID)...)
+	lost := lostUpdates(writes)
+	r.Violations = append(r.Violations, lost...)
+	if len(writes) > 0 {
+		r.FinalValue = writes[len(writes)-1].Value
+	}
+	r.LostUpdates = max(0, len(writes)-r.FinalValue)
+	r.OverlappingHolders = overlappingHolders(h.Ops, r.Violations)
+	r.Linearizable = linearizable(h, logged)
+	if !r.Linearizable {
+		r.Violations = append(r.Violations, Violation{Kind: KindNotLinearizable,
+			Detail: "no linearization of the reads, writes and fences matches a register with a fencing floor"})
+	}
+	return r
+}
+
+// staleAdmissions finds accepted writes below a token admitted before
+// them: an earlier accepted write (by log order) or a fence that had
+// returned before the write was sent.
+func staleAdmissions(h History, writes []Write, byID map[string]Op) []Violation {
+	var out []Violation
+	var top uint64
+	var topSeq uint64
+	for _, w := range writes {
+		if w.Token < top {
+			out = append(out, Violation{Kind: KindStaleAdmitted, Seq: w.Seq, Token: w.Token,
+				Detail: fmt.Sprintf("write seq %d with token %d accepted after seq %d with token %d", w.Seq, w.Token, topSeq, top)})
+		} else {
+			top, topSeq = w.Token, w.Seq
+		}
+	}
+	var fences []Op
+	for _, op := range h.Ops {
+		if op.Kind == OpFence && op.Outcome == OK {
+			fences = append(fences, op)
+		}
+	}
+	flagged := map[uint64]bool{}
+	for _, v := range out {
+		flagged[v.Seq] = true
+	}
+	for _, w := range writes {
+		op, ok := byID[w.ID]
+		if !ok || flagged[w.Seq] {
+			continue
+		}
+		for _, f := range fences {
+			if f.Token > w.Token && f.Return < op.Call {
+				out = append(out, Violation{Kind: KindStaleAdmitted, Seq: w.Seq, Token: w.Token,
+					Detail: fmt.Sprintf("write seq %d with token %d accepted although a fence with token %d had returned before it was sent", w.Seq, w.Token, f.Token)})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// lostUpdates reports each accepted write that does not build on the one
+// before it (value ≠ previous + 1).
+func lostUpdates(writes []Write) []Violation {
+	var out []Violation
+	prev := 0
+	for _, w := range writes {
+		if w.Value != prev+1 {
+			out = append(out, Violation{Kind: KindLostUpdate, Seq: w.Seq, Token: w.Token,
+				Detail: fmt.Sprintf("write seq %d (token %d) set the counter to %d over %d", w.Seq, w.Token, w.Value, prev)})
+		}
+		prev = w.Value
+	}
+	return out
+}
+
+// overlappingHolders counts the tokens that sent a write (of any outcome
+// but Fail) after a larger token had been granted, by the clients' clock;
+// and those whose write or fence the resource refused as stale, or
+// admitted below a larger token (the violations found so far): either
+// proves that a later holder had been granted while they still acted.
+func overlappingHolders(ops []Op, found []Violation) int {
+	type grant struct {
+		at    int64
+		token uint64
+	}
+	var grants []grant
+	for _, op := range ops {
+		if op.Kind == OpAcquire && op.Outcome == OK {
+			grants = append(grants, grant{op.Return, op.Token})
+		}
+	}
+	sort.Slice(grants, func(i, j int) bool { return grants[i].at < grants[j].at })
+	// prefix[i] is the largest token granted by grants[i].at.
+	prefix := make([]uint64, len(grants))
+	var top uint64
+	for i, g := range grants {
+		top = max(top, g.token)
+		prefix[i] = top
+	}
+	overlapped := map[uint64]bool{}
+	for _, v := range found {
+		if v.Kind == KindStaleAdmitted {
+			overlapped[v.Token] = true
+		}
+	}
+	for _, op := range ops {
+		if (op.Kind == OpWrite || op.Kind == OpFence) && op.Outcome == Stale {
+			overlapped[op.Token] = true
+		}
+		if op.Kind != OpWrite || op.Outcome == Fail {
+			continue
+		}
+		// Grants strictly before the write was sent.
+		i := sort.Search(len(grants), func(i int) bool { return grants[i].at >= op.Call })
+		if i > 0 && prefix[i-1] > op.Token {
+			overlapped[op.Token] = true
+		}
+	}
+	return len(overlapped)
+}
+
+// porcupineOps turns the history into porcupine operations. Writes whose
+// outcome is unknown are resolved by the log (present: accepted, returning
+// by the end of the history; absent: no effect, left out); fences whose
+// outcome is unknown stay unknown.
+func porcupineOps(h History, logged map[string]bool) []porcupine.Operation {
+	end := h.End
+	for _, op := range h.Ops {
+		end = max(end, op.Call, op.Return)
+	}
+	end++
+	var ops []porcupine.Operation
+	for _, op := range h.Ops {
+		in := registerInput{kind: op.Kind, token: op.Token, value: op.Value}
+		out := registerOutput{}
+		ret := op.Return
+		switch op.Kind {
+		case OpRead:
+			if op.Outcome != OK {
+				continue
+			}
+			out = registerOutput{accepted: true, value: op.Value}
+		case OpWrite:
+			switch {
+			case op.Outcome == OK:
+				out.accepted = true
+			case op.Outcome == Stale:
+			case op.Outcome == Unknown && logged[op.ID]:
+				out.accepted, ret = true, end
+			default:
+				continue
+			}
+		case OpFence:
+			switch op.Outcome {
+			case OK:
+				out.accepted = true
+			case Stale:
+			case Unknown:
+				out.unknown, ret = true, end
+			default:
+				continue
+			}
+		default:
+			continue
+		}
+		if ret < op.Call {
+			ret = end
+		}
+		ops = append(ops, porcupine.Operation{ClientId: op.Client, Input: in, Output: out, Call: op.Call, Return: ret})
+	}
+	return ops
+}
+
+func linearizable(h History, logged map[string]bool) bool {
+	res := porcupine.CheckOperationsTimeout(registerModel(h.Fenced), porcupineOps(h, logged), CheckTimeout)
+	return res != porcupine.Illegal
+}

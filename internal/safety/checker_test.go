@@ -1,0 +1,162 @@
+package safety
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// hist builds histories compactly: ops are appended in time order, each
+// taking one tick unless given explicit times.
+type hist struct {
+	h   History
+	now int64
+}
+
+func (b *hist) op(client int, kind OpKind, token uint64, value int, id string, out Outcome) *hist {
+	b.now += 10
+	b.h.Ops = append(b.h.Ops, Op{Client: client, Kind: kind, Token: token, Value: value, ID: id, Call: b.now, Return: b.now + 5, Outcome: out})
+	return b
+}
+
+func (b *hist) logged(token uint64, value int, id string) *hist {
+	b.h.Writes = append(b.h.Writes, Write{Seq: uint64(len(b.h.Writes) + 1), Token: token, Value: value, ID: id})
+	return b
+}
+
+// holder appends one clean tenure: acquire, fence, read v, write v+1 (logged).
+func (b *hist) holder(client int, token uint64, read int, id string) *hist {
+	b.op(client, OpAcquire, token, 0, "", OK).op(client, OpFence, token, 0, "", OK)
+	b.op(client, OpRead, token, read, "", OK).op(client, OpWrite, token, read+1, id, OK)
+	b.logged(token, read+1, id)
+	return b.op(client, OpRelease, token, 0, "", OK)
+}
+
+func kinds(vs []Violation) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.Kind)
+	}
+	return out
+}
+
+func TestSafetyCheckerHandMade(t *testing.T) {
+	tests := []struct {
+		name        string
+		build       func() History
+		kinds       []string
+		lost        int
+		overlapping int
+		linear      bool
+	}{
+		{
+			name: "clean handoffs",
+			build: func() History {
+				b := &hist{h: History{Fenced: true}}
+				b.holder(1, 10, 0, "a").holder(2, 20, 1, "b").holder(1, 30, 2, "c")
+				return b.h
+			},
+			linear: true,
+		},
+		{
+			name: "paused holder refused by fencing",
+			build: func() History {
+				b := &hist{h: History{Fenced: true, Rejected: 1}}
+				b.op(1, OpAcquire, 10, 0, "", OK).op(1, OpFence, 10, 0, "", OK).op(1, OpRead, 10, 0, "", OK)
+				// client 1 pauses here; its lease expires and client 2 takes over
+				b.holder(2, 20, 0, "b")
+				b.op(1, OpWrite, 10, 1, "a", Stale)
+				return b.h
+			},
+			overlapping: 1, linear: true,
+		},
+		{
+			name: "paused holder admitted without fencing: lost update",
+			build: func() History {
+				b := &hist{h: History{Fenced: false}}
+				b.op(1, OpAcquire, 10, 0, "", OK).op(1, OpFence, 10, 0, "", OK).op(1, OpRead, 10, 0, "", OK)
+				b.holder(2, 20, 0, "b")
+				b.op(1, OpWrite, 10, 1, "a", OK).logged(10, 1, "a")
+				b.holder(3, 30, 1, "c")
+				return b.h
+			},
+			kinds: []string{KindStaleAdmitted, KindLostUpdate}, lost: 1, overlapping: 1, linear: true,
+		},
+		{
+			name: "stale write admitted after a fence, before any newer write",
+			build: func() History {
+				b := &hist{h: History{Fenced: true}}
+				b.holder(1, 10, 0, "a")
+				b.op(2, OpAcquire, 20, 0, "", OK).op(2, OpFence, 20, 0, "", OK)
+				b.op(1, OpWrite, 10, 7, "late", OK).logged(10, 7, "late")
+				return b.h
+			},
+			kinds: []string{KindStaleAdmitted, KindLostUpdate, KindNotLinearizable}, lost: 0, overlapping: 1, linear: false,
+		},
+		{
+			name: "read of a value nobody wrote is not linearizable",
+			build: func() History {
+				b := &hist{h: History{Fenced: true}}
+				b.holder(1, 10, 0, "a")
+				b.op(2, OpAcquire, 20, 0, "", OK).op(2, OpRead, 20, 5, "", OK)
+				return b.h
+			},
+			kinds: []string{KindNotLinearizable}, linear: false,
+		},
+		{
+			name: "acknowledged write missing from the log, and a phantom",
+			build: func() History {
+				b := &hist{h: History{Fenced: true}}
+				b.op(1, OpAcquire, 10, 0, "", OK).op(1, OpWrite, 10, 1, "a", OK)
+				b.logged(10, 1, "ghost")
+				return b.h
+			},
+			// No read observes the difference, so the register alone is linearizable.
+			kinds: []string{KindUnexplained, KindAckedMissing}, linear: true,
+		},
+		{
+			name: "unknown write resolved by the log",
+			build: func() History {
+				b := &hist{h: History{Fenced: true}}
+				b.op(1, OpAcquire, 10, 0, "", OK).op(1, OpRead, 10, 0, "", OK)
+				b.op(1, OpWrite, 10, 1, "a", Unknown).logged(10, 1, "a")
+				b.op(1, OpWrite, 10, 2, "lostinflight", Unknown) // never landed
+				b.op(2, OpAcquire, 20, 0, "", OK).op(2, OpFence, 20, 0, "", Unknown).op(2, OpRead, 20, 1, "", OK)
+				return b.h
+			},
+			linear: true,
+		},
+		{
+			name: "a fenced resource that accepts a lower token is not linearizable",
+			build: func() History {
+				b := &hist{h: History{Fenced: true}}
+				b.op(2, OpFence, 20, 0, "", OK)
+				b.op(1, OpWrite, 10, 1, "a", OK).logged(10, 1, "a")
+				return b.h
+			},
+			kinds: []string{KindStaleAdmitted, KindNotLinearizable}, overlapping: 1, linear: false,
+		},
+		{
+			name: "a refusal proves an overlap the clock cannot show",
+			build: func() History {
+				b := &hist{h: History{Fenced: true, Rejected: 1}}
+				b.holder(2, 20, 0, "b")
+				// A process client: its ops span its whole life, which began first.
+				b.h.Ops = append(b.h.Ops, Op{Client: 6, Kind: OpWrite, Token: 10, Value: 1, ID: "x-1", Call: 1, Return: b.now + 100, Outcome: Stale})
+				return b.h
+			},
+			overlapping: 1, linear: true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.build()
+			r := Check(h)
+			require.Equal(t, tc.kinds, kinds(r.Violations), "%+v", r.Violations)
+			require.Equal(t, tc.lost, r.LostUpdates, "lost updates")
+			require.Equal(t, tc.overlapping, r.OverlappingHolders, "overlapping holders")
+			require.Equal(t, tc.linear, r.Linearizable, "linearizable")
+			require.Equal(t, h.Rejected, r.StaleRejected)
+		})
+	}
+}

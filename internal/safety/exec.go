@@ -1,0 +1,202 @@
+package safety
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// RMWResult is the line `coordctl check rmw` prints: what one
+// read-modify-write under a `coordctl lock` did.
+type RMWResult struct {
+	ID      string  `json:"id"`
+	Token   uint64  `json:"token"`
+	Fence   Outcome `json:"fence"`
+	Read    int     `json:"read"`
+	ReadOK  bool    `json:"read_ok"`
+	Wrote   int     `json:"wrote"`
+	Write   Outcome `json:"write"`
+	Message string  `json:"message,omitempty"`
+}
+
+// execProc is a running `coordctl lock` client.
+type execProc struct {
+	pid   int
+	start int64
+}
+
+// execClient is the client number of the process clients in the history.
+func (r *run) execClient() int { return r.cfg.Clients + 1 }
+
+// execLoop runs `coordctl lock safety -- coordctl check rmw ...` over and
+// over until ctx is done: the same read-modify-write as the in-process
+// clients, by real processes that the nemesis can SIGSTOP.
+func (r *run) execLoop(ctx context.Context) {
+	for n := 1; ctx.Err() == nil; n++ {
+		id := fmt.Sprintf("x-%d", n)
+		r.execOnce(ctx, id)
+		sleep(ctx, 100*time.Millisecond)
+	}
+}
+
+func (r *run) execOnce(ctx context.Context, id string) {
+	bin := r.cfg.Coordctl
+	cmd := exec.Command(bin,
+		"--endpoints", strings.Join(r.cluster.Endpoints(), ","),
+		"--dial-timeout", "2s", "--command-timeout", "3s",
+		"lock", Scope, "--ttl", r.cfg.TTL.String(), "--timeout", "5s", "--kill-grace", "500ms",
+		"--", bin, "check", "rmw", "--url", r.resURL, "--key", counterKey, "--id", id, "--work", rmwWork.String(), "-w", "json")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Env = os.Environ()
+	start := r.now()
+	if err := cmd.Start(); err != nil {
+		r.progressf("exec client: %v", err)
+		sleep(ctx, time.Second)
+		return
+	}
+	r.mu.Lock()
+	r.proc = &execProc{pid: cmd.Process.Pid, start: start}
+	r.mu.Unlock()
+	waited := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT)
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		case <-waited:
+		}
+	}()
+	_ = cmd.Wait()
+	close(waited)
+	end := r.now()
+	r.mu.Lock()
+	r.proc = nil
+	r.execSpans[id] = [2]int64{start, end}
+	r.mu.Unlock()
+
+	var res RMWResult
+	for _, line := range strings.Split(out.String(), "\n") {
+		if json.Unmarshal([]byte(line), &res) == nil && res.ID == id {
+			break
+		}
+	}
+	if res.ID != id {
+		return // never held the lock, or killed before it could say; the log tells
+	}
+	// The process's own times are not on our clock: each operation is given
+	// the whole life of the process as its interval, which is wider than
+	// the truth and so never makes a correct history look wrong.
+	c := r.execClient()
+	r.record(Op{Client: c, Kind: OpAcquire, Token: res.Token, Call: start, Return: end, Outcome: OK})
+	if res.Fence != "" {
+		r.record(Op{Client: c, Kind: OpFence, Token: res.Token, Call: start, Return: end, Outcome: res.Fence})
+	}
+	if res.ReadOK {
+		r.record(Op{Client: c, Kind: OpRead, Token: res.Token, Value: res.Read, Call: start, Return: end, Outcome: OK})
+	}
+	if res.Write != "" {
+		r.record(Op{Client: c, Kind: OpWrite, Token: res.Token, Value: res.Wrote, ID: id, Call: start, Return: end, Outcome: res.Write})
+	}
+}
+
+// execWritesWithoutOps gives a write in the log by a process client that
+// did not report it (killed after writing) an op with an unknown outcome
+// over the process's life. Called with r.mu held.
+func (r *run) execOpsFromLog(h *History) {
+	have := map[string]bool{}
+	for _, op := range h.Ops {
+		if op.Kind == OpWrite {
+			have[op.ID] = true
+		}
+	}
+	for _, w := range h.Writes {
+		span, ok := r.execSpans[w.ID]
+		if !ok || have[w.ID] {
+			continue
+		}
+		h.Ops = append(h.Ops, Op{Client: r.execClient(), Kind: OpWrite, Token: w.Token, Value: w.Value, ID: w.ID,
+			Call: span[0], Return: span[1], Outcome: Unknown})
+	}
+}
+
+// rmwWork is the process clients' time between their read and their write,
+// and stopAfter how long after their command appears the nemesis stops
+// them: inside that window, after the read.
+const (
+	rmwWork   = 800 * time.Millisecond
+	stopAfter = 300 * time.Millisecond
+)
+
+// sigstop freezes the running `coordctl lock` process and the command it
+// runs (its own process group) once the command has started and had time
+// to read, that is while the lock is held and the write is pending. Undo
+// continues the command 50ms before its supervisor: the race between the
+// command's write and the supervisor's SIGTERM on loss then goes to the
+// write, the worst case, which is the case the check is for.
+func (r *run) sigstop(ctx context.Context, s Step) func() {
+	deadline := time.Now().Add(s.Hold)
+	var pid, child int
+	var seen time.Time
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		r.mu.Lock()
+		p := r.proc
+		r.mu.Unlock()
+		c := 0
+		if p != nil {
+			c = childOf(p.pid)
+		}
+		switch {
+		case c == 0 || c != child:
+			child, seen = c, time.Now()
+		case time.Since(seen) >= stopAfter:
+			pid = p.pid
+		}
+		if pid != 0 {
+			break
+		}
+		sleep(ctx, 10*time.Millisecond)
+	}
+	if pid == 0 {
+		r.progressf("sigstop: no `coordctl lock` process held the lock, skipped")
+		return func() {}
+	}
+	_ = syscall.Kill(pid, syscall.SIGSTOP)
+	_ = syscall.Kill(-child, syscall.SIGSTOP)
+	r.countFault(FaultSigstop)
+	r.progressf("SIGSTOP coordctl lock (pid %d) and its command (pid %d) for %s", pid, child, s.Hold.Round(time.Millisecond))
+	return func() {
+		_ = syscall.Kill(-child, syscall.SIGCONT)
+		time.Sleep(50 * time.Millisecond)
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+	}
+}
+
+// childOf returns a child of pid, 0 if none. Linux lists children per
+// thread (the one that forked them), so every task of pid is read.
+func childOf(pid int) int {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, t.Name()))
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			if c, err := strconv.Atoi(f[0]); err == nil {
+				return c
+			}
+		}
+	}
+	return 0
+}

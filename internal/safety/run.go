@@ -1,0 +1,624 @@
+package safety
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/pkg/v3/proxy"
+	"go.uber.org/zap"
+
+	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/etcdembed"
+)
+
+// Errors of Run.
+var (
+	// ErrBadConfig is returned for an invalid Config.
+	ErrBadConfig = errors.New("safety: bad config")
+)
+
+// Scope is the lock or election name, and the fencing scope, of a run.
+const Scope = "safety"
+
+// counterKey is the resource key the clients increment.
+const counterKey = "counter"
+
+// Config configures a Run.
+type Config struct {
+	Target   Target
+	Duration time.Duration
+	Clients  int
+	TTL      time.Duration
+	Seed     uint64
+	// Fencing makes the resource check tokens; false runs the same
+	// workload and schedule against a resource that does not.
+	Fencing bool
+	// DataDir holds the cluster's and the resource's data; required.
+	DataDir string
+	// Coordctl is the path of a coordctl binary. When set, one extra client
+	// runs as `coordctl lock NAME -- coordctl check rmw ...` processes and the
+	// nemesis SIGSTOPs them; when empty that fault is left out.
+	Coordctl string
+	// Kinds are the faults to apply; nil means all that apply.
+	Kinds []FaultKind
+	// Progress receives one line per fault; nil discards.
+	Progress io.Writer
+}
+
+// Validate checks the config.
+func (c Config) Validate() error {
+	switch {
+	case c.Target != TargetLock && c.Target != TargetElection:
+		return fmt.Errorf("%w: target %q", ErrBadConfig, c.Target)
+	case c.Duration <= 0:
+		return fmt.Errorf("%w: duration must be positive", ErrBadConfig)
+	case c.Clients < 2:
+		return fmt.Errorf("%w: at least 2 clients", ErrBadConfig)
+	case c.TTL < time.Second:
+		return fmt.Errorf("%w: TTL must be at least 1s", ErrBadConfig)
+	case c.DataDir == "":
+		return fmt.Errorf("%w: DataDir is required", ErrBadConfig)
+	}
+	return nil
+}
+
+// Report is the outcome of a run: the checker's result and what was done.
+type Report struct {
+	Check              string         `json:"check"`
+	Seed               uint64         `json:"seed"`
+	Fencing            bool           `json:"fencing"`
+	DurationS          float64        `json:"duration_s"`
+	Ops                int            `json:"ops"`
+	Acquisitions       int            `json:"acquisitions"`
+	Writes             int            `json:"writes"`
+	FinalValue         int            `json:"final_value"`
+	Faults             map[string]int `json:"faults"`
+	StaleRejected      int            `json:"stale_rejected"`
+	OverlappingHolders int            `json:"overlapping_holders"`
+	LostUpdates        int            `json:"lost_updates"`
+	Violations         int            `json:"violations"`
+	Linearizable       bool           `json:"linearizable"`
+	Passed             bool           `json:"passed"`
+	// Examples are the first few violations.
+	Examples []Violation `json:"examples,omitempty"`
+}
+
+// NewReport builds the report of a checked run. A fenced run passes when
+// the checker found nothing; an unfenced run passes when it completed (its
+// counts are the finding).
+func NewReport(cfg Config, elapsed time.Duration, faults map[string]int, r Result) Report {
+	rep := Report{
+		Check: string(cfg.Target) + "-safety", Seed: cfg.Seed, Fencing: cfg.Fencing,
+		DurationS: float64(elapsed.Round(10*time.Millisecond)) / float64(time.Second),
+		Ops:       r.Ops, Acquisitions: r.Acquisitions, Writes: r.Writes, FinalValue: r.FinalValue,
+		Faults: faults, StaleRejected: r.StaleRejected, OverlappingHolders: r.OverlappingHolders,
+		LostUpdates: r.LostUpdates, Violations: len(r.Violations), Linearizable: r.Linearizable,
+	}
+	rep.Passed = !cfg.Fencing || (len(r.Violations) == 0 && r.Linearizable)
+	if len(r.Violations) > 5 {
+		rep.Examples = r.Violations[:5]
+	} else if len(r.Violations) > 0 {
+		rep.Examples = r.Violations
+	}
+	return rep
+}
+
+// Run starts a three-member cluster with fault proxies and the protected
+// resource, runs the clients and the nemesis for cfg.Duration, reads the
+// resource's log and checks the history.
+func Run(ctx context.Context, cfg Config) (Report, History, error) {
+	if err := cfg.Validate(); err != nil {
+		return Report{}, History{}, err
+	}
+	cluster, err := etcdembed.StartCluster(ctx, etcdembed.ClusterConfig{
+		DataDir: filepath.Join(cfg.DataDir, "etcd"), UnsafeNoFsync: true,
+	})
+	if err != nil {
+		return Report{}, History{}, err
+	}
+	defer cluster.Close()
+
+	res, err := fencing.NewResource(fencing.ResourceConfig{DataDir: filepath.Join(cfg.DataDir, "resource"), Unfenced: !cfg.Fencing})
+	if err != nil {
+		return Report{}, History{}, err
+	}
+	defer res.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return Report{}, History{}, err
+	}
+	hs := &http.Server{Handler: res, ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan struct{})
+	go func() { defer close(served); _ = hs.Serve(ln) }()
+	defer func() { _ = hs.Close(); <-served }()
+
+	r := &run{
+		cfg: cfg, cluster: cluster, start: time.Now(), faults: map[string]int{}, execSpans: map[string][2]int64{},
+		resURL: "http://" + ln.Addr().String(),
+	}
+	r.httpc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	defer r.httpc.CloseIdleConnections()
+
+	for i := 1; i <= cfg.Clients; i++ {
+		w, err := r.newWorker(i)
+		if err != nil {
+			r.closeWorkers()
+			return Report{}, History{}, err
+		}
+		r.workers = append(r.workers, w)
+	}
+	defer r.closeWorkers()
+
+	kinds := cfg.Kinds
+	if kinds == nil {
+		kinds = []FaultKind{FaultIsolateMember, FaultIsolateLeader, FaultCutClient, FaultStopMember, FaultFreezeClient}
+		if cfg.Coordctl != "" && cfg.Target == TargetLock {
+			kinds = append(kinds, FaultSigstop)
+		}
+	}
+	steps := Schedule(cfg.Seed, kinds, cluster.Size(), cfg.Clients, cfg.TTL, cfg.Duration)
+
+	rctx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, w := range r.workers {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.loop(rctx) }()
+	}
+	var execDone chan struct{}
+	if cfg.Coordctl != "" && cfg.Target == TargetLock {
+		execDone = make(chan struct{})
+		go func() { defer close(execDone); r.execLoop(rctx) }()
+	}
+	r.nemesis(rctx, steps)
+	wg.Wait()
+	if execDone != nil {
+		<-execDone
+	}
+	elapsed := time.Since(r.start)
+
+	lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer lcancel()
+	fc := fencing.Client{BaseURL: r.resURL, HTTP: r.httpc}
+	lg, err := fc.Log(lctx, Scope)
+	if err != nil {
+		return Report{}, History{}, fmt.Errorf("safety: read the resource's log: %w", err)
+	}
+	h := r.history(lg)
+	result := Check(h)
+	return NewReport(cfg, elapsed, r.faultCounts(), result), h, nil
+}
+
+// run is the state of one Run.
+type run struct {
+	cfg     Config
+	cluster *etcdembed.Cluster
+	start   time.Time
+	resURL  string
+	httpc   *http.Client
+	workers []*worker
+	holder  atomic.Int64 // the client holding the lock now, 0 if none known
+
+	mu        sync.Mutex
+	ops       []Op
+	faults    map[string]int
+	proc      *execProc           // the running `coordctl lock` client, if any
+	execSpans map[string][2]int64 // process client write id → its process's life
+}
+
+func (r *run) now() int64 { return time.Since(r.start).Nanoseconds() }
+
+func (r *run) record(op Op) {
+	r.mu.Lock()
+	r.ops = append(r.ops, op)
+	r.mu.Unlock()
+}
+
+func (r *run) countFault(k FaultKind) {
+	r.mu.Lock()
+	r.faults[string(k)]++
+	r.mu.Unlock()
+}
+
+func (r *run) faultCounts() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range r.faults {
+		out[k] = v
+	}
+	return out
+}
+
+func (r *run) progressf(format string, args ...any) {
+	if r.cfg.Progress == nil {
+		return
+	}
+	r.mu.Lock()
+	n := len(r.ops)
+	r.mu.Unlock()
+	fmt.Fprintf(r.cfg.Progress, "%6.1fs %7d ops  "+format+"\n", append([]any{time.Since(r.start).Seconds(), n}, args...)...)
+}
+
+// history assembles the recorded ops and the resource's log.
+func (r *run) history(lg fencing.LogResult) History {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := History{Fenced: r.cfg.Fencing, Ops: append([]Op(nil), r.ops...), Rejected: lg.Rejected, End: r.now()}
+	for _, w := range lg.Writes {
+		if w.Key != counterKey {
+			continue
+		}
+		v, id := parseValue(w.Value)
+		h.Writes = append(h.Writes, Write{Seq: w.Seq, Token: uint64(w.Token), Value: v, ID: id})
+	}
+	r.execOpsFromLog(&h)
+	sort.Slice(h.Ops, func(i, j int) bool { return h.Ops[i].Call < h.Ops[j].Call })
+	return h
+}
+
+// formatValue and parseValue encode the counter with the id of the write
+// that set it, so that the log can be matched to client operations.
+func formatValue(v int, id string) string { return strconv.Itoa(v) + " " + id }
+
+func parseValue(s string) (int, string) {
+	num, id, _ := strings.Cut(s, " ")
+	v, _ := strconv.Atoi(num)
+	return v, id
+}
+
+// worker is one in-process client: its own etcd client behind its own
+// proxies (so a freeze can stop its keepalives alone) and its acquirer.
+type worker struct {
+	r       *run
+	id      int
+	proxies []proxy.Server
+	stop    chan struct{}
+	drained sync.WaitGroup
+	cli     *clientv3.Client
+	acq     acquirer
+	freeze  chan time.Duration
+	seq     int
+	rng     *rand.Rand
+}
+
+func (r *run) newWorker(id int) (*worker, error) {
+	w := &worker{r: r, id: id, stop: make(chan struct{}), freeze: make(chan time.Duration, 1),
+		rng: rand.New(rand.NewPCG(r.cfg.Seed, uint64(id)))}
+	var eps []string
+	for _, target := range r.cluster.Endpoints() {
+		to, err := url.Parse(target)
+		if err != nil {
+			w.close()
+			return nil, err
+		}
+		raw, err := etcdembed.FreeURL()
+		if err != nil {
+			w.close()
+			return nil, err
+		}
+		from, _ := url.Parse(raw)
+		p := proxy.NewServer(proxy.ServerConfig{Logger: zap.NewNop(), From: *from, To: *to, DialTimeout: time.Second})
+		select {
+		case <-p.Ready():
+		case err := <-p.Error():
+			_ = p.Close()
+			w.close()
+			return nil, fmt.Errorf("safety: client proxy: %w", err)
+		}
+		w.proxies = append(w.proxies, p)
+		w.drained.Add(1)
+		go func() {
+			defer w.drained.Done()
+			for {
+				select {
+				case <-p.Error():
+				case <-w.stop:
+					return
+				}
+			}
+		}()
+		eps = append(eps, raw)
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints: eps, DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
+		DialKeepAliveTime: time.Second, DialKeepAliveTimeout: time.Second,
+	})
+	if err != nil {
+		w.close()
+		return nil, err
+	}
+	w.cli = cli
+	if w.acq, err = newAcquirer(r.cfg.Target, cli, Scope, r.cfg.TTL, id); err != nil {
+		w.close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *worker) close() {
+	if w.acq != nil {
+		_ = w.acq.Close()
+	}
+	if w.cli != nil {
+		_ = w.cli.Close()
+	}
+	close(w.stop)
+	for _, p := range w.proxies {
+		p.UnpauseTx()
+		p.UnpauseRx()
+		_ = p.Close()
+	}
+	w.drained.Wait()
+}
+
+func (r *run) closeWorkers() {
+	for _, w := range r.workers {
+		w.close()
+	}
+	r.workers = nil
+}
+
+func (w *worker) pause(on bool) {
+	for _, p := range w.proxies {
+		if on {
+			p.PauseTx()
+			p.PauseRx()
+		} else {
+			p.UnpauseTx()
+			p.UnpauseRx()
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// writesPerTenure is how many increments a holder makes before releasing.
+const writesPerTenure = 3
+
+func (w *worker) loop(ctx context.Context) {
+	for ctx.Err() == nil {
+		t := w.acquire(ctx)
+		if t == nil {
+			sleep(ctx, time.Duration(50+w.rng.IntN(100))*time.Millisecond)
+			continue
+		}
+		w.r.holder.Store(int64(w.id))
+		w.hold(ctx, t)
+		w.r.holder.CompareAndSwap(int64(w.id), 0)
+		op := Op{Client: w.id, Kind: OpRelease, Token: t.Token(), Call: w.r.now()}
+		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := t.Release(rctx)
+		cancel()
+		op.Return, op.Outcome = w.r.now(), OK
+		if err != nil {
+			op.Outcome = Fail
+		}
+		w.r.record(op)
+		// Think time, so that waiters queue up behind each other.
+		sleep(ctx, time.Duration(w.rng.IntN(30))*time.Millisecond)
+	}
+}
+
+func (w *worker) acquire(ctx context.Context) tenure {
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	op := Op{Client: w.id, Kind: OpAcquire, Call: w.r.now()}
+	t, err := w.acq.Acquire(actx)
+	op.Return = w.r.now()
+	if err != nil {
+		op.Outcome = Fail
+		w.r.record(op)
+		return nil
+	}
+	op.Token, op.Outcome = t.Token(), OK
+	w.r.record(op)
+	return t
+}
+
+// outcomeOf classifies a resource error: refused as stale, answered with
+// another error (no effect), or unknown (no answer).
+func outcomeOf(err error) Outcome {
+	var api *fencing.APIError
+	switch {
+	case err == nil:
+		return OK
+	case errors.Is(err, fencing.ErrStale):
+		return Stale
+	case errors.As(err, &api):
+		return Fail
+	}
+	return Unknown
+}
+
+func (w *worker) hold(ctx context.Context, t tenure) {
+	fc := fencing.Client{BaseURL: w.r.resURL, HTTP: w.r.httpc}
+	tok := fencing.Token(t.Token())
+	opctx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 2*time.Second) }
+
+	// Fence first: from here on no older holder's write is admitted, so the
+	// read below sees every write that will ever count before ours.
+	op := Op{Client: w.id, Kind: OpFence, Token: t.Token(), Call: w.r.now()}
+	c, cancel := opctx()
+	_, err := fc.Fence(c, tok, Scope)
+	cancel()
+	op.Return, op.Outcome = w.r.now(), outcomeOf(err)
+	w.r.record(op)
+	if err != nil {
+		return
+	}
+	for range writesPerTenure {
+		if ctx.Err() != nil || !t.Alive() {
+			return
+		}
+		op := Op{Client: w.id, Kind: OpRead, Token: t.Token(), Call: w.r.now()}
+		c, cancel := opctx()
+		e, err := fc.Get(c, counterKey)
+		cancel()
+		op.Return = w.r.now()
+		switch {
+		case err == nil:
+			op.Value, _ = parseValue(e.Value)
+			op.Outcome = OK
+		case errors.Is(err, fencing.ErrNotFound):
+			op.Outcome = OK
+		default:
+			op.Outcome = outcomeOf(err)
+		}
+		w.r.record(op)
+		if op.Outcome != OK {
+			return
+		}
+		w.freezePoint(ctx)
+
+		w.seq++
+		id := fmt.Sprintf("c%d-%d", w.id, w.seq)
+		wop := Op{Client: w.id, Kind: OpWrite, Token: t.Token(), Value: op.Value + 1, ID: id, Call: w.r.now()}
+		c, cancel = opctx()
+		_, err = fc.Put(c, counterKey, formatValue(op.Value+1, id), tok, Scope)
+		cancel()
+		wop.Return, wop.Outcome = w.r.now(), outcomeOf(err)
+		w.r.record(wop)
+		if err != nil {
+			return
+		}
+	}
+}
+
+// freezePoint is where the nemesis freezes a holder: after it read the
+// counter and before it writes, the worst moment. Its keepalives stop too.
+func (w *worker) freezePoint(ctx context.Context) {
+	select {
+	case d := <-w.freeze:
+		w.r.countFault(FaultFreezeClient)
+		w.r.progressf("freeze client %d for %s (holding)", w.id, d.Round(time.Millisecond))
+		w.pause(true)
+		sleep(ctx, d)
+		w.pause(false)
+	default:
+	}
+}
+
+// nemesis applies the schedule until ctx is done, then heals everything
+// and restarts stopped members.
+func (r *run) nemesis(ctx context.Context, steps []Step) {
+	defer r.healAll()
+	if !sleep(ctx, time.Second) {
+		return
+	}
+	for _, s := range steps {
+		if ctx.Err() != nil {
+			return
+		}
+		undo := r.apply(ctx, s)
+		sleep(ctx, s.Hold)
+		undo()
+		if !sleep(ctx, s.Quiet) {
+			return
+		}
+	}
+	<-ctx.Done()
+}
+
+func (r *run) healAll() {
+	r.cluster.Heal()
+	for i := 1; i <= r.cluster.Size(); i++ {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := r.cluster.StartMember(sctx, i); err == nil {
+			r.progressf("restarted member %d", i)
+		}
+		cancel()
+	}
+}
+
+// apply applies one step and returns what undoes it.
+func (r *run) apply(ctx context.Context, s Step) (undo func()) {
+	heal := func() { r.cluster.Heal() }
+	switch s.Kind {
+	case FaultIsolateMember:
+		if r.cluster.Isolate(s.Member) == nil {
+			r.countFault(s.Kind)
+			r.progressf("isolate member %d for %s", s.Member, s.Hold.Round(time.Millisecond))
+		}
+		return heal
+	case FaultIsolateLeader:
+		l := r.cluster.Leader()
+		if l == 0 {
+			r.progressf("isolate-leader: no leader now, skipped")
+			return func() {}
+		}
+		if r.cluster.Isolate(l) == nil {
+			r.countFault(s.Kind)
+			r.progressf("isolate leader (member %d) for %s", l, s.Hold.Round(time.Millisecond))
+		}
+		return heal
+	case FaultCutClient:
+		if r.cluster.BlackholeClient(s.Member) == nil {
+			r.countFault(s.Kind)
+			r.progressf("cut the client link of member %d for %s", s.Member, s.Hold.Round(time.Millisecond))
+		}
+		return heal
+	case FaultStopMember:
+		if r.cluster.StopMember(s.Member) != nil {
+			return func() {}
+		}
+		r.countFault(s.Kind)
+		r.progressf("stop member %d for %s", s.Member, s.Hold.Round(time.Millisecond))
+		return func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			err := r.cluster.StartMember(sctx, s.Member)
+			r.progressf("restart member %d: %v", s.Member, errOrOK(err))
+		}
+	case FaultFreezeClient:
+		c := int(r.holder.Load())
+		if c == 0 {
+			c = s.Client
+		}
+		w := r.workers[c-1]
+		select {
+		case w.freeze <- s.Hold:
+		default:
+		}
+		return func() {
+			// Withdraw a freeze the client did not reach.
+			select {
+			case <-w.freeze:
+			default:
+			}
+		}
+	case FaultSigstop:
+		return r.sigstop(ctx, s)
+	}
+	return func() {}
+}
+
+func errOrOK(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
+}

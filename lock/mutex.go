@@ -1,0 +1,465 @@
+package lock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/session"
+)
+
+// DefaultTTL is the lease TTL of a Mutex's own session.
+const DefaultTTL = session.DefaultTTL
+
+// cleanupTimeout bounds the requests that remove a waiting key after Lock
+// gave up: they run after the caller's context is done.
+const cleanupTimeout = 5 * time.Second
+
+// Waiting describes a Lock that has to wait; see WithOnWait.
+type Waiting struct {
+	// Name is the lock's name; Key is the waiter's own key.
+	Name, Key string
+	// HolderKey and HolderToken identify the holder when the waiter looked.
+	HolderKey   string
+	HolderToken fencing.Token
+}
+
+type config struct {
+	ttl      time.Duration
+	ttlSet   bool
+	sess     *session.Session
+	prefix   string
+	sessOpts []session.Option
+	onWait   func(Waiting)
+}
+
+// Option configures a Mutex.
+type Option func(*config)
+
+// WithTTL sets the TTL of the lease of the Mutex's own session (default
+// DefaultTTL, at least 1s). It cannot be combined with WithSession.
+func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl, c.ttlSet = d, true } }
+
+// WithSession makes the Mutex use s instead of creating its own session, so
+// that many locks share one lease. The caller closes s; Mutex.Close does not.
+// Two Mutexes of one session on the same name are the same lock (as with
+// concurrency.Mutex): do not hold both.
+func WithSession(s *session.Session) Option { return func(c *config) { c.sess = s } }
+
+// WithPrefix puts the lock under p: its keys are p+name+"/"+lease.
+func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
+
+// WithSessionOptions passes options to the Mutex's own session (margin,
+// keepalive interval, clock, observer).
+func WithSessionOptions(opts ...session.Option) Option {
+	return func(c *config) { c.sessOpts = append(c.sessOpts, opts...) }
+}
+
+// WithOnWait is called once per Lock call that has to wait, with the holder
+// at that moment, before it starts waiting. It must not block.
+func WithOnWait(fn func(Waiting)) Option { return func(c *config) { c.onWait = fn } }
+
+// Mutex is a fenced, FIFO mutual exclusion lock on etcd. A Mutex is held at
+// most once at a time: Lock on a Mutex that is held or being acquired waits
+// for it to be released (as sync.Mutex does). Safe for concurrent use.
+type Mutex struct {
+	client *clientv3.Client
+	name   string
+	pfx    string // prefix+name+"/"
+	cfg    config
+	owned  bool // the Mutex creates and closes its sessions
+
+	// sem is taken from the start of an acquisition until the Held it
+	// returned is unlocked or lost.
+	sem chan struct{}
+
+	id       string // random, in the values we put, to recognize our own puts
+	attempts atomic.Uint64
+
+	mu     sync.Mutex
+	sess   *session.Session
+	kw     *keyWatch // on our key under sess
+	kwSess *session.Session
+	closed bool
+}
+
+// New returns a Mutex named name on client. It does no I/O: the Mutex's
+// own session (unless WithSession) is created by the first Lock or TryLock,
+// and again after it was lost. It returns ErrInvalidName for an empty name
+// and session.ErrBadTTL for a TTL below one second.
+func New(client *clientv3.Client, name string, opts ...Option) (*Mutex, error) {
+	cfg := config{ttl: DefaultTTL}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	switch {
+	case client == nil:
+		return nil, errors.New("lock: nil client")
+	case name == "":
+		return nil, fmt.Errorf("%w: empty", ErrInvalidName)
+	case cfg.sess != nil && (cfg.ttlSet || len(cfg.sessOpts) > 0):
+		return nil, errors.New("lock: WithSession cannot be combined with WithTTL or WithSessionOptions")
+	case cfg.sess == nil && cfg.ttl < time.Second:
+		return nil, fmt.Errorf("%w (got %s)", session.ErrBadTTL, cfg.ttl)
+	}
+	return &Mutex{
+		client: client,
+		name:   name,
+		pfx:    cfg.prefix + name + "/",
+		cfg:    cfg,
+		owned:  cfg.sess == nil,
+		sem:    make(chan struct{}, 1),
+		sess:   cfg.sess,
+		id:     randomID(),
+	}, nil
+}
+
+// Name returns the lock's name (without the prefix).
+func (m *Mutex) Name() string { return m.name }
+
+// Prefix returns the key prefix under which holders and waiters are kept,
+// prefix+name+"/".
+func (m *Mutex) Prefix() string { return m.pfx }
+
+// Close ends the Mutex. If it created its session, Close revokes the lease,
+// which releases a lock still held (its Held reports the loss, with reason
+// session.ErrClosed). Lock and TryLock then return ErrClosed.
+func (m *Mutex) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	if m.kw != nil {
+		m.kw.stop()
+		m.kw, m.kwSess = nil, nil
+	}
+	if m.owned && m.sess != nil {
+		return m.sess.Close()
+	}
+	return nil
+}
+
+// Lock blocks until the lock is held, then returns it with its fencing
+// token. Waiters are served in the order they asked (FIFO). If ctx ends
+// first, Lock removes its waiting key and returns ctx's error. It returns
+// ErrSessionExpired if its own key or session vanished while it waited,
+// ErrClosed after (or during, if the Mutex owns its session) Close, and
+// etcd's error if a request failed.
+func (m *Mutex) Lock(ctx context.Context) (*Held, error) {
+	select {
+	case m.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	h, err := m.acquire(ctx, false)
+	if err != nil {
+		<-m.sem
+	}
+	return h, err
+}
+
+// TryLock takes the lock if it is free and returns a *LockedError (matching
+// ErrLocked) at once if it is held elsewhere, including by this Mutex.
+func (m *Mutex) TryLock(ctx context.Context) (*Held, error) {
+	select {
+	case m.sem <- struct{}{}:
+	default:
+		return nil, &LockedError{Name: m.name}
+	}
+	h, err := m.acquire(ctx, true)
+	if err != nil {
+		<-m.sem
+	}
+	return h, err
+}
+
+// session returns a live session (the shared one, or the Mutex's own,
+// created anew if it was lost) and the watch on our key under it.
+func (m *Mutex) session(ctx context.Context) (*session.Session, *keyWatch, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, nil, ErrClosed
+	}
+	s, err := m.liveSession(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m.kwSess != s {
+		if m.kw != nil {
+			m.kw.stop()
+		}
+		m.kw, m.kwSess = startKeyWatch(s.Context(), m.client, m.keyOf(s)), s
+	}
+	return s, m.kw, nil
+}
+
+func (m *Mutex) keyOf(s *session.Session) string { return fmt.Sprintf("%s%x", m.pfx, int64(s.Lease())) }
+
+// liveSession is session's part that finds or makes the session; m.mu is held.
+func (m *Mutex) liveSession(ctx context.Context) (*session.Session, error) {
+	if m.sess != nil {
+		select {
+		case <-m.sess.Done():
+			if !m.owned {
+				return nil, fmt.Errorf("%w: %w", ErrSessionExpired, m.sess.Err())
+			}
+			_ = m.sess.Close() // revoke what is left of it
+			m.sess = nil
+		default:
+			return m.sess, nil
+		}
+	}
+	opts := append([]session.Option{session.WithTTL(m.cfg.ttl)}, m.cfg.sessOpts...)
+	s, err := session.New(ctx, m.client, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	m.sess = s
+	return s, nil
+}
+
+// attempt is one acquisition in progress.
+type attempt struct {
+	m       *Mutex
+	s       *session.Session
+	kw      *keyWatch
+	sub     *keySub
+	key     string
+	nonce   string
+	rev     int64 // create revision of our key
+	created bool  // we put the key (rather than finding it from an earlier call)
+}
+
+func (m *Mutex) acquire(ctx context.Context, try bool) (*Held, error) {
+	h, err := m.acquireOnce(ctx, try)
+	if errors.Is(err, errLeaseGone) && m.owned {
+		// Our session had not noticed yet that its lease is gone (revoked
+		// behind its back); the dropped session is replaced by a new one.
+		h, err = m.acquireOnce(ctx, try)
+	}
+	if errors.Is(err, errLeaseGone) {
+		err = fmt.Errorf("%w: %w", ErrSessionExpired, err)
+	}
+	return h, err
+}
+
+// errLeaseGone marks an acquisition that failed because the lease was not found.
+var errLeaseGone = errors.New("lease not found")
+
+// dropSession forgets s (closing it) if it is still the Mutex's session.
+func (m *Mutex) dropSession(s *session.Session) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sess == s && m.owned {
+		_ = s.Close()
+		m.sess = nil
+		if m.kw != nil {
+			m.kw.stop()
+			m.kw, m.kwSess = nil, nil
+		}
+	}
+}
+
+func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
+	s, kw, err := m.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a := &attempt{m: m, s: s, kw: kw, key: m.keyOf(s), nonce: m.nonce()}
+
+	// One round trip on the uncontended path: create our key unless this
+	// lease already has one, and read the first holder.
+	cmp := clientv3.Compare(clientv3.CreateRevision(a.key), "=", 0)
+	put := clientv3.OpPut(a.key, a.nonce, clientv3.WithLease(s.Lease()))
+	getOwn := clientv3.OpGet(a.key)
+	getOwner := clientv3.OpGet(m.pfx, clientv3.WithFirstCreate()...)
+	resp, err := m.client.Txn(ctx).If(cmp).Then(put, getOwner).Else(getOwn, getOwner).Commit()
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		m.dropSession(s)
+		return nil, fmt.Errorf("lock: acquire %s: %w: %w", a.key, errLeaseGone, err)
+	}
+	if err != nil {
+		// The put may have been applied although we saw an error: remove
+		// it, or it would hold the lock with nobody knowing.
+		a.cleanupByNonce(ctx)
+		return nil, fmt.Errorf("lock: acquire %s: %w", a.key, err)
+	}
+	a.created = resp.Succeeded
+	if resp.Succeeded {
+		a.rev = resp.Header.Revision
+	} else {
+		a.rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
+	}
+	a.sub = newKeySub(a.rev, resp.Header.Revision)
+	kw.attach(a.sub)
+	owner := resp.Responses[1].GetResponseRange().Kvs
+	if len(owner) == 0 || owner[0].CreateRevision == a.rev {
+		return a.held(), nil
+	}
+	if try {
+		kw.detach(a.sub)
+		a.cleanup(ctx)
+		return nil, &LockedError{Name: m.name, HolderKey: string(owner[0].Key), HolderToken: fencing.Token(owner[0].CreateRevision)}
+	}
+	if m.cfg.onWait != nil {
+		m.cfg.onWait(Waiting{Name: m.name, Key: a.key, HolderKey: string(owner[0].Key), HolderToken: fencing.Token(owner[0].CreateRevision)})
+	}
+	return a.wait(ctx)
+}
+
+// wait waits for every key created before ours to go, watching only the
+// last one of them at a time (no herd).
+//
+// The watches are synced ones: etcd serves a watcher that starts after the
+// current revision (or with no start revision) from its synced group, which
+// gets each event as it is committed, but one that starts at or below the
+// current revision from its unsynced group, which a loop catches up every
+// 100ms. concurrency.Mutex watches from the revision of its read, so each of
+// its handoffs waits for that loop. We watch from "now" and, if the watch
+// reports that it started after writes our read did not see, read the key
+// once more instead of asking for history.
+func (a *attempt) wait(ctx context.Context) (*Held, error) {
+	c := a.m.client
+	fail := func(err error) (*Held, error) {
+		a.kw.detach(a.sub)
+		a.cleanup(ctx)
+		if errors.Is(err, ErrSessionExpired) && a.m.isClosed() {
+			err = ErrClosed // Close revoked our own session
+		}
+		return nil, err
+	}
+	getPred := clientv3.OpGet(a.m.pfx, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(a.rev-1))...)
+	for {
+		resp, err := c.Txn(ctx).Then(clientv3.OpGet(a.key), getPred).Commit()
+		if err != nil {
+			if ctx.Err() != nil {
+				return fail(context.Cause(ctx))
+			}
+			return fail(fmt.Errorf("lock: wait for %s: %w", a.m.name, err))
+		}
+		seen := resp.Header.Revision
+		own := resp.Responses[0].GetResponseRange().Kvs
+		preds := resp.Responses[1].GetResponseRange().Kvs
+		verdict, pred := judgeWait(own, a.rev, preds)
+		switch verdict {
+		case verdictGone:
+			return fail(fmt.Errorf("%w: key %s vanished", ErrSessionExpired, a.key))
+		case verdictHeld:
+			return a.held(), nil
+		}
+		predCtx, predCancel := context.WithCancel(context.Background())
+		predCh := c.Watch(predCtx, string(pred.Key), clientv3.WithCreatedNotify())
+		err = a.waitPredecessor(ctx, predCh, pred, seen)
+		predCancel()
+		if err != nil {
+			return fail(err)
+		}
+	}
+}
+
+// waitPredecessor returns nil when it is time to look again (the
+// predecessor was deleted, or its watch broke) and an error when the
+// acquisition must end.
+func (a *attempt) waitPredecessor(ctx context.Context, predCh clientv3.WatchChan, pred *mvccpb.KeyValue, seen int64) error {
+	for {
+		select {
+		case wr, ok := <-predCh:
+			if !ok || wr.Err() != nil {
+				// The watch broke (compaction, cancelled by the server): look
+				// again after a pause, so that a watch that keeps failing
+				// does not turn into a busy loop of reads.
+				t := time.NewTimer(50 * time.Millisecond)
+				defer t.Stop()
+				select {
+				case <-t.C:
+					return nil
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				}
+			}
+			if wr.Created {
+				if wr.Header.Revision > seen {
+					// Writes came between our read and the watch: was one of them the delete?
+					if there, err := a.stillThere(ctx, string(pred.Key), pred.CreateRevision); err != nil || !there {
+						return err
+					}
+				}
+				continue
+			}
+			if predecessorGone(wr.Events) {
+				return nil
+			}
+		case <-a.sub.gone:
+			return fmt.Errorf("%w: key %s deleted", ErrSessionExpired, a.key)
+		case <-a.s.Done():
+			return fmt.Errorf("%w: %w", ErrSessionExpired, a.s.Err())
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+func (m *Mutex) isClosed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closed
+}
+
+// stillThere reads key and reports whether it still has create revision rev.
+func (a *attempt) stillThere(ctx context.Context, key string, rev int64) (bool, error) {
+	resp, err := a.m.client.Get(ctx, key)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, context.Cause(ctx)
+		}
+		return false, nil // look again
+	}
+	return len(resp.Kvs) > 0 && resp.Kvs[0].CreateRevision == rev, nil
+}
+
+// cleanup removes our key if we created it and it is still ours. It runs
+// after ctx may be done, so it has its own deadline.
+func (a *attempt) cleanup(ctx context.Context) {
+	if !a.created {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	_, _ = a.m.client.Txn(cctx).If(clientv3.Compare(clientv3.CreateRevision(a.key), "=", a.rev)).
+		Then(clientv3.OpDelete(a.key)).Commit()
+}
+
+// cleanupByNonce removes our key when we do not know whether our put was
+// applied: the value identifies this attempt.
+func (a *attempt) cleanupByNonce(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	_, _ = a.m.client.Txn(cctx).If(clientv3.Compare(clientv3.Value(a.key), "=", a.nonce)).
+		Then(clientv3.OpDelete(a.key)).Commit()
+}
+
+// nonce returns a value unique to one acquisition: the Mutex's random id
+// and a counter.
+func (m *Mutex) nonce() string {
+	return m.id + "-" + strconv.FormatUint(m.attempts.Add(1), 10)
+}
+
+func randomID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,223 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coordkit/coordkit/internal/claim"
+	"github.com/coordkit/coordkit/lamport"
+	"github.com/coordkit/coordkit/scenarios/report"
+)
+
+func lamportUniqueness() Scenario {
+	return Scenario{
+		Name:    "lamport-uniqueness",
+		Summary: "Two nodes claim one nickname at once: Lamport timestamps let both say \"yours\"; one etcd compare-and-set picks exactly one winner.",
+		Claims: []string{
+			"with Lamport timestamps, a node must answer before it can know the other's claim: both answer \"yours\"",
+			"the total order, (5,A) before (5,B), is known only after the timestamps meet",
+			"the same claims through one etcd compare-and-set: exactly one wins, every time",
+			"every loser learns the winner in the same request",
+		},
+		Run: runLamportUniqueness,
+	}
+}
+
+// nicknameScript: A and B have each done four things (counter 4); then each
+// receives a request for the nickname "alice", stamps it (5,A) and (5,B)
+// and tells the other; the messages cross.
+const nicknameScript = `A local
+A local
+A local
+A local
+B local
+B local
+B local
+B local
+A send B
+B send A
+B recv A
+A recv B
+`
+
+func runLamportUniqueness(ctx context.Context, env Env) (*report.Report, error) {
+	rep := report.New("lamport-uniqueness", "")
+
+	// Part 1: Lamport timestamps.
+	env.Progressf("lamport-uniqueness: two nodes claim \"alice\" with Lamport timestamps")
+	tr, err := lamport.ParseTrace(strings.NewReader(nicknameScript))
+	if err != nil {
+		return nil, err
+	}
+	type node struct {
+		claim    lamport.Event
+		answered string // what the node told its user when the request came
+		learned  int    // index of the event at which it learned the other claim
+	}
+	nodes := map[lamport.NodeID]*node{}
+	for _, e := range tr.Events {
+		if e.Op == lamport.OpSend {
+			// The node decides now, from what it knows: no earlier claim
+			// has reached it, so the name is free as far as it can tell.
+			nodes[e.Node] = &node{claim: e, answered: "yours", learned: -1}
+		}
+	}
+	for _, e := range tr.Events {
+		if e.Op == lamport.OpRecv {
+			nodes[e.Node].learned = e.Index
+		}
+	}
+	a, b := nodes["A"], nodes["B"]
+	winner := "A"
+	if b.claim.Timestamp.Less(a.claim.Timestamp) {
+		winner = "B"
+	}
+	rows := [][]string{}
+	for _, e := range tr.Events {
+		what := ""
+		switch {
+		case e.Op == lamport.OpSend:
+			what = fmt.Sprintf("request \"alice\" at %s; nothing earlier known: answers \"yours\"; tells %s", e.Node, e.Peer)
+		case e.Op == lamport.OpRecv:
+			other := tr.Events[e.From].Timestamp
+			own := nodes[e.Node].claim.Timestamp
+			verdict := "mine stands"
+			if other.Less(own) {
+				verdict = "the other claim was first: my \"yours\" was wrong"
+			}
+			what = fmt.Sprintf("learns %s claimed at %s; compares with own %s: %s", e.Peer, other, own, verdict)
+		default:
+			what = "other work"
+		}
+		rows = append(rows, []string{fmt.Sprint(e.Index + 1), e.Timestamp.String(), e.Step.String(), what})
+	}
+	rep.AddTable(report.Table{Title: "Claiming \"alice\" with Lamport timestamps", Columns: []string{"#", "Lamport", "event", "what the node knows and does"}, Rows: rows})
+	rep.Check("with Lamport timestamps both nodes answer \"yours\" before they can know of the other claim",
+		"both A and B answer \"yours\": two owners",
+		fmt.Sprintf("A answered %q at %s, B answered %q at %s", a.answered, a.claim.Timestamp, b.answered, b.claim.Timestamp),
+		a.answered == "yours" && b.answered == "yours")
+	firstKnown := min(a.learned, b.learned)
+	rep.Check("the order (5,A) before (5,B) is known only afterwards",
+		"A wins by (5,A) < (5,B) (equal counters, node name breaks the tie), learned only when the timestamps meet",
+		fmt.Sprintf("winner %s; first known at event %d, after both answered (events %d and %d)", winner, firstKnown+1, a.claim.Index+1, b.claim.Index+1),
+		winner == "A" && a.claim.Timestamp.Counter == 5 && b.claim.Timestamp.Counter == 5 && firstKnown > max(a.claim.Index, b.claim.Index))
+
+	// Part 2: the same claims through etcd.
+	conn, err := startEtcd(ctx, env, "lamport-uniqueness")
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	rounds := Pick(env.Scale, 20, 200)
+	claimants := Pick(env.Scale, 2, 5)
+	clis := make([]claim.Client, claimants)
+	for i := range clis {
+		cli, err := conn.Client(ctx)
+		if err != nil {
+			return nil, err
+		}
+		clis[i] = cli
+	}
+	env.Progressf("lamport-uniqueness: %d rounds of %d concurrent claims through etcd", rounds, claimants)
+	rng := rand.New(rand.NewPCG(uint64(env.Seed), 7))
+	oneWinner, loserKnows := 0, 0
+	winsBy := make([]int, claimants)
+	rounds5 := report.Table{Title: "The first rounds of concurrent claims through etcd", Columns: []string{"name"}}
+	for i := 0; i < claimants; i++ {
+		rounds5.Columns = append(rounds5.Columns, fmt.Sprintf("claimant %c", 'A'+i))
+	}
+	for round := 0; round < rounds; round++ {
+		name := fmt.Sprintf("alice-%d", round)
+		results := make([]claim.Result, claimants)
+		errs := make([]error, claimants)
+		took := make([]time.Duration, claimants)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		// A seeded jitter of up to 200µs so that neither claimant always starts first.
+		jitter := make([]time.Duration, claimants)
+		for i := range jitter {
+			jitter[i] = time.Duration(rng.IntN(200)) * time.Microsecond
+		}
+		for i := 0; i < claimants; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				time.Sleep(jitter[i])
+				owner := string(rune('A' + i))
+				call := time.Now()
+				results[i], errs[i] = claim.Claim(ctx, clis[i], name, owner, claim.WithPrefix(conn.Prefix))
+				ret := time.Now()
+				took[i] = ret.Sub(call)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		won, winnerOwner := 0, ""
+		for i, r := range results {
+			if errs[i] != nil {
+				return nil, fmt.Errorf("claim %s: %w", name, errs[i])
+			}
+			if r.Won {
+				won++
+				winsBy[i]++
+				winnerOwner = r.Owner
+			}
+		}
+		if won == 1 {
+			oneWinner++
+		}
+		if round < 5 {
+			row := []string{name}
+			for i, r := range results {
+				what := "taken by " + r.Owner
+				if r.Won {
+					what = fmt.Sprintf("won, revision %d", r.Revision)
+				}
+				row = append(row, fmt.Sprintf("%s (%s)", what, took[i].Round(10*time.Microsecond)))
+			}
+			rounds5.Rows = append(rounds5.Rows, row)
+		}
+		for _, r := range results {
+			if !r.Won && r.Owner == winnerOwner && !r.Yours {
+				loserKnows++
+			}
+		}
+	}
+	winsDesc := []string{}
+	for i, w := range winsBy {
+		winsDesc = append(winsDesc, fmt.Sprintf("%c won %d", 'A'+i, w))
+	}
+	rep.Metric("cas_rounds", float64(rounds), "")
+	rep.Metric("cas_claimants_per_round", float64(claimants), "")
+	rep.Metric("cas_rounds_with_one_winner", float64(oneWinner), "")
+	rep.Check("through one etcd compare-and-set exactly one claimant wins",
+		fmt.Sprintf("exactly one winner in each of %d rounds of %d concurrent claims", rounds, claimants),
+		fmt.Sprintf("one winner in %d of %d rounds (%s)", oneWinner, rounds, strings.Join(winsDesc, ", ")),
+		oneWinner == rounds)
+	wantLosers := rounds * (claimants - 1)
+	rep.Check("every loser learns the winner in the same request",
+		fmt.Sprintf("%d losing claims, each told the winner's name", wantLosers),
+		fmt.Sprintf("%d of %d losers were told the winner", loserKnows, wantLosers),
+		loserKnows == wantLosers)
+	rep.AddTable(rounds5)
+	rep.Timeline = traceTimeline(tr, func(e lamport.Event) string {
+		switch e.Op {
+		case lamport.OpSend:
+			return "claims \"alice\" and answers \"yours\""
+		case lamport.OpRecv:
+			other, own := tr.Events[e.From].Timestamp, nodes[e.Node].claim.Timestamp
+			if other.Less(own) {
+				return fmt.Sprintf("learns %s < %s: its \"yours\" was wrong", other, own)
+			}
+			return fmt.Sprintf("learns %s, after its own %s: it keeps the name", other, own)
+		}
+		return ""
+	})
+	rep.Note("Lamport order is a total order agreed after the fact; a uniqueness decision needs it before answering. etcd's transaction is serialised by Raft, so the check and the write are one step.")
+	return rep, nil
+}

@@ -1,0 +1,261 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/coordkit/coordkit/cluster"
+	"github.com/coordkit/coordkit/scenarios/report"
+)
+
+func readLadder() Scenario {
+	return Scenario{
+		Name:    "read-ladder",
+		Summary: "Each rung of the read ladder (stale, lease, verify, readindex, log) at an old leader cut off by a partition, and at an old leader paused while a new one took over: what it returns, what it costs, porcupine's verdict.",
+		Claims: []string{
+			"under a partition, only a stale read at the cut-off old leader returns old data; the other rungs refuse there",
+			"under a process pause, stale and lease reads at the old leader return old data: a lease is no defence against a pause",
+			"verify, readindex and log reads stay linearizable in both situations",
+			"porcupine flags exactly the unsafe rungs",
+		},
+		Run: runReadLadder,
+	}
+}
+
+type rungResult struct {
+	res     cluster.Result
+	err     error
+	verdict cluster.CheckResult
+}
+
+func runReadLadder(ctx context.Context, env Env) (*report.Report, error) {
+	rep := report.New("read-ladder", "")
+	c, err := startLab(ctx, env, labConfig(env, 5))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	names := map[int]string{}
+	var margin time.Duration // how long before the new leader the old one stepped down
+
+	// situation runs one story on key: the old leader keeps key=old, the
+	// new leader commits key=new, then every rung reads at the old leader.
+	situation := func(key, what string, fault func(old cluster.NodeID) error, unfault func(old cluster.NodeID) error, queued bool) (map[cluster.ReadMode]rungResult, error) {
+		old, err := waitLeader(ctx, c, 5*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		w0 := c.NewClient(old)
+		names[w0.ID()] = "writer"
+		if _, err := w0.Put(ctx, key, "old"); err != nil {
+			return nil, fmt.Errorf("%s: first write: %w", what, err)
+		}
+		// Every node has the old value before the fault.
+		poll := c.NewClient(0)
+		names[poll.ID()] = "poll"
+		for i := 1; i <= c.Size(); i++ {
+			if err := waitValue(ctx, poll, cluster.NodeID(i), key, "old", 3*time.Second); err != nil {
+				return nil, err
+			}
+		}
+		env.Progressf("read-ladder: %s of the old leader n%d", what, old)
+		faultAt := c.Now()
+		if err := fault(old); err != nil {
+			return nil, err
+		}
+		ectx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		nl, err := c.WaitNewLeader(ectx, old)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("%s: no new leader: %w", what, err)
+		}
+		w1 := c.NewClient(nl)
+		names[w1.ID()] = "writer"
+		if _, err := w1.Put(ctx, key, "new"); err != nil {
+			return nil, fmt.Errorf("%s: write at the new leader: %w", what, err)
+		}
+		if what == "partition" {
+			stepDown, elected := stepDownMargin(c.Timeline(), old, nl, faultAt)
+			if stepDown > 0 && elected > 0 {
+				margin = elected - stepDown
+			}
+		}
+		out := map[cluster.ReadMode]rungResult{}
+		readers := map[cluster.ReadMode]*cluster.Client{}
+		for _, m := range cluster.ReadModes {
+			readers[m] = c.NewClient(old)
+			names[readers[m].ID()] = "read " + string(m)
+		}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, m := range cluster.ReadModes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := readers[m].Do(ctx, cluster.Op{Kind: cluster.OpGet, Key: key, Mode: m, Node: old})
+				mu.Lock()
+				out[m] = rungResult{res: r, err: err}
+				mu.Unlock()
+			}()
+		}
+		if queued {
+			// The reads are queued at the paused node; let it run again.
+			sleepCtx(ctx, 50*time.Millisecond)
+			if err := unfault(old); err != nil {
+				return nil, err
+			}
+			wg.Wait()
+		} else {
+			wg.Wait()
+			if err := unfault(old); err != nil {
+				return nil, err
+			}
+		}
+		// porcupine, one rung at a time: the writes on key and that rung's read.
+		hist := c.History()
+		for _, m := range cluster.ReadModes {
+			var recs []cluster.Record
+			for _, r := range hist {
+				if r.Key != key {
+					continue
+				}
+				if r.Op == cluster.OpPut || r.Client == readers[m].ID() {
+					recs = append(recs, r)
+				}
+			}
+			rr := out[m]
+			rr.verdict = cluster.CheckHistory(recs, 5*time.Second)
+			out[m] = rr
+		}
+		return out, nil
+	}
+
+	part, err := situation("x", "partition", func(old cluster.NodeID) error { return c.Isolate(old) },
+		func(cluster.NodeID) error { c.Heal(); return nil }, false)
+	if err != nil {
+		return nil, err
+	}
+	pause, err := situation("y", "pause", func(old cluster.NodeID) error { return c.Pause(old, 0) },
+		func(old cluster.NodeID) error { return c.Resume(old) }, true)
+	if err != nil {
+		return nil, err
+	}
+
+	tbl := report.Table{Title: "Each rung read at the old leader, after the new leader committed key=new",
+		Columns: []string{"rung", "partition: answer", "latency", "porcupine", "pause: answer", "latency", "porcupine"}}
+	for _, m := range cluster.ReadModes {
+		p, q := part[m], pause[m]
+		tbl.Rows = append(tbl.Rows, []string{string(m),
+			rungAnswer(p), roundDur(p.res.Latency), p.verdict.Verdict,
+			rungAnswer(q), roundDur(q.res.Latency), q.verdict.Verdict})
+		rep.Metric("partition_"+string(m)+"_ms", ms(p.res.Latency), "ms")
+		rep.Metric("pause_"+string(m)+"_ms", ms(q.res.Latency), "ms")
+	}
+	rep.AddTable(tbl)
+
+	oldValue := func(r rungResult) bool { return r.err == nil && r.res.Value == "old" }
+	refused := func(r rungResult) bool { return r.err != nil }
+	fresh := func(r rungResult) bool { return r.err != nil || r.res.Value == "new" }
+
+	partOK := oldValue(part[cluster.ReadStale])
+	var partObs []string
+	for _, m := range cluster.ReadModes {
+		partObs = append(partObs, fmt.Sprintf("%s: %s", m, rungAnswer(part[m])))
+		if m != cluster.ReadStale {
+			partOK = partOK && refused(part[m])
+		}
+	}
+	rep.Check("under a partition, only a stale read at the cut-off old leader returns old data",
+		"stale: old; lease, verify, readindex, log: refused (the lease ran out before the majority could elect anyone)",
+		joinComma(partObs), partOK)
+
+	rep.Check("under a process pause, stale and lease reads at the old leader return old data",
+		"stale: old; lease: old (the paused leader still believes it leads)",
+		fmt.Sprintf("stale: %s; lease: %s", rungAnswer(pause[cluster.ReadStale]), rungAnswer(pause[cluster.ReadLease])),
+		oldValue(pause[cluster.ReadStale]) && oldValue(pause[cluster.ReadLease]))
+
+	safe := true
+	var safeObs []string
+	for _, m := range []cluster.ReadMode{cluster.ReadVerify, cluster.ReadIndex, cluster.ReadLog} {
+		safe = safe && fresh(part[m]) && fresh(pause[m]) && part[m].verdict.Linearizable && pause[m].verdict.Linearizable
+		safeObs = append(safeObs, fmt.Sprintf("%s: partition %s, pause %s", m, part[m].verdict.Verdict, pause[m].verdict.Verdict))
+	}
+	rep.Check("verify, readindex and log reads stay linearizable in both situations",
+		"never old data; porcupine Ok for each",
+		joinComma(safeObs), safe)
+
+	want := map[string]bool{"partition stale": false, "partition lease": true, "pause stale": false, "pause lease": false}
+	flagged := true
+	var flags []string
+	for _, m := range cluster.ReadModes {
+		for _, s := range []struct {
+			name string
+			r    rungResult
+		}{{"partition", part[m]}, {"pause", pause[m]}} {
+			expectOK, listed := want[s.name+" "+string(m)]
+			if !listed {
+				expectOK = true
+			}
+			if s.r.verdict.Linearizable != expectOK {
+				flagged = false
+			}
+			if !s.r.verdict.Linearizable {
+				flags = append(flags, s.name+" "+string(m))
+			}
+		}
+	}
+	rep.Check("porcupine flags exactly the unsafe rungs",
+		"not linearizable: partition stale, pause stale, pause lease; all others Ok",
+		"not linearizable: "+joinComma(flags), flagged)
+	if margin != 0 {
+		rep.Metric("partition_stepdown_before_election_ms", ms(margin), "ms")
+		rep.Note("Under the partition the old leader stepped down %s before the majority elected a new one: that margin is what makes its lease reads safe. A pause that stops its clock, or a clock that runs slow by more than the margin, is what breaks them.", margin.Round(100*time.Microsecond))
+	}
+	rep.Note("A lease read is safe under a partition because the old leader's lease (%s) runs out before the others can elect a new leader; a pause stops the clock the lease is measured on, so the leader wakes up still trusting it.", c.Timing().LeaderLease)
+	rep.Note("verify and readindex at the old leader refuse or are forwarded to the new leader once the old one learns of the higher term; either way they never answer from the old state.")
+	rep.Timeline = labTimeline(c, c.History(), names)
+	return rep, nil
+}
+
+func rungAnswer(r rungResult) string {
+	if r.err != nil {
+		return outcomeText(r.res, r.err)
+	}
+	where := ""
+	if r.res.Node != 0 && r.res.Node != r.res.Entry {
+		where = fmt.Sprintf(" (from n%d)", r.res.Node)
+	}
+	return fmt.Sprintf("%q%s", r.res.Value, where)
+}
+
+// roundDur rounds d for a table: microseconds below a millisecond, tenths
+// of a millisecond below a second, milliseconds above.
+func roundDur(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < time.Second:
+		return d.Round(100 * time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+// stepDownMargin finds, after the fault at faultAt (ns on the cluster's
+// clock), when the old leader stopped being leader and when the new one
+// became leader, as offsets from the fault.
+func stepDownMargin(ev []cluster.Event, old, nl cluster.NodeID, faultAt int64) (stepDown, elected time.Duration) {
+	for _, e := range ev {
+		if e.AtNs < faultAt || e.Kind != cluster.EventState {
+			continue
+		}
+		if e.Node == old && stepDown == 0 && e.State != "Leader" {
+			stepDown = time.Duration(e.AtNs - faultAt)
+		}
+		if e.Node == nl && elected == 0 && e.State == "Leader" {
+			elected = time.Duration(e.AtNs - faultAt)
+		}
+	}
+	return stepDown, elected
+}

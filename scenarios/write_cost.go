@@ -1,0 +1,323 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/coordkit/coordkit/cluster"
+	"github.com/coordkit/coordkit/scenarios/report"
+)
+
+func writeCost() Scenario {
+	return Scenario{
+		Name:    "write-cost",
+		Summary: "Write latency against one-way delay (rack, region, cross-region), fsync on and off, 3/5/7 nodes: measured p50/p99 next to the model, and what each read mode costs.",
+		Claims: []string{
+			"each write costs a round trip to a majority plus a log write (within ±20%)",
+			"adding nodes does not add round trips: 3, 5 and 7 nodes cost about the same per write",
+			"reads cost by rung: stale and lease reads ask no one, verify and readindex cost up to a round trip to a majority, log reads cost a write",
+		},
+		Run: runWriteCost,
+	}
+}
+
+// fsyncCost is the simulated fsync of "fsync on": a SATA SSD's order of
+// magnitude.
+const fsyncCost = 2 * time.Millisecond
+
+type delayClass struct {
+	name string
+	d    time.Duration
+}
+
+type costRow struct {
+	class    string
+	delay    time.Duration
+	nodes    int
+	fsync    bool
+	p50, p99 time.Duration
+	model    time.Duration
+	writes   int
+}
+
+// measureWrites starts a cluster with the given links and storage and times
+// sequential writes from a client next to the leader.
+func measureWrites(ctx context.Context, env Env, nodes int, delay time.Duration, fsync bool, n int) (costRow, *cluster.Cluster, error) {
+	cfg := labConfig(env, nodes)
+	cfg.Link = cluster.LinkConfig{Delay: delay}
+	cfg.SampleInterval = 0
+	cfg.OpTimeout = 5 * time.Second
+	if fsync {
+		cfg.Storage = cluster.StorageSimFsync
+		cfg.FsyncLatency = fsyncCost
+	}
+	row := costRow{delay: delay, nodes: nodes, fsync: fsync}
+	c, err := startLab(ctx, env, cfg)
+	if err != nil {
+		return row, nil, err
+	}
+	leader, err := waitLeader(ctx, c, 20*time.Second)
+	if err != nil {
+		c.Close()
+		return row, nil, err
+	}
+	cl := c.NewClient(leader)
+	// One write to warm up (the new leader's first entry of its term).
+	if _, err := cl.Put(ctx, "warm", "up"); err != nil {
+		c.Close()
+		return row, nil, fmt.Errorf("warm-up write: %w", err)
+	}
+	var lats []time.Duration
+	for i := 0; i < n; i++ {
+		r, err := cl.Put(ctx, fmt.Sprintf("k%d", i), fmt.Sprint(i))
+		if err != nil {
+			c.Close()
+			return row, nil, fmt.Errorf("write %d: %w", i, err)
+		}
+		lats = append(lats, r.Latency)
+	}
+	row.p50, row.p99, row.writes = cluster.Percentile(lats, 0.5), cluster.Percentile(lats, 0.99), n
+	row.model = writeModel(delay, fsync)
+	return row, c, nil
+}
+
+// writeModel is the cost of one write from a client next to the leader: a
+// round trip to the nearest majority (2·delay) plus the log write that
+// makes the entry durable on it. hashicorp/raft writes the leader's log
+// before it sends the entry, so with fsync on the path holds two log
+// writes, the leader's and the follower's, one after the other.
+func writeModel(delay time.Duration, fsync bool) time.Duration {
+	m := 2 * delay
+	if fsync {
+		m += 2 * fsyncCost
+	}
+	return m
+}
+
+func runWriteCost(ctx context.Context, env Env) (*report.Report, error) {
+	rep := report.New("write-cost", "")
+	scale := 1.0
+	classes := []delayClass{
+		{"rack", time.Duration(float64(500*time.Microsecond) * scale)},
+		{"region", time.Duration(float64(10*time.Millisecond) * scale)},
+		{"cross-region", time.Duration(float64(50*time.Millisecond) * scale)},
+	}
+	n := Pick(env.Scale, 12, 100)
+
+	var rows []costRow
+	tbl := report.Table{Title: "Write latency (client next to the leader, one write at a time)",
+		Columns: []string{"links", "one-way", "nodes", "fsync", "p50", "p99", "model", "p50/model"}}
+	add := func(r costRow) {
+		rows = append(rows, r)
+		fs := "off"
+		if r.fsync {
+			fs = "on (" + fsyncCost.String() + ")"
+		}
+		tbl.Rows = append(tbl.Rows, []string{r.class, r.delay.String(), fmt.Sprint(r.nodes), fs,
+			fmtMs(r.p50), fmtMs(r.p99), fmtMs(r.model), fmt.Sprintf("%.2f", ratio(r.p50, r.model))})
+	}
+	var readCluster *cluster.Cluster
+	for _, cls := range classes {
+		for _, fsync := range []bool{false, true} {
+			env.Progressf("write-cost: %s links (%s one way), 3 nodes, fsync %v", cls.name, cls.d, fsync)
+			r, c, err := measureWrites(ctx, env, 3, cls.d, fsync, n)
+			if err != nil {
+				return nil, err
+			}
+			r.class = cls.name
+			add(r)
+			if cls.name == "region" && !fsync {
+				readCluster = c
+			} else {
+				c.Close()
+			}
+		}
+	}
+	if readCluster == nil {
+		return nil, fmt.Errorf("no cluster for the read costs")
+	}
+	defer readCluster.Close()
+	sizes := Pick(env.Scale, []int{5, 7}, []int{5, 7})
+	for _, nodes := range sizes {
+		env.Progressf("write-cost: region links, %d nodes, fsync on", nodes)
+		r, c, err := measureWrites(ctx, env, nodes, classes[1].d, true, n)
+		if err != nil {
+			return nil, err
+		}
+		c.Close()
+		r.class = "region"
+		add(r)
+	}
+	rep.AddTable(tbl)
+
+	// The model check: the rows where the network or the disk, not the
+	// lab's own overhead, dominates (model of at least 8 ms).
+	var checked, within int
+	worst := 0.0
+	for _, r := range rows {
+		if r.model < 8*time.Millisecond {
+			continue
+		}
+		checked++
+		e := ratio(r.p50, r.model) - 1
+		if math.Abs(e) <= 0.20 {
+			within++
+		}
+		if math.Abs(e) > math.Abs(worst) {
+			worst = e
+		}
+	}
+	rep.Check("each write costs a round trip to a majority plus a log write",
+		"p50 within ±20% of 2·delay (+ the log writes with fsync on) wherever the model is 8 ms or more",
+		fmt.Sprintf("%d of %d configurations within ±20%%; worst %+.0f%%", within, checked, worst*100),
+		checked > 0 && within == checked)
+
+	var base time.Duration
+	var bySize []string
+	sizeOK := true
+	for _, r := range rows {
+		if r.class == "region" && r.fsync {
+			if r.nodes == 3 {
+				base = r.p50
+			}
+		}
+	}
+	for _, r := range rows {
+		if r.class == "region" && r.fsync {
+			bySize = append(bySize, fmt.Sprintf("%d nodes %s", r.nodes, fmtMs(r.p50)))
+			if base > 0 && math.Abs(ratio(r.p50, base)-1) > 0.25 {
+				sizeOK = false
+			}
+		}
+	}
+	rep.Check("adding nodes does not add round trips",
+		"3, 5 and 7 nodes within ±25% of each other (region links, fsync on): the leader waits for the fastest majority, in parallel",
+		joinComma(bySize), sizeOK && len(bySize) == 3)
+
+	// The chart: p50 against one-way delay, fsync off and on, with the model.
+	chart := report.Chart{Title: "Write latency p50 against one-way delay (3 nodes)", XLabel: "one-way delay (ms)", YLabel: "write latency (ms)"}
+	for _, fsync := range []bool{false, true} {
+		name := "fsync off"
+		if fsync {
+			name = "fsync on"
+		}
+		meas := report.Series{Name: name + ", measured p50"}
+		model := report.Series{Name: name + ", model", Dashed: true}
+		for _, r := range rows {
+			if r.nodes == 3 && r.fsync == fsync {
+				x := ms(r.delay)
+				meas.Points = append(meas.Points, report.Point{X: x, Y: ms(r.p50)})
+				model.Points = append(model.Points, report.Point{X: x, Y: ms(r.model)})
+			}
+		}
+		chart.Series = append(chart.Series, meas, model)
+	}
+	rep.AddChart(chart)
+	for _, r := range rows {
+		fs := "nofsync"
+		if r.fsync {
+			fs = "fsync"
+		}
+		rep.Metric(fmt.Sprintf("write_p50_ms_%s_n%d_%s", r.class, r.nodes, fs), ms(r.p50), "ms")
+	}
+
+	// Read costs by mode on the region cluster (fsync off).
+	env.Progressf("write-cost: read costs by mode (region links, 3 nodes)")
+	leader, err := waitLeader(ctx, readCluster, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	cl := readCluster.NewClient(leader)
+	reads := Pick(env.Scale, 8, 50)
+	rtt := 2 * classes[1].d
+	readChart := report.Chart{Title: fmt.Sprintf("Read latency p50 by mode (region links, %s one way)", classes[1].d), YLabel: "read latency (ms)"}
+	measured := report.Series{Name: "measured p50"}
+	expected := report.Series{Name: "model", Dashed: true}
+	readTbl := report.Table{Title: "Read cost by mode (client next to the leader)", Columns: []string{"mode", "p50", "p99", "model", "why"}}
+	readOK := true
+	var readObs []string
+	var confirmP50 []time.Duration
+	for i, mode := range cluster.ReadModes {
+		var lats []time.Duration
+		for j := 0; j < reads; j++ {
+			r, err := cl.Get(ctx, "k0", mode)
+			if err != nil {
+				return nil, fmt.Errorf("%s read: %w", mode, err)
+			}
+			lats = append(lats, r.Latency)
+		}
+		p50, p99 := cluster.Percentile(lats, 0.5), cluster.Percentile(lats, 0.99)
+		var model time.Duration
+		why := "local state, no one asked"
+		switch mode {
+		case cluster.ReadVerify, cluster.ReadIndex:
+			model, why = rtt, "up to one round trip to a majority to confirm leadership"
+		case cluster.ReadLog:
+			model, why = rtt, "a log entry: a round trip to a majority (fsync off here)"
+		}
+		readChart.Categories = append(readChart.Categories, string(mode))
+		measured.Points = append(measured.Points, report.Point{X: float64(i), Y: ms(p50)})
+		expected.Points = append(expected.Points, report.Point{X: float64(i), Y: ms(model)})
+		readTbl.Rows = append(readTbl.Rows, []string{string(mode), fmtMs(p50), fmtMs(p99), fmtMs(model), why})
+		rep.Metric("read_p50_ms_"+string(mode), ms(p50), "ms")
+		readObs = append(readObs, fmt.Sprintf("%s %s", mode, fmtMs(p50)))
+		switch mode {
+		case cluster.ReadStale, cluster.ReadLease:
+			readOK = readOK && p50 < rtt/4
+		case cluster.ReadVerify, cluster.ReadIndex:
+			readOK = readOK && p50 <= rtt*12/10
+			confirmP50 = append(confirmP50, p50)
+		case cluster.ReadLog:
+			readOK = readOK && p50 >= rtt*8/10
+		}
+	}
+	readChart.Series = []report.Series{measured, expected}
+	rep.AddTable(readTbl)
+	rep.AddChart(readChart)
+	rep.Check("reads cost by rung",
+		fmt.Sprintf("stale and lease under a quarter of the round trip (%s); verify and readindex at most the round trip (+20%%); log at least 80%% of it", fmtMs(rtt)),
+		joinComma(readObs), readOK)
+	for _, p := range confirmP50 {
+		if p < rtt/2 {
+			rep.Note("verify and readindex p50 came in under half a round trip. hashicorp/raft's VerifyLeader counts the answer to any heartbeat that returns after the call, including one that was already in flight when the call was made; so a confirmation can cost less than a round trip, and it proves leadership as of that heartbeat's arrival, a little before the read began.")
+			break
+		}
+	}
+	if env.Scale == ScaleSmall {
+		rep.Note("Small scale takes %d writes and %d reads per configuration; --scale full takes 100 and 50.", n, reads)
+	}
+	rep.Note("The model counts two log writes with fsync on: hashicorp/raft persists the entry on the leader before sending it, and the follower persists it before acknowledging. A leader that wrote in parallel with replication (Raft thesis §10.2.1) would pay one.")
+	rep.Note("Rows with a model under 8 ms are shown but not checked: there the lab's own scheduling (goroutines, timers, the simulated network's hops, the race detector) adds a millisecond or two, a large part of the cost.")
+	return rep, nil
+}
+
+func ratio(a, b time.Duration) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// fmtMs prints d in milliseconds, or in microseconds below a tenth of one.
+func fmtMs(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	if d < 100*time.Microsecond {
+		return fmt.Sprintf("%.1f µs", float64(d.Nanoseconds())/1000)
+	}
+	return report.FormatValue(ms(d)) + " ms"
+}
+
+func joinComma(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += x
+	}
+	return out
+}

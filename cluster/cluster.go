@@ -254,6 +254,21 @@ func (c *Cluster) Link(from, to NodeID) LinkConfig { return c.nw.linkConfig(from
 // LinkStats returns what the directed link from→to has carried.
 func (c *Cluster) LinkStats(from, to NodeID) LinkStats { return c.nw.linkStats(from, to) }
 
+// Links returns every directed link with its state and what it carried
+// (Raft's messages and forwarded client requests alike).
+func (c *Cluster) Links() []LinkInfo {
+	var out []LinkInfo
+	for i := 1; i <= c.cfg.Nodes; i++ {
+		for j := 1; j <= c.cfg.Nodes; j++ {
+			if i != j {
+				from, to := NodeID(i), NodeID(j)
+				out = append(out, LinkInfo{From: from, To: to, LinkConfig: c.nw.linkConfig(from, to), LinkStats: c.nw.linkStats(from, to)})
+			}
+		}
+	}
+	return out
+}
+
 func (c *Cluster) checkLink(from, to NodeID) error {
 	if err := c.check(from); err != nil {
 		return err

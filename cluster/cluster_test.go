@@ -59,6 +59,26 @@ func TestLabBasicOps(t *testing.T) {
 	require.False(t, r.Found)
 	res := c.Check(5 * time.Second)
 	require.True(t, res.Linearizable, res.Verdict)
+	require.Empty(t, res.IllegalKeys)
+}
+
+func TestLabCheckNamesIllegalKeys(t *testing.T) {
+	recs := []Record{
+		{Client: 0, Op: OpPut, Key: "a", Value: "1", CallNs: 0, ReturnNs: 10, Outcome: OutcomeOK},
+		{Client: 1, Op: OpGet, Key: "a", Value: "1", Found: true, CallNs: 20, ReturnNs: 30, Outcome: OutcomeOK},
+		{Client: 0, Op: OpPut, Key: "b", Value: "1", CallNs: 0, ReturnNs: 10, Outcome: OutcomeOK},
+		{Client: 0, Op: OpPut, Key: "b", Value: "2", CallNs: 11, ReturnNs: 19, Outcome: OutcomeOK},
+		{Client: 1, Op: OpGet, Key: "b", Value: "1", Found: true, CallNs: 20, ReturnNs: 30, Outcome: OutcomeOK},
+		// An unknown write may land later; a failed one never does.
+		{Client: 2, Op: OpPut, Key: "c", Value: "9", CallNs: 0, ReturnNs: 5, Outcome: OutcomeUnknown},
+		{Client: 2, Op: OpPut, Key: "d", Value: "9", CallNs: 0, ReturnNs: 5, Outcome: OutcomeFail},
+		{Client: 1, Op: OpGet, Key: "c", Value: "9", Found: true, CallNs: 40, ReturnNs: 50, Outcome: OutcomeOK},
+		{Client: 1, Op: OpGet, Key: "d", Found: false, CallNs: 40, ReturnNs: 50, Outcome: OutcomeOK},
+	}
+	res := CheckHistory(recs, 5*time.Second)
+	require.False(t, res.Linearizable)
+	require.Equal(t, []string{"b"}, res.IllegalKeys)
+	require.Equal(t, 8, res.Ops, "the failed put is left out")
 }
 
 func TestLabTimelineRecordsLeaderFaultsAndOps(t *testing.T) {

@@ -101,6 +101,9 @@ type CheckResult struct {
 	Ops int `json:"ops"`
 	// Keys is the number of independent keys checked.
 	Keys int `json:"keys"`
+	// IllegalKeys are the keys whose operations no order explains (empty
+	// when Linearizable or when the checker timed out).
+	IllegalKeys []string `json:"illegal_keys,omitempty"`
 
 	info porcupine.LinearizationInfo
 }
@@ -246,7 +249,25 @@ func CheckHistory(recs []Record, timeout time.Duration) CheckResult {
 		keys[op.Input.(kvInput).Key] = true
 	}
 	res, info := porcupine.CheckOperationsVerbose(KVModel(), ops, timeout)
-	return CheckResult{Linearizable: res == porcupine.Ok, Verdict: string(res), Ops: len(ops), Keys: len(keys), info: info}
+	out := CheckResult{Linearizable: res == porcupine.Ok, Verdict: string(res), Ops: len(ops), Keys: len(keys), info: info}
+	if res == porcupine.Illegal {
+		// Partitions come in the order of KVModel's Partition: by key.
+		parts := KVModel().Partition(ops)
+		partials := info.PartialLinearizations()
+		for i, p := range parts {
+			if i >= len(partials) {
+				break
+			}
+			longest := 0
+			for _, l := range partials[i] {
+				longest = max(longest, len(l))
+			}
+			if longest < len(p) {
+				out.IllegalKeys = append(out.IllegalKeys, p[0].Input.(kvInput).Key)
+			}
+		}
+	}
+	return out
 }
 
 // Check checks the cluster's history so far.

@@ -10,10 +10,10 @@ import (
 // LinkConfig is the state of one directed link.
 type LinkConfig struct {
 	// Delay is the one-way delay of every message.
-	Delay time.Duration `json:"delay"`
+	Delay time.Duration `json:"delay_ns"`
 	// Jitter adds a uniform random amount in [-Jitter, +Jitter] to Delay
 	// (never below zero). Order on a link is kept, as TCP would.
-	Jitter time.Duration `json:"jitter"`
+	Jitter time.Duration `json:"jitter_ns"`
 	// Loss is the probability, 0 to 1, that a message is dropped.
 	Loss float64 `json:"loss"`
 	// Cut drops every message, including those in flight.
@@ -231,4 +231,12 @@ func (nw *network) healAll() {
 			}
 		}
 	}
+}
+
+// LinkInfo is one directed link's state and counters.
+type LinkInfo struct {
+	From NodeID `json:"from"`
+	To   NodeID `json:"to"`
+	LinkConfig
+	LinkStats
 }

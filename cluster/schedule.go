@@ -24,11 +24,11 @@ const (
 
 // Fault is one step of a fault schedule, At after the schedule starts.
 type Fault struct {
-	At     time.Duration `json:"at"`
+	At     time.Duration `json:"at_ns"`
 	Kind   FaultKind     `json:"kind"`
 	Nodes  []NodeID      `json:"nodes,omitempty"`
 	Groups [][]NodeID    `json:"groups,omitempty"`
-	For    time.Duration `json:"for,omitempty"`
+	For    time.Duration `json:"for_ns,omitempty"`
 }
 
 func (f Fault) String() string {

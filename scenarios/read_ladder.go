@@ -211,9 +211,9 @@ func runReadLadder(ctx context.Context, env Env) (*report.Report, error) {
 		"not linearizable: "+joinComma(flags), flagged)
 	if margin != 0 {
 		rep.Metric("partition_stepdown_before_election_ms", ms(margin), "ms")
-		rep.Note("Under the partition the old leader stepped down %s before the majority elected a new one: that margin is what makes its lease reads safe. A pause that stops its clock, or a clock that runs slow by more than the margin, is what breaks them.", margin.Round(100*time.Microsecond))
+		rep.Note("Under the partition the old leader stepped down %s before the majority elected a new one: that margin is what makes its lease reads safe. A pause that keeps it from running its step-down check, or a clock that runs slow by more than the margin, is what breaks them.", margin.Round(100*time.Microsecond))
 	}
-	rep.Note("A lease read is safe under a partition because the old leader's lease (%s) runs out before the others can elect a new leader; a pause stops the clock the lease is measured on, so the leader wakes up still trusting it.", c.Timing().LeaderLease)
+	rep.Note("A lease read is safe under a partition because the old leader's lease (%s) runs out before the others can elect a new leader; a paused leader cannot run the check that would make it step down, so it wakes up and answers from its old state before it notices that its lease ran out.", c.Timing().LeaderLease)
 	rep.Note("verify and readindex at the old leader refuse or are forwarded to the new leader once the old one learns of the higher term; either way they never answer from the old state.")
 	rep.Timeline = labTimeline(c, c.History(), names)
 	return rep, nil

@@ -168,7 +168,7 @@ func runTwoPhaseCommit(ctx context.Context, env Env) (*report.Report, error) {
 		fmt.Sprintf("each stays prepared for the whole outage (%s), asking and getting no answer", downtime),
 		joinComma(blocked), allWaited && len(blocked) == 3)
 	rep.Check("blocked participants hold their locks: another transaction on the same rows cannot proceed",
-		fmt.Sprintf("T2 cannot lock P1's row during the outage (waits %s)", t2wait),
+		fmt.Sprintf("T2 cannot lock P1's row during the outage (waits %s)", t2wait.Round(time.Millisecond)),
 		descT2, t2Blocked)
 
 	// Part 2: the decision goes through consensus.

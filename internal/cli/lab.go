@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/chzyer/readline"
@@ -30,6 +31,7 @@ type labOptions struct {
 	Seed         int64
 	Script       string
 	OpTimeout    time.Duration
+	NoPipeline   bool
 }
 
 func newLabCmd(f *factory) *cobra.Command {
@@ -66,6 +68,8 @@ Commands (one a line; # starts a comment):
   check                           check the history so far with porcupine
   history FILE.json|FILE.html     export the history (JSON, or porcupine's view)
   timeline FILE.json              export the timeline of events
+  links                           every directed link: delay, jitter, loss,
+                                  cut, and messages sent/delivered/dropped
   help                            this list
 
 N may be "leader" (the node that leads, in the highest term, when the command
@@ -101,6 +105,7 @@ from --script or standard input. The lab does not use etcd.`,
 	fl.Int64Var(&opts.Seed, "seed", 1, "seed of jitter, loss, client choices and generated writes")
 	fl.StringVar(&opts.Script, "script", "", "read commands from this file")
 	fl.DurationVar(&opts.OpTimeout, "op-timeout", 2*time.Second, "time limit of one client operation")
+	fl.BoolVar(&opts.NoPipeline, "no-pipeline", false, "refuse pipelined AppendEntries: one in flight per follower")
 	return cmd
 }
 
@@ -113,6 +118,7 @@ func (o *labOptions) config() (cluster.Config, error) {
 	cfg.DataDir = o.DataDir
 	cfg.Seed = o.Seed
 	cfg.OpTimeout = o.OpTimeout
+	cfg.NoPipeline = o.NoPipeline
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageErrorf("%v", strings.TrimPrefix(err.Error(), cluster.ErrInvalidConfig.Error()+": "))
 	}
@@ -314,10 +320,11 @@ type (
 		LatencyMs float64        `json:"latency_ms"`
 	}
 	labCheck struct {
-		Linearizable bool   `json:"linearizable"`
-		Verdict      string `json:"verdict"`
-		Ops          int    `json:"ops"`
-		Keys         int    `json:"keys"`
+		Linearizable bool     `json:"linearizable"`
+		Verdict      string   `json:"verdict"`
+		Ops          int      `json:"ops"`
+		Keys         int      `json:"keys"`
+		IllegalKeys  []string `json:"illegal_keys,omitempty"`
 	}
 	labFile struct {
 		File string `json:"file"`
@@ -327,6 +334,19 @@ type (
 		Commands []string `json:"commands"`
 	}
 )
+
+type labLinks struct {
+	Links []cluster.LinkInfo `json:"links"`
+}
+
+func (l labLinks) WriteSimple(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LINK\tDELAY\tJITTER\tLOSS\tCUT\tSENT\tDELIVERED\tDROPPED")
+	for _, li := range l.Links {
+		fmt.Fprintf(tw, "%d→%d\t%s\t%s\t%g\t%v\t%d\t%d\t%d\n", li.From, li.To, li.Delay, li.Jitter, li.Loss, li.Cut, li.Sent, li.Delivered, li.Dropped)
+	}
+	return tw.Flush()
+}
 
 func (t labText) WriteSimple(w io.Writer) error {
 	_, err := fmt.Fprintln(w, t.Text)
@@ -375,7 +395,11 @@ func (c labCheck) WriteSimple(w io.Writer) error {
 			verdict = "unknown (checker timed out)"
 		}
 	}
-	_, err := fmt.Fprintf(w, "%s: %d operations on %d keys\n", verdict, c.Ops, c.Keys)
+	var bad string
+	if len(c.IllegalKeys) > 0 {
+		bad = " (no order explains key " + strings.Join(c.IllegalKeys, ", ") + "; see history FILE.html)"
+	}
+	_, err := fmt.Fprintf(w, "%s: %d operations on %d keys%s\n", verdict, c.Ops, c.Keys, bad)
 	return err
 }
 
@@ -397,7 +421,7 @@ var labCommands = []string{
 	"status", "leader", "put K V [--via N]", "get K [--node N] [--mode stale|lease|verify|readindex|log]",
 	"cas K OLD NEW", "delete K", "partition A|B[|C]", "isolate N", "cut N M", "heal",
 	"delay N M D [--jitter J]", "crash N", "restart N", "pause N D", "resume N", "wait D", "wait leader",
-	"bench writes N [--concurrency C]", "check", "history FILE.json|FILE.html", "timeline FILE.json", "help", "exit",
+	"bench writes N [--concurrency C]", "check", "history FILE.json|FILE.html", "timeline FILE.json", "links", "help", "exit",
 }
 
 // errLabUsage marks a malformed command line.
@@ -663,7 +687,7 @@ func (sh *labShell) exec(ctx context.Context, name string, args []string) (any, 
 		return c.BenchWrites(ctx, n, conc, 0, 0), nil
 	case "check":
 		r := c.Check(30 * time.Second)
-		return labCheck{Linearizable: r.Linearizable, Verdict: r.Verdict, Ops: r.Ops, Keys: r.Keys}, nil
+		return labCheck{Linearizable: r.Linearizable, Verdict: r.Verdict, Ops: r.Ops, Keys: r.Keys, IllegalKeys: r.IllegalKeys}, nil
 	case "history":
 		if len(args) != 1 {
 			return nil, labUsage("history FILE.json|FILE.html")
@@ -672,6 +696,11 @@ func (sh *labShell) exec(ctx context.Context, name string, args []string) (any, 
 			return nil, err
 		}
 		return labFile{File: args[0], Ops: len(c.History())}, nil
+	case "links":
+		if len(args) != 0 {
+			return nil, labUsage("links")
+		}
+		return labLinks{Links: c.Links()}, nil
 	case "timeline":
 		if len(args) != 1 {
 			return nil, labUsage("timeline FILE.json")

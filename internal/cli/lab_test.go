@@ -61,7 +61,7 @@ history ` + hist + `
 history ` + html + `
 timeline ` + filepath.Join(dir, "t.json") + `
 `
-	res, lines := runLabScript(t, script, "--nodes", "3", "--op-timeout", "700ms", "-w", "json")
+	res, lines := runLabScript(t, script, "--nodes", "3", "--op-timeout", "1500ms", "-w", "json")
 	require.Equal(t, exitOK, res.Code, res.Stderr)
 	cmds := 0
 	for _, l := range strings.Split(script, "\n") {
@@ -152,7 +152,7 @@ func TestLabScriptSimpleAndErrors(t *testing.T) {
 		defer cancel()
 		dir := t.TempDir()
 		path := filepath.Join(dir, "s")
-		require.NoError(t, os.WriteFile(path, []byte("put a b\nget a\ncrash 7\nhelp\nstatus\n"), 0o644))
+		require.NoError(t, os.WriteFile(path, []byte("put a b\nget a\ncrash 7\nhelp\nstatus\ncut 1 2\nlinks\n"), 0o644))
 		return runInProcess(ctx, nil, "lab", "--nodes", "3", "--script", path), nil
 	}()
 	require.Equal(t, exitOK, res.Code, res.Stderr)
@@ -160,6 +160,8 @@ func TestLabScriptSimpleAndErrors(t *testing.T) {
 	require.Contains(t, res.Stdout, "error: cluster: unknown node: 7 (nodes are 1 to 3)")
 	require.Contains(t, res.Stdout, "bench writes N")
 	require.Contains(t, res.Stdout, "quorum")
+	require.Contains(t, res.Stdout, "cut 1→2 (one way)")
+	require.Regexp(t, `1→2\s+\S+\s+\S+\s+0\s+true`, res.Stdout)
 
 	// The lab itself failing is an error; bad flags are usage errors.
 	ctx := context.Background()

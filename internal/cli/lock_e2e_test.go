@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/coordkit/coordkit/internal/etcdembed"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
@@ -60,7 +59,10 @@ func startCoordctl(t *testing.T, env []string, args ...string) *lockProc {
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			p.lines <- sc.Text()
+			select {
+			case p.lines <- sc.Text():
+			default: // nobody reads that much; never block the process on it
+			}
 		}
 		close(p.lines)
 		err := cmd.Wait()
@@ -235,18 +237,7 @@ func TestLockE2EFrozenHolderExits4OnWake(t *testing.T) {
 // lock at its local deadline (before etcd could have expired the lease),
 // stops the command and exits 4 promptly.
 func TestLockE2EEtcdGoneExits4(t *testing.T) {
-	// Not etcdtest.Start: this test closes the server itself, and
-	// etcdembed.Server.Close panics when called twice.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	srv, err := etcdembed.Start(ctx, etcdembed.Config{DataDir: t.TempDir(), UnsafeNoFsync: true})
-	require.NoError(t, err)
-	closed := false
-	t.Cleanup(func() {
-		if !closed {
-			srv.Close()
-		}
-	})
+	srv := etcdtest.Start(t) // closed here and again by cleanup: Close is idempotent
 	env := lockEnv(srv.Endpoints()[0])
 	p := startCoordctl(t, env, "lock", "e2e/gone", "--ttl", "2s", "--kill-grace", "500ms", "--",
 		"sh", "-c", `echo $$; while :; do sleep 0.05; done`)
@@ -254,7 +245,6 @@ func TestLockE2EEtcdGoneExits4(t *testing.T) {
 	require.NoError(t, err)
 	stopped := time.Now()
 	srv.Close()
-	closed = true
 	require.Equal(t, exitLost, p.wait(t, 20*time.Second), p.stderr.String())
 	require.Less(t, time.Since(stopped), 6*time.Second, "TTL 2s + kill grace + bounded clean-up")
 	require.Contains(t, p.stderr.String(), "lost lock e2e/gone")

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -609,16 +608,16 @@ func (c *Cluster) StartMember(ctx context.Context, n int) error {
 
 // Isolate cuts every peer link from and to member n: it neither hears nor
 // is heard. Its clients keep their link to it (see BlackholeClient). Bytes
-// are dropped, connections stay up, as in a network partition.
+// are held, connections stay up, as TCP behaves in a network partition;
+// what was held is delivered after Heal unless a side gave up on the
+// connection meanwhile (etcd's peers time out reads after 5s).
 func (c *Cluster) Isolate(n int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, err := c.member(n); err != nil {
 		return err
 	}
-	c.faults.mu.Lock()
-	c.faults.isolated[n] = true
-	c.faults.mu.Unlock()
+	c.faults.setIsolated(n)
 	return nil
 }
 
@@ -630,9 +629,7 @@ func (c *Cluster) CutLink(from, to int) error {
 	if err := c.checkLink(from, to); err != nil {
 		return err
 	}
-	c.faults.mu.Lock()
-	c.faults.cut[link{from, to}] = true
-	c.faults.mu.Unlock()
+	c.faults.setCut(link{from, to})
 	return nil
 }
 
@@ -682,13 +679,7 @@ func (c *Cluster) DelayLink(from, to int, d time.Duration) error {
 	if d < 0 {
 		return fmt.Errorf("etcdembed: negative delay %s", d)
 	}
-	c.faults.mu.Lock()
-	defer c.faults.mu.Unlock()
-	if d == 0 {
-		delete(c.faults.delay, link{from, to})
-	} else {
-		c.faults.delay[link{from, to}] = d
-	}
+	c.faults.setDelay(link{from, to}, d)
 	return nil
 }
 
@@ -697,11 +688,7 @@ func (c *Cluster) DelayLink(from, to int, d time.Duration) error {
 func (c *Cluster) Heal() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.faults.mu.Lock()
-	clear(c.faults.cut)
-	clear(c.faults.delay)
-	clear(c.faults.isolated)
-	c.faults.mu.Unlock()
+	c.faults.heal()
 	for _, m := range c.members {
 		m.cliCut = false
 		if m.cliProxy != nil && m.etcd != nil {
@@ -726,9 +713,7 @@ func (c *Cluster) Status() ClusterStatus {
 		}
 	}
 	st := ClusterStatus{Faults: []LinkFault{}}
-	c.faults.mu.RLock()
-	isolated := maps.Clone(c.faults.isolated)
-	c.faults.mu.RUnlock()
+	isolated := c.faults.isolatedMembers()
 	votes := map[int]int{}
 	for _, m := range c.members {
 		ms := MemberStatus{Index: m.index, Name: m.name, ClientURL: m.clientURL.String(), PeerURL: m.peerURL.String()}

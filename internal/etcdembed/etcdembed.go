@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -40,6 +41,7 @@ type Server struct {
 	etcd      *embed.Etcd
 	clientURL string
 	level     zap.AtomicLevel
+	closeOnce sync.Once
 }
 
 // Start starts the member and waits until it serves clients, ctx is done, or
@@ -141,9 +143,11 @@ func (s *Server) Err() <-chan error { return s.etcd.Err() }
 
 // Close stops the member and waits for it to shut down. It is safe to call twice.
 func (s *Server) Close() {
-	s.level.SetLevel(zap.FatalLevel)
-	s.etcd.Close()
-	<-s.etcd.Server.StopNotify()
+	s.closeOnce.Do(func() {
+		s.level.SetLevel(zap.FatalLevel)
+		s.etcd.Close()
+		<-s.etcd.Server.StopNotify()
+	})
 }
 
 // FreeURL returns http://127.0.0.1:PORT for a port that was free a moment ago.

@@ -29,6 +29,8 @@ func TestPutGetAndRestartKeepsData(t *testing.T) {
 	require.NoError(t, cli.Close())
 	srv.Close()
 
+	srv.Close() // a second Close is a no-op
+
 	srv2, err := etcdembed.Start(ctx, etcdembed.Config{DataDir: dir})
 	require.NoError(t, err)
 	defer srv2.Close()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"sync"
@@ -15,7 +16,8 @@ import (
 type link struct{ from, to int }
 
 // linkFaults are the faults of the directed peer links. A link is cut when
-// it was cut explicitly or either end is isolated or down.
+// it was cut explicitly or either end is isolated or down. Every change
+// closes changed, so that stalled writers look again.
 type linkFaults struct {
 	mu       sync.RWMutex
 	cut      map[link]bool
@@ -23,21 +25,73 @@ type linkFaults struct {
 	isolated map[int]bool
 	down     map[int]bool
 	n        int
+	changed  chan struct{}
 }
 
 func newLinkFaults(n int) *linkFaults {
-	return &linkFaults{cut: map[link]bool{}, delay: map[link]time.Duration{}, isolated: map[int]bool{}, down: map[int]bool{}, n: n}
+	return &linkFaults{cut: map[link]bool{}, delay: map[link]time.Duration{}, isolated: map[int]bool{},
+		down: map[int]bool{}, n: n, changed: make(chan struct{})}
 }
 
-// get returns the fault of from → to. An index of 0 is a dialer the proxy
-// could not identify (a connection that so far carried only health
-// probes): then the link counts as cut when every link it might be is cut,
-// and delayed by the longest of their delays.
-func (f *linkFaults) get(from, to int) (cut bool, delay time.Duration) {
+// update applies fn to the faults and wakes the stalled writers.
+func (f *linkFaults) update(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn()
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *linkFaults) setDown(n int, down bool) {
+	f.update(func() {
+		if down {
+			f.down[n] = true
+		} else {
+			delete(f.down, n)
+		}
+	})
+}
+
+func (f *linkFaults) setIsolated(n int) { f.update(func() { f.isolated[n] = true }) }
+
+func (f *linkFaults) setCut(l link) { f.update(func() { f.cut[l] = true }) }
+
+func (f *linkFaults) setDelay(l link, d time.Duration) {
+	f.update(func() {
+		if d == 0 {
+			delete(f.delay, l)
+		} else {
+			f.delay[l] = d
+		}
+	})
+}
+
+// heal removes every fault but the members that are down.
+func (f *linkFaults) heal() {
+	f.update(func() {
+		clear(f.cut)
+		clear(f.delay)
+		clear(f.isolated)
+	})
+}
+
+func (f *linkFaults) isolatedMembers() map[int]bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return maps.Clone(f.isolated)
+}
+
+// get returns the fault of from → to and the channel closed at the next
+// change. An index of 0 is a dialer the proxy could not identify (a
+// connection that so far carried only health probes): then the link counts
+// as cut when every link it might be is cut, and is delayed by the longest
+// of their delays.
+func (f *linkFaults) get(from, to int) (cut bool, delay time.Duration, changed <-chan struct{}) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if from != 0 && to != 0 {
-		return f.getLocked(from, to)
+		cut, delay = f.getLocked(from, to)
+		return cut, delay, f.changed
 	}
 	cut = true
 	for k := 1; k <= f.n; k++ {
@@ -54,12 +108,31 @@ func (f *linkFaults) get(from, to int) (cut bool, delay time.Duration) {
 		cut = cut && c
 		delay = max(delay, d)
 	}
-	return cut, delay
+	return cut, delay, f.changed
 }
 
 func (f *linkFaults) getLocked(from, to int) (bool, time.Duration) {
 	l := link{from, to}
 	return f.cut[l] || f.isolated[from] || f.isolated[to] || f.down[from] || f.down[to], f.delay[l]
+}
+
+// links lists the cut and delayed links, in order.
+func (f *linkFaults) links() []LinkFault {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var out []LinkFault
+	for from := 1; from <= f.n; from++ {
+		for to := 1; to <= f.n; to++ {
+			l := link{from, to}
+			if f.cut[l] {
+				out = append(out, LinkFault{Kind: "cut", From: from, To: to})
+			}
+			if d := f.delay[l]; d > 0 {
+				out = append(out, LinkFault{Kind: "delay", From: from, To: to, Ms: int(d / time.Millisecond)})
+			}
+		}
+	}
+	return out
 }
 
 // peerProxy fronts one member's peer listener. Unlike a plain TCP proxy it
@@ -143,15 +216,18 @@ func (p *peerProxy) serve(in net.Conn) {
 	defer p.untrack(out)
 
 	var from atomic.Int64 // the dialer, once a request named it
+	ended := make(chan struct{})
 	done := make(chan struct{}, 2)
 	go func() {
 		defer func() { done <- struct{}{} }()
-		rx := &faultWriter{w: in, faults: p.faults, from: func() int { return p.to }, to: func() int { return int(from.Load()) }}
+		rx := &faultWriter{w: in, faults: p.faults, ended: ended,
+			from: func() int { return p.to }, to: func() int { return int(from.Load()) }}
 		_, _ = io.Copy(rx, out)
 	}()
 	go func() {
 		defer func() { done <- struct{}{} }()
-		tx := &faultWriter{w: out, faults: p.faults, from: func() int { return int(from.Load()) }, to: func() int { return p.to }}
+		tx := &faultWriter{w: out, faults: p.faults, ended: ended,
+			from: func() int { return int(from.Load()) }, to: func() int { return p.to }}
 		br := bufio.NewReader(in)
 		// Read requests until one names its sender; from then on the
 		// bytes are copied as they come.
@@ -170,7 +246,8 @@ func (p *peerProxy) serve(in net.Conn) {
 		_, _ = io.Copy(tx, br)
 	}()
 	<-done
-	// One direction ended: close both so the other ends too.
+	// One direction ended: end the other too, stalled or not.
+	close(ended)
 	_ = in.Close()
 	_ = out.Close()
 	<-done
@@ -190,68 +267,48 @@ func (p *peerProxy) Close() {
 }
 
 // faultWriter applies the fault of its link to every write. A cut link
-// swallows the bytes while the connection stays up, as a partition does;
-// once the link heals, the connection is reset instead of resumed. TCP never
-// delivers a stream with a hole in it, and etcd's stream encodings are
-// stateful (msgappv2 derives each entry's index from the previous
-// message), so a resumed stream with a gap would hand raft corrupt
-// messages. A delayed link holds each write first.
+// stalls the write until the link heals (or the connection ends): bytes are
+// held, not dropped, as TCP holds them through a partition. Dropping them
+// would be worse than unrealistic: etcd's stream encodings are stateful
+// (msgappv2 derives each entry's index from the previous message), so a
+// stream with a gap hands raft corrupt messages. A delayed link holds each
+// write for the delay.
 type faultWriter struct {
 	w        io.Writer
 	faults   *linkFaults
 	from, to func() int
-	dropped  bool
+	ended    <-chan struct{}
 }
 
 var (
 	errShortWrite = errors.New("etcdembed: short write")
-	errReset      = errors.New("etcdembed: connection reset after a cut")
+	errEnded      = errors.New("etcdembed: connection ended")
 )
 
 func (f *faultWriter) Write(b []byte) (int, error) {
-	cut, delay := f.faults.get(f.from(), f.to())
-	if delay > 0 {
-		time.Sleep(delay)
-	}
-	if cut {
-		f.dropped = true
-		return len(b), nil
-	}
-	if f.dropped {
-		return 0, errReset
+	for {
+		cut, delay, changed := f.faults.get(f.from(), f.to())
+		if !cut {
+			if delay > 0 {
+				t := time.NewTimer(delay)
+				select {
+				case <-t.C:
+				case <-f.ended:
+					t.Stop()
+					return 0, errEnded
+				}
+			}
+			break
+		}
+		select {
+		case <-changed:
+		case <-f.ended:
+			return 0, errEnded
+		}
 	}
 	n, err := f.w.Write(b)
 	if err == nil && n != len(b) {
 		err = errShortWrite
 	}
 	return n, err
-}
-
-func (f *linkFaults) setDown(n int, down bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if down {
-		f.down[n] = true
-	} else {
-		delete(f.down, n)
-	}
-}
-
-// links lists the cut and delayed links, in order.
-func (f *linkFaults) links() []LinkFault {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	var out []LinkFault
-	for from := 1; from <= f.n; from++ {
-		for to := 1; to <= f.n; to++ {
-			l := link{from, to}
-			if f.cut[l] {
-				out = append(out, LinkFault{Kind: "cut", From: from, To: to})
-			}
-			if d := f.delay[l]; d > 0 {
-				out = append(out, LinkFault{Kind: "delay", From: from, To: to, Ms: int(d / time.Millisecond)})
-			}
-		}
-	}
-	return out
 }

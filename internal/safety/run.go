@@ -21,8 +21,10 @@ import (
 	"go.etcd.io/etcd/pkg/v3/proxy"
 	"go.uber.org/zap"
 
+	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/etcdembed"
+	"github.com/coordkit/coordkit/lock"
 )
 
 // Errors of Run.
@@ -409,22 +411,40 @@ func (w *worker) loop(ctx context.Context) {
 		w.r.holder.Store(int64(w.id))
 		w.hold(ctx, t)
 		w.r.holder.CompareAndSwap(int64(w.id), 0)
-		op := Op{Client: w.id, Kind: OpRelease, Token: t.Token(), Call: w.r.now()}
-		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := t.Release(rctx)
-		cancel()
-		op.Return, op.Outcome = w.r.now(), OK
-		if err != nil {
-			op.Outcome = Fail
-		}
-		w.r.record(op)
+		w.release(t)
 		// Think time, so that waiters queue up behind each other.
 		sleep(ctx, time.Duration(w.rng.IntN(30))*time.Millisecond)
 	}
 }
 
+// release unlocks t, retrying while the cluster cannot answer: a Mutex
+// holds one lock at a time, and a lock whose Unlock failed stays held (its
+// session keeps the key alive) until an Unlock succeeds or the lock is lost.
+func (w *worker) release(t tenure) {
+	op := Op{Client: w.id, Kind: OpRelease, Token: t.Token(), Call: w.r.now(), Outcome: Fail}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		rctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(context.Background()), 2*time.Second)
+		err := t.Release(rctx)
+		cancel()
+		if err == nil {
+			op.Outcome = OK
+			break
+		}
+		if !t.Alive() || errors.Is(err, lock.ErrNotHeld) || errors.Is(err, election.ErrNotLeader) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	op.Return = w.r.now()
+	w.r.record(op)
+}
+
 func (w *worker) acquire(ctx context.Context) tenure {
-	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// A member cut off from the leader keeps answering reads and keeps
+	// watches open without events; requiring a leader makes it refuse, and
+	// etcd's client then tries another member, as a careful client does.
+	actx, cancel := context.WithTimeout(clientv3.WithRequireLeader(ctx), 5*time.Second)
 	defer cancel()
 	op := Op{Client: w.id, Kind: OpAcquire, Call: w.r.now()}
 	t, err := w.acq.Acquire(actx)

@@ -26,6 +26,7 @@ bench: build
 	./bin/coordctl bench lock
 	./bin/coordctl bench elect
 	./bin/coordctl bench lab
+	./bin/coordctl bench lab --model
 
 ## scenarios: every experiment of the scenarios registry, with its verdicts.
 scenarios: build

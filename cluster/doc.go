@@ -19,7 +19,7 @@
 //     receives nor applies, Raft's goroutines stop at their next message or
 //     log line, and client requests that reach it wait and are served on
 //     resume with the state it had — the process-pause hazard of leases.
-//   - Storage is in memory, a bolt file with fsync (raft-boltdb v1), or in
+//   - Storage is in memory, a bbolt file with fsync (cluster/boltstore), or in
 //     memory with a simulated fsync latency.
 //   - Every client operation is recorded with call and return times on one
 //     monotonic clock and an outcome: ok, fail (certainly not applied) or
@@ -44,6 +44,4 @@
 //     timeout afterwards causes leader churn — which is itself a lesson.
 //   - The client's "unknown" is honest: a forwarded write whose answer was
 //     lost is unknown even if the lab could tell it was never delivered.
-//   - Disk storage uses github.com/boltdb/bolt, which fails Go's checkptr
-//     under the race detector; use it in binaries built without -race.
 package cluster

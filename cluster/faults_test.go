@@ -13,9 +13,6 @@ import (
 func TestLabCrashRestartCatchesUp(t *testing.T) {
 	for _, storage := range []Storage{StorageMem, StorageDisk} {
 		t.Run(string(storage), func(t *testing.T) {
-			if storage == StorageDisk && raceEnabled {
-				t.Skip("boltdb/bolt (raft-boltdb v1) fails checkptr under -race; run without -race")
-			}
 			cfg := labConfig(3)
 			cfg.Storage = storage
 			cfg.DataDir = t.TempDir()

@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb"
+
+	"github.com/coordkit/coordkit/cluster/boltstore"
 )
 
 // nodeStore is what a node persists; it outlives crashes of the node.
@@ -52,7 +53,7 @@ func (s *nodeStore) reopen() error {
 	if s.path == "" || s.closer != nil {
 		return nil
 	}
-	b, err := raftboltdb.NewBoltStore(filepath.Join(s.path, "raft.db"))
+	b, err := boltstore.Open(filepath.Join(s.path, "raft.db"))
 	if err != nil {
 		return fmt.Errorf("cluster: open %s: %w", s.path, err)
 	}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/types"
-	"go.etcd.io/etcd/pkg/v3/proxy"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/membership"
 	"go.uber.org/zap"
@@ -86,18 +85,14 @@ type member struct {
 	listenCli  *url.URL
 	peerURL    *url.URL // the proxies in front of them, which it advertises
 	clientURL  *url.URL
-	peerProxy  *peerProxy
-	cliProxy   proxy.Server
-	proxyStop  chan struct{}
-	proxyDone  sync.WaitGroup
+	peerProxy  *faultProxy
+	cliProxy   *faultProxy
 
 	etcd *embed.Etcd // nil while stopped
 	// stopping is closed when a StopMember has finished closing the member.
 	stopping chan struct{}
 	id       uint64 // etcd's member ID, once started
 	level    zap.AtomicLevel
-
-	cliCut bool
 }
 
 // MemberStatus describes one member for Status.
@@ -312,82 +307,27 @@ func newMember(i int, dataDir string, clientURL, peerURL *url.URL) (*member, err
 // openProxies starts m's peer and client proxies. A stopped member has
 // none, so connecting to it is refused, as for a stopped process.
 func (c *Cluster) openProxies(m *member) error {
-	m.proxyStop = make(chan struct{})
 	var err error
-	if m.peerProxy, err = startPeerProxy(m.peerURL.Host, m.listenPeer.Host, m.index, c.ids, c.faults); err != nil {
-		m.closeProxies()
+	if m.peerProxy, err = startFaultProxy(m.peerURL.Host, m.listenPeer.Host, m.index, c.ids, c.faults); err != nil {
 		return fmt.Errorf("etcdembed: peer proxy on %s: %w", m.peerURL.Host, err)
 	}
-	if m.cliProxy, err = m.startProxy(m.clientURL, m.listenCli); err != nil {
+	if m.cliProxy, err = startFaultProxy(m.clientURL.Host, m.listenCli.Host, m.index, nil, c.faults); err != nil {
 		m.closeProxies()
-		return err
-	}
-	if m.cliCut {
-		m.cliProxy.PauseTx()
-		m.cliProxy.PauseRx()
+		return fmt.Errorf("etcdembed: client proxy on %s: %w", m.clientURL.Host, err)
 	}
 	return nil
 }
 
-// startProxy starts a client proxy from → to. Its error channel is
-// drained: the proxy blocks its accept loop once 16 errors are pending.
-func (m *member) startProxy(from, to *url.URL) (proxy.Server, error) {
-	p := proxy.NewServer(proxy.ServerConfig{Logger: zap.NewNop(), From: *from, To: *to, DialTimeout: time.Second})
-	select {
-	case <-p.Ready():
-	case err := <-p.Error():
-		_ = p.Close()
-		return nil, fmt.Errorf("etcdembed: proxy on %s: %w", from.Host, err)
-	}
-	stop := m.proxyStop
-	m.proxyDone.Add(1)
-	go func() {
-		defer m.proxyDone.Done()
-		for {
-			select {
-			case <-p.Error():
-			case <-p.Done():
-				return
-			case <-stop:
-				return
-			}
-		}
-	}()
-	return p, nil
-}
-
-// cutOff makes m unreachable at once: its peer proxy closes every
-// connection and stops listening, and its client proxy stops accepting and
-// holds all traffic. etcd's client proxy neither serves nor closes a
-// connection it accepted but could not forward, so it must not accept
-// while the member is gone; it is closed once the member has stopped.
-func (m *member) cutOff() {
-	if m.peerProxy != nil {
-		m.peerProxy.Close()
-		m.peerProxy = nil
-	}
-	if m.cliProxy != nil {
-		m.cliProxy.PauseAccept()
-		m.cliProxy.PauseTx()
-		m.cliProxy.PauseRx()
-	}
-}
-
-// closeProxies closes m's proxies; the member must be stopped, or the
-// client proxy's connections (and so its Close) would not end.
+// closeProxies closes m's proxies and resets their connections, as the
+// kernel resets the sockets of a process that died.
 func (m *member) closeProxies() {
-	if m.proxyStop == nil {
-		return
-	}
-	close(m.proxyStop)
 	if m.peerProxy != nil {
 		m.peerProxy.Close()
 	}
 	if m.cliProxy != nil {
-		_ = m.cliProxy.Close()
+		m.cliProxy.Close()
 	}
-	m.proxyDone.Wait()
-	m.peerProxy, m.cliProxy, m.proxyStop = nil, nil, nil
+	m.peerProxy, m.cliProxy = nil, nil
 }
 
 func (c *Cluster) closeProxies() {
@@ -456,7 +396,7 @@ func (c *Cluster) startMember(ctx context.Context, m *member) error {
 	// and the peer or client on the other end hangs until its own timeout.
 	c.mu.Lock()
 	m.etcd, m.level, m.id = e, level, uint64(e.Server.MemberID())
-	if m.proxyStop == nil {
+	if m.peerProxy == nil {
 		err = c.openProxies(m)
 	}
 	c.mu.Unlock()
@@ -475,16 +415,11 @@ func (c *Cluster) startMember(ctx context.Context, m *member) error {
 		c.mu.Lock()
 		if m.etcd == e {
 			m.etcd = nil
-			m.cutOff()
+			m.closeProxies()
 		}
 		c.mu.Unlock()
 		level.SetLevel(zap.FatalLevel)
 		e.Close()
-		c.mu.Lock()
-		if m.etcd == nil {
-			m.closeProxies()
-		}
-		c.mu.Unlock()
 		return fmt.Errorf("etcdembed: %s failed: %w", m.name, err)
 	case <-ctx.Done():
 		return fmt.Errorf("etcdembed: %s not ready: %w", m.name, ctx.Err())
@@ -544,7 +479,7 @@ func (c *Cluster) StopMember(n int) error {
 	// wait for it. Its links count as cut meanwhile, so nothing it still
 	// sends on connections it dialed reaches a peer.
 	c.faults.setDown(n, true)
-	m.cutOff()
+	m.closeProxies()
 	done := make(chan struct{})
 	m.stopping = done
 	go func() {
@@ -554,9 +489,6 @@ func (c *Cluster) StopMember(n int) error {
 		e.Server.HardStop()
 		e.Close()
 		<-e.Server.StopNotify()
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		m.closeProxies()
 	}()
 	return nil
 }
@@ -646,24 +578,19 @@ func (c *Cluster) checkLink(from, to int) error {
 	return nil
 }
 
-// BlackholeClient cuts the link between member n and its clients (its
-// client proxy) in both directions. Traffic is held, not dropped: a TCP
-// stream cannot lose bytes in its middle, and gRPC's HTTP/2 framing and
-// header compression would be corrupted by a gap. Connections stay open, so
-// clients notice through their own timeouts and keepalives; what they sent
-// is delivered on Heal if they have not closed the connection by then.
+// BlackholeClient cuts the link between member n and its clients in both
+// directions. Traffic is held, not dropped: a TCP stream cannot lose bytes
+// in its middle, and gRPC's HTTP/2 framing and header compression would be
+// corrupted by a gap. Connections stay open, so clients notice through
+// their own timeouts and keepalives; what they sent is delivered on Heal
+// if they have not closed the connection by then.
 func (c *Cluster) BlackholeClient(n int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m, err := c.member(n)
-	if err != nil {
+	if _, err := c.member(n); err != nil {
 		return err
 	}
-	m.cliCut = true
-	if m.cliProxy != nil {
-		m.cliProxy.PauseTx()
-		m.cliProxy.PauseRx()
-	}
+	c.faults.setClientCut(n)
 	return nil
 }
 
@@ -689,13 +616,6 @@ func (c *Cluster) Heal() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.faults.heal()
-	for _, m := range c.members {
-		m.cliCut = false
-		if m.cliProxy != nil && m.etcd != nil {
-			m.cliProxy.UnpauseTx()
-			m.cliProxy.UnpauseRx()
-		}
-	}
 }
 
 // Leader returns the index of the leader the reachable members agree on, or
@@ -714,6 +634,7 @@ func (c *Cluster) Status() ClusterStatus {
 	}
 	st := ClusterStatus{Faults: []LinkFault{}}
 	isolated := c.faults.isolatedMembers()
+	clientCut := c.faults.clientCuts()
 	votes := map[int]int{}
 	for _, m := range c.members {
 		ms := MemberStatus{Index: m.index, Name: m.name, ClientURL: m.clientURL.String(), PeerURL: m.peerURL.String()}
@@ -736,7 +657,7 @@ func (c *Cluster) Status() ClusterStatus {
 		if isolated[m.index] {
 			st.Faults = append(st.Faults, LinkFault{Kind: "isolated", Member: m.index})
 		}
-		if m.cliCut {
+		if clientCut[m.index] {
 			st.Faults = append(st.Faults, LinkFault{Kind: "client-blackholed", Member: m.index})
 		}
 	}
@@ -767,7 +688,9 @@ func (c *Cluster) Running() []int {
 	return out
 }
 
-// Close stops every member and proxy. It is safe to call twice.
+// Close stops every member and proxy. The proxies close first, resetting
+// every connection, so that the members' graceful shutdown does not wait
+// for client streams. It is safe to call twice.
 func (c *Cluster) Close() {
 	c.mu.Lock()
 	if c.closed {
@@ -775,21 +698,12 @@ func (c *Cluster) Close() {
 		return
 	}
 	c.closed = true
+	c.closeProxies()
 	var stopping []chan struct{}
+	var running []*embed.Etcd
 	for _, m := range c.members {
 		if m.stopping != nil {
 			stopping = append(stopping, m.stopping)
-		}
-	}
-	c.mu.Unlock()
-	for _, ch := range stopping {
-		<-ch
-	}
-	c.mu.Lock()
-	var running []*embed.Etcd
-	for _, m := range c.members {
-		if m.cliProxy != nil {
-			m.cliProxy.PauseAccept()
 		}
 		if m.etcd != nil {
 			m.level.SetLevel(zap.FatalLevel)
@@ -803,12 +717,13 @@ func (c *Cluster) Close() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			e.Server.HardStop() // the peers are gone: no leadership transfer
 			e.Close()
 			<-e.Server.StopNotify()
 		}()
 	}
 	wg.Wait()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.closeProxies()
+	for _, ch := range stopping {
+		<-ch
+	}
 }

@@ -623,13 +623,10 @@ func (r *run) apply(ctx context.Context, s Step) (undo func()) {
 		case w.freeze <- s.Hold:
 		default:
 		}
-		return func() {
-			// Withdraw a freeze the client did not reach.
-			select {
-			case <-w.freeze:
-			default:
-			}
-		}
+		// A freeze the client has not reached yet stays pending: when
+		// faults stall the workload, the next tenure of that client
+		// freezes instead.
+		return func() {}
 	case FaultSigstop:
 		return r.sigstop(ctx, s)
 	}

@@ -36,7 +36,7 @@ func askThrough(t *testing.T, addr string, fromID string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-func TestClusterPeerProxyDirectedFaults(t *testing.T) {
+func TestClusterFaultProxyDirectedFaults(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -47,7 +47,7 @@ func TestClusterPeerProxyDirectedFaults(t *testing.T) {
 	defer target.Close()
 	faults := newLinkFaults(3)
 	ids := map[string]int{"aa": 1, "bb": 2}
-	p, err := startPeerProxy("127.0.0.1:0", strings.TrimPrefix(target.URL, "http://"), 3, ids, faults)
+	p, err := startFaultProxy("127.0.0.1:0", strings.TrimPrefix(target.URL, "http://"), 3, ids, faults)
 	require.NoError(t, err)
 	defer p.Close()
 	addr := p.ln.Addr().String()
@@ -83,11 +83,11 @@ func TestClusterPeerProxyDirectedFaults(t *testing.T) {
 	require.Equal(t, []LinkFault{{Kind: "delay", From: 1, To: 3, Ms: 100}}, faults.links())
 }
 
-func TestClusterPeerProxyHoldsThroughACut(t *testing.T) {
+func TestClusterFaultProxyHoldsThroughACut(t *testing.T) {
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer target.Close()
 	faults := newLinkFaults(2)
-	p, err := startPeerProxy("127.0.0.1:0", strings.TrimPrefix(target.URL, "http://"), 2, map[string]int{"aa": 1}, faults)
+	p, err := startFaultProxy("127.0.0.1:0", strings.TrimPrefix(target.URL, "http://"), 2, map[string]int{"aa": 1}, faults)
 	require.NoError(t, err)
 	defer p.Close()
 	faults.setIsolated(2)

@@ -24,13 +24,14 @@ type linkFaults struct {
 	delay    map[link]time.Duration
 	isolated map[int]bool
 	down     map[int]bool
+	clients  map[int]bool // members whose client link is cut
 	n        int
 	changed  chan struct{}
 }
 
 func newLinkFaults(n int) *linkFaults {
 	return &linkFaults{cut: map[link]bool{}, delay: map[link]time.Duration{}, isolated: map[int]bool{},
-		down: map[int]bool{}, n: n, changed: make(chan struct{})}
+		down: map[int]bool{}, clients: map[int]bool{}, n: n, changed: make(chan struct{})}
 }
 
 // update applies fn to the faults and wakes the stalled writers.
@@ -54,6 +55,21 @@ func (f *linkFaults) setDown(n int, down bool) {
 
 func (f *linkFaults) setIsolated(n int) { f.update(func() { f.isolated[n] = true }) }
 
+func (f *linkFaults) setClientCut(n int) { f.update(func() { f.clients[n] = true }) }
+
+// client returns the fault of the client link of member n.
+func (f *linkFaults) client(n int) (cut bool, delay time.Duration, changed <-chan struct{}) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.clients[n], 0, f.changed
+}
+
+func (f *linkFaults) clientCuts() map[int]bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return maps.Clone(f.clients)
+}
+
 func (f *linkFaults) setCut(l link) { f.update(func() { f.cut[l] = true }) }
 
 func (f *linkFaults) setDelay(l link, d time.Duration) {
@@ -72,6 +88,7 @@ func (f *linkFaults) heal() {
 		clear(f.cut)
 		clear(f.delay)
 		clear(f.isolated)
+		clear(f.clients)
 	})
 }
 
@@ -135,13 +152,18 @@ func (f *linkFaults) links() []LinkFault {
 	return out
 }
 
-// peerProxy fronts one member's peer listener. Unlike a plain TCP proxy it
-// knows who dialed each connection: etcd's peers name themselves in the
-// X-Server-From header of their stream, pipeline and snapshot requests. So
-// faults apply per directed link: on a connection dialed by d to this
-// member t, request bytes travel d → t and response bytes t → d (a stream
-// response carries t's raft messages to d).
-type peerProxy struct {
+// faultProxy is a TCP proxy in front of one member's listener that tracks
+// its connections, so that closing it resets them all as a dead process's
+// would, and never leaves a connection it could not forward hanging.
+//
+// In front of the peer listener (ids set) it knows who dialed each
+// connection: etcd's peers name themselves in the X-Server-From header of
+// their stream, pipeline and snapshot requests. So faults apply per
+// directed link: on a connection dialed by d to this member t, request
+// bytes travel d → t and response bytes t → d (a stream response carries
+// t's raft messages to d). In front of the client listener (ids nil) both
+// directions follow the member's client-link fault.
+type faultProxy struct {
 	ln     net.Listener
 	target string // host:port of the member's own peer listener
 	to     int    // index of the member
@@ -154,20 +176,20 @@ type peerProxy struct {
 	wg     sync.WaitGroup
 }
 
-// startPeerProxy listens on addr and forwards to target. ids maps member IDs
-// (as X-Server-From spells them) to indexes.
-func startPeerProxy(addr, target string, to int, ids map[string]int, faults *linkFaults) (*peerProxy, error) {
+// startFaultProxy listens on addr and forwards to target. ids maps member
+// IDs (as X-Server-From spells them) to indexes; nil makes a client proxy.
+func startFaultProxy(addr, target string, to int, ids map[string]int, faults *linkFaults) (*faultProxy, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	p := &peerProxy{ln: ln, target: target, to: to, ids: ids, faults: faults, conns: map[net.Conn]struct{}{}}
+	p := &faultProxy{ln: ln, target: target, to: to, ids: ids, faults: faults, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
 }
 
-func (p *peerProxy) track(c net.Conn) bool {
+func (p *faultProxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -177,14 +199,14 @@ func (p *peerProxy) track(c net.Conn) bool {
 	return true
 }
 
-func (p *peerProxy) untrack(c net.Conn) {
+func (p *faultProxy) untrack(c net.Conn) {
 	p.mu.Lock()
 	delete(p.conns, c)
 	p.mu.Unlock()
 	_ = c.Close()
 }
 
-func (p *peerProxy) accept() {
+func (p *faultProxy) accept() {
 	defer p.wg.Done()
 	for {
 		in, err := p.ln.Accept()
@@ -202,7 +224,7 @@ func (p *peerProxy) accept() {
 
 // serve forwards one connection. A connection it cannot forward (the
 // member is not listening) is closed at once, never left hanging.
-func (p *peerProxy) serve(in net.Conn) {
+func (p *faultProxy) serve(in net.Conn) {
 	defer p.wg.Done()
 	defer p.untrack(in)
 	out, err := net.DialTimeout("tcp", p.target, time.Second)
@@ -218,16 +240,23 @@ func (p *peerProxy) serve(in net.Conn) {
 	var from atomic.Int64 // the dialer, once a request named it
 	ended := make(chan struct{})
 	done := make(chan struct{}, 2)
+	rxFault := func() (bool, time.Duration, <-chan struct{}) { return p.faults.get(p.to, int(from.Load())) }
+	txFault := func() (bool, time.Duration, <-chan struct{}) { return p.faults.get(int(from.Load()), p.to) }
+	if p.ids == nil {
+		rxFault = func() (bool, time.Duration, <-chan struct{}) { return p.faults.client(p.to) }
+		txFault = rxFault
+	}
 	go func() {
 		defer func() { done <- struct{}{} }()
-		rx := &faultWriter{w: in, faults: p.faults, ended: ended,
-			from: func() int { return p.to }, to: func() int { return int(from.Load()) }}
-		_, _ = io.Copy(rx, out)
+		_, _ = io.Copy(&faultWriter{w: in, fault: rxFault, ended: ended}, out)
 	}()
 	go func() {
 		defer func() { done <- struct{}{} }()
-		tx := &faultWriter{w: out, faults: p.faults, ended: ended,
-			from: func() int { return int(from.Load()) }, to: func() int { return p.to }}
+		tx := &faultWriter{w: out, fault: txFault, ended: ended}
+		if p.ids == nil {
+			_, _ = io.Copy(tx, in)
+			return
+		}
 		br := bufio.NewReader(in)
 		// Read requests until one names its sender; from then on the
 		// bytes are copied as they come.
@@ -255,7 +284,7 @@ func (p *peerProxy) serve(in net.Conn) {
 
 // Close stops accepting and closes every connection, like a process whose
 // sockets the kernel resets; it waits for the forwarding goroutines.
-func (p *peerProxy) Close() {
+func (p *faultProxy) Close() {
 	p.mu.Lock()
 	p.closed = true
 	for c := range p.conns {
@@ -274,10 +303,9 @@ func (p *peerProxy) Close() {
 // stream with a gap hands raft corrupt messages. A delayed link holds each
 // write for the delay.
 type faultWriter struct {
-	w        io.Writer
-	faults   *linkFaults
-	from, to func() int
-	ended    <-chan struct{}
+	w     io.Writer
+	fault func() (cut bool, delay time.Duration, changed <-chan struct{})
+	ended <-chan struct{}
 }
 
 var (
@@ -287,7 +315,7 @@ var (
 
 func (f *faultWriter) Write(b []byte) (int, error) {
 	for {
-		cut, delay, changed := f.faults.get(f.from(), f.to())
+		cut, delay, changed := f.fault()
 		if !cut {
 			if delay > 0 {
 				t := time.NewTimer(delay)

@@ -436,7 +436,11 @@ func (c *Cluster) Pause(id NodeID, d time.Duration) error {
 	inc.mu.Unlock()
 	inc.reqs.pause()
 	inc.gate.shut()
-	c.fault(EventFault, "pause %d for %s", id, d)
+	if d > 0 {
+		c.fault(EventFault, "pause %d for %s", id, d)
+	} else {
+		c.fault(EventFault, "pause %d until resumed", id)
+	}
 	if d > 0 {
 		c.wg.Add(1)
 		go func() {

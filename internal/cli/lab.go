@@ -431,6 +431,26 @@ func labUsage(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errLabUsage}, args...)...)
 }
 
+// resolveNamedNodes replaces "leader" and "paused" in a partition spec
+// like "leader|2,3" by the nodes' numbers.
+func (sh *labShell) resolveNamedNodes(spec string) (string, error) {
+	groups := strings.Split(spec, "|")
+	for i, g := range groups {
+		members := strings.Split(g, ",")
+		for j, m := range members {
+			if m = strings.TrimSpace(m); m == "leader" || m == "paused" {
+				id, err := sh.node(m)
+				if err != nil {
+					return "", err
+				}
+				members[j] = strconv.Itoa(int(id))
+			}
+		}
+		groups[i] = strings.Join(members, ",")
+	}
+	return strings.Join(groups, "|"), nil
+}
+
 // node parses a node argument: a number, "leader" for the current leader
 // or "paused" for the first paused node.
 func (sh *labShell) node(s string) (cluster.NodeID, error) {
@@ -560,7 +580,11 @@ func (sh *labShell) exec(ctx context.Context, name string, args []string) (any, 
 		if len(args) != 1 {
 			return nil, labUsage("partition A|B[|C], e.g. partition 1,2|3,4,5")
 		}
-		groups, err := cluster.ParseGroups(args[0])
+		spec, err := sh.resolveNamedNodes(args[0])
+		if err != nil {
+			return nil, err
+		}
+		groups, err := cluster.ParseGroups(spec)
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,4 +169,24 @@ func TestLabScriptSimpleAndErrors(t *testing.T) {
 	require.Equal(t, exitUsage, runInProcess(ctx, nil, "lab", "--nodes", "9").Code)
 	require.Equal(t, exitUsage, runInProcess(ctx, nil, "lab", "--storage", "tape").Code)
 	require.Equal(t, exitError, runInProcess(ctx, nil, "lab", "--script", "/nonexistent/file").Code)
+}
+
+// "leader" and "paused" work inside a partition spec, as they do for every
+// other node argument.
+func TestLabPartitionNamesTheLeader(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "s")
+	require.NoError(t, os.WriteFile(path, []byte("leader\npartition leader|leader\npartition leader|paused\n"), 0o644))
+	res := runInProcess(ctx, nil, "lab", "--nodes", "3", "--script", path, "-w", "json")
+	require.Equal(t, exitOK, res.Code, res.Stderr)
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	require.Len(t, lines, 3)
+	var leader struct {
+		Leader int `json:"leader"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &leader))
+	require.NotZero(t, leader.Leader)
+	require.Contains(t, lines[1], fmt.Sprintf("node %d in two groups", leader.Leader), "leader resolved to its number")
+	require.Contains(t, lines[2], "no node is paused", "paused is resolved, not rejected as a bad node")
 }

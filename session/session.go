@@ -107,7 +107,7 @@ func New(ctx context.Context, client *clientv3.Client, opts ...Option) (*Session
 
 	sentAt := cfg.clock.Now()
 	lease := cfg.leaseID
-	granted := time.Duration(seconds) * time.Second
+	var granted time.Duration
 	if lease == clientv3.NoLease {
 		resp, err := client.Grant(ctx, seconds)
 		if err != nil {

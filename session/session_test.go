@@ -103,3 +103,19 @@ func TestSessionRejectsBadTTL(t *testing.T) {
 	_, err := session.New(context.Background(), cli, session.WithTTL(500*time.Millisecond))
 	require.True(t, errors.Is(err, session.ErrBadTTL), err)
 }
+
+func TestSessionAdoptsAnExistingLease(t *testing.T) {
+	_, cli := etcdtest.StartWithClient(t)
+	ctx := context.Background()
+	grant, err := cli.Grant(ctx, 3)
+	require.NoError(t, err)
+	s, err := session.New(ctx, cli, session.WithLease(grant.ID), session.WithTTL(3*time.Second))
+	require.NoError(t, err)
+	require.Equal(t, grant.ID, s.Lease())
+	require.Equal(t, 3*time.Second, s.TTL())
+	require.True(t, s.Alive())
+	require.NoError(t, s.Close())
+
+	_, err = session.New(ctx, cli, session.WithLease(grant.ID))
+	require.Error(t, err, "a revoked lease cannot be adopted")
+}

@@ -132,13 +132,13 @@ func RunFencing(ctx context.Context, cfg FencingConfig, emit func(Step)) (Fencin
 	heading("1. A takes the lock and starts writing")
 	heldA, err := mA.Lock(ctx)
 	if err != nil {
-		return out, fmt.Errorf("A: lock: %w", err)
+		return out, fmt.Errorf("holder A: lock: %w", err)
 	}
 	out.TokenA = heldA.Token()
 	say("A", "acquired", fmt.Sprintf("holds %q with fencing token %d (the create revision of its key), lease TTL %s", name, heldA.Token(), cfg.TTL), heldA.Token())
 	for _, r := range []*fencing.Client{fenced, unfenced} {
 		if _, err := r.Put(ctx, key, "draft by A", heldA.Token(), name); err != nil {
-			return out, fmt.Errorf("A: first write: %w", err)
+			return out, fmt.Errorf("holder A: first write: %w", err)
 		}
 	}
 	say("A", "write", fmt.Sprintf("writes report=%q with token %d: accepted by both resources", "draft by A", heldA.Token()), heldA.Token())
@@ -172,7 +172,7 @@ func RunFencing(ctx context.Context, cfg FencingConfig, emit func(Step)) (Fencin
 		return out, ctx.Err()
 	}
 	if b.err != nil {
-		return out, fmt.Errorf("B: lock: %w", b.err)
+		return out, fmt.Errorf("holder B: lock: %w", b.err)
 	}
 	defer b.held.Unlock(context.Background())
 	out.TokenB = b.held.Token()
@@ -181,7 +181,7 @@ func RunFencing(ctx context.Context, cfg FencingConfig, emit func(Step)) (Fencin
 	say("B", "acquired", fmt.Sprintf("holds the lock with token %d (%.0f ms after A's lock was marked lost)", b.held.Token(), float64(b.at.Sub(aLostAt).Microseconds())/1000), b.held.Token())
 	for _, r := range []*fencing.Client{fenced, unfenced} {
 		if _, err := r.Put(ctx, key, "final by B", b.held.Token(), name); err != nil {
-			return out, fmt.Errorf("B: write: %w", err)
+			return out, fmt.Errorf("holder B: write: %w", err)
 		}
 	}
 	say("B", "write", fmt.Sprintf("writes report=%q with token %d: accepted by both", "final by B", b.held.Token()), b.held.Token())
@@ -194,12 +194,12 @@ func RunFencing(ctx context.Context, cfg FencingConfig, emit func(Step)) (Fencin
 		out.FencedRejectedLateWrite = true
 		say("fenced", "rejected", fmt.Sprintf("409 stale fencing token: A's token %d < floor %d — B's work survives", stale.Token, stale.Floor), heldA.Token())
 	case err != nil:
-		return out, fmt.Errorf("A: late write to the fenced resource: %w", err)
+		return out, fmt.Errorf("holder A: late write to the fenced resource: %w", err)
 	default:
 		say("fenced", "accepted", "accepted the late write (this must not happen)", heldA.Token())
 	}
 	if _, err := unfenced.Put(ctx, key, "draft by A (late)", heldA.Token(), name); err != nil {
-		return out, fmt.Errorf("A: late write to the unfenced resource: %w", err)
+		return out, fmt.Errorf("holder A: late write to the unfenced resource: %w", err)
 	}
 	fv, err := fenced.Get(ctx, key)
 	if err != nil {

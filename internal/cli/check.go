@@ -48,6 +48,7 @@ type checkOptions struct {
 	TTL            time.Duration
 	Seed           uint64
 	NoFencing      bool
+	NoFenceFirst   bool
 	DataDir        string
 	ProcessClients bool
 	History        string
@@ -71,7 +72,9 @@ token), and let a seeded nemesis inject faults for --duration. Then check:
   - the history of reads, writes and fences is linearizable (porcupine).
 
 Each holder fences (POST /v1/fence) before its first read: that closes the
-window in which its predecessor could still write.
+window in which its predecessor could still write. --no-fence-first leaves
+the fence out, to show that window: with fencing on, a paused predecessor's
+write can then still land between the new holder's read and its write.
 
 With --no-fencing the same workload and schedule run against a resource that
 does not check tokens; the run passes when it completes, and its counts of
@@ -96,6 +99,7 @@ stderr.`, what),
 	fl.DurationVar(&opts.TTL, "ttl", 2*time.Second, "lease TTL of each client (at least 1s)")
 	fl.Uint64Var(&opts.Seed, "seed", 0, "seed of the fault schedule (default: from the clock; printed for replay)")
 	fl.BoolVar(&opts.NoFencing, "no-fencing", false, "run against a resource that does not check tokens (the baseline)")
+	fl.BoolVar(&opts.NoFenceFirst, "no-fence-first", false, "holders skip the fence before their first read (shows the window it closes)")
 	fl.StringVar(&opts.DataDir, "data-dir", "", "directory for the cluster and resource data; must be empty or absent (default: a temporary directory, removed after)")
 	fl.BoolVar(&opts.ProcessClients, "process-clients", target == safety.TargetLock,
 		"also run 'coordctl lock -- coordctl check rmw' processes, which the nemesis SIGSTOPs (lock-safety only)")
@@ -131,6 +135,9 @@ func (r checkReport) WriteSimple(w io.Writer) error {
 		verdict = "FAILED"
 	}
 	fencingState := "on"
+	if !r.FenceFirst {
+		fencingState = "on, but holders do not fence before their first write"
+	}
 	if !r.Fencing {
 		fencingState = "OFF (baseline: the counts below are the finding)"
 	}
@@ -162,6 +169,9 @@ func replayCommand(o *checkOptions, seed uint64) string {
 	if o.NoFencing {
 		s += " --no-fencing"
 	}
+	if o.NoFenceFirst {
+		s += " --no-fence-first"
+	}
 	if o.ProcessClients != (o.Target == safety.TargetLock) {
 		s += fmt.Sprintf(" --process-clients=%t", o.ProcessClients)
 	}
@@ -191,7 +201,7 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 	}
 	cfg := safety.Config{
 		Target: opts.Target, Duration: opts.Duration, Clients: opts.Clients, TTL: opts.TTL,
-		Seed: seed, Fencing: !opts.NoFencing, DataDir: dir, Progress: f.IO.ErrOut,
+		Seed: seed, Fencing: !opts.NoFencing, NoFenceFirst: opts.NoFenceFirst, DataDir: dir, Progress: f.IO.ErrOut,
 	}
 	if opts.ProcessClients {
 		exe, err := f.Executable()

@@ -3,6 +3,7 @@ package etcdembed
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net"
@@ -340,3 +341,39 @@ func (f *faultWriter) Write(b []byte) (int, error) {
 	}
 	return n, err
 }
+
+// PausableProxy is a TCP proxy whose traffic can be held in both
+// directions, for tests that freeze one client: pausing it stops the
+// client's requests and keepalives without touching anyone else's.
+// Closing it resets its connections; a connection it cannot forward is
+// closed at once.
+type PausableProxy struct {
+	p      *faultProxy
+	faults *linkFaults
+}
+
+// NewPausableProxy listens on addr (host:port; port 0 picks one) and
+// forwards to target (host:port).
+func NewPausableProxy(addr, target string) (*PausableProxy, error) {
+	f := newLinkFaults(1)
+	p, err := startFaultProxy(addr, target, 1, nil, f)
+	if err != nil {
+		return nil, fmt.Errorf("etcdembed: proxy on %s: %w", addr, err)
+	}
+	return &PausableProxy{p: p, faults: f}, nil
+}
+
+// URL returns http://host:port of the proxy.
+func (p *PausableProxy) URL() string { return "http://" + p.p.ln.Addr().String() }
+
+// Pause holds all traffic (true) or lets it flow again, held bytes first (false).
+func (p *PausableProxy) Pause(on bool) {
+	if on {
+		p.faults.setClientCut(1)
+	} else {
+		p.faults.heal()
+	}
+}
+
+// Close closes the proxy and its connections.
+func (p *PausableProxy) Close() { p.p.Close() }

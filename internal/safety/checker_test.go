@@ -137,6 +137,18 @@ func TestSafetyCheckerHandMade(t *testing.T) {
 			kinds: []string{KindStaleAdmitted, KindNotLinearizable}, overlapping: 1, linear: false,
 		},
 		{
+			name: "the window before the new holder's first write: fenced, no fence first",
+			build: func() History {
+				b := &hist{h: History{Fenced: true}}
+				b.op(1, OpAcquire, 10, 0, "", OK).op(1, OpRead, 10, 0, "", OK)
+				b.op(2, OpAcquire, 20, 0, "", OK).op(2, OpRead, 20, 0, "", OK)
+				b.op(1, OpWrite, 10, 1, "a", OK).logged(10, 1, "a") // floor was 0: admitted
+				b.op(2, OpWrite, 20, 1, "b", OK).logged(20, 1, "b")
+				return b.h
+			},
+			kinds: []string{KindLostUpdate}, lost: 1, overlapping: 1, linear: true,
+		},
+		{
 			name: "a refusal proves an overlap the clock cannot show",
 			build: func() History {
 				b := &hist{h: History{Fenced: true, Rejected: 1}}

@@ -52,7 +52,7 @@ func (r *run) execOnce(ctx context.Context, id string) {
 		"--endpoints", strings.Join(r.cluster.Endpoints(), ","),
 		"--dial-timeout", "2s", "--command-timeout", "3s",
 		"lock", Scope, "--ttl", r.cfg.TTL.String(), "--timeout", "5s", "--kill-grace", "500ms",
-		"--", bin, "check", "rmw", "--url", r.resURL, "--key", counterKey, "--id", id, "--work", rmwWork.String(), "-w", "json")
+		"--", bin, "check", "rmw", "--url", r.resURL, "--key", counterKey, "--id", id, "--work", rmwWork.String(), "--fence="+strconv.FormatBool(!r.cfg.NoFenceFirst), "-w", "json")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var out bytes.Buffer
 	cmd.Stdout = &out

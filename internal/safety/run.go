@@ -18,7 +18,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/pkg/v3/proxy"
 	"go.uber.org/zap"
 
 	"github.com/coordkit/coordkit/election"
@@ -49,6 +48,10 @@ type Config struct {
 	// Fencing makes the resource check tokens; false runs the same
 	// workload and schedule against a resource that does not.
 	Fencing bool
+	// NoFenceFirst makes holders skip the fence (POST /v1/fence) they
+	// otherwise send before their first read: the window it closes, between
+	// a new holder's grant and its first write, is then open.
+	NoFenceFirst bool
 	// DataDir holds the cluster's and the resource's data; required.
 	DataDir string
 	// Coordctl is the path of a coordctl binary. When set, one extra client
@@ -83,6 +86,7 @@ type Report struct {
 	Check              string         `json:"check"`
 	Seed               uint64         `json:"seed"`
 	Fencing            bool           `json:"fencing"`
+	FenceFirst         bool           `json:"fence_first"`
 	DurationS          float64        `json:"duration_s"`
 	Ops                int            `json:"ops"`
 	Acquisitions       int            `json:"acquisitions"`
@@ -104,7 +108,7 @@ type Report struct {
 // counts are the finding).
 func NewReport(cfg Config, elapsed time.Duration, faults map[string]int, r Result) Report {
 	rep := Report{
-		Check: string(cfg.Target) + "-safety", Seed: cfg.Seed, Fencing: cfg.Fencing,
+		Check: string(cfg.Target) + "-safety", Seed: cfg.Seed, Fencing: cfg.Fencing, FenceFirst: !cfg.NoFenceFirst,
 		DurationS: float64(elapsed.Round(10*time.Millisecond)) / float64(time.Second),
 		Ops:       r.Ops, Acquisitions: r.Acquisitions, Writes: r.Writes, FinalValue: r.FinalValue,
 		Faults: faults, StaleRejected: r.StaleRejected, OverlappingHolders: r.OverlappingHolders,
@@ -288,9 +292,7 @@ func parseValue(s string) (int, string) {
 type worker struct {
 	r       *run
 	id      int
-	proxies []proxy.Server
-	stop    chan struct{}
-	drained sync.WaitGroup
+	proxies []*etcdembed.PausableProxy
 	cli     *clientv3.Client
 	acq     acquirer
 	freeze  chan time.Duration
@@ -299,7 +301,7 @@ type worker struct {
 }
 
 func (r *run) newWorker(id int) (*worker, error) {
-	w := &worker{r: r, id: id, stop: make(chan struct{}), freeze: make(chan time.Duration, 1),
+	w := &worker{r: r, id: id, freeze: make(chan time.Duration, 1),
 		rng: rand.New(rand.NewPCG(r.cfg.Seed, uint64(id)))}
 	var eps []string
 	for _, target := range r.cluster.Endpoints() {
@@ -308,33 +310,13 @@ func (r *run) newWorker(id int) (*worker, error) {
 			w.close()
 			return nil, err
 		}
-		raw, err := etcdembed.FreeURL()
+		p, err := etcdembed.NewPausableProxy("127.0.0.1:0", to.Host)
 		if err != nil {
 			w.close()
 			return nil, err
 		}
-		from, _ := url.Parse(raw)
-		p := proxy.NewServer(proxy.ServerConfig{Logger: zap.NewNop(), From: *from, To: *to, DialTimeout: time.Second})
-		select {
-		case <-p.Ready():
-		case err := <-p.Error():
-			_ = p.Close()
-			w.close()
-			return nil, fmt.Errorf("safety: client proxy: %w", err)
-		}
 		w.proxies = append(w.proxies, p)
-		w.drained.Add(1)
-		go func() {
-			defer w.drained.Done()
-			for {
-				select {
-				case <-p.Error():
-				case <-w.stop:
-					return
-				}
-			}
-		}()
-		eps = append(eps, raw)
+		eps = append(eps, p.URL())
 	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints: eps, DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
@@ -359,13 +341,9 @@ func (w *worker) close() {
 	if w.cli != nil {
 		_ = w.cli.Close()
 	}
-	close(w.stop)
 	for _, p := range w.proxies {
-		p.UnpauseTx()
-		p.UnpauseRx()
-		_ = p.Close()
+		p.Close()
 	}
-	w.drained.Wait()
 }
 
 func (r *run) closeWorkers() {
@@ -377,13 +355,7 @@ func (r *run) closeWorkers() {
 
 func (w *worker) pause(on bool) {
 	for _, p := range w.proxies {
-		if on {
-			p.PauseTx()
-			p.PauseRx()
-		} else {
-			p.UnpauseTx()
-			p.UnpauseRx()
-		}
+		p.Pause(on)
 	}
 }
 
@@ -481,14 +453,16 @@ func (w *worker) hold(ctx context.Context, t tenure) {
 
 	// Fence first: from here on no older holder's write is admitted, so the
 	// read below sees every write that will ever count before ours.
-	op := Op{Client: w.id, Kind: OpFence, Token: t.Token(), Call: w.r.now()}
-	c, cancel := opctx()
-	_, err := fc.Fence(c, tok, Scope)
-	cancel()
-	op.Return, op.Outcome = w.r.now(), outcomeOf(err)
-	w.r.record(op)
-	if err != nil {
-		return
+	if !w.r.cfg.NoFenceFirst {
+		op := Op{Client: w.id, Kind: OpFence, Token: t.Token(), Call: w.r.now()}
+		c, cancel := opctx()
+		_, err := fc.Fence(c, tok, Scope)
+		cancel()
+		op.Return, op.Outcome = w.r.now(), outcomeOf(err)
+		w.r.record(op)
+		if err != nil {
+			return
+		}
 	}
 	for range writesPerTenure {
 		if ctx.Err() != nil || !t.Alive() {

@@ -26,7 +26,8 @@ func newCheckCmd(f *factory) *cobra.Command {
 link behind a fault-injecting proxy) while a seeded nemesis injects faults:
 isolating a member or the current leader, cutting clients off a member,
 stopping and restarting a member, freezing a lock holder past its TTL
-(in process, and with SIGSTOP of a real 'coordctl lock' process).
+(in process, and with SIGSTOP of a real 'coordctl lock' or 'coordctl
+sidecar' process and the command it runs).
 
 Clients contend for one lock (or one election) and, while they hold it,
 increment a counter in the protected resource with a read-modify-write
@@ -101,8 +102,8 @@ stderr.`, what),
 	fl.BoolVar(&opts.NoFencing, "no-fencing", false, "run against a resource that does not check tokens (the baseline)")
 	fl.BoolVar(&opts.NoFenceFirst, "no-fence-first", false, "holders skip the fence before their first read (shows the window it closes)")
 	fl.StringVar(&opts.DataDir, "data-dir", "", "directory for the cluster and resource data; must be empty or absent (default: a temporary directory, removed after)")
-	fl.BoolVar(&opts.ProcessClients, "process-clients", target == safety.TargetLock,
-		"also run 'coordctl lock -- coordctl check rmw' processes, which the nemesis SIGSTOPs (lock-safety only)")
+	fl.BoolVar(&opts.ProcessClients, "process-clients", true,
+		"also run 'coordctl lock|sidecar ... -- coordctl check rmw' processes, which the nemesis SIGSTOPs")
 	fl.StringVar(&opts.History, "history", "", "write the recorded history (ops and the resource's log) as JSON to this file")
 	return cmd
 }
@@ -115,8 +116,6 @@ func (o *checkOptions) validate() error {
 		return usageErrorf("invalid --clients %d: want 2..50", o.Clients)
 	case o.TTL < time.Second:
 		return usageErrorf("invalid --ttl %s: must be at least 1s", o.TTL)
-	case o.ProcessClients && o.Target != safety.TargetLock:
-		return usageErrorf("--process-clients is only for lock-safety")
 	}
 	return nil
 }
@@ -172,8 +171,8 @@ func replayCommand(o *checkOptions, seed uint64) string {
 	if o.NoFenceFirst {
 		s += " --no-fence-first"
 	}
-	if o.ProcessClients != (o.Target == safety.TargetLock) {
-		s += fmt.Sprintf(" --process-clients=%t", o.ProcessClients)
+	if !o.ProcessClients {
+		s += " --process-clients=false"
 	}
 	return s
 }
@@ -253,7 +252,7 @@ func newCheckRMWCmd(f *factory) *cobra.Command {
 		Short:  "One fenced read-modify-write of a counter (run by lock-safety under 'coordctl lock')",
 		Hidden: true,
 		Long: `Fence with $COORD_FENCING_TOKEN, read the counter KEY, wait --work, write the
-value + 1 tagged with ID; print what happened as one JSON line. Exit 5 if the
+value + 1 tagged with ID.TOKEN; print what happened as one JSON line. Exit 5 if the
 write was rejected as stale, 1 on other errors.`,
 		Example: `  coordctl lock safety -- coordctl check rmw --url http://127.0.0.1:7070 --key counter --id x-1`,
 		Args:    argsUsage(cobra.NoArgs),
@@ -309,7 +308,9 @@ func runCheckRMW(ctx context.Context, f *factory, opts *rmwOptions) error {
 	hc := &http.Client{Timeout: f.Global.CommandTimeout}
 	defer hc.CloseIdleConnections()
 	fc := fencing.Client{BaseURL: opts.URL, HTTP: hc}
-	res := rmwResult{ID: opts.ID, Token: uint64(tok)}
+	// The id names the tenure: a sidecar runs its command again, with the
+	// same arguments, each time it is elected.
+	res := rmwResult{ID: fmt.Sprintf("%s.%d", opts.ID, tok), Token: uint64(tok)}
 	finish := func(err error) error {
 		if err != nil {
 			res.Message = err.Error()
@@ -351,7 +352,7 @@ func runCheckRMW(ctx context.Context, f *factory, opts *rmwOptions) error {
 		}
 	}
 	res.Wrote = res.Read + 1
-	_, err = fc.Put(ctx, opts.Key, fmt.Sprintf("%d %s", res.Wrote, opts.ID), tok, scope)
+	_, err = fc.Put(ctx, opts.Key, fmt.Sprintf("%d %s", res.Wrote, res.ID), tok, scope)
 	res.Write = rmwOutcome(err)
 	return finish(err)
 }

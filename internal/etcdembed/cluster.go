@@ -43,9 +43,10 @@ type ClusterConfig struct {
 	ClientURLs []string
 	// LogLevel is etcd's zap log level; "error" when empty.
 	LogLevel string
-	// UnsafeNoFsync disables fsync in etcd. StopMember closes a member
-	// cleanly, so its data survives a stop either way; only a machine crash
-	// would tell the difference.
+	// UnsafeNoFsync disables fsync in etcd. A stopped member's process
+	// state is gone but its writes are in the OS page cache, so its data
+	// survives a stop either way; only a machine crash would tell the
+	// difference, and none is simulated.
 	UnsafeNoFsync bool
 	// ReadyTimeout bounds how long StartCluster waits for quorum; 60s when zero.
 	ReadyTimeout time.Duration
@@ -56,8 +57,8 @@ type ClusterConfig struct {
 
 // Cluster is a running multi-member etcd cluster in this process. Every peer
 // listener and every client listener sits behind a fault-injecting TCP proxy
-// (go.etcd.io/etcd/pkg/v3/proxy), and each member advertises its proxies'
-// URLs, so all traffic between members and from clients passes through them.
+// (faultproxy.go), and each member advertises its proxies' URLs, so all
+// traffic between members and from clients passes through them.
 //
 // Peer faults are per directed link. Every sender reaches member j at the
 // same advertised URL, so a plain TCP proxy cannot tell who dialed it; the
@@ -65,7 +66,11 @@ type ClusterConfig struct {
 // their stream and pipeline requests, and apply the faults of the link
 // from the dialer to j to the request bytes and of j to the dialer to the
 // response bytes (a stream response carries j's messages). Client links
-// use etcd's proxy (go.etcd.io/etcd/pkg/v3/proxy), one per member.
+// are per member. A cut holds traffic rather than dropping it, as TCP does
+// through a partition. (go.etcd.io/etcd/pkg/v3/proxy could do neither: its
+// blackhole drops bytes out of the middle of etcd's stateful streams, and
+// one proxy per member cannot cut the links a member dialed; see
+// docs/safety.md.)
 type Cluster struct {
 	cfg    ClusterConfig
 	token  string

@@ -35,9 +35,10 @@ type execProc struct {
 // execClient is the client number of the process clients in the history.
 func (r *run) execClient() int { return r.cfg.Clients + 1 }
 
-// execLoop runs `coordctl lock safety -- coordctl check rmw ...` over and
-// over until ctx is done: the same read-modify-write as the in-process
-// clients, by real processes that the nemesis can SIGSTOP.
+// execLoop runs `coordctl lock safety -- coordctl check rmw ...` (for an
+// election, `coordctl sidecar --election safety ... -- coordctl check rmw
+// ...`) over and over until ctx is done: the same read-modify-write as the
+// in-process clients, by real processes that the nemesis can SIGSTOP.
 func (r *run) execLoop(ctx context.Context) {
 	for n := 1; ctx.Err() == nil; n++ {
 		id := fmt.Sprintf("x-%d", n)
@@ -48,11 +49,18 @@ func (r *run) execLoop(ctx context.Context) {
 
 func (r *run) execOnce(ctx context.Context, id string) {
 	bin := r.cfg.Coordctl
-	cmd := exec.Command(bin,
-		"--endpoints", strings.Join(r.cluster.Endpoints(), ","),
-		"--dial-timeout", "2s", "--command-timeout", "3s",
-		"lock", Scope, "--ttl", r.cfg.TTL.String(), "--timeout", "5s", "--kill-grace", "500ms",
-		"--", bin, "check", "rmw", "--url", r.resURL, "--key", counterKey, "--id", id, "--work", rmwWork.String(), "--fence="+strconv.FormatBool(!r.cfg.NoFenceFirst), "-w", "json")
+	args := []string{"--endpoints", strings.Join(r.cluster.Endpoints(), ","), "--dial-timeout", "2s", "--command-timeout", "3s"}
+	if r.cfg.Target == TargetElection {
+		// The sidecar's child mode: the command runs while this instance
+		// leads; when it exits, the sidecar resigns and exits.
+		args = append(args, "sidecar", "--election", Scope, "--id", id, "--listen", "127.0.0.1:0",
+			"--ttl", r.cfg.TTL.String(), "--kill-grace", "500ms")
+	} else {
+		args = append(args, "lock", Scope, "--ttl", r.cfg.TTL.String(), "--timeout", "5s", "--kill-grace", "500ms")
+	}
+	args = append(args, "--", bin, "check", "rmw", "--url", r.resURL, "--key", counterKey, "--id", id,
+		"--work", rmwWork.String(), "--fence="+strconv.FormatBool(!r.cfg.NoFenceFirst), "-w", "json")
+	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var out bytes.Buffer
 	cmd.Stdout = &out
@@ -83,32 +91,32 @@ func (r *run) execOnce(ctx context.Context, id string) {
 	r.execSpans[id] = [2]int64{start, end}
 	r.mu.Unlock()
 
-	var res RMWResult
-	for _, line := range strings.Split(out.String(), "\n") {
-		if json.Unmarshal([]byte(line), &res) == nil && res.ID == id {
-			break
-		}
-	}
-	if res.ID != id {
-		return // never held the lock, or killed before it could say; the log tells
-	}
-	// The process's own times are not on our clock: each operation is given
-	// the whole life of the process as its interval, which is wider than
-	// the truth and so never makes a correct history look wrong.
+	// One line per tenure: a sidecar runs the command again each time it is
+	// elected. A tenure killed before it could print is left to the log.
 	c := r.execClient()
-	r.record(Op{Client: c, Kind: OpAcquire, Token: res.Token, Call: start, Return: end, Outcome: OK})
-	if res.Fence != "" {
-		r.record(Op{Client: c, Kind: OpFence, Token: res.Token, Call: start, Return: end, Outcome: res.Fence})
-	}
-	if res.ReadOK {
-		r.record(Op{Client: c, Kind: OpRead, Token: res.Token, Value: res.Read, Call: start, Return: end, Outcome: OK})
-	}
-	if res.Write != "" {
-		r.record(Op{Client: c, Kind: OpWrite, Token: res.Token, Value: res.Wrote, ID: id, Call: start, Return: end, Outcome: res.Write})
+	for _, line := range strings.Split(out.String(), "\n") {
+		var res RMWResult
+		if json.Unmarshal([]byte(line), &res) != nil || !strings.HasPrefix(res.ID, id+".") {
+			continue
+		}
+		// The process's own times are not on our clock: each operation is
+		// given the whole life of the process as its interval, which is
+		// wider than the truth and so never makes a correct history look
+		// wrong.
+		r.record(Op{Client: c, Kind: OpAcquire, Token: res.Token, Call: start, Return: end, Outcome: OK})
+		if res.Fence != "" {
+			r.record(Op{Client: c, Kind: OpFence, Token: res.Token, Call: start, Return: end, Outcome: res.Fence})
+		}
+		if res.ReadOK {
+			r.record(Op{Client: c, Kind: OpRead, Token: res.Token, Value: res.Read, Call: start, Return: end, Outcome: OK})
+		}
+		if res.Write != "" {
+			r.record(Op{Client: c, Kind: OpWrite, Token: res.Token, Value: res.Wrote, ID: res.ID, Call: start, Return: end, Outcome: res.Write})
+		}
 	}
 }
 
-// execWritesWithoutOps gives a write in the log by a process client that
+// execOpsFromLog gives a write in the log by a process client that
 // did not report it (killed after writing) an op with an unknown outcome
 // over the process's life. Called with r.mu held.
 func (r *run) execOpsFromLog(h *History) {
@@ -119,7 +127,8 @@ func (r *run) execOpsFromLog(h *History) {
 		}
 	}
 	for _, w := range h.Writes {
-		span, ok := r.execSpans[w.ID]
+		proc, _, _ := strings.Cut(w.ID, ".")
+		span, ok := r.execSpans[proc]
 		if !ok || have[w.ID] {
 			continue
 		}
@@ -166,13 +175,13 @@ func (r *run) sigstop(ctx context.Context, s Step) func() {
 		sleep(ctx, 10*time.Millisecond)
 	}
 	if pid == 0 {
-		r.progressf("sigstop: no `coordctl lock` process held the lock, skipped")
+		r.progressf("sigstop: no process client held the lock, skipped")
 		return func() {}
 	}
 	_ = syscall.Kill(pid, syscall.SIGSTOP)
 	_ = syscall.Kill(-child, syscall.SIGSTOP)
 	r.countFault(FaultSigstop)
-	r.progressf("SIGSTOP coordctl lock (pid %d) and its command (pid %d) for %s", pid, child, s.Hold.Round(time.Millisecond))
+	r.progressf("SIGSTOP coordctl %s (pid %d) and its command (pid %d) for %s", map[Target]string{TargetLock: "lock", TargetElection: "sidecar"}[r.cfg.Target], pid, child, s.Hold.Round(time.Millisecond))
 	return func() {
 		_ = syscall.Kill(-child, syscall.SIGCONT)
 		time.Sleep(50 * time.Millisecond)

@@ -55,8 +55,9 @@ type Config struct {
 	// DataDir holds the cluster's and the resource's data; required.
 	DataDir string
 	// Coordctl is the path of a coordctl binary. When set, one extra client
-	// runs as `coordctl lock NAME -- coordctl check rmw ...` processes and the
-	// nemesis SIGSTOPs them; when empty that fault is left out.
+	// runs as `coordctl lock NAME -- coordctl check rmw ...` processes (for
+	// an election, `coordctl sidecar ... -- coordctl check rmw ...`) and
+	// the nemesis SIGSTOPs them; when empty that fault is left out.
 	Coordctl string
 	// Kinds are the faults to apply; nil means all that apply.
 	Kinds []FaultKind
@@ -172,7 +173,7 @@ func Run(ctx context.Context, cfg Config) (Report, History, error) {
 	kinds := cfg.Kinds
 	if kinds == nil {
 		kinds = []FaultKind{FaultIsolateMember, FaultIsolateLeader, FaultCutClient, FaultStopMember, FaultFreezeClient}
-		if cfg.Coordctl != "" && cfg.Target == TargetLock {
+		if cfg.Coordctl != "" {
 			kinds = append(kinds, FaultSigstop)
 		}
 	}
@@ -186,7 +187,7 @@ func Run(ctx context.Context, cfg Config) (Report, History, error) {
 		go func() { defer wg.Done(); w.loop(rctx) }()
 	}
 	var execDone chan struct{}
-	if cfg.Coordctl != "" && cfg.Target == TargetLock {
+	if cfg.Coordctl != "" {
 		execDone = make(chan struct{})
 		go func() { defer close(execDone); r.execLoop(rctx) }()
 	}
@@ -218,6 +219,7 @@ type run struct {
 	httpc   *http.Client
 	workers []*worker
 	holder  atomic.Int64 // the client holding the lock now, 0 if none known
+	granted atomic.Uint64 // the largest token granted so far
 
 	mu        sync.Mutex
 	ops       []Op
@@ -391,25 +393,33 @@ func (w *worker) loop(ctx context.Context) {
 
 // release unlocks t, retrying while the cluster cannot answer: a Mutex
 // holds one lock at a time, and a lock whose Unlock failed stays held (its
-// session keeps the key alive) until an Unlock succeeds or the lock is lost.
+// session keeps the key alive) until an Unlock succeeds or the lock is
+// lost. If that takes too long, the client starts over with a new Mutex
+// (closing the old one revokes its session, or lets its lease expire).
 func (w *worker) release(t tenure) {
 	op := Op{Client: w.id, Kind: OpRelease, Token: t.Token(), Call: w.r.now(), Outcome: Fail}
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	defer func() {
+		op.Return = w.r.now()
+		w.r.record(op)
+	}()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 		rctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(context.Background()), 2*time.Second)
 		err := t.Release(rctx)
 		cancel()
 		if err == nil {
 			op.Outcome = OK
-			break
+			return
 		}
-		if !t.Alive() || errors.Is(err, lock.ErrNotHeld) || errors.Is(err, election.ErrNotLeader) {
-			break
+		if errors.Is(err, lock.ErrNotHeld) || errors.Is(err, election.ErrNotLeader) {
+			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	op.Return = w.r.now()
-	w.r.record(op)
+	w.r.progressf("client %d: unlock failed for 10s; starting over with a new lock handle", w.id)
+	_ = w.acq.Close()
+	if acq, err := newAcquirer(w.r.cfg.Target, w.cli, Scope, w.r.cfg.TTL, w.id); err == nil {
+		w.acq = acq
+	}
 }
 
 func (w *worker) acquire(ctx context.Context) tenure {
@@ -428,6 +438,12 @@ func (w *worker) acquire(ctx context.Context) tenure {
 	}
 	op.Token, op.Outcome = t.Token(), OK
 	w.r.record(op)
+	for {
+		g := w.r.granted.Load()
+		if g >= t.Token() || w.r.granted.CompareAndSwap(g, t.Token()) {
+			break
+		}
+	}
 	return t
 }
 
@@ -486,7 +502,7 @@ func (w *worker) hold(ctx context.Context, t tenure) {
 		if op.Outcome != OK {
 			return
 		}
-		w.freezePoint(ctx)
+		w.freezePoint(ctx, t.Token())
 
 		w.seq++
 		id := fmt.Sprintf("c%d-%d", w.id, w.seq)
@@ -504,17 +520,30 @@ func (w *worker) hold(ctx context.Context, t tenure) {
 
 // freezePoint is where the nemesis freezes a holder: after it read the
 // counter and before it writes, the worst moment. Its keepalives stop too.
-func (w *worker) freezePoint(ctx context.Context) {
+// The freeze lasts its duration and then until a later holder has been
+// granted the lock (at most supersedeWait more): a pause that outlives the
+// lease but not the cluster's next grant tests nothing, and after some
+// faults the cluster takes seconds to grant again.
+func (w *worker) freezePoint(ctx context.Context, token uint64) {
 	select {
 	case d := <-w.freeze:
 		w.r.countFault(FaultFreezeClient)
-		w.r.progressf("freeze client %d for %s (holding)", w.id, d.Round(time.Millisecond))
+		w.r.progressf("freeze client %d for %s (holding token %d)", w.id, d.Round(time.Millisecond), token)
 		w.pause(true)
 		sleep(ctx, d)
+		for deadline := time.Now().Add(supersedeWait); w.r.granted.Load() <= token && time.Now().Before(deadline); {
+			if !sleep(ctx, 20*time.Millisecond) {
+				break
+			}
+		}
 		w.pause(false)
 	default:
 	}
 }
+
+// supersedeWait bounds how long a freeze waits, after its duration, for a
+// later holder to be granted.
+const supersedeWait = 10 * time.Second
 
 // nemesis applies the schedule until ctx is done, then heals everything
 // and restarts stopped members.

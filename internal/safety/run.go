@@ -218,7 +218,7 @@ type run struct {
 	resURL  string
 	httpc   *http.Client
 	workers []*worker
-	holder  atomic.Int64 // the client holding the lock now, 0 if none known
+	holder  atomic.Int64  // the client holding the lock now, 0 if none known
 	granted atomic.Uint64 // the largest token granted so far
 
 	mu        sync.Mutex

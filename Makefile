@@ -34,9 +34,10 @@ scenarios: build
 
 ## check-long: minute-long Jepsen-style safety checks on a three-member etcd.
 check-long: build
-	./bin/coordctl check lock-safety --duration 60s
-	./bin/coordctl check lock-safety --duration 60s --no-fencing
-	./bin/coordctl check election-safety --duration 60s
+	./bin/coordctl check lock-safety --duration 60s --seed 42
+	./bin/coordctl check lock-safety --duration 60s --seed 42 --no-fencing
+	./bin/coordctl check election-safety --duration 60s --seed 42
+	./bin/coordctl check election-safety --duration 60s --seed 42 --no-fencing
 
 ## lint: gofmt, go vet and staticcheck.
 lint:

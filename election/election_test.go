@@ -537,3 +537,28 @@ func TestElectionHandoverIsFast(t *testing.T) {
 	t.Logf("handover latencies: %v", samples)
 	require.Less(t, samples[len(samples)/2], 40*time.Millisecond, "median handover")
 }
+
+// A Resign whose delete failed can be retried: on a shared session nothing
+// else would ever remove the key.
+func TestElectionResignRetriesAfterFailure(t *testing.T) {
+	_, cli := etcdtest.StartWithClient(t)
+	ctx := testCtx(t)
+	s, err := session.New(ctx, cli)
+	require.NoError(t, err)
+	defer s.Close()
+	e := newElection(t, cli, "retry", election.WithSession(s))
+	l, err := e.Campaign(ctx, "a")
+	require.NoError(t, err)
+
+	dead, cancel := context.WithCancel(ctx)
+	cancel()
+	require.ErrorIs(t, l.Resign(dead), context.Canceled)
+	require.True(t, closed(l.Lost()), "the holder is told to stop even when the delete failed")
+	_, err = e.Leader(ctx)
+	require.NoError(t, err, "the key is still there after the failed delete")
+
+	require.NoError(t, l.Resign(ctx))
+	_, err = e.Leader(ctx)
+	require.ErrorIs(t, err, election.ErrNoLeader, "the retry deleted the key")
+	require.NoError(t, l.Resign(ctx), "a Resign after success is a no-op")
+}

@@ -29,6 +29,7 @@ type Leadership struct {
 	mu       sync.Mutex
 	value    string
 	resigned bool
+	released bool // the key is deleted, not ours, or its lease revoked
 	orphaned bool
 }
 
@@ -98,10 +99,11 @@ func (l *Leadership) end(cause error) {
 // Resign never deletes a newer leader's key) and, unless the session came
 // from WithSession, the session is closed (its lease revoked). It returns
 // ErrNotLeader when the key was no longer ours, and etcd's error if the
-// delete failed; calling it again returns nil.
+// delete failed; a Resign that failed can be called again and retries the
+// delete, and one that succeeded returns nil when called again.
 func (l *Leadership) Resign(ctx context.Context) error {
 	l.mu.Lock()
-	if l.resigned {
+	if l.released {
 		l.mu.Unlock()
 		return nil
 	}
@@ -114,6 +116,14 @@ func (l *Leadership) Resign(ctx context.Context) error {
 		If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", int64(l.token))).
 		Then(clientv3.OpDelete(l.key)).
 		Commit()
+	if err != nil && !l.own {
+		// The key may still be there, on a session we must not revoke:
+		// the caller can retry.
+		return fmt.Errorf("election: resign %q: %w", l.e.name, err)
+	}
+	l.mu.Lock()
+	l.released = true // deleted, not ours, or about to go with our lease
+	l.mu.Unlock()
 	var closeErr error
 	if l.own {
 		closeErr = l.s.Close()

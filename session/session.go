@@ -22,6 +22,10 @@ var (
 	ErrClosed = errors.New("session: closed")
 	// ErrBadTTL is returned by New for a TTL below one second.
 	ErrBadTTL = errors.New("session: TTL must be at least 1s")
+	// ErrUnavailable is returned by New when etcd grants no lease in time
+	// or reports that it has no leader: the cluster has lost its quorum,
+	// or no member can be reached.
+	ErrUnavailable = errors.New("session: etcd unavailable (no leader, no quorum or unreachable)")
 )
 
 // DefaultTTL is the lease TTL when WithTTL is not given.
@@ -42,6 +46,7 @@ type Event struct {
 
 type config struct {
 	ttl      time.Duration
+	grant    time.Duration
 	margin   time.Duration
 	interval time.Duration
 	clock    Clock
@@ -62,6 +67,11 @@ func WithMargin(m time.Duration) Option { return func(c *config) { c.margin = m 
 
 // WithKeepAliveInterval sets the time between keepalives. Default: TTL/3.
 func WithKeepAliveInterval(d time.Duration) Option { return func(c *config) { c.interval = d } }
+
+// WithGrantTimeout bounds the request that grants (or adopts) the lease.
+// Default: the TTL — a lease that takes longer than its TTL to grant is
+// of no use. New returns ErrUnavailable when it passes.
+func WithGrantTimeout(d time.Duration) Option { return func(c *config) { c.grant = d } }
 
 // WithClock sets the clock of the local deadline (tests).
 func WithClock(clk Clock) Option { return func(c *config) { c.clock = clk } }
@@ -105,19 +115,26 @@ func New(ctx context.Context, client *clientv3.Client, opts ...Option) (*Session
 	}
 	seconds := int64((cfg.ttl + time.Second - 1) / time.Second)
 
+	if cfg.grant <= 0 {
+		cfg.grant = time.Duration(seconds) * time.Second
+	}
+	// A member without a leader answers at once instead of queueing the
+	// request; the timeout covers members that do not answer at all.
+	gctx, cancelGrant := context.WithTimeout(clientv3.WithRequireLeader(ctx), cfg.grant)
+	defer cancelGrant()
 	sentAt := cfg.clock.Now()
 	lease := cfg.leaseID
 	var granted time.Duration
 	if lease == clientv3.NoLease {
-		resp, err := client.Grant(ctx, seconds)
+		resp, err := client.Grant(gctx, seconds)
 		if err != nil {
-			return nil, fmt.Errorf("session: grant lease: %w", err)
+			return nil, grantError(ctx, gctx, "grant lease", cfg.grant, err)
 		}
 		lease, granted = resp.ID, time.Duration(resp.TTL)*time.Second
 	} else {
-		resp, err := client.KeepAliveOnce(ctx, lease)
+		resp, err := client.KeepAliveOnce(gctx, lease)
 		if err != nil {
-			return nil, fmt.Errorf("session: adopt lease %x: %w", int64(lease), err)
+			return nil, grantError(ctx, gctx, fmt.Sprintf("adopt lease %x", int64(lease)), cfg.grant, err)
 		}
 		granted = time.Duration(resp.TTL) * time.Second
 	}
@@ -145,6 +162,21 @@ func New(ctx context.Context, client *clientv3.Client, opts ...Option) (*Session
 	}
 	go s.run(context.WithoutCancel(ctx))
 	return s, nil
+}
+
+// grantError says why a grant failed: the caller's context, an etcd with no
+// leader or no answer in time (ErrUnavailable), or etcd's own error.
+func grantError(ctx, gctx context.Context, what string, timeout time.Duration, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("session: %s: %w", what, ctx.Err())
+	case errors.Is(err, rpctypes.ErrNoLeader):
+		return fmt.Errorf("%w: %s: %v", ErrUnavailable, what, err)
+	case gctx.Err() != nil:
+		return fmt.Errorf("%w: %s: no answer within %s", ErrUnavailable, what, timeout)
+	default:
+		return fmt.Errorf("session: %s: %w", what, err)
+	}
 }
 
 // Lease returns the lease ID.

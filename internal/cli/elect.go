@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/election"
+	"github.com/coordkit/coordkit/session"
 	"github.com/coordkit/coordkit/fencing"
 )
 
@@ -155,7 +156,9 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 		return err
 	}
 	defer client.Close()
-	e, err := election.New(client, opts.Name, election.WithTTL(opts.TTL), election.WithPrefix(opts.Prefix))
+	e, err := election.New(client, opts.Name, election.WithTTL(opts.TTL), election.WithPrefix(opts.Prefix),
+		// Without quorum etcd grants no lease: fail within --command-timeout.
+		election.WithSessionOptions(session.WithGrantTimeout(f.Global.CommandTimeout)))
 	if err != nil {
 		return usageErrorf("%v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/lock"
+	"github.com/coordkit/coordkit/session"
 )
 
 // Environment variables set for the command run under the lock.
@@ -149,7 +150,10 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 	defer client.Close()
 
 	notice := &waitNotice{out: f.IO.ErrOut}
-	m, err := lock.New(client, opts.Name, lock.WithTTL(opts.TTL), lock.WithPrefix(opts.Prefix), lock.WithOnWait(notice.waiting))
+	m, err := lock.New(client, opts.Name, lock.WithTTL(opts.TTL), lock.WithPrefix(opts.Prefix), lock.WithOnWait(notice.waiting),
+		// Without quorum etcd grants no lease: fail within --command-timeout
+		// instead of waiting for one forever.
+		lock.WithSessionOptions(session.WithGrantTimeout(f.Global.CommandTimeout)))
 	if err != nil {
 		return usageErrorf("%v", err)
 	}

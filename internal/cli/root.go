@@ -34,13 +34,21 @@ func run(ctx context.Context, args []string, streams ioStreams, getenv func(stri
 	var ce *codedError
 	silent := errors.As(err, &ce) && ce.Err == nil
 	if !silent && !(code == exitOK && errors.Is(err, context.Canceled)) {
-		fmt.Fprintf(streams.ErrOut, "coordctl: %v\n", err)
+		fmt.Fprintf(streams.ErrOut, "coordctl: %v%s\n", err, hint(err))
 	}
 	if code == exitUsage && cmd != nil {
 		fmt.Fprintln(streams.ErrOut)
 		fmt.Fprint(streams.ErrOut, cmd.UsageString())
 	}
 	return code
+}
+
+// hint explains errors whose own text does not say what to do.
+func hint(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "quorum") {
+		return " (etcd did not answer within --command-timeout: the cluster may have lost its quorum or be unreachable)"
+	}
+	return ""
 }
 
 func newRootCmd(f *factory, getenv func(string) string) *cobra.Command {

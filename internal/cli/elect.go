@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/election"
-	"github.com/coordkit/coordkit/session"
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/session"
 )
 
 type electOptions struct {

@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/types"
@@ -136,6 +138,54 @@ type ClusterStatus struct {
 // the others) and returns once all of them serve clients, or an error after
 // cfg.ReadyTimeout or when ctx is done.
 func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
+	for attempt := 1; ; attempt++ {
+		fresh := !fileExists(filepath.Join(cfg.DataDir, "cluster.json"))
+		c, err := startCluster(ctx, cfg)
+		// Free ports are found by listening and closing, so another process
+		// can take one before the cluster binds it. When the ports were ours
+		// to choose, choose again; a restart must keep its ports.
+		if err == nil || attempt == maxPortAttempts || !fresh || len(cfg.ClientURLs) > 0 || !addrInUse(err) {
+			return c, err
+		}
+		if cfg.DataDir != "" {
+			if rmErr := removeFreshCluster(cfg.DataDir); rmErr != nil {
+				return nil, errors.Join(err, rmErr)
+			}
+		}
+	}
+}
+
+// maxPortAttempts bounds the retries of a start whose free port was taken.
+const maxPortAttempts = 4
+
+// addrInUse reports whether err is a listener finding its port taken.
+func addrInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// removeFreshCluster removes what a failed first start of a cluster wrote in
+// dataDir (its port choices and empty member directories), nothing else.
+func removeFreshCluster(dataDir string) error {
+	entries, err := os.ReadDir(dataDir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() == "cluster.json" || strings.HasPrefix(e.Name(), "member-") {
+			if err := os.RemoveAll(filepath.Join(dataDir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func startCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("etcdembed: DataDir is required")
 	}

@@ -47,6 +47,19 @@ type Server struct {
 // Start starts the member and waits until it serves clients, ctx is done, or
 // cfg.ReadyTimeout passes (ErrNotReady).
 func Start(ctx context.Context, cfg Config) (*Server, error) {
+	for attempt := 1; ; attempt++ {
+		srv, err := start(ctx, cfg)
+		// A free port is found by listening and closing, so another process
+		// can take it before etcd binds it: when the ports were ours to
+		// choose, choose again. etcd fails on listening before it writes
+		// to the data directory.
+		if err == nil || attempt == maxPortAttempts || cfg.ClientURL != "" || cfg.PeerURL != "" || !addrInUse(err) {
+			return srv, err
+		}
+	}
+}
+
+func start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("etcdembed: DataDir is required")
 	}

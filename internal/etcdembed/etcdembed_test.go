@@ -2,6 +2,7 @@ package etcdembed_test
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -47,4 +48,16 @@ func TestBadConfig(t *testing.T) {
 	require.ErrorContains(t, err, "DataDir")
 	_, err = etcdembed.Start(ctx, etcdembed.Config{DataDir: t.TempDir(), ClientURL: "127.0.0.1:1"})
 	require.ErrorContains(t, err, "bad client URL")
+}
+
+// Start retries with new ports only when it chose them; a port the caller
+// gave that is taken is reported, not replaced.
+func TestStartKeepsGivenPortsOnBindError(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	_, err = etcdembed.Start(ctx, etcdembed.Config{DataDir: t.TempDir(), ClientURL: "http://" + taken.Addr().String()})
+	require.ErrorContains(t, err, "address already in use", "given ports are not replaced")
 }

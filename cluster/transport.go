@@ -238,48 +238,33 @@ func (t *simTransport) call(a raft.ServerAddress, cmd any, r io.Reader, timeout 
 }
 
 func (t *simTransport) AppendEntries(_ raft.ServerID, a raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
-	out, err := t.call(a, args, nil, t.timeout)
-	if err != nil {
-		return err
-	}
-	*resp = *out.(*raft.AppendEntriesResponse)
-	return nil
+	return roundTrip(t, a, args, nil, t.timeout, resp)
 }
 
 func (t *simTransport) RequestVote(_ raft.ServerID, a raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
-	out, err := t.call(a, args, nil, t.timeout)
-	if err != nil {
-		return err
-	}
-	*resp = *out.(*raft.RequestVoteResponse)
-	return nil
+	return roundTrip(t, a, args, nil, t.timeout, resp)
 }
 
 func (t *simTransport) RequestPreVote(_ raft.ServerID, a raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
-	out, err := t.call(a, args, nil, t.timeout)
-	if err != nil {
-		return err
-	}
-	*resp = *out.(*raft.RequestPreVoteResponse)
-	return nil
+	return roundTrip(t, a, args, nil, t.timeout, resp)
 }
 
 func (t *simTransport) InstallSnapshot(_ raft.ServerID, a raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
-	out, err := t.call(a, args, data, 10*t.timeout)
+	return roundTrip(t, a, args, data, 10*t.timeout, resp)
+}
+
+// roundTrip sends args to a and copies the answer into resp.
+func roundTrip[R any](t *simTransport, a raft.ServerAddress, args any, data io.Reader, timeout time.Duration, resp *R) error {
+	out, err := t.call(a, args, data, timeout)
 	if err != nil {
 		return err
 	}
-	*resp = *out.(*raft.InstallSnapshotResponse)
+	*resp = *out.(*R)
 	return nil
 }
 
 func (t *simTransport) TimeoutNow(_ raft.ServerID, a raft.ServerAddress, args *raft.TimeoutNowRequest, resp *raft.TimeoutNowResponse) error {
-	out, err := t.call(a, args, nil, t.timeout)
-	if err != nil {
-		return err
-	}
-	*resp = *out.(*raft.TimeoutNowResponse)
-	return nil
+	return roundTrip(t, a, args, nil, t.timeout, resp)
 }
 
 // AppendEntriesPipeline lets the leader keep several AppendEntries in

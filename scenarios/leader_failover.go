@@ -42,12 +42,12 @@ func runLeaderFailover(ctx context.Context, env Env) (*report.Report, error) {
 		return nil, err
 	}
 	defer conn.Close()
-	res, err := startResource(filepath.Join(env.TempDir, "failover-resource"), false)
+	res, err := fencing.StartLocal(fencing.ResourceConfig{DataDir: filepath.Join(env.TempDir, "failover-resource")})
 	if err != nil {
 		return nil, err
 	}
 	defer res.Close()
-	rc := &fencing.Client{BaseURL: res.url, HTTP: &http.Client{Timeout: 5 * time.Second}}
+	rc := &fencing.Client{BaseURL: res.URL, HTTP: &http.Client{Timeout: 5 * time.Second}}
 	const name, scope = "svc", "svc"
 	ttl := 2 * time.Second
 	rec := report.NewRecorder(nil)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -31,33 +30,6 @@ func lockWithoutFencing() Scenario {
 	}
 }
 
-// resourceServer is a fencing.Resource on a loopback port.
-type resourceServer struct {
-	res *fencing.Resource
-	srv *http.Server
-	url string
-}
-
-func startResource(dir string, unfenced bool) (*resourceServer, error) {
-	res, err := fencing.NewResource(fencing.ResourceConfig{DataDir: dir, Unfenced: unfenced})
-	if err != nil {
-		return nil, err
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		_ = res.Close()
-		return nil, err
-	}
-	srv := &http.Server{Handler: res, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	return &resourceServer{res: res, srv: srv, url: "http://" + l.Addr().String()}, nil
-}
-
-func (r *resourceServer) Close() {
-	_ = r.srv.Close()
-	_ = r.res.Close()
-}
-
 const (
 	lockTTL        = 2 * time.Second // etcd's minimum lease TTL with default timing
 	initialBalance = 100
@@ -80,17 +52,17 @@ func runLockWithoutFencing(ctx context.Context, env Env) (*report.Report, error)
 	if err != nil {
 		return nil, err
 	}
-	plain, err := startResource(filepath.Join(env.TempDir, "unfenced"), true)
+	plain, err := fencing.StartLocal(fencing.ResourceConfig{DataDir: filepath.Join(env.TempDir, "unfenced"), Unfenced: true})
 	if err != nil {
 		return nil, err
 	}
 	defer plain.Close()
-	fenced, err := startResource(filepath.Join(env.TempDir, "fenced"), false)
+	fenced, err := fencing.StartLocal(fencing.ResourceConfig{DataDir: filepath.Join(env.TempDir, "fenced")})
 	if err != nil {
 		return nil, err
 	}
 	defer fenced.Close()
-	redis, err := startResource(filepath.Join(env.TempDir, "redis-style"), true)
+	redis, err := fencing.StartLocal(fencing.ResourceConfig{DataDir: filepath.Join(env.TempDir, "redis-style"), Unfenced: true})
 	if err != nil {
 		return nil, err
 	}
@@ -101,10 +73,10 @@ func runLockWithoutFencing(ctx context.Context, env Env) (*report.Report, error)
 		name string
 		c    *fencing.Client
 	}{
-		{"unfenced", &fencing.Client{BaseURL: plain.url, HTTP: hc}},
-		{"fenced", &fencing.Client{BaseURL: fenced.url, HTTP: hc}},
+		{"unfenced", &fencing.Client{BaseURL: plain.URL, HTTP: hc}},
+		{"fenced", &fencing.Client{BaseURL: fenced.URL, HTTP: hc}},
 	}
-	redisC := &fencing.Client{BaseURL: redis.url, HTTP: hc}
+	redisC := &fencing.Client{BaseURL: redis.URL, HTTP: hc}
 	const scope, key = "jobs/balance", "balance"
 
 	rec := report.NewRecorder(nil)

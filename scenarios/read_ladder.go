@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -169,7 +170,7 @@ func runReadLadder(ctx context.Context, env Env) (*report.Report, error) {
 	}
 	rep.Check("under a partition, only a stale read at the cut-off old leader returns old data",
 		"stale: old; lease, verify, readindex, log: refused (the lease ran out before the majority could elect anyone)",
-		joinComma(partObs), partOK)
+		strings.Join(partObs, ", "), partOK)
 
 	rep.Check("under a process pause, stale and lease reads at the old leader return old data",
 		"stale: old; lease: old (the paused leader still believes it leads)",
@@ -184,7 +185,7 @@ func runReadLadder(ctx context.Context, env Env) (*report.Report, error) {
 	}
 	rep.Check("verify, readindex and log reads stay linearizable in both situations",
 		"never old data; porcupine Ok for each",
-		joinComma(safeObs), safe)
+		strings.Join(safeObs, ", "), safe)
 
 	want := map[string]bool{"partition stale": false, "partition lease": true, "pause stale": false, "pause lease": false}
 	flagged := true
@@ -208,7 +209,7 @@ func runReadLadder(ctx context.Context, env Env) (*report.Report, error) {
 	}
 	rep.Check("porcupine flags exactly the unsafe rungs",
 		"not linearizable: partition stale, pause stale, pause lease; all others Ok",
-		"not linearizable: "+joinComma(flags), flagged)
+		"not linearizable: "+strings.Join(flags, ", "), flagged)
 	if margin != 0 {
 		rep.Metric("partition_stepdown_before_election_ms", ms(margin), "ms")
 		rep.Note("Under the partition the old leader stepped down %s before the majority elected a new one: that margin is what makes its lease reads safe. A pause that keeps it from running its step-down check, or a clock that runs slow by more than the margin, is what breaks them.", margin.Round(100*time.Microsecond))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -166,7 +167,7 @@ func runTwoPhaseCommit(ctx context.Context, env Env) (*report.Report, error) {
 	rec.State("coordinator", report.StateIdle)
 	rep.Check("after voting yes a participant cannot decide alone: all three stay blocked until the coordinator returns",
 		fmt.Sprintf("each stays prepared for the whole outage (%s), asking and getting no answer", downtime),
-		joinComma(blocked), allWaited && len(blocked) == 3)
+		strings.Join(blocked, ", "), allWaited && len(blocked) == 3)
 	rep.Check("blocked participants hold their locks: another transaction on the same rows cannot proceed",
 		fmt.Sprintf("T2 cannot lock P1's row during the outage (waits %s)", t2wait.Round(time.Millisecond)),
 		descT2, t2Blocked)
@@ -276,7 +277,7 @@ func runTwoPhaseCommit(ctx context.Context, env Env) (*report.Report, error) {
 	}
 	rep.Check("with the decision recorded through consensus, the participants complete without the coordinator, with one cluster node lost",
 		fmt.Sprintf("all three read commit and release their locks while the coordinator is still down, well within its %s outage", downtime),
-		joinComma(finished), allCommitted && slowest < downtime)
+		strings.Join(finished, ", "), allCommitted && slowest < downtime)
 
 	// A participant that had given up waiting would try to record abort.
 	nowLeader, _ := c.Leader()

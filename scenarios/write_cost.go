@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/coordkit/coordkit/cluster"
@@ -194,7 +195,7 @@ func runWriteCost(ctx context.Context, env Env) (*report.Report, error) {
 	}
 	rep.Check("adding nodes does not add round trips",
 		"3, 5 and 7 nodes within ±25% of each other (region links, fsync on): the leader waits for the fastest majority, in parallel",
-		joinComma(bySize), sizeOK && len(bySize) == 3)
+		strings.Join(bySize, ", "), sizeOK && len(bySize) == 3)
 
 	// The chart: p50 against one-way delay, fsync off and on, with the model.
 	chart := report.Chart{Title: "Write latency p50 against one-way delay (3 nodes)", XLabel: "one-way delay (ms)", YLabel: "write latency (ms)"}
@@ -278,7 +279,7 @@ func runWriteCost(ctx context.Context, env Env) (*report.Report, error) {
 	rep.AddChart(readChart)
 	rep.Check("reads cost by rung",
 		fmt.Sprintf("stale and lease under a quarter of the round trip (%s); verify and readindex at most the round trip (+20%%); log at least 80%% of it", fmtMs(rtt)),
-		joinComma(readObs), readOK)
+		strings.Join(readObs, ", "), readOK)
 	if len(confirmP50) == 2 && confirmP50[0] < rtt/2 {
 		rep.Note("verify came in under half a round trip. hashicorp/raft's VerifyLeader counts the answer to any heartbeat that returns after the call, including one that was already in flight when the call was made: a confirmation can cost less than a round trip, and it proves leadership only as of a heartbeat sent before the read began. The lab's readindex does its own round with a fresh term check instead, so it pays the full round trip (%s here).", fmtMs(confirmP50[1]))
 	}
@@ -306,15 +307,4 @@ func fmtMs(d time.Duration) string {
 		return fmt.Sprintf("%.1f µs", float64(d.Nanoseconds())/1000)
 	}
 	return report.FormatValue(ms(d)) + " ms"
-}
-
-func joinComma(s []string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += ", "
-		}
-		out += x
-	}
-	return out
 }

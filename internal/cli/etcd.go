@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -24,7 +25,7 @@ type etcdReady struct {
 }
 
 func (r etcdReady) WriteSimple(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "ready endpoints=%s\n", joinComma(r.Endpoints))
+	_, err := fmt.Fprintf(w, "ready endpoints=%s\n", strings.Join(r.Endpoints, ","))
 	return err
 }
 
@@ -99,15 +100,4 @@ func runEtcd(ctx context.Context, f *factory, opts *etcdOptions) error {
 		}
 		return fmt.Errorf("etcd failed: %w", err)
 	}
-}
-
-func joinComma(s []string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += ","
-		}
-		out += x
-	}
-	return out
 }

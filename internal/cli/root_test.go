@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net"
 	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -82,9 +81,4 @@ func freeAddr(t *testing.T) string {
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
 	return addr
-}
-
-func TestJoinComma(t *testing.T) {
-	require.Equal(t, "a,b", joinComma([]string{"a", "b"}))
-	require.Equal(t, "", strings.TrimSpace(joinComma(nil)))
 }

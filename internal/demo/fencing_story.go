@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"path/filepath"
 	"time"
 
@@ -90,16 +88,17 @@ func RunFencing(ctx context.Context, cfg FencingConfig, emit func(Step)) (Fencin
 		endpoints = srv.Endpoints()
 		say("etcd", "setup", "started an embedded etcd at "+endpoints[0], 0)
 	}
-	fenced, closeFenced, err := serveResource(filepath.Join(cfg.DataDir, "fenced"), false)
+	fencedSrv, err := fencing.StartLocal(fencing.ResourceConfig{DataDir: filepath.Join(cfg.DataDir, "fenced")})
 	if err != nil {
 		return out, err
 	}
-	defer closeFenced()
-	unfenced, closeUnfenced, err := serveResource(filepath.Join(cfg.DataDir, "unfenced"), true)
+	defer fencedSrv.Close()
+	unfencedSrv, err := fencing.StartLocal(fencing.ResourceConfig{DataDir: filepath.Join(cfg.DataDir, "unfenced"), Unfenced: true})
 	if err != nil {
 		return out, err
 	}
-	defer closeUnfenced()
+	defer unfencedSrv.Close()
+	fenced, unfenced := fencedSrv.Client(5*time.Second), unfencedSrv.Client(5*time.Second)
 	say("resource", "setup", "a resource that checks fencing tokens at "+fenced.BaseURL, 0)
 	say("resource", "setup", "and one that does not (how most locks are used) at "+unfenced.BaseURL, 0)
 
@@ -229,26 +228,4 @@ func RunFencing(ctx context.Context, cfg FencingConfig, emit func(Step)) (Fencin
 
 func newClient(endpoints []string) (*clientv3.Client, error) {
 	return clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-}
-
-// serveResource runs a protected resource on a free loopback port.
-func serveResource(dir string, unfenced bool) (*fencing.Client, func(), error) {
-	res, err := fencing.NewResource(fencing.ResourceConfig{DataDir: dir, Unfenced: unfenced})
-	if err != nil {
-		return nil, nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		res.Close()
-		return nil, nil, err
-	}
-	srv := &http.Server{Handler: res, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	closeFn := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		_ = res.Close()
-	}
-	return &fencing.Client{BaseURL: "http://" + ln.Addr().String(), HTTP: &http.Client{Timeout: 5 * time.Second}}, closeFn, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -139,23 +138,15 @@ func Run(ctx context.Context, cfg Config) (Report, History, error) {
 	}
 	defer cluster.Close()
 
-	res, err := fencing.NewResource(fencing.ResourceConfig{DataDir: filepath.Join(cfg.DataDir, "resource"), Unfenced: !cfg.Fencing})
+	res, err := fencing.StartLocal(fencing.ResourceConfig{DataDir: filepath.Join(cfg.DataDir, "resource"), Unfenced: !cfg.Fencing})
 	if err != nil {
 		return Report{}, History{}, err
 	}
 	defer res.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return Report{}, History{}, err
-	}
-	hs := &http.Server{Handler: res, ReadHeaderTimeout: 5 * time.Second}
-	served := make(chan struct{})
-	go func() { defer close(served); _ = hs.Serve(ln) }()
-	defer func() { _ = hs.Close(); <-served }()
 
 	r := &run{
 		cfg: cfg, cluster: cluster, start: time.Now(), faults: map[string]int{}, execSpans: map[string][2]int64{},
-		resURL: "http://" + ln.Addr().String(),
+		resURL: res.URL,
 	}
 	r.httpc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	defer r.httpc.CloseIdleConnections()

@@ -10,41 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestBenchElectPercentileAndRatio(t *testing.T) {
-	ms := func(n ...int) []time.Duration {
-		var d []time.Duration
-		for _, x := range n {
-			d = append(d, time.Duration(x)*time.Millisecond)
-		}
-		return d
-	}
-	cases := []struct {
-		name    string
-		samples []time.Duration
-		p       float64
-		want    float64
-	}{
-		{"empty", nil, 50, 0},
-		{"one", ms(7), 99, 7},
-		{"median of odd", ms(9, 1, 5), 50, 5},
-		{"median of even is the lower", ms(4, 1, 3, 2), 50, 2},
-		{"p99 of 100 is the 99th", ms(func() []int {
-			var v []int
-			for i := 100; i >= 1; i-- {
-				v = append(v, i)
-			}
-			return v
-		}()...), 99, 99},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, electPercentileMS(tc.samples, tc.p))
-		})
-	}
-	require.Equal(t, "10.0x", electRatio(50, 5))
-	require.Equal(t, "-", electRatio(50, 0))
-}
-
 func TestBenchElectUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"bench", "elect", "--rounds", "0"},

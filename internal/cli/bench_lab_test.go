@@ -41,8 +41,14 @@ func TestBenchLabModelSimple(t *testing.T) {
 	defer cancel()
 	res := runInProcess(ctx, nil, "bench", "lab", "--model", "--nodes", "3", "--delays", "2ms", "--writes", "5")
 	require.Equal(t, exitOK, res.Code, res.Stderr)
-	require.Contains(t, res.Stdout, "MODEL 2d+2f")
-	require.Contains(t, res.Stdout, "8.00ms") // 2*2ms + 2*2ms
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	require.Len(t, lines, 3, res.Stdout) // title, header, one row
+	require.Contains(t, lines[0], "model 2d+2f")
+	require.Equal(t, []string{"metric", "measured", "model", "unit", "measured/model"}, strings.Fields(lines[1]))
+	row := strings.Fields(lines[2])
+	require.Equal(t, "n3_delay2ms_write_p50_ms", row[0])
+	require.Equal(t, "8.00", row[2]) // 2*2ms + 2*2ms
+	require.Equal(t, "ms", row[3])
 
 	require.Equal(t, exitUsage, runInProcess(ctx, nil, "bench", "lab", "--nodes", "9").Code)
 	require.Equal(t, exitUsage, runInProcess(ctx, nil, "bench", "lab", "--duration", "0s").Code)

@@ -53,13 +53,3 @@ func TestBenchLockJSON(t *testing.T) {
 	require.Equal(t, []string{"uncontended_p50_ms", "handoff_p50_ms", "handoff_p99_ms", "contended_2_per_s", "contended_3_per_s"}, metrics)
 	require.Contains(t, res.Stderr, "bench lock: starting embedded etcd")
 }
-
-func TestBenchLockPercentile(t *testing.T) {
-	d := []time.Duration{5, 1, 4, 2, 3}
-	require.Equal(t, time.Duration(3), percentile(d, 50))
-	require.Equal(t, time.Duration(5), percentile(d, 99))
-	require.Equal(t, time.Duration(1), percentile(d, 1))
-	require.Zero(t, percentile(nil, 50))
-	require.Equal(t, "2.00x", benchRow{Unit: "ms", Coordkit: 1, EtcdConcurrency: 2}.ratio())
-	require.Equal(t, "3.00x", benchRow{Unit: "per_s", Coordkit: 6, EtcdConcurrency: 2}.ratio())
-}

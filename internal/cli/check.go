@@ -335,9 +335,8 @@ func runCheckRMW(ctx context.Context, f *factory, opts *rmwOptions) error {
 	e, err := fc.Get(ctx, opts.Key)
 	switch {
 	case err == nil:
-		num, _, _ := strings.Cut(e.Value, " ")
-		if _, err := fmt.Sscan(num, &res.Read); err != nil {
-			return finish(fmt.Errorf("counter %q: %w", e.Value, err))
+		if res.Read, _, err = safety.ParseValue(e.Value); err != nil {
+			return finish(err)
 		}
 	case errors.Is(err, fencing.ErrNotFound):
 	default:
@@ -352,7 +351,7 @@ func runCheckRMW(ctx context.Context, f *factory, opts *rmwOptions) error {
 		}
 	}
 	res.Wrote = res.Read + 1
-	_, err = fc.Put(ctx, opts.Key, fmt.Sprintf("%d %s", res.Wrote, res.ID), tok, scope)
+	_, err = fc.Put(ctx, opts.Key, safety.FormatValue(res.Wrote, res.ID), tok, scope)
 	res.Write = rmwOutcome(err)
 	return finish(err)
 }

@@ -10,8 +10,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -262,22 +260,12 @@ func (r *run) history(lg fencing.LogResult) History {
 		if w.Key != counterKey {
 			continue
 		}
-		v, id := parseValue(w.Value)
+		v, id, _ := ParseValue(w.Value)
 		h.Writes = append(h.Writes, Write{Seq: w.Seq, Token: uint64(w.Token), Value: v, ID: id})
 	}
 	r.execOpsFromLog(&h)
 	sort.Slice(h.Ops, func(i, j int) bool { return h.Ops[i].Call < h.Ops[j].Call })
 	return h
-}
-
-// formatValue and parseValue encode the counter with the id of the write
-// that set it, so that the log can be matched to client operations.
-func formatValue(v int, id string) string { return strconv.Itoa(v) + " " + id }
-
-func parseValue(s string) (int, string) {
-	num, id, _ := strings.Cut(s, " ")
-	v, _ := strconv.Atoi(num)
-	return v, id
 }
 
 // worker is one in-process client: its own etcd client behind its own
@@ -482,7 +470,7 @@ func (w *worker) hold(ctx context.Context, t tenure) {
 		op.Return = w.r.now()
 		switch {
 		case err == nil:
-			op.Value, _ = parseValue(e.Value)
+			op.Value, _, _ = ParseValue(e.Value)
 			op.Outcome = OK
 		case errors.Is(err, fencing.ErrNotFound):
 			op.Outcome = OK
@@ -499,7 +487,7 @@ func (w *worker) hold(ctx context.Context, t tenure) {
 		id := fmt.Sprintf("c%d-%d", w.id, w.seq)
 		wop := Op{Client: w.id, Kind: OpWrite, Token: t.Token(), Value: op.Value + 1, ID: id, Call: w.r.now()}
 		c, cancel = opctx()
-		_, err = fc.Put(c, counterKey, formatValue(op.Value+1, id), tok, Scope)
+		_, err = fc.Put(c, counterKey, FormatValue(op.Value+1, id), tok, Scope)
 		cancel()
 		wop.Return, wop.Outcome = w.r.now(), outcomeOf(err)
 		w.r.record(wop)

@@ -2,7 +2,10 @@ package labbench
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -11,7 +14,139 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/coordkit/coordkit/cluster"
+	"github.com/coordkit/coordkit/internal/bench"
 )
+
+// Errors of Run.
+var (
+	// ErrOptions: Run cannot use the options.
+	ErrOptions = errors.New("labbench: invalid options")
+	// ErrNoLeader: bare raft elected no leader within 10s.
+	ErrNoLeader = errors.New("labbench: bare raft elected no leader")
+)
+
+// Options bound a run.
+type Options struct {
+	// Model measures write latency against the model instead of
+	// throughput against bare raft.
+	Model bool
+	Nodes []int // node counts, each 1..7
+
+	// Throughput (without Model).
+	Writers  []int         // concurrent writers, e.g. 1 and 64; 1 is sequential
+	Duration time.Duration // per measurement
+
+	// Latency against the model (with Model).
+	Delays []time.Duration // one-way link delays d
+	Fsync  time.Duration   // simulated fsync latency f
+	Writes int             // sequential writes per configuration
+
+	Seed int64 // of the lab clusters
+	// Progress receives one line per step ("bench lab: ..."); nil discards.
+	Progress io.Writer
+}
+
+// Validate reports the first option Run cannot use, wrapping ErrOptions.
+func (o Options) Validate() error {
+	for _, n := range o.Nodes {
+		if n < 1 || n > 7 {
+			return fmt.Errorf("%w: nodes %d: must be 1 to 7", ErrOptions, n)
+		}
+	}
+	if o.Model {
+		if o.Writes < 1 {
+			return fmt.Errorf("%w: writes %d: must be positive", ErrOptions, o.Writes)
+		}
+		return nil
+	}
+	if o.Duration <= 0 {
+		return fmt.Errorf("%w: duration %s: must be positive", ErrOptions, o.Duration)
+	}
+	for _, w := range o.Writers {
+		if w < 1 {
+			return fmt.Errorf("%w: writers %d: must be positive", ErrOptions, w)
+		}
+	}
+	return nil
+}
+
+// Result is the outcome of a run: Throughput rows, or with Options.Model
+// the Model rows. Its JSON form is coordctl bench lab's -w json contract:
+// {"benchmark":"lab","rows":Throughput} or
+// {"benchmark":"lab-model","rows":Model}.
+type Result struct {
+	Benchmark  string // "lab" or "lab-model"
+	Throughput []Row
+	Model      []ModelRow
+	Fsync      time.Duration // with Model: the simulated fsync latency
+}
+
+// MarshalJSON writes the contract's form.
+func (r Result) MarshalJSON() ([]byte, error) {
+	var rows any = r.Throughput
+	if r.Benchmark == "lab-model" {
+		rows = r.Model
+	}
+	return json.Marshal(struct {
+		Benchmark string `json:"benchmark"`
+		Rows      any    `json:"rows"`
+	}{r.Benchmark, rows})
+}
+
+// Table is the result in the form every bench command prints.
+func (r Result) Table() bench.Table {
+	if r.Benchmark == "lab-model" {
+		t := bench.Table{
+			Title:   fmt.Sprintf("lab write latency (sequential p50) against the model 2d+2f of docs/lab.md, fsync latency f=%s", r.Fsync),
+			Columns: []string{"measured", "model"},
+			Ratios:  []bench.Ratio{{Of: "measured", To: "model", Plain: true}},
+		}
+		for _, m := range r.Model {
+			t.Add(fmt.Sprintf("n%d_delay%gms_write_p50_ms", m.Nodes, m.DelayMs), "ms", m.MeasuredP50Ms, m.ModelMs)
+		}
+		return t
+	}
+	t := bench.Table{
+		Columns: []string{"lab", "bare_raft"},
+		Ratios:  []bench.Ratio{{Of: "lab", To: "bare_raft", Plain: true}},
+	}
+	for _, row := range r.Throughput {
+		t.Add(row.Metric, row.Unit, row.Lab, row.BareRaft)
+	}
+	return t
+}
+
+// Run measures throughput against bare raft, or with Options.Model write
+// latency against the model. It returns ErrOptions for invalid options,
+// ErrNoLeader, and ctx's error, wrapped, when ctx ends first.
+func Run(ctx context.Context, o Options) (Result, error) {
+	if err := o.Validate(); err != nil {
+		return Result{}, err
+	}
+	progress := func(format string, args ...any) {
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "bench lab: "+format+"\n", args...)
+		}
+	}
+	if o.Model {
+		rows, err := latency(ctx, o, progress)
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			return Result{}, fmt.Errorf("labbench: %w", err)
+		}
+		return Result{Benchmark: "lab-model", Model: rows, Fsync: o.Fsync}, nil
+	}
+	rows, err := throughput(ctx, o, progress)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("labbench: %w", err)
+	}
+	return Result{Benchmark: "lab", Throughput: rows}, nil
+}
 
 // Row is one throughput comparison.
 type Row struct {
@@ -21,32 +156,16 @@ type Row struct {
 	Unit     string  `json:"unit"`
 }
 
-// Ratio is lab / bare raft.
-func (r Row) Ratio() float64 {
-	if r.BareRaft == 0 {
-		return 0
-	}
-	return r.Lab / r.BareRaft
-}
-
-// ThroughputOptions bound a throughput run.
-type ThroughputOptions struct {
-	Nodes      []int         // node counts, e.g. 3 and 5
-	Writers    []int         // concurrent writers, e.g. 1 and 64
-	Duration   time.Duration // per measurement
-	Seed       int64
-	OnProgress func(string)
-}
-
-// Throughput measures lab and bare raft write throughput for every node
+// throughput measures lab and bare raft write throughput for every node
 // count and writer count. Both systems run side by side and are measured
 // in alternating slices, so a noisy neighbour slows both alike.
-func Throughput(ctx context.Context, o ThroughputOptions) ([]Row, error) {
+func throughput(ctx context.Context, o Options, progress func(string, ...any)) ([]Row, error) {
 	var rows []Row
 	for _, n := range o.Nodes {
-		if o.OnProgress != nil {
-			o.OnProgress(fmt.Sprintf("%d nodes: starting lab and bare raft", n))
+		if err := ctx.Err(); err != nil {
+			return rows, err
 		}
+		progress("%d nodes: starting lab and bare raft", n)
 		lab, err := startLab(ctx, n, o.Seed)
 		if err != nil {
 			return rows, err
@@ -61,9 +180,7 @@ func Throughput(ctx context.Context, o ThroughputOptions) ([]Row, error) {
 			if w == 1 {
 				name = fmt.Sprintf("n%d_sequential_writes_per_s", n)
 			}
-			if o.OnProgress != nil {
-				o.OnProgress(name)
-			}
+			progress("%s", name)
 			l, b := compare(ctx, lab, bare, w, o.Duration)
 			rows = append(rows, Row{Metric: name, Lab: l, BareRaft: b, Unit: "writes/s"})
 		}
@@ -214,7 +331,7 @@ func startBare(n int) (*bareSystem, error) {
 		}
 		if time.Now().After(deadline) {
 			s.close()
-			return nil, fmt.Errorf("labbench: bare raft elected no leader")
+			return nil, ErrNoLeader
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -232,29 +349,6 @@ func (s *bareSystem) close() {
 	for _, r := range s.rafts {
 		_ = r.Shutdown().Error()
 	}
-}
-
-// LabWrites returns the lab's write throughput alone: writers clients next
-// to the leader, in-memory storage, no injected delay, for d.
-func LabWrites(ctx context.Context, n, writers int, d time.Duration, seed int64) (float64, error) {
-	s, err := startLab(ctx, n, seed)
-	if err != nil {
-		return 0, err
-	}
-	defer s.close()
-	ops, el := run(ctx, s, writers, d)
-	return rate(ops, el), nil
-}
-
-// BareRaftWrites returns the write throughput of bare raft alone.
-func BareRaftWrites(ctx context.Context, n, writers int, d time.Duration) (float64, error) {
-	s, err := startBare(n)
-	if err != nil {
-		return 0, err
-	}
-	defer s.close()
-	ops, el := run(ctx, s, writers, d)
-	return rate(ops, el), nil
 }
 
 // ModelRow compares a measured write median with the model.
@@ -275,25 +369,16 @@ type ModelRow struct {
 // the same time, so the quorum size does not enter.
 func Model(delay, fsync time.Duration) time.Duration { return 2*delay + 2*fsync }
 
-// ModelOptions bound a latency run.
-type ModelOptions struct {
-	Nodes      []int
-	Delays     []time.Duration
-	Fsync      time.Duration
-	Writes     int // per configuration
-	Seed       int64
-	OnProgress func(string)
-}
-
-// Latency measures the median sequential write latency for each node
+// latency measures the median sequential write latency for each node
 // count and delay, next to the model.
-func Latency(ctx context.Context, o ModelOptions) ([]ModelRow, error) {
+func latency(ctx context.Context, o Options, progress func(string, ...any)) ([]ModelRow, error) {
 	var rows []ModelRow
 	for _, n := range o.Nodes {
 		for _, d := range o.Delays {
-			if o.OnProgress != nil {
-				o.OnProgress(fmt.Sprintf("n=%d delay=%s fsync=%s", n, d, o.Fsync))
+			if err := ctx.Err(); err != nil {
+				return rows, err
 			}
+			progress("n=%d delay=%s fsync=%s", n, d, o.Fsync)
 			cfg := labConfig(n, o.Seed)
 			cfg.Link.Delay = d
 			cfg.Storage = cluster.StorageSimFsync
@@ -311,13 +396,11 @@ func Latency(ctx context.Context, o ModelOptions) ([]ModelRow, error) {
 			c.Close()
 			model := Model(d, o.Fsync)
 			rows = append(rows, ModelRow{
-				Nodes: n, DelayMs: ms(d), FsyncMs: ms(o.Fsync),
-				MeasuredP50Ms: ms(st.P50), ModelMs: ms(model),
+				Nodes: n, DelayMs: bench.Ms(d), FsyncMs: bench.Ms(o.Fsync),
+				MeasuredP50Ms: bench.Ms(st.P50), ModelMs: bench.Ms(model),
 				Ratio: float64(st.P50) / float64(model), Writes: st.OK,
 			})
 		}
 	}
 	return rows, nil
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

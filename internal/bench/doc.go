@@ -1,0 +1,16 @@
+// Package bench holds what coordctl's benchmark harnesses share: the result
+// table every bench command prints (Table, Row, Ratio, WriteTable) and the
+// statistics they quote (Percentile, Ms).
+//
+// The harnesses are its subpackages, one per subject, each with
+// Run(ctx, Options) (Result, error): lockbench (coordkit's lock against
+// etcd's concurrency.Mutex), electbench (coordkit's election against
+// concurrency.Election) and labbench (the Raft lab against bare
+// hashicorp/raft and against docs/lab.md's latency model). A Result's JSON
+// form is the -w json contract; its Table method gives the text form.
+//
+// Figures depend on the machine: these machines are shared and noisy, so a
+// harness measures every implementation side by side in one run and the
+// figure to quote is the ratio. Nothing here promises a figure; tests of the
+// harnesses assert shapes, counts and lower bounds only.
+package bench

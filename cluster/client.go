@@ -36,12 +36,16 @@ const (
 	ReadLog ReadMode = "log"
 )
 
-// ReadModes lists the ladder in order.
-var ReadModes = []ReadMode{ReadStale, ReadLease, ReadVerify, ReadIndex, ReadLog}
+// ReadModes lists the ladder in order, cheapest first. It returns a fresh
+// slice on every call, so a caller that sorts or trims it cannot change what
+// ParseReadMode accepts.
+func ReadModes() []ReadMode {
+	return []ReadMode{ReadStale, ReadLease, ReadVerify, ReadIndex, ReadLog}
+}
 
 // ParseReadMode checks s.
 func ParseReadMode(s string) (ReadMode, error) {
-	for _, m := range ReadModes {
+	for _, m := range ReadModes() {
 		if string(m) == s {
 			return m, nil
 		}

@@ -31,14 +31,14 @@ func TestLabBasicOps(t *testing.T) {
 	cl := c.NewClient(0)
 	// Before any write the leader's last committed entry is its no-op,
 	// which the state machine never sees: readindex must not wait for it.
-	for _, m := range ReadModes {
+	for _, m := range ReadModes() {
 		r, err := cl.Get(ctx, "x", m)
 		require.NoError(t, err, m)
 		require.False(t, r.Found)
 	}
 	_, err := cl.Put(ctx, "x", "1")
 	require.NoError(t, err)
-	for _, m := range ReadModes {
+	for _, m := range ReadModes() {
 		r, err := cl.Get(ctx, "x", m)
 		require.NoError(t, err, m)
 		if m != ReadStale {

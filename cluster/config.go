@@ -34,6 +34,12 @@ const (
 // Clock is the lab's source of time for decisions: history timestamps,
 // pause deadlines, client backoff. Network delays use real time regardless,
 // because the lab exists to measure them.
+//
+// It is deliberately not session.Clock: importing session for one interface
+// would link etcd's client into every user of the lab, which has nothing to
+// do with etcd leases. The shapes differ too: the lab only ever waits once
+// for a fixed time (After), while session re-arms and stops a deadline timer
+// (NewTimer), so one interface would give each side a method it never uses.
 type Clock interface {
 	Now() time.Time
 	After(d time.Duration) <-chan time.Time

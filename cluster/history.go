@@ -16,6 +16,11 @@ import (
 )
 
 // Outcome is what the client knows about an operation when it returns.
+//
+// internal/safety has an Outcome with the same first three values; they stay
+// separate because cluster is public and cannot import an internal package,
+// and safety's has a fourth value (stale: refused by a fenced resource) that
+// the lab's key-value store never produces.
 type Outcome string
 
 const (

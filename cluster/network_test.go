@@ -29,11 +29,13 @@ func TestLabNetworkPartitionDropsExactlyCrossLinks(t *testing.T) {
 			if side[i] == side[j] {
 				wg.Add(1)
 			}
-			nw.send(i, j, func() { got[i][j].Add(1); wg.Done() })
+			queued := nw.send(i, j, func() { got[i][j].Add(1); wg.Done() })
+			// A cross link drops at send time, so nothing is left in
+			// flight to arrive later: no need to wait and see.
+			require.Equal(t, side[i] == side[j], queued, "link %d→%d", i, j)
 		}
 	}
 	wg.Wait()
-	time.Sleep(20 * time.Millisecond) // nothing else may arrive
 	for i := NodeID(1); i <= 5; i++ {
 		for j := NodeID(1); j <= 5; j++ {
 			if i == j {
@@ -45,6 +47,8 @@ func TestLabNetworkPartitionDropsExactlyCrossLinks(t *testing.T) {
 			}
 			require.Equal(t, want, got[i][j].Load(), "link %d→%d", i, j)
 			require.Equal(t, side[i] == side[j], nw.connected(i, j))
+			st := nw.linkStats(i, j)
+			require.Equal(t, LinkStats{Sent: 1, Delivered: int64(want), Dropped: int64(1 - want)}, st, "link %d→%d", i, j)
 		}
 	}
 	// One-way cut: 1→2 dropped, 2→1 delivered.
@@ -91,15 +95,11 @@ func TestLabNetworkDelayJitterFIFO(t *testing.T) {
 			for i := range order {
 				require.Equal(t, i, order[i], "per-link FIFO")
 			}
-			// No message arrives early; FIFO may hold one back behind a
-			// slower predecessor, so the upper bound allows 2x jitter.
-			var sum time.Duration
+			// No message arrives early. How late one may arrive depends on
+			// the machine's load, so it is not asserted here.
 			for _, l := range lat {
 				require.GreaterOrEqual(t, l, tc.delay-tc.jitter)
-				sum += l
 			}
-			mean := sum / n
-			require.InDelta(t, float64(tc.delay), float64(mean), float64(tc.jitter+5*time.Millisecond), "mean %s", mean)
 		})
 	}
 }
@@ -121,20 +121,22 @@ func TestLabNetworkLossIsSeeded(t *testing.T) {
 	require.InDelta(t, 300, a, 60)
 }
 
-// A slow link does not hold up another: messages 1→3 arrive while 1→2
-// carries a long delay.
+// A slow link does not hold up another: a message 1→3 arrives while 1→2
+// still carries one with an hour's delay. An order, not a time window.
 func TestLabNetworkSlowLinkDoesNotBlockOthers(t *testing.T) {
 	nw := newNetwork(3, LinkConfig{}, 1)
-	defer nw.close()
-	nw.setLink(1, 2, func(l *LinkConfig) { l.Delay = 300 * time.Millisecond })
+	defer nw.close() // discards the slow message
+	nw.setLink(1, 2, func(l *LinkConfig) { l.Delay = time.Hour })
 	slow := make(chan struct{})
-	nw.send(1, 2, func() { close(slow) })
+	require.True(t, nw.send(1, 2, func() { close(slow) }))
 	fast := make(chan struct{})
-	start := time.Now()
-	nw.send(1, 3, func() { close(fast) })
+	require.True(t, nw.send(1, 3, func() { close(fast) }))
 	<-fast
-	require.Less(t, time.Since(start), 100*time.Millisecond)
-	<-slow
+	select {
+	case <-slow:
+		t.Fatal("the slow message arrived first")
+	default:
+	}
 }
 
 // Measured through Raft: a write's latency grows with the link delay.
@@ -150,12 +152,12 @@ func TestLabWriteLatencyFollowsDelay(t *testing.T) {
 		require.NoError(t, err)
 		lats = append(lats, r.Latency)
 	}
-	med := median(lats)
 	// leader → follower → leader: two one-way delays (in-memory storage).
-	// Never faster than the two delays; the upper bound leaves room for a
-	// loaded machine.
-	require.GreaterOrEqual(t, med, 19*time.Millisecond)
-	require.Less(t, med, 35*time.Millisecond)
+	// Never faster than the two delays; how much slower depends on the
+	// machine's load and is measured by coordctl bench lab, not here.
+	for _, l := range lats {
+		require.GreaterOrEqual(t, l, 2*cfg.Link.Delay)
+	}
 }
 
 func median(ds []time.Duration) time.Duration {

@@ -85,13 +85,13 @@ func runReadLadder(ctx context.Context, env Env) (*report.Report, error) {
 		}
 		out := map[cluster.ReadMode]rungResult{}
 		readers := map[cluster.ReadMode]*cluster.Client{}
-		for _, m := range cluster.ReadModes {
+		for _, m := range cluster.ReadModes() {
 			readers[m] = c.NewClient(old)
 			names[readers[m].ID()] = "read " + string(m)
 		}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
-		for _, m := range cluster.ReadModes {
+		for _, m := range cluster.ReadModes() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -116,7 +116,7 @@ func runReadLadder(ctx context.Context, env Env) (*report.Report, error) {
 		}
 		// porcupine, one rung at a time: the writes on key and that rung's read.
 		hist := c.History()
-		for _, m := range cluster.ReadModes {
+		for _, m := range cluster.ReadModes() {
 			var recs []cluster.Record
 			for _, r := range hist {
 				if r.Key != key {
@@ -146,7 +146,7 @@ func runReadLadder(ctx context.Context, env Env) (*report.Report, error) {
 
 	tbl := report.Table{Title: "Each rung read at the old leader, after the new leader committed key=new",
 		Columns: []string{"rung", "partition: answer", "latency", "porcupine", "pause: answer", "latency", "porcupine"}}
-	for _, m := range cluster.ReadModes {
+	for _, m := range cluster.ReadModes() {
 		p, q := part[m], pause[m]
 		tbl.Rows = append(tbl.Rows, []string{string(m),
 			rungAnswer(p), roundDur(p.res.Latency), p.verdict.Verdict,
@@ -162,7 +162,7 @@ func runReadLadder(ctx context.Context, env Env) (*report.Report, error) {
 
 	partOK := oldValue(part[cluster.ReadStale])
 	var partObs []string
-	for _, m := range cluster.ReadModes {
+	for _, m := range cluster.ReadModes() {
 		partObs = append(partObs, fmt.Sprintf("%s: %s", m, rungAnswer(part[m])))
 		if m != cluster.ReadStale {
 			partOK = partOK && refused(part[m])
@@ -190,7 +190,7 @@ func runReadLadder(ctx context.Context, env Env) (*report.Report, error) {
 	want := map[string]bool{"partition stale": false, "partition lease": true, "pause stale": false, "pause lease": false}
 	flagged := true
 	var flags []string
-	for _, m := range cluster.ReadModes {
+	for _, m := range cluster.ReadModes() {
 		for _, s := range []struct {
 			name string
 			r    rungResult

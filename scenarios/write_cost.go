@@ -240,7 +240,7 @@ func runWriteCost(ctx context.Context, env Env) (*report.Report, error) {
 	readOK := true
 	var readObs []string
 	var confirmP50 []time.Duration
-	for i, mode := range cluster.ReadModes {
+	for i, mode := range cluster.ReadModes() {
 		var lats []time.Duration
 		for j := 0; j < reads; j++ {
 			r, err := cl.Get(ctx, "k0", mode)

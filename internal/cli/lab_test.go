@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/cluster/labcmd"
 )
 
 func runLabScript(t *testing.T, script string, args ...string) (cliResult, []map[string]any) {
@@ -189,4 +191,17 @@ func TestLabPartitionNamesTheLeader(t *testing.T) {
 	require.NotZero(t, leader.Leader)
 	require.Contains(t, lines[1], fmt.Sprintf("node %d in two groups", leader.Leader), "leader resolved to its number")
 	require.Contains(t, lines[2], "no node is paused", "paused is resolved, not rejected as a bad node")
+}
+
+// The shell prints nothing for blank lines and comments, stops at exit,
+// and describes the commands in its help from labcmd's one table.
+func TestLabShellExitAndHelp(t *testing.T) {
+	res, lines := runLabScript(t, "\n# comment\nleader\nexit\nleader\n", "--nodes", "1", "-w", "json")
+	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Len(t, lines, 1, res.Stdout)
+	require.Equal(t, "leader", lines[0]["cmd"])
+
+	help := runInProcess(context.Background(), nil, "lab", "--help")
+	require.Equal(t, exitOK, help.Code, help.Stderr)
+	require.Contains(t, help.Stdout, "Commands (one a line; # starts a comment):\n"+labcmd.Help()+"\nN may be")
 }

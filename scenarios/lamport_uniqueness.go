@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coordkit/coordkit/internal/claim"
+	"github.com/coordkit/coordkit/claim"
 	"github.com/coordkit/coordkit/lamport"
 	"github.com/coordkit/coordkit/scenarios/report"
 )

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/coordkit/coordkit/fencing"
-	"github.com/coordkit/coordkit/internal/claim"
+	"github.com/coordkit/coordkit/claim"
 	"github.com/coordkit/coordkit/lock"
 	"github.com/coordkit/coordkit/scenarios/report"
 	"github.com/coordkit/coordkit/session"

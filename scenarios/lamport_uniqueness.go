@@ -13,15 +13,23 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
+// The claims of lamport-uniqueness, declared in its Scenario.Claims.
+const (
+	claimLamportTwoOwners  ClaimID = "lamport-two-owners"
+	claimOrderKnownLate    ClaimID = "order-known-late"
+	claimCASOneWinner      ClaimID = "cas-one-winner"
+	claimLoserLearnsWinner ClaimID = "loser-learns-winner"
+)
+
 func lamportUniqueness() Scenario {
 	return Scenario{
 		Name:    "lamport-uniqueness",
 		Summary: "Two nodes claim one nickname at once: Lamport timestamps let both say \"yours\"; one etcd compare-and-set picks exactly one winner.",
-		Claims: []string{
-			"with Lamport timestamps, a node must answer before it can know the other's claim: both answer \"yours\"",
-			"the total order, (5,A) before (5,B), is known only after the timestamps meet",
-			"the same claims through one etcd compare-and-set: exactly one wins, every time",
-			"every loser learns the winner in the same request",
+		Claims: []Claim{
+			{ID: claimLamportTwoOwners, Kind: Safety, Text: "with Lamport timestamps, a node must answer before it can know the other's claim: both answer \"yours\""},
+			{ID: claimOrderKnownLate, Kind: Safety, Text: "the total order, (5,A) before (5,B), is known only after the timestamps meet"},
+			{ID: claimCASOneWinner, Kind: Safety, Text: "the same claims through one etcd compare-and-set: exactly one wins, every time"},
+			{ID: claimLoserLearnsWinner, Kind: Safety, Text: "every loser learns the winner in the same request"},
 		},
 		Run: runLamportUniqueness,
 	}
@@ -96,13 +104,11 @@ func runLamportUniqueness(ctx context.Context, env Env) (*report.Report, error) 
 		rows = append(rows, []string{fmt.Sprint(e.Index + 1), e.Timestamp.String(), e.Step.String(), what})
 	}
 	rep.AddTable(report.Table{Title: "Claiming \"alice\" with Lamport timestamps", Columns: []string{"#", "Lamport", "event", "what the node knows and does"}, Rows: rows})
-	rep.Check("with Lamport timestamps both nodes answer \"yours\" before they can know of the other claim",
-		"both A and B answer \"yours\": two owners",
+	check(rep, claimLamportTwoOwners, "both A and B answer \"yours\": two owners",
 		fmt.Sprintf("A answered %q at %s, B answered %q at %s", a.answered, a.claim.Timestamp, b.answered, b.claim.Timestamp),
 		a.answered == "yours" && b.answered == "yours")
 	firstKnown := min(a.learned, b.learned)
-	rep.Check("the order (5,A) before (5,B) is known only afterwards",
-		"A wins by (5,A) < (5,B) (equal counters, node name breaks the tie), learned only when the timestamps meet",
+	check(rep, claimOrderKnownLate, "A wins by (5,A) < (5,B) (equal counters, node name breaks the tie), learned only when the timestamps meet",
 		fmt.Sprintf("winner %s; first known at event %d, after both answered (events %d and %d)", winner, firstKnown+1, a.claim.Index+1, b.claim.Index+1),
 		winner == "A" && a.claim.Timestamp.Counter == 5 && b.claim.Timestamp.Counter == 5 && firstKnown > max(a.claim.Index, b.claim.Index))
 
@@ -195,13 +201,11 @@ func runLamportUniqueness(ctx context.Context, env Env) (*report.Report, error) 
 	rep.Metric("cas_rounds", float64(rounds), "")
 	rep.Metric("cas_claimants_per_round", float64(claimants), "")
 	rep.Metric("cas_rounds_with_one_winner", float64(oneWinner), "")
-	rep.Check("through one etcd compare-and-set exactly one claimant wins",
-		fmt.Sprintf("exactly one winner in each of %d rounds of %d concurrent claims", rounds, claimants),
+	check(rep, claimCASOneWinner, fmt.Sprintf("exactly one winner in each of %d rounds of %d concurrent claims", rounds, claimants),
 		fmt.Sprintf("one winner in %d of %d rounds (%s)", oneWinner, rounds, strings.Join(winsDesc, ", ")),
 		oneWinner == rounds)
 	wantLosers := rounds * (claimants - 1)
-	rep.Check("every loser learns the winner in the same request",
-		fmt.Sprintf("%d losing claims, each told the winner's name", wantLosers),
+	check(rep, claimLoserLearnsWinner, fmt.Sprintf("%d losing claims, each told the winner's name", wantLosers),
 		fmt.Sprintf("%d of %d losers were told the winner", loserKnows, wantLosers),
 		loserKnows == wantLosers)
 	rep.AddTable(rounds5)

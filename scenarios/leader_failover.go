@@ -15,15 +15,23 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
+// The claims of leader-failover, declared in its Scenario.Claims.
+const (
+	claimCrashFailoverTTL ClaimID = "crash-failover-one-ttl"
+	claimGracefulAtOnce   ClaimID = "graceful-handover-at-once"
+	claimTokenIncreases   ClaimID = "token-increases"
+	claimDeposedRejected  ClaimID = "deposed-write-rejected"
+)
+
 func leaderFailover() Scenario {
 	return Scenario{
 		Name:    "leader-failover",
 		Summary: "Leader election on etcd: how long failover takes after a crash and after a graceful resign, the fencing token rising at each new leader, and the deposed leader's late write rejected.",
-		Claims: []string{
-			"after the leader crashes, the next candidate wins once the old lease expires: failover takes about one TTL",
-			"a graceful resign hands over at once: failover in milliseconds, far below the TTL",
-			"the fencing token increases at each new leader",
-			"the deposed leader's late write is rejected by the fenced resource (409)",
+		Claims: []Claim{
+			{ID: claimCrashFailoverTTL, Kind: Timing, Text: "after the leader crashes, the next candidate wins once the old lease expires: failover takes about one TTL"},
+			{ID: claimGracefulAtOnce, Kind: Timing, Text: "a graceful resign hands over at once: failover in milliseconds, far below the TTL"},
+			{ID: claimTokenIncreases, Kind: Safety, Text: "the fencing token increases at each new leader"},
+			{ID: claimDeposedRejected, Kind: Safety, Text: "the deposed leader's late write is rejected by the fenced resource (409)"},
 		},
 		Run: runLeaderFailover,
 	}
@@ -187,21 +195,17 @@ func runLeaderFailover(ctx context.Context, env Env) (*report.Report, error) {
 		return nil, err
 	}
 
-	rep.Check("after the leader crashes, the next candidate wins once the old lease expires",
-		fmt.Sprintf("failover about one TTL (%s): between %s and %s", ttl, ttl/2, ttl+time.Second),
+	check(rep, claimCrashFailoverTTL, fmt.Sprintf("failover about one TTL (%s): between %s and %s", ttl, ttl/2, ttl+time.Second),
 		fmt.Sprintf("B won %s after A's crash", crashFailover.Round(time.Millisecond)),
 		crashFailover >= ttl/2 && crashFailover <= ttl+time.Second)
-	rep.Check("a graceful resign hands over at once",
-		fmt.Sprintf("C wins within %s of B's resign (a tenth of the TTL)", ttl/10),
+	check(rep, claimGracefulAtOnce, fmt.Sprintf("C wins within %s of B's resign (a tenth of the TTL)", ttl/10),
 		fmt.Sprintf("C won %s after B resigned", gracefulFailover.Round(100*time.Microsecond)),
 		gracefulFailover < ttl/10)
-	rep.Check("the fencing token increases at each new leader",
-		"token(A) < token(B) < token(C)",
+	check(rep, claimTokenIncreases, "token(A) < token(B) < token(C)",
 		fmt.Sprintf("A %d, B %d, C %d", a.l.Token(), b.l.Token(), cr.l.Token()),
 		a.l.Token() < b.l.Token() && b.l.Token() < cr.l.Token())
 	var sa, sb *fencing.StaleError
-	rep.Check("the deposed leader's late write is rejected by the fenced resource (409)",
-		"A's write after B took over and B's after C took over: both rejected as stale",
+	check(rep, claimDeposedRejected, "A's write after B took over and B's after C took over: both rejected as stale",
 		fmt.Sprintf("A: %s; B: %s; the resource holds %q (token %d)", verdictOf(lateA), verdictOf(lateB), entry.Value, entry.Token),
 		errors.As(lateA, &sa) && errors.As(lateB, &sb) && entry.Value == "C was here")
 	rep.Metric("crash_failover_ms", ms(crashFailover), "ms")

@@ -9,22 +9,30 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/claim"
+	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/lock"
 	"github.com/coordkit/coordkit/scenarios/report"
 	"github.com/coordkit/coordkit/session"
+)
+
+// The claims of lock-fencing, declared in its Scenario.Claims.
+const (
+	claimPausedHolderWrites   ClaimID = "paused-holder-writes"
+	claimUnfencedLostUpdate   ClaimID = "unfenced-lost-update"
+	claimFencedRejects        ClaimID = "fenced-rejects-late-write"
+	claimRedisStyleTwoWriters ClaimID = "redis-style-two-writers"
 )
 
 func lockWithoutFencing() Scenario {
 	return Scenario{
 		Name:    "lock-without-fencing",
 		Summary: "A lock holder frozen past its lease writes after its successor: without a fencing token the resource takes both writes (a lost update); with the token it rejects the late one (409).",
-		Claims: []string{
-			"a lock alone cannot stop a paused holder: after its lease expires the next holder gets the lock, and the paused one still writes",
-			"without fencing the resource accepts both writes and the successor's update is lost",
-			"with the fencing token (the key's create revision) the resource rejects the late write with 409",
-			"a Redis-style lock (a lease with no token) is an optimisation, not a guarantee: the same pause gives two writers",
+		Claims: []Claim{
+			{ID: claimPausedHolderWrites, Kind: Safety, Text: "a lock alone cannot stop a paused holder: after its lease expires the next holder gets the lock, and the paused one still writes"},
+			{ID: claimUnfencedLostUpdate, Kind: Safety, Text: "without fencing the resource accepts both writes and the successor's update is lost"},
+			{ID: claimFencedRejects, Kind: Safety, Text: "with the fencing token (the key's create revision) the resource rejects the late write with 409"},
+			{ID: claimRedisStyleTwoWriters, Kind: Safety, Text: "a Redis-style lock (a lease with no token) is an optimisation, not a guarantee: the same pause gives two writers"},
 		},
 		Run: runLockWithoutFencing,
 	}
@@ -218,21 +226,18 @@ func runLockWithoutFencing(ctx context.Context, env Env) (*report.Report, error)
 	if !aLost.IsZero() {
 		rep.Metric("a_loss_signalled_after_ms", ms(aLost.Sub(acquiredA)), "ms")
 	}
-	rep.Check("the lock alone cannot stop a paused holder: B gets the lock when A's lease expires, and A still writes",
-		fmt.Sprintf("B acquires about one TTL (%s) after A, with a larger token; A's write is still sent", lockTTL),
+	check(rep, claimPausedHolderWrites, fmt.Sprintf("B acquires about one TTL (%s) after A, with a larger token; A's write is still sent", lockTTL),
 		fmt.Sprintf("B acquired %s after A; tokens A=%d, B=%d; A's session declared the loss %s", waitB.Round(time.Millisecond), heldA.Token(), heldB.Token(), lossDesc(aLost, acquiredA, acquiredB)),
 		heldB.Token() > heldA.Token() && waitB >= lockTTL/2)
 
 	wantLost := readsA["unfenced"] + depositA
-	rep.Check("without fencing the resource accepts both writes: B's update is lost",
-		fmt.Sprintf("both writes accepted; final balance %d (A's stale %d+%d), B's +%d gone", wantLost, readsA["unfenced"], depositA, depositB),
+	check(rep, claimUnfencedLostUpdate, fmt.Sprintf("both writes accepted; final balance %d (A's stale %d+%d), B's +%d gone", wantLost, readsA["unfenced"], depositA, depositB),
 		fmt.Sprintf("B's write %s, A's late write %s; final balance %d", verdictOf(writesB["unfenced"]), verdictOf(writesA["unfenced"]), finals["unfenced"]),
 		writesB["unfenced"] == nil && writesA["unfenced"] == nil && finals["unfenced"] == wantLost)
 
 	var stale *fencing.StaleError
 	isStale := errors.As(writesA["fenced"], &stale)
-	rep.Check("with the fencing token the resource rejects the late write with 409",
-		fmt.Sprintf("A's token %d < floor %d: rejected (409); final balance %d (B's)", heldA.Token(), heldB.Token(), initialBalance+depositB),
+	check(rep, claimFencedRejects, fmt.Sprintf("A's token %d < floor %d: rejected (409); final balance %d (B's)", heldA.Token(), heldB.Token(), initialBalance+depositB),
 		fmt.Sprintf("B's write %s, A's late write %s; final balance %d", verdictOf(writesB["fenced"]), verdictOf(writesA["fenced"]), finals["fenced"]),
 		writesB["fenced"] == nil && isStale && stale.Floor == heldB.Token() && finals["fenced"] == initialBalance+depositB)
 
@@ -296,8 +301,7 @@ func runLockWithoutFencing(ctx context.Context, env Env) (*report.Report, error)
 		return nil, err
 	}
 	finalRedis, _ := strconv.Atoi(e.Value)
-	rep.Check("a Redis-style lock (a lease with no token) is an optimisation, not a guarantee",
-		fmt.Sprintf("B gets the lease after A's expires; both writes land; final %d, B's +%d lost", readA+depositA, depositB),
+	check(rep, claimRedisStyleTwoWriters, fmt.Sprintf("B gets the lease after A's expires; both writes land; final %d, B's +%d lost", readA+depositA, depositB),
 		fmt.Sprintf("B won the lease %s after asking; B's write %s, A's late write %s; final balance %d",
 			time.Since(callB).Round(time.Millisecond), verdictOf(errB), verdictOf(errA), finalRedis),
 		cb.Won && errA == nil && errB == nil && finalRedis == readA+depositA)

@@ -11,15 +11,23 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
+// The claims of read-ladder, declared in its Scenario.Claims.
+const (
+	claimPartitionOnlyStaleOld ClaimID = "partition-only-stale-old"
+	claimPauseLeaseOld         ClaimID = "pause-lease-old"
+	claimSafeRungsLinearizable ClaimID = "safe-rungs-linearizable"
+	claimPorcupineFlagsUnsafe  ClaimID = "porcupine-flags-unsafe"
+)
+
 func readLadder() Scenario {
 	return Scenario{
 		Name:    "read-ladder",
 		Summary: "Each rung of the read ladder (stale, lease, verify, readindex, log) at an old leader cut off by a partition, and at an old leader paused while a new one took over: what it returns, what it costs, porcupine's verdict.",
-		Claims: []string{
-			"under a partition, only a stale read at the cut-off old leader returns old data; the other rungs refuse there",
-			"under a process pause, stale and lease reads at the old leader return old data: a lease is no defence against a pause",
-			"verify, readindex and log reads stay linearizable in both situations",
-			"porcupine flags exactly the unsafe rungs",
+		Claims: []Claim{
+			{ID: claimPartitionOnlyStaleOld, Kind: Safety, Text: "under a partition, only a stale read at the cut-off old leader returns old data; the other rungs refuse there"},
+			{ID: claimPauseLeaseOld, Kind: Safety, Text: "under a process pause, stale and lease reads at the old leader return old data: a lease is no defence against a pause"},
+			{ID: claimSafeRungsLinearizable, Kind: Safety, Text: "verify, readindex and log reads stay linearizable in both situations"},
+			{ID: claimPorcupineFlagsUnsafe, Kind: Safety, Text: "porcupine flags exactly the unsafe rungs"},
 		},
 		Run: runReadLadder,
 	}
@@ -168,12 +176,10 @@ func runReadLadder(ctx context.Context, env Env) (*report.Report, error) {
 			partOK = partOK && refused(part[m])
 		}
 	}
-	rep.Check("under a partition, only a stale read at the cut-off old leader returns old data",
-		"stale: old; lease, verify, readindex, log: refused (the lease ran out before the majority could elect anyone)",
+	check(rep, claimPartitionOnlyStaleOld, "stale: old; lease, verify, readindex, log: refused (the lease ran out before the majority could elect anyone)",
 		strings.Join(partObs, ", "), partOK)
 
-	rep.Check("under a process pause, stale and lease reads at the old leader return old data",
-		"stale: old; lease: old (the paused leader still believes it leads)",
+	check(rep, claimPauseLeaseOld, "stale: old; lease: old (the paused leader still believes it leads)",
 		fmt.Sprintf("stale: %s; lease: %s", rungAnswer(pause[cluster.ReadStale]), rungAnswer(pause[cluster.ReadLease])),
 		oldValue(pause[cluster.ReadStale]) && oldValue(pause[cluster.ReadLease]))
 
@@ -183,8 +189,7 @@ func runReadLadder(ctx context.Context, env Env) (*report.Report, error) {
 		safe = safe && fresh(part[m]) && fresh(pause[m]) && part[m].verdict.Linearizable && pause[m].verdict.Linearizable
 		safeObs = append(safeObs, fmt.Sprintf("%s: partition %s, pause %s", m, part[m].verdict.Verdict, pause[m].verdict.Verdict))
 	}
-	rep.Check("verify, readindex and log reads stay linearizable in both situations",
-		"never old data; porcupine Ok for each",
+	check(rep, claimSafeRungsLinearizable, "never old data; porcupine Ok for each",
 		strings.Join(safeObs, ", "), safe)
 
 	want := map[string]bool{"partition stale": false, "partition lease": true, "pause stale": false, "pause lease": false}
@@ -207,8 +212,7 @@ func runReadLadder(ctx context.Context, env Env) (*report.Report, error) {
 			}
 		}
 	}
-	rep.Check("porcupine flags exactly the unsafe rungs",
-		"not linearizable: partition stale, pause stale, pause lease; all others Ok",
+	check(rep, claimPorcupineFlagsUnsafe, "not linearizable: partition stale, pause stale, pause lease; all others Ok",
 		"not linearizable: "+strings.Join(flags, ", "), flagged)
 	if margin != 0 {
 		rep.Metric("partition_stepdown_before_election_ms", ms(margin), "ms")

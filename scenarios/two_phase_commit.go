@@ -12,15 +12,23 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
+// The claims of two-phase-commit, declared in its Scenario.Claims.
+const (
+	claimParticipantsBlock  ClaimID = "participants-block"
+	claimBlockedHoldLocks   ClaimID = "blocked-hold-locks"
+	claimConsensusCompletes ClaimID = "consensus-completes"
+	claimDecidesOnce        ClaimID = "decides-once"
+)
+
 func twoPhaseCommit() Scenario {
 	return Scenario{
 		Name:    "two-phase-commit",
 		Summary: "2PC with three participants: the coordinator crashes after collecting \"yes\" votes and the participants stay blocked, holding their locks, until it returns; with the decision recorded through consensus they finish with one node lost.",
-		Claims: []string{
-			"after voting yes a participant cannot decide alone: all three stay blocked until the coordinator returns",
-			"blocked participants hold their locks: another transaction on the same rows cannot proceed",
-			"with the decision recorded through consensus, the participants complete without the coordinator, with one cluster node lost",
-			"the consensus record decides once: a later attempt to record abort does not change the commit",
+		Claims: []Claim{
+			{ID: claimParticipantsBlock, Kind: Safety, Text: "after voting yes a participant cannot decide alone: all three stay blocked until the coordinator returns"},
+			{ID: claimBlockedHoldLocks, Kind: Safety, Text: "blocked participants hold their locks: another transaction on the same rows cannot proceed"},
+			{ID: claimConsensusCompletes, Kind: Safety, Text: "with the decision recorded through consensus, the participants complete without the coordinator, with one cluster node lost"},
+			{ID: claimDecidesOnce, Kind: Safety, Text: "the consensus record decides once: a later attempt to record abort does not change the commit"},
 		},
 		Run: runTwoPhaseCommit,
 	}
@@ -165,11 +173,9 @@ func runTwoPhaseCommit(ctx context.Context, env Env) (*report.Report, error) {
 		rep.Metric("classic_blocked_ms_"+r.name, ms(waited), "ms")
 	}
 	rec.State("coordinator", report.StateIdle)
-	rep.Check("after voting yes a participant cannot decide alone: all three stay blocked until the coordinator returns",
-		fmt.Sprintf("each stays prepared for the whole outage (%s), asking and getting no answer", downtime),
+	check(rep, claimParticipantsBlock, fmt.Sprintf("each stays prepared for the whole outage (%s), asking and getting no answer", downtime),
 		strings.Join(blocked, ", "), allWaited && len(blocked) == 3)
-	rep.Check("blocked participants hold their locks: another transaction on the same rows cannot proceed",
-		fmt.Sprintf("T2 cannot lock P1's row during the outage (waits %s)", t2wait.Round(time.Millisecond)),
+	check(rep, claimBlockedHoldLocks, fmt.Sprintf("T2 cannot lock P1's row during the outage (waits %s)", t2wait.Round(time.Millisecond)),
 		descT2, t2Blocked)
 
 	// Part 2: the decision goes through consensus.
@@ -275,8 +281,7 @@ func runTwoPhaseCommit(ctx context.Context, env Env) (*report.Report, error) {
 		slowest = max(slowest, d.took)
 		rep.Metric("consensus_done_ms_"+d.name, ms(d.took), "ms")
 	}
-	rep.Check("with the decision recorded through consensus, the participants complete without the coordinator, with one cluster node lost",
-		fmt.Sprintf("all three read commit and release their locks while the coordinator is still down, well within its %s outage", downtime),
+	check(rep, claimConsensusCompletes, fmt.Sprintf("all three read commit and release their locks while the coordinator is still down, well within its %s outage", downtime),
 		strings.Join(finished, ", "), allCommitted && slowest < downtime)
 
 	// A participant that had given up waiting would try to record abort.
@@ -285,8 +290,7 @@ func runTwoPhaseCommit(ctx context.Context, env Env) (*report.Report, error) {
 	r, err = late.CAS(ctx, key, "pending", "abort")
 	labOp("P3", "record T3 abort (CAS pending→abort)", r, err)
 	final, ferr := late.Get(ctx, key, cluster.ReadIndex)
-	rep.Check("the consensus record decides once: a later attempt to record abort does not change the commit",
-		"CAS pending→abort does not swap; the record stays commit",
+	check(rep, claimDecidesOnce, "CAS pending→abort does not swap; the record stays commit",
 		fmt.Sprintf("swapped=%v (%s); record is %s", r.Swapped, errText(err), readValue(final, ferr)),
 		err == nil && !r.Swapped && ferr == nil && final.Value == "commit")
 	sleepCtx(ctx, 50*time.Millisecond)

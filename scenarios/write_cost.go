@@ -11,14 +11,21 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
+// The claims of write-cost, declared in its Scenario.Claims.
+const (
+	claimWriteRoundTrip        ClaimID = "write-round-trip"
+	claimSizeNoExtraRoundTrips ClaimID = "size-no-extra-round-trips"
+	claimReadCostByRung        ClaimID = "read-cost-by-rung"
+)
+
 func writeCost() Scenario {
 	return Scenario{
 		Name:    "write-cost",
 		Summary: "Write latency against one-way delay (rack, region, cross-region), fsync on and off, 3/5/7 nodes: measured p50/p99 next to the model, and what each read mode costs.",
-		Claims: []string{
-			"each write costs a round trip to a majority plus a log write (within ±20%)",
-			"adding nodes does not add round trips: 3, 5 and 7 nodes cost about the same per write",
-			"reads cost by rung: stale and lease reads ask no one, verify and readindex cost up to a round trip to a majority, log reads cost a write",
+		Claims: []Claim{
+			{ID: claimWriteRoundTrip, Kind: Timing, Text: "each write costs a round trip to a majority plus a log write (within ±20%)"},
+			{ID: claimSizeNoExtraRoundTrips, Kind: Timing, Text: "adding nodes does not add round trips: 3, 5 and 7 nodes cost about the same per write"},
+			{ID: claimReadCostByRung, Kind: Timing, Text: "reads cost by rung: stale and lease reads ask no one, verify and readindex cost up to a round trip to a majority, log reads cost a write"},
 		},
 		Run: runWriteCost,
 	}
@@ -170,8 +177,7 @@ func runWriteCost(ctx context.Context, env Env) (*report.Report, error) {
 			worst = e
 		}
 	}
-	rep.Check("each write costs a round trip to a majority plus a log write",
-		"p50 within ±20% of 2·delay (+ the log writes with fsync on) wherever the model is 8 ms or more",
+	check(rep, claimWriteRoundTrip, "p50 within ±20% of 2·delay (+ the log writes with fsync on) wherever the model is 8 ms or more",
 		fmt.Sprintf("%d of %d configurations within ±20%%; worst %+.0f%%", within, checked, worst*100),
 		checked > 0 && within == checked)
 
@@ -193,8 +199,7 @@ func runWriteCost(ctx context.Context, env Env) (*report.Report, error) {
 			}
 		}
 	}
-	rep.Check("adding nodes does not add round trips",
-		"3, 5 and 7 nodes within ±25% of each other (region links, fsync on): the leader waits for the fastest majority, in parallel",
+	check(rep, claimSizeNoExtraRoundTrips, "3, 5 and 7 nodes within ±25% of each other (region links, fsync on): the leader waits for the fastest majority, in parallel",
 		strings.Join(bySize, ", "), sizeOK && len(bySize) == 3)
 
 	// The chart: p50 against one-way delay, fsync off and on, with the model.
@@ -277,8 +282,7 @@ func runWriteCost(ctx context.Context, env Env) (*report.Report, error) {
 	readChart.Series = []report.Series{measured, expected}
 	rep.AddTable(readTbl)
 	rep.AddChart(readChart)
-	rep.Check("reads cost by rung",
-		fmt.Sprintf("stale and lease under a quarter of the round trip (%s); verify and readindex at most the round trip (+20%%); log at least 80%% of it", fmtMs(rtt)),
+	check(rep, claimReadCostByRung, fmt.Sprintf("stale and lease under a quarter of the round trip (%s); verify and readindex at most the round trip (+20%%); log at least 80%% of it", fmtMs(rtt)),
 		strings.Join(readObs, ", "), readOK)
 	if len(confirmP50) == 2 && confirmP50[0] < rtt/2 {
 		rep.Note("verify came in under half a round trip. hashicorp/raft's VerifyLeader counts the answer to any heartbeat that returns after the call, including one that was already in flight when the call was made: a confirmation can cost less than a round trip, and it proves leadership only as of a heartbeat sent before the read began. The lab's readindex does its own round with a fresh term check instead, so it pays the full round trip (%s here).", fmtMs(confirmP50[1]))

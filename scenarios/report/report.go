@@ -11,7 +11,7 @@ import (
 // Report is what one scenario run observed. Its JSON encoding is the stable
 // contract of `coordctl scenario run -w json`:
 //
-//	{"name","passed","seed","scale","elapsed_ms","claims":[{"claim","expected","observed","holds"}],
+//	{"name","passed","seed","scale","elapsed_ms","claims":[{"id","kind","claim","expected","observed","holds"}],
 //	 "metrics":{name:value,...},"tables":[...],"timeline":{...},"charts":[...],"notes":[...]}
 type Report struct {
 	Name    string  `json:"name"`
@@ -33,8 +33,11 @@ type Report struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Claim is one prediction of theory and what the run saw.
+// Claim is one prediction of theory and what the run saw. ID and Kind
+// ("safety" or "timing") are set for the claims of a registered scenario.
 type Claim struct {
+	ID       string `json:"id,omitempty"`
+	Kind     string `json:"kind,omitempty"`
 	Claim    string `json:"claim"`
 	Expected string `json:"expected"`
 	Observed string `json:"observed"`
@@ -158,7 +161,10 @@ func (tl *Timeline) At(m Millis) string {
 	return fmtDuration(m.D())
 }
 
-// Outcomes of a timeline operation.
+// Outcomes of a timeline operation. They are the strings of cluster.Outcome
+// but stay their own: a report pictures etcd and process runs as well as
+// the lab, and this package must not link the lab (package cluster) to
+// draw them.
 const (
 	OutcomeOK      = "ok"
 	OutcomeFail    = "fail"
@@ -251,6 +257,14 @@ func New(name, summary string) *Report {
 // Check records a claim and returns holds, so callers can branch on it.
 func (r *Report) Check(claim, expected, observed string, holds bool) bool {
 	r.Claims = append(r.Claims, Claim{Claim: claim, Expected: expected, Observed: observed, Holds: holds})
+	return holds
+}
+
+// CheckID records the verdict on the claim named id, whose text and kind
+// the scenario declares (package scenarios fills them in), and returns
+// holds.
+func (r *Report) CheckID(id, expected, observed string, holds bool) bool {
+	r.Claims = append(r.Claims, Claim{ID: id, Expected: expected, Observed: observed, Holds: holds})
 	return holds
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
-// The claims of lamport-clocks, declared in its Scenario.Claims.
+// The claims of the scenarios in this file: declared in Scenario.Claims, checked by ID.
 const (
 	claimRule1                    ClaimID = "rule-1"
 	claimRules2And3               ClaimID = "rules-2-3"

@@ -13,7 +13,7 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
-// The claims of lamport-uniqueness, declared in its Scenario.Claims.
+// The claims of the scenarios in this file: declared in Scenario.Claims, checked by ID.
 const (
 	claimLamportTwoOwners  ClaimID = "lamport-two-owners"
 	claimOrderKnownLate    ClaimID = "order-known-late"

@@ -15,7 +15,7 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
-// The claims of leader-failover, declared in its Scenario.Claims.
+// The claims of the scenarios in this file: declared in Scenario.Claims, checked by ID.
 const (
 	claimCrashFailoverTTL ClaimID = "crash-failover-one-ttl"
 	claimGracefulAtOnce   ClaimID = "graceful-handover-at-once"

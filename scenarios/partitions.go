@@ -9,7 +9,7 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
-// The claims of partitions, declared in its Scenario.Claims.
+// The claims of the scenarios in this file: declared in Scenario.Claims, checked by ID.
 const (
 	claimMinorityRefuses       ClaimID = "minority-refuses"
 	claimMajorityWrites        ClaimID = "majority-writes"

@@ -10,7 +10,7 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
-// The claims of quorum-loss, declared in its Scenario.Claims.
+// The claims of the scenarios in this file: declared in Scenario.Claims, checked by ID.
 const (
 	claimWritesStop            ClaimID = "writes-stop-within-timeout"
 	claimStaleReadsContinue    ClaimID = "stale-reads-continue"
@@ -178,15 +178,4 @@ func outcomeWord(err error) string {
 		return "timed out"
 	}
 	return "failed: " + shortErr(err)
-}
-
-// sleepCtx waits d or until ctx ends: scenarios let a workload run for a
-// while between faults.
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
-// The claims of read-ladder, declared in its Scenario.Claims.
+// The claims of the scenarios in this file: declared in Scenario.Claims, checked by ID.
 const (
 	claimPartitionOnlyStaleOld ClaimID = "partition-only-stale-old"
 	claimPauseLeaseOld         ClaimID = "pause-lease-old"

@@ -78,11 +78,19 @@ type Env struct {
 	// EtcdEndpoints is empty. When both are empty such a scenario fails
 	// with ErrNoEtcd; the lab scenarios need neither.
 	StartEtcd EtcdStarter
+	// LockTTL is the lease TTL of the lock holders in lock-without-fencing:
+	// 2s (etcd's minimum with default timing) when zero. etcd grants whole
+	// seconds.
+	LockTTL time.Duration
 }
 
 // Validate checks the fields a run depends on: Scale must be empty, small
-// or full. Its error wraps ErrInvalid. Registry.Run calls it.
+// or full; LockTTL zero or whole seconds of at least 2s. Its error wraps
+// ErrInvalid. Registry.Run calls it.
 func (e Env) Validate() error {
+	if e.LockTTL != 0 && (e.LockTTL < 2*time.Second || e.LockTTL%time.Second != 0) {
+		return fmt.Errorf("%w lock TTL %s: want whole seconds, at least 2s", ErrInvalid, e.LockTTL)
+	}
 	if e.Scale == "" {
 		return nil
 	}

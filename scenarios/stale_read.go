@@ -10,7 +10,7 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
-// The claims of stale-read, declared in its Scenario.Claims.
+// The claims of the scenarios in this file: declared in Scenario.Claims, checked by ID.
 const (
 	claimStaleFollowerRead     ClaimID = "stale-follower-read"
 	claimStaleNotLinearizable  ClaimID = "stale-not-linearizable"

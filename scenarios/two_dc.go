@@ -10,7 +10,7 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
-// The claims of two-dc, declared in its Scenario.Claims.
+// The claims of the scenarios in this file: declared in Scenario.Claims, checked by ID.
 const (
 	claimLoseBigSiteStops       ClaimID = "lose-big-site-stops"
 	claimLoseSmallSiteGoesOn    ClaimID = "lose-small-site-goes-on"

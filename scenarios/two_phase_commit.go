@@ -12,7 +12,7 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
-// The claims of two-phase-commit, declared in its Scenario.Claims.
+// The claims of the scenarios in this file: declared in Scenario.Claims, checked by ID.
 const (
 	claimParticipantsBlock  ClaimID = "participants-block"
 	claimBlockedHoldLocks   ClaimID = "blocked-hold-locks"

@@ -11,7 +11,7 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
-// The claims of write-cost, declared in its Scenario.Claims.
+// The claims of the scenarios in this file: declared in Scenario.Claims, checked by ID.
 const (
 	claimWriteRoundTrip        ClaimID = "write-round-trip"
 	claimSizeNoExtraRoundTrips ClaimID = "size-no-extra-round-trips"

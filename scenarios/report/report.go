@@ -28,6 +28,10 @@ type Report struct {
 	Timeline *Timeline `json:"timeline,omitempty"`
 	Charts   []Chart   `json:"charts,omitempty"`
 	Notes    []string  `json:"notes,omitempty"`
+	// Steps tell the run as a story, in the order things happened; a
+	// scenario that has a story to tell records them (coordctl demo
+	// narrates them). Nil otherwise.
+	Steps []Step `json:"steps,omitempty"`
 	// Error says why the experiment could not be carried out; such a
 	// report has no verdicts and does not pass.
 	Error string `json:"error,omitempty"`
@@ -42,6 +46,26 @@ type Claim struct {
 	Expected string `json:"expected"`
 	Observed string `json:"observed"`
 	Holds    bool   `json:"holds"`
+}
+
+// Events of a Step that are not an actor's action.
+const (
+	// EventHeading starts a chapter of the story.
+	EventHeading = "heading"
+	// EventExplain is a paragraph of explanation.
+	EventExplain = "explain"
+)
+
+// Step is one line of a run's story: an actor (a holder, etcd, a resource)
+// did something (Event: "acquired", "write", "rejected", ...) at At. Actor
+// is "-" for EventHeading and EventExplain. Token is the fencing token the
+// step carried, 0 if none.
+type Step struct {
+	At    Millis `json:"at_ms"`
+	Actor string `json:"actor"`
+	Event string `json:"event"`
+	Text  string `json:"text"`
+	Token uint64 `json:"token,omitempty"`
 }
 
 // Metric is one measured number. Name should say the unit when Unit is

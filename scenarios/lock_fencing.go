@@ -114,7 +114,7 @@ func (r *fencingRun) close() {
 // setup starts etcd, two clients and the three resources, and sets the
 // balance to 100 on each (token 1: the setup).
 func (r *fencingRun) setup(ctx context.Context) error {
-	r.rec.Heading("coordkit demo: a lock is only as safe as the resource it protects")
+	r.rec.Heading("A lock is only as safe as the resource it protects")
 	conn, err := startEtcd(ctx, r.env, "lock-without-fencing")
 	if err != nil {
 		return err
@@ -396,7 +396,7 @@ func (r *fencingRun) redisRound(ctx context.Context) error {
 		return err
 	}
 	r.redisFinal, _ = strconv.Atoi(e.Value)
-	r.rec.Step("redis-style", "accepted", fmt.Sprintf("A wakes and writes balance=%d: %s — the resource cannot tell a former holder from the current one", r.redisReadA+depositA, verdictOf(r.redisErrA)), 0)
+	r.rec.Step("resource", "accepted", fmt.Sprintf("A wakes and writes balance=%d: %s — the resource cannot tell a former holder from the current one", r.redisReadA+depositA, verdictOf(r.redisErrA)), 0)
 	return nil
 }
 
@@ -452,9 +452,9 @@ func (r *fencingRun) judge() {
 
 	r.rec.Heading("What happened")
 	r.rec.Explain(fmt.Sprintf(`  The lock did its job: A and B never held it at the same time as far as etcd
-  knows, and coordkit told A it had lost the lock %s. But A
-  was frozen, so it could not listen. Any client can be paused between checking
-  that it holds a lock and writing, so no lock alone can prevent this.
+  knows, and coordkit told A it had lost the lock (%s).
+  But A was frozen, so it could not listen. Any client can be paused between
+  checking that it holds a lock and writing, so no lock alone can prevent this.
   Fencing can: every holder carries its token (A: %d, B: %d — they only grow),
   and the resource refuses a token lower than the highest it has seen.
   Fenced resource ends with balance %d; unfenced with %d; the Redis-style lock,

@@ -193,7 +193,7 @@ func runScenario(t *testing.T, name string, timeout time.Duration) *report.Repor
 	reporttest.CheckHTML(t, page.Bytes())
 	b, err := json.Marshal(rep)
 	require.NoError(t, err)
-	assert.Contains(t, string(b), `"kind":"safety"`)
+	assert.Contains(t, string(b), `"claims":[{"id":"`)
 	if dir := os.Getenv("SCENARIO_SHOW"); dir != "" {
 		// For a look while developing: SCENARIO_SHOW=/tmp go test -run X -v
 		t.Logf("report:\n%s", text.String())

@@ -166,6 +166,18 @@ func TestReportRecorder(t *testing.T) {
 	assert.Equal(t, []Op{{"alice", "put x=1", ms(50), ms(60), OutcomeOK}}, tl.Ops)
 }
 
+func TestReportMarksTimingClaims(t *testing.T) {
+	r := New("x", "")
+	r.Claims = append(r.Claims, Claim{ID: "fast", Kind: "timing", Claim: "it is fast", Holds: false},
+		Claim{ID: "safe", Kind: "safety", Claim: "it is safe", Holds: true})
+	var text, page bytes.Buffer
+	require.NoError(t, WriteText(&text, r))
+	assert.Contains(t, text.String(), "✗ it is fast (timing)")
+	assert.Contains(t, text.String(), "✓ it is safe\n")
+	require.NoError(t, WriteHTML(&page, "x", []*Report{r}))
+	assert.Contains(t, page.String(), "it is fast (timing)</td>")
+}
+
 func TestReportRecorderSteps(t *testing.T) {
 	base := time.Unix(0, 0)
 	now := base

@@ -89,7 +89,7 @@ type Result struct {
 // NotOwnerError is returned by Release when someone else holds the name.
 type NotOwnerError struct {
 	Name     string
-	Owner    string // the current owner
+	Owner    string        // the current owner
 	Revision fencing.Token // the current claim's create revision
 }
 

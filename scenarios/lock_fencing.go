@@ -452,9 +452,10 @@ func (r *fencingRun) judge() {
 
 	r.rec.Heading("What happened")
 	r.rec.Explain(fmt.Sprintf(`  The lock did its job: A and B never held it at the same time as far as etcd
-  knows, and coordkit told A it had lost the lock (%s).
-  But A was frozen, so it could not listen. Any client can be paused between
-  checking that it holds a lock and writing, so no lock alone can prevent this.
+  knows, and coordkit told A that it had lost the lock
+  (%s). But A was frozen, so it could not listen.
+  Any client can be paused between checking that it holds a lock and writing,
+  so no lock alone can prevent this.
   Fencing can: every holder carries its token (A: %d, B: %d — they only grow),
   and the resource refuses a token lower than the highest it has seen.
   Fenced resource ends with balance %d; unfenced with %d; the Redis-style lock,

@@ -32,9 +32,10 @@ const storyScenario = "lock-without-fencing"
 // tourStops are the scenarios of the guided tour, each with the paragraph
 // that says what to look for.
 var tourStops = []struct{ name, intro string }{
-	{storyScenario, `The same failure as a measured experiment, with a third contender: a
-"Redis-style" lock (a lease and no token). A lease is an optimisation that
-makes overlaps rare; only the token makes the resource refuse them.`},
+	{storyScenario, `The story above was a run of this experiment; here are its verdicts. Its
+third contender, a "Redis-style" lock (a lease and no token), shows that a
+lease is an optimisation that makes overlaps rare; only the token makes the
+resource refuse them.`},
 	{"minority-partition", `Now consensus itself. Five Raft nodes (real hashicorp/raft, on a simulated
 network) are split 2|3. The two-node minority cannot commit anything: it has
 no quorum. The three-node majority elects a leader and keeps writing. When

@@ -132,6 +132,28 @@ func TestScenarioRegistryRunError(t *testing.T) {
 	assert.ErrorIs(t, err, boom)
 }
 
+func TestScenarioEnvValidate(t *testing.T) {
+	for name, tc := range map[string]struct {
+		env Env
+		ok  bool
+	}{
+		"zero":          {Env{}, true},
+		"full, 3s":      {Env{Scale: ScaleFull, LockTTL: 3 * time.Second}, true},
+		"odd scale":     {Env{Scale: "huge"}, false},
+		"ttl too short": {Env{LockTTL: time.Second}, false},
+		"ttl fraction":  {Env{LockTTL: 2500 * time.Millisecond}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := tc.env.Validate()
+			if tc.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, ErrInvalid)
+			}
+		})
+	}
+}
+
 func TestScenarioNeedsEtcd(t *testing.T) {
 	reg, err := Default()
 	require.NoError(t, err)

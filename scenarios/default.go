@@ -3,12 +3,16 @@ package scenarios
 // Default returns a new registry holding every scenario coordkit ships, in a
 // fixed order: the lab cluster's availability and consistency first (1-7),
 // then locks and leaders on etcd (8-9), then clocks and commit (10-12).
-func Default() *Registry {
+// An error (wrapping ErrInvalid or ErrDuplicate) means a shipped scenario is
+// malformed: a bug, which the tests catch.
+func Default() (*Registry, error) {
 	r := NewRegistry()
 	for _, s := range all() {
-		r.MustRegister(s)
+		if err := r.Register(s); err != nil {
+			return nil, err
+		}
 	}
-	return r
+	return r, nil
 }
 
 func all() []Scenario {

@@ -8,24 +8,30 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-
-	"github.com/coordkit/coordkit/internal/etcdembed"
 )
 
+// EtcdStarter starts an etcd for one scenario run, keeping its data in dir
+// (a fresh directory under Env.TempDir), and returns its client endpoints
+// and a function that stops it. The scenarios test ordering and leases, not
+// durability, so a starter may turn fsync off. coordctl fills it from
+// internal/etcdembed and the tests from internal/etcdembed/etcdtest; this
+// package does not link an etcd server itself.
+type EtcdStarter func(ctx context.Context, dir string) (endpoints []string, stop func(), err error)
+
 // etcdConn is an etcd for one scenario: the caller's (Env.EtcdEndpoints) or
-// an embedded single member started in Env.TempDir.
+// one started by Env.StartEtcd in Env.TempDir.
 type etcdConn struct {
 	Endpoints []string
 	// Prefix namespaces the keys of this run, so runs against a shared etcd
 	// do not meet.
 	Prefix   string
 	Embedded bool
-	srv      *etcdembed.Server
+	stop     func()
 	clients  []*clientv3.Client
 }
 
-// startEtcd connects to env's etcd or starts an embedded member (fsync off:
-// the scenarios test ordering and leases, not durability).
+// startEtcd connects to env's etcd or starts one with env.StartEtcd. It
+// returns ErrNoEtcd when env has neither.
 func startEtcd(ctx context.Context, env Env, scenario string) (*etcdConn, error) {
 	c := &etcdConn{Prefix: fmt.Sprintf("coordkit-scenarios/%s/%d-%d", scenario, env.Seed, time.Now().UnixNano())}
 	if len(env.EtcdEndpoints) > 0 {
@@ -33,16 +39,21 @@ func startEtcd(ctx context.Context, env Env, scenario string) (*etcdConn, error)
 		env.Progressf("using etcd at %v", c.Endpoints)
 		return c, nil
 	}
-	env.Progressf("starting an embedded etcd")
-	srv, err := etcdembed.Start(ctx, etcdembed.Config{
-		Name:          "scenario",
-		DataDir:       filepath.Join(env.TempDir, scenario+"-etcd"),
-		UnsafeNoFsync: true,
-	})
-	if err != nil {
-		return nil, err
+	if env.StartEtcd == nil {
+		return nil, fmt.Errorf("%w: %s needs Env.EtcdEndpoints or Env.StartEtcd", ErrNoEtcd, scenario)
 	}
-	c.srv, c.Endpoints, c.Embedded = srv, srv.Endpoints(), true
+	env.Progressf("starting an embedded etcd")
+	endpoints, stop, err := env.StartEtcd(ctx, filepath.Join(env.TempDir, scenario+"-etcd"))
+	if err != nil {
+		return nil, fmt.Errorf("start etcd: %w", err)
+	}
+	if len(endpoints) == 0 {
+		if stop != nil {
+			stop()
+		}
+		return nil, fmt.Errorf("%w: Env.StartEtcd returned no endpoints", ErrNoEtcd)
+	}
+	c.stop, c.Endpoints, c.Embedded = stop, endpoints, true
 	return c, nil
 }
 
@@ -67,12 +78,12 @@ func (c *etcdConn) Client(ctx context.Context) (*clientv3.Client, error) {
 	return cli, nil
 }
 
-// Close closes every client and stops the embedded member.
+// Close closes every client and stops the etcd it started.
 func (c *etcdConn) Close() {
 	for _, cli := range c.clients {
 		_ = cli.Close()
 	}
-	if c.srv != nil {
-		c.srv.Close()
+	if c.stop != nil {
+		c.stop()
 	}
 }

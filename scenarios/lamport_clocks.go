@@ -10,15 +10,23 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
+// The claims of the scenarios in this file: declared in Scenario.Claims, checked by ID.
+const (
+	claimRule1                    ClaimID = "rule-1"
+	claimRules2And3               ClaimID = "rules-2-3"
+	claimOrderAgreesCausality     ClaimID = "order-agrees-with-causality"
+	claimVectorRevealsConcurrency ClaimID = "vector-reveals-concurrency"
+)
+
 func lamportClocks() Scenario {
 	return Scenario{
 		Name:    "lamport-clocks",
 		Summary: "The three rules of Lamport clocks traced on (1,A), (2,A) → (3,B); vector clocks expose what the total order hides.",
-		Claims: []string{
-			"rule 1: a node adds one to its counter for each event, so A's events are (1,A) and (2,A)",
-			"rule 2: a message carries the sender's counter and rule 3: the receiver takes max(own, received)+1, so B's receive is (3,B)",
-			"the total order (counter, then node) agrees with causality: if a happened before b, a comes first",
-			"vector clocks reveal a concurrent pair that the Lamport order ranks as if one came first",
+		Claims: []Claim{
+			{ID: claimRule1, Kind: Safety, Text: "rule 1: a node adds one to its counter for each event, so A's events are (1,A) and (2,A)"},
+			{ID: claimRules2And3, Kind: Safety, Text: "rule 2: a message carries the sender's counter and rule 3: the receiver takes max(own, received)+1, so B's receive is (3,B)"},
+			{ID: claimOrderAgreesCausality, Kind: Safety, Text: "the total order (counter, then node) agrees with causality: if a happened before b, a comes first"},
+			{ID: claimVectorRevealsConcurrency, Kind: Safety, Text: "vector clocks reveal a concurrent pair that the Lamport order ranks as if one came first"},
 		},
 		Run: runLamportClocks,
 	}
@@ -62,10 +70,8 @@ func runLamportClocks(ctx context.Context, env Env) (*report.Report, error) {
 			bRecv = e
 		}
 	}
-	rep.Check("rule 1: each event adds one, so A's events are (1,A) then (2,A)",
-		"(1,A) (2,A)", strings.Join(aStamps, " "), strings.Join(aStamps, " ") == "(1,A) (2,A)")
-	rep.Check("rules 2 and 3: B (counter 1) receives A's 2 and takes max(1,2)+1",
-		"(3,B)", fmt.Sprintf("%s (counter before %d, received %d)", bRecv.Timestamp, bRecv.Prior, bRecv.Received),
+	check(rep, claimRule1, "(1,A) (2,A)", strings.Join(aStamps, " "), strings.Join(aStamps, " ") == "(1,A) (2,A)")
+	check(rep, claimRules2And3, "(3,B)", fmt.Sprintf("%s (counter before %d, received %d)", bRecv.Timestamp, bRecv.Prior, bRecv.Received),
 		bRecv.Timestamp == lamport.Timestamp{Counter: 3, Node: "B"})
 
 	order := make([]string, 0, len(tr.Order))
@@ -78,7 +84,7 @@ func runLamportClocks(ctx context.Context, env Env) (*report.Report, error) {
 	traces := Pick(env.Scale, 50, 500)
 	rng := rand.New(rand.NewPCG(uint64(env.Seed), 0x1a3b))
 	pairs, violations, concurrentOrdered := 0, 0, 0
-	check := func(tr *lamport.Trace) {
+	countViolations := func(tr *lamport.Trace) {
 		for i := range tr.Events {
 			for j := range tr.Events {
 				if i == j {
@@ -98,7 +104,7 @@ func runLamportClocks(ctx context.Context, env Env) (*report.Report, error) {
 			}
 		}
 	}
-	check(tr)
+	countViolations(tr)
 	for k := 0; k < traces; k++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -107,13 +113,12 @@ func runLamportClocks(ctx context.Context, env Env) (*report.Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("random trace: %w", err)
 		}
-		check(rt)
+		countViolations(rt)
 	}
 	rep.Metric("happened_before_pairs", float64(pairs), "")
 	rep.Metric("order_violations", float64(violations), "")
 	rep.Metric("concurrent_pairs_ranked_anyway", float64(concurrentOrdered), "")
-	rep.Check("the total order agrees with causality",
-		"every happened-before pair is in Lamport order (0 violations)",
+	check(rep, claimOrderAgreesCausality, "every happened-before pair is in Lamport order (0 violations)",
 		fmt.Sprintf("%d violations in %d happened-before pairs (the example and %d random traces of 3 nodes)", violations, pairs, traces),
 		violations == 0 && pairs > 0)
 
@@ -133,8 +138,7 @@ func runLamportClocks(ctx context.Context, env Env) (*report.Report, error) {
 			wantPair = true
 		}
 	}
-	rep.Check("vector clocks reveal a concurrent pair that Lamport order hides",
-		"(1,B) < (2,A) in Lamport order, yet their vectors are incomparable: concurrent",
+	check(rep, claimVectorRevealsConcurrency, "(1,B) < (2,A) in Lamport order, yet their vectors are incomparable: concurrent",
 		strings.Join(hidden, ", "), wantPair)
 	rep.Timeline = traceTimeline(tr, nil)
 	rep.Note("Lamport timestamps give one order every node agrees on, but a smaller timestamp does not mean \"happened before\": only vector clocks tell.")

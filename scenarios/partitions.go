@@ -9,16 +9,29 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
+// The claims of the scenarios in this file: declared in Scenario.Claims, checked by ID.
+const (
+	claimMinorityRefuses       ClaimID = "minority-refuses"
+	claimMajorityWrites        ClaimID = "majority-writes"
+	claimMinorityCatchesUp     ClaimID = "minority-catches-up"
+	claimPartitionLinearizable ClaimID = "linearizable"
+	claimAckedWritesPresent    ClaimID = "acked-writes-present"
+	claimEvenSplitStops        ClaimID = "even-split-stops"
+	claimOddSplitWrites        ClaimID = "odd-split-writes"
+	claimToleratesHalf         ClaimID = "tolerates-n-1-over-2"
+	claimSixNoBetterThanFive   ClaimID = "six-no-better-than-five"
+)
+
 func minorityPartition() Scenario {
 	return Scenario{
 		Name:    "minority-partition",
 		Summary: "5 nodes split 2|3 with the leader in the minority: the minority refuses writes, the majority elects a leader and keeps writing, and after healing the minority catches up.",
-		Claims: []string{
-			"the minority side refuses writes",
-			"the majority side elects a leader and keeps writing",
-			"after healing the minority catches up",
-			"the history is linearizable",
-			"every acknowledged write is present",
+		Claims: []Claim{
+			{ID: claimMinorityRefuses, Kind: Safety, Text: "the minority side refuses writes"},
+			{ID: claimMajorityWrites, Kind: Safety, Text: "the majority side elects a leader and keeps writing"},
+			{ID: claimMinorityCatchesUp, Kind: Safety, Text: "after healing the minority catches up"},
+			{ID: claimPartitionLinearizable, Kind: Safety, Text: "the history is linearizable"},
+			{ID: claimAckedWritesPresent, Kind: Safety, Text: "every acknowledged write is present"},
 		},
 		Run: runMinorityPartition,
 	}
@@ -115,24 +128,19 @@ func runMinorityPartition(ctx context.Context, env Env) (*report.Report, error) 
 		return nil, fmt.Errorf("read back the minority's write: %w", err)
 	}
 
-	rep.Check("the minority side refuses writes",
-		fmt.Sprintf("a write at n%d (the old leader, now with 2 of 5) is not acknowledged and never commits", minority[0]),
+	check(rep, claimMinorityRefuses, fmt.Sprintf("a write at n%d (the old leader, now with 2 of 5) is not acknowledged and never commits", minority[0]),
 		fmt.Sprintf("%s after %s: %s; after the heal a read through the log finds the key: %v", mw.Outcome, mw.Latency.Round(time.Millisecond), errText(mwErr), after.Found),
 		mwErr != nil && mw.Outcome != cluster.OutcomeOK && !after.Found)
-	rep.Check("the majority side elects a leader and keeps writing",
-		"a new leader among "+fmt.Sprint(majority)+"; writes succeed during the partition",
+	check(rep, claimMajorityWrites, "a new leader among "+fmt.Sprint(majority)+"; writes succeed during the partition",
 		fmt.Sprintf("n%d elected %s after the split; %d writes acknowledged during the partition (%d of 5 by the majority client)", newLeader, electedAfter.Round(time.Millisecond), duringOK, majOK),
 		contains(majority, newLeader) && majOK == 5 && duringOK >= 5)
-	rep.Check("after healing the minority catches up",
-		fmt.Sprintf("n%d applies the majority's writes after the heal", minority[0]),
+	check(rep, claimMinorityCatchesUp, fmt.Sprintf("n%d applies the majority's writes after the heal", minority[0]),
 		fmt.Sprintf("caught up: %v, %s after the heal", caughtUp, catchUp.Round(time.Millisecond)),
 		caughtUp)
-	rep.Check("the history is linearizable",
-		"porcupine: Ok",
+	check(rep, claimPartitionLinearizable, "porcupine: Ok",
 		fmt.Sprintf("%s over %d operations", verdict.Verdict, verdict.Ops),
 		verdict.Linearizable)
-	rep.Check("every acknowledged write is present",
-		fmt.Sprintf("all %d keys with an acknowledged write hold it", total),
+	check(rep, claimAckedWritesPresent, fmt.Sprintf("all %d keys with an acknowledged write hold it", total),
 		fmt.Sprintf("%d of %d present%s", present, total, missingText(missing)),
 		present == total && total > 0)
 	okW, failW, unkW := outcomes(recs, -1)
@@ -169,11 +177,11 @@ func evenSplit() Scenario {
 	return Scenario{
 		Name:    "even-split",
 		Summary: "6 nodes split 3|3 cannot write on either side; 5 nodes split 3|2 keep one side writing; for N = 1..7 the quorum and the failures tolerated, each verified by crashing nodes until writes stop.",
-		Claims: []string{
-			"6 nodes split 3|3: no side can write",
-			"5 nodes split 3|2: the side of 3 keeps writing",
-			"a cluster of N tolerates (N-1)/2 failures: verified for N = 1..7",
-			"a 6-node cluster survives no more failures than a 5-node one",
+		Claims: []Claim{
+			{ID: claimEvenSplitStops, Kind: Safety, Text: "6 nodes split 3|3: no side can write"},
+			{ID: claimOddSplitWrites, Kind: Safety, Text: "5 nodes split 3|2: the side of 3 keeps writing"},
+			{ID: claimToleratesHalf, Kind: Safety, Text: "a cluster of N tolerates (N-1)/2 failures: verified for N = 1..7"},
+			{ID: claimSixNoBetterThanFive, Kind: Safety, Text: "a 6-node cluster survives no more failures than a 5-node one"},
 		},
 		Run: runEvenSplit,
 	}
@@ -275,12 +283,10 @@ func runEvenSplit(ctx context.Context, env Env) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep.Check("6 nodes split 3|3: no side can write",
-		"both sides refuse: 3 is not a majority of 6 (quorum 4)",
+	check(rep, claimEvenSplitStops, "both sides refuse: 3 is not a majority of 6 (quorum 4)",
 		fmt.Sprintf("side 1,2,3: %s; side 4,5,6: %s", sideText(wrote6[0], errs6[0]), sideText(wrote6[1], errs6[1])),
 		!wrote6[0] && !wrote6[1])
-	rep.Check("5 nodes split 3|2: the side of 3 keeps writing",
-		"side 1,2,3 writes (3 of 5 is a quorum); side 4,5 refuses",
+	check(rep, claimOddSplitWrites, "side 1,2,3 writes (3 of 5 is a quorum); side 4,5 refuses",
 		fmt.Sprintf("side 1,2,3: %s; side 4,5: %s", sideText(wrote5[0], errs5[0]), sideText(wrote5[1], errs5[1])),
 		wrote5[0] && !wrote5[1])
 
@@ -309,12 +315,10 @@ func runEvenSplit(ctx context.Context, env Env) (*report.Report, error) {
 	}
 	rep.AddTable(tbl)
 	rep.AddChart(chart)
-	rep.Check("a cluster of N tolerates (N-1)/2 failures",
-		fmt.Sprintf("writes survive (N-1)/2 crashes and stop at the next, for N = 1..%d", maxN),
+	check(rep, claimToleratesHalf, fmt.Sprintf("writes survive (N-1)/2 crashes and stop at the next, for N = 1..%d", maxN),
 		fmt.Sprintf("%d of %d sizes agree", agree, maxN),
 		agree == maxN)
-	rep.Check("a 6-node cluster survives no more failures than a 5-node one",
-		"5 nodes: 2; 6 nodes: 2",
+	check(rep, claimSixNoBetterThanFive, "5 nodes: 2; 6 nodes: 2",
 		fmt.Sprintf("5 nodes: %d; 6 nodes: %d", observed[5], observed[6]),
 		observed[5] == 2 && observed[6] == 2)
 	rep.Note("An even size adds a node to the quorum but not to the failures tolerated, and a 3|3 split leaves no side with a quorum.")

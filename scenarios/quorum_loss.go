@@ -10,16 +10,25 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
+// The claims of the scenarios in this file: declared in Scenario.Claims, checked by ID.
+const (
+	claimWritesStop            ClaimID = "writes-stop-within-timeout"
+	claimStaleReadsContinue    ClaimID = "stale-reads-continue"
+	claimLinearizableReadsFail ClaimID = "linearizable-reads-fail"
+	claimWritesResume          ClaimID = "writes-resume"
+	claimNoAckedWriteLost      ClaimID = "no-acked-write-lost"
+)
+
 func quorumLoss() Scenario {
 	return Scenario{
 		Name:    "quorum-loss",
 		Summary: "3 nodes, 2 crashed: writes stop with an error in bounded time, stale reads go on, linearizable reads fail; after a restart writes resume and no acknowledged write is lost.",
-		Claims: []string{
-			"without a quorum writes stop, failing with an error within the operation timeout",
-			"stale reads continue from the surviving node's local state",
-			"linearizable reads fail without a quorum",
-			"after a restart restores the quorum, writes resume",
-			"no acknowledged write is lost",
+		Claims: []Claim{
+			{ID: claimWritesStop, Kind: Timing, Text: "without a quorum writes stop, failing with an error within the operation timeout"},
+			{ID: claimStaleReadsContinue, Kind: Timing, Text: "stale reads continue from the surviving node's local state"},
+			{ID: claimLinearizableReadsFail, Kind: Safety, Text: "linearizable reads fail without a quorum"},
+			{ID: claimWritesResume, Kind: Safety, Text: "after a restart restores the quorum, writes resume"},
+			{ID: claimNoAckedWriteLost, Kind: Safety, Text: "no acknowledged write is lost"},
 		},
 		Run: runQuorumLoss,
 	}
@@ -106,32 +115,27 @@ func runQuorumLoss(ctx context.Context, env Env) (*report.Report, error) {
 	verdictLin := cluster.CheckHistory(noStale, 10*time.Second)
 
 	bound := cfg.OpTimeout + cfg.OpTimeout/2
-	rep.Check("without a quorum writes stop, failing with an error within the operation timeout",
-		fmt.Sprintf("the write fails (not hangs) within %s (op timeout %s)", bound, cfg.OpTimeout),
+	check(rep, claimWritesStop, fmt.Sprintf("the write fails (not hangs) within %s (op timeout %s)", bound, cfg.OpTimeout),
 		fmt.Sprintf("%s after %s: %s", pw.Outcome, pw.Latency.Round(time.Millisecond), errText(pwErr)),
 		pwErr != nil && pw.Outcome != cluster.OutcomeOK && pw.Latency <= bound)
 	current := "the last acknowledged value"
 	if !sr.Found || sr.Value != lastBefore.Value {
 		current = fmt.Sprintf("behind: the last acknowledged value was %s", lastBefore.Value)
 	}
-	rep.Check("stale reads continue from the surviving node's local state",
-		fmt.Sprintf("n%d answers %s at once from its local state, which may lag", survivor, lastBefore.Key),
+	check(rep, claimStaleReadsContinue, fmt.Sprintf("n%d answers %s at once from its local state, which may lag", survivor, lastBefore.Key),
 		fmt.Sprintf("answered %s in %s (%s)", readValue(sr, srErr), sr.Latency.Round(time.Microsecond), current),
 		srErr == nil && sr.Latency < cfg.OpTimeout/10)
-	rep.Check("linearizable reads fail without a quorum",
-		"a readindex read fails: no leader can confirm it leads",
+	check(rep, claimLinearizableReadsFail, "a readindex read fails: no leader can confirm it leads",
 		fmt.Sprintf("%s after %s: %s", lr.Outcome, lr.Latency.Round(time.Millisecond), errText(lrErr)),
 		lrErr != nil)
-	rep.Check("after a restart restores the quorum, writes resume",
-		"a write succeeds once n"+fmt.Sprint(other)+" is back (2 of 3 up)",
+	check(rep, claimWritesResume, "a write succeeds once n"+fmt.Sprint(other)+" is back (2 of 3 up)",
 		fmt.Sprintf("%s, %s after the restart", outcomeWord(resumeErr), resumeAfter.Round(time.Millisecond)),
 		resumeErr == nil && resumed.Outcome == cluster.OutcomeOK)
 	missText := ""
 	if len(missing) > 0 {
 		missText = "; missing: " + fmt.Sprint(missing)
 	}
-	rep.Check("no acknowledged write is lost",
-		fmt.Sprintf("all %d keys with an acknowledged write hold it", total),
+	check(rep, claimNoAckedWriteLost, fmt.Sprintf("all %d keys with an acknowledged write hold it", total),
 		fmt.Sprintf("%d of %d present%s", present, total, missText),
 		present == total && total > 0)
 
@@ -174,15 +178,4 @@ func outcomeWord(err error) string {
 		return "timed out"
 	}
 	return "failed: " + shortErr(err)
-}
-
-// sleepCtx waits d or until ctx ends: scenarios let a workload run for a
-// while between faults.
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

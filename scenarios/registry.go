@@ -20,8 +20,14 @@ var (
 	// ErrDuplicate is returned by Register for a name already registered.
 	ErrDuplicate = errors.New("scenarios: duplicate scenario")
 	// ErrInvalid is returned by Register for a scenario without a name, a
-	// Run function, or at least two claims; and by Env.Validate.
+	// Run function, or at least two well-formed claims; and by Env.Validate.
 	ErrInvalid = errors.New("scenarios: invalid")
+	// ErrNoEtcd is returned (wrapped) by a run of a scenario that needs etcd
+	// when Env has neither EtcdEndpoints nor StartEtcd.
+	ErrNoEtcd = errors.New("scenarios: no etcd")
+	// ErrClaims is wrapped by *ClaimsError, returned by Registry.Run when a
+	// run did not check exactly the claims its scenario declares.
+	ErrClaims = errors.New("scenarios: claims checked differ from those declared")
 )
 
 // Scale chooses how big a run is: small for tests and a quick look, full
@@ -66,8 +72,30 @@ type Env struct {
 	// debug); discarded when nil.
 	Logger *slog.Logger
 	// EtcdEndpoints, when set, are used by scenarios that need etcd instead
-	// of starting an embedded member.
+	// of starting one.
 	EtcdEndpoints []string
+	// StartEtcd starts an etcd for a scenario that needs one when
+	// EtcdEndpoints is empty. When both are empty such a scenario fails
+	// with ErrNoEtcd; the lab scenarios need neither.
+	StartEtcd EtcdStarter
+	// LockTTL is the lease TTL of the lock holders in lock-without-fencing:
+	// 2s (etcd's minimum with default timing) when zero. etcd grants whole
+	// seconds.
+	LockTTL time.Duration
+}
+
+// Validate checks the fields a run depends on: Scale must be empty, small
+// or full; LockTTL zero or whole seconds of at least 2s. Its error wraps
+// ErrInvalid. Registry.Run calls it.
+func (e Env) Validate() error {
+	if e.LockTTL != 0 && (e.LockTTL < 2*time.Second || e.LockTTL%time.Second != 0) {
+		return fmt.Errorf("%w lock TTL %s: want whole seconds, at least 2s", ErrInvalid, e.LockTTL)
+	}
+	if e.Scale == "" {
+		return nil
+	}
+	_, err := ParseScale(string(e.Scale))
+	return err
 }
 
 // Progressf writes one progress line.
@@ -97,9 +125,10 @@ type Scenario struct {
 	Name string
 	// Summary is one line saying what the scenario shows.
 	Summary string
-	// Claims are the claims of theory the scenario tests, as the reader
-	// would state them; the report has one verdict for each (or more).
-	Claims []string
+	// Claims are the claims of theory the scenario tests, each declared
+	// once with its ID, kind and text; the run checks them by ID and the
+	// report has one verdict for each (or more).
+	Claims []Claim
 	// Run performs the experiment. It returns an error only when the
 	// experiment could not be carried out.
 	Run func(ctx context.Context, env Env) (*report.Report, error)
@@ -113,28 +142,24 @@ type Registry struct {
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry { return &Registry{} }
 
-// Register adds s. It returns an error wrapping ErrInvalid or ErrDuplicate.
+// Register adds s. It returns an error wrapping ErrInvalid (no name, no
+// Run, fewer than two claims, a claim without ID, kind or text, an ID
+// declared twice) or ErrDuplicate.
 func (r *Registry) Register(s Scenario) error {
 	switch {
 	case s.Name == "" || strings.ContainsAny(s.Name, " \t\n"):
 		return fmt.Errorf("%w: name %q", ErrInvalid, s.Name)
 	case s.Run == nil:
 		return fmt.Errorf("%w: %s has no Run", ErrInvalid, s.Name)
-	case len(s.Claims) < 2:
-		return fmt.Errorf("%w: %s states %d claims, want at least 2", ErrInvalid, s.Name, len(s.Claims))
+	}
+	if err := validateClaims(s); err != nil {
+		return err
 	}
 	if _, ok := r.Lookup(s.Name); ok {
 		return fmt.Errorf("%w: %s", ErrDuplicate, s.Name)
 	}
 	r.list = append(r.list, s)
 	return nil
-}
-
-// MustRegister is Register that panics; for Default and tests.
-func (r *Registry) MustRegister(s Scenario) {
-	if err := r.Register(s); err != nil {
-		panic(err)
-	}
 }
 
 // Lookup returns the scenario named name.
@@ -176,17 +201,23 @@ func (e *UnknownError) Unwrap() error { return ErrUnknownScenario }
 
 // Run runs the named scenario and completes its report: name, summary,
 // seed, scale, elapsed time and verdict. It returns *UnknownError (wrapping
-// ErrUnknownScenario) for an unknown name, and the scenario's own error,
+// ErrUnknownScenario) for an unknown name, an error wrapping ErrInvalid for
+// an Env that fails Validate, *ClaimsError (wrapping ErrClaims) when the run
+// did not check exactly the declared claims, and the scenario's own error,
 // wrapped with its name, when the experiment could not be carried out.
+//
+// Each verdict gets the text and kind of its declared claim. The report
+// passes when every claim holds, timing claims included; SafetyFailed
+// picks out the safety claims that do not.
 func (r *Registry) Run(ctx context.Context, name string, env Env) (*report.Report, error) {
 	s, ok := r.Lookup(name)
 	if !ok {
 		return nil, &UnknownError{Name: name, Known: r.Names()}
 	}
-	env = env.withDefaults()
-	if _, err := ParseScale(string(env.Scale)); err != nil {
+	if err := env.Validate(); err != nil {
 		return nil, err
 	}
+	env = env.withDefaults()
 	if env.TempDir == "" {
 		dir, err := os.MkdirTemp("", "coordkit-scenario-")
 		if err != nil {
@@ -202,6 +233,9 @@ func (r *Registry) Run(ctx context.Context, name string, env Env) (*report.Repor
 	}
 	if rep == nil {
 		return nil, fmt.Errorf("scenario %s: %w: no report", name, ErrInvalid)
+	}
+	if err := judgeClaims(s, rep); err != nil {
+		return nil, err
 	}
 	rep.Name = s.Name
 	if rep.Summary == "" {

@@ -13,19 +13,34 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/scenarios/report"
 	"github.com/coordkit/coordkit/scenarios/report/reporttest"
 )
 
+// twoClaims declares claims "a" (safety) and "b" (timing).
+var twoClaims = []Claim{{ID: "a", Kind: Safety, Text: "claim a"}, {ID: "b", Kind: Timing, Text: "claim b"}}
+
+// judged returns a Run that checks the given claims with the given verdicts.
+func judged(holds map[ClaimID]bool, ids ...ClaimID) func(context.Context, Env) (*report.Report, error) {
+	return func(context.Context, Env) (*report.Report, error) {
+		rep := report.New("x", "")
+		for _, id := range ids {
+			check(rep, id, "e", "o", holds[id])
+		}
+		return rep, nil
+	}
+}
+
 func TestScenarioRegistry(t *testing.T) {
 	r := NewRegistry()
 	run := func(context.Context, Env) (*report.Report, error) { return report.New("x", ""), nil }
-	require.NoError(t, r.Register(Scenario{Name: "b", Claims: []string{"1", "2"}, Run: run}))
-	require.NoError(t, r.Register(Scenario{Name: "a", Claims: []string{"1", "2"}, Run: run}))
-	assert.ErrorIs(t, r.Register(Scenario{Name: "a", Claims: []string{"1", "2"}, Run: run}), ErrDuplicate)
-	assert.ErrorIs(t, r.Register(Scenario{Name: "c", Claims: []string{"1"}, Run: run}), ErrInvalid)
-	assert.ErrorIs(t, r.Register(Scenario{Name: "", Claims: []string{"1", "2"}, Run: run}), ErrInvalid)
-	assert.ErrorIs(t, r.Register(Scenario{Name: "d", Claims: []string{"1", "2"}}), ErrInvalid)
+	require.NoError(t, r.Register(Scenario{Name: "b", Claims: twoClaims, Run: judged(nil, "a", "b")}))
+	require.NoError(t, r.Register(Scenario{Name: "a", Claims: twoClaims, Run: run}))
+	assert.ErrorIs(t, r.Register(Scenario{Name: "a", Claims: twoClaims, Run: run}), ErrDuplicate)
+	assert.ErrorIs(t, r.Register(Scenario{Name: "c", Claims: twoClaims[:1], Run: run}), ErrInvalid)
+	assert.ErrorIs(t, r.Register(Scenario{Name: "", Claims: twoClaims, Run: run}), ErrInvalid)
+	assert.ErrorIs(t, r.Register(Scenario{Name: "d", Claims: twoClaims}), ErrInvalid)
 	assert.Equal(t, []string{"a", "b"}, r.Names())
 	assert.Equal(t, "b", r.List()[0].Name, "List keeps registration order")
 
@@ -35,31 +50,134 @@ func TestScenarioRegistry(t *testing.T) {
 	assert.ErrorIs(t, err, ErrUnknownScenario)
 	assert.Equal(t, []string{"a", "b"}, ue.Known)
 
-	rep, err := r.Run(context.Background(), "a", Env{Seed: 7})
+	rep, err := r.Run(context.Background(), "b", Env{Seed: 7})
 	require.NoError(t, err)
-	assert.Equal(t, "a", rep.Name)
+	assert.Equal(t, "b", rep.Name)
 	assert.Equal(t, int64(7), rep.Seed)
 	assert.Equal(t, "small", rep.Scale)
-	assert.False(t, rep.Passed, "a report without claims does not pass")
+	assert.False(t, rep.Passed, "a report with a failed claim does not pass")
 
-	_, err = r.Run(context.Background(), "a", Env{Scale: "huge"})
+	_, err = r.Run(context.Background(), "b", Env{Scale: "huge"})
 	assert.ErrorIs(t, err, ErrInvalid)
+}
+
+func TestScenarioRegisterRejectsBadClaims(t *testing.T) {
+	run := judged(nil)
+	for name, claims := range map[string][]Claim{
+		"one claim":   twoClaims[:1],
+		"no ID":       {{Kind: Safety, Text: "t"}, twoClaims[1]},
+		"ID twice":    {twoClaims[0], {ID: "a", Kind: Timing, Text: "t"}},
+		"no kind":     {{ID: "x", Text: "t"}, twoClaims[1]},
+		"odd kind":    {{ID: "x", Kind: "speed", Text: "t"}, twoClaims[1]},
+		"no text":     {{ID: "x", Kind: Safety}, twoClaims[1]},
+		"ID w/ space": {{ID: "x y", Kind: Safety, Text: "t"}, twoClaims[1]},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.ErrorIs(t, NewRegistry().Register(Scenario{Name: "s", Claims: claims, Run: run}), ErrInvalid)
+		})
+	}
+}
+
+func TestScenarioRunJudgesClaimsByID(t *testing.T) {
+	cases := []struct {
+		name             string
+		checked          []ClaimID
+		unchecked, undec []ClaimID
+	}{
+		{name: "all checked", checked: []ClaimID{"a", "b"}},
+		{name: "one checked twice", checked: []ClaimID{"a", "b", "a"}},
+		{name: "one unchecked", checked: []ClaimID{"a"}, unchecked: []ClaimID{"b"}},
+		{name: "one undeclared", checked: []ClaimID{"a", "b", "z"}, undec: []ClaimID{"z"}},
+		{name: "none", unchecked: []ClaimID{"a", "b"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewRegistry()
+			require.NoError(t, r.Register(Scenario{Name: "s", Claims: twoClaims, Run: judged(map[ClaimID]bool{"a": true}, tc.checked...)}))
+			rep, err := r.Run(context.Background(), "s", Env{})
+			if tc.unchecked == nil && tc.undec == nil {
+				require.NoError(t, err)
+				assert.Equal(t, "a", rep.Claims[0].ID)
+				assert.Equal(t, "claim a", rep.Claims[0].Claim, "the text comes from the declaration")
+				assert.Equal(t, "safety", rep.Claims[0].Kind)
+				assert.Equal(t, "timing", rep.Claims[1].Kind)
+				assert.False(t, rep.Passed, "a failed timing claim fails the report")
+				assert.Empty(t, SafetyFailed(rep), "but not the safety verdict")
+				return
+			}
+			var ce *ClaimsError
+			require.ErrorAs(t, err, &ce)
+			assert.ErrorIs(t, err, ErrClaims)
+			assert.Equal(t, tc.unchecked, ce.Unchecked)
+			assert.Equal(t, tc.undec, ce.Undeclared)
+		})
+	}
+}
+
+func TestScenarioSafetyFailed(t *testing.T) {
+	r := NewRegistry()
+	require.NoError(t, r.Register(Scenario{Name: "s", Claims: twoClaims, Run: judged(map[ClaimID]bool{"b": true}, "a", "b")}))
+	rep, err := r.Run(context.Background(), "s", Env{})
+	require.NoError(t, err)
+	failed := SafetyFailed(rep)
+	require.Len(t, failed, 1)
+	assert.Equal(t, "a", failed[0].ID)
 }
 
 func TestScenarioRegistryRunError(t *testing.T) {
 	r := NewRegistry()
 	boom := errors.New("boom")
-	r.MustRegister(Scenario{Name: "x", Claims: []string{"1", "2"}, Run: func(context.Context, Env) (*report.Report, error) { return nil, boom }})
+	require.NoError(t, r.Register(Scenario{Name: "x", Claims: twoClaims, Run: func(context.Context, Env) (*report.Report, error) { return nil, boom }}))
 	_, err := r.Run(context.Background(), "x", Env{})
 	assert.ErrorIs(t, err, boom)
 }
 
+func TestScenarioEnvValidate(t *testing.T) {
+	for name, tc := range map[string]struct {
+		env Env
+		ok  bool
+	}{
+		"zero":          {Env{}, true},
+		"full, 3s":      {Env{Scale: ScaleFull, LockTTL: 3 * time.Second}, true},
+		"odd scale":     {Env{Scale: "huge"}, false},
+		"ttl too short": {Env{LockTTL: time.Second}, false},
+		"ttl fraction":  {Env{LockTTL: 2500 * time.Millisecond}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := tc.env.Validate()
+			if tc.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, ErrInvalid)
+			}
+		})
+	}
+}
+
+func TestScenarioNeedsEtcd(t *testing.T) {
+	reg, err := Default()
+	require.NoError(t, err)
+	_, err = reg.Run(context.Background(), "lock-without-fencing", Env{TempDir: t.TempDir()})
+	assert.ErrorIs(t, err, ErrNoEtcd)
+}
+
 func TestScenarioDefaultRegistry(t *testing.T) {
-	a, b := Default(), Default()
+	a, err := Default()
+	require.NoError(t, err)
+	b, err := Default()
+	require.NoError(t, err)
 	require.NotSame(t, a, b)
 	for _, s := range a.List() {
 		assert.NotEmpty(t, s.Summary, s.Name)
 		assert.GreaterOrEqual(t, len(s.Claims), 2, s.Name)
+	}
+}
+
+// testEtcd is an EtcdStarter for tests: an etcdtest member, stopped by
+// t.Cleanup.
+func testEtcd(t *testing.T) EtcdStarter {
+	return func(context.Context, string) ([]string, func(), error) {
+		return etcdtest.Start(t).Endpoints(), func() {}, nil
 	}
 }
 
@@ -70,20 +188,34 @@ func runScenario(t *testing.T, name string, timeout time.Duration) *report.Repor
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var progress bytes.Buffer
-	rep, err := Default().Run(ctx, name, Env{Seed: 1, Scale: ScaleSmall, TempDir: t.TempDir(), Progress: &progress})
+	reg, err := Default()
 	require.NoError(t, err)
+	rep, err := reg.Run(ctx, name, Env{Seed: 1, Scale: ScaleSmall, TempDir: t.TempDir(), Progress: &progress, StartEtcd: testEtcd(t)})
+	require.NoError(t, err)
+	// Safety claims must hold on any machine; timing claims (latency within
+	// a tolerance of a model) are reported but a loaded machine may miss them.
 	for _, c := range rep.Claims {
-		assert.True(t, c.Holds, "claim %q: expected %s, observed %s", c.Claim, c.Expected, c.Observed)
+		switch Kind(c.Kind) {
+		case Safety:
+			assert.True(t, c.Holds, "safety claim %s %q: expected %s, observed %s", c.ID, c.Claim, c.Expected, c.Observed)
+		case Timing:
+			if !c.Holds {
+				t.Logf("timing claim %s does not hold on this run (not a failure): expected %s, observed %s", c.ID, c.Expected, c.Observed)
+			}
+		default:
+			t.Errorf("claim %s has kind %q", c.ID, c.Kind)
+		}
 	}
+	assert.Empty(t, SafetyFailed(rep))
 	assert.GreaterOrEqual(t, len(rep.Claims), 2)
-	assert.True(t, rep.Passed)
+	assert.Equal(t, rep.Passed, len(rep.Failed()) == 0)
 	var text, page bytes.Buffer
 	require.NoError(t, report.WriteText(&text, rep))
 	require.NoError(t, report.WriteHTML(&page, name, []*report.Report{rep}))
 	reporttest.CheckHTML(t, page.Bytes())
 	b, err := json.Marshal(rep)
 	require.NoError(t, err)
-	assert.Contains(t, string(b), `"passed":true`)
+	assert.Contains(t, string(b), `"claims":[{"id":"`)
 	if dir := os.Getenv("SCENARIO_SHOW"); dir != "" {
 		// For a look while developing: SCENARIO_SHOW=/tmp go test -run X -v
 		t.Logf("report:\n%s", text.String())

@@ -10,15 +10,23 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
+// The claims of the scenarios in this file: declared in Scenario.Claims, checked by ID.
+const (
+	claimStaleFollowerRead     ClaimID = "stale-follower-read"
+	claimStaleNotLinearizable  ClaimID = "stale-not-linearizable"
+	claimReadIndexNoAnomaly    ClaimID = "readindex-no-anomaly"
+	claimReadIndexLinearizable ClaimID = "readindex-linearizable"
+)
+
 func staleRead() Scenario {
 	return Scenario{
 		Name:    "stale-read",
 		Summary: "Alice reads the final score from the leader and tells Bob; Bob's read lands on a follower cut off from the leader and sees the match still running.",
-		Claims: []string{
-			"a read served from a follower's local state can be stale: Bob sees the match running after Alice saw the final score",
-			"porcupine finds that history not linearizable",
-			"with readindex reads the anomaly disappears: the cut-off follower cannot answer, and the read through the leader is current",
-			"porcupine finds the readindex history linearizable",
+		Claims: []Claim{
+			{ID: claimStaleFollowerRead, Kind: Safety, Text: "a read served from a follower's local state can be stale: Bob sees the match running after Alice saw the final score"},
+			{ID: claimStaleNotLinearizable, Kind: Safety, Text: "porcupine finds that history not linearizable"},
+			{ID: claimReadIndexNoAnomaly, Kind: Safety, Text: "with readindex reads the anomaly disappears: the cut-off follower cannot answer, and the read through the leader is current"},
+			{ID: claimReadIndexLinearizable, Kind: Safety, Text: "porcupine finds the readindex history linearizable"},
 		},
 		Run: runStaleRead,
 	}
@@ -137,25 +145,21 @@ func runStaleRead(ctx context.Context, env Env) (*report.Report, error) {
 		return nil, err
 	}
 
-	rep.Check("a read served from a cut-off follower's local state is stale",
-		fmt.Sprintf("Alice reads %q; Bob, after hearing it, reads %q", scoreFinal, scoreRunning),
+	check(rep, claimStaleFollowerRead, fmt.Sprintf("Alice reads %q; Bob, after hearing it, reads %q", scoreFinal, scoreRunning),
 		fmt.Sprintf("Alice read %q (readindex at n%d); Bob then read %q (stale at n%d), starting %s after Alice's read returned",
 			stale.alice.Value, stale.alice.Node, readValue(stale.bob, stale.bobErr), stale.bob.Entry, time.Duration(stale.bob.CallNs-stale.alice.RetNs).Round(time.Microsecond)),
 		stale.aliceSawFinal && stale.bobSawStale && stale.bobStartedAfterA)
-	rep.Check("porcupine finds the history with the stale read not linearizable",
-		"Illegal (not linearizable)",
+	check(rep, claimStaleNotLinearizable, "Illegal (not linearizable)",
 		fmt.Sprintf("%s over %d operations", stale.verdict.Verdict, stale.verdict.Ops),
 		!stale.verdict.Linearizable && stale.verdict.Verdict == "Illegal")
 	var refuseWhy string
 	if safe.bobErr != nil {
 		refuseWhy = safe.bobErr.Error()
 	}
-	rep.Check("with readindex the anomaly disappears",
-		fmt.Sprintf("the cut-off follower cannot confirm a leader and does not answer; through the leader Bob reads %q", scoreFinal),
+	check(rep, claimReadIndexNoAnomaly, fmt.Sprintf("the cut-off follower cannot confirm a leader and does not answer; through the leader Bob reads %q", scoreFinal),
 		fmt.Sprintf("at n%d: %s after %s; retry through the leader read %q", safe.bob.Entry, outcomeText(safe.bob, safe.bobErr), safe.bob.Latency.Round(time.Millisecond), safe.bobRetry.Value),
 		safe.aliceSawFinal && safe.bobRefused && safe.bobRetryIsFinal)
-	rep.Check("porcupine finds the readindex history linearizable",
-		"Ok (linearizable)",
+	check(rep, claimReadIndexLinearizable, "Ok (linearizable)",
 		fmt.Sprintf("%s over %d operations", safe.verdict.Verdict, safe.verdict.Ops),
 		safe.verdict.Linearizable)
 

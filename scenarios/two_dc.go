@@ -10,14 +10,21 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
+// The claims of the scenarios in this file: declared in Scenario.Claims, checked by ID.
+const (
+	claimLoseBigSiteStops       ClaimID = "lose-big-site-stops"
+	claimLoseSmallSiteGoesOn    ClaimID = "lose-small-site-goes-on"
+	claimWitnessSurvivesAnySite ClaimID = "witness-survives-any-site"
+)
+
 func twoDC() Scenario {
 	return Scenario{
 		Name:    "two-dc",
 		Summary: "3 nodes over 2 sites (2+1): losing the 2-node site stops writes. With a witness in a third site (2+2+1 of 5), losing any one site does not.",
-		Claims: []string{
-			"3 nodes over 2 sites (2+1): losing the site with 2 nodes stops writes",
-			"3 nodes over 2 sites (2+1): losing the site with 1 node does not",
-			"5 nodes over 3 sites (2+2+1, a witness in the third): losing any one site does not stop writes",
+		Claims: []Claim{
+			{ID: claimLoseBigSiteStops, Kind: Safety, Text: "3 nodes over 2 sites (2+1): losing the site with 2 nodes stops writes"},
+			{ID: claimLoseSmallSiteGoesOn, Kind: Safety, Text: "3 nodes over 2 sites (2+1): losing the site with 1 node does not"},
+			{ID: claimWitnessSurvivesAnySite, Kind: Safety, Text: "5 nodes over 3 sites (2+2+1, a witness in the third): losing any one site does not stop writes"},
 		},
 		Run: runTwoDC,
 	}
@@ -146,12 +153,10 @@ func runTwoDC(ctx context.Context, env Env) (*report.Report, error) {
 		return nil, err
 	}
 	row(twoSites, 1, smallLost)
-	rep.Check("3 nodes over 2 sites (2+1): losing the site with 2 nodes stops writes",
-		"1 of 3 left, quorum 2: no write for as long as we try ("+budget.String()+")",
+	check(rep, claimLoseBigSiteStops, "1 of 3 left, quorum 2: no write for as long as we try ("+budget.String()+")",
 		fmt.Sprintf("writes %s after %s", stopped(bigLost), bigLost.took.Round(time.Millisecond)),
 		!bigLost.wrote)
-	rep.Check("3 nodes over 2 sites (2+1): losing the site with 1 node does not",
-		"2 of 3 left, quorum 2: writes go on",
+	check(rep, claimLoseSmallSiteGoesOn, "2 of 3 left, quorum 2: writes go on",
 		fmt.Sprintf("writes %s, first one %s after the loss", stopped(smallLost), fmtMs(smallLost.took)),
 		smallLost.wrote)
 
@@ -172,8 +177,7 @@ func runTwoDC(ctx context.Context, env Env) (*report.Report, error) {
 		rep.Metric("witness_layout_write_after_losing_"+strings.ReplaceAll(threeSites.names[si], " ", "_")+"_ms", ms(r.took), "ms")
 		all = all && r.wrote
 	}
-	rep.Check("5 nodes over 3 sites (2+2+1): losing any one site does not stop writes",
-		"at least 3 of 5 left whichever site is lost: writes go on, after an election if the leader was there",
+	check(rep, claimWitnessSurvivesAnySite, "at least 3 of 5 left whichever site is lost: writes go on, after an election if the leader was there",
 		strings.Join(survived, "; "),
 		all)
 	rep.AddTable(tbl)

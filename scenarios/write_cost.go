@@ -11,14 +11,21 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
+// The claims of the scenarios in this file: declared in Scenario.Claims, checked by ID.
+const (
+	claimWriteRoundTrip        ClaimID = "write-round-trip"
+	claimSizeNoExtraRoundTrips ClaimID = "size-no-extra-round-trips"
+	claimReadCostByRung        ClaimID = "read-cost-by-rung"
+)
+
 func writeCost() Scenario {
 	return Scenario{
 		Name:    "write-cost",
 		Summary: "Write latency against one-way delay (rack, region, cross-region), fsync on and off, 3/5/7 nodes: measured p50/p99 next to the model, and what each read mode costs.",
-		Claims: []string{
-			"each write costs a round trip to a majority plus a log write (within ±20%)",
-			"adding nodes does not add round trips: 3, 5 and 7 nodes cost about the same per write",
-			"reads cost by rung: stale and lease reads ask no one, verify and readindex cost up to a round trip to a majority, log reads cost a write",
+		Claims: []Claim{
+			{ID: claimWriteRoundTrip, Kind: Timing, Text: "each write costs a round trip to a majority plus a log write (within ±20%)"},
+			{ID: claimSizeNoExtraRoundTrips, Kind: Timing, Text: "adding nodes does not add round trips: 3, 5 and 7 nodes cost about the same per write"},
+			{ID: claimReadCostByRung, Kind: Timing, Text: "reads cost by rung: stale and lease reads ask no one, verify and readindex cost up to a round trip to a majority, log reads cost a write"},
 		},
 		Run: runWriteCost,
 	}
@@ -97,39 +104,70 @@ func writeModel(delay time.Duration, fsync bool) time.Duration {
 	return m
 }
 
-func runWriteCost(ctx context.Context, env Env) (*report.Report, error) {
-	rep := report.New("write-cost", "")
-	scale := 1.0
-	classes := []delayClass{
-		{"rack", time.Duration(float64(500*time.Microsecond) * scale)},
-		{"region", time.Duration(float64(10*time.Millisecond) * scale)},
-		{"cross-region", time.Duration(float64(50*time.Millisecond) * scale)},
-	}
-	n := Pick(env.Scale, 12, 100)
+// writeCostRun is the state of one run of write-cost.
+type writeCostRun struct {
+	env     Env
+	rep     *report.Report
+	classes []delayClass
+	n       int // writes per configuration
+	reads   int // reads per mode
+}
 
-	var rows []costRow
-	tbl := report.Table{Title: "Write latency (client next to the leader, one write at a time)",
-		Columns: []string{"links", "one-way", "nodes", "fsync", "p50", "p99", "model", "p50/model"}}
-	add := func(r costRow) {
-		rows = append(rows, r)
-		fs := "off"
-		if r.fsync {
-			fs = "on (" + fsyncCost.String() + ")"
-		}
-		tbl.Rows = append(tbl.Rows, []string{r.class, r.delay.String(), fmt.Sprint(r.nodes), fs,
-			fmtMs(r.p50), fmtMs(r.p99), fmtMs(r.model), fmt.Sprintf("%.2f", ratio(r.p50, r.model))})
+// readCost is the measured cost of one read mode.
+type readCost struct {
+	mode     cluster.ReadMode
+	p50, p99 time.Duration
+}
+
+func runWriteCost(ctx context.Context, env Env) (*report.Report, error) {
+	w := &writeCostRun{
+		env: env,
+		rep: report.New("write-cost", ""),
+		classes: []delayClass{
+			{"rack", 500 * time.Microsecond},
+			{"region", 10 * time.Millisecond},
+			{"cross-region", 50 * time.Millisecond},
+		},
+		n:     Pick(env.Scale, 12, 100),
+		reads: Pick(env.Scale, 8, 50),
 	}
-	var readCluster *cluster.Cluster
-	for _, cls := range classes {
+	rows, readCluster, err := w.measureWrites(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer readCluster.Close()
+	w.judgeWrites(rows)
+	costs, err := w.measureReads(ctx, readCluster)
+	if err != nil {
+		return nil, err
+	}
+	w.judgeReads(costs)
+	return w.rep, nil
+}
+
+// region is the delay class of the read costs and of the cluster sizes.
+func (w *writeCostRun) region() delayClass { return w.classes[1] }
+
+// measureWrites times writes for every delay class with fsync off and on
+// (3 nodes), then for 5 and 7 nodes on region links with fsync on. It
+// returns the rows and the region cluster with fsync off, kept for the
+// read costs (the caller closes it).
+func (w *writeCostRun) measureWrites(ctx context.Context) (rows []costRow, readCluster *cluster.Cluster, err error) {
+	defer func() {
+		if err != nil && readCluster != nil {
+			readCluster.Close()
+		}
+	}()
+	for _, cls := range w.classes {
 		for _, fsync := range []bool{false, true} {
-			env.Progressf("write-cost: %s links (%s one way), 3 nodes, fsync %v", cls.name, cls.d, fsync)
-			r, c, err := measureWrites(ctx, env, 3, cls.d, fsync, n)
+			w.env.Progressf("write-cost: %s links (%s one way), 3 nodes, fsync %v", cls.name, cls.d, fsync)
+			r, c, err := measureWrites(ctx, w.env, 3, cls.d, fsync, w.n)
 			if err != nil {
-				return nil, err
+				return nil, readCluster, err
 			}
 			r.class = cls.name
-			add(r)
-			if cls.name == "region" && !fsync {
+			rows = append(rows, r)
+			if cls == w.region() && !fsync {
 				readCluster = c
 			} else {
 				c.Close()
@@ -137,19 +175,35 @@ func runWriteCost(ctx context.Context, env Env) (*report.Report, error) {
 		}
 	}
 	if readCluster == nil {
-		return nil, fmt.Errorf("no cluster for the read costs")
+		return nil, nil, fmt.Errorf("no cluster for the read costs")
 	}
-	defer readCluster.Close()
-	sizes := Pick(env.Scale, []int{5, 7}, []int{5, 7})
-	for _, nodes := range sizes {
-		env.Progressf("write-cost: region links, %d nodes, fsync on", nodes)
-		r, c, err := measureWrites(ctx, env, nodes, classes[1].d, true, n)
+	for _, nodes := range []int{5, 7} {
+		w.env.Progressf("write-cost: region links, %d nodes, fsync on", nodes)
+		r, c, err := measureWrites(ctx, w.env, nodes, w.region().d, true, w.n)
 		if err != nil {
-			return nil, err
+			return nil, readCluster, err
 		}
 		c.Close()
-		r.class = "region"
-		add(r)
+		r.class = w.region().name
+		rows = append(rows, r)
+	}
+	return rows, readCluster, nil
+}
+
+// judgeWrites reports the write rows: the table, the model claim (rows
+// with a model of 8 ms or more), the cluster-size claim, the chart and the
+// metrics.
+func (w *writeCostRun) judgeWrites(rows []costRow) {
+	rep := w.rep
+	tbl := report.Table{Title: "Write latency (client next to the leader, one write at a time)",
+		Columns: []string{"links", "one-way", "nodes", "fsync", "p50", "p99", "model", "p50/model"}}
+	for _, r := range rows {
+		fs := "off"
+		if r.fsync {
+			fs = "on (" + fsyncCost.String() + ")"
+		}
+		tbl.Rows = append(tbl.Rows, []string{r.class, r.delay.String(), fmt.Sprint(r.nodes), fs,
+			fmtMs(r.p50), fmtMs(r.p99), fmtMs(r.model), fmt.Sprintf("%.2f", ratio(r.p50, r.model))})
 	}
 	rep.AddTable(tbl)
 
@@ -170,8 +224,7 @@ func runWriteCost(ctx context.Context, env Env) (*report.Report, error) {
 			worst = e
 		}
 	}
-	rep.Check("each write costs a round trip to a majority plus a log write",
-		"p50 within ±20% of 2·delay (+ the log writes with fsync on) wherever the model is 8 ms or more",
+	check(rep, claimWriteRoundTrip, "p50 within ±20% of 2·delay (+ the log writes with fsync on) wherever the model is 8 ms or more",
 		fmt.Sprintf("%d of %d configurations within ±20%%; worst %+.0f%%", within, checked, worst*100),
 		checked > 0 && within == checked)
 
@@ -179,10 +232,8 @@ func runWriteCost(ctx context.Context, env Env) (*report.Report, error) {
 	var bySize []string
 	sizeOK := true
 	for _, r := range rows {
-		if r.class == "region" && r.fsync {
-			if r.nodes == 3 {
-				base = r.p50
-			}
+		if r.class == "region" && r.fsync && r.nodes == 3 {
+			base = r.p50
 		}
 	}
 	for _, r := range rows {
@@ -193,8 +244,7 @@ func runWriteCost(ctx context.Context, env Env) (*report.Report, error) {
 			}
 		}
 	}
-	rep.Check("adding nodes does not add round trips",
-		"3, 5 and 7 nodes within ±25% of each other (region links, fsync on): the leader waits for the fastest majority, in parallel",
+	check(rep, claimSizeNoExtraRoundTrips, "3, 5 and 7 nodes within ±25% of each other (region links, fsync on): the leader waits for the fastest majority, in parallel",
 		strings.Join(bySize, ", "), sizeOK && len(bySize) == 3)
 
 	// The chart: p50 against one-way delay, fsync off and on, with the model.
@@ -223,33 +273,45 @@ func runWriteCost(ctx context.Context, env Env) (*report.Report, error) {
 		}
 		rep.Metric(fmt.Sprintf("write_p50_ms_%s_n%d_%s", r.class, r.nodes, fs), ms(r.p50), "ms")
 	}
+}
 
-	// Read costs by mode on the region cluster (fsync off).
-	env.Progressf("write-cost: read costs by mode (region links, 3 nodes)")
-	leader, err := waitLeader(ctx, readCluster, 10*time.Second)
+// measureReads times w.reads reads of each mode at the leader of c.
+func (w *writeCostRun) measureReads(ctx context.Context, c *cluster.Cluster) ([]readCost, error) {
+	w.env.Progressf("write-cost: read costs by mode (region links, 3 nodes)")
+	leader, err := waitLeader(ctx, c, 10*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	cl := readCluster.NewClient(leader)
-	reads := Pick(env.Scale, 8, 50)
-	rtt := 2 * classes[1].d
-	readChart := report.Chart{Title: fmt.Sprintf("Read latency p50 by mode (region links, %s one way)", classes[1].d), YLabel: "read latency (ms)"}
-	measured := report.Series{Name: "measured p50"}
-	expected := report.Series{Name: "model", Dashed: true}
-	readTbl := report.Table{Title: "Read cost by mode (client next to the leader)", Columns: []string{"mode", "p50", "p99", "model", "why"}}
-	readOK := true
-	var readObs []string
-	var confirmP50 []time.Duration
-	for i, mode := range cluster.ReadModes() {
+	cl := c.NewClient(leader)
+	var costs []readCost
+	for _, mode := range cluster.ReadModes() {
 		var lats []time.Duration
-		for j := 0; j < reads; j++ {
+		for j := 0; j < w.reads; j++ {
 			r, err := cl.Get(ctx, "k0", mode)
 			if err != nil {
 				return nil, fmt.Errorf("%s read: %w", mode, err)
 			}
 			lats = append(lats, r.Latency)
 		}
-		p50, p99 := cluster.Percentile(lats, 0.5), cluster.Percentile(lats, 0.99)
+		costs = append(costs, readCost{mode: mode, p50: cluster.Percentile(lats, 0.5), p99: cluster.Percentile(lats, 0.99)})
+	}
+	return costs, nil
+}
+
+// judgeReads reports the read costs against a round trip on region links,
+// and the notes.
+func (w *writeCostRun) judgeReads(costs []readCost) {
+	rep := w.rep
+	rtt := 2 * w.region().d
+	readChart := report.Chart{Title: fmt.Sprintf("Read latency p50 by mode (region links, %s one way)", w.region().d), YLabel: "read latency (ms)"}
+	measured := report.Series{Name: "measured p50"}
+	expected := report.Series{Name: "model", Dashed: true}
+	readTbl := report.Table{Title: "Read cost by mode (client next to the leader)", Columns: []string{"mode", "p50", "p99", "model", "why"}}
+	readOK := true
+	var readObs []string
+	var confirmP50 []time.Duration
+	for i, rc := range costs {
+		mode, p50 := rc.mode, rc.p50
 		var model time.Duration
 		why := "local state, no one asked"
 		switch mode {
@@ -261,7 +323,7 @@ func runWriteCost(ctx context.Context, env Env) (*report.Report, error) {
 		readChart.Categories = append(readChart.Categories, string(mode))
 		measured.Points = append(measured.Points, report.Point{X: float64(i), Y: ms(p50)})
 		expected.Points = append(expected.Points, report.Point{X: float64(i), Y: ms(model)})
-		readTbl.Rows = append(readTbl.Rows, []string{string(mode), fmtMs(p50), fmtMs(p99), fmtMs(model), why})
+		readTbl.Rows = append(readTbl.Rows, []string{string(mode), fmtMs(p50), fmtMs(rc.p99), fmtMs(model), why})
 		rep.Metric("read_p50_ms_"+string(mode), ms(p50), "ms")
 		readObs = append(readObs, fmt.Sprintf("%s %s", mode, fmtMs(p50)))
 		switch mode {
@@ -277,18 +339,16 @@ func runWriteCost(ctx context.Context, env Env) (*report.Report, error) {
 	readChart.Series = []report.Series{measured, expected}
 	rep.AddTable(readTbl)
 	rep.AddChart(readChart)
-	rep.Check("reads cost by rung",
-		fmt.Sprintf("stale and lease under a quarter of the round trip (%s); verify and readindex at most the round trip (+20%%); log at least 80%% of it", fmtMs(rtt)),
+	check(rep, claimReadCostByRung, fmt.Sprintf("stale and lease under a quarter of the round trip (%s); verify and readindex at most the round trip (+20%%); log at least 80%% of it", fmtMs(rtt)),
 		strings.Join(readObs, ", "), readOK)
 	if len(confirmP50) == 2 && confirmP50[0] < rtt/2 {
 		rep.Note("verify came in under half a round trip. hashicorp/raft's VerifyLeader counts the answer to any heartbeat that returns after the call, including one that was already in flight when the call was made: a confirmation can cost less than a round trip, and it proves leadership only as of a heartbeat sent before the read began. The lab's readindex does its own round with a fresh term check instead, so it pays the full round trip (%s here).", fmtMs(confirmP50[1]))
 	}
-	if env.Scale == ScaleSmall {
-		rep.Note("Small scale takes %d writes and %d reads per configuration; --scale full takes 100 and 50.", n, reads)
+	if w.env.Scale == ScaleSmall {
+		rep.Note("Small scale takes %d writes and %d reads per configuration; --scale full takes 100 and 50.", w.n, w.reads)
 	}
 	rep.Note("The model counts two log writes with fsync on: hashicorp/raft persists the entry on the leader before sending it, and the follower persists it before acknowledging. A leader that wrote in parallel with replication (Raft thesis §10.2.1) would pay one.")
 	rep.Note("Rows with a model under 8 ms are shown but not checked: there the lab's own scheduling (goroutines, timers, the simulated network's hops, the race detector) adds a millisecond or two, a large part of the cost.")
-	return rep, nil
 }
 
 func ratio(a, b time.Duration) float64 {

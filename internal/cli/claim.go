@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/coordkit/coordkit/internal/claim"
+	"github.com/coordkit/coordkit/claim"
 )
 
 type claimOptions struct {
@@ -133,7 +133,7 @@ type claimOutput struct {
 }
 
 func newClaimOutput(verb string, r claim.Result) claimOutput {
-	out := claimOutput{Name: r.Name, Owner: r.Owner, Revision: r.Revision, Key: r.Key, verb: verb}
+	out := claimOutput{Name: r.Name, Owner: r.Owner, Revision: int64(r.Revision), Key: r.Key, verb: verb}
 	if r.Lease != 0 {
 		out.Lease = fmt.Sprintf("%x", int64(r.Lease))
 		out.TTLSeconds = int64(r.TTL / time.Second)

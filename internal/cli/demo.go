@@ -11,8 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/coordkit/coordkit/internal/demo"
-	"github.com/coordkit/coordkit/internal/etcdembed"
 	"github.com/coordkit/coordkit/scenarios"
 	"github.com/coordkit/coordkit/scenarios/report"
 )
@@ -27,12 +25,17 @@ type demoOptions struct {
 	Registry *scenarios.Registry
 }
 
+// storyScenario is the scenario whose recorded steps the demo narrates
+// first; it is also the tour's first stop.
+const storyScenario = "lock-without-fencing"
+
 // tourStops are the scenarios of the guided tour, each with the paragraph
 // that says what to look for.
 var tourStops = []struct{ name, intro string }{
-	{"lock-without-fencing", `The same failure as a measured experiment, with a third contender: a
-"Redis-style" lock (a lease and no token). A lease is an optimisation that
-makes overlaps rare; only the token makes the resource refuse them.`},
+	{storyScenario, `The story above was a run of this experiment; here are its verdicts. Its
+third contender, a "Redis-style" lock (a lease and no token), shows that a
+lease is an optimisation that makes overlaps rare; only the token makes the
+resource refuse them.`},
 	{"minority-partition", `Now consensus itself. Five Raft nodes (real hashicorp/raft, on a simulated
 network) are split 2|3. The two-node minority cannot commit anything: it has
 no quorum. The three-node majority elects a leader and keeps writing. When
@@ -57,8 +60,10 @@ migration); etcd expires the lease and B takes over and writes; A wakes up and
 finishes its write, unaware. A resource that checks fencing tokens rejects A's
 late write; one that does not lets it overwrite B's work.
 
-Then it runs three experiments of 'coordctl scenario' at a small scale —
-lock-without-fencing, minority-partition and write-cost — with a paragraph
+The story is the recorded run of the scenario lock-without-fencing, told
+step by step. Then the tour shows the verdicts of that scenario and runs two
+more experiments of 'coordctl scenario' at a small scale — minority-partition
+and write-cost — with a paragraph
 each on what to look for, and writes their HTML reports (timelines, charts)
 to --out. Everything else it starts is stopped and removed when it ends.
 With -w json every step is one JSON object on its own line.`,
@@ -76,9 +81,26 @@ With -w json every step is one JSON object on its own line.`,
 	cmd.Flags().DurationVar(&opts.TTL, "ttl", 2*time.Second, "lease TTL of the lock holders in the story (whole seconds, at least 2s)")
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", "", "where to keep etcd's and the resources' data (a temporary directory, removed afterwards, when empty)")
 	cmd.Flags().StringVar(&opts.Out, "out", "coordkit-demo", "directory for the HTML reports of the tour's experiments")
-	cmd.Flags().BoolVar(&opts.StoryOnly, "story-only", false, "play the lock story only, without the experiments")
+	cmd.Flags().BoolVar(&opts.StoryOnly, "story-only", false, "play the lock story only, without the other experiments")
 	cmd.Flags().Int64Var(&opts.Seed, "seed", 1, "seed of the experiments' fault schedules")
 	return cmd
+}
+
+// storyStep is one recorded step of the story, printed as a line of the
+// narrative (JSON: the step itself).
+type storyStep struct{ report.Step }
+
+func (s storyStep) WriteSimple(w io.Writer) error {
+	var err error
+	switch s.Event {
+	case report.EventHeading:
+		_, err = fmt.Fprintf(w, "\n%s\n", s.Text)
+	case report.EventExplain:
+		_, err = fmt.Fprintf(w, "%s\n", s.Text)
+	default:
+		_, err = fmt.Fprintf(w, "  [%6.2fs] %-8s %s\n", s.At.D().Seconds(), s.Actor, s.Text)
+	}
+	return err
 }
 
 // tourResult is the JSON line of one experiment of the tour.
@@ -141,19 +163,36 @@ func runDemo(ctx context.Context, f *factory, opts *demoOptions) error {
 		}
 		defer os.RemoveAll(dir)
 	}
-	etcd, err := etcdembed.Start(ctx, etcdembed.Config{DataDir: filepath.Join(dir, "etcd")})
-	if err != nil {
-		return fmt.Errorf("demo: start embedded etcd: %w", err)
+	reg := opts.Registry
+	if reg == nil {
+		if reg, err = scenarios.Default(); err != nil {
+			return err
+		}
 	}
-	defer etcd.Close()
+	env := func(name string) scenarios.Env {
+		return scenarios.Env{
+			Progress:  prefixWriter{w: f.IO.ErrOut, prefix: "  "},
+			Seed:      opts.Seed,
+			Scale:     scenarios.ScaleSmall,
+			TempDir:   filepath.Join(dir, name),
+			StartEtcd: embeddedEtcd,
+			LockTTL:   opts.TTL,
+		}
+	}
 
-	story, err := demo.RunFencing(ctx, demo.FencingConfig{DataDir: dir, TTL: opts.TTL, Endpoints: etcd.Endpoints()}, func(s demo.Step) {
-		_ = p.Print(s)
-	})
+	fmt.Fprintf(f.IO.ErrOut, "playing the story (experiment %s) ...\n", storyScenario)
+	story, err := reg.Run(ctx, storyScenario, env(storyScenario))
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	if !story.FencedRejectedLateWrite {
+	rejected := false
+	for _, s := range story.Steps {
+		rejected = rejected || s.Actor == "fenced" && s.Event == "rejected"
+		if err := p.Print(storyStep{s}); err != nil {
+			return err
+		}
+	}
+	if !rejected {
 		return fmt.Errorf("demo: the fenced resource accepted the late write — this is a bug, please report it")
 	}
 	if opts.StoryOnly {
@@ -163,25 +202,17 @@ func runDemo(ctx context.Context, f *factory, opts *demoOptions) error {
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	reg := opts.Registry
-	if reg == nil {
-		reg = scenarios.Default()
-	}
 	done := tourDone{Event: "done", Passed: true}
 	for _, stop := range tourStops {
 		if ctx.Err() != nil {
 			return withCode(exitError, fmt.Errorf("demo: interrupted"))
 		}
-		fmt.Fprintf(f.IO.ErrOut, "running experiment %s ...\n", stop.name)
-		rep, err := reg.Run(ctx, stop.name, scenarios.Env{
-			Progress:      prefixWriter{w: f.IO.ErrOut, prefix: "  "},
-			Seed:          opts.Seed,
-			Scale:         scenarios.ScaleSmall,
-			TempDir:       filepath.Join(dir, stop.name),
-			EtcdEndpoints: etcd.Endpoints(),
-		})
-		if err != nil {
-			return fmt.Errorf("demo: experiment %s: %w", stop.name, err)
+		rep := story
+		if stop.name != storyScenario {
+			fmt.Fprintf(f.IO.ErrOut, "running experiment %s ...\n", stop.name)
+			if rep, err = reg.Run(ctx, stop.name, env(stop.name)); err != nil {
+				return fmt.Errorf("demo: experiment %s: %w", stop.name, err)
+			}
 		}
 		path := filepath.Join(opts.Out, stop.name+".html")
 		if err := writeHTMLReport(path, []*report.Report{rep}); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coordkit/coordkit/internal/etcdembed"
 	"github.com/coordkit/coordkit/scenarios"
 	"github.com/coordkit/coordkit/scenarios/report"
 )
@@ -66,7 +67,11 @@ func newScenarioListCmd(f *factory) *cobra.Command {
   coordctl scenario list -w json | jq -r '.[].name'`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runScenarioList(f, scenarios.Default())
+			reg, err := scenarios.Default()
+			if err != nil {
+				return err
+			}
+			return runScenarioList(f, reg)
 		},
 	}
 }
@@ -150,7 +155,9 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 	}
 	reg := opts.Registry
 	if reg == nil {
-		reg = scenarios.Default()
+		if reg, err = scenarios.Default(); err != nil {
+			return err
+		}
 	}
 	scale, err := scenarios.ParseScale(opts.Scale)
 	if err != nil {
@@ -190,6 +197,7 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 			Seed:          opts.Seed,
 			Scale:         scale,
 			EtcdEndpoints: opts.Endpoints,
+			StartEtcd:     embeddedEtcd,
 		}
 		rep, err := reg.Run(ctx, name, env)
 		if ctx.Err() != nil {
@@ -292,3 +300,16 @@ func (p prefixWriter) Write(b []byte) (int, error) {
 	}
 	return len(b), nil
 }
+
+// embeddedEtcd is the scenarios' etcd when no --endpoints are given: a
+// single embedded member in dir, fsync off (the scenarios test ordering and
+// leases, not durability).
+func embeddedEtcd(ctx context.Context, dir string) ([]string, func(), error) {
+	srv, err := etcdembed.Start(ctx, etcdembed.Config{Name: "scenario", DataDir: dir, UnsafeNoFsync: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	return srv.Endpoints(), srv.Close, nil
+}
+
+var _ scenarios.EtcdStarter = embeddedEtcd

@@ -98,22 +98,30 @@ func TestScenarioCmdUsage(t *testing.T) {
 	}
 }
 
-// fakeRegistry has one passing, one failing and one broken scenario.
-func fakeRegistry() *scenarios.Registry {
+// fakeClaims declares a safety claim "a" and a timing claim "b".
+var fakeClaims = []scenarios.Claim{{ID: "a", Kind: scenarios.Safety, Text: "claim a"}, {ID: "b", Kind: scenarios.Timing, Text: "claim b"}}
+
+func mustRegister(t *testing.T, r *scenarios.Registry, s scenarios.Scenario) {
+	t.Helper()
+	require.NoError(t, r.Register(s))
+}
+
+// fakeRegistry has one passing scenario and one whose timing claim fails.
+func fakeRegistry(t *testing.T) *scenarios.Registry {
 	r := scenarios.NewRegistry()
 	mk := func(name string, holds bool) scenarios.Scenario {
-		return scenarios.Scenario{Name: name, Summary: name + " summary", Claims: []string{"a", "b"},
+		return scenarios.Scenario{Name: name, Summary: name + " summary", Claims: fakeClaims,
 			Run: func(ctx context.Context, env scenarios.Env) (*report.Report, error) {
 				env.Progressf("working on %s", name)
 				rep := report.New(name, "")
-				rep.Check("a", "1", "1", true)
-				rep.Check("b", "2", "3", holds)
+				rep.CheckID("a", "1", "1", true)
+				rep.CheckID("b", "2", "3", holds)
 				rep.Metric("m", 1, "")
 				return rep, nil
 			}}
 	}
-	r.MustRegister(mk("good", true))
-	r.MustRegister(mk("bad", false))
+	mustRegister(t, r, mk("good", true))
+	mustRegister(t, r, mk("bad", false))
 	return r
 }
 
@@ -127,7 +135,7 @@ func TestScenarioCmdRunAllExitCodes(t *testing.T) {
 		wantN    int
 	}{
 		{"one passing", scenarioRunOptions{Name: "good"}, exitOK, 1},
-		{"one failing", scenarioRunOptions{Name: "bad"}, exitError, 1},
+		{"one failing (a timing claim: still exit 1)", scenarioRunOptions{Name: "bad"}, exitError, 1},
 		{"all", scenarioRunOptions{All: true}, exitError, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,7 +143,7 @@ func TestScenarioCmdRunAllExitCodes(t *testing.T) {
 			f := newFactory(ioStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 			f.Global.WriteOut = formatJSON
 			opts := tc.opts
-			opts.Scale, opts.Seed, opts.Registry = "small", 9, fakeRegistry()
+			opts.Scale, opts.Seed, opts.Registry = "small", 9, fakeRegistry(t)
 			opts.Report = filepath.Join(t.TempDir(), "all.html")
 			err := runScenarioRun(ctx, f, &opts)
 			assert.Equal(t, tc.wantCode, exitCode(err), "err %v", err)
@@ -151,6 +159,8 @@ func TestScenarioCmdRunAllExitCodes(t *testing.T) {
 			require.Len(t, reps, tc.wantN)
 			for _, r := range reps {
 				assert.Equal(t, r.Name == "good", r.Passed)
+				require.Len(t, r.Claims, 2)
+				assert.Equal(t, report.Claim{ID: "b", Kind: "timing", Claim: "claim b", Expected: "2", Observed: "3", Holds: r.Name == "good"}, r.Claims[1])
 				assert.Equal(t, int64(9), r.Seed)
 			}
 			b, err := os.ReadFile(opts.Report)
@@ -162,7 +172,7 @@ func TestScenarioCmdRunAllExitCodes(t *testing.T) {
 
 func TestScenarioCmdBrokenScenarioExits1(t *testing.T) {
 	r := scenarios.NewRegistry()
-	r.MustRegister(scenarios.Scenario{Name: "broken", Summary: "s", Claims: []string{"a", "b"},
+	mustRegister(t, r, scenarios.Scenario{Name: "broken", Summary: "s", Claims: fakeClaims,
 		Run: func(context.Context, scenarios.Env) (*report.Report, error) { return nil, os.ErrPermission }})
 	var out, errOut bytes.Buffer
 	f := newFactory(ioStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
@@ -201,7 +211,7 @@ func TestScenarioCmdEndToEnd(t *testing.T) {
 
 func TestScenarioCmdInterrupted(t *testing.T) {
 	r := scenarios.NewRegistry()
-	r.MustRegister(scenarios.Scenario{Name: "slow", Summary: "s", Claims: []string{"a", "b"},
+	mustRegister(t, r, scenarios.Scenario{Name: "slow", Summary: "s", Claims: fakeClaims,
 		Run: func(ctx context.Context, _ scenarios.Env) (*report.Report, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()

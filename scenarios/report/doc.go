@@ -4,8 +4,15 @@
 // charts; and its three renderings: text, JSON and a self-contained HTML page.
 //
 // A Report is plain data. Scenarios fill it with the builder methods (Check,
-// Metric, AddTable, Note) and call Finish; renderers only read it, so a
-// report decoded from JSON renders the same as the one that was encoded.
+// CheckID, Metric, AddTable, Note) and call Finish; renderers only read it,
+// so a report decoded from JSON renders the same as the one that was
+// encoded. A Recorder builds the Timeline and, for a scenario that tells a
+// story, its Steps (coordctl demo narrates them).
+//
+// A Claim's Kind is "safety" or "timing" (package scenarios declares them);
+// the renderings mark timing claims, which a loaded machine can miss. This
+// package does not import package cluster: it renders etcd and process runs
+// as well as the lab's, so its operation outcomes are plain strings.
 //
 // What the renderings guarantee: the text rendering is deterministic for a
 // given report (it is golden-tested); the HTML page loads nothing from the

@@ -94,7 +94,7 @@ func (p *htmlWriter) report(r *Report) {
 		if !c.Holds {
 			cls, v = "fails", "✗ no"
 		}
-		p.f("<tr class=\"%s\"><td>%s</td><td>%s</td><td>%s</td><td class=\"v\">%s</td></tr>\n", cls, esc(c.Claim), esc(c.Expected), esc(c.Observed), v)
+		p.f("<tr class=\"%s\"><td>%s%s</td><td>%s</td><td>%s</td><td class=\"v\">%s</td></tr>\n", cls, esc(c.Claim), esc(kindNote(c)), esc(c.Expected), esc(c.Observed), v)
 	}
 	p.raw("</tbody></table>\n")
 

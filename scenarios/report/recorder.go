@@ -17,6 +17,7 @@ type Recorder struct {
 	spans  map[string][]Span
 	faults map[string]time.Time
 	tl     Timeline
+	steps  []Step
 }
 
 // NewRecorder starts a timeline at now(). A nil now uses time.Now.
@@ -97,6 +98,26 @@ func (r *Recorder) Mark(lane, label string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.tl.Marks = append(r.tl.Marks, Mark{At: r.Since(r.now()), Lane: lane, Label: label})
+}
+
+// Step records a line of the story now: actor did event (see Step).
+func (r *Recorder) Step(actor, event, text string, token uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.steps = append(r.steps, Step{At: r.Since(r.now()), Actor: actor, Event: event, Text: text, Token: token})
+}
+
+// Heading records the start of a chapter of the story.
+func (r *Recorder) Heading(text string) { r.Step("-", EventHeading, text, 0) }
+
+// Explain records a paragraph of explanation.
+func (r *Recorder) Explain(text string) { r.Step("-", EventExplain, text, 0) }
+
+// Steps returns the story recorded so far.
+func (r *Recorder) Steps() []Step {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Step(nil), r.steps...)
 }
 
 // Timeline closes every open span and fault window at now and returns the

@@ -11,7 +11,7 @@ import (
 // Report is what one scenario run observed. Its JSON encoding is the stable
 // contract of `coordctl scenario run -w json`:
 //
-//	{"name","passed","seed","scale","elapsed_ms","claims":[{"claim","expected","observed","holds"}],
+//	{"name","passed","seed","scale","elapsed_ms","claims":[{"id","kind","claim","expected","observed","holds"}],
 //	 "metrics":{name:value,...},"tables":[...],"timeline":{...},"charts":[...],"notes":[...]}
 type Report struct {
 	Name    string  `json:"name"`
@@ -28,17 +28,44 @@ type Report struct {
 	Timeline *Timeline `json:"timeline,omitempty"`
 	Charts   []Chart   `json:"charts,omitempty"`
 	Notes    []string  `json:"notes,omitempty"`
+	// Steps tell the run as a story, in the order things happened; a
+	// scenario that has a story to tell records them (coordctl demo
+	// narrates them). Nil otherwise.
+	Steps []Step `json:"steps,omitempty"`
 	// Error says why the experiment could not be carried out; such a
 	// report has no verdicts and does not pass.
 	Error string `json:"error,omitempty"`
 }
 
-// Claim is one prediction of theory and what the run saw.
+// Claim is one prediction of theory and what the run saw. ID and Kind
+// ("safety" or "timing") are set for the claims of a registered scenario.
 type Claim struct {
+	ID       string `json:"id,omitempty"`
+	Kind     string `json:"kind,omitempty"`
 	Claim    string `json:"claim"`
 	Expected string `json:"expected"`
 	Observed string `json:"observed"`
 	Holds    bool   `json:"holds"`
+}
+
+// Events of a Step that are not an actor's action.
+const (
+	// EventHeading starts a chapter of the story.
+	EventHeading = "heading"
+	// EventExplain is a paragraph of explanation.
+	EventExplain = "explain"
+)
+
+// Step is one line of a run's story: an actor (a holder, etcd, a resource)
+// did something (Event: "acquired", "write", "rejected", ...) at At. Actor
+// is "-" for EventHeading and EventExplain. Token is the fencing token the
+// step carried, 0 if none.
+type Step struct {
+	At    Millis `json:"at_ms"`
+	Actor string `json:"actor"`
+	Event string `json:"event"`
+	Text  string `json:"text"`
+	Token uint64 `json:"token,omitempty"`
 }
 
 // Metric is one measured number. Name should say the unit when Unit is
@@ -158,7 +185,10 @@ func (tl *Timeline) At(m Millis) string {
 	return fmtDuration(m.D())
 }
 
-// Outcomes of a timeline operation.
+// Outcomes of a timeline operation. They are the strings of cluster.Outcome
+// but stay their own: a report pictures etcd and process runs as well as
+// the lab, and this package must not link the lab (package cluster) to
+// draw them.
 const (
 	OutcomeOK      = "ok"
 	OutcomeFail    = "fail"
@@ -251,6 +281,14 @@ func New(name, summary string) *Report {
 // Check records a claim and returns holds, so callers can branch on it.
 func (r *Report) Check(claim, expected, observed string, holds bool) bool {
 	r.Claims = append(r.Claims, Claim{Claim: claim, Expected: expected, Observed: observed, Holds: holds})
+	return holds
+}
+
+// CheckID records the verdict on the claim named id, whose text and kind
+// the scenario declares (package scenarios fills them in), and returns
+// holds.
+func (r *Report) CheckID(id, expected, observed string, holds bool) bool {
+	r.Claims = append(r.Claims, Claim{ID: id, Expected: expected, Observed: observed, Holds: holds})
 	return holds
 }
 

@@ -166,6 +166,36 @@ func TestReportRecorder(t *testing.T) {
 	assert.Equal(t, []Op{{"alice", "put x=1", ms(50), ms(60), OutcomeOK}}, tl.Ops)
 }
 
+func TestReportMarksTimingClaims(t *testing.T) {
+	r := New("x", "")
+	r.Claims = append(r.Claims, Claim{ID: "fast", Kind: "timing", Claim: "it is fast", Holds: false},
+		Claim{ID: "safe", Kind: "safety", Claim: "it is safe", Holds: true})
+	var text, page bytes.Buffer
+	require.NoError(t, WriteText(&text, r))
+	assert.Contains(t, text.String(), "✗ it is fast (timing)")
+	assert.Contains(t, text.String(), "✓ it is safe\n")
+	require.NoError(t, WriteHTML(&page, "x", []*Report{r}))
+	assert.Contains(t, page.String(), "it is fast (timing)</td>")
+}
+
+func TestReportRecorderSteps(t *testing.T) {
+	base := time.Unix(0, 0)
+	now := base
+	rec := NewRecorder(func() time.Time { return now })
+	rec.Heading("1. A takes the lock")
+	now = base.Add(20 * time.Millisecond)
+	rec.Step("A", "acquired", "holds it", 7)
+	rec.Explain("why")
+	assert.Equal(t, []Step{
+		{At: 0, Actor: "-", Event: EventHeading, Text: "1. A takes the lock"},
+		{At: ms(20), Actor: "A", Event: "acquired", Text: "holds it", Token: 7},
+		{At: ms(20), Actor: "-", Event: EventExplain, Text: "why"},
+	}, rec.Steps())
+	b, err := json.Marshal(rec.Steps()[1])
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"at_ms":20,"actor":"A","event":"acquired","text":"holds it","token":7}`, string(b))
+}
+
 func TestReportFormatValue(t *testing.T) {
 	for in, want := range map[float64]string{0: "0", 3: "3", 1.25: "1.25", 0.0001: "0", 2.0 / 3: "0.667", -4: "-4"} {
 		assert.Equal(t, want, FormatValue(in), "%v", in)

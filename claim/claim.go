@@ -8,6 +8,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/fencing"
 )
 
 // Errors returned by Claim, Release and Get.
@@ -76,7 +78,7 @@ type Result struct {
 	Name     string
 	Key      string
 	Owner    string           // the owner of the name now
-	Revision int64            // create revision of the claim key: unique per claim
+	Revision fencing.Token    // create revision of the claim key: unique per claim, usable as a fencing token
 	Won      bool             // this call created the claim
 	Yours    bool             // Owner is the owner asked about (always true if Won)
 	Lease    clientv3.LeaseID // the lease the claim lives on; 0 if none
@@ -87,8 +89,8 @@ type Result struct {
 // NotOwnerError is returned by Release when someone else holds the name.
 type NotOwnerError struct {
 	Name     string
-	Owner    string // the current owner
-	Revision int64  // the current claim's create revision
+	Owner    string        // the current owner
+	Revision fencing.Token // the current claim's create revision
 }
 
 func (e *NotOwnerError) Error() string {
@@ -150,7 +152,7 @@ func Claim(ctx context.Context, c Client, name, owner string, opts ...Option) (R
 		res.Owner, res.Won, res.Yours, res.Lease = owner, true, true, lease
 		// The transaction wrote once, so the key's create revision is the
 		// header's revision.
-		res.Revision = resp.Header.Revision
+		res.Revision = fencing.Token(resp.Header.Revision)
 		return res, nil
 	}
 	revoke(ctx, c, lease)
@@ -161,7 +163,7 @@ func Claim(ctx context.Context, c Client, name, owner string, opts ...Option) (R
 	}
 	kv := kvs[0]
 	res.Owner = string(kv.Value)
-	res.Revision = kv.CreateRevision
+	res.Revision = fencing.Token(kv.CreateRevision)
 	res.Lease = clientv3.LeaseID(kv.Lease)
 	res.Yours = res.Owner == owner
 	return res, nil
@@ -195,7 +197,7 @@ func Release(ctx context.Context, c Client, name, owner string, opts ...Option) 
 	res := Result{Name: name, Key: key, Owner: owner, Yours: true}
 	if resp.Succeeded {
 		if prev := resp.Responses[0].GetResponseDeleteRange().PrevKvs; len(prev) > 0 {
-			res.Revision = prev[0].CreateRevision
+			res.Revision = fencing.Token(prev[0].CreateRevision)
 			res.Lease = clientv3.LeaseID(prev[0].Lease)
 		}
 		return res, nil
@@ -204,7 +206,7 @@ func Release(ctx context.Context, c Client, name, owner string, opts ...Option) 
 	if len(kvs) == 0 {
 		return Result{}, fmt.Errorf("%w: nobody holds %q", ErrNotClaimed, name)
 	}
-	return Result{}, &NotOwnerError{Name: name, Owner: string(kvs[0].Value), Revision: kvs[0].CreateRevision}
+	return Result{}, &NotOwnerError{Name: name, Owner: string(kvs[0].Value), Revision: fencing.Token(kvs[0].CreateRevision)}
 }
 
 // Get returns the current claim on name, with the lease's TTL and time left
@@ -225,7 +227,7 @@ func Get(ctx context.Context, c Client, name string, opts ...Option) (Result, er
 		return Result{}, fmt.Errorf("%w: nobody holds %q", ErrNotClaimed, name)
 	}
 	kv := resp.Kvs[0]
-	res := Result{Name: name, Key: key, Owner: string(kv.Value), Revision: kv.CreateRevision, Lease: clientv3.LeaseID(kv.Lease)}
+	res := Result{Name: name, Key: key, Owner: string(kv.Value), Revision: fencing.Token(kv.CreateRevision), Lease: clientv3.LeaseID(kv.Lease)}
 	if res.Lease != 0 {
 		ttl, err := c.TimeToLive(ctx, res.Lease)
 		if err != nil {

@@ -13,9 +13,15 @@
 // the guarantee Lamport timestamps cannot give: there the order of two
 // requests is known only after both nodes have answered.
 //
+// It sits beside lock and election: a lock is held by turns, an election
+// hands out leadership by turns, a claim hands a name to one owner for good
+// (or for a TTL). Client is the consumer-side interface it needs of etcd;
+// *clientv3.Client satisfies it.
+//
 // What is guaranteed: at most one owner of a name at any revision; the
-// winner's Revision (the key's create revision) is unique and grows with
-// every new claim of any name, so it can serve as a fencing token.
+// winner's Revision (the key's create revision, a fencing.Token) is unique
+// and grows with every new claim of any name, so it can be sent to a
+// fencing.Guard like a lock's token.
 //
 // What is not:
 //   - Owners are compared as strings. Two processes that claim with the same

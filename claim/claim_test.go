@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 
+	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
@@ -39,7 +40,7 @@ func TestClaimWinLoseReclaim(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got.Kvs, 1)
 	require.Equal(t, "node-1", string(got.Kvs[0].Value))
-	require.Equal(t, won.Revision, got.Kvs[0].CreateRevision, "Revision is the key's create revision")
+	require.Equal(t, won.Revision, fencing.Token(got.Kvs[0].CreateRevision), "Revision is the key's create revision")
 
 	lost, err := Claim(ctx, cli, "alice", "node-2")
 	require.NoError(t, err, "losing is not an error")
@@ -110,7 +111,7 @@ func TestClaimTTLExpiresAndLoserRevokesItsLease(t *testing.T) {
 	require.NotZero(t, won.Lease)
 	require.GreaterOrEqual(t, won.TTL, 2*time.Second, "1.5s rounds up to 2s (and etcd's minimum is 2s)")
 
-	wch := cli.Watch(ctx, won.Key, clientv3.WithRev(won.Revision+1))
+	wch := cli.Watch(ctx, won.Key, clientv3.WithRev(int64(won.Revision)+1))
 
 	lost, err := Claim(ctx, cli, "short", "b", WithTTL(time.Minute))
 	require.NoError(t, err)

@@ -22,6 +22,7 @@ import (
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/etcdembed"
+	"github.com/coordkit/coordkit/internal/faultproxy"
 	"github.com/coordkit/coordkit/lock"
 )
 
@@ -285,7 +286,7 @@ func parseValue(s string) (int, string) {
 type worker struct {
 	r       *run
 	id      int
-	proxies []*etcdembed.PausableProxy
+	proxies []*faultproxy.Pausable
 	cli     *clientv3.Client
 	acq     acquirer
 	freeze  chan time.Duration
@@ -303,7 +304,7 @@ func (r *run) newWorker(id int) (*worker, error) {
 			w.close()
 			return nil, err
 		}
-		p, err := etcdembed.NewPausableProxy("127.0.0.1:0", to.Host)
+		p, err := faultproxy.NewPausable("127.0.0.1:0", to.Host)
 		if err != nil {
 			w.close()
 			return nil, err

@@ -163,7 +163,7 @@ var _ http.Handler = (*Resource)(nil)
 
 // NewResource opens (or creates) the resource in cfg.DataDir and replays its
 // log. A torn final record is cut off; a damaged record before the end is an
-// error wrapping ErrCorrupt. ErrLocked: another process has the directory.
+// error wrapping ErrCorrupt. ErrDirInUse: another process has the directory.
 func NewResource(cfg ResourceConfig) (*Resource, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("fencing: ResourceConfig.DataDir is empty")

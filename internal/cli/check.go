@@ -47,7 +47,7 @@ type checkOptions struct {
 	Duration       time.Duration
 	Clients        int
 	TTL            time.Duration
-	Seed           uint64
+	Seed           int64
 	NoFencing      bool
 	NoFenceFirst   bool
 	DataDir        string
@@ -98,7 +98,7 @@ stderr.`, what),
 	fl.DurationVar(&opts.Duration, "duration", 60*time.Second, "how long the clients and the nemesis run")
 	fl.IntVar(&opts.Clients, "clients", 5, "number of in-process clients (at least 2)")
 	fl.DurationVar(&opts.TTL, "ttl", 2*time.Second, "lease TTL of each client (at least 1s)")
-	fl.Uint64Var(&opts.Seed, "seed", 0, "seed of the fault schedule (default: from the clock; printed for replay)")
+	fl.Int64Var(&opts.Seed, "seed", 0, "seed of the fault schedule (default: from the clock; printed for replay)")
 	fl.BoolVar(&opts.NoFencing, "no-fencing", false, "run against a resource that does not check tokens (the baseline)")
 	fl.BoolVar(&opts.NoFenceFirst, "no-fence-first", false, "holders skip the fence before their first read (shows the window it closes)")
 	fl.StringVar(&opts.DataDir, "data-dir", "", "directory for the cluster and resource data; must be empty or absent (default: a temporary directory, removed after)")
@@ -163,7 +163,7 @@ func (r checkReport) WriteSimple(w io.Writer) error {
 	return err
 }
 
-func replayCommand(o *checkOptions, seed uint64) string {
+func replayCommand(o *checkOptions, seed int64) string {
 	s := fmt.Sprintf("coordctl check %s-safety --duration %s --clients %d --ttl %s --seed %d", o.Target, o.Duration, o.Clients, o.TTL, seed)
 	if o.NoFencing {
 		s += " --no-fencing"
@@ -187,7 +187,7 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 	}
 	seed := opts.Seed
 	if !opts.seedSet {
-		seed = uint64(time.Now().UnixNano() % 1_000_000)
+		seed = time.Now().UnixNano() % 1_000_000
 	}
 	dir := opts.DataDir
 	if dir == "" {

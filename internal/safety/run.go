@@ -44,7 +44,7 @@ type Config struct {
 	Duration time.Duration
 	Clients  int
 	TTL      time.Duration
-	Seed     uint64
+	Seed     int64
 	// Fencing makes the resource check tokens; false runs the same
 	// workload and schedule against a resource that does not.
 	Fencing bool
@@ -85,7 +85,7 @@ func (c Config) Validate() error {
 // Report is the outcome of a run: the checker's result and what was done.
 type Report struct {
 	Check              string         `json:"check"`
-	Seed               uint64         `json:"seed"`
+	Seed               int64          `json:"seed"`
 	Fencing            bool           `json:"fencing"`
 	FenceFirst         bool           `json:"fence_first"`
 	DurationS          float64        `json:"duration_s"`
@@ -296,7 +296,7 @@ type worker struct {
 
 func (r *run) newWorker(id int) (*worker, error) {
 	w := &worker{r: r, id: id, freeze: make(chan time.Duration, 1),
-		rng: rand.New(rand.NewPCG(r.cfg.Seed, uint64(id)))}
+		rng: rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(id)))}
 	var eps []string
 	for _, target := range r.cluster.Endpoints() {
 		to, err := url.Parse(target)

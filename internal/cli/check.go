@@ -18,6 +18,9 @@ import (
 	"github.com/coordkit/coordkit/internal/safety"
 )
 
+// errCheckFailed: the check ran and found a violation; its report says which.
+var errCheckFailed = fmt.Errorf("check failed: %w", errFailed)
+
 func newCheckCmd(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check",
@@ -215,7 +218,7 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 		return err
 	}
 	if ctx.Err() != nil {
-		return withCode(exitError, errors.New("check interrupted"))
+		return mark(errFailed, errors.New("check interrupted"))
 	}
 	if opts.History != "" {
 		b, err := json.Marshal(h)
@@ -230,7 +233,7 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 		return err
 	}
 	if !rep.Passed {
-		return silentExit(exitError)
+		return reported(errCheckFailed)
 	}
 	return nil
 }
@@ -322,9 +325,9 @@ func runCheckRMW(ctx context.Context, f *factory, opts *rmwOptions) error {
 		case err == nil:
 			return nil
 		case errors.Is(err, fencing.ErrStale):
-			return silentExit(exitStale)
+			return reported(err)
 		}
-		return silentExit(exitError)
+		return reported(mark(errFailed, err))
 	}
 	if opts.Fence {
 		_, err := fc.Fence(ctx, tok, scope)

@@ -353,17 +353,6 @@ func (w *worker) pause(on bool) {
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // writesPerTenure is how many increments a holder makes before releasing.
 const writesPerTenure = 3
 
@@ -371,7 +360,10 @@ func (w *worker) loop(ctx context.Context) {
 	for ctx.Err() == nil {
 		t := w.acquire(ctx)
 		if t == nil {
-			sleep(ctx, time.Duration(50+w.rng.IntN(100))*time.Millisecond)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(50+w.rng.IntN(100)) * time.Millisecond):
+			}
 			continue
 		}
 		w.r.holder.Store(int64(w.id))
@@ -379,7 +371,10 @@ func (w *worker) loop(ctx context.Context) {
 		w.r.holder.CompareAndSwap(int64(w.id), 0)
 		w.release(t)
 		// Think time, so that waiters queue up behind each other.
-		sleep(ctx, time.Duration(w.rng.IntN(30))*time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(w.rng.IntN(30)) * time.Millisecond):
+		}
 	}
 }
 
@@ -522,11 +517,22 @@ func (w *worker) freezePoint(ctx context.Context, token uint64) {
 		w.r.countFault(FaultFreezeClient)
 		w.r.progressf("freeze client %d for %s (holding token %d)", w.id, d.Round(time.Millisecond), token)
 		w.pause(true)
-		sleep(ctx, d)
-		for deadline := time.Now().Add(supersedeWait); w.r.granted.Load() <= token && time.Now().Before(deadline); {
-			if !sleep(ctx, 20*time.Millisecond) {
-				break
+		select {
+		case <-ctx.Done():
+		case <-time.After(d):
+			poll := time.NewTicker(20 * time.Millisecond)
+			deadline := time.After(supersedeWait)
+		wait:
+			for w.r.granted.Load() <= token {
+				select {
+				case <-ctx.Done():
+					break wait
+				case <-deadline:
+					break wait
+				case <-poll.C:
+				}
 			}
+			poll.Stop()
 		}
 		w.pause(false)
 	default:
@@ -541,18 +547,25 @@ const supersedeWait = 10 * time.Second
 // and restarts stopped members.
 func (r *run) nemesis(ctx context.Context, steps []Step) {
 	defer r.healAll()
-	if !sleep(ctx, time.Second) {
+	select {
+	case <-ctx.Done():
 		return
+	case <-time.After(time.Second):
 	}
 	for _, s := range steps {
 		if ctx.Err() != nil {
 			return
 		}
 		undo := r.apply(ctx, s)
-		sleep(ctx, s.Hold)
+		select {
+		case <-ctx.Done():
+		case <-time.After(s.Hold):
+		}
 		undo()
-		if !sleep(ctx, s.Quiet) {
+		select {
+		case <-ctx.Done():
 			return
+		case <-time.After(s.Quiet):
 		}
 	}
 	<-ctx.Done()

@@ -511,7 +511,7 @@ func TestElectionObserveReportsError(t *testing.T) {
 
 // Each resignation hands the leadership to the candidate waiting behind it,
 // with a larger token, while the resigned one is not leading. How fast the
-// handover is (the waiter watches in etcd's synced group: see lock/doc.go)
+// handover is (why it is fast: lock/mutex.go, attempt.wait)
 // depends on the machine's load, so `coordctl bench elect` measures it; this
 // test asserts the order and logs the latencies.
 func TestElectionHandoverGoesToTheWaiter(t *testing.T) {

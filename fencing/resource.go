@@ -44,7 +44,9 @@ const (
 	errIdempotencyReused = "idempotency key reused with a different request"
 )
 
-// Clock tells the time; the Resource stamps writes with it.
+// Clock tells the time; the Resource stamps writes with it. It is not
+// session.Clock because fencing imports nothing from this module (a
+// session.Clock satisfies it: the Resource needs Now alone).
 type Clock interface {
 	Now() time.Time
 }

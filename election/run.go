@@ -11,8 +11,10 @@ import (
 )
 
 // Backoff is exponential backoff with full jitter: before retry n (from 0)
-// Run waits a uniformly random time in [0, min(Max, Initial·2ⁿ)), so that a
-// fleet whose campaigns failed together does not retry together.
+// Run waits a uniformly random time in [0, Cap(n)], Cap(n) = min(Max,
+// Initial·2ⁿ), so that a fleet whose campaigns failed together does not
+// retry together. Run draws the waits with github.com/cenkalti/backoff/v5
+// (Exponential).
 type Backoff struct {
 	// Initial is the cap of the first wait; 200ms when zero.
 	Initial time.Duration

@@ -139,9 +139,7 @@ func (c *candidate) run(ctx context.Context, value string) (*Leadership, error) 
 			return c.lead(value), nil
 		}
 		// Watch the predecessor from the revision after the read that saw
-		// it: such a watcher joins etcd's synced group and hears the delete
-		// at once (watching from the read's own revision lands in the
-		// unsynced group, polled every 100ms).
+		// it, so that the delete is heard at once (why: lock/mutex.go, attempt.wait).
 		if err := c.waitDelete(ctx, string(preds[0].Key), check.Header.Revision+1); err != nil {
 			return nil, err
 		}

@@ -27,10 +27,9 @@
 //   - Resign and Proclaim are fenced by the create revision: a stale
 //     Resign never deletes a newer leader's key, a stale Proclaim never
 //     overwrites it (ErrNotLeader).
-//   - Handover is fast: a waiting candidate watches its predecessor from the
-//     revision after the read that saw it, which puts the watcher in etcd's
-//     synced group; etcd's own Campaign watches from the read's revision and
-//     is served by the unsynced loop, up to 100 ms later.
+//   - Handover is fast: a waiting candidate hears its predecessor's
+//     resignation at once, where etcd's own Campaign waits up to 100 ms for
+//     etcd's watch loop (why: lock/mutex.go, attempt.wait).
 //   - Observe reports every change of leader, including "no leader".
 //
 // # What it does not guarantee

@@ -509,12 +509,12 @@ func TestElectionObserveReportsError(t *testing.T) {
 	require.False(t, errors.Is(last.Err, context.Canceled) && ctx.Err() != nil)
 }
 
-// The next candidate hears of a resignation at once: it watches its
-// predecessor from the revision after its read, in etcd's synced watcher
-// group. Watching from the read's own revision (as concurrency.Election
-// does) puts the watcher in the unsynced group, served every 100ms, and a
-// candidate that queued just before the handover waits up to that long.
-func TestElectionHandoverIsFast(t *testing.T) {
+// Each resignation hands the leadership to the candidate waiting behind it,
+// with a larger token, while the resigned one is not leading. How fast the
+// handover is (why it is fast: lock/mutex.go, attempt.wait)
+// depends on the machine's load, so `coordctl bench elect` measures it; this
+// test asserts the order and logs the latencies.
+func TestElectionHandoverGoesToTheWaiter(t *testing.T) {
 	_, cli := etcdtest.StartWithClient(t)
 	ctx := testCtx(t)
 	es := [2]*election.Election{newElection(t, cli, "fast"), newElection(t, cli, "fast")}
@@ -524,18 +524,23 @@ func TestElectionHandoverIsFast(t *testing.T) {
 	for i := 0; i < 7; i++ {
 		res := campaignAsync(ctx, es[(i+1)%2], "next")
 		waitCandidates(t, cli, "fast/", 2)
-		time.Sleep(20 * time.Millisecond) // let the waiter's watch reach the server
+		select {
+		case r := <-res:
+			t.Fatalf("round %d: the waiter won before the leader resigned: %+v", i, r)
+		default:
+		}
 		start := time.Now()
 		require.NoError(t, l.Resign(ctx))
 		r := await(t, res, "handover")
 		require.NoError(t, r.err)
+		require.Greater(t, r.l.Token(), l.Token(), "round %d: the next leader's token is larger", i)
+		require.False(t, r.at.Before(start), "round %d: won only after the resignation", i)
 		samples = append(samples, r.at.Sub(start))
 		l = r.l
 	}
 	require.NoError(t, l.Resign(ctx))
 	slices.Sort(samples)
-	t.Logf("handover latencies: %v", samples)
-	require.Less(t, samples[len(samples)/2], 40*time.Millisecond, "median handover")
+	t.Logf("handover latencies (for information; bench elect measures them): %v", samples)
 }
 
 // A Resign whose delete failed can be retried: on a shared session nothing

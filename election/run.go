@@ -3,15 +3,18 @@ package election
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
+
+	"github.com/cenkalti/backoff/v5"
 
 	"github.com/coordkit/coordkit/fencing"
 )
 
 // Backoff is exponential backoff with full jitter: before retry n (from 0)
-// Run waits a uniformly random time in [0, min(Max, Initial·2ⁿ)), so that a
-// fleet whose campaigns failed together does not retry together.
+// Run waits a uniformly random time in [0, Cap(n)], Cap(n) = min(Max,
+// Initial·2ⁿ), so that a fleet whose campaigns failed together does not
+// retry together. Run draws the waits with github.com/cenkalti/backoff/v5
+// (Exponential).
 type Backoff struct {
 	// Initial is the cap of the first wait; 200ms when zero.
 	Initial time.Duration
@@ -42,11 +45,18 @@ func (b Backoff) Cap(n int) time.Duration {
 	return min(c, b.Max)
 }
 
-// Delay returns the wait before retry n given u, a uniform draw in [0, 1):
-// u·Cap(n). Pure, for tests; Run draws u itself.
-func (b Backoff) Delay(n int, u float64) time.Duration {
-	u = min(max(u, 0), 1)
-	return time.Duration(u * float64(b.Cap(n)))
+// Exponential returns a fresh github.com/cenkalti/backoff/v5 backoff whose
+// NextBackOff before retry n draws uniformly from [0, Cap(n)]: with a
+// randomization factor of 1 it draws from [0, 2·interval], so its
+// intervals are half the caps. Run uses one per campaign streak.
+func (b Backoff) Exponential() *backoff.ExponentialBackOff {
+	b = b.withDefaults()
+	return &backoff.ExponentialBackOff{
+		InitialInterval:     max(b.Initial/2, 1),
+		RandomizationFactor: 1,
+		Multiplier:          2,
+		MaxInterval:         max(b.Max/2, 1),
+	}
 }
 
 // RunConfig is what Run does with the leadership.
@@ -100,30 +110,26 @@ func Run(ctx context.Context, e *Election, cfg RunConfig) error {
 		}()
 		defer func() { cancel(); <-done }()
 	}
-	attempt := 0
-	for {
+	campaign := func() (*Leadership, error) {
 		l, err := e.Campaign(ctx, cfg.Value)
+		if err != nil && (errors.Is(err, ErrClosed) || e.cfg.session != nil && e.cfg.session.Err() != nil) {
+			return nil, backoff.Permanent(err)
+		}
+		return l, err
+	}
+	retry := []backoff.RetryOption{backoff.WithBackOff(cfg.Backoff.Exponential()), backoff.WithMaxElapsedTime(0)}
+	if cfg.OnCampaignError != nil {
+		retry = append(retry, backoff.WithNotify(cfg.OnCampaignError))
+	}
+	for {
+		// Retry starts each streak of failed campaigns from the first cap.
+		l, err := backoff.Retry(ctx, campaign, retry...)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if errors.Is(err, ErrClosed) {
-				return err
-			}
-			if s := e.cfg.session; s != nil && s.Err() != nil {
-				return err
-			}
-			wait := cfg.Backoff.Delay(attempt, rand.Float64())
-			attempt++
-			if cfg.OnCampaignError != nil {
-				cfg.OnCampaignError(err, wait)
-			}
-			if !sleep(ctx, wait) {
-				return nil
-			}
-			continue
+			return err
 		}
-		attempt = 0
 		if stop := lead(ctx, l, cfg); stop {
 			return nil
 		}
@@ -196,34 +202,24 @@ func lead(ctx context.Context, l *Leadership, cfg RunConfig) bool {
 
 // observeLoop feeds OnNewLeader, observing again after errors.
 func observeLoop(ctx context.Context, e *Election, cfg RunConfig) {
-	attempt := 0
-	for ctx.Err() == nil {
+	bo := cfg.Backoff.Exponential()
+	// Observing ends only in an error (or with ctx); each observation
+	// starts the backoff over.
+	_, _ = backoff.Retry(ctx, func() (struct{}, error) {
 		for obs := range e.Observe(ctx) {
 			if obs.Err != nil {
-				break
+				return struct{}{}, obs.Err
 			}
-			attempt = 0
+			bo.Reset()
 			if obs.Leader == nil {
 				cfg.OnNewLeader("", 0)
 			} else {
 				cfg.OnNewLeader(obs.Leader.Value, obs.Leader.Token)
 			}
 		}
-		if !sleep(ctx, cfg.Backoff.Delay(attempt, rand.Float64())) {
-			return
-		}
-		attempt++
-	}
+		return struct{}{}, errObserveEnded
+	}, backoff.WithBackOff(bo), backoff.WithMaxElapsedTime(0))
 }
 
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+// errObserveEnded: an Observe channel closed without an error; observe again.
+var errObserveEnded = errors.New("election: observe ended")

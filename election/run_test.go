@@ -28,14 +28,36 @@ func TestElectionBackoffFullJitter(t *testing.T) {
 	}
 	for _, tc := range cases {
 		require.Equal(t, tc.want, b.Cap(tc.n), "cap of retry %d", tc.n)
-		require.Equal(t, time.Duration(0), b.Delay(tc.n, 0))
-		require.Equal(t, tc.want/2, b.Delay(tc.n, 0.5))
-		require.Less(t, b.Delay(tc.n, 0.999999), tc.want)
 	}
 	var zero election.Backoff
 	require.Equal(t, 200*time.Millisecond, zero.Cap(0), "zero value has defaults")
 	require.Equal(t, 15*time.Second, zero.Cap(100))
-	require.Equal(t, time.Duration(0), b.Delay(2, -1), "u is clamped")
+
+	// Exponential draws before retry n from [0, Cap(n)], and uses the
+	// whole range: some draws land in each half of it.
+	low, high := map[int]bool{}, map[int]bool{}
+	for range 200 {
+		bo := b.Exponential()
+		for n := range 6 {
+			d := bo.NextBackOff()
+			require.GreaterOrEqual(t, d, time.Duration(0))
+			require.LessOrEqual(t, d, b.Cap(n), "draw before retry %d", n)
+			if d < b.Cap(n)/2 {
+				low[n] = true
+			} else {
+				high[n] = true
+			}
+		}
+	}
+	for n := range 6 {
+		require.True(t, low[n] && high[n], "full jitter before retry %d", n)
+	}
+	bo := b.Exponential()
+	for range 10 {
+		bo.NextBackOff()
+	}
+	bo.Reset()
+	require.LessOrEqual(t, bo.NextBackOff(), b.Cap(0), "Reset starts over")
 }
 
 // recorder logs Run's callbacks in order.

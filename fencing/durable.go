@@ -35,7 +35,7 @@ const compactAbove = 64
 
 // OpenDurableGuard opens (creating it if needed) the floor log at path and
 // replays it. It returns an error wrapping ErrCorrupt for a damaged log and
-// ErrLocked if another process has it open. The directory must exist.
+// ErrDirInUse if another process has it open. The directory must exist.
 func OpenDurableGuard(path string) (*DurableGuard, error) {
 	lock, err := lockFile(path + ".lock")
 	if err != nil {

@@ -72,8 +72,8 @@ func TestDurableReopenKeepsFloors(t *testing.T) {
 func TestDurableLockedByAnotherOpen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "floors.log")
 	openDurable(t, path)
-	if _, err := OpenDurableGuard(path); !errors.Is(err, ErrLocked) {
-		t.Fatalf("second open: %v, want ErrLocked", err)
+	if _, err := OpenDurableGuard(path); !errors.Is(err, ErrDirInUse) {
+		t.Fatalf("second open: %v, want ErrDirInUse", err)
 	}
 }
 

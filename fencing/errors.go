@@ -17,8 +17,9 @@ var (
 	ErrCorrupt = errors.New("fencing: corrupt log")
 	// ErrClosed is returned by a DurableGuard or Resource after Close, and after a failed fsync.
 	ErrClosed = errors.New("fencing: closed")
-	// ErrLocked is returned when another process holds the data directory or log.
-	ErrLocked = errors.New("fencing: in use by another process")
+	// ErrDirInUse is returned when another process holds the data directory or
+	// log (not to be confused with lock.ErrLocked, a lock held by another holder).
+	ErrDirInUse = errors.New("fencing: data dir in use by another process")
 	// ErrNotFound is returned by Client.Get for a key that was never written (HTTP 404).
 	ErrNotFound = errors.New("fencing: key not found")
 	// ErrVersionMismatch is returned for a failed If-Match precondition (HTTP 412).

@@ -24,7 +24,7 @@ func lockFile(path string) (*fileLock, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s is locked", ErrLocked, path)
+			return nil, fmt.Errorf("%w: %s is locked", ErrDirInUse, path)
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}

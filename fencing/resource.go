@@ -44,7 +44,9 @@ const (
 	errIdempotencyReused = "idempotency key reused with a different request"
 )
 
-// Clock tells the time; the Resource stamps writes with it.
+// Clock tells the time; the Resource stamps writes with it. It is not
+// session.Clock because fencing imports nothing from this module (a
+// session.Clock satisfies it: the Resource needs Now alone).
 type Clock interface {
 	Now() time.Time
 }
@@ -163,7 +165,7 @@ var _ http.Handler = (*Resource)(nil)
 
 // NewResource opens (or creates) the resource in cfg.DataDir and replays its
 // log. A torn final record is cut off; a damaged record before the end is an
-// error wrapping ErrCorrupt. ErrLocked: another process has the directory.
+// error wrapping ErrCorrupt. ErrDirInUse: another process has the directory.
 func NewResource(cfg ResourceConfig) (*Resource, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("fencing: ResourceConfig.DataDir is empty")

@@ -315,8 +315,8 @@ func TestResourceReopenKeepsFloorsAndData(t *testing.T) {
 	if _, err := rs.client.Put(ctx, "a", "late", 6, "s"); !errors.Is(err, ErrStale) {
 		t.Fatalf("stale before restart: %v", err)
 	}
-	if _, err := NewResource(ResourceConfig{DataDir: dir}); !errors.Is(err, ErrLocked) {
-		t.Fatalf("a second resource on the same directory: %v, want ErrLocked", err)
+	if _, err := NewResource(ResourceConfig{DataDir: dir}); !errors.Is(err, ErrDirInUse) {
+		t.Fatalf("a second resource on the same directory: %v, want ErrDirInUse", err)
 	}
 	rs.stop()
 

@@ -30,14 +30,10 @@
 //     create-revision order, so each holder of a name gets a larger token
 //     than every holder before it. (It is not the revision of the response
 //     that granted the lock: on the contended path that is later.)
-//   - Fast handoff: a waiter's watch on its predecessor starts at the
-//     current revision, which etcd serves from its synced watcher group at
-//     once; if writes came between the read that found the predecessor and
-//     the watch, the waiter reads the predecessor once more rather than
-//     asking for history. concurrency.Mutex watches from the read's own
-//     revision, which lands in etcd's unsynced group, caught up by a loop
-//     every 100ms, so its handoffs wait tens of milliseconds
-//     (`coordctl bench lock` measures both).
+//   - Fast handoff: a waiter hears its predecessor's release at once, where
+//     concurrency.Mutex's waiters wait up to 100ms for etcd's watch loop
+//     (why: the comment on attempt.wait in mutex.go; `coordctl bench lock`
+//     measures both).
 //   - Loss is a signal, not a surprise. Held.Lost and Held.Context end when
 //     the session's local deadline passes (package session: send time of
 //     the last successful keepalive + TTL − margin), which is before the

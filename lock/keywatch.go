@@ -18,10 +18,10 @@ import (
 // concurrency.Mutex's (its only extra cost is the delete event of each
 // Unlock).
 //
-// The watch starts from "now", so etcd serves it from its synced group. A
-// subscriber read its key at revision seen; if the watch reports its
-// creation at a revision after that, the key is read once more to cover
-// the writes in between.
+// The watch starts from "now", in etcd's synced group (see attempt.wait in
+// mutex.go). A subscriber read its key at revision seen; if the watch
+// reports its creation at a revision after that, the key is read once more
+// to cover the writes in between.
 type keyWatch struct {
 	client *clientv3.Client
 	key    string

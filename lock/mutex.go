@@ -324,14 +324,19 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 // wait waits for every key created before ours to go, watching only the
 // last one of them at a time (no herd).
 //
-// The watches are synced ones: etcd serves a watcher that starts after the
-// current revision (or with no start revision) from its synced group, which
-// gets each event as it is committed, but one that starts at or below the
-// current revision from its unsynced group, which a loop catches up every
-// 100ms. concurrency.Mutex watches from the revision of its read, so each of
-// its handoffs waits for that loop. We watch from "now" and, if the watch
-// reports that it started after writes our read did not see, read the key
-// once more instead of asking for history.
+// Why the handoff is fast (the one explanation in this module; lock/doc.go,
+// lock/keywatch.go, election and docs/benchmarks.md refer here): etcd's
+// watchable store keeps two groups of watchers. A watcher that starts after
+// the current revision (or with no start revision) joins the synced group,
+// which gets each event as it is committed: it hears the predecessor's
+// delete at once. One that starts at or below the current revision must
+// first be sent history, so it joins the unsynced group, which a background
+// loop catches up only every 100ms. concurrency.Mutex (and Election) watch
+// from the revision of their read, so each of their handoffs waits for that
+// loop. We watch from "now" and, if the watch reports that it started after
+// writes our read did not see, read the key once more instead of asking for
+// history. (election's Campaign does the same with the revision after its
+// read.)
 func (a *attempt) wait(ctx context.Context) (*Held, error) {
 	c := a.m.client
 	fail := func(err error) (*Held, error) {

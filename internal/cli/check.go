@@ -18,6 +18,9 @@ import (
 	"github.com/coordkit/coordkit/internal/safety"
 )
 
+// errCheckFailed: the check ran and found a violation; its report says which.
+var errCheckFailed = fmt.Errorf("check failed: %w", errFailed)
+
 func newCheckCmd(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check",
@@ -47,7 +50,7 @@ type checkOptions struct {
 	Duration       time.Duration
 	Clients        int
 	TTL            time.Duration
-	Seed           uint64
+	Seed           int64
 	NoFencing      bool
 	NoFenceFirst   bool
 	DataDir        string
@@ -98,7 +101,7 @@ stderr.`, what),
 	fl.DurationVar(&opts.Duration, "duration", 60*time.Second, "how long the clients and the nemesis run")
 	fl.IntVar(&opts.Clients, "clients", 5, "number of in-process clients (at least 2)")
 	fl.DurationVar(&opts.TTL, "ttl", 2*time.Second, "lease TTL of each client (at least 1s)")
-	fl.Uint64Var(&opts.Seed, "seed", 0, "seed of the fault schedule (default: from the clock; printed for replay)")
+	fl.Int64Var(&opts.Seed, "seed", 0, "seed of the fault schedule (default: from the clock; printed for replay)")
 	fl.BoolVar(&opts.NoFencing, "no-fencing", false, "run against a resource that does not check tokens (the baseline)")
 	fl.BoolVar(&opts.NoFenceFirst, "no-fence-first", false, "holders skip the fence before their first read (shows the window it closes)")
 	fl.StringVar(&opts.DataDir, "data-dir", "", "directory for the cluster and resource data; must be empty or absent (default: a temporary directory, removed after)")
@@ -163,7 +166,7 @@ func (r checkReport) WriteSimple(w io.Writer) error {
 	return err
 }
 
-func replayCommand(o *checkOptions, seed uint64) string {
+func replayCommand(o *checkOptions, seed int64) string {
 	s := fmt.Sprintf("coordctl check %s-safety --duration %s --clients %d --ttl %s --seed %d", o.Target, o.Duration, o.Clients, o.TTL, seed)
 	if o.NoFencing {
 		s += " --no-fencing"
@@ -187,7 +190,7 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 	}
 	seed := opts.Seed
 	if !opts.seedSet {
-		seed = uint64(time.Now().UnixNano() % 1_000_000)
+		seed = time.Now().UnixNano() % 1_000_000
 	}
 	dir := opts.DataDir
 	if dir == "" {
@@ -215,7 +218,7 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 		return err
 	}
 	if ctx.Err() != nil {
-		return withCode(exitError, errors.New("check interrupted"))
+		return mark(errFailed, errors.New("check interrupted"))
 	}
 	if opts.History != "" {
 		b, err := json.Marshal(h)
@@ -230,7 +233,7 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 		return err
 	}
 	if !rep.Passed {
-		return silentExit(exitError)
+		return reported(errCheckFailed)
 	}
 	return nil
 }
@@ -322,9 +325,9 @@ func runCheckRMW(ctx context.Context, f *factory, opts *rmwOptions) error {
 		case err == nil:
 			return nil
 		case errors.Is(err, fencing.ErrStale):
-			return silentExit(exitStale)
+			return reported(err)
 		}
-		return silentExit(exitError)
+		return reported(mark(errFailed, err))
 	}
 	if opts.Fence {
 		_, err := fc.Fence(ctx, tok, scope)

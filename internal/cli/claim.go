@@ -212,11 +212,12 @@ func withClaimClient(ctx context.Context, f *factory, fn func(ctx context.Contex
 	return fn(cctx, cli)
 }
 
-// claimErr maps claim's errors to exit codes.
+// claimErr says what claim's errors mean: someone else's name is "not
+// acquired" (exit 3), a bad argument is a usage error.
 func claimErr(err error) error {
 	switch {
 	case errors.Is(err, claim.ErrNotClaimed), errors.Is(err, claim.ErrNotOwner):
-		return withCode(exitNotAcquired, err)
+		return mark(errNotAcquired, err)
 	case errors.Is(err, claim.ErrEmptyName), errors.Is(err, claim.ErrEmptyOwner), errors.Is(err, claim.ErrTTLTooShort):
 		return &usageError{err: err}
 	}
@@ -244,7 +245,7 @@ func runClaim(ctx context.Context, f *factory, opts *claimOptions) error {
 		return err
 	}
 	if !res.Yours {
-		return silentExit(exitNotAcquired)
+		return reported(errNotAcquired) // the output says whose it is
 	}
 	return nil
 }

@@ -196,7 +196,7 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 		reason := l.Err()
 		_ = p.Print(electEvent{Event: "lost", Name: opts.Name, ID: id, Token: l.Token(), Reason: reason.Error()})
 		_ = resignLeadership(ctx, f, l)
-		return withCode(exitLost, fmt.Errorf("lost leadership of %s: %w", opts.Name, reason))
+		return mark(errLost, fmt.Errorf("lost leadership of %s: %w", opts.Name, reason))
 	}
 }
 

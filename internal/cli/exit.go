@@ -4,6 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+
+	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/lock"
 )
 
 // Exit codes of coordctl (DESIGN.md, "coordctl conventions").
@@ -14,26 +19,120 @@ const (
 	exitNotAcquired = 3
 	exitLost        = 4
 	exitStale       = 5
+	// exitCannotExecute and exitCommandNotFound are the shell's codes for a
+	// command that was found but could not be run, and one not found.
+	exitCannotExecute   = 126
+	exitCommandNotFound = 127
 )
 
-// exitError carries the exit code a command wants; Main prints Err (if any)
-// and exits with Code.
-type codedError struct {
-	Code int
-	Err  error
+// What a command's error means to coordctl's caller. A command returns a
+// library error the exit table knows (lock.ErrLocked, fencing.ErrStale) or
+// marks its error with one of these; it never picks a number.
+var (
+	// errNotAcquired: the lock or name is someone else's, or was not
+	// acquired in time (exit 3).
+	errNotAcquired = errors.New("not acquired")
+	// errLost: held, then lost while holding (exit 4).
+	errLost = errors.New("lost while holding")
+	// errFailed: the command ran and its result is a failure (exit 1), even
+	// if the cause says "interrupted".
+	errFailed = errors.New("failed")
+)
+
+// exitCodes is the one table from a command's error to coordctl's exit
+// code, read in order by exitCode; an error no row matches exits 1. The
+// pass-through of a child's own status (childExitError) comes before it.
+var exitCodes = []struct {
+	match func(error) bool
+	code  int
+}{
+	{childStartFailed(true), exitCommandNotFound},
+	{childStartFailed(false), exitCannotExecute},
+	{isAny(errNotAcquired, lock.ErrLocked), exitNotAcquired},
+	{isAny(errLost), exitLost},
+	{isAny(fencing.ErrStale), exitStale},
+	{isAny(errFailed), exitError},
+	{func(err error) bool { var ue *usageError; return errors.As(err, &ue) }, exitUsage},
+	{isAny(context.Canceled), exitOK}, // interrupted (SIGINT) while waiting for nothing
 }
 
-func (e *codedError) Error() string {
-	if e.Err == nil {
-		return fmt.Sprintf("exit status %d", e.Code)
+// exitCode maps an error returned by a command to coordctl's exit code.
+func exitCode(err error) int {
+	if err == nil {
+		return exitOK
 	}
-	return e.Err.Error()
+	var ce *childExitError
+	if errors.As(err, &ce) {
+		return ce.code
+	}
+	for _, row := range exitCodes {
+		if row.match(err) {
+			return row.code
+		}
+	}
+	return exitError
 }
 
-func (e *codedError) Unwrap() error { return e.Err }
+// silent reports whether Main should print nothing about err: the command
+// already told the user (in its output, or a child's status passed through).
+func silent(err error) bool {
+	var ce *childExitError
+	var re *reportedError
+	return errors.As(err, &ce) || errors.As(err, &re)
+}
 
-// withCode wraps err so that coordctl exits with code.
-func withCode(code int, err error) error { return &codedError{Code: code, Err: err} }
+func isAny(targets ...error) func(error) bool {
+	return func(err error) bool {
+		for _, t := range targets {
+			if errors.Is(err, t) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// mark wraps err so that it also matches kind (errNotAcquired, errLost,
+// errFailed), keeping err's text.
+func mark(kind, err error) error { return &markedError{kind: kind, err: err} }
+
+type markedError struct{ kind, err error }
+
+func (e *markedError) Error() string   { return e.err.Error() }
+func (e *markedError) Unwrap() []error { return []error{e.err, e.kind} }
+
+// reported wraps err, whose exit code the table decides, as already told to
+// the user: Main prints nothing more.
+func reported(err error) error { return &reportedError{err: err} }
+
+type reportedError struct{ err error }
+
+func (e *reportedError) Error() string { return e.err.Error() }
+func (e *reportedError) Unwrap() error { return e.err }
+
+// childExitError passes the status of a command coordctl ran (lock and
+// sidecar exec modes) through as coordctl's own; the command reported
+// whatever it had to say.
+type childExitError struct{ code int }
+
+func (e *childExitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// childStartError is a command coordctl could not start: 127 when it was not
+// found, 126 when it was found but could not be executed (as a shell says).
+type childStartError struct{ err error }
+
+func (e *childStartError) Error() string { return e.err.Error() }
+func (e *childStartError) Unwrap() error { return e.err }
+
+func childStartFailed(notFound bool) func(error) bool {
+	return func(err error) bool {
+		var se *childStartError
+		if !errors.As(err, &se) {
+			return false
+		}
+		return notFound == (errors.Is(se.err, exec.ErrNotFound) || errors.Is(se.err, os.ErrNotExist))
+	}
+}
 
 // usageErrorf reports a bad flag or argument: exit 2 with the usage.
 func usageErrorf(format string, args ...any) error {
@@ -45,25 +144,7 @@ type usageError struct{ err error }
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
-// silentExit ends the command with code without printing anything more: the
-// command already reported (a child's exit code passed through, say).
-func silentExit(code int) error { return &codedError{Code: code} }
-
-// exitCode maps an error returned by a command to coordctl's exit code.
-func exitCode(err error) int {
-	if err == nil {
-		return exitOK
-	}
-	var ce *codedError
-	if errors.As(err, &ce) {
-		return ce.Code
-	}
-	var ue *usageError
-	if errors.As(err, &ue) {
-		return exitUsage
-	}
-	if errors.Is(err, context.Canceled) {
-		return exitOK
-	}
-	return exitError
-}
+// withCode is kept only for bench_lock.go and demo.go, which other work is
+// moving; they pass exitError alone, which is what errFailed means. New
+// code returns a meaningful error instead.
+func withCode(_ int, err error) error { return mark(errFailed, err) }

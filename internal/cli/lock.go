@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -195,7 +193,7 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 			return nil
 		case <-held.Lost():
 			_ = release()
-			return withCode(exitLost, fmt.Errorf("lost lock %s: %w", opts.Name, held.Err()))
+			return mark(errLost, fmt.Errorf("lost lock %s: %w", opts.Name, held.Err()))
 		}
 	}
 	return runUnderLock(f, opts, held, release)
@@ -256,7 +254,8 @@ func (n *waitNotice) stop() {
 	}
 }
 
-// acquireLock takes the lock as the flags say, mapping "not acquired" to exit 3.
+// acquireLock takes the lock as the flags say; "not acquired" (exit 3) is
+// lock.ErrLocked or errNotAcquired.
 func acquireLock(ctx context.Context, m *lock.Mutex, opts *lockOptions) (*lock.Held, error) {
 	actx := ctx
 	if opts.Timeout > 0 {
@@ -275,11 +274,11 @@ func acquireLock(ctx context.Context, m *lock.Mutex, opts *lockOptions) (*lock.H
 	case err == nil:
 		return held, nil
 	case errors.Is(err, lock.ErrLocked):
-		return nil, withCode(exitNotAcquired, err)
+		return nil, err
 	case ctx.Err() != nil:
-		return nil, withCode(exitNotAcquired, fmt.Errorf("interrupted while waiting for lock %s", opts.Name))
+		return nil, mark(errNotAcquired, fmt.Errorf("interrupted while waiting for lock %s", opts.Name))
 	case actx.Err() != nil:
-		return nil, withCode(exitNotAcquired, fmt.Errorf("lock %s not acquired within %s", opts.Name, opts.Timeout))
+		return nil, mark(errNotAcquired, fmt.Errorf("lock %s not acquired within %s", opts.Name, opts.Timeout))
 	}
 	return nil, fmt.Errorf("acquire lock %s: %w", opts.Name, err)
 }
@@ -304,11 +303,7 @@ func runUnderLock(f *factory, opts *lockOptions, held *lock.Held, release func()
 	})
 	if err != nil {
 		_ = release()
-		code := 126
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			code = 127
-		}
-		return withCode(code, err)
+		return &childStartError{err: err}
 	}
 	for {
 		select {
@@ -326,7 +321,7 @@ func runUnderLock(f *factory, opts *lockOptions, held *lock.Held, release func()
 			if code == 0 {
 				return nil
 			}
-			return silentExit(code)
+			return &childExitError{code: code}
 		case sig := <-sigs:
 			if s, ok := sig.(syscall.Signal); ok {
 				_ = child.Signal(s)
@@ -335,7 +330,7 @@ func runUnderLock(f *factory, opts *lockOptions, held *lock.Held, release func()
 			fmt.Fprintf(f.IO.ErrOut, "coordctl: lost lock %s: %v; stopping the command (SIGTERM, SIGKILL after %s)\n", opts.Name, held.Err(), opts.KillGrace)
 			child.Stop()
 			_ = release()
-			return silentExit(exitLost)
+			return reported(errLost)
 		}
 	}
 }

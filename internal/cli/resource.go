@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -205,14 +204,6 @@ func checkScopeFlag(s string) error {
 	return nil
 }
 
-// resourceError maps a client error to coordctl's exit codes: stale → 5.
-func resourceError(err error) error {
-	if errors.Is(err, fencing.ErrStale) {
-		return withCode(exitStale, err)
-	}
-	return err
-}
-
 // ---- put ----
 
 type resourcePutOptions struct {
@@ -303,7 +294,7 @@ func runResourcePut(ctx context.Context, f *factory, opts *resourcePutOptions) e
 	defer release()
 	res, err := c.Put(ctx, opts.Key, value, tok, opts.Scope, putOpts...)
 	if err != nil {
-		return resourceError(err)
+		return err // fencing.ErrStale: exit 5
 	}
 	return p.Print(resourcePutResult{res})
 }
@@ -357,7 +348,7 @@ func runResourceGet(ctx context.Context, f *factory, opts *resourceGetOptions) e
 	defer release()
 	e, err := c.Get(ctx, opts.Key)
 	if err != nil {
-		return resourceError(err)
+		return err // fencing.ErrStale: exit 5
 	}
 	return p.Print(resourceGetResult{e})
 }
@@ -417,7 +408,7 @@ func runResourceFence(ctx context.Context, f *factory, opts *resourceFenceOption
 	defer release()
 	res, err := c.Fence(ctx, tok, opts.Scope)
 	if err != nil {
-		return resourceError(err)
+		return err // fencing.ErrStale: exit 5
 	}
 	return p.Print(resourceFenceResult{res})
 }
@@ -475,7 +466,7 @@ func runResourceLog(ctx context.Context, f *factory, opts *resourceLogOptions) e
 	defer release()
 	l, err := c.Log(ctx, opts.Scope)
 	if err != nil {
-		return resourceError(err)
+		return err // fencing.ErrStale: exit 5
 	}
 	return p.Print(resourceLogResult{l})
 }

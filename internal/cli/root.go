@@ -31,9 +31,7 @@ func run(ctx context.Context, args []string, streams ioStreams, getenv func(stri
 		return exitOK
 	}
 	code := exitCode(err)
-	var ce *codedError
-	silent := errors.As(err, &ce) && ce.Err == nil
-	if !silent && !(code == exitOK && errors.Is(err, context.Canceled)) {
+	if !silent(err) && !(code == exitOK && errors.Is(err, context.Canceled)) {
 		fmt.Fprintf(streams.ErrOut, "coordctl: %v%s\n", err, hint(err))
 	}
 	if code == exitUsage && cmd != nil {

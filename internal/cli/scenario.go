@@ -185,7 +185,7 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 
 	var reports []*report.Report
 	interrupted := func(name string) error {
-		return withCode(exitError, fmt.Errorf("scenario %s: interrupted", name))
+		return mark(errFailed, fmt.Errorf("scenario %s: interrupted", name))
 	}
 	for _, name := range names {
 		if ctx.Err() != nil {
@@ -247,7 +247,7 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 		}
 	}
 	if len(failed) > 0 {
-		return withCode(exitError, fmt.Errorf("%d of %d scenarios failed: %s", len(failed), len(reports), strings.Join(failed, ", ")))
+		return fmt.Errorf("%d of %d scenarios failed: %s", len(failed), len(reports), strings.Join(failed, ", "))
 	}
 	return nil
 }

@@ -244,7 +244,7 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 	}
 	var ce *sidecar.ChildExitError
 	if errors.As(err, &ce) {
-		return silentExit(ce.Code)
+		return &childExitError{code: ce.Code}
 	}
 	return err
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coordkit/coordkit/internal/faultproxy"
 	"go.etcd.io/etcd/client/pkg/v3/types"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/membership"
@@ -59,7 +60,7 @@ type ClusterConfig struct {
 
 // Cluster is a running multi-member etcd cluster in this process. Every peer
 // listener and every client listener sits behind a fault-injecting TCP proxy
-// (faultproxy.go), and each member advertises its proxies' URLs, so all
+// (internal/faultproxy), and each member advertises its proxies' URLs, so all
 // traffic between members and from clients passes through them.
 //
 // Peer faults are per directed link. Every sender reaches member j at the
@@ -76,7 +77,7 @@ type ClusterConfig struct {
 type Cluster struct {
 	cfg    ClusterConfig
 	token  string
-	faults *linkFaults
+	faults *faultproxy.Faults
 	ids    map[string]int // member ID as X-Server-From spells it → index
 
 	mu      sync.Mutex
@@ -92,8 +93,8 @@ type member struct {
 	listenCli  *url.URL
 	peerURL    *url.URL // the proxies in front of them, which it advertises
 	clientURL  *url.URL
-	peerProxy  *faultProxy
-	cliProxy   *faultProxy
+	peerProxy  *faultproxy.Proxy
+	cliProxy   *faultproxy.Proxy
 
 	etcd *embed.Etcd // nil while stopped
 	// stopping is closed when a StopMember has finished closing the member.
@@ -116,15 +117,7 @@ type MemberStatus struct {
 }
 
 // LinkFault is one active fault.
-type LinkFault struct {
-	// Kind is "isolated" or "client-blackholed" (of Member), "cut" or
-	// "delay" (of the directed link From → To).
-	Kind   string `json:"kind"`
-	Member int    `json:"member,omitempty"`
-	From   int    `json:"from,omitempty"`
-	To     int    `json:"to,omitempty"`
-	Ms     int    `json:"ms,omitempty"`
-}
+type LinkFault = faultproxy.Fault
 
 // ClusterStatus is a snapshot of the cluster.
 type ClusterStatus struct {
@@ -209,7 +202,7 @@ func startCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, token: "coordkit-cluster", faults: newLinkFaults(cfg.Size), ids: map[string]int{}}
+	c := &Cluster{cfg: cfg, token: "coordkit-cluster", faults: faultproxy.NewFaults(cfg.Size), ids: map[string]int{}}
 	for i := 1; i <= cfg.Size; i++ {
 		m, err := newMember(i, cfg.DataDir, clientURLs[i-1], peerURLs[i-1])
 		if err != nil {
@@ -363,10 +356,10 @@ func newMember(i int, dataDir string, clientURL, peerURL *url.URL) (*member, err
 // none, so connecting to it is refused, as for a stopped process.
 func (c *Cluster) openProxies(m *member) error {
 	var err error
-	if m.peerProxy, err = startFaultProxy(m.peerURL.Host, m.listenPeer.Host, m.index, c.ids, c.faults); err != nil {
+	if m.peerProxy, err = faultproxy.Start(m.peerURL.Host, m.listenPeer.Host, m.index, c.ids, c.faults); err != nil {
 		return fmt.Errorf("etcdembed: peer proxy on %s: %w", m.peerURL.Host, err)
 	}
-	if m.cliProxy, err = startFaultProxy(m.clientURL.Host, m.listenCli.Host, m.index, nil, c.faults); err != nil {
+	if m.cliProxy, err = faultproxy.Start(m.clientURL.Host, m.listenCli.Host, m.index, nil, c.faults); err != nil {
 		m.closeProxies()
 		return fmt.Errorf("etcdembed: client proxy on %s: %w", m.clientURL.Host, err)
 	}
@@ -533,7 +526,7 @@ func (c *Cluster) StopMember(n int) error {
 	// timeout), so it goes on in the background; StartMember and Close
 	// wait for it. Its links count as cut meanwhile, so nothing it still
 	// sends on connections it dialed reaches a peer.
-	c.faults.setDown(n, true)
+	c.faults.SetDown(n, true)
 	m.closeProxies()
 	done := make(chan struct{})
 	m.stopping = done
@@ -589,7 +582,7 @@ func (c *Cluster) StartMember(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	c.faults.setDown(n, false)
+	c.faults.SetDown(n, false)
 	return c.startMember(ctx, m)
 }
 
@@ -604,7 +597,7 @@ func (c *Cluster) Isolate(n int) error {
 	if _, err := c.member(n); err != nil {
 		return err
 	}
-	c.faults.setIsolated(n)
+	c.faults.SetIsolated(n)
 	return nil
 }
 
@@ -616,7 +609,7 @@ func (c *Cluster) CutLink(from, to int) error {
 	if err := c.checkLink(from, to); err != nil {
 		return err
 	}
-	c.faults.setCut(link{from, to})
+	c.faults.SetCut(from, to)
 	return nil
 }
 
@@ -645,7 +638,7 @@ func (c *Cluster) BlackholeClient(n int) error {
 	if _, err := c.member(n); err != nil {
 		return err
 	}
-	c.faults.setClientCut(n)
+	c.faults.SetClientCut(n)
 	return nil
 }
 
@@ -661,7 +654,7 @@ func (c *Cluster) DelayLink(from, to int, d time.Duration) error {
 	if d < 0 {
 		return fmt.Errorf("etcdembed: negative delay %s", d)
 	}
-	c.faults.setDelay(link{from, to}, d)
+	c.faults.SetDelay(from, to, d)
 	return nil
 }
 
@@ -670,7 +663,7 @@ func (c *Cluster) DelayLink(from, to int, d time.Duration) error {
 func (c *Cluster) Heal() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.faults.heal()
+	c.faults.Heal()
 }
 
 // Leader returns the index of the leader the reachable members agree on, or
@@ -688,8 +681,8 @@ func (c *Cluster) Status() ClusterStatus {
 		}
 	}
 	st := ClusterStatus{Faults: []LinkFault{}}
-	isolated := c.faults.isolatedMembers()
-	clientCut := c.faults.clientCuts()
+	isolated := c.faults.Isolated()
+	clientCut := c.faults.ClientCuts()
 	votes := map[int]int{}
 	for _, m := range c.members {
 		ms := MemberStatus{Index: m.index, Name: m.name, ClientURL: m.clientURL.String(), PeerURL: m.peerURL.String()}
@@ -716,7 +709,7 @@ func (c *Cluster) Status() ClusterStatus {
 			st.Faults = append(st.Faults, LinkFault{Kind: "client-blackholed", Member: m.index})
 		}
 	}
-	st.Faults = append(st.Faults, c.faults.links()...)
+	st.Faults = append(st.Faults, c.faults.Links()...)
 	best := 0
 	for idx, v := range votes {
 		if v > votes[best] || (v == votes[best] && idx < best) {

@@ -43,7 +43,10 @@ func (r *run) execLoop(ctx context.Context) {
 	for n := 1; ctx.Err() == nil; n++ {
 		id := fmt.Sprintf("x-%d", n)
 		r.execOnce(ctx, id)
-		sleep(ctx, 100*time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 
@@ -68,7 +71,10 @@ func (r *run) execOnce(ctx context.Context, id string) {
 	start := r.now()
 	if err := cmd.Start(); err != nil {
 		r.progressf("exec client: %v", err)
-		sleep(ctx, time.Second)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
 		return
 	}
 	r.mu.Lock()
@@ -172,7 +178,10 @@ func (r *run) sigstop(ctx context.Context, s Step) func() {
 		if pid != 0 {
 			break
 		}
-		sleep(ctx, 10*time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 	if pid == 0 {
 		r.progressf("sigstop: no process client held the lock, skipped")

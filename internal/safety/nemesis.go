@@ -37,11 +37,11 @@ type Step struct {
 // The schedule is a pure function of its arguments, so a seed replays the
 // same faults in the same order; which member leads or holds the lock when
 // a step fires depends on timing and is not replayed exactly.
-func Schedule(seed uint64, kinds []FaultKind, members, clients int, ttl, d time.Duration) []Step {
+func Schedule(seed int64, kinds []FaultKind, members, clients int, ttl, d time.Duration) []Step {
 	if len(kinds) == 0 || members < 1 || clients < 1 {
 		return nil
 	}
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	rng := rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15))
 	between := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(rng.Int64N(int64(hi-lo)+1)) }
 	var steps []Step
 	var total time.Duration

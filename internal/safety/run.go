@@ -20,6 +20,7 @@ import (
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/etcdembed"
+	"github.com/coordkit/coordkit/internal/faultproxy"
 	"github.com/coordkit/coordkit/lock"
 )
 
@@ -41,7 +42,7 @@ type Config struct {
 	Duration time.Duration
 	Clients  int
 	TTL      time.Duration
-	Seed     uint64
+	Seed     int64
 	// Fencing makes the resource check tokens; false runs the same
 	// workload and schedule against a resource that does not.
 	Fencing bool
@@ -82,7 +83,7 @@ func (c Config) Validate() error {
 // Report is the outcome of a run: the checker's result and what was done.
 type Report struct {
 	Check              string         `json:"check"`
-	Seed               uint64         `json:"seed"`
+	Seed               int64          `json:"seed"`
 	Fencing            bool           `json:"fencing"`
 	FenceFirst         bool           `json:"fence_first"`
 	DurationS          float64        `json:"duration_s"`
@@ -273,7 +274,7 @@ func (r *run) history(lg fencing.LogResult) History {
 type worker struct {
 	r       *run
 	id      int
-	proxies []*etcdembed.PausableProxy
+	proxies []*faultproxy.Pausable
 	cli     *clientv3.Client
 	acq     acquirer
 	freeze  chan time.Duration
@@ -283,7 +284,7 @@ type worker struct {
 
 func (r *run) newWorker(id int) (*worker, error) {
 	w := &worker{r: r, id: id, freeze: make(chan time.Duration, 1),
-		rng: rand.New(rand.NewPCG(r.cfg.Seed, uint64(id)))}
+		rng: rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(id)))}
 	var eps []string
 	for _, target := range r.cluster.Endpoints() {
 		to, err := url.Parse(target)
@@ -291,7 +292,7 @@ func (r *run) newWorker(id int) (*worker, error) {
 			w.close()
 			return nil, err
 		}
-		p, err := etcdembed.NewPausableProxy("127.0.0.1:0", to.Host)
+		p, err := faultproxy.NewPausable("127.0.0.1:0", to.Host)
 		if err != nil {
 			w.close()
 			return nil, err
@@ -340,17 +341,6 @@ func (w *worker) pause(on bool) {
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // writesPerTenure is how many increments a holder makes before releasing.
 const writesPerTenure = 3
 
@@ -358,7 +348,10 @@ func (w *worker) loop(ctx context.Context) {
 	for ctx.Err() == nil {
 		t := w.acquire(ctx)
 		if t == nil {
-			sleep(ctx, time.Duration(50+w.rng.IntN(100))*time.Millisecond)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(50+w.rng.IntN(100)) * time.Millisecond):
+			}
 			continue
 		}
 		w.r.holder.Store(int64(w.id))
@@ -366,7 +359,10 @@ func (w *worker) loop(ctx context.Context) {
 		w.r.holder.CompareAndSwap(int64(w.id), 0)
 		w.release(t)
 		// Think time, so that waiters queue up behind each other.
-		sleep(ctx, time.Duration(w.rng.IntN(30))*time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(w.rng.IntN(30)) * time.Millisecond):
+		}
 	}
 }
 
@@ -509,11 +505,22 @@ func (w *worker) freezePoint(ctx context.Context, token uint64) {
 		w.r.countFault(FaultFreezeClient)
 		w.r.progressf("freeze client %d for %s (holding token %d)", w.id, d.Round(time.Millisecond), token)
 		w.pause(true)
-		sleep(ctx, d)
-		for deadline := time.Now().Add(supersedeWait); w.r.granted.Load() <= token && time.Now().Before(deadline); {
-			if !sleep(ctx, 20*time.Millisecond) {
-				break
+		select {
+		case <-ctx.Done():
+		case <-time.After(d):
+			poll := time.NewTicker(20 * time.Millisecond)
+			deadline := time.After(supersedeWait)
+		wait:
+			for w.r.granted.Load() <= token {
+				select {
+				case <-ctx.Done():
+					break wait
+				case <-deadline:
+					break wait
+				case <-poll.C:
+				}
 			}
+			poll.Stop()
 		}
 		w.pause(false)
 	default:
@@ -528,18 +535,25 @@ const supersedeWait = 10 * time.Second
 // and restarts stopped members.
 func (r *run) nemesis(ctx context.Context, steps []Step) {
 	defer r.healAll()
-	if !sleep(ctx, time.Second) {
+	select {
+	case <-ctx.Done():
 		return
+	case <-time.After(time.Second):
 	}
 	for _, s := range steps {
 		if ctx.Err() != nil {
 			return
 		}
 		undo := r.apply(ctx, s)
-		sleep(ctx, s.Hold)
+		select {
+		case <-ctx.Done():
+		case <-time.After(s.Hold):
+		}
 		undo()
-		if !sleep(ctx, s.Quiet) {
+		select {
+		case <-ctx.Done():
 			return
+		case <-time.After(s.Quiet):
 		}
 	}
 	<-ctx.Done()

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -60,7 +60,7 @@ type Config struct {
 	// Logger receives operational notes; nil discards them.
 	Logger *slog.Logger
 	// Clock stamps state changes and times campaigns; the system clock when nil.
-	Clock Clock
+	Clock session.Clock
 	// OnChange is called after each state change, in order, from the
 	// goroutine that applied it; it must not block for long.
 	OnChange func(State, Change)
@@ -116,7 +116,7 @@ func New(cfg Config) (*Sidecar, error) {
 		cfg.TTL = DefaultTTL
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = systemClock{}
+		cfg.Clock = session.RealClock{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -261,25 +261,21 @@ func (s *Sidecar) Run(ctx context.Context) error {
 		<-observed
 	}()
 
-	var attempt int
+	newSession := func() (*session.Session, error) {
+		return session.New(ctx, s.cfg.Client, session.WithTTL(s.cfg.TTL), session.WithObserver(s.onSessionEvent))
+	}
+	sessionDown := backoff.WithNotify(func(err error, _ time.Duration) {
+		s.apply(Event{Kind: SessionDown, Reason: "cannot create a session: " + err.Error()})
+		s.cfg.Logger.Warn("session", "err", err)
+	})
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
-		sess, err := session.New(ctx, s.cfg.Client, session.WithTTL(s.cfg.TTL), session.WithObserver(s.onSessionEvent))
+		sess, err := backoff.Retry(ctx, newSession, backoff.WithBackOff(retryBackoff()), backoff.WithMaxElapsedTime(0), sessionDown)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			s.apply(Event{Kind: SessionDown, Reason: "cannot create a session: " + err.Error()})
-			s.cfg.Logger.Warn("session", "err", err)
-			if !sleep(ctx, backoff(attempt)) {
-				return nil
-			}
-			attempt++
-			continue
+			return nil // only the end of ctx ends the retries
 		}
-		attempt = 0
 		s.setSession(sess)
 		s.apply(Event{Kind: SessionUp, Alive: sess.Alive})
 		// Report the loss as soon as it happens, even while waiting in the queue.
@@ -314,31 +310,31 @@ func (s *Sidecar) runSession(ctx context.Context, sess *session.Session) error {
 	if err != nil {
 		return err
 	}
-	var attempt int
-	for {
+	var start time.Time
+	campaign := func() (*election.Leadership, error) {
 		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		stop := context.AfterFunc(sess.Context(), cancel)
-		start := s.cfg.Clock.Now()
+		defer stop()
+		start = s.cfg.Clock.Now()
 		l, err := e.Campaign(cctx, s.cfg.ID)
-		stop()
-		cancel()
+		if err != nil && ctx.Err() == nil && !sess.Alive() {
+			return nil, backoff.Permanent(err)
+		}
+		return l, err
+	}
+	campaignFailed := backoff.WithNotify(func(err error, _ time.Duration) { s.cfg.Logger.Warn("campaign", "err", err) })
+	for {
+		l, err := backoff.Retry(ctx, campaign, backoff.WithBackOff(retryBackoff()), backoff.WithMaxElapsedTime(0), campaignFailed)
 		switch {
 		case ctx.Err() != nil:
 			if l != nil {
 				_ = s.release(l)
 			}
 			return nil
-		case err != nil && !sess.Alive():
+		case err != nil: // the session ended
 			return nil
-		case err != nil:
-			s.cfg.Logger.Warn("campaign", "err", err)
-			if !sleep(ctx, backoff(attempt)) {
-				return nil
-			}
-			attempt++
-			continue
 		}
-		attempt = 0
 		s.metrics.ObserveCampaign(s.cfg.Clock.Now().Sub(start))
 		if err := s.lead(ctx, l); err != nil {
 			return err
@@ -458,43 +454,33 @@ func (s *Sidecar) observe(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	var attempt int
-	for ctx.Err() == nil {
+	bo := retryBackoff()
+	// Observing ends only in an error (or with ctx); each observation
+	// starts the backoff over.
+	_, _ = backoff.Retry(ctx, func() (struct{}, error) {
 		for obs := range e.Observe(ctx) {
 			if obs.Err != nil {
 				s.cfg.Logger.Warn("observe", "err", obs.Err)
-				break
+				return struct{}{}, obs.Err
 			}
-			attempt = 0
+			bo.Reset()
 			if obs.Leader == nil {
 				s.apply(Event{Kind: LeaderObserved})
 			} else {
 				s.apply(Event{Kind: LeaderObserved, Leader: obs.Leader.Value, Token: obs.Leader.Token})
 			}
 		}
-		if !sleep(ctx, backoff(attempt)) {
-			return
-		}
-		attempt++
-	}
+		return struct{}{}, errObserveEnded
+	}, backoff.WithBackOff(bo), backoff.WithMaxElapsedTime(0))
 }
 
-// backoff is the wait before retry n after an etcd error: jittered,
-// capped at 100ms doubling to 2s.
-func backoff(n int) time.Duration {
-	b := election.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second}
-	return b.Delay(n, rand.Float64())
-}
+// errObserveEnded: an Observe channel closed without an error; observe again.
+var errObserveEnded = errors.New("sidecar: observe ended")
 
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+// retryBackoff paces retries after etcd errors: full jitter, capped at
+// 100ms doubling to 2s.
+func retryBackoff() *backoff.ExponentialBackOff {
+	return election.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second}.Exponential()
 }
 
 func errString(err error) string {

@@ -2,17 +2,9 @@ package sidecar
 
 import (
 	"sync"
-	"time"
+
+	"github.com/coordkit/coordkit/session"
 )
-
-// Clock tells the time; tests drive it.
-type Clock interface {
-	Now() time.Time
-}
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
 
 // subscriberBuffer is how many unread views a watcher may fall behind by
 // before the oldest are dropped; a watcher always receives the latest view.
@@ -21,7 +13,7 @@ const subscriberBuffer = 32
 // Tracker holds the State of one sidecar, safe for concurrent use, and
 // tells subscribers about every change visible in the leader view.
 type Tracker struct {
-	clock Clock
+	clock session.Clock
 
 	mu    sync.Mutex
 	state State
@@ -30,9 +22,9 @@ type Tracker struct {
 
 // NewTracker returns a tracker for the election name and this instance's
 // id. A nil clock means the system clock.
-func NewTracker(name, id string, clock Clock) *Tracker {
+func NewTracker(name, id string, clock session.Clock) *Tracker {
 	if clock == nil {
-		clock = systemClock{}
+		clock = session.RealClock{}
 	}
 	return &Tracker{
 		clock: clock,

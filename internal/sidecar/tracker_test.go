@@ -7,11 +7,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/session"
 )
 
+// fixedClock stops the time the tracker stamps; its timers are real (the
+// tracker sets none).
 type fixedClock struct{ t time.Time }
 
 func (c fixedClock) Now() time.Time { return c.t }
+
+func (fixedClock) NewTimer(d time.Duration) session.Timer { return session.RealClock{}.NewTimer(d) }
 
 func recv(t *testing.T, ch <-chan View) View {
 	t.Helper()

@@ -1,4 +1,4 @@
-package etcdembed
+package faultproxy
 
 import (
 	"bufio"
@@ -13,13 +13,25 @@ import (
 	"time"
 )
 
+// Fault is one active fault, as a cluster's status reports it.
+type Fault struct {
+	// Kind is "isolated" or "client-blackholed" (of Member), "cut" or
+	// "delay" (of the directed link From → To).
+	Kind   string `json:"kind"`
+	Member int    `json:"member,omitempty"`
+	From   int    `json:"from,omitempty"`
+	To     int    `json:"to,omitempty"`
+	Ms     int    `json:"ms,omitempty"`
+}
+
 // link is a directed link between members, by index (1-based).
 type link struct{ from, to int }
 
-// linkFaults are the faults of the directed peer links. A link is cut when
-// it was cut explicitly or either end is isolated or down. Every change
-// closes changed, so that stalled writers look again.
-type linkFaults struct {
+// Faults are the faults of the directed links between n members (indexes
+// 1..n) and of each member's client link. A link is cut when it was cut
+// explicitly or either end is isolated or down. Every change wakes the
+// writers a cut stalled, so that they look again. Safe for concurrent use.
+type Faults struct {
 	mu       sync.RWMutex
 	cut      map[link]bool
 	delay    map[link]time.Duration
@@ -30,13 +42,14 @@ type linkFaults struct {
 	changed  chan struct{}
 }
 
-func newLinkFaults(n int) *linkFaults {
-	return &linkFaults{cut: map[link]bool{}, delay: map[link]time.Duration{}, isolated: map[int]bool{},
+// NewFaults returns the faults of n members, none active.
+func NewFaults(n int) *Faults {
+	return &Faults{cut: map[link]bool{}, delay: map[link]time.Duration{}, isolated: map[int]bool{},
 		down: map[int]bool{}, clients: map[int]bool{}, n: n, changed: make(chan struct{})}
 }
 
 // update applies fn to the faults and wakes the stalled writers.
-func (f *linkFaults) update(fn func()) {
+func (f *Faults) update(fn func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fn()
@@ -44,7 +57,8 @@ func (f *linkFaults) update(fn func()) {
 	f.changed = make(chan struct{})
 }
 
-func (f *linkFaults) setDown(n int, down bool) {
+// SetDown marks member n down (true) or up: all its links are cut.
+func (f *Faults) SetDown(n int, down bool) {
 	f.update(func() {
 		if down {
 			f.down[n] = true
@@ -54,26 +68,33 @@ func (f *linkFaults) setDown(n int, down bool) {
 	})
 }
 
-func (f *linkFaults) setIsolated(n int) { f.update(func() { f.isolated[n] = true }) }
+// SetIsolated cuts every peer link of member n until Heal.
+func (f *Faults) SetIsolated(n int) { f.update(func() { f.isolated[n] = true }) }
 
-func (f *linkFaults) setClientCut(n int) { f.update(func() { f.clients[n] = true }) }
+// SetClientCut holds the traffic of member n's client link until Heal.
+func (f *Faults) SetClientCut(n int) { f.update(func() { f.clients[n] = true }) }
 
 // client returns the fault of the client link of member n.
-func (f *linkFaults) client(n int) (cut bool, delay time.Duration, changed <-chan struct{}) {
+func (f *Faults) client(n int) (cut bool, delay time.Duration, changed <-chan struct{}) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.clients[n], 0, f.changed
 }
 
-func (f *linkFaults) clientCuts() map[int]bool {
+// ClientCuts returns the members whose client link is cut.
+func (f *Faults) ClientCuts() map[int]bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return maps.Clone(f.clients)
 }
 
-func (f *linkFaults) setCut(l link) { f.update(func() { f.cut[l] = true }) }
+// SetCut cuts the directed link from → to until Heal.
+func (f *Faults) SetCut(from, to int) { f.update(func() { f.cut[link{from, to}] = true }) }
 
-func (f *linkFaults) setDelay(l link, d time.Duration) {
+// SetDelay delays each write on the directed link from → to by d (0
+// removes the delay).
+func (f *Faults) SetDelay(from, to int, d time.Duration) {
+	l := link{from, to}
 	f.update(func() {
 		if d == 0 {
 			delete(f.delay, l)
@@ -84,7 +105,7 @@ func (f *linkFaults) setDelay(l link, d time.Duration) {
 }
 
 // heal removes every fault but the members that are down.
-func (f *linkFaults) heal() {
+func (f *Faults) Heal() {
 	f.update(func() {
 		clear(f.cut)
 		clear(f.delay)
@@ -93,7 +114,8 @@ func (f *linkFaults) heal() {
 	})
 }
 
-func (f *linkFaults) isolatedMembers() map[int]bool {
+// Isolated returns the isolated members.
+func (f *Faults) Isolated() map[int]bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return maps.Clone(f.isolated)
@@ -104,7 +126,7 @@ func (f *linkFaults) isolatedMembers() map[int]bool {
 // connection that so far carried only health probes): then the link counts
 // as cut when every link it might be is cut, and is delayed by the longest
 // of their delays.
-func (f *linkFaults) get(from, to int) (cut bool, delay time.Duration, changed <-chan struct{}) {
+func (f *Faults) get(from, to int) (cut bool, delay time.Duration, changed <-chan struct{}) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if from != 0 && to != 0 {
@@ -129,31 +151,31 @@ func (f *linkFaults) get(from, to int) (cut bool, delay time.Duration, changed <
 	return cut, delay, f.changed
 }
 
-func (f *linkFaults) getLocked(from, to int) (bool, time.Duration) {
+func (f *Faults) getLocked(from, to int) (bool, time.Duration) {
 	l := link{from, to}
 	return f.cut[l] || f.isolated[from] || f.isolated[to] || f.down[from] || f.down[to], f.delay[l]
 }
 
-// links lists the cut and delayed links, in order.
-func (f *linkFaults) links() []LinkFault {
+// Links lists the cut and delayed links, in order.
+func (f *Faults) Links() []Fault {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	var out []LinkFault
+	var out []Fault
 	for from := 1; from <= f.n; from++ {
 		for to := 1; to <= f.n; to++ {
 			l := link{from, to}
 			if f.cut[l] {
-				out = append(out, LinkFault{Kind: "cut", From: from, To: to})
+				out = append(out, Fault{Kind: "cut", From: from, To: to})
 			}
 			if d := f.delay[l]; d > 0 {
-				out = append(out, LinkFault{Kind: "delay", From: from, To: to, Ms: int(d / time.Millisecond)})
+				out = append(out, Fault{Kind: "delay", From: from, To: to, Ms: int(d / time.Millisecond)})
 			}
 		}
 	}
 	return out
 }
 
-// faultProxy is a TCP proxy in front of one member's listener that tracks
+// Proxy is a TCP proxy in front of one member's listener that tracks
 // its connections, so that closing it resets them all as a dead process's
 // would, and never leaves a connection it could not forward hanging.
 //
@@ -164,12 +186,12 @@ func (f *linkFaults) links() []LinkFault {
 // bytes travel d → t and response bytes t → d (a stream response carries
 // t's raft messages to d). In front of the client listener (ids nil) both
 // directions follow the member's client-link fault.
-type faultProxy struct {
+type Proxy struct {
 	ln     net.Listener
 	target string // host:port of the member's own peer listener
 	to     int    // index of the member
 	ids    map[string]int
-	faults *linkFaults
+	faults *Faults
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -177,20 +199,22 @@ type faultProxy struct {
 	wg     sync.WaitGroup
 }
 
-// startFaultProxy listens on addr and forwards to target. ids maps member
+// Start listens on addr (host:port; port 0 picks one) and forwards to
+// target, the listener of member `to` (an index of faults). ids maps member
 // IDs (as X-Server-From spells them) to indexes; nil makes a client proxy.
-func startFaultProxy(addr, target string, to int, ids map[string]int, faults *linkFaults) (*faultProxy, error) {
+// It returns the listen error, if any.
+func Start(addr, target string, to int, ids map[string]int, faults *Faults) (*Proxy, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	p := &faultProxy{ln: ln, target: target, to: to, ids: ids, faults: faults, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, to: to, ids: ids, faults: faults, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
 }
 
-func (p *faultProxy) track(c net.Conn) bool {
+func (p *Proxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -200,14 +224,14 @@ func (p *faultProxy) track(c net.Conn) bool {
 	return true
 }
 
-func (p *faultProxy) untrack(c net.Conn) {
+func (p *Proxy) untrack(c net.Conn) {
 	p.mu.Lock()
 	delete(p.conns, c)
 	p.mu.Unlock()
 	_ = c.Close()
 }
 
-func (p *faultProxy) accept() {
+func (p *Proxy) accept() {
 	defer p.wg.Done()
 	for {
 		in, err := p.ln.Accept()
@@ -225,7 +249,7 @@ func (p *faultProxy) accept() {
 
 // serve forwards one connection. A connection it cannot forward (the
 // member is not listening) is closed at once, never left hanging.
-func (p *faultProxy) serve(in net.Conn) {
+func (p *Proxy) serve(in net.Conn) {
 	defer p.wg.Done()
 	defer p.untrack(in)
 	out, err := net.DialTimeout("tcp", p.target, time.Second)
@@ -283,9 +307,12 @@ func (p *faultProxy) serve(in net.Conn) {
 	<-done
 }
 
+// Addr returns the address the proxy listens on.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
 // Close stops accepting and closes every connection, like a process whose
 // sockets the kernel resets; it waits for the forwarding goroutines.
-func (p *faultProxy) Close() {
+func (p *Proxy) Close() {
 	p.mu.Lock()
 	p.closed = true
 	for c := range p.conns {
@@ -310,8 +337,8 @@ type faultWriter struct {
 }
 
 var (
-	errShortWrite = errors.New("etcdembed: short write")
-	errEnded      = errors.New("etcdembed: connection ended")
+	errShortWrite = errors.New("faultproxy: short write")
+	errEnded      = errors.New("faultproxy: connection ended")
 )
 
 func (f *faultWriter) Write(b []byte) (int, error) {
@@ -342,38 +369,38 @@ func (f *faultWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// PausableProxy is a TCP proxy whose traffic can be held in both
+// Pausable is a TCP proxy whose traffic can be held in both
 // directions, for tests that freeze one client: pausing it stops the
 // client's requests and keepalives without touching anyone else's.
 // Closing it resets its connections; a connection it cannot forward is
 // closed at once.
-type PausableProxy struct {
-	p      *faultProxy
-	faults *linkFaults
+type Pausable struct {
+	p      *Proxy
+	faults *Faults
 }
 
-// NewPausableProxy listens on addr (host:port; port 0 picks one) and
+// NewPausable listens on addr (host:port; port 0 picks one) and
 // forwards to target (host:port).
-func NewPausableProxy(addr, target string) (*PausableProxy, error) {
-	f := newLinkFaults(1)
-	p, err := startFaultProxy(addr, target, 1, nil, f)
+func NewPausable(addr, target string) (*Pausable, error) {
+	f := NewFaults(1)
+	p, err := Start(addr, target, 1, nil, f)
 	if err != nil {
-		return nil, fmt.Errorf("etcdembed: proxy on %s: %w", addr, err)
+		return nil, fmt.Errorf("faultproxy: proxy on %s: %w", addr, err)
 	}
-	return &PausableProxy{p: p, faults: f}, nil
+	return &Pausable{p: p, faults: f}, nil
 }
 
 // URL returns http://host:port of the proxy.
-func (p *PausableProxy) URL() string { return "http://" + p.p.ln.Addr().String() }
+func (p *Pausable) URL() string { return "http://" + p.p.Addr() }
 
 // Pause holds all traffic (true) or lets it flow again, held bytes first (false).
-func (p *PausableProxy) Pause(on bool) {
+func (p *Pausable) Pause(on bool) {
 	if on {
-		p.faults.setClientCut(1)
+		p.faults.SetClientCut(1)
 	} else {
-		p.faults.heal()
+		p.faults.Heal()
 	}
 }
 
 // Close closes the proxy and its connections.
-func (p *PausableProxy) Close() { p.p.Close() }
+func (p *Pausable) Close() { p.p.Close() }

@@ -1,4 +1,4 @@
-package etcdembed
+package faultproxy
 
 import (
 	"bufio"
@@ -36,7 +36,7 @@ func askThrough(t *testing.T, addr string, fromID string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-func TestClusterFaultProxyDirectedFaults(t *testing.T) {
+func TestProxyDirectedFaults(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -45,58 +45,58 @@ func TestClusterFaultProxyDirectedFaults(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer target.Close()
-	faults := newLinkFaults(3)
+	faults := NewFaults(3)
 	ids := map[string]int{"aa": 1, "bb": 2}
-	p, err := startFaultProxy("127.0.0.1:0", strings.TrimPrefix(target.URL, "http://"), 3, ids, faults)
+	p, err := Start("127.0.0.1:0", strings.TrimPrefix(target.URL, "http://"), 3, ids, faults)
 	require.NoError(t, err)
 	defer p.Close()
-	addr := p.ln.Addr().String()
+	addr := p.Addr()
 
 	require.True(t, askThrough(t, addr, "aa"))
 	mu.Lock()
 	require.Equal(t, []string{"aa"}, seen, "the request reaches the member unchanged")
 	mu.Unlock()
 
-	faults.setCut(link{1, 3})
+	faults.SetCut(1, 3)
 	require.False(t, askThrough(t, addr, "aa"), "1→3 cut: the request is held")
 	require.True(t, askThrough(t, addr, "bb"), "2→3 is not cut")
 	require.True(t, askThrough(t, addr, ""), "an unnamed dialer is cut only if every link into 3 is")
 
-	faults.heal()
-	faults.setCut(link{3, 2})
+	faults.Heal()
+	faults.SetCut(3, 2)
 	require.False(t, askThrough(t, addr, "bb"), "3→2 cut: the answer is held")
 	require.True(t, askThrough(t, addr, "aa"))
 
-	faults.heal()
-	faults.setIsolated(3)
+	faults.Heal()
+	faults.SetIsolated(3)
 	require.False(t, askThrough(t, addr, "aa"))
 	require.False(t, askThrough(t, addr, ""))
-	faults.heal()
+	faults.Heal()
 
-	faults.setDelay(link{1, 3}, 100*time.Millisecond)
+	faults.SetDelay(1, 3, 100*time.Millisecond)
 	start := time.Now()
 	require.True(t, askThrough(t, addr, "aa"))
 	require.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond)
 	cut, d, _ := faults.get(0, 3)
 	require.False(t, cut)
 	require.Equal(t, 100*time.Millisecond, d)
-	require.Equal(t, []LinkFault{{Kind: "delay", From: 1, To: 3, Ms: 100}}, faults.links())
+	require.Equal(t, []Fault{{Kind: "delay", From: 1, To: 3, Ms: 100}}, faults.Links())
 }
 
-func TestClusterFaultProxyHoldsThroughACut(t *testing.T) {
+func TestProxyHoldsThroughACut(t *testing.T) {
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer target.Close()
-	faults := newLinkFaults(2)
-	p, err := startFaultProxy("127.0.0.1:0", strings.TrimPrefix(target.URL, "http://"), 2, map[string]int{"aa": 1}, faults)
+	faults := NewFaults(2)
+	p, err := Start("127.0.0.1:0", strings.TrimPrefix(target.URL, "http://"), 2, map[string]int{"aa": 1}, faults)
 	require.NoError(t, err)
 	defer p.Close()
-	faults.setIsolated(2)
-	conn, err := net.Dial("tcp", p.ln.Addr().String())
+	faults.SetIsolated(2)
+	conn, err := net.Dial("tcp", p.Addr())
 	require.NoError(t, err)
 	defer conn.Close()
 	_, err = fmt.Fprintf(conn, "GET /x HTTP/1.1\r\nHost: x\r\nX-Server-From: aa\r\n\r\n")
 	require.NoError(t, err)
-	time.AfterFunc(200*time.Millisecond, faults.heal)
+	time.AfterFunc(200*time.Millisecond, faults.Heal)
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
 	start := time.Now()
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)

@@ -1,0 +1,129 @@
+package depcheck
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// A Layer is a set of packages, named by path prefix relative to the module
+// ("lock" holds lock and lock/...). Higher Rank is further up the arrow.
+type Layer struct {
+	Name     string
+	Rank     int
+	Prefixes []string
+}
+
+// Arrow returns coordkit's layers, top first.
+func Arrow() []Layer {
+	return []Layer{
+		{Name: "cmd", Rank: 4, Prefixes: []string{"cmd"}},
+		{Name: "internal/cli", Rank: 3, Prefixes: []string{"internal/cli"}},
+		{Name: "{scenarios, internal/*}", Rank: 2, Prefixes: []string{"scenarios", "internal"}},
+		{Name: "{lock, election, claim, cluster, lamport}", Rank: 1, Prefixes: []string{"lock", "election", "claim", "cluster", "lamport"}},
+		{Name: "{session, fencing}", Rank: 0, Prefixes: []string{"session", "fencing"}},
+	}
+}
+
+// Leaves returns the packages that import nothing from the module and
+// nothing from etcd, directly or not.
+func Leaves() []string { return []string{"fencing", "lamport"} }
+
+// forbiddenInLeaves are the path prefixes (besides the module) a leaf may
+// not depend on.
+var forbiddenInLeaves = []string{"go.etcd.io/"}
+
+// Package is one package of the module as `go list` reports it: full import
+// paths, Imports direct, Deps transitive (both without test files).
+type Package struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+// A Violation is one import that breaks a rule.
+type Violation struct {
+	From, To string // paths relative to the module; To is empty for "not in a layer"
+	Rule     string
+}
+
+func (v Violation) String() string {
+	if v.To == "" {
+		return fmt.Sprintf("%s: %s", v.From, v.Rule)
+	}
+	return fmt.Sprintf("%s imports %s: %s", v.From, v.To, v.Rule)
+}
+
+// Check returns every violation of the rules by pkgs, packages of module,
+// sorted. It is pure: the caller lists the packages.
+func Check(module string, layers []Layer, leaves []string, pkgs []Package) []Violation {
+	var out []Violation
+	rel := func(p string) (string, bool) {
+		if p == module {
+			return ".", true
+		}
+		r, ok := strings.CutPrefix(p, module+"/")
+		return r, ok
+	}
+	isLeaf := map[string]bool{}
+	for _, l := range leaves {
+		isLeaf[l] = true
+	}
+	for _, p := range pkgs {
+		from, ok := rel(p.ImportPath)
+		if !ok {
+			continue
+		}
+		fl, ok := layerOf(layers, from)
+		if !ok {
+			out = append(out, Violation{From: from, Rule: "in no layer of the arrow; place it in depcheck.Arrow"})
+			continue
+		}
+		for _, imp := range p.Imports {
+			to, ok := rel(imp)
+			if !ok {
+				continue
+			}
+			if tl, ok := layerOf(layers, to); ok && tl.Rank > fl.Rank {
+				out = append(out, Violation{From: from, To: to,
+					Rule: fmt.Sprintf("layer %s imports layer %s, which is above it", fl.Name, tl.Name)})
+			}
+			if !isInternal(from) && !strings.HasPrefix(from, "cmd/") && from != "cmd" && isInternal(to) {
+				out = append(out, Violation{From: from, To: to, Rule: "a public package imports an internal one"})
+			}
+		}
+		if isLeaf[from] {
+			for _, d := range p.Deps {
+				if r, ok := rel(d); ok {
+					out = append(out, Violation{From: from, To: r, Rule: "a leaf (" + strings.Join(leaves, ", ") + ") depends on this module"})
+					continue
+				}
+				for _, f := range forbiddenInLeaves {
+					if strings.HasPrefix(d, f) {
+						out = append(out, Violation{From: from, To: d, Rule: "a leaf (" + strings.Join(leaves, ", ") + ") depends on etcd"})
+					}
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// layerOf finds the layer of the longest prefix matching path.
+func layerOf(layers []Layer, path string) (Layer, bool) {
+	var best Layer
+	bestLen := -1
+	for _, l := range layers {
+		for _, pre := range l.Prefixes {
+			if (path == pre || strings.HasPrefix(path, pre+"/")) && len(pre) > bestLen {
+				best, bestLen = l, len(pre)
+			}
+		}
+	}
+	return best, bestLen >= 0
+}
+
+func isInternal(path string) bool {
+	return path == "internal" || strings.HasPrefix(path, "internal/") || strings.Contains(path, "/internal/") || strings.HasSuffix(path, "/internal")
+}

@@ -1,0 +1,15 @@
+// Package depcheck holds coordkit's dependency arrow as a table of layers
+// and the pure check of a package graph against it; its test runs the check
+// on `go list` of this module.
+//
+// The arrow (DESIGN.md, README "Layout and docs"):
+//
+//	cmd → internal/cli → {scenarios, internal/*} → {lock, election, claim, cluster, lamport} → {session, fencing}
+//
+// A package may import packages of its own layer or below, never above; no
+// public package imports an internal one; fencing and lamport import
+// nothing from this module and nothing from etcd, directly or not. Every
+// package of the module must be in a layer, so a new package is placed
+// deliberately. Test files are not checked: tests may import anything (an
+// embedded etcd, say).
+package depcheck

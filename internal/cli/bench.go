@@ -53,7 +53,7 @@ func benchError(ctx context.Context, name string, errOptions, err error) error {
 	case errors.Is(err, errOptions):
 		return usageErrorf("%v", err)
 	case ctx.Err() != nil:
-		return withCode(exitError, fmt.Errorf("bench %s: interrupted", name))
+		return mark(errFailed, fmt.Errorf("bench %s: interrupted", name))
 	}
 	return fmt.Errorf("bench %s: %w", name, err)
 }

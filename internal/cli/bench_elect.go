@@ -18,10 +18,9 @@ etcd's concurrency.Election (what 'etcdctl elect' uses) on it:
 
   handover_p50_ms, handover_p99_ms   the leader resigns → the next candidate's
       Campaign returns. The next candidate queued just before (the back of a
-      busy line, or a leader rotating out): concurrency.Election watches its
-      predecessor from the revision of the read that saw it, which etcd serves
-      from its unsynced watcher group, polled every 100ms; coordkit watches from
-      the revision after, in the synced group, and hears the delete at once.
+      busy line, or a leader rotating out): concurrency.Election's watch lands
+      in etcd's slower unsynced watcher group, coordkit's in the synced one
+      (why: the comment on attempt.wait in lock/mutex.go).
   handover_queued_200ms_p50_ms      the same with a candidate that had waited
       200ms: by then etcd has synced the watcher, and both are fast.
   crash_failover_ttl2_ms            TTL 2s; the leader stops its keepalives

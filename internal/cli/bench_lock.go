@@ -26,13 +26,11 @@ run, coordkit's lock and go.etcd.io/etcd/client/v3/concurrency.Mutex:
   contended_N_per_s    N clients lock and unlock as fast as they can for
                        --duration: acquisitions per second
 
-Each client has its own connection and session. concurrency.Mutex watches
-its predecessor from the revision of the read that found it, which lands the
-watch in etcd's unsynced group, caught up by a loop every 100ms, so its
-waiter is served at that loop's next run: short critical sections (the
-default --hold) pay up to 100ms per handoff, while a holder that keeps the
-lock past the loop's run hands off as fast as coordkit (try --hold 150ms).
-coordkit's watches are synced from the start. Results go to stdout,
+Each client has its own connection and session. concurrency.Mutex's waiter
+watch lands in etcd's unsynced watcher group, served by a loop every 100ms,
+so short critical sections (the default --hold) pay up to 100ms per handoff
+and a longer hold hands off as fast as coordkit (try --hold 150ms); coordkit's
+watches are synced from the start (the comment on attempt.wait in lock/mutex.go). Results go to stdout,
 progress to stderr. The ratio column is how many times better coordkit did.
 -w json prints {"benchmark":"lock","fsync":BOOL,"rows":[{"metric","coordkit",
 "etcd_concurrency","unit"}...]}.`,

@@ -205,7 +205,7 @@ func runDemo(ctx context.Context, f *factory, opts *demoOptions) error {
 	done := tourDone{Event: "done", Passed: true}
 	for _, stop := range tourStops {
 		if ctx.Err() != nil {
-			return withCode(exitError, fmt.Errorf("demo: interrupted"))
+			return mark(errFailed, fmt.Errorf("demo: interrupted"))
 		}
 		rep := story
 		if stop.name != storyScenario {
@@ -228,7 +228,7 @@ func runDemo(ctx context.Context, f *factory, opts *demoOptions) error {
 		return err
 	}
 	if !done.Passed {
-		return withCode(exitError, fmt.Errorf("demo: an experiment's claim did not hold; see its report"))
+		return mark(errFailed, fmt.Errorf("demo: an experiment's claim did not hold; see its report"))
 	}
 	return nil
 }

@@ -144,7 +144,3 @@ type usageError struct{ err error }
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
-// withCode is kept only for bench_lock.go and demo.go, which other work is
-// moving; they pass exitError alone, which is what errFailed means. New
-// code returns a meaningful error instead.
-func withCode(_ int, err error) error { return mark(errFailed, err) }

@@ -38,7 +38,6 @@ func TestExitCode(t *testing.T) {
 		{"child not found", &childStartError{err: fmt.Errorf("start: %w", exec.ErrNotFound)}, exitCommandNotFound, false},
 		{"child path missing", &childStartError{err: fmt.Errorf("start: %w", os.ErrNotExist)}, exitCommandNotFound, false},
 		{"child not executable", &childStartError{err: os.ErrPermission}, exitCannotExecute, false},
-		{"legacy withCode", withCode(exitError, fmt.Errorf("x: %w", context.Canceled)), exitError, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.code, exitCode(tc.err))

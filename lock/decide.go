@@ -91,20 +91,17 @@ type keyRange struct{ start, end string }
 
 // blockingRanges returns the key ranges under pfx whose keys, when created
 // before ours, keep a key of kind k from holding the lock. A writer (or a
-// plain mutex key) is blocked by everything. A reader is blocked by writers:
-// keys under pfx/write/ and every key that is neither a reader nor a writer
-// (plain mutex keys pfx/<lease hex>, etcdctl lock, concurrency.Mutex), which
-// sort before pfx/read/ because lease IDs are hex.
+// plain mutex key) is blocked by everything. A reader is blocked by every key
+// that is not a reader's: writers under pfx/write/, and plain mutex keys
+// pfx/<lease hex> of Mutex, concurrency.Mutex and etcdctl lock, which are
+// exclusive too.
 func blockingRanges(pfx string, k keyKind) []keyRange {
-	all := keyRange{pfx, clientv3.GetPrefixRangeEnd(pfx)}
+	end := clientv3.GetPrefixRangeEnd(pfx)
 	if k != kindRead {
-		return []keyRange{all}
+		return []keyRange{{pfx, end}}
 	}
-	w := pfx + writeInfix
-	return []keyRange{
-		{pfx, pfx + readInfix},
-		{w, clientv3.GetPrefixRangeEnd(w)},
-	}
+	r := pfx + readInfix
+	return []keyRange{{pfx, r}, {clientv3.GetPrefixRangeEnd(r), end}}
 }
 
 // isReaderKey tells from a key under pfx whether it is a reader's.
@@ -162,4 +159,17 @@ func laterOf(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// aheadOf returns the keys of lists created before rev, by key. Pure.
+func aheadOf(lists [][]*mvccpb.KeyValue, rev int64) map[string]*mvccpb.KeyValue {
+	out := make(map[string]*mvccpb.KeyValue)
+	for _, l := range lists {
+		for _, kv := range l {
+			if kv.CreateRevision < rev {
+				out[string(kv.Key)] = kv
+			}
+		}
+	}
+	return out
 }

@@ -44,6 +44,7 @@ type config struct {
 	sessOpts []session.Option
 	onWait   func(Waiting)
 	delay    time.Duration
+	onLook   func(key string) // tests: each read of a waiter's predecessor
 }
 
 // Option configures a Mutex.
@@ -305,7 +306,9 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	cmp := clientv3.Compare(clientv3.CreateRevision(a.key), "=", 0)
 	put := clientv3.OpPut(a.key, a.nonce, clientv3.WithLease(s.Lease()))
 	getOwn := clientv3.OpGet(a.key)
-	firsts := m.blockerOps(0, true)
+	// With a lock delay, read every key ahead of us, to tell later which of
+	// them went by a loss.
+	firsts := m.blockerOps(0, m.cfg.delay == 0)
 	resp, err := m.client.Txn(ctx).If(cmp).Then(append([]clientv3.Op{put}, firsts...)...).
 		Else(append([]clientv3.Op{getOwn}, firsts...)...).Commit()
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
@@ -338,7 +341,7 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	if m.cfg.onWait != nil {
 		m.cfg.onWait(Waiting{Name: m.name, Key: a.key, HolderKey: string(owner.Key), HolderToken: fencing.Token(owner.CreateRevision)})
 	}
-	return a.wait(ctx)
+	return a.wait(ctx, aheadOf(ranges(resp.Responses[1:]), a.rev))
 }
 
 // wait waits for every key created before ours to go, watching only the
@@ -352,7 +355,11 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 // its handoffs waits for that loop. We watch from "now" and, if the watch
 // reports that it started after writes our read did not see, read the key
 // once more instead of asking for history.
-func (a *attempt) wait(ctx context.Context) (*Held, error) {
+//
+// ahead is what the first read saw ahead of us (every key with a lock
+// delay): a key in it that is gone at a later look, with its lease gone,
+// was lost.
+func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (*Held, error) {
 	c := a.m.client
 	fail := func(err error) (*Held, error) {
 		a.kw.detach(a.sub)
@@ -363,10 +370,14 @@ func (a *attempt) wait(ctx context.Context) (*Held, error) {
 		return nil, err
 	}
 	delay := a.m.cfg.delay
-	var lossAt time.Time                  // latest loss of a key ahead of us that we know of
-	var ahead map[string]*mvccpb.KeyValue // with a delay: every key ahead of us at the last look
+	// With a delay: the latest loss of a key ahead of us that we know of;
+	// ahead holds every key ahead of us at the last look.
+	var lossAt time.Time
 	for {
 		ops := append([]clientv3.Op{clientv3.OpGet(a.key)}, a.m.blockerOps(a.rev, delay == 0)...)
+		if a.m.cfg.onLook != nil {
+			a.m.cfg.onLook(a.key)
+		}
 		resp, err := c.Txn(ctx).Then(ops...).Commit()
 		if err != nil {
 			if ctx.Err() != nil {

@@ -356,11 +356,12 @@ func (a *attempt) run(ctx context.Context, try bool) (*Held, error) {
 
 		var watchKey string
 		var watchOpts []clientv3.OpOption
+		var predRev int64
 		if preds := resp.Responses[1].GetResponseRange().Kvs; len(preds) > 0 {
 			if try {
 				return fail(&NoSlotError{Name: s.name, Limit: limit, Holders: len(slots), Ahead: 1})
 			}
-			watchKey = string(preds[0].Key)
+			watchKey, predRev = string(preds[0].Key), preds[0].CreateRevision
 		} else {
 			held := make(map[int]bool, len(slots))
 			for i := range slots {
@@ -391,7 +392,7 @@ func (a *attempt) run(ctx context.Context, try bool) (*Held, error) {
 			notified = true
 			s.cfg.onWait(Waiting{Name: s.name, Key: a.qkey, Ahead: watchKey != s.slotsPfx()})
 		}
-		if err := a.watch(ctx, watchKey, watchOpts, seen); err != nil {
+		if err := a.watch(ctx, watchKey, watchOpts, predRev, seen); err != nil {
 			return fail(err)
 		}
 	}
@@ -415,9 +416,12 @@ func (a *attempt) noteLosses(ctx context.Context, slots map[int]*mvccpb.KeyValue
 	a.ahead = slots
 }
 
-// watch waits for a delete under key (a waiter before us, or any slot)
-// after revision seen, for our own queue key to go, or for the session to end.
-func (a *attempt) watch(ctx context.Context, key string, opts []clientv3.OpOption, seen int64) error {
+// watch waits for a delete under key (the waiter before us, created at
+// predRev, or any slot: predRev 0) after revision seen, for our own queue
+// key to go, or for the session to end. The watch starts from "now"; if it
+// started after seen, the waiter before us is read once more (it may have
+// gone in between), and the head looks at the slots again.
+func (a *attempt) watch(ctx context.Context, key string, opts []clientv3.OpOption, predRev, seen int64) error {
 	wctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := a.s.client.Watch(wctx, key, append(opts, clientv3.WithCreatedNotify(), clientv3.WithFilterPut())...)
@@ -429,7 +433,7 @@ func (a *attempt) watch(ctx context.Context, key string, opts []clientv3.OpOptio
 				return a.pause(ctx, 50*time.Millisecond)
 			}
 			if wr.Created {
-				if wr.Header.Revision > seen {
+				if wr.Header.Revision > seen && (predRev == 0 || !a.stillThere(ctx, key, predRev)) {
 					return nil // writes came between our read and the watch: look again
 				}
 				continue
@@ -454,6 +458,13 @@ func (a *attempt) watch(ctx context.Context, key string, opts []clientv3.OpOptio
 			return context.Cause(ctx)
 		}
 	}
+}
+
+// stillThere reads key and reports whether it still has create revision
+// rev; a failed read reports false (look again).
+func (a *attempt) stillThere(ctx context.Context, key string, rev int64) bool {
+	resp, err := a.s.client.Get(ctx, key)
+	return err == nil && len(resp.Kvs) > 0 && resp.Kvs[0].CreateRevision == rev
 }
 
 // deleted notes, with a lock delay, a slot whose key we saw deleted while

@@ -35,11 +35,14 @@ var (
 type NoSlotError struct {
 	Name    string
 	Limit   int
-	Holders int // slot keys when it looked
+	Holders int // slot keys when it looked; -1: this Semaphore holds a slot already
 	Ahead   int // 1 if a waiter was ahead of it (it reads only the last one)
 }
 
 func (e *NoSlotError) Error() string {
+	if e.Holders < 0 {
+		return fmt.Sprintf("semaphore: this Semaphore holds a slot of %q already", e.Name)
+	}
 	if e.Ahead > 0 {
 		return fmt.Sprintf("semaphore: %q has waiters ahead", e.Name)
 	}

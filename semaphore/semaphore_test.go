@@ -461,3 +461,46 @@ func TestSemaphoreNewValidates(t *testing.T) {
 	_, err = semaphore.New(nil, "x", 1)
 	require.Error(t, err)
 }
+
+// Per-slot fencing with the reference resource, unchanged: a holder of slot
+// 0 that lost its slot is refused once the next holder of slot 0 fenced;
+// the holder of slot 1 is not affected.
+func TestSemaphoreFencingPerSlot(t *testing.T) {
+	srv, cli := etcdtest.StartWithClient(t)
+	ctx := testCtx(t)
+	res, err := fencing.StartLocal(fencing.ResourceConfig{DataDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = res.Close() })
+	rc := res.Client(10 * time.Second)
+
+	a := newSem(t, etcdtest.Client(t, srv), "fenced", 2)
+	b := newSem(t, etcdtest.Client(t, srv), "fenced", 2)
+	ha, err := a.Acquire(ctx)
+	require.NoError(t, err)
+	hb, err := b.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "fenced#0", ha.Scope())
+	require.Equal(t, "fenced#1", hb.Scope())
+	_, err = rc.Put(ctx, "a", "1", ha.Token(), ha.Scope())
+	require.NoError(t, err)
+	_, err = rc.Put(ctx, "b", "1", hb.Token(), hb.Scope())
+	require.NoError(t, err)
+
+	c, waiting := waitingSem(t, etcdtest.Client(t, srv), "fenced", 2)
+	got := acquireAsync(ctx, c)
+	recv(t, waiting, "c waiting")
+	_, err = cli.Revoke(ctx, ha.Lease()) // a is frozen; its slot goes to c
+	require.NoError(t, err)
+	r := recv(t, got, "c")
+	require.NoError(t, r.err)
+	require.Equal(t, ha.Slot(), r.h.Slot())
+	_, err = rc.Fence(ctx, r.h.Token(), r.h.Scope())
+	require.NoError(t, err)
+
+	_, err = rc.Put(ctx, "a", "late", ha.Token(), ha.Scope())
+	require.ErrorIs(t, err, fencing.ErrStale, "the lost holder of slot 0 must be refused")
+	_, err = rc.Put(ctx, "b", "2", hb.Token(), hb.Scope())
+	require.NoError(t, err, "slot 1 is not affected by slot 0's handoff")
+	require.NoError(t, r.h.Release(ctx))
+	require.NoError(t, hb.Release(ctx))
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/lock"
+	"github.com/coordkit/coordkit/session"
 )
 
 // After a holder is lost (lease revoked), the next holder waits the lock
@@ -184,4 +185,31 @@ func entryKeys(es []lock.Entry) []string {
 		out = append(out, e.Key)
 	}
 	return out
+}
+
+// A holder whose process stops keeping its lease alive (as after SIGKILL):
+// the lease expires on the server, which the waiter reads as a loss, so it
+// waits the delay after the expiry, which is after the holder went silent.
+func TestLockDelayAfterExpiry(t *testing.T) {
+	const d = 500 * time.Millisecond
+	srv, cli := etcdtest.StartWithClient(t)
+	ctx := testCtx(t)
+	s, err := session.New(ctx, etcdtest.Client(t, srv), session.WithTTL(2*time.Second))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	a := newMutex(t, etcdtest.Client(t, srv), "expiry", lock.WithSession(s))
+	b, waiting := waitingMutex(t, etcdtest.Client(t, srv), "expiry", lock.WithLockDelay(d))
+	ha, err := a.Lock(ctx)
+	require.NoError(t, err)
+	got := acquireAsync(ctx, b.Lock)
+	recv(t, waiting, "b waiting")
+	silentAt := time.Now()
+	s.Orphan()
+	r := recv(t, got, "b")
+	require.NoError(t, r.err)
+	ttl, err := cli.TimeToLive(ctx, ha.Lease())
+	require.NoError(t, err)
+	require.EqualValues(t, -1, ttl.TTL, "the holder's lease expired")
+	require.GreaterOrEqual(t, r.at.Sub(silentAt), d)
+	require.NoError(t, r.h.Unlock(ctx))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/semaphore"
+	"github.com/coordkit/coordkit/session"
 )
 
 func TestMain(m *testing.M) {
@@ -503,4 +504,24 @@ func TestSemaphoreFencingPerSlot(t *testing.T) {
 	require.NoError(t, err, "slot 1 is not affected by slot 0's handoff")
 	require.NoError(t, r.h.Release(ctx))
 	require.NoError(t, hb.Release(ctx))
+}
+
+// With keepalives that never get through, the holder is told at its local
+// deadline, while etcd still has its slot key: nobody else can have the slot.
+func TestSemaphoreLossOnLocalDeadlineBeforeServerExpiry(t *testing.T) {
+	_, cli := etcdtest.StartWithClient(t)
+	ctx := testCtx(t)
+	s := newSem(t, cli, "deadline", 1, semaphore.WithTTL(2*time.Second),
+		semaphore.WithSessionOptions(session.WithKeepAliveInterval(time.Hour)))
+	h, err := s.Acquire(ctx)
+	require.NoError(t, err)
+	recv(t, h.Lost(), "loss")
+	require.ErrorIs(t, h.Err(), session.ErrExpired)
+	resp, err := cli.Get(ctx, h.Key())
+	require.NoError(t, err)
+	require.Len(t, resp.Kvs, 1, "the server must still hold the slot when loss is signalled")
+	require.ErrorIs(t, h.Release(ctx), semaphore.ErrLost)
+	resp, err = cli.Get(ctx, h.Key())
+	require.NoError(t, err)
+	require.Empty(t, resp.Kvs)
 }

@@ -73,5 +73,8 @@
 // Scopes are per slot, so a resource cannot tell from the tokens alone how
 // many holders are live at once; the limit is enforced by etcd, not by the
 // resource. Local loss detection assumes the local clock and the etcd
-// leader's clock run at the same rate to within the session margin.
+// leader's clock run at the same rate to within the session margin. Two
+// Semaphores of one session (WithSession) on one name share a queue key:
+// they are one participant, not two. The limit key has no lease and stays
+// after the last holder is gone.
 package semaphore

@@ -146,6 +146,7 @@ func TestRWMutexFIFO(t *testing.T) {
 	r3Got := acquireAsync(ctx, r3.RLock)
 	ww := recv(t, r3Waiting, "reader 3 waiting")
 	require.Contains(t, ww.HolderKey, "/write/")
+	require.True(t, h1.Shared())
 
 	require.NoError(t, h1.Unlock(ctx))
 	notYet(t, wGot, "writer (one reader still holds)")
@@ -153,6 +154,7 @@ func TestRWMutexFIFO(t *testing.T) {
 	wr := recv(t, wGot, "writer")
 	require.NoError(t, wr.err)
 	require.EqualValues(t, createRevision(t, cli, wr.h.Key()), wr.h.Token())
+	require.False(t, wr.h.Shared())
 	notYet(t, r3Got, "reader 3 (writer holds)")
 	require.NoError(t, wr.h.Unlock(ctx))
 	rr := recv(t, r3Got, "reader 3")

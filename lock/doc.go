@@ -1,4 +1,5 @@
-// Package lock is a fenced mutual exclusion lock on etcd.
+// Package lock is a fenced mutual exclusion lock and a fenced read-write
+// lock on etcd.
 //
 //	m, err := lock.New(client, "jobs/nightly", lock.WithTTL(10*time.Second))
 //	held, err := m.Lock(ctx)
@@ -16,6 +17,22 @@
 // the lock. coordkit locks, concurrency.Mutex, `etcdctl lock` and etcd's
 // Lock RPC on the same name therefore exclude each other, and a fleet can
 // move from one to the other a process at a time.
+//
+// An RWMutex (NewRWMutex) puts readers under "N/read/<lease hex>" and
+// writers under "N/write/<lease hex>": the layout of etcd's
+// recipes.RWMutex, whose keys are "N/read/<unix nanos>" and
+// "N/write/<unix nanos>". A reader waits for every non-reader key created
+// before it, a writer for every key created before it, as the recipe does
+// (it compares mod revisions, which equal create revisions for keys that
+// are written once, as both implementations' are). So coordkit's RWMutex and
+// recipes.RWMutex on one name exclude each other both ways, and readers of
+// both share. A plain Mutex, concurrency.Mutex or `etcdctl lock` key
+// "N/<lease hex>" on the name of an RWMutex is a writer for coordkit's
+// RWMutex; recipes.RWMutex readers do not see such keys (they look only
+// under N/write), so do not mix a recipe reader with a plain mutex on one
+// name.
+//
+// Status reads holders and waiters of any of these layouts in one read.
 //
 // # What it guarantees
 //
@@ -50,6 +67,21 @@
 //     revision, so a late or retried Unlock cannot delete a newer lock of
 //     the same session. A Lock that gives up (context done, TryLock) removes
 //     its waiting key before returning.
+//   - RWMutex: readers share; a writer holds alone. FIFO in arrival order:
+//     a reader waits only for the last non-reader key before it, a writer
+//     for the key just before it, so a waiting writer holds back the
+//     readers behind it (no writer starvation) and a release wakes only the
+//     keys that watched it. Tokens are create revisions for both modes;
+//     writers' tokens grow from writer to writer, and the resource fences
+//     writes by them. A waiting writer whose lease is revoked gets
+//     ErrSessionExpired, never the lock (etcd-io/etcd#16221: the recipe let
+//     it go on beside the next writer).
+//   - WithLockDelay(d): after a holder ahead of a waiter is lost (its key
+//     deleted and its lease gone: expired or revoked), the waiter takes the
+//     lock no earlier than d after it saw the deletion; after a clean
+//     Unlock (key deleted, lease alive) there is no delay. With a delay set
+//     a waiter reads every key ahead of it, not only its predecessor, so a
+//     reader lost while a writer watched another reader still counts.
 //
 // # What it does not guarantee
 //
@@ -65,4 +97,14 @@
 // its session, and its Close does not release a lock still held on it
 // (Unlock first). Two Mutexes of one session on one name share a key, as
 // with concurrency.Mutex: they are the same lock, not two.
+//
+// The lock delay is applied by waiters, from what they saw: a holder lost
+// while nobody waited costs the next Lock no delay (its key is gone before
+// that Lock looks). Close of a Mutex that owns its session revokes the lease,
+// so a lock held at Close counts as lost for the delay: Unlock first. A
+// waiter ahead that lost its session while waiting also counts as a loss
+// (a waiter cannot tell it from a holder after the fact), which can only
+// lengthen the wait. Readers' tokens are not ordered against each other;
+// only writers' tokens fence writes. An RWMutex is one participant: its
+// read lock and its write lock are held at most once each at a time.
 package lock

@@ -40,3 +40,32 @@ func Example() {
 		fmt.Println("done with token", held.Token())
 	}
 }
+
+// Readers share a lock; a writer holds it alone.
+func ExampleRWMutex() {
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:2379"}})
+	if err != nil {
+		return
+	}
+	defer client.Close()
+	rw, err := lock.NewRWMutex(client, "config/routes")
+	if err != nil {
+		return
+	}
+	defer rw.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	r, err := rw.RLock(ctx) // shared with other readers
+	if err != nil {
+		return
+	}
+	_ = r.Unlock(ctx)
+
+	w, err := rw.Lock(ctx) // alone; send w.Token() with each write
+	if err != nil {
+		return
+	}
+	defer w.Unlock(context.Background())
+	fmt.Println("writer token", w.Token())
+}

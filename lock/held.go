@@ -65,6 +65,9 @@ func (h *Held) Lease() clientv3.LeaseID { return h.lease }
 // Name returns the lock's name.
 func (h *Held) Name() string { return h.m.name }
 
+// Shared reports whether this is a read lock of an RWMutex (RLock).
+func (h *Held) Shared() bool { return h.m.kind == kindRead }
+
 // Lost is closed when the lock is lost while held: the session's local
 // deadline passed (keepalives failing, or the process was frozen), the lease
 // was revoked, or the key was deleted or replaced. It is not closed by Unlock.

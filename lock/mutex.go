@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -42,6 +43,8 @@ type config struct {
 	prefix   string
 	sessOpts []session.Option
 	onWait   func(Waiting)
+	delay    time.Duration
+	onLook   func(key string) // tests: each read of a waiter's predecessor
 }
 
 // Option configures a Mutex.
@@ -66,6 +69,13 @@ func WithSessionOptions(opts ...session.Option) Option {
 	return func(c *config) { c.sessOpts = append(c.sessOpts, opts...) }
 }
 
+// WithLockDelay makes a waiter that saw a holder ahead of it lost (its key
+// deleted and its lease gone: expired or revoked) wait d after that deletion
+// before it takes the lock. A clean release (Unlock: key deleted, lease
+// alive) costs no delay. Default 0: off. See the package doc for what it
+// covers and what it does not.
+func WithLockDelay(d time.Duration) Option { return func(c *config) { c.delay = d } }
+
 // WithOnWait is called once per Lock call that has to wait, with the holder
 // at that moment, before it starts waiting. It must not block.
 func WithOnWait(fn func(Waiting)) Option { return func(c *config) { c.onWait = fn } }
@@ -77,6 +87,7 @@ type Mutex struct {
 	client *clientv3.Client
 	name   string
 	pfx    string // prefix+name+"/"
+	kind   keyKind
 	cfg    config
 	owned  bool // the Mutex creates and closes its sessions
 
@@ -99,6 +110,10 @@ type Mutex struct {
 // and again after it was lost. It returns ErrInvalidName for an empty name
 // and session.ErrBadTTL for a TTL below one second.
 func New(client *clientv3.Client, name string, opts ...Option) (*Mutex, error) {
+	return newMutex(client, name, kindMutex, opts...)
+}
+
+func newMutex(client *clientv3.Client, name string, kind keyKind, opts ...Option) (*Mutex, error) {
 	cfg := config{ttl: DefaultTTL}
 	for _, o := range opts {
 		o(&cfg)
@@ -112,11 +127,14 @@ func New(client *clientv3.Client, name string, opts ...Option) (*Mutex, error) {
 		return nil, errors.New("lock: WithSession cannot be combined with WithTTL or WithSessionOptions")
 	case cfg.sess == nil && cfg.ttl < time.Second:
 		return nil, fmt.Errorf("%w (got %s)", session.ErrBadTTL, cfg.ttl)
+	case cfg.delay < 0:
+		return nil, fmt.Errorf("lock: negative lock delay %s", cfg.delay)
 	}
 	return &Mutex{
 		client: client,
 		name:   name,
 		pfx:    cfg.prefix + name + "/",
+		kind:   kind,
 		cfg:    cfg,
 		owned:  cfg.sess == nil,
 		sem:    make(chan struct{}, 1),
@@ -207,7 +225,9 @@ func (m *Mutex) session(ctx context.Context) (*session.Session, *keyWatch, error
 	return s, m.kw, nil
 }
 
-func (m *Mutex) keyOf(s *session.Session) string { return fmt.Sprintf("%s%x", m.pfx, int64(s.Lease())) }
+func (m *Mutex) keyOf(s *session.Session) string {
+	return fmt.Sprintf("%s%s%x", m.pfx, m.kind.infix(), int64(s.Lease()))
+}
 
 // liveSession is session's part that finds or makes the session; m.mu is held.
 func (m *Mutex) liveSession(ctx context.Context) (*session.Session, error) {
@@ -286,8 +306,11 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	cmp := clientv3.Compare(clientv3.CreateRevision(a.key), "=", 0)
 	put := clientv3.OpPut(a.key, a.nonce, clientv3.WithLease(s.Lease()))
 	getOwn := clientv3.OpGet(a.key)
-	getOwner := clientv3.OpGet(m.pfx, clientv3.WithFirstCreate()...)
-	resp, err := m.client.Txn(ctx).If(cmp).Then(put, getOwner).Else(getOwn, getOwner).Commit()
+	// With a lock delay, read every key ahead of us, to tell later which of
+	// them went by a loss.
+	firsts := m.blockerOps(0, m.cfg.delay == 0)
+	resp, err := m.client.Txn(ctx).If(cmp).Then(append([]clientv3.Op{put}, firsts...)...).
+		Else(append([]clientv3.Op{getOwn}, firsts...)...).Commit()
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		m.dropSession(s)
 		return nil, fmt.Errorf("lock: acquire %s: %w: %w", a.key, errLeaseGone, err)
@@ -306,19 +329,19 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	}
 	a.sub = newKeySub(a.rev, resp.Header.Revision)
 	kw.attach(a.sub)
-	owner := resp.Responses[1].GetResponseRange().Kvs
-	if len(owner) == 0 || owner[0].CreateRevision == a.rev {
+	owner := oldestBlocker(ranges(resp.Responses[1:]), a.rev)
+	if owner == nil {
 		return a.held(), nil
 	}
 	if try {
 		kw.detach(a.sub)
 		a.cleanup(ctx)
-		return nil, &LockedError{Name: m.name, HolderKey: string(owner[0].Key), HolderToken: fencing.Token(owner[0].CreateRevision)}
+		return nil, &LockedError{Name: m.name, HolderKey: string(owner.Key), HolderToken: fencing.Token(owner.CreateRevision)}
 	}
 	if m.cfg.onWait != nil {
-		m.cfg.onWait(Waiting{Name: m.name, Key: a.key, HolderKey: string(owner[0].Key), HolderToken: fencing.Token(owner[0].CreateRevision)})
+		m.cfg.onWait(Waiting{Name: m.name, Key: a.key, HolderKey: string(owner.Key), HolderToken: fencing.Token(owner.CreateRevision)})
 	}
-	return a.wait(ctx)
+	return a.wait(ctx, aheadOf(ranges(resp.Responses[1:]), a.rev))
 }
 
 // wait waits for every key created before ours to go, watching only the
@@ -337,7 +360,11 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 // writes our read did not see, read the key once more instead of asking for
 // history. (election's Campaign does the same with the revision after its
 // read.)
-func (a *attempt) wait(ctx context.Context) (*Held, error) {
+//
+// ahead is what the first read saw ahead of us (every key with a lock
+// delay): a key in it that is gone at a later look, with its lease gone,
+// was lost.
+func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (*Held, error) {
 	c := a.m.client
 	fail := func(err error) (*Held, error) {
 		a.kw.detach(a.sub)
@@ -347,9 +374,16 @@ func (a *attempt) wait(ctx context.Context) (*Held, error) {
 		}
 		return nil, err
 	}
-	getPred := clientv3.OpGet(a.m.pfx, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(a.rev-1))...)
+	delay := a.m.cfg.delay
+	// With a delay: the latest loss of a key ahead of us that we know of;
+	// ahead holds every key ahead of us at the last look.
+	var lossAt time.Time
 	for {
-		resp, err := c.Txn(ctx).Then(clientv3.OpGet(a.key), getPred).Commit()
+		ops := append([]clientv3.Op{clientv3.OpGet(a.key)}, a.m.blockerOps(a.rev, delay == 0)...)
+		if a.m.cfg.onLook != nil {
+			a.m.cfg.onLook(a.key)
+		}
+		resp, err := c.Txn(ctx).Then(ops...).Commit()
 		if err != nil {
 			if ctx.Err() != nil {
 				return fail(context.Cause(ctx))
@@ -358,28 +392,84 @@ func (a *attempt) wait(ctx context.Context) (*Held, error) {
 		}
 		seen := resp.Header.Revision
 		own := resp.Responses[0].GetResponseRange().Kvs
-		preds := resp.Responses[1].GetResponseRange().Kvs
+		preds := lastCreated(ranges(resp.Responses[1:]))
 		verdict, pred := judgeWait(own, a.rev, preds)
+		if delay > 0 && verdict != verdictGone {
+			// A key ahead of us that went while we watched another one: was it lost?
+			now := time.Now()
+			for k, kv := range ahead {
+				if !containsKey(preds, k) && a.m.leaseGone(ctx, kv.Lease) {
+					lossAt = laterOf(lossAt, now)
+				}
+			}
+			ahead = make(map[string]*mvccpb.KeyValue, len(preds))
+			for _, kv := range preds {
+				ahead[string(kv.Key)] = kv
+			}
+		}
 		switch verdict {
 		case verdictGone:
 			return fail(fmt.Errorf("%w: key %s vanished", ErrSessionExpired, a.key))
 		case verdictHeld:
+			if wait := delayLeft(lossAt, delay, time.Now()); wait > 0 {
+				if err := a.pause(ctx, wait); err != nil {
+					return fail(err)
+				}
+				continue // look again: our own key must still be there
+			}
 			return a.held(), nil
 		}
 		predCtx, predCancel := context.WithCancel(context.Background())
 		predCh := c.Watch(predCtx, string(pred.Key), clientv3.WithCreatedNotify())
-		err = a.waitPredecessor(ctx, predCh, pred, seen)
+		deletedAt, err := a.waitPredecessor(ctx, predCh, pred, seen)
 		predCancel()
 		if err != nil {
 			return fail(err)
 		}
+		if delay > 0 && !deletedAt.IsZero() {
+			delete(ahead, string(pred.Key))
+			if a.m.leaseGone(ctx, pred.Lease) {
+				lossAt = laterOf(lossAt, deletedAt)
+			}
+		}
 	}
+}
+
+// pause waits d unless the acquisition must end first.
+func (a *attempt) pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-a.sub.gone:
+		return fmt.Errorf("%w: key %s deleted", ErrSessionExpired, a.key)
+	case <-a.s.Done():
+		return fmt.Errorf("%w: %w", ErrSessionExpired, a.s.Err())
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// leaseGone reports whether lease no longer exists on the server: the key on
+// it went because the lease expired or was revoked, not by a clean release.
+// A key without a lease, or a failed request, counts as not gone.
+func (m *Mutex) leaseGone(ctx context.Context, lease int64) bool {
+	if lease == 0 {
+		return false
+	}
+	resp, err := m.client.TimeToLive(ctx, clientv3.LeaseID(lease))
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return true
+	}
+	return err == nil && resp.TTL == -1
 }
 
 // waitPredecessor returns nil when it is time to look again (the
 // predecessor was deleted, or its watch broke) and an error when the
-// acquisition must end.
-func (a *attempt) waitPredecessor(ctx context.Context, predCh clientv3.WatchChan, pred *mvccpb.KeyValue, seen int64) error {
+// acquisition must end. deletedAt is when it saw the predecessor deleted
+// (zero if it did not).
+func (a *attempt) waitPredecessor(ctx context.Context, predCh clientv3.WatchChan, pred *mvccpb.KeyValue, seen int64) (deletedAt time.Time, err error) {
 	for {
 		select {
 		case wr, ok := <-predCh:
@@ -391,29 +481,29 @@ func (a *attempt) waitPredecessor(ctx context.Context, predCh clientv3.WatchChan
 				defer t.Stop()
 				select {
 				case <-t.C:
-					return nil
+					return time.Time{}, nil
 				case <-ctx.Done():
-					return context.Cause(ctx)
+					return time.Time{}, context.Cause(ctx)
 				}
 			}
 			if wr.Created {
 				if wr.Header.Revision > seen {
 					// Writes came between our read and the watch: was one of them the delete?
 					if there, err := a.stillThere(ctx, string(pred.Key), pred.CreateRevision); err != nil || !there {
-						return err
+						return time.Now(), err
 					}
 				}
 				continue
 			}
 			if predecessorGone(wr.Events) {
-				return nil
+				return time.Now(), nil
 			}
 		case <-a.sub.gone:
-			return fmt.Errorf("%w: key %s deleted", ErrSessionExpired, a.key)
+			return time.Time{}, fmt.Errorf("%w: key %s deleted", ErrSessionExpired, a.key)
 		case <-a.s.Done():
-			return fmt.Errorf("%w: %w", ErrSessionExpired, a.s.Err())
+			return time.Time{}, fmt.Errorf("%w: %w", ErrSessionExpired, a.s.Err())
 		case <-ctx.Done():
-			return context.Cause(ctx)
+			return time.Time{}, context.Cause(ctx)
 		}
 	}
 }
@@ -467,4 +557,33 @@ func randomID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// blockerOps reads, for each blocking range of the Mutex's kind, the first
+// key created (first) or the keys created before rev, newest first (all of
+// them unless limit1).
+func (m *Mutex) blockerOps(rev int64, limit1 bool) []clientv3.Op {
+	var ops []clientv3.Op
+	for _, r := range blockingRanges(m.pfx, m.kind) {
+		opts := []clientv3.OpOption{clientv3.WithRange(r.end)}
+		if rev == 0 {
+			opts = append(opts, clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
+		} else {
+			opts = append(opts, clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithMaxCreateRev(rev-1))
+			if limit1 {
+				opts = append(opts, clientv3.WithLimit(1))
+			}
+		}
+		ops = append(ops, clientv3.OpGet(r.start, opts...))
+	}
+	return ops
+}
+
+// ranges returns the key-values of range responses.
+func ranges(rs []*etcdserverpb.ResponseOp) [][]*mvccpb.KeyValue {
+	out := make([][]*mvccpb.KeyValue, len(rs))
+	for i, r := range rs {
+		out[i] = r.GetResponseRange().Kvs
+	}
+	return out
 }

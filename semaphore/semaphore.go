@@ -1,0 +1,595 @@
+package semaphore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/session"
+)
+
+// DefaultTTL is the lease TTL of a Semaphore's own session.
+const DefaultTTL = session.DefaultTTL
+
+const cleanupTimeout = 5 * time.Second
+
+// Waiting describes an Acquire that has to wait; see WithOnWait.
+type Waiting struct {
+	Name string
+	// Key is the waiter's queue key; Ahead is true if another waiter is
+	// before it, false if it waits for a slot.
+	Key   string
+	Ahead bool
+}
+
+type config struct {
+	ttl      time.Duration
+	ttlSet   bool
+	sess     *session.Session
+	prefix   string
+	sessOpts []session.Option
+	onWait   func(Waiting)
+	delay    time.Duration
+	onLook   func(key string)
+}
+
+// Option configures a Semaphore.
+type Option func(*config)
+
+// WithTTL sets the lease TTL of the Semaphore's own session (default
+// DefaultTTL, at least 1s). It cannot be combined with WithSession.
+func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl, c.ttlSet = d, true } }
+
+// WithSession makes the Semaphore use s instead of creating its own session.
+// The caller closes s; Close does not.
+func WithSession(s *session.Session) Option { return func(c *config) { c.sess = s } }
+
+// WithPrefix puts the semaphore's keys under p+name+"/".
+func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
+
+// WithSessionOptions passes options to the Semaphore's own session.
+func WithSessionOptions(opts ...session.Option) Option {
+	return func(c *config) { c.sessOpts = append(c.sessOpts, opts...) }
+}
+
+// WithOnWait is called once per Acquire that has to wait, before it waits.
+// It must not block.
+func WithOnWait(fn func(Waiting)) Option { return func(c *config) { c.onWait = fn } }
+
+// WithLockDelay makes the waiter at the head of the queue, when it saw a
+// slot's holder lost (slot key deleted and its lease gone), wait d after
+// that deletion before it takes that slot. A clean Release costs no delay.
+// Default 0: off.
+func WithLockDelay(d time.Duration) Option { return func(c *config) { c.delay = d } }
+
+// Semaphore is a fenced, FIFO counting semaphore on etcd: at most limit
+// holders at once, each in its own slot. A Semaphore takes one slot at a
+// time (Acquire while it holds one waits for its Release). Safe for
+// concurrent use.
+type Semaphore struct {
+	client *clientv3.Client
+	name   string
+	pfx    string
+	limit  int
+	cfg    config
+	owned  bool
+	sem    chan struct{}
+
+	id       string
+	attempts atomic.Uint64
+
+	mu     sync.Mutex
+	sess   *session.Session
+	closed bool
+}
+
+// New returns a Semaphore named name with limit slots on client. It does no
+// I/O. It returns ErrInvalid for an empty name or a limit below 1 and
+// session.ErrBadTTL for a TTL below one second.
+func New(client *clientv3.Client, name string, limit int, opts ...Option) (*Semaphore, error) {
+	cfg := config{ttl: DefaultTTL}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	switch {
+	case client == nil:
+		return nil, errors.New("semaphore: nil client")
+	case name == "":
+		return nil, fmt.Errorf("%w: empty name", ErrInvalid)
+	case limit < 1:
+		return nil, fmt.Errorf("%w: limit %d", ErrInvalid, limit)
+	case cfg.sess != nil && (cfg.ttlSet || len(cfg.sessOpts) > 0):
+		return nil, errors.New("semaphore: WithSession cannot be combined with WithTTL or WithSessionOptions")
+	case cfg.sess == nil && cfg.ttl < time.Second:
+		return nil, fmt.Errorf("%w (got %s)", session.ErrBadTTL, cfg.ttl)
+	case cfg.delay < 0:
+		return nil, fmt.Errorf("semaphore: negative lock delay %s", cfg.delay)
+	}
+	return &Semaphore{
+		client: client, name: name, pfx: cfg.prefix + name + "/", limit: limit, cfg: cfg,
+		owned: cfg.sess == nil, sem: make(chan struct{}, 1), sess: cfg.sess, id: randomID(),
+	}, nil
+}
+
+// Name returns the semaphore's name; Limit its number of slots.
+func (s *Semaphore) Name() string { return s.name }
+
+// Limit returns the number of slots this Semaphore expects.
+func (s *Semaphore) Limit() int { return s.limit }
+
+// Prefix returns the prefix of the semaphore's keys, prefix+name+"/".
+func (s *Semaphore) Prefix() string { return s.pfx }
+
+func (s *Semaphore) limitKey() string { return s.pfx + limitSuffix }
+func (s *Semaphore) queuePfx() string { return s.pfx + queueInfix }
+func (s *Semaphore) slotsPfx() string { return s.pfx + slotsInfix }
+func (s *Semaphore) slotKey(i int) string {
+	return s.slotsPfx() + strconv.Itoa(i)
+}
+func (s *Semaphore) queueKey(sess *session.Session) string {
+	return fmt.Sprintf("%s%x", s.queuePfx(), int64(sess.Lease()))
+}
+
+// Close ends the Semaphore. If it created its session, Close revokes the
+// lease, which releases a slot still held (its Held reports the loss).
+func (s *Semaphore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.owned && s.sess != nil {
+		return s.sess.Close()
+	}
+	return nil
+}
+
+func (s *Semaphore) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// session returns a live session, creating the Semaphore's own anew if it
+// was lost.
+func (s *Semaphore) session(ctx context.Context) (*session.Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if s.sess != nil {
+		select {
+		case <-s.sess.Done():
+			if !s.owned {
+				return nil, fmt.Errorf("%w: %w", ErrSessionExpired, s.sess.Err())
+			}
+			_ = s.sess.Close()
+			s.sess = nil
+		default:
+			return s.sess, nil
+		}
+	}
+	opts := append([]session.Option{session.WithTTL(s.cfg.ttl)}, s.cfg.sessOpts...)
+	sess, err := session.New(ctx, s.client, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("semaphore: %w", err)
+	}
+	s.sess = sess
+	return sess, nil
+}
+
+func (s *Semaphore) dropSession(sess *session.Session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sess == sess && s.owned {
+		_ = sess.Close()
+		s.sess = nil
+	}
+}
+
+// Acquire blocks until it holds a slot, then returns it with its slot
+// number and fencing token. Waiters are served in the order they asked
+// (FIFO). If ctx ends first, Acquire removes its queue key (and a slot key
+// whose grant it could not confirm) and returns ctx's error. It returns a
+// *LimitError (ErrLimitMismatch) if the name's stored limit is not this
+// Semaphore's, ErrSessionExpired if its key or session vanished while it
+// waited, ErrClosed after Close, and etcd's error if a request failed.
+func (s *Semaphore) Acquire(ctx context.Context) (*Held, error) {
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	h, err := s.acquire(ctx, false)
+	if err != nil {
+		<-s.sem
+	}
+	return h, err
+}
+
+// TryAcquire takes a slot if one is free and nobody waits before it, and
+// returns a *NoSlotError (ErrNoSlot) at once otherwise, including when this
+// Semaphore holds a slot already.
+func (s *Semaphore) TryAcquire(ctx context.Context) (*Held, error) {
+	select {
+	case s.sem <- struct{}{}:
+	default:
+		return nil, &NoSlotError{Name: s.name, Limit: s.limit, Holders: -1}
+	}
+	h, err := s.acquire(ctx, true)
+	if err != nil {
+		<-s.sem
+	}
+	return h, err
+}
+
+var errLeaseGone = errors.New("lease not found")
+
+func (s *Semaphore) acquire(ctx context.Context, try bool) (*Held, error) {
+	h, err := s.acquireOnce(ctx, try)
+	if errors.Is(err, errLeaseGone) && s.owned {
+		h, err = s.acquireOnce(ctx, try)
+	}
+	if errors.Is(err, errLeaseGone) {
+		err = fmt.Errorf("%w: %w", ErrSessionExpired, err)
+	}
+	return h, err
+}
+
+// attempt is one acquisition in progress.
+type attempt struct {
+	s      *Semaphore
+	sess   *session.Session
+	qkey   string
+	qrev   int64
+	nonce  string
+	queued bool // we put the queue key
+	lostAt map[int]time.Time
+	ahead  map[int]*mvccpb.KeyValue // slots held at the last look (with a lock delay)
+}
+
+func (s *Semaphore) acquireOnce(ctx context.Context, try bool) (*Held, error) {
+	sess, err := s.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a := &attempt{s: s, sess: sess, qkey: s.queueKey(sess), nonce: s.nonce(), lostAt: map[int]time.Time{}}
+
+	// One round trip: store the limit if none is stored, queue our key
+	// unless this lease has one, and read the stored limit back.
+	lk := s.limitKey()
+	resp, err := s.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(a.qkey), "=", 0)).
+		Then(clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lk), "=", 0)},
+			[]clientv3.Op{clientv3.OpPut(lk, strconv.Itoa(s.limit))}, nil),
+			clientv3.OpPut(a.qkey, a.nonce, clientv3.WithLease(sess.Lease())),
+			clientv3.OpGet(lk)).
+		Else(clientv3.OpGet(a.qkey), clientv3.OpGet(lk)).Commit()
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		s.dropSession(sess)
+		return nil, fmt.Errorf("semaphore: acquire %s: %w: %w", a.qkey, errLeaseGone, err)
+	}
+	if err != nil {
+		a.cleanupByNonce(ctx, -1)
+		return nil, fmt.Errorf("semaphore: acquire %s: %w", a.qkey, err)
+	}
+	a.queued = resp.Succeeded
+	var limitKvs []*mvccpb.KeyValue
+	if resp.Succeeded {
+		a.qrev = resp.Header.Revision
+		limitKvs = resp.Responses[2].GetResponseRange().Kvs
+	} else {
+		a.qrev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
+		limitKvs = resp.Responses[1].GetResponseRange().Kvs
+	}
+	if stored, ok := parseLimit(limitKvs); ok && stored != s.limit {
+		a.cleanup(ctx)
+		return nil, &LimitError{Name: s.name, Stored: stored, Asked: s.limit}
+	}
+	return a.run(ctx, try)
+}
+
+// run looks at the queue and the slots until it holds a slot. A waiter with
+// another waiter before it watches only that one; the head of the queue
+// watches the slots. So a release wakes only the head, and a grant (which
+// deletes the head's queue key) wakes only the next waiter.
+func (a *attempt) run(ctx context.Context, try bool) (*Held, error) {
+	s := a.s
+	c := s.client
+	fail := func(err error) (*Held, error) {
+		a.cleanup(ctx)
+		if errors.Is(err, ErrSessionExpired) && s.isClosed() {
+			err = ErrClosed
+		}
+		return nil, err
+	}
+	notified := false
+	for {
+		if s.cfg.onLook != nil {
+			s.cfg.onLook(a.qkey)
+		}
+		resp, err := c.Txn(ctx).Then(
+			clientv3.OpGet(a.qkey),
+			clientv3.OpGet(s.queuePfx(), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
+				clientv3.WithMaxCreateRev(a.qrev-1), clientv3.WithLimit(1)),
+			clientv3.OpGet(s.slotsPfx(), clientv3.WithPrefix()),
+			clientv3.OpGet(s.limitKey()),
+		).Commit()
+		if err != nil {
+			if ctx.Err() != nil {
+				return fail(context.Cause(ctx))
+			}
+			return fail(fmt.Errorf("semaphore: wait for %s: %w", s.name, err))
+		}
+		seen := resp.Header.Revision
+		own := resp.Responses[0].GetResponseRange().Kvs
+		if len(own) == 0 || own[0].CreateRevision != a.qrev {
+			return fail(fmt.Errorf("%w: key %s vanished", ErrSessionExpired, a.qkey))
+		}
+		limit, ok := parseLimit(resp.Responses[3].GetResponseRange().Kvs)
+		if !ok {
+			// Deleted by an operator (or never stored): store ours again.
+			lk := s.limitKey()
+			if _, err := c.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(lk), "=", 0)).
+				Then(clientv3.OpPut(lk, strconv.Itoa(s.limit))).Commit(); err != nil {
+				return fail(fmt.Errorf("semaphore: store limit of %s: %w", s.name, err))
+			}
+			continue
+		}
+		if limit != s.limit {
+			return fail(&LimitError{Name: s.name, Stored: limit, Asked: s.limit})
+		}
+		slots := heldSlots(s.slotsPfx(), resp.Responses[2].GetResponseRange().Kvs)
+		a.noteLosses(ctx, slots)
+
+		var watchKey string
+		var watchOpts []clientv3.OpOption
+		var predRev int64
+		if preds := resp.Responses[1].GetResponseRange().Kvs; len(preds) > 0 {
+			if try {
+				return fail(&NoSlotError{Name: s.name, Limit: limit, Holders: len(slots), Ahead: 1})
+			}
+			watchKey, predRev = string(preds[0].Key), preds[0].CreateRevision
+		} else {
+			held := make(map[int]bool, len(slots))
+			for i := range slots {
+				held[i] = true
+			}
+			ch := chooseSlot(held, limit, a.lostAt, s.cfg.delay, time.Now())
+			switch {
+			case ch.take:
+				h, retry, err := a.grant(ctx, ch.slot, seen)
+				if err != nil {
+					return fail(err)
+				}
+				if !retry {
+					return h, nil
+				}
+				continue
+			case try:
+				return fail(&NoSlotError{Name: s.name, Limit: limit, Holders: len(slots)})
+			case ch.wait > 0:
+				if err := a.pause(ctx, ch.wait); err != nil {
+					return fail(err)
+				}
+				continue
+			}
+			watchKey, watchOpts = s.slotsPfx(), []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV()}
+		}
+		if !notified && s.cfg.onWait != nil {
+			notified = true
+			s.cfg.onWait(Waiting{Name: s.name, Key: a.qkey, Ahead: watchKey != s.slotsPfx()})
+		}
+		if err := a.watch(ctx, watchKey, watchOpts, predRev, seen); err != nil {
+			return fail(err)
+		}
+	}
+}
+
+// noteLosses records, with a lock delay, the slots held at the last look
+// that are gone now and whose lease is gone too: their holder was lost.
+func (a *attempt) noteLosses(ctx context.Context, slots map[int]*mvccpb.KeyValue) {
+	if a.s.cfg.delay <= 0 {
+		return
+	}
+	now := time.Now()
+	for i, kv := range a.ahead {
+		if cur, ok := slots[i]; ok && cur.CreateRevision == kv.CreateRevision {
+			continue
+		}
+		if _, seen := a.lostAt[i]; !seen && a.s.leaseGone(ctx, kv.Lease) {
+			a.lostAt[i] = now
+		}
+	}
+	a.ahead = slots
+}
+
+// watch waits for a delete under key (the waiter before us, created at
+// predRev, or any slot: predRev 0) after revision seen, for our own queue
+// key to go, or for the session to end. The watch starts from "now"; if it
+// started after seen, the waiter before us is read once more (it may have
+// gone in between), and the head looks at the slots again.
+func (a *attempt) watch(ctx context.Context, key string, opts []clientv3.OpOption, predRev, seen int64) error {
+	wctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := a.s.client.Watch(wctx, key, append(opts, clientv3.WithCreatedNotify(), clientv3.WithFilterPut())...)
+	own := a.s.client.Watch(wctx, a.qkey, clientv3.WithRev(seen+1), clientv3.WithFilterPut())
+	for {
+		select {
+		case wr, ok := <-ch:
+			if !ok || wr.Err() != nil {
+				return a.pause(ctx, 50*time.Millisecond)
+			}
+			if wr.Created {
+				if wr.Header.Revision > seen && (predRev == 0 || !a.stillThere(ctx, key, predRev)) {
+					return nil // writes came between our read and the watch: look again
+				}
+				continue
+			}
+			for _, ev := range wr.Events {
+				if ev.Type == mvccpb.DELETE {
+					a.deleted(ctx, ev)
+					return nil
+				}
+			}
+		case wr, ok := <-own:
+			if !ok || wr.Err() != nil {
+				own = nil // the session's end still ends us
+				continue
+			}
+			if len(wr.Events) > 0 {
+				return fmt.Errorf("%w: key %s deleted", ErrSessionExpired, a.qkey)
+			}
+		case <-a.sess.Done():
+			return fmt.Errorf("%w: %w", ErrSessionExpired, a.sess.Err())
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// stillThere reads key and reports whether it still has create revision
+// rev; a failed read reports false (look again).
+func (a *attempt) stillThere(ctx context.Context, key string, rev int64) bool {
+	resp, err := a.s.client.Get(ctx, key)
+	return err == nil && len(resp.Kvs) > 0 && resp.Kvs[0].CreateRevision == rev
+}
+
+// deleted notes, with a lock delay, a slot whose key we saw deleted while
+// its lease is gone: the delay counts from now.
+func (a *attempt) deleted(ctx context.Context, ev *mvccpb.Event) {
+	if a.s.cfg.delay <= 0 || ev.PrevKv == nil {
+		return
+	}
+	i, ok := slotOf(a.s.slotsPfx(), string(ev.PrevKv.Key))
+	if !ok {
+		return
+	}
+	now := time.Now()
+	if a.s.leaseGone(ctx, ev.PrevKv.Lease) {
+		a.lostAt[i] = now
+	}
+	delete(a.ahead, i)
+}
+
+func (a *attempt) pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-a.sess.Done():
+		return fmt.Errorf("%w: %w", ErrSessionExpired, a.sess.Err())
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// grant takes slot i in one transaction that holds only if, since our look
+// at revision seen, no slot key was created (so fewer than limit are held),
+// the limit is unchanged and our queue key is still ours. retry is true if
+// the transaction did not hold: look again.
+func (a *attempt) grant(ctx context.Context, i int, seen int64) (h *Held, retry bool, err error) {
+	s := a.s
+	key := s.slotKey(i)
+	resp, err := s.client.Txn(ctx).If(
+		clientv3.Compare(clientv3.CreateRevision(a.qkey), "=", a.qrev),
+		clientv3.Compare(clientv3.Value(s.limitKey()), "=", strconv.Itoa(s.limit)),
+		clientv3.Compare(clientv3.CreateRevision(s.slotsPfx()), "<", seen+1).WithPrefix(),
+		clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
+	).Then(
+		clientv3.OpPut(key, a.nonce, clientv3.WithLease(a.sess.Lease())),
+		clientv3.OpDelete(a.qkey),
+	).Commit()
+	if err != nil {
+		// The grant may have been applied although we saw an error: undo
+		// it, or a slot would be held with nobody knowing.
+		a.cleanupByNonce(ctx, i)
+		if ctx.Err() != nil {
+			return nil, false, context.Cause(ctx)
+		}
+		return nil, false, fmt.Errorf("semaphore: take slot %s: %w", key, err)
+	}
+	if !resp.Succeeded {
+		return nil, true, nil
+	}
+	a.queued = false
+	return a.held(i, key, resp.Header.Revision), false, nil
+}
+
+// cleanup removes our queue key if we put it and it is still ours.
+func (a *attempt) cleanup(ctx context.Context) {
+	if !a.queued {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	_, _ = a.s.client.Txn(cctx).If(clientv3.Compare(clientv3.CreateRevision(a.qkey), "=", a.qrev)).
+		Then(clientv3.OpDelete(a.qkey)).Commit()
+}
+
+// cleanupByNonce removes our queue key and slot key slot (if slot >= 0)
+// when we do not know whether our put was applied: the value identifies
+// this attempt.
+func (a *attempt) cleanupByNonce(ctx context.Context, slot int) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	c := a.s.client
+	_, _ = c.Txn(cctx).If(clientv3.Compare(clientv3.Value(a.qkey), "=", a.nonce)).Then(clientv3.OpDelete(a.qkey)).Commit()
+	if slot >= 0 {
+		key := a.s.slotKey(slot)
+		_, _ = c.Txn(cctx).If(clientv3.Compare(clientv3.Value(key), "=", a.nonce)).Then(clientv3.OpDelete(key)).Commit()
+	}
+}
+
+// leaseGone reports whether lease no longer exists on the server.
+func (s *Semaphore) leaseGone(ctx context.Context, lease int64) bool {
+	if lease == 0 {
+		return false
+	}
+	resp, err := s.client.TimeToLive(ctx, clientv3.LeaseID(lease))
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return true
+	}
+	return err == nil && resp.TTL == -1
+}
+
+func (s *Semaphore) nonce() string { return s.id + "-" + strconv.FormatUint(s.attempts.Add(1), 10) }
+
+func randomID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// SetLimit stores a new limit for the semaphore named name (with its prefix
+// in front, if any). Grants made after it use the new limit. Holders keep
+// their slots: after a lower limit, slots at or above it stay held until
+// released, and no new slot is granted while limit or more are held.
+// Semaphores built with another limit get ErrLimitMismatch from their next
+// Acquire, and their waiters at their next look.
+func SetLimit(ctx context.Context, client *clientv3.Client, name string, limit int) error {
+	if name == "" || limit < 1 {
+		return fmt.Errorf("%w: %q, limit %d", ErrInvalid, name, limit)
+	}
+	if _, err := client.Put(ctx, name+"/"+limitSuffix, strconv.Itoa(limit)); err != nil {
+		return fmt.Errorf("semaphore: set limit of %s: %w", name, err)
+	}
+	return nil
+}
+
+// Scope returns the fencing scope of slot i of the semaphore named name:
+// "name#i".
+func Scope(name string, slot int) string { return name + "#" + strconv.Itoa(slot) }

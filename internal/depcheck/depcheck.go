@@ -20,7 +20,7 @@ func Arrow() []Layer {
 		{Name: "cmd", Rank: 4, Prefixes: []string{"cmd"}},
 		{Name: "internal/cli", Rank: 3, Prefixes: []string{"internal/cli"}},
 		{Name: "{scenarios, internal/*}", Rank: 2, Prefixes: []string{"scenarios", "internal"}},
-		{Name: "{lock, election, claim, cluster, lamport}", Rank: 1, Prefixes: []string{"lock", "election", "claim", "cluster", "lamport"}},
+		{Name: "{lock, semaphore, election, claim, cluster, lamport}", Rank: 1, Prefixes: []string{"lock", "semaphore", "election", "claim", "cluster", "lamport"}},
 		{Name: "{session, fencing}", Rank: 0, Prefixes: []string{"session", "fencing"}},
 	}
 }

@@ -49,10 +49,10 @@ func TestCheckRules(t *testing.T) {
 		}, nil},
 		{"an import upwards", []Package{pkg("lock", "internal/cli")}, []string{
 			"lock imports internal/cli: a public package imports an internal one",
-			"lock imports internal/cli: layer {lock, election, claim, cluster, lamport} imports layer internal/cli, which is above it",
+			"lock imports internal/cli: layer {lock, semaphore, election, claim, cluster, lamport} imports layer internal/cli, which is above it",
 		}},
 		{"session imports lock", []Package{pkg("session", "lock")}, []string{
-			"session imports lock: layer {session, fencing} imports layer {lock, election, claim, cluster, lamport}, which is above it",
+			"session imports lock: layer {session, fencing} imports layer {lock, semaphore, election, claim, cluster, lamport}, which is above it",
 		}},
 		{"a public package imports an internal one of its layer", []Package{pkg("scenarios", "internal/etcdembed")}, []string{
 			"scenarios imports internal/etcdembed: a public package imports an internal one",

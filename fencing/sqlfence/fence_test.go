@@ -320,6 +320,13 @@ func TestConcurrentWriters(t *testing.T) {
 		start := make(chan struct{})
 		results := make(chan result, writers*rounds)
 		var wg sync.WaitGroup
+		// All writers finish a round before any starts the next, so that
+		// tokens of neighbouring writers interleave instead of one fast
+		// writer running ahead of the others.
+		round := make([]sync.WaitGroup, rounds)
+		for r := range round {
+			round[r].Add(writers)
+		}
 		for w := range writers {
 			f := newFence(t, db) // one Fence each: also races the table's creation
 			wg.Add(1)
@@ -336,6 +343,8 @@ func TestConcurrentWriters(t *testing.T) {
 						return appendLog(ctx, db, tx, token, attempt)
 					})
 					results <- result{attempt, token, err}
+					round[r].Done()
+					round[r].Wait()
 				}
 			}()
 		}
@@ -453,7 +462,9 @@ func TestBlockedWriterRechecks(t *testing.T) {
 							return appendLog(ctx, db, tx, tc.blocked, 2)
 						})
 					}()
-					// Wait until the second writer's check waits on the row lock.
+					// Wait until the second writer's check waits on the row
+					// lock: the servers report it, they do not notify it, so
+					// poll (no time limit but the test's context).
 					for lockWaiters(t, db) == 0 {
 						select {
 						case err := <-blocked:

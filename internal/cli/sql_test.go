@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"net"
 	"strings"
@@ -244,4 +245,38 @@ func TestSQLNoAnswerWithinCommandTimeout(t *testing.T) {
 			require.NotContains(t, res.Stderr, "etcd")
 		})
 	}
+}
+
+func TestScenarioRunSQLFlags(t *testing.T) {
+	for name, args := range map[string][]string{
+		"driver without dsn": {"scenario", "run", "fenced-sql", "--driver", "postgres"},
+		"dsn without driver": {"scenario", "run", "fenced-sql", "--dsn", "x.db"},
+		"odd driver":         {"scenario", "run", "fenced-sql", "--driver", "oracle", "--dsn", "x"},
+		"deferred sqlite":    {"scenario", "run", "fenced-sql", "--driver", "sqlite", "--dsn", "file:x.db?_txlock=deferred"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := runInProcess(context.Background(), nil, args...)
+			require.Equal(t, exitUsage, res.Code, res.Stderr)
+		})
+	}
+}
+
+// scenario run fenced-sql on a database the user names: a SQLite path.
+func TestScenarioRunFencedSQLOnGivenDatabase(t *testing.T) {
+	path := t.TempDir() + "/given.db"
+	res := runInProcess(context.Background(), nil, "scenario", "run", "fenced-sql", "--driver", "sqlite", "--dsn", path, "-w", "json")
+	require.Equal(t, exitOK, res.Code, res.Stderr)
+	var rep struct {
+		Passed bool
+		Claims []struct{ ID string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &rep), res.Stdout)
+	require.True(t, rep.Passed)
+	require.Len(t, rep.Claims, 4)
+	db, err := sql.Open("sqlite", sqlfence.SQLiteDSN(path))
+	require.NoError(t, err)
+	defer db.Close()
+	var tables int
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'").Scan(&tables))
+	require.Zero(t, tables, "the run dropped its tables from the given database")
 }

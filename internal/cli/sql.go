@@ -308,10 +308,14 @@ func (o *sqlOptions) connect(ctx context.Context, d sqlfence.Dialect, dsn string
 }
 
 // timeoutErr turns a deadline into text naming --command-timeout (and not
-// into context.DeadlineExceeded, which Main would explain as etcd's).
+// into context.DeadlineExceeded, which Main would explain as etcd's), and
+// an interrupt into a failure (not context.Canceled, which exits 0).
 func (c *sqlConn) timeoutErr(ctx context.Context, err error) error {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return fmt.Errorf("no answer within --command-timeout: %v", c.scrub(err))
+	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
+		return mark(errFailed, fmt.Errorf("interrupted: %v", c.scrub(err)))
 	}
 	return c.scrub(err)
 }

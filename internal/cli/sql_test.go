@@ -280,3 +280,16 @@ func TestScenarioRunFencedSQLOnGivenDatabase(t *testing.T) {
 	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'").Scan(&tables))
 	require.Zero(t, tables, "the run dropped its tables from the given database")
 }
+
+// Interrupted (SIGINT cancels the context): nothing committed, exit 1 — not
+// the exit 0 of an interrupted wait.
+func TestSQLInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errOut strings.Builder
+	code := run(ctx, []string{"sql", "--driver", "sqlite", "--dsn", t.TempDir() + "/x.db", "--scope", "s", "--token", "1", "-e", "SELECT 1"},
+		ioStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, func(string) string { return "" })
+	require.Equal(t, exitError, code, errOut.String())
+	require.Contains(t, errOut.String(), "interrupted")
+	require.Empty(t, out.String())
+}

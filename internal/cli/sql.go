@@ -83,7 +83,7 @@ into file:PATH?_txlock=immediate&_pragma=busy_timeout(10000): every
 transaction takes SQLite's write lock at BEGIN (without it the check is not
 safe) and waits up to 10s for it. A file: URI is used as given, with
 _txlock=immediate and the busy timeout added when missing; a URI that asks
-for _txlock=deferred is refused.
+for _txlock=deferred is refused, and so is an in-memory database.
 
 --command-timeout bounds the whole run: connecting, the check, the
 statements and the commit. Passwords in a DSN are never printed.`
@@ -431,8 +431,12 @@ func abbrev(s string) string {
 // IMMEDIATE with a busy timeout: a plain path through sqlfence.SQLiteDSN; a
 // file: URI with _txlock=immediate and busy_timeout added when missing. A
 // URI asking for another _txlock than immediate or exclusive is refused:
-// the check is not safe with deferred transactions.
+// the check is not safe with deferred transactions. So is an in-memory
+// database, which no other process can see.
 func sqliteDSN(dsn string) (string, error) {
+	if dsn == ":memory:" || strings.HasPrefix(dsn, "file::memory:") || strings.Contains(dsn, "mode=memory") {
+		return "", fmt.Errorf("an in-memory SQLite database lives and dies with this one command: nothing to fence")
+	}
 	if !strings.HasPrefix(dsn, "file:") {
 		return sqlfence.SQLiteDSN(dsn), nil
 	}

@@ -56,6 +56,10 @@ func TestSQLiteDSN(t *testing.T) {
 	}
 	_, err := sqliteDSN("file:a.db?_txlock=deferred")
 	assert.ErrorContains(t, err, "_txlock=immediate")
+	for _, mem := range []string{":memory:", "file::memory:?cache=shared", "file:x?mode=memory"} {
+		_, err = sqliteDSN(mem)
+		assert.ErrorContains(t, err, "in-memory", mem)
+	}
 }
 
 func TestSQLBadFlags(t *testing.T) {

@@ -41,7 +41,8 @@ with 'coordctl scenario run fenced-sql --driver postgres --dsn ...'). The
 fence check is one UPDATE on a fence table, first in the transaction that
 writes: A's late UPDATE is refused and rolled back, B's deposit stays; the
 row written without the check loses it. From a shell, 'coordctl lock NAME --
-coordctl sql -e "UPDATE ..."' does the same and exits 5 when stale.`},
+coordctl sql --driver D --dsn DSN -e "UPDATE ..."' does the same, and exits 5
+when stale.`},
 	{"minority-partition", `Now consensus itself. Five Raft nodes (real hashicorp/raft, on a simulated
 network) are split 2|3. The two-node minority cannot commit anything: it has
 no quorum. The three-node majority elects a leader and keeps writing. When

@@ -131,6 +131,7 @@ func TestResourceHTTPStatuses(t *testing.T) {
 		{"token abc", "PUT", "/v1/kv/config", fenced("abc", "jobs"), "x", 400, "Fencing-Token", nil},
 		{"token zero", "PUT", "/v1/kv/config", fenced("0", "jobs"), "x", 400, "positive", nil},
 		{"token negative", "PUT", "/v1/kv/config", fenced("-3", "jobs"), "x", 400, "positive", nil},
+		{"token with a leading zero", "PUT", "/v1/kv/config", fenced("05", "jobs"), "x", 400, "leading zeros", nil},
 		{"token overflow", "PUT", "/v1/kv/config", fenced("99999999999999999999", "jobs"), "x", 400, "out of range", nil},
 		{"missing scope", "PUT", "/v1/kv/config", map[string]string{HeaderToken: "11"}, "x", 400, "missing Fencing-Scope", nil},
 		{"body over 1 MiB", "PUT", "/v1/kv/config", fenced("11", "jobs"), strings.Repeat("x", MaxValueSize+1), 413, "larger than", nil},

@@ -117,16 +117,6 @@ func TestDurableTornTailIsCutOff(t *testing.T) {
 		{"partial header", func(f []byte) []byte { return f[:5] }},
 		{"header only", func(f []byte) []byte { return f[:frameHeaderSize] }},
 		{"half the payload", func(f []byte) []byte { return f[:frameHeaderSize+(len(f)-frameHeaderSize)/2] }},
-		{"payload zeroed at the end", func(f []byte) []byte {
-			g := bytes.Clone(f)
-			clear(g[len(g)-4:])
-			return g
-		}},
-		{"frame then zeros", func(f []byte) []byte {
-			g := bytes.Clone(f)
-			g[len(g)-1] ^= 0xff
-			return append(g, make([]byte, 4096)...)
-		}},
 		{"zeros only", func(f []byte) []byte { return make([]byte, 4096) }},
 		{"garbage header then zeros", func(f []byte) []byte {
 			return append([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, make([]byte, 100)...)
@@ -156,6 +146,54 @@ func TestDurableTornTailIsCutOff(t *testing.T) {
 			d = openDurable(t, path)
 			if d.Floor("a") != 6 {
 				t.Fatalf("append after the cut was lost: %v", d.Floors())
+			}
+		})
+	}
+}
+
+// TestDurableFullLengthBadChecksumAtTheEndIsCorrupt: a final record that is
+// there in full but fails its checksum may have been acknowledged; it is not
+// cut off as torn.
+func TestDurableFullLengthBadChecksumAtTheEndIsCorrupt(t *testing.T) {
+	cases := []struct {
+		name string
+		tail func(frame []byte) []byte
+	}{
+		{"payload zeroed at the end", func(f []byte) []byte {
+			g := bytes.Clone(f)
+			clear(g[len(g)-4:])
+			return g
+		}},
+		{"frame then zeros", func(f []byte) []byte {
+			g := bytes.Clone(f)
+			g[len(g)-1] ^= 0xff
+			return append(g, make([]byte, 4096)...)
+		}},
+		{"one bit flipped", func(f []byte) []byte {
+			g := bytes.Clone(f)
+			g[frameHeaderSize+1] ^= 0x01
+			return g
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "floors.log")
+			d := openDurable(t, path)
+			mustAdmit(t, d, "a", 5)
+			d.Close()
+			good := fileSize(t, path)
+			appendBytes(t, path, tc.tail(floorFrame(t, "a", 900)))
+			before, _ := os.ReadFile(path)
+			_, err := OpenDurableGuard(path)
+			var ce *CorruptError
+			if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("open = %v, want a *CorruptError", err)
+			}
+			if ce.Offset != good || ce.Path != path {
+				t.Fatalf("CorruptError %+v: want offset %d path %s", ce, good, path)
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+				t.Fatal("open changed a corrupt log")
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package fencing
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -380,6 +381,45 @@ func TestResourceCorruptLogRefusesToOpen(t *testing.T) {
 	}
 	if _, err := NewResource(ResourceConfig{DataDir: dir}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("NewResource on a corrupt log: %v", err)
+	}
+}
+
+// TestResourceCorruptFenceKeepsTheFloor is issue 11's scenario: a fence at
+// token 900 whose record is damaged in place (full length, bad checksum) must
+// not be cut off as a torn write, which would let token 5 through again.
+func TestResourceCorruptFenceKeepsTheFloor(t *testing.T) {
+	dir := t.TempDir()
+	rs := startResource(t, dir, false)
+	if _, err := rs.client.Put(ctxT(t), "a", "one", 5, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs.client.Fence(ctxT(t), 900, "s"); err != nil {
+		t.Fatal(err)
+	}
+	rs.stop()
+	path := filepath.Join(dir, resourceLogName)
+	data, _ := os.ReadFile(path)
+	// Damage the last record (the fence) in place: a byte of its time.
+	i := bytes.LastIndex(data, []byte(`"time":"`)) + len(`"time":"`) + 2
+	data[i] ^= 0x01
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := NewResource(ResourceConfig{DataDir: dir})
+	var ce *CorruptError
+	if !errors.As(err, &ce) {
+		t.Fatalf("NewResource = %v, want a *CorruptError", err)
+	}
+	if ce.Type != "fence" || ce.Scope != "s" || ce.Token != 900 || ce.DataDir != dir {
+		t.Fatalf("CorruptError %+v: want type fence, scope s, token 900", ce)
+	}
+	for _, want := range []string{"offset", "fence", "900", "coordctl resource repair --data-dir " + dir} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q does not say %q", err, want)
+		}
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, data) {
+		t.Fatal("a refused open changed the log")
 	}
 }
 

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -78,8 +79,25 @@ func measureWrites(ctx context.Context, env Env, nodes int, delay time.Duration,
 		return row, nil, fmt.Errorf("warm-up write: %w", err)
 	}
 	var lats []time.Duration
+	leaderChanges := 0
 	for i := 0; i < n; i++ {
 		r, err := cl.Put(ctx, fmt.Sprintf("k%d", i), fmt.Sprint(i))
+		if err != nil && leaderChanged(err) && leaderChanges < maxLeaderChanges && ctx.Err() == nil {
+			// A loaded machine can starve a leader's heartbeats into an
+			// election: that is not the cost of a write. Find the new
+			// leader and write again (the same key and value, so a write
+			// whose outcome was unknown does no harm); the failed attempt
+			// is left out of the sample.
+			leaderChanges++
+			env.Progressf("  write %d: %v; measuring on through the next leader", i, err)
+			if leader, err = waitLeader(ctx, c, 20*time.Second); err != nil {
+				c.Close()
+				return row, nil, err
+			}
+			cl = c.NewClient(leader)
+			i--
+			continue
+		}
 		if err != nil {
 			c.Close()
 			return row, nil, fmt.Errorf("write %d: %w", i, err)
@@ -89,6 +107,17 @@ func measureWrites(ctx context.Context, env Env, nodes int, delay time.Duration,
 	row.p50, row.p99, row.writes = cluster.Percentile(lats, 0.5), cluster.Percentile(lats, 0.99), n
 	row.model = writeModel(delay, fsync)
 	return row, c, nil
+}
+
+// maxLeaderChanges bounds how many elections one measurement rides through
+// before it gives up.
+const maxLeaderChanges = 3
+
+// leaderChanged reports whether a failed write failed because leadership
+// moved (or was being decided) rather than because the lab broke.
+func leaderChanged(err error) bool {
+	return errors.Is(err, cluster.ErrNoQuorum) || errors.Is(err, cluster.ErrNotLeader) ||
+		errors.Is(err, cluster.ErrNoLeader) || errors.Is(err, cluster.ErrTimeout)
 }
 
 // writeModel is the cost of one write from a client next to the leader: a

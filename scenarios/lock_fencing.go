@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/claim"
+	"github.com/coordkit/coordkit/cluster"
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/lock"
 	"github.com/coordkit/coordkit/scenarios/report"
@@ -408,9 +409,9 @@ func (r *fencingRun) judge() {
 	rep.Metric("token_a", float64(tokA), "")
 	rep.Metric("token_b", float64(tokB), "")
 	rep.Metric("lease_ttl_ms", float64(r.ttl.Milliseconds()), "ms")
-	rep.Metric("b_acquired_after_ms", ms(waitB), "ms")
+	rep.Metric("b_acquired_after_ms", cluster.Ms(waitB), "ms")
 	if !r.aLost.IsZero() {
-		rep.Metric("a_loss_signalled_after_ms", ms(r.aLost.Sub(r.acquiredA)), "ms")
+		rep.Metric("a_loss_signalled_after_ms", cluster.Ms(r.aLost.Sub(r.acquiredA)), "ms")
 	}
 	// A lower bound on B's wait (half a TTL) cannot fail on a loaded machine.
 	check(rep, claimPausedHolderWrites,

@@ -287,9 +287,9 @@ func (w *writeCostRun) judgeWrites(rows []costRow) {
 		model := report.Series{Name: name + ", model", Dashed: true}
 		for _, r := range rows {
 			if r.nodes == 3 && r.fsync == fsync {
-				x := ms(r.delay)
-				meas.Points = append(meas.Points, report.Point{X: x, Y: ms(r.p50)})
-				model.Points = append(model.Points, report.Point{X: x, Y: ms(r.model)})
+				x := cluster.Ms(r.delay)
+				meas.Points = append(meas.Points, report.Point{X: x, Y: cluster.Ms(r.p50)})
+				model.Points = append(model.Points, report.Point{X: x, Y: cluster.Ms(r.model)})
 			}
 		}
 		chart.Series = append(chart.Series, meas, model)
@@ -300,7 +300,7 @@ func (w *writeCostRun) judgeWrites(rows []costRow) {
 		if r.fsync {
 			fs = "fsync"
 		}
-		rep.Metric(fmt.Sprintf("write_p50_ms_%s_n%d_%s", r.class, r.nodes, fs), ms(r.p50), "ms")
+		rep.Metric(fmt.Sprintf("write_p50_ms_%s_n%d_%s", r.class, r.nodes, fs), cluster.Ms(r.p50), "ms")
 	}
 }
 
@@ -350,10 +350,10 @@ func (w *writeCostRun) judgeReads(costs []readCost) {
 			model, why = rtt, "a log entry: a round trip to a majority (fsync off here)"
 		}
 		readChart.Categories = append(readChart.Categories, string(mode))
-		measured.Points = append(measured.Points, report.Point{X: float64(i), Y: ms(p50)})
-		expected.Points = append(expected.Points, report.Point{X: float64(i), Y: ms(model)})
+		measured.Points = append(measured.Points, report.Point{X: float64(i), Y: cluster.Ms(p50)})
+		expected.Points = append(expected.Points, report.Point{X: float64(i), Y: cluster.Ms(model)})
 		readTbl.Rows = append(readTbl.Rows, []string{string(mode), fmtMs(p50), fmtMs(rc.p99), fmtMs(model), why})
-		rep.Metric("read_p50_ms_"+string(mode), ms(p50), "ms")
+		rep.Metric("read_p50_ms_"+string(mode), cluster.Ms(p50), "ms")
 		readObs = append(readObs, fmt.Sprintf("%s %s", mode, fmtMs(p50)))
 		switch mode {
 		case cluster.ReadStale, cluster.ReadLease:
@@ -395,5 +395,5 @@ func fmtMs(d time.Duration) string {
 	if d < 100*time.Microsecond {
 		return fmt.Sprintf("%.1f µs", float64(d.Nanoseconds())/1000)
 	}
-	return report.FormatValue(ms(d)) + " ms"
+	return report.FormatValue(cluster.Ms(d)) + " ms"
 }

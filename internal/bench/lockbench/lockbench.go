@@ -382,10 +382,10 @@ func handoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([
 				// Release only once the other client waits (or we are done):
 				// a waiter queuing exposes no event to wait on, so poll.
 				for !done() && countKeys() < 2 {
-					sleep(wctx, 200*time.Microsecond)
+					bench.Sleep(wctx, 200*time.Microsecond)
 				}
 				if !done() && hold > 0 {
-					sleep(wctx, hold)
+					bench.Sleep(wctx, hold)
 				}
 				mu.Lock()
 				released = time.Now()
@@ -396,7 +396,7 @@ func handoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([
 				}
 				// Queue again at a random moment, so that the waiter's watch
 				// meets etcd's 100ms catch-up loop at a random phase.
-				sleep(wctx, rand.N(handoffJitter))
+				bench.Sleep(wctx, rand.N(handoffJitter))
 			}
 		}()
 	}
@@ -457,12 +457,3 @@ func contended(ctx context.Context, e *env, im impl, w int, d time.Duration) (fl
 	return float64(count.Load()) / d.Seconds(), nil
 }
 
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}

@@ -132,6 +132,7 @@ the server. See docs/sidecar.md.`,
 		},
 	}
 	fl := cmd.Flags()
+	f.addEtcdFlags(fl)
 	fl.StringVar(&opts.Election, "election", "", "election name (required); the sidecars of one service share it")
 	fl.StringVar(&opts.ID, "id", "", "this instance's identity, e.g. the pod name (required)")
 	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the election's keys under this etcd key prefix")
@@ -143,6 +144,9 @@ the server. See docs/sidecar.md.`,
 }
 
 func (o *sidecarOptions) validate() error {
+	if err := checkLeaseTTL(o.TTL); err != nil {
+		return err
+	}
 	switch {
 	case strings.TrimSpace(o.Election) == "":
 		return usageErrorf("--election is required")

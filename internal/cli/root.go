@@ -129,6 +129,9 @@ const groupAnnotation = "coordctl/group"
 // unknownCommand is the usage error for an unknown subcommand of group.
 func unknownCommand(group *cobra.Command, name string) error {
 	msg := fmt.Sprintf("unknown command %q for %q", name, group.CommandPath())
+	if group.SuggestionsMinimumDistance <= 0 {
+		group.SuggestionsMinimumDistance = 2
+	}
 	if s := group.SuggestionsFor(name); len(s) > 0 {
 		msg += fmt.Sprintf("; did you mean %s?", strings.Join(s, " or "))
 	}

@@ -7,9 +7,11 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
@@ -34,6 +36,19 @@ type Config struct {
 	UnsafeNoFsync bool
 	// ReadyTimeout bounds how long Start waits for the member; 30s when zero.
 	ReadyTimeout time.Duration
+	// ClientTLS, when set, serves clients over TLS only; ClientURL must then
+	// be https:// (a free port gets https:// when ClientURL is empty).
+	ClientTLS *ClientTLS
+}
+
+// ClientTLS is the TLS configuration of the client listener, in PEM files.
+type ClientTLS struct {
+	CertFile, KeyFile string
+	// TrustedCAFile verifies client certificates.
+	TrustedCAFile string
+	// ClientCertAuth requires a client certificate signed by TrustedCAFile;
+	// with etcd's auth enabled its common name is then the user.
+	ClientCertAuth bool
 }
 
 // Server is a running embedded etcd member.
@@ -86,6 +101,9 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = 30 * time.Second
 	}
+	if cfg.ClientTLS != nil {
+		cfg.ClientURL = strings.Replace(cfg.ClientURL, "http://", "https://", 1)
+	}
 	clientURL, err := parseURL("client", cfg.ClientURL)
 	if err != nil {
 		return nil, err
@@ -93,6 +111,19 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	peerURL, err := parseURL("peer", cfg.PeerURL)
 	if err != nil {
 		return nil, err
+	}
+	if (cfg.ClientTLS != nil) != (clientURL.Scheme == "https") {
+		return nil, fmt.Errorf("etcdembed: client URL %q: https:// goes with ClientTLS, http:// without", cfg.ClientURL)
+	}
+	// etcd reports a busy port with a JSON log line and a stack trace:
+	// find out first, in one line.
+	for _, u := range []struct {
+		kind string
+		url  *url.URL
+	}{{"client", clientURL}, {"peer", peerURL}} {
+		if err := checkPortFree(u.url.Host); err != nil {
+			return nil, fmt.Errorf("etcdembed: %s URL %s: %w", u.kind, u.url, err)
+		}
 	}
 
 	ec := embed.NewConfig()
@@ -104,6 +135,10 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	ec.AdvertisePeerUrls = []url.URL{*peerURL}
 	ec.InitialCluster = fmt.Sprintf("%s=%s", cfg.Name, peerURL.String())
 	ec.InitialClusterToken = "coordkit-" + cfg.Name
+	if t := cfg.ClientTLS; t != nil {
+		ec.ClientTLSInfo = transport.TLSInfo{CertFile: t.CertFile, KeyFile: t.KeyFile,
+			TrustedCAFile: t.TrustedCAFile, ClientCertAuth: t.ClientCertAuth}
+	}
 	// An atomic level lets Close silence the errors etcd logs about its own
 	// listeners closing, which are not failures.
 	level, err := zap.ParseAtomicLevel(cfg.LogLevel)
@@ -171,6 +206,16 @@ func FreeURL() (string, error) {
 	}
 	defer l.Close()
 	return "http://" + l.Addr().String(), nil
+}
+
+// checkPortFree binds hostport and lets it go, so that a busy port is told
+// in one line before etcd tries it.
+func checkPortFree(hostport string) error {
+	l, err := net.Listen("tcp", hostport)
+	if err != nil {
+		return err
+	}
+	return l.Close()
 }
 
 func parseURL(kind, raw string) (*url.URL, error) {

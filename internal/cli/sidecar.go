@@ -182,6 +182,18 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 	if err := opts.validate(); err != nil {
 		return err
 	}
+	// What can be checked now is checked before ready: a standby that can
+	// never lead must not pass for a healthy one.
+	if opts.TokenFile != "" {
+		if err := sidecar.CheckTokenFile(opts.TokenFile); err != nil {
+			return usageErrorf("invalid --token-file: %v", err)
+		}
+	}
+	if len(opts.Command) > 0 {
+		if err := sidecar.CheckCommand(opts.Command); err != nil {
+			return &childStartError{err: err}
+		}
+	}
 	client, err := f.EtcdClient(ctx)
 	if err != nil {
 		if ctx.Err() != nil {

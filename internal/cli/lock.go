@@ -107,7 +107,7 @@ stderr, naming the holder.`,
 		},
 	}
 	fl := cmd.Flags()
-	f.addEtcdFlags(fl)
+	f.addEtcdFlags(cmd.PersistentFlags()) // also for subcommands (lock status)
 	fl.DurationVar(&opts.TTL, "ttl", lock.DefaultTTL, "lease TTL: a crashed holder is replaced about this long after it stopped (at least 1s)")
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "give up (exit 3) if the lock is not acquired within this time (0: wait for ever)")
 	fl.BoolVar(&opts.Try, "try", false, "exit 3 at once if the lock is held elsewhere")

@@ -108,7 +108,9 @@ leads and the file is removed on loss. With a COMMAND after '--', the command
 runs only while this instance leads, with COORD_ELECTION, COORD_LEADER_ID and
 COORD_FENCING_TOKEN set; on loss its process group gets SIGTERM, then
 SIGKILL after --kill-grace. If the command exits by itself the sidecar
-resigns and exits with its status.
+resigns and exits with its status. Both are checked before 'ready': a
+--token-file whose directory does not take a new file exits 2, a command
+that is not found or not executable exits 127 or 126.
 
 SIGTERM or SIGINT stop the command, resign (a standby takes over at once)
 and exit 0. A crashed leader is replaced about --ttl after it stopped; a

@@ -130,6 +130,10 @@ func TestTLSAndAuthErrorsSayWhy(t *testing.T) {
 	require.NoError(t, admin.Close())
 
 	dead := freeAddr(t)
+	// etcd checks a password with bcrypt, slow under -race on a loaded
+	// machine: the cases that authenticate get time; the others fail
+	// whatever the timeout.
+	const slow = "60s"
 	plain := etcdtest.Start(t)
 	good := []string{"--cacert", ca.file, "--cert", rootCert, "--key", rootKey}
 	cases := []struct {
@@ -139,7 +143,7 @@ func TestTLSAndAuthErrorsSayWhy(t *testing.T) {
 		want     string
 		notWants []string
 	}{
-		{"right credentials", append([]string{"--endpoints", ep, "--user", "root:s3cret"}, good...), exitNotAcquired, "not claimed", nil},
+		{"right credentials", append([]string{"--endpoints", ep, "--user", "root:s3cret", "--dial-timeout", slow}, good...), exitNotAcquired, "not claimed", nil},
 		{"wrong CA", []string{"--endpoints", ep, "--cacert", other.file, "--cert", rootCert, "--key", rootKey},
 			exitError, "x509: certificate signed by unknown authority", []string{"unreachable", "deadline"}},
 		{"client cert from another CA", []string{"--endpoints", ep, "--cacert", ca.file, "--cert", strangerCert, "--key", strangerKey},
@@ -150,16 +154,24 @@ func TestTLSAndAuthErrorsSayWhy(t *testing.T) {
 			exitError, "the endpoint speaks TLS; use https:// and --cacert", []string{"unreachable", "deadline"}},
 		{"host:port without TLS flags", []string{"--endpoints", hostport},
 			exitError, "the endpoint speaks TLS; use https:// and --cacert", []string{"unreachable", "deadline"}},
-		{"wrong password", append([]string{"--endpoints", ep, "--user", "root:wrong"}, good...),
+		{"wrong password", append([]string{"--endpoints", ep, "--user", "root:wrong", "--dial-timeout", slow}, good...),
 			exitError, "authentication failed for user root", []string{"unreachable", "deadline"}},
 		{"TLS to a plain-text etcd", []string{"--endpoints", strings.Replace(plain.Endpoints()[0], "http://", "https://", 1), "--cacert", ca.file},
 			exitError, "does not speak TLS", []string{"unreachable", "deadline"}},
 		{"nothing listens", append([]string{"--endpoints", "https://" + dead}, good...),
 			exitError, "etcd unreachable at https://" + dead, []string{"deadline"}},
 	}
+	t.Run("password from stdin", func(t *testing.T) {
+		args := append([]string{"claim", "x", "--owner", "me", "--endpoints", ep, "--user", "root", "--password-stdin", "--dial-timeout", slow}, good...)
+		res := runWithStdin("s3cret\n", args...)
+		require.Equal(t, exitOK, res.Code, res.Stderr)
+		res = runWithStdin("wrong\n", args...)
+		require.Equal(t, exitError, res.Code, res.Stderr)
+		require.Contains(t, res.Stderr, "authentication failed for user root")
+	})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"claim", "get", "nobody", "--dial-timeout", "3s"}, tc.args...)
+			args := append([]string{"claim", "get", "nobody", "--dial-timeout", "3s"}, tc.args...) // a later --dial-timeout wins
 			res := runInProcess(context.Background(), nil, args...)
 			t.Log(strings.SplitN(res.Stderr, "\n", 2)[0])
 			require.Equal(t, tc.code, res.Code, res.Stderr)

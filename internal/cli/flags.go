@@ -96,6 +96,16 @@ func checkListen(flag, addr string) error {
 	return nil
 }
 
+// checkMemberURL reports a usage error for a URL an etcd member cannot
+// listen on: it must be http://host:port with a port in 0-65535.
+func checkMemberURL(flag, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return usageErrorf("invalid %s %q: want http://host:port", flag, raw)
+	}
+	return checkListen(flag, u.Host)
+}
+
 // maxLeaseTTL is the longest lease etcd grants (lease.MaxLeaseTTL seconds);
 // it answers a longer one with "too large lease TTL".
 const maxLeaseTTL = time.Duration(lease.MaxLeaseTTL) * time.Second

@@ -86,6 +86,9 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 		if cfg.ClientURL, err = FreeURL(); err != nil {
 			return nil, err
 		}
+		if cfg.ClientTLS != nil {
+			cfg.ClientURL = strings.Replace(cfg.ClientURL, "http://", "https://", 1)
+		}
 	}
 	if cfg.PeerURL == "" {
 		if cfg.PeerURL, err = FreeURL(); err != nil {
@@ -100,9 +103,6 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = 30 * time.Second
-	}
-	if cfg.ClientTLS != nil {
-		cfg.ClientURL = strings.Replace(cfg.ClientURL, "http://", "https://", 1)
 	}
 	clientURL, err := parseURL("client", cfg.ClientURL)
 	if err != nil {

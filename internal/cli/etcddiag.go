@@ -48,7 +48,6 @@ func explainDialError(ctx context.Context, eps []string, tlsCfg *tls.Config, use
 	for _, ep := range eps {
 		go func() { diags <- endpointDiag{ep: ep, err: diagnoseEndpoint(dctx, ep, tlsCfg)} }()
 	}
-	var unreachable []string
 	var firstUnreachable error
 	var transportOK []string
 	var answered error
@@ -58,7 +57,6 @@ func explainDialError(ctx context.Context, eps []string, tlsCfg *tls.Config, use
 		case d.err == nil:
 			transportOK = append(transportOK, d.ep)
 		case errors.Is(d.err, ErrUnreachable):
-			unreachable = append(unreachable, d.ep)
 			if firstUnreachable == nil {
 				firstUnreachable = d.err
 			}

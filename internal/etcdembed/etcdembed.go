@@ -147,6 +147,7 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	zc := zap.NewProductionConfig()
 	zc.Level = level
+	zc.DisableStacktrace = true // a command-line tool's user needs the message, not etcd's stack
 	zc.OutputPaths = []string{"stderr"}
 	zc.ErrorOutputPaths = []string{"stderr"}
 	logger, err := zc.Build()

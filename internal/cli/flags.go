@@ -72,7 +72,7 @@ func checkEndpoint(ep string) error {
 	}
 	h, port, err := net.SplitHostPort(host)
 	if err != nil {
-		return bad("no port")
+		return bad("not host:port")
 	}
 	if strings.ContainsAny(h, " \t/?#") {
 		return bad(fmt.Sprintf("bad host %q", h))

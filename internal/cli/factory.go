@@ -174,8 +174,10 @@ var (
 // EtcdClient connects to the endpoints and checks, within --dial-timeout,
 // that at least one answers. When none does it finds out why from a raw
 // connection to each (probe.go): ErrUnreachable when nothing answered,
-// ErrTLS or ErrAuth with the cause in words when something did. The caller
-// closes the client.
+// ErrTLS or ErrAuth with the cause in words when something did. The raw
+// connections get --dial-timeout of their own: only an address that drops
+// packets (no refusal, no answer) makes the whole take up to twice
+// --dial-timeout. The caller closes the client.
 func (f *factory) EtcdClient(ctx context.Context) (*clientv3.Client, error) {
 	eps := f.endpoints()
 	cfg := clientv3.Config{

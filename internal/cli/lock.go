@@ -116,6 +116,7 @@ stderr, naming the holder.`,
 		},
 	}
 	fl := cmd.Flags()
+	f.addEtcdFlags(cmd.PersistentFlags()) // also for subcommands (lock status)
 	fl.DurationVar(&opts.TTL, "ttl", lock.DefaultTTL, "lease TTL: a crashed holder is replaced about this long after it stopped (at least 1s)")
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "give up (exit 3) if the lock is not acquired within this time (0: wait for ever)")
 	fl.BoolVar(&opts.Try, "try", false, "exit 3 at once if the lock is held elsewhere")
@@ -125,6 +126,9 @@ stderr, naming the holder.`,
 }
 
 func (o *lockOptions) validate() error {
+	if err := checkLeaseTTL(o.TTL); err != nil {
+		return err
+	}
 	switch {
 	case strings.TrimSpace(o.Name) == "":
 		return usageErrorf("lock needs a non-empty NAME")

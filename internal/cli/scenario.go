@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -148,6 +149,7 @@ an experiment could not be carried out), 2 for an unknown scenario name.`,
 			return runScenarioRun(ctx, f, opts)
 		},
 	}
+	f.addEndpointFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&opts.All, "all", false, "run every scenario")
 	cmd.Flags().Int64Var(&opts.Seed, "seed", 1, "seed of every random choice, for replay")
 	cmd.Flags().StringVar(&opts.Scale, "scale", string(scenarios.ScaleSmall), "size of the run: small or full")
@@ -191,6 +193,16 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 		return usageErrorf("invalid --report %q: want a .html file", opts.Report)
 	}
 
+	if len(opts.Endpoints) > 0 {
+		// Fail within --dial-timeout, saying why, rather than after each
+		// scenario's own attempts.
+		cli, err := f.EtcdClient(ctx)
+		if err != nil {
+			return err
+		}
+		_ = cli.Close()
+	}
+
 	var reports []*report.Report
 	interrupted := func(name string) error {
 		return mark(errFailed, fmt.Errorf("scenario %s: interrupted", name))
@@ -208,6 +220,7 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 			StartEtcd:     embeddedEtcd,
 			Redis:         opts.Redis,
 		}
+		start := time.Now()
 		rep, err := reg.Run(ctx, name, env)
 		if ctx.Err() != nil {
 			// A run cut short proves nothing either way.
@@ -220,6 +233,7 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 				rep.Summary = s.Summary
 			}
 			rep.Seed, rep.Scale, rep.Error = opts.Seed, string(scale), err.Error()
+			rep.Elapsed = report.Millis(time.Since(start))
 			rep.Finish()
 		}
 		verdict := "PASS"

@@ -7,9 +7,11 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
@@ -55,6 +57,19 @@ type Config struct {
 	UnsafeNoFsync bool
 	// ReadyTimeout bounds how long Start waits for the member; 30s when zero.
 	ReadyTimeout time.Duration
+	// ClientTLS, when set, serves clients over TLS only; ClientURL must then
+	// be https:// (a free port gets https:// when ClientURL is empty).
+	ClientTLS *ClientTLS
+}
+
+// ClientTLS is the TLS configuration of the client listener, in PEM files.
+type ClientTLS struct {
+	CertFile, KeyFile string
+	// TrustedCAFile verifies client certificates.
+	TrustedCAFile string
+	// ClientCertAuth requires a client certificate signed by TrustedCAFile;
+	// with etcd's auth enabled its common name is then the user.
+	ClientCertAuth bool
 }
 
 // Server is a running embedded etcd member.
@@ -96,6 +111,9 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 		if cfg.ClientURL, err = FreeURL(); err != nil {
 			return nil, err
 		}
+		if cfg.ClientTLS != nil {
+			cfg.ClientURL = strings.Replace(cfg.ClientURL, "http://", "https://", 1)
+		}
 	}
 	if cfg.PeerURL == "" {
 		if cfg.PeerURL, err = FreeURL(); err != nil {
@@ -119,6 +137,19 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if (cfg.ClientTLS != nil) != (clientURL.Scheme == "https") {
+		return nil, fmt.Errorf("etcdembed: client URL %q: https:// goes with ClientTLS, http:// without", cfg.ClientURL)
+	}
+	// etcd reports a busy port with a JSON log line and a stack trace:
+	// find out first, in one line.
+	for _, u := range []struct {
+		kind string
+		url  *url.URL
+	}{{"client", clientURL}, {"peer", peerURL}} {
+		if err := checkPortFree(u.url.Host); err != nil {
+			return nil, fmt.Errorf("etcdembed: %s URL %s: %w", u.kind, u.url, err)
+		}
+	}
 
 	ec := embed.NewConfig()
 	ec.Name = cfg.Name
@@ -129,6 +160,10 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	ec.AdvertisePeerUrls = []url.URL{*peerURL}
 	ec.InitialCluster = fmt.Sprintf("%s=%s", cfg.Name, peerURL.String())
 	ec.InitialClusterToken = "coordkit-" + cfg.Name
+	if t := cfg.ClientTLS; t != nil {
+		ec.ClientTLSInfo = transport.TLSInfo{CertFile: t.CertFile, KeyFile: t.KeyFile,
+			TrustedCAFile: t.TrustedCAFile, ClientCertAuth: t.ClientCertAuth}
+	}
 	// An atomic level lets Close silence the errors etcd logs about its own
 	// listeners closing, which are not failures.
 	level, err := zap.ParseAtomicLevel(cfg.LogLevel)
@@ -137,6 +172,7 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	zc := zap.NewProductionConfig()
 	zc.Level = level
+	zc.DisableStacktrace = true // a command-line tool's user needs the message, not etcd's stack
 	zc.OutputPaths = []string{"stderr"}
 	zc.ErrorOutputPaths = []string{"stderr"}
 	logger, err := zc.Build()
@@ -208,6 +244,16 @@ func FreeURL() (string, error) {
 	}
 	defer l.Close()
 	return "http://" + l.Addr().String(), nil
+}
+
+// checkPortFree binds hostport and lets it go, so that a busy port is told
+// in one line before etcd tries it.
+func checkPortFree(hostport string) error {
+	l, err := net.Listen("tcp", hostport)
+	if err != nil {
+		return err
+	}
+	return l.Close()
 }
 
 func parseURL(kind, raw string) (*url.URL, error) {

@@ -32,11 +32,14 @@ they are acknowledged, so they survive a restart.
 'resource serve' runs it; put, get, fence and log are its clients. None of
 these commands talk to etcd. See docs/fencing.md for the HTTP API.`,
 		Example: `  coordctl resource serve --listen 127.0.0.1:7070 --data-dir /tmp/res &
-  coordctl resource put config v1 --token 42 --scope jobs/nightly
-  coordctl resource fence --token 57 --scope jobs/nightly
-  coordctl resource put config v2 --token 42 --scope jobs/nightly   # exit 5: stale
+  # inside 'coordctl lock jobs/nightly -- ...': token and scope come from the lock
+  coordctl lock jobs/nightly -- coordctl resource put config v1
+  coordctl lock jobs/nightly -- sh -c 'coordctl resource fence && ./job.sh'
   coordctl resource get config
-  coordctl resource log --scope jobs/nightly -w json`,
+  coordctl resource log --scope jobs/nightly -w json
+  # by hand, with a token a lock gave you (a made-up high token would make
+  # every later real holder's write exit 5 as stale)
+  coordctl resource put config v2 --token "$TOKEN" --scope jobs/nightly`,
 		Args: argsUsage(cobra.NoArgs),
 	}
 	cmd.AddCommand(newResourceServeCmd(f), newResourcePutCmd(f), newResourceGetCmd(f),

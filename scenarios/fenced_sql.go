@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	_ "modernc.org/sqlite" // driver "sqlite"
 
+	"github.com/coordkit/coordkit/cluster"
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/fencing/sqlfence"
 	"github.com/coordkit/coordkit/lock"
@@ -346,7 +347,7 @@ func (r *sqlRun) judge() {
 	rep.Metric("token_a", float64(tokA), "")
 	rep.Metric("token_b", float64(tokB), "")
 	rep.Metric("lease_ttl_ms", float64(r.ttl.Milliseconds()), "ms")
-	rep.Metric("b_acquired_after_ms", ms(waitB), "ms")
+	rep.Metric("b_acquired_after_ms", cluster.Ms(waitB), "ms")
 	rep.Metric("floor_after", float64(r.floor), "")
 
 	check(rep, claimSQLSuccessor,

@@ -63,6 +63,7 @@ Owners are compared as strings: give every claimant its own owner name.`,
 			return runClaim(ctx, f, opts)
 		},
 	}
+	f.addEtcdFlags(cmd.PersistentFlags())
 	cmd.PersistentFlags().StringVar(&opts.Prefix, "prefix", claim.DefaultPrefix, "key prefix of claims: the claim on NAME is <prefix>/NAME")
 	cmd.Flags().StringVar(&opts.Owner, "owner", "", "who claims the name (required)")
 	cmd.Flags().DurationVar(&opts.TTL, "ttl", 0, "put the claim on a lease of this TTL, not kept alive (0: no lease)")
@@ -196,7 +197,7 @@ func validateClaimArgs(opts *claimOptions, needOwner bool) error {
 	if opts.TTL != 0 && opts.TTL < claim.MinTTL {
 		return usageErrorf("invalid --ttl %s: must be 0 (no lease) or at least %s; etcd raises shorter leases to its minimum (2s by default)", opts.TTL, claim.MinTTL)
 	}
-	return nil
+	return checkLeaseTTL(opts.TTL)
 }
 
 // withClaimClient runs fn with an etcd client and a context bounded by

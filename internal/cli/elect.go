@@ -105,6 +105,7 @@ token 0 whenever the election has no leader, until SIGINT or SIGTERM.`,
 		},
 	}
 	fl := cmd.Flags()
+	f.addEtcdFlags(cmd.PersistentFlags())
 	fl.StringVar(&opts.ID, "id", "", "value to proclaim when no PROPOSAL is given (default hostname-pid)")
 	fl.DurationVar(&opts.TTL, "ttl", 10*time.Second, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
 	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the election's keys under this etcd key prefix")
@@ -113,6 +114,9 @@ token 0 whenever the election has no leader, until SIGINT or SIGTERM.`,
 }
 
 func (o *electOptions) validate() error {
+	if err := checkLeaseTTL(o.TTL); err != nil {
+		return err
+	}
 	switch {
 	case strings.TrimSpace(o.Name) == "":
 		return usageErrorf("elect needs a non-empty NAME")

@@ -69,6 +69,12 @@ func runEtcd(ctx context.Context, f *factory, opts *etcdOptions) error {
 	}
 	switch opts.Members {
 	case 1:
+		if err := checkMemberURL("--listen-client-urls", opts.ClientURLs); err != nil {
+			return err
+		}
+		if err := checkMemberURL("--listen-peer-urls", opts.PeerURLs); err != nil {
+			return err
+		}
 	case 3:
 		return runEtcdCluster(ctx, f, opts)
 	default:

@@ -29,9 +29,15 @@ func runEtcdCluster(ctx context.Context, f *factory, opts *etcdOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := checkListen("--control", opts.Control); err != nil {
+		return err
+	}
 	var urls []string
 	for _, u := range strings.Split(opts.ClientURLs, ",") {
 		if u = strings.TrimSpace(u); u != "" {
+			if err := checkMemberURL("--listen-client-urls", u); err != nil {
+				return err
+			}
 			urls = append(urls, u)
 		}
 	}

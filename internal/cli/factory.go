@@ -2,9 +2,7 @@ package cli
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -33,6 +31,7 @@ type globalOptions struct {
 	Cert           string
 	Key            string
 	User           string
+	PasswordStdin  bool
 	WriteOut       string
 }
 
@@ -57,6 +56,12 @@ type factory struct {
 func newFactory(streams ioStreams) *factory {
 	return &factory{
 		IO: streams,
+		Global: globalOptions{
+			Endpoints:      []string{defaultEndpoint},
+			DialTimeout:    defaultDialTimeout,
+			CommandTimeout: defaultCommandTimeout,
+			WriteOut:       formatSimple,
+		},
 		NotifyContext: func(ctx context.Context) (context.Context, context.CancelFunc) {
 			return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		},
@@ -83,10 +88,15 @@ func (f *factory) Printer() (*printer, error) {
 	return p, nil
 }
 
-// validateGlobal checks the global flags; errors are usage errors (exit 2).
-func (f *factory) validateGlobal() error {
+// validateGlobal checks -w and, for a command that talks to etcd (it has
+// the etcd flags), those flags; errors are usage errors (exit 2), found
+// before anything is dialed.
+func (f *factory) validateGlobal(etcd bool) error {
 	if _, err := f.Printer(); err != nil {
 		return err
+	}
+	if !etcd {
+		return nil
 	}
 	g := f.Global
 	if g.DialTimeout <= 0 {
@@ -95,14 +105,45 @@ func (f *factory) validateGlobal() error {
 	if g.CommandTimeout <= 0 {
 		return usageErrorf("invalid --command-timeout %s: must be positive", g.CommandTimeout)
 	}
-	if len(f.endpoints()) == 0 {
+	eps := f.endpoints()
+	if len(eps) == 0 {
 		return usageErrorf("no etcd endpoints: set --endpoints or COORDCTL_ENDPOINTS")
 	}
-	if g.User != "" && !strings.Contains(g.User, ":") {
-		return usageErrorf("invalid --user %q: want name:password", g.User)
+	for _, ep := range eps {
+		if err := checkEndpoint(ep); err != nil {
+			return err
+		}
+	}
+	if err := checkUser(g.User, g.PasswordStdin); err != nil {
+		return err
 	}
 	if (g.Cert == "") != (g.Key == "") {
 		return usageErrorf("--cert and --key must be given together")
+	}
+	return checkTLSFiles(g.CACert, g.Cert, g.Key)
+}
+
+// checkUser checks --user and --password-stdin. An empty password is never
+// meant: etcd's client would skip authentication and etcd would take the
+// user from the client certificate instead, if any.
+func checkUser(user string, stdin bool) error {
+	name, pass, hasPass := strings.Cut(user, ":")
+	switch {
+	case user == "" && stdin:
+		return usageErrorf("--password-stdin needs --user NAME")
+	case user == "":
+		return nil
+	case name == "":
+		return usageErrorf("invalid --user %q: empty user name", user)
+	case stdin && hasPass:
+		return usageErrorf("invalid --user %q with --password-stdin: give the name only", user)
+	case stdin:
+		return nil
+	case !hasPass:
+		return usageErrorf("invalid --user %q: want NAME:PASSWORD, or NAME with --password-stdin", user)
+	case pass == "":
+		return usageErrorf("invalid --user %q: empty password (etcd would not authenticate as %s); "+
+			"give NAME:PASSWORD, NAME with --password-stdin, or no --user to be the client certificate's common name", user, name)
 	}
 	return nil
 }
@@ -119,12 +160,24 @@ func (f *factory) endpoints() []string {
 	return eps
 }
 
-// ErrUnreachable is returned when no etcd endpoint answers within the dial timeout.
-var ErrUnreachable = errors.New("etcd unreachable")
+// Errors of EtcdClient; each is wrapped with the endpoint and the cause in words.
+var (
+	// ErrUnreachable: nothing answered at any endpoint within --dial-timeout.
+	ErrUnreachable = errors.New("etcd unreachable")
+	// ErrTLS: an endpoint answered but the TLS handshake failed or TLS was
+	// used on one side only.
+	ErrTLS = errors.New("etcd TLS failed")
+	// ErrAuth: etcd answered and refused the credentials.
+	ErrAuth = errors.New("etcd authentication failed")
+)
 
 // EtcdClient connects to the endpoints and checks, within --dial-timeout,
-// that at least one answers; otherwise it returns an error wrapping
-// ErrUnreachable that names the endpoints. The caller closes the client.
+// that at least one answers. When none does it finds out why from a raw
+// connection to each (probe.go): ErrUnreachable when nothing answered,
+// ErrTLS or ErrAuth with the cause in words when something did. The raw
+// connections get --dial-timeout of their own: only an address that drops
+// packets (no refusal, no answer) makes the whole take up to twice
+// --dial-timeout. The caller closes the client.
 func (f *factory) EtcdClient(ctx context.Context) (*clientv3.Client, error) {
 	eps := f.endpoints()
 	cfg := clientv3.Config{
@@ -137,24 +190,34 @@ func (f *factory) EtcdClient(ctx context.Context) (*clientv3.Client, error) {
 	}
 	if f.Global.User != "" {
 		name, pass, _ := strings.Cut(f.Global.User, ":")
+		if f.Global.PasswordStdin {
+			var err error
+			if pass, err = readPasswordLine(f.IO.In); err != nil {
+				return nil, usageErrorf("--password-stdin: %v", err)
+			}
+		}
 		cfg.Username, cfg.Password = name, pass
 	}
 	if f.Global.CACert != "" || f.Global.Cert != "" {
 		info := transport.TLSInfo{TrustedCAFile: f.Global.CACert, CertFile: f.Global.Cert, KeyFile: f.Global.Key}
-		var tlsCfg *tls.Config
-		var err error
-		if tlsCfg, err = info.ClientConfig(); err != nil {
-			return nil, fmt.Errorf("TLS configuration: %w", err)
+		tlsCfg, err := info.ClientConfig()
+		if err != nil {
+			return nil, usageErrorf("TLS configuration: %v", err)
 		}
 		cfg.TLS = tlsCfg
 	}
 	cli, err := clientv3.New(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("%w at %s: %v", ErrUnreachable, strings.Join(eps, ","), err)
+	if err == nil {
+		err = probe(ctx, cli, eps, f.Global.DialTimeout)
+		if err != nil {
+			_ = cli.Close()
+		}
 	}
-	if err := probe(ctx, cli, eps, f.Global.DialTimeout); err != nil {
-		_ = cli.Close()
-		return nil, err
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, explainDialError(ctx, eps, cfg.TLS, cfg.Username, f.Global.DialTimeout, err)
 	}
 	return cli, nil
 }
@@ -180,10 +243,37 @@ func probe(ctx context.Context, cli *clientv3.Client, eps []string, timeout time
 		}
 		last = err
 	}
-	if ctx.Err() != nil && errors.Is(last, context.DeadlineExceeded) || last == nil {
-		last = fmt.Errorf("no answer within %s", timeout)
+	return last
+}
+
+// readPasswordLine reads one line from r, byte by byte so that nothing
+// after it is consumed (a child may read the rest).
+func readPasswordLine(r io.Reader) (string, error) {
+	if r == nil {
+		return "", errors.New("no standard input")
 	}
-	return fmt.Errorf("%w at %s: %v", ErrUnreachable, strings.Join(eps, ","), last)
+	var line []byte
+	b := make([]byte, 1)
+	for {
+		n, err := r.Read(b)
+		if n == 1 {
+			if b[0] == '\n' {
+				break
+			}
+			line = append(line, b[0])
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	pass := strings.TrimSuffix(string(line), "\r")
+	if pass == "" {
+		return "", errors.New("empty password on standard input")
+	}
+	return pass, nil
 }
 
 // CommandContext bounds one etcd request by --command-timeout.

@@ -71,8 +71,17 @@ then holds until SIGINT or SIGTERM, releases and exits 0.
 With a command after '--', the command runs in its own process group with
 COORD_LOCK_NAME, COORD_LOCK_KEY and COORD_FENCING_TOKEN set (replacing
 inherited values); SIGINT and SIGTERM are forwarded to it; coordctl releases
-the lock when it exits and exits with its status (127 if it could not be
-started).
+the lock when it and its whole process group have ended, and exits with its
+status (127 if it could not be started). Processes the command leaves in its
+group when it exits (background jobs) get SIGTERM, SIGKILL after
+--kill-grace, before the release; so do those a forwarded signal does not end
+when it ends the command.
+
+What remains possible: a process that leaves the group on purpose (setsid,
+as daemons do) is not stopped and may outlive the lock. If coordctl
+itself is killed with SIGKILL, the command gets SIGKILL from the kernel
+(Linux parent-death signal), but processes it started survive it and run on
+unfenced once the lease expires; elsewhere the command survives too.
 
 If the lock is lost while held — keepalives failing until the local deadline,
 which comes before etcd can expire the lease; the lease revoked or the key
@@ -107,6 +116,7 @@ stderr, naming the holder.`,
 		},
 	}
 	fl := cmd.Flags()
+	f.addEtcdFlags(cmd.PersistentFlags()) // also for subcommands (lock status)
 	fl.DurationVar(&opts.TTL, "ttl", lock.DefaultTTL, "lease TTL: a crashed holder is replaced about this long after it stopped (at least 1s)")
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "give up (exit 3) if the lock is not acquired within this time (0: wait for ever)")
 	fl.BoolVar(&opts.Try, "try", false, "exit 3 at once if the lock is held elsewhere")
@@ -116,6 +126,9 @@ stderr, naming the holder.`,
 }
 
 func (o *lockOptions) validate() error {
+	if err := checkLeaseTTL(o.TTL); err != nil {
+		return err
+	}
 	switch {
 	case strings.TrimSpace(o.Name) == "":
 		return usageErrorf("lock needs a non-empty NAME")
@@ -308,7 +321,12 @@ func runUnderLock(f *factory, opts *lockOptions, held *lock.Held, release func()
 	for {
 		select {
 		case <-child.Done():
-			code := child.ExitCode()
+			// The lock protects everything the command started: what it left
+			// in its group is stopped before the release.
+			if child.GroupAlive() {
+				fmt.Fprintf(f.IO.ErrOut, "coordctl: the command exited leaving processes in its group; stopping them (SIGTERM, SIGKILL after %s) before releasing lock %s\n", opts.KillGrace, opts.Name)
+			}
+			code := child.Stop()
 			select {
 			case <-held.Lost():
 				// Lost as the command ended: say so, but its status stands.

@@ -32,15 +32,18 @@ they are acknowledged, so they survive a restart.
 'resource serve' runs it; put, get, fence and log are its clients. None of
 these commands talk to etcd. See docs/fencing.md for the HTTP API.`,
 		Example: `  coordctl resource serve --listen 127.0.0.1:7070 --data-dir /tmp/res &
-  coordctl resource put config v1 --token 42 --scope jobs/nightly
-  coordctl resource fence --token 57 --scope jobs/nightly
-  coordctl resource put config v2 --token 42 --scope jobs/nightly   # exit 5: stale
+  # inside 'coordctl lock jobs/nightly -- ...': token and scope come from the lock
+  coordctl lock jobs/nightly -- coordctl resource put config v1
+  coordctl lock jobs/nightly -- sh -c 'coordctl resource fence && ./job.sh'
   coordctl resource get config
-  coordctl resource log --scope jobs/nightly -w json`,
+  coordctl resource log --scope jobs/nightly -w json
+  # by hand, with a token a lock gave you (a made-up high token would make
+  # every later real holder's write exit 5 as stale)
+  coordctl resource put config v2 --token "$TOKEN" --scope jobs/nightly`,
 		Args: argsUsage(cobra.NoArgs),
 	}
 	cmd.AddCommand(newResourceServeCmd(f), newResourcePutCmd(f), newResourceGetCmd(f),
-		newResourceFenceCmd(f), newResourceLogCmd(f))
+		newResourceFenceCmd(f), newResourceLogCmd(f), newResourceRepairCmd(f))
 	return cmd
 }
 
@@ -102,20 +105,22 @@ func runResourceServe(ctx context.Context, f *factory, opts *resourceServeOption
 	if opts.DataDir == "" {
 		return usageErrorf("--data-dir must not be empty")
 	}
-	host, _, err := net.SplitHostPort(opts.Listen)
-	if err != nil {
-		return usageErrorf("invalid --listen %q: want host:port", opts.Listen)
+	if err := checkListen("--listen", opts.Listen); err != nil {
+		return err
 	}
+	host, _, _ := net.SplitHostPort(opts.Listen)
+	// Bind first: a busy port must not leave a new data dir and log behind.
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", opts.Listen, err)
+	}
+	defer ln.Close()
 	logger := slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))
 	res, err := fencing.NewResource(fencing.ResourceConfig{DataDir: opts.DataDir, Logger: logger, Unfenced: opts.Unfenced})
 	if err != nil {
 		return err
 	}
 	defer res.Close()
-	ln, err := net.Listen("tcp", opts.Listen)
-	if err != nil {
-		return err
-	}
 	srv := &http.Server{
 		Handler:           res,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -155,11 +160,13 @@ func runResourceServe(ctx context.Context, f *factory, opts *resourceServeOption
 // ---- clients ----
 
 type resourceClientOptions struct {
-	URL string
+	URL     string
+	Timeout time.Duration
 }
 
 func (o *resourceClientOptions) addFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.URL, "url", defaultResourceURL, "URL of the resource ('resource serve' prints it)")
+	cmd.Flags().DurationVar(&o.Timeout, "command-timeout", defaultCommandTimeout, "time limit of one request to the resource")
 }
 
 // client validates --url and returns a client whose requests are bounded by
@@ -170,7 +177,10 @@ func (o *resourceClientOptions) client(f *factory) (*fencing.Client, func(), err
 		return nil, nil, usageErrorf("invalid --url %q: want http://host:port", o.URL)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	hc := &http.Client{Transport: tr, Timeout: f.Global.CommandTimeout}
+	if o.Timeout <= 0 {
+		return nil, nil, usageErrorf("invalid --command-timeout %s: must be positive", o.Timeout)
+	}
+	hc := &http.Client{Transport: tr, Timeout: o.Timeout}
 	return &fencing.Client{BaseURL: o.URL, HTTP: hc}, tr.CloseIdleConnections, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -68,26 +67,19 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 not acquired, 4 lost while holding,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			return f.validateGlobal()
+			return f.validateGlobal(cmd.Flags().Lookup("endpoints") != nil)
 		},
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		// "coordctl resource puut --token 5": the flags belong to a
+		// subcommand that does not exist; say so, not "unknown flag".
+		if cmd.Annotations[groupAnnotation] != "" && len(cmd.Flags().Args()) > 0 {
+			return unknownCommand(cmd, cmd.Flags().Args()[0])
+		}
 		return &usageError{err: err}
 	})
 
-	defaultEndpoints := []string{"127.0.0.1:2379"}
-	if env := strings.TrimSpace(getenv("COORDCTL_ENDPOINTS")); env != "" {
-		defaultEndpoints = strings.Split(env, ",")
-	}
-	pf := root.PersistentFlags()
-	pf.StringSliceVar(&f.Global.Endpoints, "endpoints", defaultEndpoints, "etcd client endpoints, comma separated (env COORDCTL_ENDPOINTS)")
-	pf.DurationVar(&f.Global.DialTimeout, "dial-timeout", 2*time.Second, "time to wait for etcd to answer before giving up")
-	pf.DurationVar(&f.Global.CommandTimeout, "command-timeout", 5*time.Second, "time limit of one etcd request")
-	pf.StringVar(&f.Global.CACert, "cacert", "", "verify etcd's certificate with this CA bundle")
-	pf.StringVar(&f.Global.Cert, "cert", "", "client TLS certificate file")
-	pf.StringVar(&f.Global.Key, "key", "", "client TLS key file")
-	pf.StringVar(&f.Global.User, "user", "", "etcd user as name:password")
-	pf.StringVarP(&f.Global.WriteOut, "write-out", "w", formatSimple, "output format: simple or json")
+	root.PersistentFlags().StringVarP(&f.Global.WriteOut, "write-out", "w", formatSimple, "output format: simple or json")
 
 	root.AddCommand(newEtcdCmd(f))
 	root.AddCommand(newDemoCmd(f))
@@ -102,7 +94,49 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 not acquired, 4 lost while holding,
 	root.AddCommand(newElectCmd(f))
 	root.AddCommand(newCheckCmd(f))
 	root.AddCommand(newSQLCmd(f))
+	rejectUnknownSubcommands(root)
 	return root
+}
+
+// rejectUnknownSubcommands makes every command group (a command with
+// subcommands that takes no arguments of its own) answer an unknown
+// subcommand with a usage error naming the closest ones, also when flags
+// follow it; cobra would print the help and exit 0, or complain about the
+// flags. A group without a subcommand still prints its help.
+func rejectUnknownSubcommands(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		rejectUnknownSubcommands(sub)
+	}
+	if !cmd.HasSubCommands() || (cmd.Args != nil && cmd.Args(cmd, []string{"x"}) == nil) {
+		return // a leaf, or a command that takes arguments itself (claim NAME)
+	}
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return unknownCommand(cmd, args[0])
+		}
+		return nil
+	}
+	if !cmd.Runnable() {
+		cmd.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
+	}
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[groupAnnotation] = "true"
+}
+
+const groupAnnotation = "coordctl/group"
+
+// unknownCommand is the usage error for an unknown subcommand of group.
+func unknownCommand(group *cobra.Command, name string) error {
+	msg := fmt.Sprintf("unknown command %q for %q", name, group.CommandPath())
+	if group.SuggestionsMinimumDistance <= 0 {
+		group.SuggestionsMinimumDistance = 2
+	}
+	if s := group.SuggestionsFor(name); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %s?", strings.Join(s, " or "))
+	}
+	return &usageError{err: errors.New(msg)}
 }
 
 // argsUsage wraps a cobra positional-args validator so its errors are usage errors.

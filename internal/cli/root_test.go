@@ -19,8 +19,8 @@ func TestGlobalFlagErrorsAreUsageErrors(t *testing.T) {
 	}{
 		{"unknown write-out", []string{"-w", "yaml", "etcd"}, "invalid --write-out"},
 		{"unknown flag", []string{"etcd", "--bogus"}, "unknown flag"},
-		{"negative dial timeout", []string{"--dial-timeout", "-1s", "etcd"}, "--dial-timeout"},
-		{"bad user", []string{"--user", "alice", "etcd"}, "name:password"},
+		{"negative dial timeout", []string{"--dial-timeout", "-1s", "lock", "x"}, "--dial-timeout"},
+		{"bad user", []string{"--user", "alice", "lock", "x"}, "NAME:PASSWORD"},
 		{"extra argument", []string{"etcd", "extra"}, "unknown command"},
 	}
 	for _, tc := range cases {

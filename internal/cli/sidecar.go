@@ -108,7 +108,9 @@ leads and the file is removed on loss. With a COMMAND after '--', the command
 runs only while this instance leads, with COORD_ELECTION, COORD_LEADER_ID and
 COORD_FENCING_TOKEN set; on loss its process group gets SIGTERM, then
 SIGKILL after --kill-grace. If the command exits by itself the sidecar
-resigns and exits with its status.
+resigns and exits with its status. Both are checked before 'ready': a
+--token-file whose directory does not take a new file exits 2, a command
+that is not found or not executable exits 127 or 126.
 
 SIGTERM or SIGINT stop the command, resign (a standby takes over at once)
 and exit 0. A crashed leader is replaced about --ttl after it stopped; a
@@ -132,6 +134,7 @@ the server. See docs/sidecar.md.`,
 		},
 	}
 	fl := cmd.Flags()
+	f.addEtcdFlags(fl)
 	fl.StringVar(&opts.Election, "election", "", "election name (required); the sidecars of one service share it")
 	fl.StringVar(&opts.ID, "id", "", "this instance's identity, e.g. the pod name (required)")
 	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the election's keys under this etcd key prefix")
@@ -143,6 +146,9 @@ the server. See docs/sidecar.md.`,
 }
 
 func (o *sidecarOptions) validate() error {
+	if err := checkLeaseTTL(o.TTL); err != nil {
+		return err
+	}
 	switch {
 	case strings.TrimSpace(o.Election) == "":
 		return usageErrorf("--election is required")
@@ -177,6 +183,18 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 	}
 	if err := opts.validate(); err != nil {
 		return err
+	}
+	// What can be checked now is checked before ready: a standby that can
+	// never lead must not pass for a healthy one.
+	if opts.TokenFile != "" {
+		if err := sidecar.CheckTokenFile(opts.TokenFile); err != nil {
+			return usageErrorf("invalid --token-file: %v", err)
+		}
+	}
+	if len(opts.Command) > 0 {
+		if err := sidecar.CheckCommand(opts.Command); err != nil {
+			return &childStartError{err: err}
+		}
 	}
 	client, err := f.EtcdClient(ctx)
 	if err != nil {

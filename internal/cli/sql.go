@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
@@ -31,6 +32,8 @@ type sqlOptions struct {
 	Table  string
 	Scope  string
 	Token  string
+	// Timeout bounds the whole run: connect, check, statements, commit.
+	Timeout time.Duration
 }
 
 // sqlExecOptions are 'coordctl sql' itself: the fence check, then Statements.
@@ -53,6 +56,7 @@ func (o *sqlOptions) addConnFlags(cmd *cobra.Command) {
 	fl.StringVar(&o.Driver, "driver", "", "database engine: sqlite, postgres or mysql (MariaDB too)")
 	fl.StringVar(&o.DSN, "dsn", "", "data source name (sqlite: a file path or a file: URI; postgres: URL or key=value; mysql: user:pass@tcp(host:port)/db)")
 	fl.StringVar(&o.Table, "table", sqlfence.DefaultTable, "name of the fence table (created on first use)")
+	fl.DurationVar(&o.Timeout, "command-timeout", defaultCommandTimeout, "time limit of the whole run: connecting, the check, the statements and the commit")
 }
 
 func (o *sqlOptions) addScopeFlag(cmd *cobra.Command, f *factory) {
@@ -270,6 +274,9 @@ func (o *sqlOptions) validate(needToken bool) (sqlfence.Dialect, string, fencing
 	if strings.TrimSpace(o.DSN) == "" {
 		return 0, "", 0, usageErrorf("--dsn is required")
 	}
+	if o.Timeout <= 0 {
+		return 0, "", 0, usageErrorf("invalid --command-timeout %s: must be positive", o.Timeout)
+	}
 	dsn := o.DSN
 	if d == sqlfence.SQLite {
 		if dsn, err = sqliteDSN(o.DSN); err != nil {
@@ -337,7 +344,7 @@ func runSQL(ctx context.Context, f *factory, opts *sqlExecOptions) error {
 			return usageErrorf("statement %d (-e) is empty", i+1)
 		}
 	}
-	ctx, cancel := f.CommandContext(ctx)
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	c, err := opts.connect(ctx, d, dsn)
 	if err != nil {
@@ -383,7 +390,7 @@ func runSQLFence(ctx context.Context, f *factory, opts *sqlOptions) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.CommandContext(ctx)
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	c, err := opts.connect(ctx, d, dsn)
 	if err != nil {
@@ -405,7 +412,7 @@ func runSQLFloor(ctx context.Context, f *factory, opts *sqlOptions) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.CommandContext(ctx)
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	c, err := opts.connect(ctx, d, dsn)
 	if err != nil {

@@ -83,6 +83,9 @@ func TestSQLBadFlags(t *testing.T) {
 		"no dsn":           {[]string{"sql", "--driver", "sqlite", "--scope", "s", "--token", "1", "-e", "SELECT 1"}, "--dsn"},
 		"deferred sqlite":  {[]string{"sql", "--driver", "sqlite", "--dsn", "file:" + dsn + "?_txlock=deferred", "--scope", "s", "--token", "1", "-e", "SELECT 1"}, "_txlock"},
 		"bad table":        {append(base, "--table", "x;drop", "--scope", "s", "--token", "1", "-e", "SELECT 1"), "--table"},
+		"zero timeout":     {append(base, "--command-timeout", "0s", "--scope", "s", "--token", "1", "-e", "SELECT 1"), "--command-timeout"},
+		"etcd flag":        {append(base, "--endpoints", "127.0.0.1:2379", "--scope", "s", "--token", "1", "-e", "SELECT 1"), "unknown flag"},
+		"unknown sub":      {[]string{"sql", "flor", "--scope", "s"}, "did you mean floor"},
 		"fence no token":   {[]string{"sql", "fence", "--driver", "sqlite", "--dsn", dsn, "--scope", "s"}, "--token"},
 		"floor long scope": {[]string{"sql", "floor", "--driver", "sqlite", "--dsn", dsn, "--scope", long}, "--scope"},
 	}
@@ -240,7 +243,7 @@ func TestSQLNoAnswerWithinCommandTimeout(t *testing.T) {
 		{"mysql", "root:s3cret@tcp(" + ln.Addr().String() + ")/test"},
 	} {
 		t.Run(tc.driver, func(t *testing.T) {
-			res := runInProcess(context.Background(), nil, "--command-timeout", "300ms", "sql", "--driver", tc.driver, "--dsn", tc.dsn,
+			res := runInProcess(context.Background(), nil, "sql", "--command-timeout", "300ms", "--driver", tc.driver, "--dsn", tc.dsn,
 				"--scope", "s", "--token", "1", "-e", "SELECT 1")
 			require.Equal(t, exitError, res.Code, res.Stderr)
 			require.Contains(t, res.Stderr, "--command-timeout")

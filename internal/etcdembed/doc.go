@@ -14,7 +14,13 @@
 // is found by listening and closing, so another process can take it before
 // etcd (or a proxy) binds it; when the ports were chosen here, Start and
 // StartCluster choose new ones and try again. Explicit URLs are used as
-// given, and a port in use is an error.
+// given, and a port in use is an error; Start checks its ports before it
+// starts etcd, so that the error is one line ("peer URL …: address already
+// in use") rather than etcd's log with a stack trace.
+//
+// TLS: Config.ClientTLS serves clients over https only, optionally requiring
+// client certificates (with etcd's auth enabled, their common name is the
+// user). Peers always speak plain http on loopback.
 //
 // Guaranteed: Start returns only once the member serves client requests (it
 // has elected itself leader); StartCluster once every member serves clients;

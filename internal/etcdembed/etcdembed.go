@@ -7,15 +7,38 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
 
-// ErrNotReady is returned by Start when the member did not become ready in time.
-var ErrNotReady = errors.New("etcdembed: member not ready")
+// Errors of the etcdembed package. Match them with errors.Is.
+var (
+	// ErrNotReady is returned by Start when the member did not become ready in time.
+	ErrNotReady = errors.New("etcdembed: member not ready")
+	// ErrDataDirInUse is matched by every *DataDirInUseError.
+	ErrDataDirInUse = errors.New("etcdembed: data dir in use by another process")
+)
+
+// DataDirInUseError is returned by Start when another member — in another
+// process or in this one — runs on the data directory. It matches
+// ErrDataDirInUse with errors.Is.
+type DataDirInUseError struct{ Dir string }
+
+func (e *DataDirInUseError) Error() string {
+	return fmt.Sprintf("etcdembed: data dir %s is in use by another process", e.Dir)
+}
+
+// Is makes errors.Is(err, ErrDataDirInUse) true for every *DataDirInUseError.
+func (e *DataDirInUseError) Is(target error) bool { return target == ErrDataDirInUse }
+
+// dataDirLockName is the file in a data directory whose flock a running
+// member holds.
+const dataDirLockName = "coordkit.lock"
 
 // Config describes one embedded member. The zero value is usable except for
 // DataDir: empty URLs are replaced by free ports on 127.0.0.1.
@@ -34,18 +57,35 @@ type Config struct {
 	UnsafeNoFsync bool
 	// ReadyTimeout bounds how long Start waits for the member; 30s when zero.
 	ReadyTimeout time.Duration
+	// ClientTLS, when set, serves clients over TLS only; ClientURL must then
+	// be https:// (a free port gets https:// when ClientURL is empty).
+	ClientTLS *ClientTLS
+}
+
+// ClientTLS is the TLS configuration of the client listener, in PEM files.
+type ClientTLS struct {
+	CertFile, KeyFile string
+	// TrustedCAFile verifies client certificates.
+	TrustedCAFile string
+	// ClientCertAuth requires a client certificate signed by TrustedCAFile;
+	// with etcd's auth enabled its common name is then the user.
+	ClientCertAuth bool
 }
 
 // Server is a running embedded etcd member.
 type Server struct {
 	etcd      *embed.Etcd
+	lock      *dirLock
 	clientURL string
 	level     zap.AtomicLevel
 	closeOnce sync.Once
 }
 
 // Start starts the member and waits until it serves clients, ctx is done, or
-// cfg.ReadyTimeout passes (ErrNotReady).
+// cfg.ReadyTimeout passes (ErrNotReady). It first locks the data directory
+// (flock on DataDir/coordkit.lock, held until Close) and fails at once with a
+// *DataDirInUseError if another member has it, where etcd itself would wait
+// for ever on its database's lock.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	for attempt := 1; ; attempt++ {
 		srv, err := start(ctx, cfg)
@@ -71,6 +111,9 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 		if cfg.ClientURL, err = FreeURL(); err != nil {
 			return nil, err
 		}
+		if cfg.ClientTLS != nil {
+			cfg.ClientURL = strings.Replace(cfg.ClientURL, "http://", "https://", 1)
+		}
 	}
 	if cfg.PeerURL == "" {
 		if cfg.PeerURL, err = FreeURL(); err != nil {
@@ -94,6 +137,19 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if (cfg.ClientTLS != nil) != (clientURL.Scheme == "https") {
+		return nil, fmt.Errorf("etcdembed: client URL %q: https:// goes with ClientTLS, http:// without", cfg.ClientURL)
+	}
+	// etcd reports a busy port with a JSON log line and a stack trace:
+	// find out first, in one line.
+	for _, u := range []struct {
+		kind string
+		url  *url.URL
+	}{{"client", clientURL}, {"peer", peerURL}} {
+		if err := checkPortFree(u.url.Host); err != nil {
+			return nil, fmt.Errorf("etcdembed: %s URL %s: %w", u.kind, u.url, err)
+		}
+	}
 
 	ec := embed.NewConfig()
 	ec.Name = cfg.Name
@@ -104,6 +160,10 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	ec.AdvertisePeerUrls = []url.URL{*peerURL}
 	ec.InitialCluster = fmt.Sprintf("%s=%s", cfg.Name, peerURL.String())
 	ec.InitialClusterToken = "coordkit-" + cfg.Name
+	if t := cfg.ClientTLS; t != nil {
+		ec.ClientTLSInfo = transport.TLSInfo{CertFile: t.CertFile, KeyFile: t.KeyFile,
+			TrustedCAFile: t.TrustedCAFile, ClientCertAuth: t.ClientCertAuth}
+	}
 	// An atomic level lets Close silence the errors etcd logs about its own
 	// listeners closing, which are not failures.
 	level, err := zap.ParseAtomicLevel(cfg.LogLevel)
@@ -112,6 +172,7 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	zc := zap.NewProductionConfig()
 	zc.Level = level
+	zc.DisableStacktrace = true // a command-line tool's user needs the message, not etcd's stack
 	zc.OutputPaths = []string{"stderr"}
 	zc.ErrorOutputPaths = []string{"stderr"}
 	logger, err := zc.Build()
@@ -124,6 +185,16 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	// Keep the metrics listener off: it would need a port of its own.
 	ec.ListenMetricsUrls = nil
 
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			lock.release()
+		}
+	}()
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
 		return nil, fmt.Errorf("etcdembed: start member %q: %w", cfg.Name, err)
@@ -145,7 +216,8 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 		e.Close()
 		return nil, ctx.Err()
 	}
-	return &Server{etcd: e, clientURL: clientURL.String(), level: level}, nil
+	started = true
+	return &Server{etcd: e, lock: lock, clientURL: clientURL.String(), level: level}, nil
 }
 
 // Endpoints returns the client URLs of the member.
@@ -160,6 +232,7 @@ func (s *Server) Close() {
 		s.level.SetLevel(zap.FatalLevel)
 		s.etcd.Close()
 		<-s.etcd.Server.StopNotify()
+		s.lock.release()
 	})
 }
 
@@ -171,6 +244,16 @@ func FreeURL() (string, error) {
 	}
 	defer l.Close()
 	return "http://" + l.Addr().String(), nil
+}
+
+// checkPortFree binds hostport and lets it go, so that a busy port is told
+// in one line before etcd tries it.
+func checkPortFree(hostport string) error {
+	l, err := net.Listen("tcp", hostport)
+	if err != nil {
+		return err
+	}
+	return l.Close()
 }
 
 func parseURL(kind, raw string) (*url.URL, error) {

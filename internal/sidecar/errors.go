@@ -8,4 +8,10 @@ var (
 	ErrNotLeader = errors.New("sidecar: not the leader")
 	// ErrBadConfig is wrapped by New's errors for an invalid Config.
 	ErrBadConfig = errors.New("sidecar: invalid configuration")
+	// ErrTokenFile is wrapped by CheckTokenFile's errors (and New's): the
+	// token file could not be written.
+	ErrTokenFile = errors.New("sidecar: cannot write token file")
+	// ErrCommand is wrapped by CheckCommand's errors (and New's): the
+	// command is not found or not executable.
+	ErrCommand = errors.New("sidecar: cannot run command")
 )

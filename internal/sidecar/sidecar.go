@@ -98,7 +98,8 @@ type resignRequest struct {
 }
 
 // New validates cfg and returns a Sidecar; Run starts it. Errors wrap
-// ErrBadConfig, or come from registering the metrics.
+// ErrBadConfig, ErrTokenFile (CheckTokenFile) or ErrCommand (CheckCommand),
+// or come from registering the metrics.
 func New(cfg Config) (*Sidecar, error) {
 	switch {
 	case cfg.Client == nil:
@@ -111,6 +112,16 @@ func New(cfg Config) (*Sidecar, error) {
 		return nil, fmt.Errorf("%w: TTL %s is below 1s", ErrBadConfig, cfg.TTL)
 	case cfg.Command != nil && len(cfg.Command) == 0:
 		return nil, fmt.Errorf("%w: empty command", ErrBadConfig)
+	}
+	if cfg.TokenFile != "" {
+		if err := CheckTokenFile(cfg.TokenFile); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Command != nil {
+		if err := CheckCommand(cfg.Command); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.TTL == 0 {
 		cfg.TTL = DefaultTTL

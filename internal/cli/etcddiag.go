@@ -1,0 +1,245 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Why etcd's client failed is lost behind gRPC's retries: a wrong CA, a
+// rejected client certificate and plain text to a TLS port all end in
+// "context deadline exceeded". explainDialError finds the cause again with
+// one raw connection per endpoint: a TCP dial (nothing answered:
+// unreachable), then the TLS handshake etcd's client would make (its x509
+// error, or the server's alert about our certificate), or, on a plain-text
+// endpoint, a TLS handshake to see whether the server speaks TLS. When the
+// transport is fine the cause is the answer of the first request (wrong
+// password, say).
+
+// endpointDiag is what one endpoint's raw connection showed.
+type endpointDiag struct {
+	ep  string
+	err error // nil: the transport works
+}
+
+// explainDialError turns the error of clientv3.New or of the first request
+// into one that says what happened: ErrUnreachable only when nothing
+// answered, ErrTLS or ErrAuth otherwise.
+func explainDialError(ctx context.Context, eps []string, tlsCfg *tls.Config, user string, timeout time.Duration, reqErr error) error {
+	if explained := explainRequestError(reqErr, user); explained != nil {
+		return explained
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	diags := make(chan endpointDiag, len(eps))
+	for _, ep := range eps {
+		go func() { diags <- endpointDiag{ep: ep, err: diagnoseEndpoint(dctx, ep, tlsCfg)} }()
+	}
+	var firstUnreachable error
+	var transportOK []string
+	var answered error
+	for range eps {
+		d := <-diags
+		switch {
+		case d.err == nil:
+			transportOK = append(transportOK, d.ep)
+		case errors.Is(d.err, ErrUnreachable):
+			if firstUnreachable == nil {
+				firstUnreachable = d.err
+			}
+		case answered == nil:
+			answered = d.err
+		}
+	}
+	if answered != nil {
+		return answered
+	}
+	if len(transportOK) > 0 {
+		cause := reqErr
+		if errors.Is(reqErr, context.DeadlineExceeded) || status.Code(reqErr) == codes.DeadlineExceeded {
+			cause = fmt.Errorf("it accepted the connection but did not answer within --dial-timeout %s", timeout)
+		}
+		return fmt.Errorf("etcd at %s: %w", strings.Join(transportOK, ","), cause)
+	}
+	return fmt.Errorf("%w at %s: nothing answered within --dial-timeout %s (%v)", ErrUnreachable,
+		strings.Join(eps, ","), timeout, errors.Unwrap(firstUnreachable))
+}
+
+// explainRequestError recognizes the answers of an etcd that was reached;
+// nil when err is not one of them.
+func explainRequestError(err error, user string) error {
+	switch {
+	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrGRPCAuthFailed):
+		return fmt.Errorf("%w for user %s: wrong name or password", ErrAuth, user)
+	case errors.Is(err, rpctypes.ErrUserEmpty), errors.Is(err, rpctypes.ErrGRPCUserEmpty):
+		return fmt.Errorf("%w: etcd requires a user: give --user NAME:PASSWORD, or a client certificate whose common name is a user", ErrAuth)
+	case errors.Is(err, rpctypes.ErrPermissionDenied), errors.Is(err, rpctypes.ErrGRPCPermissionDenied):
+		return fmt.Errorf("%w: permission denied for user %s", ErrAuth, user)
+	}
+	return nil
+}
+
+// useTLS says whether etcd's client speaks TLS to ep: always for https://,
+// never for http://, and for a bare host:port when TLS is configured.
+func useTLS(ep string, tlsCfg *tls.Config) (host string, useTLS bool) {
+	if scheme, rest, ok := strings.Cut(ep, "://"); ok {
+		if u, err := url.Parse(ep); err == nil {
+			rest = u.Host
+		}
+		return rest, scheme == "https" || scheme == "unixs"
+	}
+	return ep, tlsCfg != nil
+}
+
+// diagnoseEndpoint connects to ep as etcd's client would and returns nil
+// when the transport works, or the error that says why not.
+func diagnoseEndpoint(ctx context.Context, ep string, tlsCfg *tls.Config) error {
+	if strings.HasPrefix(ep, "unix") {
+		return nil // sockets: nothing to add to the client's own error
+	}
+	hostport, wantTLS := useTLS(ep, tlsCfg)
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", hostport)
+	if err != nil {
+		return &unreachableError{err: err}
+	}
+	defer conn.Close()
+	if deadline, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(deadline)
+	}
+	if !wantTLS {
+		if speaksTLS(ctx, conn, hostport) {
+			return fmt.Errorf("%w: %s: the endpoint speaks TLS; use https:// and --cacert", ErrTLS, ep)
+		}
+		return nil
+	}
+	cfg := &tls.Config{}
+	if tlsCfg != nil {
+		cfg = tlsCfg.Clone()
+	}
+	if cfg.ServerName == "" {
+		cfg.ServerName, _, _ = net.SplitHostPort(hostport)
+	}
+	cfg.NextProtos = []string{"h2"}
+	tc := tls.Client(conn, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return classifyTLSError(ep, err)
+	}
+	// With TLS 1.3 the server checks our certificate after our side of the
+	// handshake is done: its verdict arrives as an alert on the first read.
+	// Say hello as HTTP/2 does and read its first frame.
+	if _, err := io.WriteString(tc, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00"); err != nil {
+		return classifyTLSError(ep, err)
+	}
+	if _, err := tc.Read(make([]byte, 1)); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil // connected and silent: the request's own error says more
+		}
+		return classifyTLSError(ep, err)
+	}
+	return nil
+}
+
+// unreachableError is a dial that nothing answered; it matches ErrUnreachable.
+type unreachableError struct{ err error }
+
+func (e *unreachableError) Error() string        { return e.err.Error() }
+func (e *unreachableError) Unwrap() error        { return e.err }
+func (e *unreachableError) Is(target error) bool { return target == ErrUnreachable }
+
+// speaksTLS reports whether the server at conn completes (its side of) a
+// TLS handshake.
+func speaksTLS(ctx context.Context, conn net.Conn, hostport string) bool {
+	host, _, _ := net.SplitHostPort(hostport)
+	// Only to find out whether TLS is spoken; nothing is sent over it.
+	tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true, ServerName: host}) //nolint:gosec
+	err := tc.HandshakeContext(ctx)
+	var alert tls.AlertError
+	return err == nil || errors.As(err, &alert) || strings.Contains(err.Error(), "remote error: tls")
+}
+
+// classifyTLSError words a failed TLS exchange with ep.
+func classifyTLSError(ep string, err error) error {
+	var unknownCA x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	var rhe tls.RecordHeaderError
+	msg := err.Error()
+	switch {
+	case errors.As(err, &unknownCA):
+		return fmt.Errorf("%w: %s: %v (is --cacert the CA that signed etcd's certificate?)", ErrTLS, ep, unknownCA)
+	case errors.As(err, &hostErr):
+		return fmt.Errorf("%w: %s: %v", ErrTLS, ep, hostErr)
+	case errors.As(err, &invalid):
+		return fmt.Errorf("%w: %s: %v", ErrTLS, ep, invalid)
+	case errors.As(err, &verify):
+		return fmt.Errorf("%w: %s: %v", ErrTLS, ep, verify.Err)
+	case errors.As(err, &rhe), errors.Is(err, io.EOF), strings.Contains(msg, "connection reset"):
+		return fmt.Errorf("%w: %s: the endpoint does not speak TLS (%v); use http:// without --cacert", ErrTLS, ep, err)
+	case strings.Contains(msg, "certificate required"):
+		return fmt.Errorf("%w: %s: etcd requires a client certificate: give --cert and --key (%v)", ErrTLS, ep, err)
+	case strings.Contains(msg, "remote error: tls"):
+		return fmt.Errorf("%w: %s: etcd rejected the client certificate (%v): is it signed by a CA etcd trusts?", ErrTLS, ep, err)
+	}
+	return fmt.Errorf("%w: %s: %v", ErrTLS, ep, err)
+}
+
+// checkTLSFiles reports a usage error, before anything is dialed, for a
+// --cacert that holds no PEM certificate and a --cert/--key pair that does
+// not load.
+func checkTLSFiles(caFile, certFile, keyFile string) error {
+	if caFile != "" {
+		data, err := os.ReadFile(caFile)
+		if err != nil {
+			return usageErrorf("invalid --cacert: %v", err)
+		}
+		if err := checkPEMCerts(data); err != nil {
+			return usageErrorf("invalid --cacert %s: %v", caFile, err)
+		}
+	}
+	if certFile != "" {
+		if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
+			return usageErrorf("invalid --cert/--key %s, %s: %v", certFile, keyFile, err)
+		}
+	}
+	return nil
+}
+
+// checkPEMCerts checks that data holds at least one PEM certificate and
+// that every certificate in it parses.
+func checkPEMCerts(data []byte) error {
+	n := 0
+	for {
+		var block *pem.Block
+		block, data = pem.Decode(data)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			return fmt.Errorf("certificate %d: %v", n+1, err)
+		}
+		n++
+	}
+	if n == 0 {
+		return errors.New("no PEM certificate in the file (want a CA bundle: -----BEGIN CERTIFICATE-----)")
+	}
+	return nil
+}

@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.etcd.io/etcd/server/v3/lease"
+)
+
+// Defaults of the etcd flags; the factory starts with them so that commands
+// without the flags (a resource client's --command-timeout aside) still see
+// sane values.
+const (
+	defaultEndpoint       = "127.0.0.1:2379"
+	defaultDialTimeout    = 2 * time.Second
+	defaultCommandTimeout = 5 * time.Second
+)
+
+// addEtcdFlags adds the etcd client flags (endpoints, timeouts, TLS, user)
+// to fs. Every command that talks to etcd calls it from its constructor
+// (persistent flags for a group whose subcommands all do); the others do
+// not show them.
+func (f *factory) addEtcdFlags(fs *pflag.FlagSet) {
+	f.addEndpointFlags(fs)
+	fs.DurationVar(&f.Global.CommandTimeout, "command-timeout", defaultCommandTimeout, "time limit of one etcd request")
+	fs.StringVar(&f.Global.CACert, "cacert", "", "verify etcd's certificate with this CA bundle (PEM); use https:// endpoints")
+	fs.StringVar(&f.Global.Cert, "cert", "", "client TLS certificate file (PEM), with --key")
+	fs.StringVar(&f.Global.Key, "key", "", "client TLS key file (PEM), with --cert")
+	fs.StringVar(&f.Global.User, "user", "", "etcd user as NAME:PASSWORD, or NAME with --password-stdin (an empty password is refused)")
+	fs.BoolVar(&f.Global.PasswordStdin, "password-stdin", false, "read the password of --user NAME from the first line of standard input")
+}
+
+// addEndpointFlags adds only --endpoints and --dial-timeout, for commands
+// that connect to etcd without TLS or auth (scenario run).
+func (f *factory) addEndpointFlags(fs *pflag.FlagSet) {
+	def := []string{defaultEndpoint}
+	if env := strings.TrimSpace(f.Getenv("COORDCTL_ENDPOINTS")); env != "" {
+		def = strings.Split(env, ",")
+	}
+	fs.StringSliceVar(&f.Global.Endpoints, "endpoints", def, "etcd client endpoints, comma separated: host:port or http(s)://host:port (env COORDCTL_ENDPOINTS)")
+	fs.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "time to wait for etcd to answer before giving up")
+}
+
+// checkEndpoint reports a usage error for an endpoint etcd's client could
+// never dial: host:port, or a URL with scheme http, https, unix or unixs.
+func checkEndpoint(ep string) error {
+	bad := func(why string) error {
+		return usageErrorf("invalid --endpoints %q: %s; want host:port or http(s)://host:port", ep, why)
+	}
+	host := ep
+	if strings.Contains(ep, "://") {
+		u, err := url.Parse(ep)
+		if err != nil {
+			return bad("not a URL")
+		}
+		switch u.Scheme {
+		case "http", "https":
+		case "unix", "unixs":
+			return nil // a socket path, not host:port
+		default:
+			return bad(fmt.Sprintf("unknown scheme %q", u.Scheme))
+		}
+		if u.Path != "" && u.Path != "/" {
+			return bad("a path is not allowed")
+		}
+		host = u.Host
+	}
+	h, port, err := net.SplitHostPort(host)
+	if err != nil {
+		return bad("not host:port")
+	}
+	if strings.ContainsAny(h, " \t/?#") {
+		return bad(fmt.Sprintf("bad host %q", h))
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return bad(fmt.Sprintf("bad port %q (1-65535)", port))
+	}
+	return nil
+}
+
+// checkListen reports a usage error for a listen address with no port or a
+// port outside 0-65535 (0 picks a free one).
+func checkListen(flag, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageErrorf("invalid %s %q: want host:port", flag, addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return usageErrorf("invalid %s %q: bad port %q (0-65535; 0 picks a free one)", flag, addr, port)
+	}
+	return nil
+}
+
+// checkMemberURL reports a usage error for a URL an etcd member cannot
+// listen on: it must be http://host:port with a port in 0-65535.
+func checkMemberURL(flag, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return usageErrorf("invalid %s %q: want http://host:port", flag, raw)
+	}
+	return checkListen(flag, u.Host)
+}
+
+// maxLeaseTTL is the longest lease etcd grants (lease.MaxLeaseTTL seconds);
+// it answers a longer one with "too large lease TTL".
+const maxLeaseTTL = time.Duration(lease.MaxLeaseTTL) * time.Second
+
+// checkLeaseTTL reports a usage error for a --ttl etcd would refuse as too
+// large, before anything is asked of etcd.
+func checkLeaseTTL(ttl time.Duration) error {
+	if ttl > maxLeaseTTL {
+		return usageErrorf("invalid --ttl %s: longer than etcd's maximum lease TTL (%d s, about %d years)",
+			ttl, lease.MaxLeaseTTL, lease.MaxLeaseTTL/(365*24*3600))
+	}
+	return nil
+}

@@ -109,13 +109,17 @@ of 0, -3 or abc, an empty or over-long scope, no -e).
 Prints 'ok scope=S token=T floor=F rows_affected=N,M'; with -w json
 {"scope","token","floor","rows_affected":[N,M]}. 'sql fence' raises the
 floor without statements; 'sql floor' prints it.`,
-		Example: `  coordctl lock jobs/report -- coordctl sql --driver postgres \
+		Example: `  # inside 'coordctl lock NAME -- ...': token and scope come from the lock
+  coordctl lock jobs/report -- coordctl sql --driver postgres \
       --dsn postgres://app@db/app -e "UPDATE report SET body = 'new' WHERE id = 1"
-  coordctl sql --driver sqlite --dsn /var/lib/app/app.db --scope jobs/report --token 42 \
+  coordctl lock jobs/report -- coordctl sql --driver sqlite --dsn /var/lib/app/app.db \
       -e "UPDATE report SET body = 'new' WHERE id = 1" -e "DELETE FROM drafts"
-  coordctl sql --driver mysql --dsn 'app:secret@tcp(db:3306)/app' -w json -e "UPDATE t SET n = n + 1"
-  coordctl sql floor --driver sqlite --dsn app.db --scope jobs/report
-  coordctl sql fence --driver sqlite --dsn app.db --scope jobs/report --token 57`,
+  coordctl lock jobs/report -- coordctl sql --driver mysql --dsn 'app:secret@tcp(db:3306)/app' \
+      -w json -e "UPDATE t SET n = n + 1"
+  coordctl sql floor --driver sqlite --dsn /var/lib/app/app.db --scope jobs/report
+  # by hand, with a token a lock gave you (a made-up high token would make
+  # every later real holder's write exit 5 as stale)
+  coordctl sql --driver sqlite --dsn app.db --scope jobs/report --token "$TOKEN" -e "..."`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := f.NotifyContext(cmd.Context())
@@ -140,11 +144,13 @@ func newSQLFenceCmd(f *factory) *cobra.Command {
 from now on every lower token is refused. A new holder fences before its
 first write, closing the window in which its predecessor could still write.
 Exit 5 when the token is below the floor already (nothing changed), 1 on any
-other error, 2 for bad flags. Prints 'ok scope=S token=T floor=F'; with -w
+other error, 2 for bad flags. Give it only a token a lock or election gave
+you: a made-up high token would make every later real holder's write exit 5. Prints 'ok scope=S token=T floor=F'; with -w
 json {"scope","token","floor"}.
 
 ` + sqlLong,
-		Example: `  coordctl sql fence --driver postgres --dsn "$DB" --scope jobs/report --token 57
+		Example: `  # a new holder fences before its first write; token and scope come from the lock
+  coordctl lock jobs/report -- sh -c 'coordctl sql fence --driver postgres --dsn "$DB" && ./job.sh'
   coordctl lock jobs/report -- coordctl sql fence --driver sqlite --dsn /var/lib/app/app.db`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {

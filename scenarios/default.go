@@ -2,7 +2,7 @@ package scenarios
 
 // Default returns a new registry holding every scenario coordkit ships, in a
 // fixed order: the lab cluster's availability and consistency first (1-7),
-// then locks and leaders on etcd (8-9), then clocks and commit (10-12).
+// then locks and leaders on etcd (8-9), then clocks and commit (10-12), then fencing in a SQL database (13).
 // An error (wrapping ErrInvalid or ErrDuplicate) means a shipped scenario is
 // malformed: a bug, which the tests catch.
 func Default() (*Registry, error) {
@@ -29,5 +29,6 @@ func all() []Scenario {
 		lamportUniqueness(),  // 10
 		twoPhaseCommit(),     // 11
 		lamportClocks(),      // 12
+		fencedSQL(),          // 13
 	}
 }

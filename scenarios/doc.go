@@ -15,9 +15,10 @@
 // claim, and another program (a CI job, a course's notebook, a web page)
 // may run them and read their reports without coordctl. So the package
 // imports only public packages (cluster, lock, election, claim, fencing,
-// session, lamport and etcd's client) and nothing under internal/. It does
-// not link an etcd server: the scenarios on etcd (lock-without-fencing,
-// leader-failover, lamport-uniqueness) use Env.EtcdEndpoints or call
+// fencing/sqlfence, session, lamport, etcd's client and the SQL drivers
+// pgx, go-sql-driver/mysql and modernc.org/sqlite) and nothing under
+// internal/. It does not link an etcd server: the scenarios on etcd
+// (lock-without-fencing, leader-failover, lamport-uniqueness, fenced-sql) use Env.EtcdEndpoints or call
 // Env.StartEtcd, which coordctl fills from internal/etcdembed and the tests
 // from internal/etcdembed/etcdtest; without either they fail with
 // ErrNoEtcd. The lab scenarios need neither: they link the in-process Raft
@@ -37,6 +38,7 @@
 //	lamport-uniqueness    Lamport order is known too late to hand out a name; etcd CAS is not
 //	two-phase-commit      2PC blocks on its coordinator; a decision through consensus does not
 //	lamport-clocks        the clock rules, causality, and what vector clocks add
+//	fenced-sql            the frozen holder's late UPDATE in SQLite/PostgreSQL/MySQL, with and without the fence check
 //
 // What is guaranteed: every registered scenario states at least two claims
 // (Register refuses fewer), each checked by the run (Registry.Run refuses a

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coordkit/coordkit/fencing/sqlfence"
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
@@ -82,6 +83,14 @@ type Env struct {
 	// 2s (etcd's minimum with default timing) when zero. etcd grants whole
 	// seconds.
 	LockTTL time.Duration
+	// SQLDriver and SQLDSN choose the database of fenced-sql: SQLDriver is
+	// "sqlite" (the default when empty), "postgres" or "mysql" (any name
+	// sqlfence.ParseDialect takes), SQLDSN the driver's data source name.
+	// Empty SQLDSN with SQLite: a file in TempDir. A SQLite DSN must make
+	// transactions IMMEDIATE (sqlfence.SQLiteDSN). The run creates two
+	// tables with random names there and drops them at the end.
+	SQLDriver string
+	SQLDSN    string
 	// Redis, a Redis server's host:port, makes lock-without-fencing play
 	// its Redis round with a real Redis lock (redsync over go-redis) on that
 	// server, under a random key prefix deleted at the end. When empty the
@@ -97,11 +106,33 @@ func (e Env) Validate() error {
 	if e.LockTTL != 0 && (e.LockTTL < 2*time.Second || e.LockTTL%time.Second != 0) {
 		return fmt.Errorf("%w lock TTL %s: want whole seconds, at least 2s", ErrInvalid, e.LockTTL)
 	}
+	if _, err := e.sqlDialect(); err != nil {
+		return err
+	}
 	if e.Scale == "" {
 		return nil
 	}
 	_, err := ParseScale(string(e.Scale))
 	return err
+}
+
+// sqlDialect is the dialect of SQLDriver, SQLite when empty. Its errors
+// wrap ErrInvalid.
+func (e Env) sqlDialect() (sqlfence.Dialect, error) {
+	if e.SQLDriver == "" {
+		if e.SQLDSN != "" {
+			return 0, fmt.Errorf("%w: a SQL DSN without a driver", ErrInvalid)
+		}
+		return sqlfence.SQLite, nil
+	}
+	d, err := sqlfence.ParseDialect(e.SQLDriver)
+	if err != nil {
+		return 0, fmt.Errorf("%w SQL driver: %v", ErrInvalid, err)
+	}
+	if d != sqlfence.SQLite && e.SQLDSN == "" {
+		return 0, fmt.Errorf("%w: SQL driver %s needs a DSN", ErrInvalid, d)
+	}
+	return d, nil
 }
 
 // Progressf writes one progress line.

@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coordkit/coordkit/fencing/sqlfence"
+	"github.com/coordkit/coordkit/fencing/sqlfence/sqltest"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/internal/redislock/redistest"
 	"github.com/coordkit/coordkit/scenarios/report"
@@ -146,6 +148,11 @@ func TestScenarioEnvValidate(t *testing.T) {
 		"odd scale":     {Env{Scale: "huge"}, false},
 		"ttl too short": {Env{LockTTL: time.Second}, false},
 		"ttl fraction":  {Env{LockTTL: 2500 * time.Millisecond}, false},
+		"sqlite":        {Env{SQLDriver: "sqlite"}, true},
+		"postgres dsn":  {Env{SQLDriver: "postgres", SQLDSN: "postgres://h/db"}, true},
+		"postgres only": {Env{SQLDriver: "postgres"}, false},
+		"dsn only":      {Env{SQLDSN: "x.db"}, false},
+		"odd driver":    {Env{SQLDriver: "oracle", SQLDSN: "x"}, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := tc.env.Validate()
@@ -340,4 +347,33 @@ func TestScenarioTwoPhaseCommit(t *testing.T) {
 func TestScenarioLeaderFailover(t *testing.T) {
 	rep := runScenario(t, "leader-failover", 60*time.Second)
 	require.Len(t, rep.Claims, 4)
+}
+
+func TestScenarioFencedSQL(t *testing.T) {
+	rep := runScenario(t, "fenced-sql", 60*time.Second)
+	require.Len(t, rep.Claims, 4)
+	a, _ := rep.Metrics.Get("token_a")
+	b, _ := rep.Metrics.Get("token_b")
+	floor, _ := rep.Metrics.Get("floor_after")
+	assert.Greater(t, b, a)
+	assert.Equal(t, b, floor)
+}
+
+// fenced-sql on the shared servers, each in a fresh database: the tables it
+// creates there are dropped at the end.
+func TestScenarioFencedSQLServers(t *testing.T) {
+	for _, d := range []sqlfence.Dialect{sqlfence.Postgres, sqlfence.MySQL} {
+		t.Run(d.String(), func(t *testing.T) {
+			db := sqltest.Open(t, d)
+			rep := runScenario(t, "fenced-sql", 60*time.Second, func(e *Env) { e.SQLDriver, e.SQLDSN = db.Driver, db.DSN })
+			require.Len(t, rep.Claims, 4)
+			var tables int
+			q := "SELECT COUNT(*) FROM information_schema.tables WHERE table_name LIKE 'coordkit_scn_%'"
+			if d == sqlfence.MySQL {
+				q += " AND table_schema = DATABASE()"
+			}
+			require.NoError(t, db.QueryRow(q).Scan(&tables))
+			assert.Zero(t, tables, "the run drops its tables")
+		})
+	}
 }

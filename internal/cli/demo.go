@@ -37,6 +37,13 @@ var tourStops = []struct{ name, intro string }{
 third contender, a "Redis-style" lock (a lease and no token), shows that a
 lease is an optimisation that makes overlaps rare; only the token makes the
 resource refuse them.`},
+	{"fenced-sql", `The same pause against a SQL database (SQLite here; PostgreSQL or MySQL
+with 'coordctl scenario run fenced-sql --driver postgres --dsn ...'). The
+fence check is one UPDATE on a fence table, first in the transaction that
+writes: A's late UPDATE is refused and rolled back, B's deposit stays; the
+row written without the check loses it. From a shell, 'coordctl lock NAME --
+coordctl sql --driver D --dsn DSN -e "UPDATE ..."' does the same, and exits 5
+when stale.`},
 	{"minority-partition", `Now consensus itself. Five Raft nodes (real hashicorp/raft, on a simulated
 network) are split 2|3. The two-node minority cannot commit anything: it has
 no quorum. The three-node majority elects a leader and keeps writing. When
@@ -62,9 +69,10 @@ finishes its write, unaware. A resource that checks fencing tokens rejects A's
 late write; one that does not lets it overwrite B's work.
 
 The story is the recorded run of the scenario lock-without-fencing, told
-step by step. Then the tour shows the verdicts of that scenario and runs two
-more experiments of 'coordctl scenario' at a small scale — minority-partition
-and write-cost — with a paragraph
+step by step. Then the tour shows the verdicts of that scenario and runs three
+more experiments of 'coordctl scenario' at a small scale — fenced-sql (the
+same pause against a SQLite database), minority-partition and write-cost —
+with a paragraph
 each on what to look for, and writes their HTML reports (timelines, charts)
 to --out. Everything else it starts is stopped and removed when it ends.
 With -w json every step is one JSON object on its own line.`,

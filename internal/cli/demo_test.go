@@ -58,7 +58,7 @@ func TestDemoRunsOnEmbeddedEtcdAndCleansUp(t *testing.T) {
 	}
 	require.True(t, rejected, "the fenced resource must reject the late write")
 	require.True(t, lostUpdate, "the unfenced resource must show the lost update")
-	require.Equal(t, []string{"lock-without-fencing", "minority-partition", "write-cost"}, experiments)
+	require.Equal(t, []string{"lock-without-fencing", "fenced-sql", "minority-partition", "write-cost"}, experiments)
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.NotEmpty(t, entries, "the demo keeps its data where it was told to")

@@ -93,6 +93,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 not acquired, 4 lost while holding,
 	root.AddCommand(newBenchCmd(f))
 	root.AddCommand(newElectCmd(f))
 	root.AddCommand(newCheckCmd(f))
+	root.AddCommand(newSQLCmd(f))
 	rejectUnknownSubcommands(root)
 	return root
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coordkit/coordkit/fencing/sqlfence"
 	"github.com/coordkit/coordkit/internal/etcdembed"
 	"github.com/coordkit/coordkit/scenarios"
 	"github.com/coordkit/coordkit/scenarios/report"
@@ -96,6 +97,10 @@ type scenarioRunOptions struct {
 	Scale     string
 	Report    string // HTML file to write; "" for none
 	Endpoints []string
+	// SQLDriver and SQLDSN are fenced-sql's database (SQLite in the run's
+	// directory when empty).
+	SQLDriver string
+	SQLDSN    string
 	Redis     string // a Redis server for lock-without-fencing's Redis round; "" for the model
 	// Registry supplies the scenarios; scenarios.Default when nil.
 	Registry *scenarios.Registry
@@ -130,12 +135,17 @@ With -w json: one object {"name","passed","seed","scale","elapsed_ms",
 with --all one array of those.
 
 Exit 0 when every claim of every scenario run holds, 1 otherwise (also when
-an experiment could not be carried out), 2 for an unknown scenario name.`,
+an experiment could not be carried out), 2 for an unknown scenario name.
+
+fenced-sql runs on SQLite in a temporary file unless --driver postgres|mysql
+and --dsn name a database; it creates two tables with random names there
+(coordkit_scn_*) and drops them at the end.`,
 		Example: `  coordctl scenario run lamport-clocks
   coordctl scenario run lamport-uniqueness --seed 7 -w json
   coordctl scenario run lock-without-fencing --report /tmp/fencing.html
   coordctl scenario run lock-without-fencing --redis 127.0.0.1:6379
-  coordctl scenario run --all --report /tmp/all.html`,
+  coordctl scenario run --all --report /tmp/all.html
+  coordctl scenario run fenced-sql --driver postgres --dsn postgres://app@db/app`,
 		Args: argsUsage(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -154,6 +164,8 @@ an experiment could not be carried out), 2 for an unknown scenario name.`,
 	cmd.Flags().Int64Var(&opts.Seed, "seed", 1, "seed of every random choice, for replay")
 	cmd.Flags().StringVar(&opts.Scale, "scale", string(scenarios.ScaleSmall), "size of the run: small or full")
 	cmd.Flags().StringVar(&opts.Report, "report", "", "also write a self-contained HTML report to this file")
+	cmd.Flags().StringVar(&opts.SQLDriver, "driver", "", "fenced-sql's database: sqlite (default), postgres or mysql")
+	cmd.Flags().StringVar(&opts.SQLDSN, "dsn", "", "fenced-sql's data source name (see 'coordctl sql --help'); default a temporary SQLite file")
 	cmd.Flags().StringVar(&opts.Redis, "redis", "", "a Redis server (host:port): lock-without-fencing plays its Redis round with redsync on it instead of a model")
 	return cmd
 }
@@ -189,6 +201,10 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 		}
 		names = []string{opts.Name}
 	}
+	sqlDriver, sqlDSN, err := scenarioSQL(opts)
+	if err != nil {
+		return err
+	}
 	if opts.Report != "" && !strings.HasSuffix(strings.ToLower(opts.Report), ".html") && !strings.HasSuffix(strings.ToLower(opts.Report), ".htm") {
 		return usageErrorf("invalid --report %q: want a .html file", opts.Report)
 	}
@@ -218,6 +234,8 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 			Scale:         scale,
 			EtcdEndpoints: opts.Endpoints,
 			StartEtcd:     embeddedEtcd,
+			SQLDriver:     sqlDriver,
+			SQLDSN:        sqlDSN,
 			Redis:         opts.Redis,
 		}
 		start := time.Now()
@@ -273,6 +291,31 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 		return fmt.Errorf("%d of %d scenarios failed: %s", len(failed), len(reports), strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// scenarioSQL checks --driver and --dsn; a SQLite DSN gets IMMEDIATE
+// transactions as in 'coordctl sql'.
+func scenarioSQL(opts *scenarioRunOptions) (driver, dsn string, err error) {
+	if opts.SQLDriver == "" {
+		if opts.SQLDSN != "" {
+			return "", "", usageErrorf("--dsn needs --driver")
+		}
+		return "", "", nil
+	}
+	d, err := sqlfence.ParseDialect(opts.SQLDriver)
+	if err != nil {
+		return "", "", usageErrorf("invalid --driver %q: want sqlite, postgres or mysql", opts.SQLDriver)
+	}
+	dsn = opts.SQLDSN
+	switch {
+	case d == sqlfence.SQLite && dsn != "":
+		if dsn, err = sqliteDSN(dsn); err != nil {
+			return "", "", usageErrorf("invalid --dsn: %v", err)
+		}
+	case d != sqlfence.SQLite && dsn == "":
+		return "", "", usageErrorf("--driver %s needs --dsn", d)
+	}
+	return d.String(), dsn, nil
 }
 
 // scenarioTexts is the simple rendering of one or more reports.

@@ -1,0 +1,543 @@
+package cli
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
+	"github.com/spf13/cobra"
+	_ "modernc.org/sqlite" // driver "sqlite"
+
+	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/fencing/sqlfence"
+)
+
+// envFencingScope names the scope explicitly, before COORD_LOCK_NAME and
+// COORD_ELECTION.
+const envFencingScope = "COORD_FENCING_SCOPE"
+
+// sqlOptions are the flags every 'coordctl sql' command shares.
+type sqlOptions struct {
+	Driver string
+	DSN    string
+	Table  string
+	Scope  string
+	Token  string
+	// Timeout bounds the whole run: connect, check, statements, commit.
+	Timeout time.Duration
+}
+
+// sqlExecOptions are 'coordctl sql' itself: the fence check, then Statements.
+type sqlExecOptions struct {
+	sqlOptions
+	Statements []string
+}
+
+// sqlScopeDefault is the scope a child of 'coordctl lock', 'coordctl elect'
+// or 'coordctl sidecar' finds in its environment.
+func sqlScopeDefault(f *factory) string {
+	if s := f.Getenv(envFencingScope); s != "" {
+		return s
+	}
+	return envScope(f)
+}
+
+func (o *sqlOptions) addConnFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&o.Driver, "driver", "", "database engine: sqlite, postgres or mysql (MariaDB too)")
+	fl.StringVar(&o.DSN, "dsn", "", "data source name (sqlite: a file path or a file: URI; postgres: URL or key=value; mysql: user:pass@tcp(host:port)/db)")
+	fl.StringVar(&o.Table, "table", sqlfence.DefaultTable, "name of the fence table (created on first use)")
+	fl.DurationVar(&o.Timeout, "command-timeout", defaultCommandTimeout, "time limit of the whole run: connecting, the check, the statements and the commit")
+}
+
+func (o *sqlOptions) addScopeFlag(cmd *cobra.Command, f *factory) {
+	cmd.Flags().StringVar(&o.Scope, "scope", sqlScopeDefault(f), "fencing scope: the lock or election name (default $COORD_FENCING_SCOPE, else $COORD_LOCK_NAME or $COORD_ELECTION)")
+}
+
+func (o *sqlOptions) addTokenFlag(cmd *cobra.Command, f *factory) {
+	cmd.Flags().StringVar(&o.Token, "token", f.Getenv(envFencingToken), "fencing token, a positive integer (default $COORD_FENCING_TOKEN)")
+}
+
+const sqlLong = `Check a fencing token in your own database and run SQL statements in the
+same transaction, so that they commit only if no newer holder of the scope
+has written. The fence table (--table, default coordkit_fence, created on
+first use) keeps one row per scope with its floor, the highest token
+admitted; the check is the transaction's first statement:
+
+  UPDATE coordkit_fence SET token = $tok, writes = writes + 1
+  WHERE scope = $scope AND token <= $tok
+
+Inside 'coordctl lock NAME -- CMD' (or 'elect', or the sidecar's child)
+--token and --scope come from the environment: COORD_FENCING_TOKEN, and
+COORD_FENCING_SCOPE, else COORD_LOCK_NAME or COORD_ELECTION. See
+docs/fencing.md, "Fencing your own database".
+
+Drivers: sqlite (modernc.org/sqlite, no cgo), postgres (pgx), mysql
+(go-sql-driver/mysql; MariaDB too). For sqlite --dsn is a file path, turned
+into file:PATH?_txlock=immediate&_pragma=busy_timeout(10000): every
+transaction takes SQLite's write lock at BEGIN (without it the check is not
+safe) and waits up to 10s for it. A file: URI is used as given, with
+_txlock=immediate and the busy timeout added when missing; a URI that asks
+for _txlock=deferred is refused, and so is an in-memory database.
+
+--command-timeout bounds the whole run: connecting, the check, the
+statements and the commit. Passwords in a DSN are never printed.`
+
+func newSQLCmd(f *factory) *cobra.Command {
+	opts := &sqlExecOptions{}
+	cmd := &cobra.Command{
+		Use:   "sql --driver D --dsn DSN -e STATEMENT [-e STATEMENT]...",
+		Short: "Run SQL statements fenced by a token, in one transaction",
+		Long: sqlLong + `
+
+'coordctl sql' runs the check and then each -e statement, in order, in one
+transaction, and commits. Exit 0: committed. Exit 5: the token is below the
+scope's floor (a newer holder has written): nothing was committed, the floor
+is named. Exit 1: any other error (cannot connect, a statement failed):
+nothing was committed and the floor did not move. Exit 2: bad flags (a token
+of 0, -3 or abc, an empty or over-long scope, no -e).
+
+Prints 'ok scope=S token=T floor=F rows_affected=N,M'; with -w json
+{"scope","token","floor","rows_affected":[N,M]}. 'sql fence' raises the
+floor without statements; 'sql floor' prints it.`,
+		Example: `  # inside 'coordctl lock NAME -- ...': token and scope come from the lock
+  coordctl lock jobs/report -- coordctl sql --driver postgres \
+      --dsn postgres://app@db/app -e "UPDATE report SET body = 'new' WHERE id = 1"
+  coordctl lock jobs/report -- coordctl sql --driver sqlite --dsn /var/lib/app/app.db \
+      -e "UPDATE report SET body = 'new' WHERE id = 1" -e "DELETE FROM drafts"
+  coordctl lock jobs/report -- coordctl sql --driver mysql --dsn 'app:secret@tcp(db:3306)/app' \
+      -w json -e "UPDATE t SET n = n + 1"
+  coordctl sql floor --driver sqlite --dsn /var/lib/app/app.db --scope jobs/report
+  # by hand, with a token a lock gave you (a made-up high token would make
+  # every later real holder's write exit 5 as stale)
+  coordctl sql --driver sqlite --dsn app.db --scope jobs/report --token "$TOKEN" -e "..."`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := f.NotifyContext(cmd.Context())
+			defer cancel()
+			return runSQL(ctx, f, opts)
+		},
+	}
+	opts.addConnFlags(cmd)
+	opts.addScopeFlag(cmd, f)
+	opts.addTokenFlag(cmd, f)
+	cmd.Flags().StringArrayVarP(&opts.Statements, "execute", "e", nil, "a statement to run after the check (repeat for several; they run in order, in one transaction)")
+	cmd.AddCommand(newSQLFenceCmd(f), newSQLFloorCmd(f))
+	return cmd
+}
+
+func newSQLFenceCmd(f *factory) *cobra.Command {
+	opts := &sqlOptions{}
+	cmd := &cobra.Command{
+		Use:   "fence --driver D --dsn DSN [--scope S] [--token T]",
+		Short: "Raise a scope's floor in the database to a token, without other writes",
+		Long: `Run the fence check alone: the scope's floor rises to --token, so that
+from now on every lower token is refused. A new holder fences before its
+first write, closing the window in which its predecessor could still write.
+Exit 5 when the token is below the floor already (nothing changed), 1 on any
+other error, 2 for bad flags. Give it only a token a lock or election gave
+you: a made-up high token would make every later real holder's write exit 5. Prints 'ok scope=S token=T floor=F'; with -w
+json {"scope","token","floor"}.
+
+` + sqlLong,
+		Example: `  # a new holder fences before its first write; token and scope come from the lock
+  coordctl lock jobs/report -- sh -c 'coordctl sql fence --driver postgres --dsn "$DB" && ./job.sh'
+  coordctl lock jobs/report -- coordctl sql fence --driver sqlite --dsn /var/lib/app/app.db`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := f.NotifyContext(cmd.Context())
+			defer cancel()
+			return runSQLFence(ctx, f, opts)
+		},
+	}
+	opts.addConnFlags(cmd)
+	opts.addScopeFlag(cmd, f)
+	opts.addTokenFlag(cmd, f)
+	return cmd
+}
+
+func newSQLFloorCmd(f *factory) *cobra.Command {
+	opts := &sqlOptions{}
+	cmd := &cobra.Command{
+		Use:   "floor --driver D --dsn DSN --scope S",
+		Short: "Print a scope's floor: the highest token the database admitted",
+		Long: `Print the floor of --scope in the fence table: the highest token admitted,
+0 if none. It is a plain read, outdated as soon as it is printed; the
+decision belongs to 'coordctl sql'. With -w json {"scope","floor"}.
+
+` + sqlLong,
+		Example: `  coordctl sql floor --driver sqlite --dsn /var/lib/app/app.db --scope jobs/report
+  coordctl sql floor --driver postgres --dsn "$DB" --scope jobs/report -w json`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := f.NotifyContext(cmd.Context())
+			defer cancel()
+			return runSQLFloor(ctx, f, opts)
+		},
+	}
+	opts.addConnFlags(cmd)
+	opts.addScopeFlag(cmd, f)
+	return cmd
+}
+
+// sqlResult is what 'coordctl sql' and 'sql fence' print; its JSON is the contract.
+type sqlResult struct {
+	Scope        string        `json:"scope"`
+	Token        fencing.Token `json:"token"`
+	Floor        fencing.Token `json:"floor"`
+	RowsAffected []int64       `json:"rows_affected"`
+	fenceOnly    bool
+}
+
+func (r sqlResult) WriteSimple(w io.Writer) error {
+	line := fmt.Sprintf("ok scope=%s token=%d floor=%d", r.Scope, r.Token, r.Floor)
+	if !r.fenceOnly {
+		rows := make([]string, len(r.RowsAffected))
+		for i, n := range r.RowsAffected {
+			rows[i] = strconv.FormatInt(n, 10)
+		}
+		line += " rows_affected=" + strings.Join(rows, ",")
+	}
+	_, err := fmt.Fprintln(w, line)
+	return err
+}
+
+// sqlFenceResult drops rows_affected from the JSON of 'sql fence'.
+type sqlFenceResult struct {
+	Scope string        `json:"scope"`
+	Token fencing.Token `json:"token"`
+	Floor fencing.Token `json:"floor"`
+}
+
+func (r sqlFenceResult) WriteSimple(w io.Writer) error {
+	return sqlResult{Scope: r.Scope, Token: r.Token, Floor: r.Floor, fenceOnly: true}.WriteSimple(w)
+}
+
+type sqlFloorResult struct {
+	Scope string        `json:"scope"`
+	Floor fencing.Token `json:"floor"`
+}
+
+// WriteSimple prints the floor alone, for scripts.
+func (r sqlFloorResult) WriteSimple(w io.Writer) error {
+	_, err := fmt.Fprintln(w, r.Floor)
+	return err
+}
+
+// sqlConn is an open database with its fence.
+type sqlConn struct {
+	db      *sql.DB
+	fence   *sqlfence.Fence
+	dialect sqlfence.Dialect
+	shown   string // the DSN with its password redacted
+	secrets []string
+}
+
+func (c *sqlConn) close() { _ = c.db.Close() }
+
+// scrub removes the DSN's password from a driver's error text and keeps
+// the error's identity (errors.Is/As still see the original).
+func (c *sqlConn) scrub(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, s := range c.secrets {
+		msg = strings.ReplaceAll(msg, s, redacted)
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return &scrubbedError{msg: msg, err: err}
+}
+
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// validate checks the connection flags; errors are usage errors.
+func (o *sqlOptions) validate(needToken bool) (sqlfence.Dialect, string, fencing.Token, error) {
+	if o.Driver == "" {
+		return 0, "", 0, usageErrorf("--driver is required: sqlite, postgres or mysql")
+	}
+	d, err := sqlfence.ParseDialect(o.Driver)
+	if err != nil {
+		return 0, "", 0, usageErrorf("invalid --driver %q: want sqlite, postgres or mysql", o.Driver)
+	}
+	if strings.TrimSpace(o.DSN) == "" {
+		return 0, "", 0, usageErrorf("--dsn is required")
+	}
+	if o.Timeout <= 0 {
+		return 0, "", 0, usageErrorf("invalid --command-timeout %s: must be positive", o.Timeout)
+	}
+	dsn := o.DSN
+	if d == sqlfence.SQLite {
+		if dsn, err = sqliteDSN(o.DSN); err != nil {
+			return 0, "", 0, usageErrorf("invalid --dsn: %v", err)
+		}
+	}
+	if err := checkScopeFlag(o.Scope); err != nil {
+		return 0, "", 0, err
+	}
+	var tok fencing.Token
+	if needToken {
+		if tok, err = parseTokenFlag(o.Token); err != nil {
+			return 0, "", 0, err
+		}
+	}
+	return d, dsn, tok, nil
+}
+
+// connect opens the database and checks, within ctx, that it answers.
+func (o *sqlOptions) connect(ctx context.Context, d sqlfence.Dialect, dsn string) (*sqlConn, error) {
+	c := &sqlConn{dialect: d, shown: redactDSN(o.DSN), secrets: dsnSecrets(o.DSN)}
+	db, err := sql.Open(d.DriverName(), dsn)
+	if err != nil {
+		return nil, usageErrorf("invalid --dsn %s: %v", c.shown, c.scrub(err))
+	}
+	c.db = db
+	if c.fence, err = sqlfence.New(db, d, sqlfence.WithTable(o.Table)); err != nil {
+		c.close()
+		return nil, usageErrorf("invalid --table: %v", err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		c.close()
+		return nil, fmt.Errorf("cannot connect to %s at %s: %w", d, c.shown, c.timeoutErr(ctx, err))
+	}
+	return c, nil
+}
+
+// timeoutErr turns a deadline into text naming --command-timeout (and not
+// into context.DeadlineExceeded, which Main would explain as etcd's), and
+// an interrupt into a failure (not context.Canceled, which exits 0).
+func (c *sqlConn) timeoutErr(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("no answer within --command-timeout: %v", c.scrub(err))
+	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
+		return mark(errFailed, fmt.Errorf("interrupted: %v", c.scrub(err)))
+	}
+	return c.scrub(err)
+}
+
+func runSQL(ctx context.Context, f *factory, opts *sqlExecOptions) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	d, dsn, tok, err := opts.validate(true)
+	if err != nil {
+		return err
+	}
+	if len(opts.Statements) == 0 {
+		return usageErrorf("give at least one statement with -e (to raise the floor alone: 'coordctl sql fence')")
+	}
+	for i, s := range opts.Statements {
+		if strings.TrimSpace(s) == "" {
+			return usageErrorf("statement %d (-e) is empty", i+1)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	c, err := opts.connect(ctx, d, dsn)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	rows := make([]int64, 0, len(opts.Statements))
+	err = c.fence.Do(ctx, opts.Scope, tok, func(tx *sql.Tx) error {
+		for i, s := range opts.Statements {
+			res, err := tx.ExecContext(ctx, s)
+			if err != nil {
+				return fmt.Errorf("statement %d (%s): %w", i+1, abbrev(s), err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				n = -1 // the driver cannot tell; the statement ran
+			}
+			rows = append(rows, n)
+		}
+		return nil
+	})
+	if err != nil {
+		return c.doErr(ctx, err)
+	}
+	return p.Print(sqlResult{Scope: opts.Scope, Token: tok, Floor: tok, RowsAffected: rows})
+}
+
+// doErr explains an error of Fence.Do: a stale token as it is (exit 5),
+// anything else as nothing committed (exit 1).
+func (c *sqlConn) doErr(ctx context.Context, err error) error {
+	if errors.Is(err, fencing.ErrStale) {
+		return fmt.Errorf("%w; nothing was committed", err)
+	}
+	return fmt.Errorf("%s at %s: nothing was committed: %w", c.dialect, c.shown, c.timeoutErr(ctx, err))
+}
+
+func runSQLFence(ctx context.Context, f *factory, opts *sqlOptions) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	d, dsn, tok, err := opts.validate(true)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	c, err := opts.connect(ctx, d, dsn)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	if err := c.fence.Fence(ctx, opts.Scope, tok); err != nil {
+		return c.doErr(ctx, err)
+	}
+	return p.Print(sqlFenceResult{Scope: opts.Scope, Token: tok, Floor: tok})
+}
+
+func runSQLFloor(ctx context.Context, f *factory, opts *sqlOptions) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	d, dsn, _, err := opts.validate(false)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	c, err := opts.connect(ctx, d, dsn)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	floor, err := c.fence.Floor(ctx, opts.Scope)
+	if err != nil {
+		return fmt.Errorf("%s at %s: %w", d, c.shown, c.timeoutErr(ctx, err))
+	}
+	return p.Print(sqlFloorResult{Scope: opts.Scope, Floor: floor})
+}
+
+func abbrev(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return s
+}
+
+// sqliteDSN turns --dsn for sqlite into a DSN whose transactions begin
+// IMMEDIATE with a busy timeout: a plain path through sqlfence.SQLiteDSN; a
+// file: URI with _txlock=immediate and busy_timeout added when missing. A
+// URI asking for another _txlock than immediate or exclusive is refused:
+// the check is not safe with deferred transactions. So is an in-memory
+// database, which no other process can see.
+func sqliteDSN(dsn string) (string, error) {
+	if dsn == ":memory:" || strings.HasPrefix(dsn, "file::memory:") || strings.Contains(dsn, "mode=memory") {
+		return "", fmt.Errorf("an in-memory SQLite database lives and dies with this one command: nothing to fence")
+	}
+	if !strings.HasPrefix(dsn, "file:") {
+		return sqlfence.SQLiteDSN(dsn), nil
+	}
+	base, rawQuery, _ := strings.Cut(dsn, "?")
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return "", fmt.Errorf("sqlite URI %q: %v", dsn, err)
+	}
+	switch lock := q.Get("_txlock"); lock {
+	case "":
+		rawQuery = joinQuery(rawQuery, "_txlock=immediate")
+	case "immediate", "exclusive":
+	default:
+		return "", fmt.Errorf("sqlite URI with _txlock=%s: fencing needs _txlock=immediate (or drop the parameter and coordctl adds it)", lock)
+	}
+	busy := false
+	for _, p := range q["_pragma"] {
+		busy = busy || strings.HasPrefix(strings.ToLower(strings.TrimSpace(p)), "busy_timeout")
+	}
+	if !busy {
+		rawQuery = joinQuery(rawQuery, "_pragma=busy_timeout(10000)")
+	}
+	return base + "?" + rawQuery, nil
+}
+
+func joinQuery(q, kv string) string {
+	if q == "" {
+		return kv
+	}
+	return q + "&" + kv
+}
+
+// redacted replaces a password wherever a DSN or an error would show it.
+const redacted = "xxxxx"
+
+var (
+	// key=value form (pgx, lib/pq): password=secret or password='se cret'.
+	kvPasswordRE = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s]+)`)
+	// go-sql-driver/mysql form: user:pass@proto(addr)/db; the password may
+	// contain '@', the driver splits at the last one.
+	mysqlUserRE = regexp.MustCompile(`^([^:@/]*):(.*)@([a-z0-9]*\(|/)`)
+)
+
+// redactDSN returns dsn with its password replaced by xxxxx, in the URL
+// form (postgres://u:p@h/db, also ?password=), the key=value form
+// (password=p) and go-sql-driver/mysql's (u:p@tcp(h)/db).
+func redactDSN(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" && strings.Contains(dsn, "://") {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), redacted)
+		}
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", redacted)
+			u.RawQuery = q.Encode()
+		}
+		// url.String escapes the placeholder's nothing; keep it readable.
+		return u.String()
+	}
+	if cfg, err := mysql.ParseDSN(dsn); err == nil && cfg.Passwd != "" && mysqlUserRE.MatchString(dsn) {
+		return mysqlUserRE.ReplaceAllString(dsn, "${1}:"+redacted+"@${3}")
+	}
+	return kvPasswordRE.ReplaceAllString(dsn, "${1}"+redacted)
+}
+
+// dsnSecrets returns the passwords in dsn (in each form redactDSN knows),
+// to scrub them from drivers' error texts.
+func dsnSecrets(dsn string) []string {
+	var out []string
+	add := func(s string) {
+		if s != "" && s != redacted {
+			out = append(out, s)
+			if u, err := url.PathUnescape(s); err == nil && u != s {
+				out = append(out, u)
+			}
+		}
+	}
+	if u, err := url.Parse(dsn); err == nil && strings.Contains(dsn, "://") {
+		if p, ok := u.User.Password(); ok {
+			add(p)
+		}
+		add(u.Query().Get("password"))
+	}
+	if cfg, err := mysql.ParseDSN(dsn); err == nil {
+		add(cfg.Passwd)
+	}
+	for _, m := range kvPasswordRE.FindAllStringSubmatch(dsn, -1) {
+		add(strings.Trim(m[2], "'"))
+	}
+	return out
+}

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/fencing/sqlfence"
+	"github.com/coordkit/coordkit/fencing/sqlfence/sqltest"
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+)
+
+// processStopped reports whether pid is stopped (state T in /proc).
+func processStopped(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	return len(f) > 0 && (f[0] == "T" || f[0] == "t")
+}
+
+// coordctl lock NAME -- coordctl sql ... with a frozen holder: A takes the
+// lock and freezes (its coordctl lock stopped, so no keepalives; its child
+// stopped before its write); etcd expires A's lease; B takes the lock and
+// writes through coordctl sql; A's child wakes and sends its UPDATE with
+// A's token: rejected with exit 5, and B's write is what the table holds.
+func TestSQLE2ELockFrozenHolder(t *testing.T) {
+	srv, cli := etcdtest.StartWithClient(t)
+	env := lockEnv(srv.Endpoints()[0])
+	bin := coordctlBinary(t)
+	sqltest.Each(t, func(t *testing.T, db *sqltest.DB) {
+		_, err := db.Exec("CREATE TABLE report (id INTEGER PRIMARY KEY, body VARCHAR(64) NOT NULL)")
+		require.NoError(t, err)
+		_, err = db.Exec("INSERT INTO report (id, body) VALUES (1, 'initial')")
+		require.NoError(t, err)
+		dsn := db.DSN
+		if db.Dialect == sqlfence.SQLite {
+			dsn = db.Name // a plain path
+		}
+		name := "e2e/sql-" + db.Dialect.String()
+		sqlCmd := func(who string) string {
+			return fmt.Sprintf(`%s sql --driver %s --dsn '%s' -e "UPDATE report SET body = '%s' WHERE id = 1"`,
+				bin, db.Dialect, dsn, who)
+		}
+		// A prints its pid and token, stops itself before writing, and on
+		// SIGCONT writes and prints coordctl sql's exit code.
+		a := startCoordctl(t, env, "lock", name, "--ttl", "2s", "--kill-grace", "2s", "--",
+			"sh", "-c", `echo "$$ $COORD_FENCING_TOKEN"; kill -STOP $$; `+sqlCmd("A")+`; echo "rc=$?"; while :; do sleep 0.05; done`)
+		fields := strings.Fields(a.line(t))
+		require.Len(t, fields, 2)
+		childPid, err := strconv.Atoi(fields[0])
+		require.NoError(t, err)
+		tokA, err := strconv.ParseInt(fields[1], 10, 64)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return processStopped(childPid) }, 20*time.Second, 10*time.Millisecond)
+		// The holder itself freezes: no keepalives.
+		require.NoError(t, a.cmd.Process.Signal(syscall.SIGSTOP))
+		require.Eventually(t, func() bool {
+			resp, err := cli.Get(context.Background(), name+"/", clientv3.WithPrefix())
+			return err == nil && len(resp.Kvs) == 0
+		}, 20*time.Second, 20*time.Millisecond, "etcd never expired the frozen holder's lease")
+
+		// B takes the lock and writes through coordctl sql.
+		b := startCoordctl(t, env, "lock", name, "--", "sh", "-c", `echo "$COORD_FENCING_TOKEN"; `+sqlCmd("B"))
+		tokB, err := strconv.ParseInt(b.line(t), 10, 64)
+		require.NoError(t, err)
+		require.Greater(t, tokB, tokA)
+		require.Equal(t, exitOK, b.wait(t, 30*time.Second), b.stderr.String())
+		require.Contains(t, b.line(t), fmt.Sprintf("ok scope=%s token=%d floor=%d rows_affected=1", name, tokB, tokB))
+		require.Equal(t, "B", reportBody(t, db))
+
+		// A's child wakes and sends its late write.
+		require.NoError(t, syscall.Kill(childPid, syscall.SIGCONT))
+		require.Equal(t, "rc=5", a.line(t), a.stderr.String())
+		require.Contains(t, a.stderr.String(), fmt.Sprintf("stale token %d for scope %q: floor is %d", tokA, name, tokB))
+		require.Equal(t, "B", reportBody(t, db), "the successor's write stays")
+		var floor int64
+		require.NoError(t, db.QueryRow(db.Rebind("SELECT token FROM coordkit_fence WHERE scope = ?"), name).Scan(&floor))
+		require.Equal(t, tokB, floor)
+
+		// The frozen holder wakes, finds its lease gone and exits 4.
+		require.NoError(t, a.cmd.Process.Signal(syscall.SIGCONT))
+		require.Equal(t, exitLost, a.wait(t, 30*time.Second), a.stderr.String())
+	})
+}

@@ -265,7 +265,6 @@ func (b *run) waitCandidates(ctx context.Context, prefix string, n int64) error 
 	}
 }
 
-
 // coordkit: one client per candidate, a new session per campaign.
 type coordkitCandidate struct{ e *election.Election }
 

@@ -1,0 +1,168 @@
+package scalebench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/coordkit/coordkit/election"
+	"github.com/coordkit/coordkit/internal/bench"
+)
+
+// win is one Campaign that returned leadership.
+type win struct {
+	cand int
+	at   time.Time
+	l    *election.Leadership
+}
+
+func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
+	n := s.Elections * s.Candidates
+	r.progress("many candidates %s, %d members: %d candidates (each its own client, TTL %s), %d leader crashes", s, e.members, n, r.o.TTL, r.o.Crashes)
+	root := e.name("elect" + s.String())
+	clients, err := e.newClients(n + 1)
+	defer e.release(clients)
+	if err != nil {
+		return err
+	}
+	observer := clients[n]
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wins := make([]chan win, s.Elections)
+	var (
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		firstErr error
+	)
+	for el := range s.Elections {
+		wins[el] = make(chan win, s.Candidates*(r.o.Crashes+2))
+		for c := range s.Candidates {
+			id := el*s.Candidates + c
+			ev, err := election.New(clients[id], fmt.Sprintf("%s/%d", root, el), election.WithTTL(r.o.TTL))
+			if err != nil {
+				return err
+			}
+			defer ev.Close()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for cctx.Err() == nil {
+					l, err := ev.Campaign(cctx, fmt.Sprint(id))
+					if err != nil {
+						if cctx.Err() == nil {
+							errMu.Lock()
+							firstErr = errors.Join(firstErr, err)
+							errMu.Unlock()
+							cancel()
+						}
+						return
+					}
+					wins[el] <- win{cand: id, at: time.Now(), l: l}
+					select {
+					case <-l.Lost(): // crashed by the bench: campaign again, at the back
+					case <-cctx.Done():
+						rctx, rc := context.WithTimeout(context.WithoutCancel(cctx), 5*time.Second)
+						_ = l.Resign(rctx)
+						rc()
+						return
+					}
+				}
+			}()
+		}
+	}
+	defer wg.Wait()
+	defer cancel()
+	stop := func(err error) error {
+		cancel()
+		wg.Wait()
+		errMu.Lock()
+		defer errMu.Unlock()
+		if firstErr != nil {
+			return firstErr
+		}
+		return err
+	}
+	leaders := make([]win, s.Elections)
+	for el := range s.Elections {
+		select {
+		case w := <-wins[el]:
+			leaders[el] = w
+		case <-cctx.Done():
+			return stop(context.Cause(cctx))
+		}
+	}
+	steady := func() error {
+		if err := waitKeys(cctx, observer, root+"/", int64(n)); err != nil {
+			return err
+		}
+		for {
+			got, err := countKeys(cctx, observer, root+"/")
+			if err != nil {
+				return err
+			}
+			if got == int64(n) {
+				return nil
+			}
+			if !sleep(cctx, 10*time.Millisecond) {
+				return context.Cause(cctx)
+			}
+		}
+	}
+	if err := steady(); err != nil {
+		return stop(err)
+	}
+	// Steady state: every candidate queued, keepalives flowing.
+	idle := max(3*time.Second, 2*r.o.TTL)
+	r.progress("many candidates %s: %s steady state (keepalives, watchers)", s, idle)
+	w := startWindow(cctx, nil)
+	sleep(cctx, idle)
+	idleRes := w.stop()
+
+	var failovers []time.Duration
+	for round := range r.o.Crashes {
+		r.progress("many candidates %s: crash %d of %d: every election's leader stops its keepalives", s, round+1, r.o.Crashes)
+		crashed := make([]time.Time, s.Elections)
+		for el, l := range leaders {
+			crashed[el] = time.Now()
+			l.l.Session().Orphan()
+		}
+		for el := range s.Elections {
+			limit := time.NewTimer(r.o.TTL + 30*time.Second)
+			select {
+			case nw := <-wins[el]:
+				limit.Stop()
+				failovers = append(failovers, nw.at.Sub(crashed[el]))
+				leaders[el] = nw
+			case <-limit.C:
+				return stop(fmt.Errorf("election %d: no new leader within %s of the crash", el, r.o.TTL+30*time.Second))
+			case <-cctx.Done():
+				limit.Stop()
+				return stop(context.Cause(cctx))
+			}
+		}
+		if err := steady(); err != nil {
+			return stop(err)
+		}
+	}
+	if err := stop(nil); err != nil {
+		return err
+	}
+	keepalives := idleRes.delta[metricRenewed]
+	add := func(metric, unit string, v float64) {
+		r.add(Row{Curve: CurveCandidates, Members: e.members, Point: s.String(), X: float64(s.Candidates),
+			Metric: metric, Coordkit: Value(v), EtcdConcurrency: nan, Unit: unit})
+	}
+	add("failover_p50_ms", "ms", bench.Ms(bench.Percentile(failovers, 0.5)))
+	add("failover_max_ms", "ms", bench.Ms(bench.Percentile(failovers, 1)))
+	add("keepalives_per_s", "per_s", keepalives/idleRes.wall.Seconds())
+	add("keepalives_model_per_s", "per_s", 3*float64(n)/r.o.TTL.Seconds())
+	add("watchers_max", "count", idleRes.maxWatchers)
+	add("cpu_percent_idle", "%", idleRes.cpuPercent())
+	if keepalives > 0 {
+		add("cpu_us_per_keepalive", "us", float64(idleRes.cpu.Microseconds())/keepalives)
+	}
+	add("rss_max_mib", "MiB", idleRes.maxRSS/(1<<20))
+	return nil
+}

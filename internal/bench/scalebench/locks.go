@@ -31,7 +31,7 @@ type locksStats struct {
 	// goroutinesAfter is the goroutines left once sessions and clients
 	// closed, against before the step (in-process server included).
 	goroutinesAfter int
-	win        windowResult
+	win             windowResult
 }
 
 // shared is one session (one process's) and the names its workers hold
@@ -87,11 +87,12 @@ type LocksRun struct {
 }
 
 // MeasureLocks runs the many-locks step once against endpoints (coordkit
-// only): workers sharing sessions take and release l names for d.
-func MeasureLocks(ctx context.Context, endpoints []string, l, workers, sessions int, d time.Duration) (LocksRun, error) {
+// only): workers sharing sessions take and release random names among l,
+// each worker rounds times.
+func MeasureLocks(ctx context.Context, endpoints []string, l, workers, sessions, rounds int) (LocksRun, error) {
 	e := &env{endpoints: endpoints, members: 1}
 	defer e.closeClients()
-	st, err := locksOnce(ctx, e, 0, l, workers, sessions, d)
+	st, err := locksOnce(ctx, e, 0, l, workers, sessions, rounds, 0)
 	return LocksRun{Acquired: st.acquired, GoroutinesPerHeldLock: st.perHeld, KeysAfter: st.keysAfter, LeasesAfter: st.leaseAfter, GoroutinesAfter: st.goroutinesAfter}, err
 }
 
@@ -103,7 +104,7 @@ func (r *runner) locksCurve(ctx context.Context, e *env, l int) error {
 	var st [2]locksStats
 	for _, im := range impls {
 		r.progress("many locks L=%d, %d members, %s: %d workers on %d sessions for %s", l, e.members, implName[im], r.o.Workers, r.o.Sessions, r.o.Duration)
-		s, err := locksOnce(ctx, e, im, l, r.o.Workers, r.o.Sessions, r.o.Duration)
+		s, err := locksOnce(ctx, e, im, l, r.o.Workers, r.o.Sessions, 0, r.o.Duration)
 		if err != nil {
 			return fmt.Errorf("%s: %w", implName[im], err)
 		}
@@ -138,7 +139,7 @@ func (r *runner) locksCurve(ctx context.Context, e *env, l int) error {
 // min(workers, l) workers each hold one distinct name at once, and the
 // goroutines this adds, divided by H, are the goroutines per held lock.
 // Finally the sessions close and what is left on the server is counted.
-func locksOnce(ctx context.Context, e *env, im, l, workers, sessions int, d time.Duration) (locksStats, error) {
+func locksOnce(ctx context.Context, e *env, im, l, workers, sessions, minEach int, d time.Duration) (locksStats, error) {
 	var st locksStats
 	settle()
 	gor0 := runtime.NumGoroutine()
@@ -193,8 +194,15 @@ func locksOnce(ctx context.Context, e *env, im, l, workers, sessions int, d time
 	)
 	start := time.Now()
 	end := start.Add(d)
-	wctx, cancel := context.WithDeadline(ctx, end)
+	// With minEach, a worker goes on past d until it has acquired minEach
+	// times (tests: counts that do not depend on the machine's speed);
+	// otherwise d's end interrupts the Locks still waiting.
+	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if minEach == 0 {
+		t := time.AfterFunc(d, cancel)
+		defer t.Stop()
+	}
 	win := startWindow(wctx, func() {
 		if n, err := countKeys(wctx, observer, prefix); err == nil && n > maxKeys.Load() {
 			maxKeys.Store(n)
@@ -206,7 +214,7 @@ func locksOnce(ctx context.Context, e *env, im, l, workers, sessions int, d time
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for wctx.Err() == nil {
+			for n := 0; wctx.Err() == nil && (n < minEach || time.Now().Before(end)); n++ {
 				i := s.pick(l)
 				err := func() error {
 					defer s.put(i)
@@ -220,7 +228,7 @@ func locksOnce(ctx context.Context, e *env, im, l, workers, sessions int, d time
 						return err
 					}
 					t1 := time.Now()
-					if t1.Before(end) {
+					if t1.Before(end) || minEach > 0 {
 						acquired.Add(1)
 						lat[wi] = append(lat[wi], t1.Sub(t0))
 					}

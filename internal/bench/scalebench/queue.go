@@ -216,6 +216,14 @@ func queueOnce(ctx context.Context, e *env, im, w, handoffs int, hold time.Durat
 	done := func() bool { return stopped.Load() || wctx.Err() != nil }
 	var win *window
 	for i, l := range ls {
+		// Queue the waiters a batch at a time: a thousand sessions granted
+		// and keys put at once time out on a loaded single-member etcd.
+		if i > 0 && i%25 == 0 {
+			if err := waitKeys(wctx, observer, prefix, int64(i)); err != nil {
+				fail(err)
+				break
+			}
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -231,6 +239,11 @@ func queueOnce(ctx context.Context, e *env, im, w, handoffs int, hold time.Durat
 				}
 				held = false
 				now := time.Now()
+				if done() {
+					// Acquired after the last measured release: not measured.
+					_ = l.Unlock(context.WithoutCancel(wctx))
+					return
+				}
 				last := false
 				if i == 0 && released.IsZero() {
 					// The first holder: wait for the whole queue, measure
@@ -258,6 +271,9 @@ func queueOnce(ctx context.Context, e *env, im, w, handoffs int, hold time.Durat
 				if !last && !done() && hold > 0 {
 					sleep(wctx, hold)
 				}
+				if last {
+					stopped.Store(true) // before the release: the next holder is not measured
+				}
 				mu.Lock()
 				wk := herd.wakeups.Load()
 				if !released.IsZero() {
@@ -278,7 +294,6 @@ func queueOnce(ctx context.Context, e *env, im, w, handoffs int, hold time.Durat
 				}
 				if last {
 					// Enough samples: the waiters give up (and remove their keys).
-					stopped.Store(true)
 					cancel()
 					return
 				}

@@ -354,20 +354,30 @@ func (r *runner) onCluster(ctx context.Context, members int, first bool) error {
 			return fmt.Errorf("scalebench: costs: %w", err)
 		}
 	}
+	// A point that fails (etcd overloaded: "request timed out") is noted
+	// and skipped; the run goes on with the next.
+	point := func(what string, err error) error {
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		r.progress("%s, %d members: FAILED, skipped: %v", what, members, err)
+		r.res.Notes = append(r.res.Notes, fmt.Sprintf("%s on %d members failed and is missing: %v", what, members, err))
+		return nil
+	}
 	for _, w := range r.o.Waiters {
-		if err := r.queueCurve(ctx, e, w); err != nil {
-			return fmt.Errorf("scalebench: queue W=%d, %d members: %w", w, members, err)
+		if err := point(fmt.Sprintf("queue %s", pointW(w)), r.queueCurve(ctx, e, w)); err != nil {
+			return err
 		}
 	}
 	for _, l := range r.o.Locks {
-		if err := r.locksCurve(ctx, e, l); err != nil {
-			return fmt.Errorf("scalebench: locks L=%d, %d members: %w", l, members, err)
+		if err := point(fmt.Sprintf("locks %s", pointL(l)), r.locksCurve(ctx, e, l)); err != nil {
+			return err
 		}
 	}
 	if first {
 		for _, s := range r.o.Shapes {
-			if err := r.candidatesCurve(ctx, e, s); err != nil {
-				return fmt.Errorf("scalebench: candidates %s: %w", s, err)
+			if err := point(fmt.Sprintf("candidates %s", s), r.candidatesCurve(ctx, e, s)); err != nil {
+				return err
 			}
 		}
 	}

@@ -27,6 +27,7 @@ bench: build
 	./bin/coordctl bench elect
 	./bin/coordctl bench lab
 	./bin/coordctl bench lab --model
+	./bin/coordctl bench scale --quick
 
 ## scenarios: every experiment of the scenarios registry, with its verdicts.
 scenarios: build

@@ -23,8 +23,8 @@ type benchScaleOptions struct {
 	shapes []string
 	quick  bool
 	curves []string
-	svg    string // write the charts here
-	from   string // read a saved -w json result instead of running
+	svg    string   // write the charts here
+	from   []string // read saved -w json results instead of running
 }
 
 func newBenchScaleCmd(f *factory) *cobra.Command {
@@ -64,8 +64,9 @@ etcd's own metrics. A last table judges issue 16's targets on this run.
 few minutes; the full default run takes many.
 
 --svg FILE writes the curves as one SVG image (handoff p50 by W, acquisitions/s
-by L, failover by shape); with --from FILE.json it draws a saved -w json result
-without running anything. Results go to stdout, progress to stderr.
+by L, failover by shape). --from A.json,B.json runs nothing: it reads saved
+-w json results (rows and notes appended in order; a target measured in a
+later file replaces an unmeasured one) and prints or draws them. Results go to stdout, progress to stderr.
 -w json prints {"benchmark":"scale","fsync":BOOL,"rows":[{"curve","members",
 "point","x","metric","coordkit","etcd_concurrency","unit"}...],"targets":[{"name",
 "measured","target","unit","at_most","met"}...],"notes":[...]}; a value not
@@ -139,7 +140,7 @@ measured is null.`,
 	fl.BoolVar(&o.opts.NoFsync, "unsafe-no-fsync", false, "run etcd without fsync (faster, not what users run)")
 	fl.BoolVar(&o.opts.SkipConcurrency, "skip-concurrency", false, "leave etcd's concurrency.Mutex out (its column is then null)")
 	fl.StringVar(&o.svg, "svg", "", "also write the curves as an SVG image to this file")
-	fl.StringVar(&o.from, "from", "", "read a saved -w json result instead of running (with --svg: draw it)")
+	fl.StringSliceVar(&o.from, "from", nil, "read saved -w json results instead of running, merged in order (with --svg: draw them)")
 	return cmd
 }
 
@@ -159,13 +160,17 @@ func runBenchScale(ctx context.Context, f *factory, o benchScaleOptions) error {
 		return err
 	}
 	var res scalebench.Result
-	if o.from != "" {
-		b, err := os.ReadFile(o.from)
-		if err != nil {
-			return fmt.Errorf("bench scale: %w", err)
-		}
-		if err := json.Unmarshal(b, &res); err != nil || res.Benchmark != "scale" {
-			return fmt.Errorf("bench scale: %s is not the -w json output of coordctl bench scale (%v)", o.from, err)
+	if len(o.from) > 0 {
+		for _, path := range o.from {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return fmt.Errorf("bench scale: %w", err)
+			}
+			var one scalebench.Result
+			if err := json.Unmarshal(b, &one); err != nil || one.Benchmark != "scale" {
+				return fmt.Errorf("bench scale: %s is not the -w json output of coordctl bench scale (%v)", path, err)
+			}
+			res = mergeScale(res, one)
 		}
 	} else {
 		o.opts.Progress = f.IO.ErrOut
@@ -184,6 +189,27 @@ func runBenchScale(ctx context.Context, f *factory, o benchScaleOptions) error {
 		fmt.Fprintf(f.IO.ErrOut, "bench scale: wrote %s\n", o.svg)
 	}
 	return p.Print(scaleOutput{res})
+}
+
+// mergeScale appends b's rows and notes to a's. A target of b replaces
+// a's of the same name unless b did not measure it.
+func mergeScale(a, b scalebench.Result) scalebench.Result {
+	if a.Benchmark == "" {
+		return b
+	}
+	a.Rows = append(a.Rows, b.Rows...)
+	a.Notes = append(a.Notes, b.Notes...)
+	a.Fsync = a.Fsync && b.Fsync
+	for _, t := range b.Targets {
+		i := slices.IndexFunc(a.Targets, func(x scalebench.Target) bool { return x.Name == t.Name })
+		switch {
+		case i < 0:
+			a.Targets = append(a.Targets, t)
+		case !math.IsNaN(float64(t.Measured)):
+			a.Targets[i] = t
+		}
+	}
+	return a
 }
 
 // scaleOutput prints a scale result: as JSON the result itself, as text

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coordkit/coordkit/election"
@@ -35,6 +36,13 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
 		wg       sync.WaitGroup
 		errMu    sync.Mutex
 		firstErr error
+		losses   atomic.Int64 // sessions that expired while campaigning
+		lostLead atomic.Int64 // leaderships lost without a crash
+		// crashed holds the leaderships the bench crashed, to tell them
+		// from leaderships lost because their own keepalives failed.
+		crashed        sync.Map
+		markCrashed    = func(l *election.Leadership) { crashed.Store(l, true) }
+		crashedByBench = func(l *election.Leadership) bool { _, ok := crashed.LoadAndDelete(l); return ok }
 	)
 	for el := range s.Elections {
 		wins[el] = make(chan win, s.Candidates*(r.o.Crashes+2))
@@ -50,6 +58,13 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
 				defer wg.Done()
 				for cctx.Err() == nil {
 					l, err := ev.Campaign(cctx, fmt.Sprint(id))
+					if errors.Is(err, election.ErrSessionExpired) && cctx.Err() == nil {
+						// Its keepalives missed the local deadline while it
+						// waited: campaign again with a new session, as
+						// election.Run (the sidecar's loop) does.
+						losses.Add(1)
+						continue
+					}
 					if err != nil {
 						if cctx.Err() == nil {
 							errMu.Lock()
@@ -61,7 +76,10 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
 					}
 					wins[el] <- win{cand: id, at: time.Now(), l: l}
 					select {
-					case <-l.Lost(): // crashed by the bench: campaign again, at the back
+					case <-l.Lost(): // crashed by the bench (or its keepalives failed): campaign again, at the back
+						if !crashedByBench(l) {
+							lostLead.Add(1)
+						}
 					case <-cctx.Done():
 						rctx, rc := context.WithTimeout(context.WithoutCancel(cctx), 5*time.Second)
 						_ = l.Resign(rctx)
@@ -93,10 +111,12 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
 			return stop(context.Cause(cctx))
 		}
 	}
+	// steady waits until every candidate has exactly one key (crashed
+	// leaders' old keys gone, their new campaigns queued), for at most a
+	// minute: with sessions expiring under load it may never hold exactly.
+	unsteady := 0
 	steady := func() error {
-		if err := waitKeys(cctx, observer, root+"/", int64(n)); err != nil {
-			return err
-		}
+		limit := time.Now().Add(time.Minute)
 		for {
 			got, err := countKeys(cctx, observer, root+"/")
 			if err != nil {
@@ -105,8 +125,24 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
 			if got == int64(n) {
 				return nil
 			}
+			if time.Now().After(limit) {
+				unsteady++
+				return nil
+			}
 			if !sleep(cctx, 10*time.Millisecond) {
 				return context.Cause(cctx)
+			}
+		}
+	}
+	// latest takes the newest leader of election el: one may have won
+	// since (a leader whose own keepalives failed).
+	latest := func(el int) {
+		for {
+			select {
+			case w := <-wins[el]:
+				leaders[el] = w
+			default:
+				return
 			}
 		}
 	}
@@ -123,17 +159,19 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
 	var failovers []time.Duration
 	for round := range r.o.Crashes {
 		r.progress("many candidates %s: crash %d of %d: every election's leader stops its keepalives", s, round+1, r.o.Crashes)
-		crashed := make([]time.Time, s.Elections)
-		for el, l := range leaders {
-			crashed[el] = time.Now()
-			l.l.Session().Orphan()
+		crashedAt := make([]time.Time, s.Elections)
+		for el := range leaders {
+			latest(el)
+			crashedAt[el] = time.Now()
+			markCrashed(leaders[el].l)
+			leaders[el].l.Session().Orphan()
 		}
 		for el := range s.Elections {
 			limit := time.NewTimer(r.o.TTL + 30*time.Second)
 			select {
 			case nw := <-wins[el]:
 				limit.Stop()
-				failovers = append(failovers, nw.at.Sub(crashed[el]))
+				failovers = append(failovers, nw.at.Sub(crashedAt[el]))
 				leaders[el] = nw
 			case <-limit.C:
 				return stop(fmt.Errorf("election %d: no new leader within %s of the crash", el, r.o.TTL+30*time.Second))
@@ -164,5 +202,8 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
 		add("cpu_us_per_keepalive", "us", float64(idleRes.cpu.Microseconds())/keepalives)
 	}
 	add("rss_max_mib", "MiB", idleRes.maxRSS/(1<<20))
+	add("sessions_expired_campaigning", "count", float64(losses.Load()))
+	add("leaderships_lost_uncrashed", "count", float64(lostLead.Load()))
+	add("rounds_not_steady", "count", float64(unsteady))
 	return nil
 }

@@ -198,7 +198,11 @@ func mergeScale(a, b scalebench.Result) scalebench.Result {
 		return b
 	}
 	a.Rows = append(a.Rows, b.Rows...)
-	a.Notes = append(a.Notes, b.Notes...)
+	for _, n := range b.Notes {
+		if !slices.Contains(a.Notes, n) {
+			a.Notes = append(a.Notes, n)
+		}
+	}
 	a.Fsync = a.Fsync && b.Fsync
 	for _, t := range b.Targets {
 		i := slices.IndexFunc(a.Targets, func(x scalebench.Target) bool { return x.Name == t.Name })

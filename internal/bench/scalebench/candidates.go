@@ -34,9 +34,8 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
 	wins := make([]chan win, s.Elections)
 	var (
 		wg       sync.WaitGroup
-		errMu    sync.Mutex
-		firstErr error
 		losses   atomic.Int64 // sessions that expired while campaigning
+		retried  atomic.Int64 // other campaign errors, retried
 		lostLead atomic.Int64 // leaderships lost without a crash
 		// crashed holds the leaderships the bench crashed, to tell them
 		// from leaderships lost because their own keepalives failed.
@@ -58,20 +57,21 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
 				defer wg.Done()
 				for cctx.Err() == nil {
 					l, err := ev.Campaign(cctx, fmt.Sprint(id))
-					if errors.Is(err, election.ErrSessionExpired) && cctx.Err() == nil {
+					if err != nil && cctx.Err() == nil {
 						// Its keepalives missed the local deadline while it
-						// waited: campaign again with a new session, as
-						// election.Run (the sidecar's loop) does.
-						losses.Add(1)
+						// waited (ErrSessionExpired), or a lease grant timed
+						// out on the loaded server (session.ErrUnavailable):
+						// campaign again after a pause, as election.Run (the
+						// sidecar's loop) does with its backoff.
+						if errors.Is(err, election.ErrSessionExpired) {
+							losses.Add(1)
+						} else {
+							retried.Add(1)
+						}
+						sleep(cctx, 100*time.Millisecond)
 						continue
 					}
 					if err != nil {
-						if cctx.Err() == nil {
-							errMu.Lock()
-							firstErr = errors.Join(firstErr, err)
-							errMu.Unlock()
-							cancel()
-						}
 						return
 					}
 					wins[el] <- win{cand: id, at: time.Now(), l: l}
@@ -95,11 +95,6 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
 	stop := func(err error) error {
 		cancel()
 		wg.Wait()
-		errMu.Lock()
-		defer errMu.Unlock()
-		if firstErr != nil {
-			return firstErr
-		}
 		return err
 	}
 	leaders := make([]win, s.Elections)
@@ -203,6 +198,7 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
 	}
 	add("rss_max_mib", "MiB", idleRes.maxRSS/(1<<20))
 	add("sessions_expired_campaigning", "count", float64(losses.Load()))
+	add("campaign_errors_retried", "count", float64(retried.Load()))
 	add("leaderships_lost_uncrashed", "count", float64(lostLead.Load()))
 	add("rounds_not_steady", "count", float64(unsteady))
 	return nil

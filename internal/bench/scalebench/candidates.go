@@ -98,10 +98,14 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
 		return err
 	}
 	leaders := make([]win, s.Elections)
+	first := time.NewTimer(time.Minute + time.Duration(n)*10*time.Millisecond)
+	defer first.Stop()
 	for el := range s.Elections {
 		select {
 		case w := <-wins[el]:
 			leaders[el] = w
+		case <-first.C:
+			return stop(fmt.Errorf("election %d: no leader within %s of the start (retried: %d, sessions expired: %d)", el, time.Minute, retried.Load(), losses.Load()))
 		case <-cctx.Done():
 			return stop(context.Cause(cctx))
 		}

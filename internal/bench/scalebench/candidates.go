@@ -194,7 +194,8 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
 	add("failover_p50_ms", "ms", bench.Ms(bench.Percentile(failovers, 0.5)))
 	add("failover_max_ms", "ms", bench.Ms(bench.Percentile(failovers, 1)))
 	add("keepalives_per_s", "per_s", keepalives/idleRes.wall.Seconds())
-	add("keepalives_model_per_s", "per_s", 3*float64(n)/r.o.TTL.Seconds())
+	// The model with the TTL the server granted (at least etcd's minimum).
+	add("keepalives_model_per_s", "per_s", 3*float64(n)/leaders[0].l.Session().TTL().Seconds())
 	add("watchers_max", "count", idleRes.maxWatchers)
 	add("cpu_percent_idle", "%", idleRes.cpuPercent())
 	if keepalives > 0 {

@@ -144,3 +144,31 @@ func TestTables(t *testing.T) {
 type jsonlessWriter struct{ n int }
 
 func (w *jsonlessWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
+
+// Candidates: every crash of a leader hands its election to another
+// candidate, and the curve leaves no key behind.
+func TestCandidatesFailover(t *testing.T) {
+	srv, cli := etcdtest.StartWithClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	o := DefaultOptions()
+	o.TTL, o.Crashes = 2*time.Second, 2
+	r := &runner{o: o}
+	e := &env{endpoints: srv.Endpoints(), members: 1}
+	defer e.closeClients()
+	require.NoError(t, r.candidatesCurve(ctx, e, Shape{Elections: 2, Candidates: 3}))
+	got := map[string]float64{}
+	for _, row := range r.res.Rows {
+		require.Equal(t, "2x3", row.Point)
+		got[row.Metric] = float64(row.Coordkit)
+	}
+	// A crashed leader's key stays until its lease expires on the server:
+	// the failover cannot be shorter than that lease's remaining TTL, at
+	// least TTL - the keepalive interval (TTL/3).
+	require.GreaterOrEqual(t, got["failover_p50_ms"], float64(2*time.Second/3/time.Millisecond))
+	require.GreaterOrEqual(t, got["failover_max_ms"], got["failover_p50_ms"])
+	require.Equal(t, 9.0, got["keepalives_model_per_s"], "3 x 6 sessions / 2s")
+	keys, err := countKeys(ctx, cli, "bench/scale/")
+	require.NoError(t, err)
+	require.Zero(t, keys)
+}

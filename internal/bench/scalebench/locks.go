@@ -77,8 +77,8 @@ func (s *shared) locker(im int, name string) (locker, error) {
 	return &etcdLocker{m: concurrency.NewMutex(s.etcd, name)}, nil
 }
 
-// LocksRun is a many-locks measurement for tests (coordkit only).
-type LocksRun struct {
+// locksRun is a many-locks measurement for tests (coordkit only).
+type locksRun struct {
 	Acquired              int64
 	GoroutinesPerHeldLock float64
 	KeysAfter             int64
@@ -86,14 +86,14 @@ type LocksRun struct {
 	GoroutinesAfter       int
 }
 
-// MeasureLocks runs the many-locks step once against endpoints (coordkit
+// measureLocks runs the many-locks step once against endpoints (coordkit
 // only): workers sharing sessions take and release random names among l,
 // each worker rounds times.
-func MeasureLocks(ctx context.Context, endpoints []string, l, workers, sessions, rounds int) (LocksRun, error) {
+func measureLocks(ctx context.Context, endpoints []string, l, workers, sessions, rounds int) (locksRun, error) {
 	e := &env{endpoints: endpoints, members: 1}
 	defer e.closeClients()
 	st, err := locksOnce(ctx, e, 0, l, workers, sessions, rounds, 0)
-	return LocksRun{Acquired: st.acquired, GoroutinesPerHeldLock: st.perHeld, KeysAfter: st.keysAfter, LeasesAfter: st.leaseAfter, GoroutinesAfter: st.goroutinesAfter}, err
+	return locksRun{Acquired: st.acquired, GoroutinesPerHeldLock: st.perHeld, KeysAfter: st.keysAfter, LeasesAfter: st.leaseAfter, GoroutinesAfter: st.goroutinesAfter}, err
 }
 
 func (r *runner) locksCurve(ctx context.Context, e *env, l int) error {
@@ -174,7 +174,7 @@ func locksOnce(ctx context.Context, e *env, im, l, workers, sessions, minEach in
 		s := &shared{client: clients[i], inUse: map[int]bool{}}
 		ss[i] = s
 		if im == 0 {
-			if s.ck, err = sessionFor(ctx, clients[i], 10*time.Second); err != nil {
+			if s.ck, err = session.New(ctx, clients[i], session.WithTTL(10*time.Second)); err != nil {
 				return st, err
 			}
 		} else {

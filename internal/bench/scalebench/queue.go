@@ -9,12 +9,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/coordkit/coordkit/internal/bench"
 	"github.com/coordkit/coordkit/lock"
-	"github.com/coordkit/coordkit/session"
 )
 
 // locker is what both implementations offer the queue and lock curves.
@@ -92,20 +90,20 @@ type queueStats struct {
 	win           windowResult
 }
 
-// QueueRun is a queue-depth measurement for tests: W waiters on one lock,
+// queueRun is a queue-depth measurement for tests: W waiters on one lock,
 // n handoffs, coordkit only.
-type QueueRun struct {
+type queueRun struct {
 	Releases, Wakeups, HerdReleases int
 	MaxWakeups                      int64
 }
 
-// MeasureQueue runs the queue-depth step once against endpoints (coordkit
+// measureQueue runs the queue-depth step once against endpoints (coordkit
 // only) and returns its counts.
-func MeasureQueue(ctx context.Context, endpoints []string, waiters, handoffs int) (QueueRun, error) {
+func measureQueue(ctx context.Context, endpoints []string, waiters, handoffs int) (queueRun, error) {
 	e := &env{endpoints: endpoints, members: 1}
 	defer e.closeClients()
 	st, err := queueOnce(ctx, e, 0, waiters, handoffs, 0)
-	return QueueRun{Releases: st.releases, Wakeups: int(st.wakeups), HerdReleases: st.herdReleases, MaxWakeups: st.maxWakeups}, err
+	return queueRun{Releases: st.releases, Wakeups: int(st.wakeups), HerdReleases: st.herdReleases, MaxWakeups: st.maxWakeups}, err
 }
 
 func (r *runner) queueCurve(ctx context.Context, e *env, w int) error {
@@ -316,9 +314,4 @@ func queueOnce(ctx context.Context, e *env, im, w, handoffs int, hold time.Durat
 		return st, errors.New("queue never filled")
 	}
 	return st, nil
-}
-
-// sessionFor makes a coordkit session for shared use.
-func sessionFor(ctx context.Context, c *clientv3.Client, ttl time.Duration) (*session.Session, error) {
-	return session.New(ctx, c, session.WithTTL(ttl))
 }

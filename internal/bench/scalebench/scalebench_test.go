@@ -75,7 +75,7 @@ func TestQueueNoHerd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const handoffs = 15
-	q, err := MeasureQueue(ctx, srv.Endpoints(), 50, handoffs)
+	q, err := measureQueue(ctx, srv.Endpoints(), 50, handoffs)
 	require.NoError(t, err)
 	require.Equal(t, handoffs, q.Releases)
 	require.Zero(t, q.HerdReleases, "releases that woke more than one waiter")
@@ -99,7 +99,7 @@ func TestLocksGoroutinesConstant(t *testing.T) {
 	defer cancel()
 	var per []float64
 	for _, l := range []int{10, 1000} {
-		r, err := MeasureLocks(ctx, srv.Endpoints(), l, 16, 4, 3)
+		r, err := measureLocks(ctx, srv.Endpoints(), l, 16, 4, 3)
 		require.NoError(t, err)
 		require.EqualValues(t, 16*3, r.Acquired, "L=%d", l)
 		require.Zero(t, r.KeysAfter, "L=%d: keys left behind", l)

@@ -5,8 +5,9 @@
 // The harnesses are its subpackages, one per subject, each with
 // Run(ctx, Options) (Result, error): lockbench (coordkit's lock against
 // etcd's concurrency.Mutex), electbench (coordkit's election against
-// concurrency.Election) and labbench (the Raft lab against bare
-// hashicorp/raft and against docs/lab.md's latency model). A Result's JSON
+// concurrency.Election), labbench (the Raft lab against bare
+// hashicorp/raft and against docs/lab.md's latency model) and scalebench
+// (how the cost grows with waiters, locks and candidates). A Result's JSON
 // form is the -w json contract; its Table method gives the text form.
 //
 // Figures depend on the machine: these machines are shared and noisy, so a

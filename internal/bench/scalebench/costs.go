@@ -49,6 +49,32 @@ func (r *runner) costs(ctx context.Context, e *env) error {
 	}
 	add("cpu_us_per_commit", "us", float64(res.cpu.Microseconds())/puts)
 
+	// A waiter's look: the newest key created before its own, read with a
+	// sort by create revision and limit 1, over 1 and over 1000 keys.
+	for _, keys := range []int{1, 1000} {
+		r.progress("costs: a waiter's read over %d keys", keys)
+		pfx := e.name(fmt.Sprintf("costs-look%d", keys)) + "/"
+		for i := range keys {
+			if _, err := clients[i%len(clients)].Put(ctx, fmt.Sprintf("%s%06d", pfx, i), "x"); err != nil {
+				return err
+			}
+		}
+		var reads []time.Duration
+		for range 100 {
+			t0 := time.Now()
+			if _, err := clients[0].Get(ctx, pfx, clientv3.WithPrefix(),
+				clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
+				clientv3.WithMaxCreateRev(1<<62), clientv3.WithLimit(1)); err != nil {
+				return err
+			}
+			reads = append(reads, time.Since(t0))
+		}
+		add(fmt.Sprintf("waiter_read_%dkeys_p50_ms", keys), "ms", bench.Ms(bench.Percentile(reads, 0.5)))
+		if _, err := clients[0].Delete(ctx, pfx, clientv3.WithPrefix()); err != nil {
+			return err
+		}
+	}
+
 	// Watch events: 1000 watchers over 10 clients on one key, 20 puts.
 	const watchers, wputs = 1000, 20
 	r.progress("costs: %d watchers on one key, %d puts", watchers, wputs)

@@ -28,6 +28,7 @@ bench: build
 	./bin/coordctl bench lab
 	./bin/coordctl bench lab --model
 	./bin/coordctl bench sql
+	./bin/coordctl bench scale --quick
 
 ## scenarios: every experiment of the scenarios registry, with its verdicts.
 scenarios: build

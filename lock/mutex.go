@@ -44,7 +44,7 @@ type config struct {
 	sessOpts []session.Option
 	onWait   func(Waiting)
 	delay    time.Duration
-	onLook   func(key string) // tests: each read of a waiter's predecessor
+	onLook   func(key string) // each read of a waiter's predecessor (WithOnLook)
 }
 
 // Option configures a Mutex.
@@ -79,6 +79,15 @@ func WithLockDelay(d time.Duration) Option { return func(c *config) { c.delay = 
 // WithOnWait is called once per Lock call that has to wait, with the holder
 // at that moment, before it starts waiting. It must not block.
 func WithOnWait(fn func(Waiting)) Option { return func(c *config) { c.onWait = fn } }
+
+// WithOnLook is called with the waiter's key each time a waiting Lock reads
+// whether its turn has come: once when it starts waiting (right after
+// WithOnWait's call) and once per wake-up after that. It is an observation
+// hook, for benchmarks and tests: a release should wake only the waiter
+// right behind it, so the calls after the first of each Lock count the
+// wake-ups (coordctl bench scale counts herds this way). A watch that breaks
+// also wakes its waiter. It must not block.
+func WithOnLook(fn func(key string)) Option { return func(c *config) { c.onLook = fn } }
 
 // Mutex is a fenced, FIFO mutual exclusion lock on etcd. A Mutex is held at
 // most once at a time: Lock on a Mutex that is held or being acquired waits

@@ -6,8 +6,9 @@
 // Run(ctx, Options) (Result, error): lockbench (coordkit's lock against
 // etcd's concurrency.Mutex), electbench (coordkit's election against
 // concurrency.Election), labbench (the Raft lab against bare
-// hashicorp/raft and against docs/lab.md's latency model) and sqlbench (a
-// SQL transaction with fencing/sqlfence's check against the same without). A Result's JSON
+// hashicorp/raft and against docs/lab.md's latency model), sqlbench (a SQL
+// transaction with fencing/sqlfence's check against the same without) and
+// scalebench (how the cost grows with waiters, locks and candidates). A Result's JSON
 // form is the -w json contract; its Table method gives the text form.
 //
 // Figures depend on the machine: these machines are shared and noisy, so a

@@ -33,6 +33,7 @@ a latency the other's value over A's, for a rate A's over the other's;
 	cmd.AddCommand(newBenchElectCmd(f))
 	cmd.AddCommand(newBenchLockCmd(f))
 	cmd.AddCommand(newBenchSQLCmd(f))
+	cmd.AddCommand(newBenchScaleCmd(f))
 	return cmd
 }
 

@@ -568,3 +568,16 @@ func seriesColors(series []Series) []string {
 	}
 	return out
 }
+
+// WriteSVG writes c alone as an SVG image, drawn as WriteHTML draws it:
+// grouped bars when c has categories, lines otherwise.
+func WriteSVG(w io.Writer, c Chart) error {
+	bw := bufio.NewWriter(w)
+	p := &htmlWriter{w: bw}
+	if len(c.Categories) > 0 {
+		p.barChart(c)
+	} else {
+		p.lineChart(c)
+	}
+	return bw.Flush()
+}

@@ -1,0 +1,210 @@
+package scalebench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coordkit/coordkit/election"
+	"github.com/coordkit/coordkit/internal/bench"
+)
+
+// win is one Campaign that returned leadership.
+type win struct {
+	cand int
+	at   time.Time
+	l    *election.Leadership
+}
+
+func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
+	n := s.Elections * s.Candidates
+	r.progress("many candidates %s, %d members: %d candidates (each its own client, TTL %s), %d leader crashes", s, e.members, n, r.o.TTL, r.o.Crashes)
+	root := e.name("elect" + s.String())
+	clients, err := e.newClients(n + 1)
+	defer e.release(clients)
+	if err != nil {
+		return err
+	}
+	observer := clients[n]
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wins := make([]chan win, s.Elections)
+	var (
+		wg       sync.WaitGroup
+		losses   atomic.Int64 // sessions that expired while campaigning
+		retried  atomic.Int64 // other campaign errors, retried
+		lostLead atomic.Int64 // leaderships lost without a crash
+		// crashed holds the leaderships the bench crashed, to tell them
+		// from leaderships lost because their own keepalives failed.
+		crashed        sync.Map
+		markCrashed    = func(l *election.Leadership) { crashed.Store(l, true) }
+		crashedByBench = func(l *election.Leadership) bool { _, ok := crashed.LoadAndDelete(l); return ok }
+	)
+	for el := range s.Elections {
+		wins[el] = make(chan win, s.Candidates*(r.o.Crashes+2))
+		for c := range s.Candidates {
+			id := el*s.Candidates + c
+			ev, err := election.New(clients[id], fmt.Sprintf("%s/%d", root, el), election.WithTTL(r.o.TTL))
+			if err != nil {
+				return err
+			}
+			defer ev.Close()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for cctx.Err() == nil {
+					l, err := ev.Campaign(cctx, fmt.Sprint(id))
+					if err != nil && cctx.Err() == nil {
+						// Its keepalives missed the local deadline while it
+						// waited (ErrSessionExpired), or a lease grant timed
+						// out on the loaded server (session.ErrUnavailable):
+						// campaign again after a pause, as election.Run (the
+						// sidecar's loop) does with its backoff.
+						if errors.Is(err, election.ErrSessionExpired) {
+							losses.Add(1)
+						} else {
+							retried.Add(1)
+						}
+						sleep(cctx, 100*time.Millisecond)
+						continue
+					}
+					if err != nil {
+						return
+					}
+					wins[el] <- win{cand: id, at: time.Now(), l: l}
+					select {
+					case <-l.Lost(): // crashed by the bench (or its keepalives failed): campaign again, at the back
+						if !crashedByBench(l) {
+							lostLead.Add(1)
+						}
+					case <-cctx.Done():
+						rctx, rc := context.WithTimeout(context.WithoutCancel(cctx), 5*time.Second)
+						_ = l.Resign(rctx)
+						rc()
+						return
+					}
+				}
+			}()
+		}
+	}
+	defer wg.Wait()
+	defer cancel()
+	stop := func(err error) error {
+		cancel()
+		wg.Wait()
+		return err
+	}
+	leaders := make([]win, s.Elections)
+	first := time.NewTimer(time.Minute + time.Duration(n)*10*time.Millisecond)
+	defer first.Stop()
+	for el := range s.Elections {
+		select {
+		case w := <-wins[el]:
+			leaders[el] = w
+		case <-first.C:
+			return stop(fmt.Errorf("election %d: no leader within %s of the start (retried: %d, sessions expired: %d)", el, time.Minute, retried.Load(), losses.Load()))
+		case <-cctx.Done():
+			return stop(context.Cause(cctx))
+		}
+	}
+	// steady waits until every candidate has exactly one key (crashed
+	// leaders' old keys gone, their new campaigns queued), for at most a
+	// minute: with sessions expiring under load it may never hold exactly.
+	unsteady := 0
+	steady := func() error {
+		limit := time.Now().Add(time.Minute)
+		for {
+			got, err := countKeys(cctx, observer, root+"/")
+			if err != nil {
+				return err
+			}
+			if got == int64(n) {
+				return nil
+			}
+			if time.Now().After(limit) {
+				unsteady++
+				return nil
+			}
+			if !sleep(cctx, 10*time.Millisecond) {
+				return context.Cause(cctx)
+			}
+		}
+	}
+	// latest takes the newest leader of election el: one may have won
+	// since (a leader whose own keepalives failed).
+	latest := func(el int) {
+		for {
+			select {
+			case w := <-wins[el]:
+				leaders[el] = w
+			default:
+				return
+			}
+		}
+	}
+	if err := steady(); err != nil {
+		return stop(err)
+	}
+	// Steady state: every candidate queued, keepalives flowing.
+	idle := max(3*time.Second, 2*r.o.TTL)
+	r.progress("many candidates %s: %s steady state (keepalives, watchers)", s, idle)
+	w := startWindow(cctx, nil)
+	sleep(cctx, idle)
+	idleRes := w.stop()
+
+	var failovers []time.Duration
+	for round := range r.o.Crashes {
+		r.progress("many candidates %s: crash %d of %d: every election's leader stops its keepalives", s, round+1, r.o.Crashes)
+		crashedAt := make([]time.Time, s.Elections)
+		for el := range leaders {
+			latest(el)
+			crashedAt[el] = time.Now()
+			markCrashed(leaders[el].l)
+			leaders[el].l.Session().Orphan()
+		}
+		for el := range s.Elections {
+			limit := time.NewTimer(r.o.TTL + 30*time.Second)
+			select {
+			case nw := <-wins[el]:
+				limit.Stop()
+				failovers = append(failovers, nw.at.Sub(crashedAt[el]))
+				leaders[el] = nw
+			case <-limit.C:
+				return stop(fmt.Errorf("election %d: no new leader within %s of the crash", el, r.o.TTL+30*time.Second))
+			case <-cctx.Done():
+				limit.Stop()
+				return stop(context.Cause(cctx))
+			}
+		}
+		if err := steady(); err != nil {
+			return stop(err)
+		}
+	}
+	if err := stop(nil); err != nil {
+		return err
+	}
+	keepalives := idleRes.delta[metricRenewed]
+	add := func(metric, unit string, v float64) {
+		r.add(Row{Curve: CurveCandidates, Members: e.members, Point: s.String(), X: float64(s.Candidates),
+			Metric: metric, Coordkit: Value(v), EtcdConcurrency: nan, Unit: unit})
+	}
+	add("failover_p50_ms", "ms", bench.Ms(bench.Percentile(failovers, 0.5)))
+	add("failover_max_ms", "ms", bench.Ms(bench.Percentile(failovers, 1)))
+	add("keepalives_per_s", "per_s", keepalives/idleRes.wall.Seconds())
+	// The model with the TTL the server granted (at least etcd's minimum).
+	add("keepalives_model_per_s", "per_s", 3*float64(n)/leaders[0].l.Session().TTL().Seconds())
+	add("watchers_max", "count", idleRes.maxWatchers)
+	add("cpu_percent_idle", "%", idleRes.cpuPercent())
+	if keepalives > 0 {
+		add("cpu_us_per_keepalive", "us", float64(idleRes.cpu.Microseconds())/keepalives)
+	}
+	add("rss_max_mib", "MiB", idleRes.maxRSS/(1<<20))
+	add("sessions_expired_campaigning", "count", float64(losses.Load()))
+	add("campaign_errors_retried", "count", float64(retried.Load()))
+	add("leaderships_lost_uncrashed", "count", float64(lostLead.Load()))
+	add("rounds_not_steady", "count", float64(unsteady))
+	return nil
+}

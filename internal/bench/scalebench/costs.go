@@ -1,0 +1,151 @@
+package scalebench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/internal/bench"
+	"github.com/coordkit/coordkit/session"
+)
+
+// costs measures the per-operation costs docs/scale.md's model is built
+// from: a commit (one client's sequential puts), a watch event (many
+// watchers on one key), a keepalive (idle sessions).
+func (r *runner) costs(ctx context.Context, e *env) error {
+	add := func(metric, unit string, v float64) {
+		r.add(Row{Curve: CurveCosts, Members: e.members, Metric: metric, Coordkit: Value(v), EtcdConcurrency: nan, Unit: unit})
+	}
+	const puts = 200
+	r.progress("costs: %d sequential puts (a commit each)", puts)
+	clients, err := e.newClients(10)
+	defer e.release(clients)
+	if err != nil {
+		return err
+	}
+	key := e.name("costs")
+	var lat []time.Duration
+	w := startWindow(ctx, nil)
+	for i := range puts {
+		t0 := time.Now()
+		if _, err := clients[0].Put(ctx, key, fmt.Sprint(i)); err != nil {
+			return err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	res := w.stop()
+	add("commit_p50_ms", "ms", bench.Ms(bench.Percentile(lat, 0.5)))
+	add("commit_p99_ms", "ms", bench.Ms(bench.Percentile(lat, 0.99)))
+	add("commits_per_s_one_client", "per_s", puts/res.wall.Seconds())
+	if c := res.delta[metricWALFsync+"_count"]; c > 0 {
+		add("wal_fsync_mean_ms", "ms", 1000*res.delta[metricWALFsync+"_sum"]/c)
+	}
+	if c := res.delta[metricBackendCo+"_count"]; c > 0 {
+		add("backend_commit_mean_ms", "ms", 1000*res.delta[metricBackendCo+"_sum"]/c)
+	}
+	add("cpu_us_per_commit", "us", float64(res.cpu.Microseconds())/puts)
+
+	// A waiter's look: the newest key created before its own, read with a
+	// sort by create revision and limit 1, over 1 and over 1000 keys.
+	for _, keys := range []int{1, 1000} {
+		r.progress("costs: a waiter's read over %d keys", keys)
+		pfx := e.name(fmt.Sprintf("costs-look%d", keys)) + "/"
+		for i := range keys {
+			if _, err := clients[i%len(clients)].Put(ctx, fmt.Sprintf("%s%06d", pfx, i), "x"); err != nil {
+				return err
+			}
+		}
+		var reads []time.Duration
+		for range 100 {
+			t0 := time.Now()
+			if _, err := clients[0].Get(ctx, pfx, clientv3.WithPrefix(),
+				clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
+				clientv3.WithMaxCreateRev(1<<62), clientv3.WithLimit(1)); err != nil {
+				return err
+			}
+			reads = append(reads, time.Since(t0))
+		}
+		add(fmt.Sprintf("waiter_read_%dkeys_p50_ms", keys), "ms", bench.Ms(bench.Percentile(reads, 0.5)))
+		if _, err := clients[0].Delete(ctx, pfx, clientv3.WithPrefix()); err != nil {
+			return err
+		}
+	}
+
+	// Watch events: 1000 watchers over 10 clients on one key, 20 puts.
+	const watchers, wputs = 1000, 20
+	r.progress("costs: %d watchers on one key, %d puts", watchers, wputs)
+	wkey := e.name("costs-watch")
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var got atomic.Int64
+	var wg sync.WaitGroup
+	ready := make(chan struct{}, watchers)
+	for i := range watchers {
+		ch := clients[i%len(clients)].Watch(wctx, wkey, clientv3.WithCreatedNotify())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for wr := range ch {
+				if wr.Created {
+					ready <- struct{}{}
+				}
+				got.Add(int64(len(wr.Events)))
+			}
+		}()
+	}
+	for range watchers {
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			cancel()
+			wg.Wait()
+			return ctx.Err()
+		}
+	}
+	w = startWindow(ctx, nil)
+	for i := range wputs {
+		if _, err := clients[0].Put(ctx, wkey, fmt.Sprint(i)); err != nil {
+			cancel()
+			wg.Wait()
+			return err
+		}
+	}
+	for got.Load() < watchers*wputs && ctx.Err() == nil {
+		sleep(ctx, time.Millisecond)
+	}
+	res = w.stop()
+	cancel()
+	wg.Wait()
+	events := float64(watchers * wputs)
+	add("watch_events_per_s", "per_s", events/res.wall.Seconds())
+	add("cpu_us_per_watch_event", "us", float64(res.cpu.Microseconds())/events)
+
+	// Keepalives: idle sessions at TTL 3s (one keepalive a second each).
+	const sessions = 300
+	r.progress("costs: %d idle sessions at TTL 3s for 4s", sessions)
+	var ss []*session.Session
+	defer func() {
+		for _, s := range ss {
+			_ = s.Close()
+		}
+	}()
+	for i := range sessions {
+		s, err := session.New(ctx, clients[i%len(clients)], session.WithTTL(3*time.Second))
+		if err != nil {
+			return err
+		}
+		ss = append(ss, s)
+	}
+	w = startWindow(ctx, nil)
+	sleep(ctx, 4*time.Second)
+	res = w.stop()
+	if k := res.delta[metricRenewed]; k > 0 {
+		add("keepalives_per_s", "per_s", k/res.wall.Seconds())
+		add("cpu_us_per_keepalive", "us", float64(res.cpu.Microseconds())/k)
+	}
+	return ctx.Err()
+}

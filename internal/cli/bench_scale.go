@@ -1,0 +1,357 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coordkit/coordkit/internal/bench"
+	"github.com/coordkit/coordkit/internal/bench/scalebench"
+	"github.com/coordkit/coordkit/scenarios/report"
+)
+
+type benchScaleOptions struct {
+	opts   scalebench.Options
+	shapes []string
+	quick  bool
+	curves []string
+	svg    string   // write the charts here
+	from   []string // read saved -w json results instead of running
+}
+
+func newBenchScaleCmd(f *factory) *cobra.Command {
+	o := benchScaleOptions{opts: scalebench.DefaultOptions()}
+	def := scalebench.DefaultOptions()
+	cmd := &cobra.Command{
+		Use:   "scale [--quick] [--curves costs,queue,locks,candidates] [--waiters 1,10,100,1000] [--locks 10,1000,10000] [--shapes 1x500,100x5] [--members 1,3] [--svg FILE] [--from FILE.json]",
+		Short: "How the cost grows with waiters, locks and candidates",
+		Long: `Start an embedded etcd (one member, then three: --members) in a temporary
+directory, fsync on unless --unsafe-no-fsync, and measure how the cost grows:
+
+  queue depth       one lock, W waiters (--waiters), each with its own client
+                    and session, taking turns: handoff p50/p99 (from the
+                    holder's Unlock to the next Lock returning), releases that
+                    woke more than one waiter (herd_releases, must be 0),
+                    wake-ups per release, etcd watchers, process CPU and RSS,
+                    heap and goroutines per waiter; etcd's concurrency.Mutex
+                    at the same W in the etcd_concurrency column
+  many locks        --workers clients sharing --sessions sessions take and
+                    release random names among L (--locks) for --duration:
+                    acquisitions/s, Lock p50/p99, keys and leases on the
+                    server, watchers, client goroutines per held lock, and
+                    keys and leases left once the sessions closed
+  many candidates   ExC (--shapes): E elections of C candidates, each its own
+                    client, through the election package at TTL --ttl; every
+                    leader crashes (stops its keepalives) --crashes times:
+                    failover p50/max, keepalives/s on the server (and the
+                    model 3N/TTL), watchers, CPU per keepalive
+  costs             a commit, a watch event, a keepalive: the inputs of
+                    docs/scale.md's model
+
+The queue and lock curves run on every cluster size of --members; costs and
+candidates on the first. etcd runs in this process: CPU, RSS and heap are the
+process's (server and clients together); watchers, keys and keepalives are
+etcd's own metrics. A last table judges issue 16's targets on this run.
+--quick runs fewer, smaller points (W 1,10,100; L 10,1000; 1x50, 10x5) in a
+few minutes; the full default run takes many.
+
+--svg FILE writes the curves as one SVG image (handoff p50 by W, acquisitions/s
+by L, failover by shape). --from A.json,B.json runs nothing: it reads saved
+-w json results (rows and notes appended in order; a target measured in a
+later file replaces an unmeasured one) and prints or draws them. Results go to stdout, progress to stderr.
+-w json prints {"benchmark":"scale","fsync":BOOL,"rows":[{"curve","members",
+"point","x","metric","coordkit","etcd_concurrency","unit"}...],"targets":[{"name",
+"measured","target","unit","at_most","met"}...],"notes":[...]}; a value not
+measured is null.`,
+		Example: `  coordctl bench scale --quick
+  coordctl bench scale -w json > scale.json
+  coordctl bench scale --from scale.json --svg docs/scale.svg
+  coordctl bench scale --waiters 1,100 --locks 10,1000 --shapes 1x100 --members 1`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := f.NotifyContext(cmd.Context())
+			defer cancel()
+			if o.quick {
+				q := scalebench.QuickOptions()
+				fl := cmd.Flags()
+				for name, set := range map[string]func(){
+					"waiters":  func() { o.opts.Waiters = q.Waiters },
+					"locks":    func() { o.opts.Locks = q.Locks },
+					"shapes":   func() { o.shapes = shapeStrings(q.Shapes) },
+					"handoffs": func() { o.opts.Handoffs = q.Handoffs },
+					"duration": func() { o.opts.Duration = q.Duration },
+					"crashes":  func() { o.opts.Crashes = q.Crashes },
+				} {
+					if !fl.Changed(name) {
+						set()
+					}
+				}
+			}
+			on := map[string]bool{}
+			for _, c := range o.curves {
+				if !slices.Contains(allCurves, c) {
+					return usageErrorf("--curves: unknown curve %q: want some of %v", c, allCurves)
+				}
+				on[c] = true
+			}
+			if !on[scalebench.CurveQueue] {
+				o.opts.Waiters = nil
+			}
+			if !on[scalebench.CurveLocks] {
+				o.opts.Locks = nil
+			}
+			if !on[scalebench.CurveCandidates] {
+				o.shapes = nil
+			}
+			o.opts.NoCosts = !on[scalebench.CurveCosts]
+			o.opts.Shapes = nil
+			for _, s := range o.shapes {
+				sh, err := scalebench.ParseShape(s)
+				if err != nil {
+					return usageErrorf("%v", err)
+				}
+				o.opts.Shapes = append(o.opts.Shapes, sh)
+			}
+			return runBenchScale(ctx, f, o)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&o.curves, "curves", allCurves, "curves to run")
+	fl.BoolVar(&o.quick, "quick", false, "fewer, smaller points (flags given explicitly still win)")
+	fl.IntSliceVar(&o.opts.Waiters, "waiters", def.Waiters, "queue-depth points: waiters on one lock (empty: skip the curve)")
+	fl.IntSliceVar(&o.opts.Locks, "locks", def.Locks, "many-locks points: distinct lock names (empty: skip)")
+	fl.StringSliceVar(&o.shapes, "shapes", shapeStrings(def.Shapes), "many-candidates points, ELECTIONSxCANDIDATES (empty: skip)")
+	fl.IntSliceVar(&o.opts.Members, "members", def.Members, "etcd cluster sizes to run on (1 and/or 3)")
+	fl.IntVar(&o.opts.Handoffs, "handoffs", def.Handoffs, "handoffs measured per implementation and W")
+	fl.DurationVar(&o.opts.Hold, "hold", def.Hold, "queue depth: how long a holder keeps the lock once the queue is full")
+	fl.DurationVar(&o.opts.Duration, "duration", def.Duration, "length of each many-locks run")
+	fl.IntVar(&o.opts.Workers, "workers", def.Workers, "many locks: clients taking locks")
+	fl.IntVar(&o.opts.Sessions, "sessions", def.Sessions, "many locks: sessions (and connections) the workers share")
+	fl.IntVar(&o.opts.Crashes, "crashes", def.Crashes, "many candidates: leader crashes per shape")
+	fl.DurationVar(&o.opts.TTL, "ttl", def.TTL, "many candidates: session TTL")
+	fl.BoolVar(&o.opts.NoFsync, "unsafe-no-fsync", false, "run etcd without fsync (faster, not what users run)")
+	fl.BoolVar(&o.opts.SkipConcurrency, "skip-concurrency", false, "leave etcd's concurrency.Mutex out (its column is then null)")
+	fl.StringVar(&o.svg, "svg", "", "also write the curves as an SVG image to this file")
+	fl.StringSliceVar(&o.from, "from", nil, "read saved -w json results instead of running, merged in order (with --svg: draw them)")
+	return cmd
+}
+
+var allCurves = []string{scalebench.CurveCosts, scalebench.CurveQueue, scalebench.CurveLocks, scalebench.CurveCandidates}
+
+func shapeStrings(ss []scalebench.Shape) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.String()
+	}
+	return out
+}
+
+func runBenchScale(ctx context.Context, f *factory, o benchScaleOptions) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	var res scalebench.Result
+	if len(o.from) > 0 {
+		for _, path := range o.from {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return fmt.Errorf("bench scale: %w", err)
+			}
+			var one scalebench.Result
+			if err := json.Unmarshal(b, &one); err != nil || one.Benchmark != "scale" {
+				return fmt.Errorf("bench scale: %s is not the -w json output of coordctl bench scale (%v)", path, err)
+			}
+			res = mergeScale(res, one)
+		}
+	} else {
+		o.opts.Progress = f.IO.ErrOut
+		if res, err = scalebench.Run(ctx, o.opts); err != nil {
+			return benchError(ctx, "scale", scalebench.ErrOptions, err)
+		}
+	}
+	if o.svg != "" {
+		var b bytes.Buffer
+		if err := writeScaleSVG(&b, res); err != nil {
+			return fmt.Errorf("bench scale: svg: %w", err)
+		}
+		if err := os.WriteFile(o.svg, b.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("bench scale: %w", err)
+		}
+		fmt.Fprintf(f.IO.ErrOut, "bench scale: wrote %s\n", o.svg)
+	}
+	return p.Print(scaleOutput{res})
+}
+
+// mergeScale appends b's rows and notes to a's. A target of b replaces
+// a's of the same name unless b did not measure it.
+func mergeScale(a, b scalebench.Result) scalebench.Result {
+	if a.Benchmark == "" {
+		return b
+	}
+	a.Rows = append(a.Rows, b.Rows...)
+	for _, n := range b.Notes {
+		if !slices.Contains(a.Notes, n) {
+			a.Notes = append(a.Notes, n)
+		}
+	}
+	a.Fsync = a.Fsync && b.Fsync
+	for _, t := range b.Targets {
+		i := slices.IndexFunc(a.Targets, func(x scalebench.Target) bool { return x.Name == t.Name })
+		switch {
+		case i < 0:
+			a.Targets = append(a.Targets, t)
+		case !math.IsNaN(float64(t.Measured)):
+			a.Targets[i] = t
+		}
+	}
+	return a
+}
+
+// scaleOutput prints a scale result: as JSON the result itself, as text
+// one table per curve in the layout every bench shares.
+type scaleOutput struct{ res scalebench.Result }
+
+func (o scaleOutput) MarshalJSON() ([]byte, error) { return json.Marshal(o.res) }
+
+func (o scaleOutput) WriteSimple(w io.Writer) error {
+	for i, t := range o.res.Tables() {
+		if i > 0 {
+			if _, err := io.WriteString(w, "\n"); err != nil {
+				return err
+			}
+		}
+		if err := bench.WriteTable(w, t); err != nil {
+			return err
+		}
+	}
+	for _, n := range o.res.Notes {
+		if _, err := fmt.Fprintf(w, "note: %s\n", n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scaleCharts turns a result's rows into bar charts, one per curve: each
+// point of the curve a category, one series per implementation and
+// cluster size.
+func scaleCharts(res scalebench.Result) []report.Chart {
+	type spec struct {
+		curve, metric, title, ylabel string
+	}
+	specs := []spec{
+		{scalebench.CurveQueue, "handoff_p50_ms", "Queue depth: handoff p50 by waiters W", "ms"},
+		{scalebench.CurveLocks, "acquisitions_per_s", "Many locks: acquisitions/s by distinct locks L", "acquisitions/s"},
+		{scalebench.CurveCandidates, "failover_max_ms", "Many candidates: failover after the leader's crash, max (TTL " + ttlOf(res) + ")", "ms"},
+	}
+	var out []report.Chart
+	for _, sp := range specs {
+		var rows []scalebench.Row
+		for _, r := range res.Rows {
+			if r.Curve == sp.curve && r.Metric == sp.metric {
+				rows = append(rows, r)
+			}
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		var cats []string
+		for _, r := range rows {
+			if !slices.Contains(cats, r.Point) {
+				cats = append(cats, r.Point)
+			}
+		}
+		var members []int
+		for _, r := range rows {
+			if !slices.Contains(members, r.Members) {
+				members = append(members, r.Members)
+			}
+		}
+		c := report.Chart{Title: sp.title, YLabel: sp.ylabel, Categories: cats}
+		for _, m := range members {
+			for impl, name := range []string{"coordkit", "etcd concurrency"} {
+				s := report.Series{Name: fmt.Sprintf("%s, %d member", name, m)}
+				if m > 1 {
+					s.Name += "s"
+				}
+				for _, r := range rows {
+					v := float64(r.Coordkit)
+					if impl == 1 {
+						v = float64(r.EtcdConcurrency)
+					}
+					if r.Members == m && !math.IsNaN(v) {
+						s.Points = append(s.Points, report.Point{X: float64(slices.Index(cats, r.Point)), Y: v})
+					}
+				}
+				if len(s.Points) > 0 {
+					c.Series = append(c.Series, s)
+				}
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func ttlOf(res scalebench.Result) string {
+	for _, t := range res.Targets {
+		if v := float64(t.Target); t.Unit == "ms" && v > 1000 {
+			return (time.Duration(v)*time.Millisecond - time.Second).String()
+		}
+	}
+	return "2s"
+}
+
+// writeScaleSVG writes the charts stacked in one SVG image.
+func writeScaleSVG(w io.Writer, res scalebench.Result) error {
+	charts := scaleCharts(res)
+	if len(charts) == 0 {
+		return fmt.Errorf("no curve to draw in the result")
+	}
+	const width, height, titleH = 720, 320, 24
+	total := len(charts) * (height + titleH)
+	fmt.Fprintf(w, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", width, total, width, total)
+	fmt.Fprintf(w, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", width, total)
+	for i, c := range charts {
+		y := i * (height + titleH)
+		var title bytes.Buffer
+		_ = xmlEscape(&title, c.Title)
+		fmt.Fprintf(w, "<text x=\"10\" y=\"%d\" font-size=\"14\" font-family=\"sans-serif\" font-weight=\"bold\">%s</text>\n", y+17, title.String())
+		fmt.Fprintf(w, "<g transform=\"translate(0,%d)\">\n", y+titleH)
+		if err := report.WriteSVG(w, c); err != nil {
+			return err
+		}
+		fmt.Fprintln(w, "</g>")
+	}
+	_, err := fmt.Fprintln(w, "</svg>")
+	return err
+}
+
+func xmlEscape(w io.Writer, s string) error {
+	for _, r := range s {
+		var err error
+		switch r {
+		case '<':
+			_, err = io.WriteString(w, "&lt;")
+		case '>':
+			_, err = io.WriteString(w, "&gt;")
+		case '&':
+			_, err = io.WriteString(w, "&amp;")
+		default:
+			_, err = io.WriteString(w, string(r))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

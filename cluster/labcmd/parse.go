@@ -52,6 +52,10 @@ type Command struct {
 	Count, Concurrency int
 	// File is the file of history and timeline.
 	File string
+	// Rate is load's R (writes/s); LoadOff is set by "load off". Neither:
+	// a bare "load", which reports.
+	Rate    int
+	LoadOff bool
 }
 
 // Exit reports whether the command asks the shell to end ("exit", "quit").

@@ -199,3 +199,33 @@ func TestLabExecErrors(t *testing.T) {
 	_, err = sess.Exec(wctx, labcmd.Command{Name: "wait", Duration: time.Hour})
 	require.True(t, errors.Is(err, context.Canceled), "%v", err)
 }
+
+func TestSessionLoadWrites(t *testing.T) {
+	cfg := cluster.DefaultConfig()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := cluster.New(ctx, cfg)
+	require.NoError(t, err)
+	defer c.Close()
+	sess, err := labcmd.NewSession(c)
+	require.NoError(t, err)
+	defer sess.Close()
+	out := sess.Run(ctx, "load 500/s")
+	require.NoError(t, out.Err)
+	for sess.Load().OK < 20 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("load wrote %d in a minute", sess.Load().OK)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	st := sess.Load()
+	require.True(t, st.Running)
+	require.Equal(t, 500, st.Rate)
+	out = sess.Run(ctx, "load off")
+	require.NoError(t, out.Err)
+	off := out.Result.(labcmd.LoadResult)
+	require.False(t, off.Running)
+	require.GreaterOrEqual(t, off.OK, st.OK)
+	require.GreaterOrEqual(t, len(c.History()), int(off.OK))
+}

@@ -72,7 +72,7 @@ func TestLabParseErrors(t *testing.T) {
 		{"delete", "delete", labcmd.ErrUsage, "usage: delete K"},
 		{"partition 1 2", "partition", labcmd.ErrUsage, "usage: partition A|B[|C], e.g. partition 1,2|3,4,5"},
 		{"isolate", "isolate", labcmd.ErrUsage, "usage: isolate N"},
-		{"cut 1", "cut", labcmd.ErrUsage, "usage: cut N M"},
+		{"cut 1", "cut", labcmd.ErrUsage, "usage: cut N M [--both]"},
 		{"cut 1 two", "cut", labcmd.ErrUsage, `usage: bad node "two"`},
 		{"delay 1 2", "delay", labcmd.ErrUsage, "usage: delay N M D [--jitter J]"},
 		{"delay 1 2 soon", "delay", labcmd.ErrUsage, `usage: bad duration "soon"`},

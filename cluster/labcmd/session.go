@@ -148,3 +148,6 @@ func (s *Session) do(ctx context.Context, op cluster.Op) (Result, error) {
 	}
 	return out, nil
 }
+
+// Cluster is the cluster the session runs on.
+func (s *Session) Cluster() *cluster.Cluster { return s.c }

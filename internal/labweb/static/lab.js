@@ -167,7 +167,8 @@ function applySnap(snap) {
   $('summary').textContent = st.summary;
   const ld = $('leader');
   ld.dataset.leader = st.leader; ld.dataset.term = st.term;
-  ld.textContent = st.leader ? 'leader ' + st.leader + ' · term ' + st.term : 'no leader (term ' + st.term + ')';
+  const maxTerm = Math.max(0, ...st.nodes.map(n => n.term));
+  ld.textContent = st.leader ? 'leader ' + st.leader + ' · term ' + st.term : 'no leader (highest term ' + maxTerm + ')';
   const t = snap.at_ns;
   const cutTouch = {};
   for (const l of snap.links) if (l.cut) { cutTouch[l.from] = true; cutTouch[l.to] = true; }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/cluster"
 )
 
 // client talks to the server without any proxy from the environment.
@@ -191,7 +193,14 @@ func TestEventsReplayBeyondTheRing(t *testing.T) {
 func TestBadCommandsChangeNothing(t *testing.T) {
 	lab, srv := startLab(t, 3, Options{}, ServerConfig{})
 	url := srv.URL()
-	before := lab.Cluster().Links()
+	links := func() []cluster.LinkConfig {
+		var out []cluster.LinkConfig
+		for _, li := range lab.Cluster().Links() {
+			out = append(out, li.LinkConfig)
+		}
+		return out
+	}
+	before := links()
 	hist := len(lab.Cluster().History())
 	tests := []struct{ line, want string }{
 		{"frobnicate 1", `unknown command "frobnicate" (try help)`},
@@ -212,7 +221,7 @@ func TestBadCommandsChangeNothing(t *testing.T) {
 			require.Contains(t, m["error"], tt.want)
 		})
 	}
-	require.Equal(t, before, lab.Cluster().Links())
+	require.Equal(t, before, links())
 	require.Equal(t, hist, len(lab.Cluster().History()))
 	require.False(t, lab.sess.Load().Running)
 

@@ -45,53 +45,97 @@ function pos(i) {
   return [210 + 150 * Math.cos(a), 210 + 150 * Math.sin(a)];
 }
 
-function drawRing() {
+// The ring's elements are built once and updated in place, so that a
+// click is never lost to a redraw (status events come up to 20 times a
+// second under load).
+const ring = { built: 0, links: {}, nodes: {} };
+
+function buildRing() {
   const svg = $('ring');
   svg.textContent = '';
+  ring.links = {}; ring.nodes = {};
+  for (let a = 1; a <= lab.nodes; a++) {
+    for (let b = a + 1; b <= lab.nodes; b++) {
+      const [x1, y1] = pos(a), [x2, y2] = pos(b);
+      const mx = (x1 + x2) / 2, my = (y1 + y2) / 2;
+      const g = el('g', { class: 'link', id: 'link-' + a + '-' + b, 'data-cut': '' }, svg);
+      const r = {
+        g, x1, y1, x2, y2, mx, my,
+        base: el('line', { x1, y1, x2, y2, stroke: '#999', 'stroke-width': 2 }, g),
+        cut: el('line', { x1, y1, x2, y2, stroke: '#d33', 'stroke-width': 3, 'stroke-dasharray': '6 4', visibility: 'hidden' }, g),
+        mark: el('text', { x: mx, y: my + 5, 'text-anchor': 'middle', fill: '#d33', 'font-size': 16, 'font-weight': 'bold' }, g, ''),
+        label: el('text', { x: mx, y: my - 6, 'text-anchor': 'middle', fill: '#d33', 'font-size': 11 }, g, ''),
+        delay: el('text', { x: mx, y: my + 16, 'text-anchor': 'middle', fill: '#555', 'font-size': 11 }, g, ''),
+      };
+      // A wide transparent stroke makes the link easy to click.
+      const hit = el('line', { x1, y1, x2, y2, stroke: 'transparent', 'stroke-width': 14 }, g);
+      hit.addEventListener('click', ev => linkMenu(ev, a, b));
+      ring.links[a + '-' + b] = r;
+    }
+  }
+  for (let i = 1; i <= lab.nodes; i++) {
+    const [x, y] = pos(i);
+    const g = el('g', { class: 'node', id: 'node-' + i }, svg);
+    const r = {
+      g,
+      circle: el('circle', { cx: x, cy: y, r: 38 }, g),
+      name: el('text', { x, y: y - 16, 'text-anchor': 'middle', 'font-weight': 'bold', 'font-size': 14 }, g, 'n' + i),
+      state: el('text', { x, y: y - 1, 'text-anchor': 'middle', 'font-size': 12 }, g, ''),
+      term: el('text', { x, y: y + 13, 'text-anchor': 'middle', 'font-size': 11 }, g, ''),
+      index: el('text', { x, y: y + 26, 'text-anchor': 'middle', 'font-size': 10 }, g, ''),
+    };
+    g.addEventListener('click', ev => { const n = lab.snap.status.nodes[i - 1]; nodeMenu(ev, n); });
+    ring.nodes[i] = r;
+  }
+  ring.built = lab.nodes;
+}
+
+function set(e, attrs) { for (const k in attrs) e.setAttribute(k, attrs[k]); }
+
+function drawRing() {
   const snap = lab.snap;
   if (!snap) return;
+  if (ring.built !== lab.nodes) buildRing();
   const link = {};
   for (const l of snap.links) link[l.from + '-' + l.to] = l;
   for (let a = 1; a <= lab.nodes; a++) {
     for (let b = a + 1; b <= lab.nodes; b++) {
+      const r = ring.links[a + '-' + b];
       const ab = link[a + '-' + b], ba = link[b + '-' + a];
-      const [x1, y1] = pos(a), [x2, y2] = pos(b);
-      const mx = (x1 + x2) / 2, my = (y1 + y2) / 2;
-      const g = el('g', { class: 'link', id: 'link-' + a + '-' + b, 'data-cut': (ab.cut ? 'ab' : '') + (ba.cut ? 'ba' : '') }, svg);
+      r.g.setAttribute('data-cut', (ab.cut ? 'ab' : '') + (ba.cut ? 'ba' : ''));
+      r.mark.textContent = ''; r.label.textContent = '';
       if (!ab.cut && !ba.cut) {
-        el('line', { x1, y1, x2, y2, stroke: '#999', 'stroke-width': 2 }, g);
+        set(r.base, { stroke: '#999' });
+        set(r.cut, { visibility: 'hidden' });
       } else if (ab.cut && ba.cut) {
-        el('line', { x1, y1, x2, y2, stroke: '#d33', 'stroke-width': 2, 'stroke-dasharray': '6 5' }, g);
-        el('text', { x: mx, y: my + 5, 'text-anchor': 'middle', fill: '#d33', 'font-size': 16, 'font-weight': 'bold' }, g, '✕');
+        set(r.base, { stroke: 'transparent' });
+        set(r.cut, { visibility: 'visible', x1: r.x1, y1: r.y1, x2: r.x2, y2: r.y2 });
+        r.mark.textContent = '✕';
       } else {
-        // One way: the half next to the sender whose messages are dropped.
-        const [sx, sy, from, to] = ab.cut ? [x1, y1, a, b] : [x2, y2, b, a];
-        el('line', { x1, y1, x2, y2, stroke: '#999', 'stroke-width': 2 }, g);
-        el('line', { x1: sx, y1: sy, x2: mx, y2: my, stroke: '#d33', 'stroke-width': 3, 'stroke-dasharray': '6 4' }, g);
-        el('text', { x: mx, y: my - 6, 'text-anchor': 'middle', fill: '#d33', 'font-size': 11 }, g, from + '→' + to + ' cut');
+        // One way: red on the half next to the sender whose messages drop.
+        const [sx, sy, from, to] = ab.cut ? [r.x1, r.y1, a, b] : [r.x2, r.y2, b, a];
+        set(r.base, { stroke: '#999' });
+        set(r.cut, { visibility: 'visible', x1: sx, y1: sy, x2: r.mx, y2: r.my });
+        r.label.textContent = from + '→' + to + ' cut';
       }
       const d1 = ab.delay_ms, d2 = ba.delay_ms;
+      let label = '';
       if (d1 !== lab.baseDelay || d2 !== lab.baseDelay || ab.jitter_ms || ba.jitter_ms || ab.loss || ba.loss) {
-        let label = d1 === d2 ? fmtMs(d1) : a + '→' + b + ' ' + fmtMs(d1) + ', ' + b + '→' + a + ' ' + fmtMs(d2);
+        label = d1 === d2 ? fmtMs(d1) : a + '→' + b + ' ' + fmtMs(d1) + ', ' + b + '→' + a + ' ' + fmtMs(d2);
         if (ab.jitter_ms) label += ' ±' + fmtMs(ab.jitter_ms);
         if (ab.loss || ba.loss) label += ' loss ' + Math.max(ab.loss, ba.loss);
-        el('text', { x: mx, y: my + 14, 'text-anchor': 'middle', fill: '#555', 'font-size': 11 }, g, label);
       }
-      // A wide transparent stroke makes the link easy to click.
-      const hit = el('line', { x1, y1, x2, y2, stroke: 'transparent', 'stroke-width': 14 }, g);
-      hit.addEventListener('click', ev => linkMenu(ev, a, b));
+      r.delay.textContent = label;
     }
   }
   for (const n of snap.status.nodes) {
-    const [x, y] = pos(n.id);
+    const r = ring.nodes[n.id];
     const state = n.up ? n.state : 'down';
-    const g = el('g', { class: 'node', id: 'node-' + n.id, 'data-state': state, 'data-term': n.term, 'data-paused': n.paused }, svg);
-    el('circle', { cx: x, cy: y, r: 38, fill: COLORS[state] || '#ddd', stroke: n.paused ? '#7b3fa0' : '#444', 'stroke-width': n.paused ? 4 : 1.5, 'stroke-dasharray': n.paused ? '5 3' : '' }, g);
-    el('text', { x, y: y - 16, 'text-anchor': 'middle', 'font-weight': 'bold', 'font-size': 14 }, g, 'n' + n.id);
-    el('text', { x, y: y - 1, 'text-anchor': 'middle', 'font-size': 12 }, g, n.paused ? state + ' ⏸' : state);
-    el('text', { x, y: y + 13, 'text-anchor': 'middle', 'font-size': 11 }, g, n.up ? 'term ' + n.term : '');
-    el('text', { x, y: y + 26, 'text-anchor': 'middle', 'font-size': 10 }, g, n.up ? 'c' + n.commit + ' a' + n.applied : 'crashed');
-    g.addEventListener('click', ev => nodeMenu(ev, n));
+    set(r.g, { 'data-state': state, 'data-term': n.term, 'data-paused': n.paused });
+    set(r.circle, { fill: COLORS[state] || '#ddd', stroke: n.paused ? '#7b3fa0' : '#444', 'stroke-width': n.paused ? 4 : 1.5, 'stroke-dasharray': n.paused ? '5 3' : 'none' });
+    r.state.textContent = n.paused ? state + ' ⏸' : state;
+    r.term.textContent = n.up ? 'term ' + n.term : '';
+    r.index.textContent = n.up ? 'c' + n.commit + ' a' + n.applied : 'crashed';
   }
 }
 

@@ -16,7 +16,8 @@ function el(tag, attrs, parent, text) {
 }
 
 const COLORS = { leader: '#f0b429', follower: '#6fa8dc', candidate: '#e69138', down: '#bbbbbb', shutdown: '#bbbbbb' };
-const WINDOW_NS = 60e9, KEEP_NS = 300e9;
+const MAX_WINDOW_NS = 60e9, MIN_WINDOW_NS = 15e9, KEEP_NS = 300e9;
+let firstNs = null; // the first moment this page saw
 
 const lab = { nodes: 0, baseDelay: 0, snap: null, load: null, serverNs: 0, serverAt: 0 };
 // The timeline as it grows: per node role segments and fault windows,
@@ -24,7 +25,7 @@ const lab = { nodes: 0, baseDelay: 0, snap: null, load: null, serverNs: 0, serve
 const tl = { roles: {}, faults: {}, terms: [], ops: [], load: [] };
 
 function nowNs() { return lab.serverNs + (performance.now() - lab.serverAt) * 1e6; }
-function seen(atNs) { if (atNs >= lab.serverNs) { lab.serverNs = atNs; lab.serverAt = performance.now(); } }
+function seen(atNs) { if (firstNs === null && atNs) firstNs = atNs; if (atNs >= lab.serverNs) { lab.serverNs = atNs; lab.serverAt = performance.now(); } }
 
 // ---- commands -------------------------------------------------------------
 async function send(line) {
@@ -299,9 +300,13 @@ function drawLanes() {
   const H = 20 + n * LANE_H + LOAD_H + 20;
   svg.setAttribute('height', H);
   svg.textContent = '';
-  const now = nowNs(), t0 = now - WINDOW_NS;
+  const now = nowNs();
+  // The window grows with what the page has seen, from 15 s up to 60 s.
+  const WINDOW_NS = Math.min(MAX_WINDOW_NS, Math.max(MIN_WINDOW_NS, Math.ceil((now - (firstNs || now) + 2e9) / 5e9) * 5e9));
+  const t0 = now - WINDOW_NS;
   const X = t => LEFT + (W - LEFT - 10) * (t - t0) / WINDOW_NS;
-  for (let s = 0; s <= 60; s += 10) {
+  const step = WINDOW_NS > 30e9 ? 10 : 5;
+  for (let s = 0; s <= WINDOW_NS / 1e9; s += step) {
     const x = X(now - s * 1e9);
     el('line', { x1: x, y1: 12, x2: x, y2: H - 16, stroke: '#eee' }, svg);
     el('text', { x, y: H - 4, 'text-anchor': 'middle', 'font-size': 10, fill: '#888' }, svg, s ? '-' + s + 's' : 'now');

@@ -166,7 +166,8 @@ type CommandRequest struct {
 // ran and failed, like a write without quorum, has "ok":false); 400 with
 // the same shape for a line that does not parse or the page may not send;
 // 415 without a JSON content type (a cross-site form cannot send one).
-// The X-Lab-Seq header names the command's event in the stream.
+// The X-Lab-Seq header names the command's event in the stream; X-Lab-Ms
+// says how long the command ran (milliseconds).
 func (s *Server) command(w http.ResponseWriter, r *http.Request) {
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		httpError(w, http.StatusUnsupportedMediaType, "labweb: POST /api/command wants Content-Type: application/json")
@@ -177,7 +178,9 @@ func (s *Server) command(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "labweb: body: "+err.Error())
 		return
 	}
+	start := time.Now()
 	out, seq, err := s.lab.Run(r.Context(), SourceWeb, req.Line)
+	ran := time.Since(start)
 	b, merr := json.Marshal(out)
 	if merr != nil {
 		httpError(w, http.StatusInternalServerError, merr.Error())
@@ -186,6 +189,7 @@ func (s *Server) command(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	if seq != 0 {
 		w.Header().Set("X-Lab-Seq", strconv.FormatUint(seq, 10))
+		w.Header().Set("X-Lab-Ms", strconv.FormatFloat(ms(ran), 'f', 3, 64))
 	}
 	if err != nil {
 		w.WriteHeader(http.StatusBadRequest)

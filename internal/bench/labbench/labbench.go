@@ -33,7 +33,7 @@ type Options struct {
 	// UI measures the live page instead (internal/labweb): throughput
 	// with an attached event stream against none, on the first node count
 	// with the last writer count, and event latency.
-	UI bool
+	UI    bool
 	Nodes []int // node counts, each 1..7
 
 	// Throughput (without Model).

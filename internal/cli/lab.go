@@ -98,6 +98,12 @@ serving until interrupted. Only loopback addresses may go without
 	return cmd
 }
 
+// Memory bounds of a lab session (see docs/lab.md, "Memory").
+const (
+	labHistoryInMemory  = 1 << 16
+	labSnapshotInterval = 5 * time.Second
+)
+
 func (o *labOptions) config() (cluster.Config, error) {
 	cfg := cluster.DefaultConfig()
 	cfg.Nodes = o.Nodes
@@ -108,6 +114,13 @@ func (o *labOptions) config() (cluster.Config, error) {
 	cfg.Seed = o.Seed
 	cfg.OpTimeout = o.OpTimeout
 	cfg.NoPipeline = o.NoPipeline
+	// A long session (a write load for minutes) stays bounded in memory:
+	// the history keeps labHistoryInMemory operations in memory and spills
+	// older ones to a temporary file; Raft snapshots (and so truncates its
+	// in-memory log) every few seconds once 8192 entries have piled up,
+	// instead of every two minutes.
+	cfg.HistoryInMemory = labHistoryInMemory
+	cfg.SnapshotInterval = labSnapshotInterval
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageErrorf("%v", strings.TrimPrefix(err.Error(), cluster.ErrInvalidConfig.Error()+": "))
 	}

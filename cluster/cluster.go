@@ -55,7 +55,7 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 		done:   make(chan struct{}),
 	}
 	c.start = c.clock.Now()
-	c.timeline = &timeline{now: c.nowNs}
+	c.timeline = &timeline{now: c.nowNs, maxIndex: cfg.TimelineIndexSamples}
 	if cfg.Storage == StorageDisk {
 		c.dir = cfg.DataDir
 		if c.dir == "" {

@@ -116,6 +116,10 @@ type Config struct {
 	// AppendEntries to a follower before sending the next: see what
 	// pipelining buys on slow links.
 	NoPipeline bool
+	// TimelineIndexSamples bounds the index samples the timeline keeps:
+	// beyond it the older half is forgotten (leader changes, faults and
+	// heals are always kept). Zero: no bound.
+	TimelineIndexSamples int
 	// HistoryInMemory bounds the client operations the history keeps in
 	// memory (rounded up to chunks of 4096); older ones spill to a
 	// temporary file that Close removes, and History reads them back.
@@ -181,8 +185,8 @@ func (c Config) Validate() error {
 	if c.SampleInterval < 0 {
 		return fmt.Errorf("%w: negative sample interval", ErrInvalidConfig)
 	}
-	if c.HistoryInMemory < 0 {
-		return fmt.Errorf("%w: negative history limit", ErrInvalidConfig)
+	if c.HistoryInMemory < 0 || c.TimelineIndexSamples < 0 {
+		return fmt.Errorf("%w: negative history or timeline limit", ErrInvalidConfig)
 	}
 	return nil
 }

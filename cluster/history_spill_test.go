@@ -49,3 +49,37 @@ func TestHistorySpill(t *testing.T) {
 		})
 	}
 }
+
+// Index samples beyond the bound are thinned, oldest first; other events
+// stay.
+func TestTimelineThinsIndexSamples(t *testing.T) {
+	var now int64
+	tl := &timeline{now: func() int64 { now++; return now }, maxIndex: 10}
+	tl.add(Event{Kind: EventLeader, Leader: 1})
+	for i := 0; i < 100; i++ {
+		tl.add(Event{Kind: EventIndex, Commit: uint64(i)})
+		if i == 50 {
+			tl.add(Event{Kind: EventFault, Detail: "cut 1→2"})
+		}
+	}
+	ev := tl.events()
+	var idx []uint64
+	kinds := map[EventKind]int{}
+	for i, e := range ev {
+		kinds[e.Kind]++
+		if i > 0 {
+			require.Less(t, ev[i-1].AtNs, e.AtNs)
+		}
+		if e.Kind == EventIndex {
+			idx = append(idx, e.Commit)
+		}
+	}
+	require.Equal(t, 1, kinds[EventLeader])
+	require.Equal(t, 1, kinds[EventFault])
+	require.LessOrEqual(t, len(idx), 10)
+	require.Equal(t, uint64(99), idx[len(idx)-1])
+	for i := 1; i < len(idx); i++ {
+		require.Equal(t, idx[i-1]+1, idx[i], "the newest samples, in order")
+	}
+	require.Equal(t, 100, len(idx)+tl.dropped)
+}

@@ -102,6 +102,8 @@ serving until interrupted. Only loopback addresses may go without
 const (
 	labHistoryInMemory  = 1 << 16
 	labSnapshotInterval = 5 * time.Second
+	// About eight minutes of index samples of five nodes under a load.
+	labTimelineIndexSamples = 50000
 )
 
 func (o *labOptions) config() (cluster.Config, error) {
@@ -118,9 +120,11 @@ func (o *labOptions) config() (cluster.Config, error) {
 	// the history keeps labHistoryInMemory operations in memory and spills
 	// older ones to a temporary file; Raft snapshots (and so truncates its
 	// in-memory log) every few seconds once 8192 entries have piled up,
-	// instead of every two minutes.
+	// instead of every two minutes; the timeline thins its oldest index
+	// samples.
 	cfg.HistoryInMemory = labHistoryInMemory
 	cfg.SnapshotInterval = labSnapshotInterval
+	cfg.TimelineIndexSamples = labTimelineIndexSamples
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageErrorf("%v", strings.TrimPrefix(err.Error(), cluster.ErrInvalidConfig.Error()+": "))
 	}

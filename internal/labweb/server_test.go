@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/cluster"
+	"github.com/coordkit/coordkit/cluster/labcmd"
 )
 
 // client talks to the server without any proxy from the environment.
@@ -397,4 +398,24 @@ func TestLoadFiguresStream(t *testing.T) {
 	code, m, _ = post(t, url, "load off")
 	require.Equal(t, http.StatusOK, code, m)
 	require.Equal(t, false, m["running"])
+}
+
+// The shell sees the page's commands (Echo), not its own again.
+func TestEchoOfPageCommands(t *testing.T) {
+	var mu sync.Mutex
+	var echoed []string
+	lab, srv := startLab(t, 1, Options{Echo: func(ev CommandEvent, _ labcmd.Output) {
+		mu.Lock()
+		echoed = append(echoed, ev.Source+": "+ev.Line)
+		mu.Unlock()
+	}}, ServerConfig{})
+	code, _, _ := post(t, srv.URL(), "leader")
+	require.Equal(t, http.StatusOK, code)
+	code, _, _ = post(t, srv.URL(), "frob")
+	require.Equal(t, http.StatusBadRequest, code)
+	_, _, err := lab.Run(t.Context(), SourceShell, "leader")
+	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"web: leader", "web: frob"}, echoed)
 }

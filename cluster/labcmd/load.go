@@ -194,15 +194,15 @@ func (l *loader) pace(ctx context.Context, tokens chan<- struct{}) {
 			l.mu.Unlock()
 			owed += float64(rate) * now.Sub(last).Seconds()
 			last = now
-			if owed > float64(rate) { // at most a second's backlog
-				owed = float64(rate)
-			}
+			// At most a second's backlog: writes due beyond it while the
+			// cluster stalls are not issued. Only pace sends, so the
+			// length check cannot race into a blocking send.
 			for ; owed >= 1; owed-- {
-				select {
-				case tokens <- struct{}{}:
-				default:
+				if len(tokens) >= rate {
 					owed = 0
+					break
 				}
+				tokens <- struct{}{}
 			}
 		}
 	}

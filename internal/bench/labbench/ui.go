@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/coordkit/coordkit/cluster"
@@ -58,16 +59,23 @@ func ui(ctx context.Context, o Options, progress func(string, ...any)) ([]UIRow,
 	rounds := max(int(o.Duration/(500*time.Millisecond)), 1)
 	per := o.Duration / time.Duration(rounds)
 	var withOps, noOps, events int64
-	var withT, noT time.Duration
+	var withT, noT, withCPU, noCPU time.Duration
 	progress("n%d_concurrent%d_writes_per_s: %d slices of %s each way", n, writers, rounds, per)
-	for i := 0; i < rounds && ctx.Err() == nil; i++ {
-		k, el := run(ctx, lab, writers, per)
-		noOps, noT = noOps+k, noT+el
-		k, el, ev, err := withPage(ctx, lab, writers, per)
+	for i := 0; i < 2*rounds && ctx.Err() == nil; i++ {
+		// Each round runs both, in turns: no page first in even rounds,
+		// the page first in odd ones, so neither always inherits the
+		// other's garbage or warm pipeline.
+		if (i%2 == 0) == (i/2%2 == 0) {
+			cpu0 := cpuTime()
+			k, el := run(ctx, lab, writers, per)
+			noOps, noT, noCPU = noOps+k, noT+el, noCPU+cpuTime()-cpu0
+			continue
+		}
+		k, el, ev, cpu, err := withPage(ctx, lab, writers, per)
 		if err != nil {
 			return nil, err
 		}
-		withOps, withT, events = withOps+k, withT+el, events+ev
+		withOps, withT, events, withCPU = withOps+k, withT+el, events+ev, withCPU+cpu
 	}
 	progress("commands posted every 50ms under the same write load")
 	cmdLat, doneLat, err := commandLatency(ctx, lab, writers, o.Duration/2)
@@ -82,6 +90,7 @@ func ui(ctx context.Context, o Options, progress func(string, ...any)) ([]UIRow,
 	noPage := rate(noOps, noT)
 	rows := []UIRow{
 		{Metric: fmt.Sprintf("n%d_concurrent%d_writes_per_s", n, writers), PageAttached: rate(withOps, withT), NoPage: &noPage, Unit: "writes/s"},
+		{Metric: "cpu_us_per_write", PageAttached: perWrite(withCPU, withOps), NoPage: ptr(perWrite(noCPU, noOps)), Unit: "µs"},
 		{Metric: "stream_events_per_s", PageAttached: rate(events, withT), Unit: "events/s"},
 		{Metric: "post_to_command_event_p50_ms", PageAttached: bench.Ms(bench.Percentile(cmdLat, 0.50)), Unit: "ms"},
 		{Metric: "post_to_command_event_p99_ms", PageAttached: bench.Ms(bench.Percentile(cmdLat, 0.99)), Unit: "ms"},
@@ -209,18 +218,38 @@ func (p *page) waitEvent(ctx context.Context, seq uint64) (time.Time, error) {
 
 // withPage runs writers for d with a page attached (its stream at the
 // rate the lab publishes under this load) and returns the writes, the
-// time and the events the page received.
-func withPage(ctx context.Context, lab *labSystem, writers int, d time.Duration) (int64, time.Duration, int64, error) {
+// time, the events the page received and the process's CPU time.
+func withPage(ctx context.Context, lab *labSystem, writers int, d time.Duration) (int64, time.Duration, int64, time.Duration, error) {
 	p, err := attach(lab.c)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	before := p.events.Load()
+	cpu0 := cpuTime()
 	k, el := run(ctx, lab, writers, d)
+	cpu := cpuTime() - cpu0
 	ev := p.events.Load() - before
 	p.close()
-	return k, el, ev, nil
+	return k, el, ev, cpu, nil
 }
+
+// cpuTime is the CPU time (user and system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func perWrite(cpu time.Duration, writes int64) float64 {
+	if writes == 0 {
+		return 0
+	}
+	return float64(cpu.Microseconds()) / float64(writes)
+}
+
+func ptr(f float64) *float64 { return &f }
 
 // commandLatency posts a command every 50ms for d while writers run, and
 // returns for each the time from the POST to its event on the stream, and

@@ -56,7 +56,7 @@ func ui(ctx context.Context, o Options, progress func(string, ...any)) ([]UIRow,
 	defer lab.close()
 
 	// Throughput: alternate slices with and without the page.
-	rounds := max(int(o.Duration/(500*time.Millisecond)), 1)
+	rounds := max(int(o.Duration/slice), 1)
 	per := o.Duration / time.Duration(rounds)
 	var withOps, noOps, events int64
 	var withT, noT, withCPU, noCPU time.Duration

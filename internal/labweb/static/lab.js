@@ -134,7 +134,7 @@ function drawRing() {
     const state = n.up ? n.state : 'down';
     set(r.g, { 'data-state': state, 'data-term': n.term, 'data-paused': n.paused });
     set(r.circle, { fill: COLORS[state] || '#ddd', stroke: n.paused ? '#7b3fa0' : '#444', 'stroke-width': n.paused ? 4 : 1.5, 'stroke-dasharray': n.paused ? '5 3' : 'none' });
-    r.state.textContent = n.paused ? state + ' ⏸' : state;
+    r.state.textContent = n.paused ? 'paused ' + state : state;
     r.term.textContent = n.up ? 'term ' + n.term : '';
     r.index.textContent = n.up ? 'c' + n.commit + ' a' + n.applied : 'crashed';
   }
@@ -245,6 +245,7 @@ function applyLoad(ev) {
   const on = ev.running;
   const btn = $('load-toggle');
   btn.dataset.on = on; btn.textContent = on ? 'stop' : 'start';
+  if (on && document.activeElement !== $('load-rate')) $('load-rate').value = ev.rate;
   const tp = $('load-tput');
   tp.dataset.value = Math.round(ev.writes_per_s || 0);
   tp.textContent = Math.round(ev.writes_per_s || 0);

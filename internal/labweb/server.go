@@ -14,8 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/coordkit/coordkit/cluster/labcmd"
 )
 
 //go:embed static
@@ -273,6 +271,3 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
-
-// Outputs are labcmd's: keep the import honest for godoc readers.
-var _ json.Marshaler = labcmd.Output{}

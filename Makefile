@@ -2,7 +2,7 @@ GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 PKGS := ./...
 
-.PHONY: all build test test-short demo bench lint scenarios check-long clean
+.PHONY: all build test test-short demo bench lint scenarios check-long clean lab lab-screenshot
 
 all: build
 
@@ -40,6 +40,14 @@ check-long: build
 	./bin/coordctl check lock-safety --duration 60s --seed 42 --no-fencing
 	./bin/coordctl check election-safety --duration 60s --seed 42
 	./bin/coordctl check election-safety --duration 60s --seed 42 --no-fencing
+
+## lab: the Raft lab with its live page on http://127.0.0.1:7071/ (and the shell here).
+lab: build
+	./bin/coordctl lab --nodes 5 --http 127.0.0.1:7071
+
+## lab-screenshot: regenerate docs/lab-web.png with headless Chromium (the browser test).
+lab-screenshot:
+	LAB_SCREENSHOT=$(CURDIR)/docs/lab-web.png $(GO) test -count=1 -run TestBrowserCrashPartitionHeal ./internal/labweb
 
 ## lint: gofmt, go vet and staticcheck.
 lint:

@@ -50,12 +50,12 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 		cfg:    cfg,
 		timing: cfg.timing(),
 		clock:  cfg.clock(),
-		hist:   &history{},
+		hist:   &history{inMemory: cfg.HistoryInMemory},
 		rng:    rand.New(rand.NewSource(cfg.Seed ^ 0x5eed)),
 		done:   make(chan struct{}),
 	}
 	c.start = c.clock.Now()
-	c.timeline = &timeline{now: c.nowNs}
+	c.timeline = &timeline{now: c.nowNs, maxIndex: cfg.TimelineIndexSamples}
 	if cfg.Storage == StorageDisk {
 		c.dir = cfg.DataDir
 		if c.dir == "" {
@@ -109,6 +109,9 @@ func (c *Cluster) Close() {
 	}
 	c.mu.Unlock()
 	c.nw.close()
+	c.hist.mu.Lock()
+	c.hist.removeSpill()
+	c.hist.mu.Unlock()
 	for _, n := range c.nodes {
 		if n != nil {
 			n.store.release()

@@ -116,6 +116,15 @@ type Config struct {
 	// AppendEntries to a follower before sending the next: see what
 	// pipelining buys on slow links.
 	NoPipeline bool
+	// TimelineIndexSamples bounds the index samples the timeline keeps:
+	// beyond it the older half is forgotten (leader changes, faults and
+	// heals are always kept). Zero: no bound.
+	TimelineIndexSamples int
+	// HistoryInMemory bounds the client operations the history keeps in
+	// memory (rounded up to chunks of 4096); older ones spill to a
+	// temporary file that Close removes, and History reads them back.
+	// Zero: everything stays in memory.
+	HistoryInMemory int
 	// Clock is the time source for decisions; nil is the real clock.
 	Clock Clock
 	// LogOutput receives Raft's own log (warnings and errors). Nil: discarded.
@@ -175,6 +184,9 @@ func (c Config) Validate() error {
 	}
 	if c.SampleInterval < 0 {
 		return fmt.Errorf("%w: negative sample interval", ErrInvalidConfig)
+	}
+	if c.HistoryInMemory < 0 || c.TimelineIndexSamples < 0 {
+		return fmt.Errorf("%w: negative history or timeline limit", ErrInvalidConfig)
 	}
 	return nil
 }

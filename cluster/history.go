@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"encoding/gob"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -55,10 +56,20 @@ type Record struct {
 }
 
 // history stores records in fixed chunks, so that recording a long
-// benchmark never copies what is already stored.
+// benchmark never copies what is already stored. With a memory limit,
+// full chunks beyond it spill, in order, to a temporary file (gob), and
+// records reads them back: memory stays bounded however long the run,
+// and nothing is lost.
 type history struct {
 	mu     sync.Mutex
 	chunks [][]Record
+	// inMemory is the limit in records (0: none); spill is the file the
+	// oldest full chunks went to, spilled how many, enc its encoder.
+	inMemory int
+	spill    *os.File
+	enc      *gob.Encoder
+	spilled  int
+	spillErr error
 }
 
 const historyChunk = 4096
@@ -69,31 +80,119 @@ func (h *history) add(r Record) {
 	if n == 0 || len(h.chunks[n-1]) == historyChunk {
 		h.chunks = append(h.chunks, make([]Record, 0, historyChunk))
 		n++
+		if h.inMemory > 0 && (n-1)*historyChunk > h.inMemory {
+			h.spillOldest()
+			n = len(h.chunks)
+		}
 	}
 	h.chunks[n-1] = append(h.chunks[n-1], r)
 	h.mu.Unlock()
+}
+
+// spillOldest writes the oldest chunk to the spill file and drops it from
+// memory. On an error the chunk stays in memory (and the error is kept
+// for HistoryStats): nothing is lost, only the bound.
+func (h *history) spillOldest() {
+	if h.spillErr != nil {
+		return
+	}
+	if h.spill == nil {
+		f, err := os.CreateTemp("", "coordkit-lab-history-*.gob")
+		if err != nil {
+			h.spillErr = err
+			return
+		}
+		h.spill, h.enc = f, gob.NewEncoder(f)
+	}
+	if err := h.enc.Encode(h.chunks[0]); err != nil {
+		h.spillErr = err
+		return
+	}
+	h.spilled++
+	h.chunks[0] = nil
+	h.chunks = h.chunks[1:]
 }
 
 func (h *history) records() []Record {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []Record
+	if h.spilled > 0 {
+		f, err := os.Open(h.spill.Name())
+		if err == nil {
+			dec := gob.NewDecoder(f)
+			for i := 0; i < h.spilled; i++ {
+				var chunk []Record
+				if err := dec.Decode(&chunk); err != nil {
+					h.spillErr = err
+					break
+				}
+				out = append(out, chunk...)
+			}
+			f.Close()
+		} else {
+			h.spillErr = err
+		}
+	}
 	for _, c := range h.chunks {
 		out = append(out, c...)
 	}
 	return out
 }
 
-// History returns every client operation recorded so far.
+func (h *history) reset() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.chunks = nil
+	h.removeSpill()
+}
+
+func (h *history) removeSpill() {
+	if h.spill != nil {
+		h.spill.Close()
+		_ = os.Remove(h.spill.Name())
+	}
+	h.spill, h.enc, h.spilled, h.spillErr = nil, nil, 0, nil
+}
+
+// HistoryStats says where the history is kept.
+type HistoryStats struct {
+	// InMemory and Spilled count records in memory and in the spill file.
+	InMemory int `json:"in_memory"`
+	Spilled  int `json:"spilled"`
+	// SpillFile is the spill file's path ("" before the first spill).
+	SpillFile string `json:"spill_file,omitempty"`
+	// SpillError is why spilling stopped, if it did (the history then
+	// grows in memory).
+	SpillError string `json:"spill_error,omitempty"`
+}
+
+// HistoryStats reports how much of the history is in memory and how much
+// has spilled to disk (see Config.HistoryInMemory).
+func (c *Cluster) HistoryStats() HistoryStats {
+	h := c.hist
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := HistoryStats{Spilled: h.spilled * historyChunk}
+	for _, ch := range h.chunks {
+		st.InMemory += len(ch)
+	}
+	if h.spill != nil {
+		st.SpillFile = h.spill.Name()
+	}
+	if h.spillErr != nil {
+		st.SpillError = h.spillErr.Error()
+	}
+	return st
+}
+
+// History returns every client operation recorded so far (reading back
+// what spilled to disk).
 func (c *Cluster) History() []Record { return c.hist.records() }
 
 // ResetHistory forgets the operations recorded so far (a benchmark's, say)
 // so that a later Check looks only at what follows.
-func (c *Cluster) ResetHistory() {
-	c.hist.mu.Lock()
-	c.hist.chunks = nil
-	c.hist.mu.Unlock()
-}
+func (c *Cluster) ResetHistory() { c.hist.reset() }
 
 // CheckResult is porcupine's verdict on a history.
 type CheckResult struct {

@@ -46,6 +46,9 @@ type timeline struct {
 	now func() int64
 	mu  sync.Mutex
 	ev  []Event
+	// maxIndex bounds the index samples kept (0: no bound); index counts
+	// them, dropped counts those forgotten.
+	maxIndex, index, dropped int
 }
 
 func (t *timeline) add(e Event) {
@@ -55,6 +58,31 @@ func (t *timeline) add(e Event) {
 		e.AtNs = t.now()
 	}
 	t.ev = append(t.ev, e)
+	if e.Kind != EventIndex {
+		return
+	}
+	t.index++
+	if t.maxIndex > 0 && t.index > t.maxIndex {
+		t.thin()
+	}
+}
+
+// thin forgets the older half of the index samples, keeping every other
+// event; amortised over the samples added since, it costs O(1) each.
+func (t *timeline) thin() {
+	drop := t.index - t.maxIndex/2
+	kept := t.ev[:0]
+	for _, e := range t.ev {
+		if e.Kind == EventIndex && drop > 0 {
+			drop--
+			t.index--
+			t.dropped++
+			continue
+		}
+		kept = append(kept, e)
+	}
+	clear(t.ev[len(kept):])
+	t.ev = kept
 }
 
 func (t *timeline) events() []Event {

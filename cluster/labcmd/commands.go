@@ -56,12 +56,12 @@ func table() []spec {
 		{name: "isolate", usage: []string{"isolate N"},
 			synopsis: "isolate N", doc: []string{"cut N off from everyone"},
 			parse: parseNodeArgs(1, "isolate N"), exec: (*Session).isolate},
-		{name: "cut", usage: []string{"cut N M"},
-			synopsis: "cut N M", doc: []string{"drop messages N→M (one way)"},
-			parse: parseNodeArgs(2, "cut N M"), exec: (*Session).cut},
-		{name: "heal", usage: []string{"heal"},
-			synopsis: "heal", doc: []string{"remove every cut (delays stay)"},
-			parse: parseAnyArgs, exec: (*Session).heal},
+		{name: "cut", usage: []string{"cut N M [--both]"},
+			synopsis: "cut N M [--both]", doc: []string{"drop messages N→M (one way; --both: and M→N)"},
+			parse: parseLinkArgs("cut N M [--both]"), exec: (*Session).cut},
+		{name: "heal", usage: []string{"heal", "heal N M [--both]"},
+			synopsis: "heal [N M [--both]]", doc: []string{"remove every cut (delays stay); with N M only", "the cut N→M (--both: and M→N)"},
+			parse: parseHeal, exec: (*Session).heal},
 		{name: "delay", usage: []string{"delay N M D [--jitter J]"},
 			synopsis: "delay N M D [--jitter J]", doc: []string{"one-way delay D on N→M and M→N"},
 			parse: parseDelay, exec: (*Session).delay},
@@ -81,6 +81,9 @@ func table() []spec {
 		{name: "bench", usage: []string{"bench writes N [--concurrency C]"},
 			synopsis: "bench writes N [--concurrency C]", doc: []string{"N generated writes, throughput and latency"},
 			parse: parseBench, exec: (*Session).bench},
+		{name: "load", usage: []string{"load R[/s]", "load off", "load"},
+			synopsis: "load R[/s] | load off | load", doc: []string{"a background write load of R generated puts/s", "(64 clients); off stops it; bare: live figures"},
+			parse: parseLoad, exec: (*Session).load},
 		{name: "check", usage: []string{"check"},
 			synopsis: "check", doc: []string{"check the history so far with porcupine"},
 			parse: parseAnyArgs, exec: (*Session).check},
@@ -160,6 +163,27 @@ func parseNodeArgs(n int, usage string) func(string, []string) (Command, error) 
 		nodes, err := parseNodes(args, n, usage)
 		return Command{Nodes: nodes}, err
 	}
+}
+
+// parseLinkArgs parses "N M [--both]".
+func parseLinkArgs(usage string) func(string, []string) (Command, error) {
+	return func(name string, args []string) (Command, error) {
+		var both bool
+		pos, err := parseFlags(name, args, func(fs *pflag.FlagSet) { fs.BoolVar(&both, "both", false, "") })
+		if err != nil {
+			return Command{}, err
+		}
+		nodes, err := parseNodes(pos, 2, usage)
+		return Command{Nodes: nodes, Both: both}, err
+	}
+}
+
+// parseHeal parses "heal" (every cut) or "heal N M [--both]".
+func parseHeal(name string, args []string) (Command, error) {
+	if len(args) == 0 {
+		return Command{}, nil
+	}
+	return parseLinkArgs("heal N M [--both]")(name, args)
 }
 
 func parseFile(usage string) func(string, []string) (Command, error) {
@@ -385,12 +409,39 @@ func (s *Session) cut(_ context.Context, cmd Command) (Result, error) {
 	if err := s.c.Cut(ids[0], ids[1]); err != nil {
 		return nil, err
 	}
+	if cmd.Both {
+		if err := s.c.Cut(ids[1], ids[0]); err != nil {
+			return nil, err
+		}
+		return Text{Message: fmt.Sprintf("cut %d↔%d (both ways)", ids[0], ids[1])}, nil
+	}
 	return Text{Message: fmt.Sprintf("cut %d→%d (one way)", ids[0], ids[1])}, nil
 }
 
-func (s *Session) heal(context.Context, Command) (Result, error) {
-	s.c.Heal()
-	return Text{Message: "healed: all cuts removed"}, nil
+func (s *Session) heal(_ context.Context, cmd Command) (Result, error) {
+	if len(cmd.Nodes) == 0 {
+		s.c.Heal()
+		return Text{Message: "healed: all cuts removed"}, nil
+	}
+	ids, err := s.nodes(cmd, 2)
+	if err != nil {
+		return nil, err
+	}
+	uncut := func(from, to cluster.NodeID) error {
+		l := s.c.Link(from, to)
+		l.Cut = false
+		return s.c.SetLink(from, to, l)
+	}
+	if err := uncut(ids[0], ids[1]); err != nil {
+		return nil, err
+	}
+	if cmd.Both {
+		if err := uncut(ids[1], ids[0]); err != nil {
+			return nil, err
+		}
+		return Text{Message: fmt.Sprintf("healed %d↔%d (both ways)", ids[0], ids[1])}, nil
+	}
+	return Text{Message: fmt.Sprintf("healed %d→%d (one way)", ids[0], ids[1])}, nil
 }
 
 func (s *Session) delay(_ context.Context, cmd Command) (Result, error) {

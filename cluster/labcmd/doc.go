@@ -32,6 +32,9 @@
 // 12ms") varies from run to run, as does anything that depends on which node
 // won an election. A Session is not safe for concurrent use; run one command
 // at a time (the lab's cluster itself is safe to share between sessions).
+// "load R" starts a background write load (64 clients, open loop) that
+// outlives the command: it runs until "load off" or Session.Close, and
+// Session.Load reads its figures from any goroutine.
 // The "exit" command is recognised by Parse (Command.Exit) but Exec does
 // nothing with it: ending the loop is the caller's business.
 package labcmd

@@ -95,6 +95,8 @@ var normalisers = []struct {
 	{regexp.MustCompile(`, \d+\.\d\dms\)`), ", <ms>)"},
 	{regexp.MustCompile(`after [0-9.]+(ns|µs|ms|s)\b`), "after <d>"},
 	{regexp.MustCompile(`"latency_ms":[0-9.e+-]+`), `"latency_ms":"<ms>"`},
+	{regexp.MustCompile(`\d+ ok, \d+ fail, \d+ unknown`), "<n> ok, <n> fail, <n> unknown"},
+	{regexp.MustCompile(`"writes_(ok|fail|unknown)":\d+`), `"writes_$1":"<n>"`},
 }
 
 func normalise(s, tmp string) string {

@@ -39,7 +39,7 @@ type Command struct {
 	// Mode is get's read mode (default cluster.ReadIndex).
 	Mode cluster.ReadMode
 	// Nodes are the node arguments in order: put --via, get --node, the
-	// N and M of isolate, cut, delay, crash, restart, pause, resume.
+	// N and M of isolate, cut, heal, delay, crash, restart, pause, resume.
 	Nodes []NodeRef
 	// Groups is partition's spec as typed, e.g. "leader|2,3"; Exec resolves
 	// the names in it and parses it with cluster.ParseGroups.
@@ -52,6 +52,12 @@ type Command struct {
 	Count, Concurrency int
 	// File is the file of history and timeline.
 	File string
+	// Both is cut's and heal's --both: the link in both directions.
+	Both bool
+	// Rate is load's R (writes/s); LoadOff is set by "load off". Neither:
+	// a bare "load", which reports.
+	Rate    int
+	LoadOff bool
 }
 
 // Exit reports whether the command asks the shell to end ("exit", "quit").

@@ -72,7 +72,7 @@ func TestLabParseErrors(t *testing.T) {
 		{"delete", "delete", labcmd.ErrUsage, "usage: delete K"},
 		{"partition 1 2", "partition", labcmd.ErrUsage, "usage: partition A|B[|C], e.g. partition 1,2|3,4,5"},
 		{"isolate", "isolate", labcmd.ErrUsage, "usage: isolate N"},
-		{"cut 1", "cut", labcmd.ErrUsage, "usage: cut N M"},
+		{"cut 1", "cut", labcmd.ErrUsage, "usage: cut N M [--both]"},
 		{"cut 1 two", "cut", labcmd.ErrUsage, `usage: bad node "two"`},
 		{"delay 1 2", "delay", labcmd.ErrUsage, "usage: delay N M D [--jitter J]"},
 		{"delay 1 2 soon", "delay", labcmd.ErrUsage, `usage: bad duration "soon"`},
@@ -198,4 +198,34 @@ func TestLabExecErrors(t *testing.T) {
 	wcancel()
 	_, err = sess.Exec(wctx, labcmd.Command{Name: "wait", Duration: time.Hour})
 	require.True(t, errors.Is(err, context.Canceled), "%v", err)
+}
+
+func TestSessionLoadWrites(t *testing.T) {
+	cfg := cluster.DefaultConfig()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := cluster.New(ctx, cfg)
+	require.NoError(t, err)
+	defer c.Close()
+	sess, err := labcmd.NewSession(c)
+	require.NoError(t, err)
+	defer sess.Close()
+	out := sess.Run(ctx, "load 500/s")
+	require.NoError(t, out.Err)
+	for sess.Load().OK < 20 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("load wrote %d in a minute", sess.Load().OK)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	st := sess.Load()
+	require.True(t, st.Running)
+	require.Equal(t, 500, st.Rate)
+	out = sess.Run(ctx, "load off")
+	require.NoError(t, out.Err)
+	off := out.Result.(labcmd.LoadResult)
+	require.False(t, off.Running)
+	require.GreaterOrEqual(t, off.OK, st.OK)
+	require.GreaterOrEqual(t, len(c.History()), int(off.OK))
 }

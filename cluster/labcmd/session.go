@@ -6,16 +6,22 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/coordkit/coordkit/cluster"
 )
 
 // Session runs commands against one cluster through one client, so that
 // successive operations of a session appear as one client in the history.
-// It is not safe for concurrent use.
+// It is not safe for concurrent use, except Load. A session with a write
+// load running ("load R") must be closed with Close.
 type Session struct {
 	c      *cluster.Cluster
 	client *cluster.Client
+
+	loadMu   sync.Mutex // guards ld and lastLoad: Load is called concurrently
+	ld       *loader
+	lastLoad LoadStats
 }
 
 // NewSession returns a session on c. It returns ErrNilCluster if c is nil.
@@ -142,3 +148,6 @@ func (s *Session) do(ctx context.Context, op cluster.Op) (Result, error) {
 	}
 	return out, nil
 }
+
+// Cluster is the cluster the session runs on.
+func (s *Session) Cluster() *cluster.Cluster { return s.c }

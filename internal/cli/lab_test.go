@@ -2,12 +2,14 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -204,4 +206,65 @@ func TestLabShellExitAndHelp(t *testing.T) {
 	help := runInProcess(context.Background(), nil, "lab", "--help")
 	require.Equal(t, exitOK, help.Code, help.Stderr)
 	require.Contains(t, help.Stdout, "Commands (one a line; # starts a comment):\n"+labcmd.Help()+"\nN may be")
+}
+
+// lab --http serves the page beside the shell; off loopback it needs a
+// token file; when the commands run out it keeps serving until
+// interrupted.
+func TestLabHTTPFlags(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "s")
+	require.NoError(t, os.WriteFile(script, []byte("put a 1\nexit\n"), 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res := runInProcess(ctx, nil, "lab", "--nodes", "1", "--http", "127.0.0.1:0", "--script", script)
+	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Regexp(t, `ready url=http://127\.0\.0\.1:\d+/`, res.Stderr)
+	require.Contains(t, res.Stdout, "ok (leader 1")
+
+	empty := filepath.Join(dir, "empty")
+	require.NoError(t, os.WriteFile(empty, []byte("\n"), 0o600))
+	for name, args := range map[string][]string{
+		"off loopback without a token": {"--http", "0.0.0.0:0"},
+		"a token without --http":       {"--http-token", empty},
+		"an empty token file":          {"--http", "127.0.0.1:0", "--http-token", empty},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := runInProcess(ctx, nil, append([]string{"lab", "--nodes", "1", "--script", script}, args...)...)
+			require.Equal(t, exitUsage, res.Code, res.Stderr)
+		})
+	}
+
+	// Without exit, the page stays up after the script until interrupted.
+	noExit := filepath.Join(dir, "n")
+	require.NoError(t, os.WriteFile(noExit, []byte("leader\n"), 0o644))
+	short, stop := context.WithCancel(ctx)
+	errOut := &interruptOn{text: "serving the page until interrupted", stop: stop}
+	var out bytes.Buffer
+	code := run(short, []string{"lab", "--nodes", "1", "--http", "127.0.0.1:0", "--script", noExit},
+		ioStreams{In: bytes.NewReader(nil), Out: &out, ErrOut: errOut}, func(string) string { return "" })
+	require.Equal(t, exitOK, code, errOut.b.String())
+	require.True(t, errOut.seen)
+	require.Contains(t, out.String(), "leader 1")
+}
+
+// interruptOn is a stderr that cancels (as SIGINT would) once text is
+// written to it.
+type interruptOn struct {
+	mu   sync.Mutex
+	b    bytes.Buffer
+	text string
+	stop context.CancelFunc
+	seen bool
+}
+
+func (w *interruptOn) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b.Write(p)
+	if !w.seen && strings.Contains(w.b.String(), w.text) {
+		w.seen = true
+		w.stop()
+	}
+	return len(p), nil
 }

@@ -30,6 +30,10 @@ type Options struct {
 	// Model measures write latency against the model instead of
 	// throughput against bare raft.
 	Model bool
+	// UI measures the live page instead (internal/labweb): throughput
+	// with an attached event stream against none, on the first node count
+	// with the last writer count, and event latency.
+	UI    bool
 	Nodes []int // node counts, each 1..7
 
 	// Throughput (without Model).
@@ -53,6 +57,9 @@ func (o Options) Validate() error {
 			return fmt.Errorf("%w: nodes %d: must be 1 to 7", ErrOptions, n)
 		}
 	}
+	if o.UI && o.Model {
+		return fmt.Errorf("%w: --ui and --model are separate benchmarks", ErrOptions)
+	}
 	if o.Model {
 		if o.Writes < 1 {
 			return fmt.Errorf("%w: writes %d: must be positive", ErrOptions, o.Writes)
@@ -72,20 +79,24 @@ func (o Options) Validate() error {
 
 // Result is the outcome of a run: Throughput rows, or with Options.Model
 // the Model rows. Its JSON form is coordctl bench lab's -w json contract:
-// {"benchmark":"lab","rows":Throughput} or
-// {"benchmark":"lab-model","rows":Model}.
+// {"benchmark":"lab","rows":Throughput},
+// {"benchmark":"lab-model","rows":Model} or {"benchmark":"lab-ui","rows":UI}.
 type Result struct {
-	Benchmark  string // "lab" or "lab-model"
+	Benchmark  string // "lab", "lab-model" or "lab-ui"
 	Throughput []Row
 	Model      []ModelRow
+	UI         []UIRow
 	Fsync      time.Duration // with Model: the simulated fsync latency
 }
 
 // MarshalJSON writes the contract's form.
 func (r Result) MarshalJSON() ([]byte, error) {
 	var rows any = r.Throughput
-	if r.Benchmark == "lab-model" {
+	switch r.Benchmark {
+	case "lab-model":
 		rows = r.Model
+	case "lab-ui":
+		rows = r.UI
 	}
 	return json.Marshal(struct {
 		Benchmark string `json:"benchmark"`
@@ -95,6 +106,9 @@ func (r Result) MarshalJSON() ([]byte, error) {
 
 // Table is the result in the form every bench command prints.
 func (r Result) Table() bench.Table {
+	if r.Benchmark == "lab-ui" {
+		return uiTable(r.UI)
+	}
 	if r.Benchmark == "lab-model" {
 		t := bench.Table{
 			Title:   fmt.Sprintf("lab write latency (sequential p50) against the model 2d+2f of docs/lab.md, fsync latency f=%s", r.Fsync),
@@ -127,6 +141,16 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		if o.Progress != nil {
 			fmt.Fprintf(o.Progress, "bench lab: "+format+"\n", args...)
 		}
+	}
+	if o.UI {
+		rows, err := ui(ctx, o, progress)
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			return Result{}, fmt.Errorf("labbench: %w", err)
+		}
+		return Result{Benchmark: "lab-ui", UI: rows}, nil
 	}
 	if o.Model {
 		rows, err := latency(ctx, o, progress)

@@ -127,3 +127,33 @@ func keys(m map[string]any) []string {
 	}
 	return out
 }
+
+// The page benchmark runs and reports its rows in the table model; the
+// figures themselves depend on the machine.
+func TestUIRuns(t *testing.T) {
+	var progress bytes.Buffer
+	res, err := Run(context.Background(), Options{UI: true, Nodes: []int{3}, Writers: []int{2}, Duration: 500 * time.Millisecond, Progress: &progress})
+	require.NoError(t, err)
+	require.Equal(t, "lab-ui", res.Benchmark)
+	metrics := map[string]UIRow{}
+	for _, r := range res.UI {
+		metrics[r.Metric] = r
+	}
+	tput := metrics["n3_concurrent2_writes_per_s"]
+	require.Positive(t, tput.PageAttached)
+	require.NotNil(t, tput.NoPage)
+	require.Positive(t, *tput.NoPage)
+	require.Positive(t, metrics["stream_events_per_s"].PageAttached)
+	require.Positive(t, metrics["change_to_status_event_p50_ms"].PageAttached)
+	require.Nil(t, metrics["post_to_command_event_p50_ms"].NoPage)
+
+	var buf bytes.Buffer
+	require.NoError(t, bench.WriteTable(&buf, res.Table()))
+	require.Contains(t, buf.String(), "page_attached/no_page")
+	b, err := json.Marshal(res)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"benchmark":"lab-ui"`)
+
+	_, err = Run(context.Background(), Options{UI: true, Model: true, Nodes: []int{3}, Duration: time.Second})
+	require.ErrorIs(t, err, ErrOptions)
+}

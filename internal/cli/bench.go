@@ -32,6 +32,8 @@ a latency the other's value over A's, for a rate A's over the other's;
 	cmd.AddCommand(newBenchLabCmd(f))
 	cmd.AddCommand(newBenchElectCmd(f))
 	cmd.AddCommand(newBenchLockCmd(f))
+	cmd.AddCommand(newBenchRWLockCmd(f))
+	cmd.AddCommand(newBenchSemCmd(f))
 	return cmd
 }
 

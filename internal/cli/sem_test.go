@@ -230,3 +230,19 @@ func TestSemStatusInProcess(t *testing.T) {
 	require.Equal(t, exitNotAcquired, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, "semaphore pool: free")
 }
+
+// A --limit that differs from the stored one is an error (exit 1) that
+// names the stored limit; it neither waits nor takes a slot.
+func TestSemCmdLimitMismatch(t *testing.T) {
+	srv, cli := etcdtest.StartWithClient(t)
+	env := map[string]string{"COORDCTL_ENDPOINTS": srv.Endpoints()[0]}
+	s, err := semaphore.New(cli, "mis", 2)
+	require.NoError(t, err)
+	defer s.Close()
+	h, err := s.Acquire(context.Background())
+	require.NoError(t, err)
+	res := runInProcess(context.Background(), env, "sem", "mis", "--limit", "3", "--", "true")
+	require.Equal(t, exitError, res.Code, res.Stderr)
+	require.Contains(t, res.Stderr, "limit 2")
+	require.NoError(t, h.Release(context.Background()))
+}

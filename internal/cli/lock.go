@@ -284,7 +284,7 @@ type holding struct {
 	what    string // "lock NAME", "semaphore NAME slot I": in messages
 	lost    <-chan struct{}
 	err     func() error // the loss, once lost is closed
-	release func() error // nil if released or lost
+	release func() error // deletes the key; returns nil after a loss (the caller reports it)
 }
 
 // hold prints what is held, then holds it until ctx ends (release, exit 0)

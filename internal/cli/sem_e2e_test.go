@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
@@ -213,7 +215,8 @@ func TestLockE2ELockDelay(t *testing.T) {
 }
 
 // lock status through the binary: free (exit 3, text), held by coordctl
-// lock (exit 0), and the JSON object.
+// lock (exit 0, the JSON object matches what the holder printed), held by
+// concurrency.Mutex (exit 0), free again (exit 3).
 func TestLockStatusE2E(t *testing.T) {
 	srv, cli := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
@@ -231,6 +234,22 @@ func TestLockStatusE2E(t *testing.T) {
 	require.Contains(t, held, `"token":`+strconv.FormatInt(st.Holders[0].Token, 10))
 	require.NoError(t, h.cmd.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, exitOK, h.wait(t, 20*time.Second), h.stderr.String())
+
+	// A lock held by etcd's own concurrency.Mutex, as etcdctl lock takes it.
+	s, err := concurrency.NewSession(cli, concurrency.WithTTL(30))
+	require.NoError(t, err)
+	defer s.Close()
+	m := concurrency.NewMutex(s, "e2e/st")
+	require.NoError(t, m.Lock(context.Background()))
+	st, code = statusOf(t, env, "lock", "e2e/st")
+	require.Equal(t, exitOK, code)
+	require.Len(t, st.Holders, 1)
+	require.Equal(t, m.Key(), st.Holders[0].Key)
+	require.Equal(t, fmt.Sprintf("%x", int64(s.Lease())), st.Holders[0].Lease)
+	require.Positive(t, *st.Holders[0].TTL)
+	require.NoError(t, m.Unlock(context.Background()))
+	_, code = statusOf(t, env, "lock", "e2e/st")
+	require.Equal(t, exitNotAcquired, code)
 }
 
 func revisionOf(t *testing.T, cli *clientv3.Client) int64 {

@@ -49,3 +49,14 @@ lint:
 
 clean:
 	rm -rf bin coordctl.etcd coordctl.resource
+
+## fuzz: each fuzz test of the parsers that read untrusted input (the resource's
+## log recovery, the Fencing-Token/Fencing-Scope headers, the lamport event
+## file) for FUZZTIME each; the seed corpora are in testdata/fuzz.
+FUZZTIME ?= 20s
+.PHONY: fuzz
+fuzz:
+	$(GO) test ./fencing -run '^$$' -fuzz '^FuzzReplayLog$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./fencing -run '^$$' -fuzz '^FuzzReplayFrames$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./fencing -run '^$$' -fuzz '^FuzzFencingHeaders$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./lamport -run '^$$' -fuzz '^FuzzParseSteps$$' -fuzztime $(FUZZTIME)

@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"math/rand"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 )
@@ -140,19 +141,25 @@ func (c *Cluster) BenchWrites(ctx context.Context, n, concurrency int, d time.Du
 		st.WritesPerS = float64(st.OK) / st.Seconds
 	}
 	st.P50, st.P99 = Percentile(lats, 0.50), Percentile(lats, 0.99)
-	st.P50Ms, st.P99Ms = ms(st.P50), ms(st.P99)
+	st.P50Ms, st.P99Ms = Ms(st.P50), Ms(st.P99)
 	return st
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+// Ms is d in milliseconds, to the microsecond: how the lab, its scenarios
+// and the benchmarks print latencies.
+func Ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// Percentile returns the p-quantile (0..1) of ds, or 0 for none.
+// Percentile returns the nearest-rank p-quantile (p in [0,1]) of ds: the
+// smallest sample with at least a fraction p of the samples at or below
+// it, so the 0.99-quantile of 40 samples is the largest. It returns 0 for
+// no samples and does not modify ds. It is the one percentile of the
+// module: scenarios and internal/bench use it.
 func Percentile(ds []time.Duration, p float64) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	i := int(p * float64(len(s)-1))
-	return s[i]
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := int(math.Ceil(p * float64(len(s))))
+	return s[min(max(rank, 1), len(s))-1]
 }

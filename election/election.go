@@ -22,7 +22,7 @@ var (
 	// never returns a leadership it does not hold.
 	ErrSessionExpired = errors.New("election: session expired while campaigning")
 	// ErrNotLeader is returned by Proclaim (and Resign) when the leader key
-	// is no longer ours.
+	// is no longer ours, and by Leadership.Txn when its IsOwner guard failed.
 	ErrNotLeader = errors.New("election: not leader")
 	// ErrLost is the cause of a Leadership that ended without Resign: its
 	// session was lost or its key was deleted or replaced behind its back.

@@ -239,3 +239,36 @@ func (l *Leadership) rewatch() (clientv3.WatchChan, context.CancelFunc, error) {
 	wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
 	return l.e.client.Watch(wctx, l.key, clientv3.WithRev(resp.Header.Revision+1)), wcancel, nil
 }
+
+// IsOwner returns a comparison that holds exactly while this leadership
+// lasts in etcd: the leader key exists with this leadership's create
+// revision (the token), as concurrency.Mutex.IsOwner. Guard your own etcd
+// transaction with it so that its writes commit only while we lead:
+//
+//	resp, err := cli.Txn(ctx).If(l.IsOwner()).Then(clientv3.OpPut(k, v)).Commit()
+//	if err == nil && !resp.Succeeded {
+//		// nothing applied: no longer the leader
+//	}
+//
+// Leadership.Txn does exactly this and turns Succeeded=false into an error
+// matching ErrNotLeader. The comparison is evaluated by etcd, so a leader
+// paused past its lease cannot commit once its key is gone.
+func (l *Leadership) IsOwner() clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(l.key), "=", int64(l.token))
+}
+
+// Txn applies ops in one etcd transaction guarded by IsOwner, through the
+// Election's client. It returns the response when the guard held and ops
+// were applied; an error wrapping ErrNotLeader (and the response) when the
+// leader key was no longer ours and nothing was applied; or the request's
+// error, in which case the transaction may or may not have been applied.
+func (l *Leadership) Txn(ctx context.Context, ops ...clientv3.Op) (*clientv3.TxnResponse, error) {
+	resp, err := l.e.client.Txn(ctx).If(l.IsOwner()).Then(ops...).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("election: owner txn on %q: %w", l.e.name, err)
+	}
+	if !resp.Succeeded {
+		return resp, fmt.Errorf("%w: key %s with token %d is gone", ErrNotLeader, l.key, l.token)
+	}
+	return resp, nil
+}

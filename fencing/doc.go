@@ -29,16 +29,18 @@
 // floor never goes down, also across a restart, for every admission or write
 // whose success was returned or acknowledged (it was fsynced first, and the
 // directory entry of a new log file too). Replay at open cuts off a torn final
-// record — a prefix of the last append, possibly followed by zero bytes — and
-// reports any other damaged record as ErrCorrupt instead of guessing.
+// record — one whose length runs past the end of the file — and reports any
+// other damaged record, including a full-length final record with a bad
+// checksum, as a *CorruptError (ErrCorrupt) instead of guessing; Repair drops
+// the damage and re-fences, so a floor does not go down.
 //
 // What is not: fencing protects only what checks the token. A resource that
 // is written around the Guard, or a side effect outside it (an email sent, a
 // file written elsewhere), is not fenced. Two holders with the same token
 // (the same holder retrying) are both admitted: equal tokens pass. The floor
 // does not tell a new holder whether its predecessor's last write landed; use
-// the audit log (GET /v1/log) or If-Match for that. A checksum failure in the
-// very last record is indistinguishable from a torn write and is cut off.
+// the audit log (GET /v1/log) or If-Match for that. Repair loses the writes
+// it drops.
 // Floors and writes are kept in memory and the logs are not compacted
 // (DurableGuard compacts its log at open); this is a reference resource,
 // not a database. Counts of rejected requests are appended without fsync and

@@ -12,8 +12,9 @@ import (
 // returns, so a token a caller was told is admitted stays admitted, and a
 // restart does not reopen the window for an older token.
 //
-// The log is append-only; a torn final record (a crash mid-append) is cut
-// off at open, a damaged record before the end is ErrCorrupt. The file is
+// The log is append-only; a torn final record (a crash mid-append, its
+// length running past the end of the file) is cut off at open, any other
+// damaged record is a *CorruptError (ErrCorrupt). The file is
 // locked (flock) while open: one process at a time. DurableGuard is safe for
 // concurrent use; admissions are serialized, one fsync at a time.
 type DurableGuard struct {

@@ -2,8 +2,10 @@ package fencing
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"hash/crc32"
 	"maps"
 	"os"
 	"path/filepath"
@@ -117,16 +119,6 @@ func TestDurableTornTailIsCutOff(t *testing.T) {
 		{"partial header", func(f []byte) []byte { return f[:5] }},
 		{"header only", func(f []byte) []byte { return f[:frameHeaderSize] }},
 		{"half the payload", func(f []byte) []byte { return f[:frameHeaderSize+(len(f)-frameHeaderSize)/2] }},
-		{"payload zeroed at the end", func(f []byte) []byte {
-			g := bytes.Clone(f)
-			clear(g[len(g)-4:])
-			return g
-		}},
-		{"frame then zeros", func(f []byte) []byte {
-			g := bytes.Clone(f)
-			g[len(g)-1] ^= 0xff
-			return append(g, make([]byte, 4096)...)
-		}},
 		{"zeros only", func(f []byte) []byte { return make([]byte, 4096) }},
 		{"garbage header then zeros", func(f []byte) []byte {
 			return append([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, make([]byte, 100)...)
@@ -156,6 +148,54 @@ func TestDurableTornTailIsCutOff(t *testing.T) {
 			d = openDurable(t, path)
 			if d.Floor("a") != 6 {
 				t.Fatalf("append after the cut was lost: %v", d.Floors())
+			}
+		})
+	}
+}
+
+// TestDurableFullLengthBadChecksumAtTheEndIsCorrupt: a final record that is
+// there in full but fails its checksum may have been acknowledged; it is not
+// cut off as torn.
+func TestDurableFullLengthBadChecksumAtTheEndIsCorrupt(t *testing.T) {
+	cases := []struct {
+		name string
+		tail func(frame []byte) []byte
+	}{
+		{"payload zeroed at the end", func(f []byte) []byte {
+			g := bytes.Clone(f)
+			clear(g[len(g)-4:])
+			return g
+		}},
+		{"frame then zeros", func(f []byte) []byte {
+			g := bytes.Clone(f)
+			g[len(g)-1] ^= 0xff
+			return append(g, make([]byte, 4096)...)
+		}},
+		{"one bit flipped", func(f []byte) []byte {
+			g := bytes.Clone(f)
+			g[frameHeaderSize+1] ^= 0x01
+			return g
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "floors.log")
+			d := openDurable(t, path)
+			mustAdmit(t, d, "a", 5)
+			d.Close()
+			good := fileSize(t, path)
+			appendBytes(t, path, tc.tail(floorFrame(t, "a", 900)))
+			before, _ := os.ReadFile(path)
+			_, err := OpenDurableGuard(path)
+			var ce *CorruptError
+			if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("open = %v, want a *CorruptError", err)
+			}
+			if ce.Offset != good || ce.Path != path {
+				t.Fatalf("CorruptError %+v: want offset %d path %s", ce, good, path)
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+				t.Fatal("open changed a corrupt log")
 			}
 		})
 	}
@@ -227,7 +267,9 @@ func TestDurableCompactsAtOpen(t *testing.T) {
 }
 
 // TestDurablePropertyCrashAtAnyByte: cutting a log anywhere (a crash at any
-// point of any append) opens as exactly the records that were complete.
+// point of any append), perhaps followed by zeros, opens as exactly the
+// records that were complete — unless the zeros complete the cut record's
+// length, which is corruption.
 func TestDurablePropertyCrashAtAnyByte(t *testing.T) {
 	dir := t.TempDir()
 	rapid.Check(t, func(t *rapid.T) {
@@ -249,6 +291,30 @@ func TestDurablePropertyCrashAtAnyByte(t *testing.T) {
 		for _, e := range ends {
 			if e <= cut {
 				want++
+			}
+		}
+		// The zeros may fill the frame the cut went through to its full
+		// length, its header readable: that is a full-length record with a
+		// bad checksum, which open refuses (it cannot tell it from a record
+		// damaged after it was acknowledged) and leaves as it is.
+		if want < n {
+			start := 0
+			if want > 0 {
+				start = ends[want-1]
+			}
+			file := append(bytes.Clone(data[:cut]), make([]byte, pad)...)
+			rest := file[start:]
+			if cut+pad >= ends[want] && len(rest) >= frameHeaderSize &&
+				crc32.Checksum(rest[0:8], castagnoli) == binary.LittleEndian.Uint32(rest[8:12]) {
+				_, _, err := openLog(path, func([]byte) error { return nil })
+				var ce *CorruptError
+				if !errors.As(err, &ce) || ce.Offset != int64(start) {
+					t.Fatalf("cut at %d + %d zeros filling record %d: open = %v, want a CorruptError at %d", cut, pad, want, err, start)
+				}
+				if after, _ := os.ReadFile(path); !bytes.Equal(after, file) {
+					t.Fatal("a refused open changed the log")
+				}
+				return
 			}
 		}
 		got := 0

@@ -1,8 +1,10 @@
 package fencing
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Errors of the fencing package. Match them with errors.Is.
@@ -13,7 +15,8 @@ var (
 	ErrInvalidToken = errors.New("fencing: invalid token")
 	// ErrInvalidScope is returned for an empty or over-long scope.
 	ErrInvalidScope = errors.New("fencing: invalid scope")
-	// ErrCorrupt is returned when a log holds a damaged record that is not a torn final write.
+	// ErrCorrupt is matched by every *CorruptError: a log holds a damaged
+	// record that is not a torn final write.
 	ErrCorrupt = errors.New("fencing: corrupt log")
 	// ErrClosed is returned by a DurableGuard or Resource after Close, and after a failed fsync.
 	ErrClosed = errors.New("fencing: closed")
@@ -65,4 +68,64 @@ func ValidateScope(scope string) error {
 		}
 	}
 	return nil
+}
+
+// CorruptError reports a damaged record in a log: one that is there in full
+// (its length does not run past the end of the file) but fails a checksum or
+// cannot be decoded. It matches ErrCorrupt with errors.Is. Type, Scope and
+// Token are what could be read from the damaged payload, if anything; they
+// are not verified. DataDir is set for a Resource's log, to name the repair.
+type CorruptError struct {
+	Path    string
+	DataDir string
+	Offset  int64
+	Reason  string
+	Type    string
+	Scope   string
+	Token   Token
+}
+
+func (e *CorruptError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "fencing: corrupt log")
+	if e.Path != "" {
+		fmt.Fprintf(&b, " %s", e.Path)
+	}
+	fmt.Fprintf(&b, ": record at offset %d: %s", e.Offset, e.Reason)
+	if e.Type != "" || e.Scope != "" || e.Token != 0 {
+		b.WriteString(" (as far as it can be read:")
+		if e.Type != "" {
+			fmt.Fprintf(&b, " type %s", e.Type)
+		}
+		if e.Scope != "" {
+			fmt.Fprintf(&b, " scope %q", e.Scope)
+		}
+		if e.Token != 0 {
+			fmt.Fprintf(&b, " token %d", e.Token)
+		}
+		b.WriteString(")")
+	}
+	if e.DataDir != "" {
+		fmt.Fprintf(&b, "; refusing to start rather than lose acknowledged state: run 'coordctl resource repair --data-dir %s' to see what would be dropped", e.DataDir)
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrCorrupt) true for every *CorruptError.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// describe fills Type, Scope and Token from a payload, if it decodes.
+func (e *CorruptError) describe(payload []byte) {
+	var r struct {
+		Type  string `json:"t"`
+		Scope string `json:"scope"`
+		Token Token  `json:"token"`
+	}
+	if json.Unmarshal(payload, &r) != nil {
+		return
+	}
+	e.Type, e.Scope, e.Token = r.Type, r.Scope, r.Token
+	if e.Type == "" && e.Scope != "" {
+		e.Type = "floor"
+	}
 }

@@ -17,11 +17,13 @@ import (
 //	frame  = header payload
 //	header = len uint32 | crc32c(payload) uint32 | crc32c(first 8 header bytes) uint32   (little endian)
 //
-// A crash in the middle of an append leaves a prefix of the last frame,
-// perhaps followed by zero bytes (a file extended but not written). Replay
-// treats as torn — and truncates — a final frame that is incomplete or fails
-// a checksum with nothing but zeros after it. A checksum failure with data
-// after it cannot come from a torn append; it is ErrCorrupt.
+// A crash in the middle of an append leaves a prefix of the last frame. Replay
+// treats as torn — and truncates — only a final frame that is short: a partial
+// header, or a valid header whose length runs past the end of the file (and
+// zero bytes where a header should be: a file extended but not written). A
+// frame that is there in full but fails its payload checksum was written in
+// full and may have been acknowledged: it is corruption (*CorruptError), never
+// cut off silently, so a floor cannot go down by accident.
 
 const (
 	frameHeaderSize = 12
@@ -42,7 +44,8 @@ func appendFrame(dst, payload []byte) []byte {
 func allZero(b []byte) bool { return len(bytes.Trim(b, "\x00")) == 0 }
 
 // replayFrames calls fn with each record's payload in order and returns the
-// length of the valid prefix. good < len(data) means a torn tail follows.
+// length of the valid prefix. good < len(data) means a torn tail follows. A
+// damaged record is returned as a *CorruptError with Offset set.
 func replayFrames(data []byte, fn func([]byte) error) (good int64, err error) {
 	off := 0
 	for off < len(data) {
@@ -53,26 +56,29 @@ func replayFrames(data []byte, fn func([]byte) error) (good int64, err error) {
 		n := binary.LittleEndian.Uint32(rest[0:4])
 		if crc32.Checksum(rest[0:8], castagnoli) != binary.LittleEndian.Uint32(rest[8:12]) {
 			if allZero(rest[frameHeaderSize:]) {
+				// A header that cannot be read with nothing after it: its
+				// length is unknown, the payload was never written.
 				return int64(off), nil
 			}
-			return int64(off), fmt.Errorf("%w: bad record header at offset %d", ErrCorrupt, off)
+			return int64(off), &CorruptError{Offset: int64(off), Reason: "bad record header (length unreadable)"}
 		}
 		if n > maxRecordSize {
-			return int64(off), fmt.Errorf("%w: record of %d bytes at offset %d", ErrCorrupt, n, off)
+			return int64(off), &CorruptError{Offset: int64(off), Reason: fmt.Sprintf("record length %d exceeds %d", n, maxRecordSize)}
 		}
 		end := frameHeaderSize + int(n)
 		if end > len(rest) {
-			return int64(off), nil // an incomplete payload: torn
+			return int64(off), nil // the length runs past the end of the file: torn
 		}
 		payload := rest[frameHeaderSize:end]
 		if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(rest[4:8]) {
-			if allZero(rest[end:]) {
-				return int64(off), nil
-			}
-			return int64(off), fmt.Errorf("%w: checksum mismatch at offset %d", ErrCorrupt, off)
+			e := &CorruptError{Offset: int64(off), Reason: "checksum mismatch in a full-length record"}
+			e.describe(payload)
+			return int64(off), e
 		}
 		if err := fn(payload); err != nil {
-			return int64(off), fmt.Errorf("%w: record at offset %d: %v", ErrCorrupt, off, err)
+			e := &CorruptError{Offset: int64(off), Reason: err.Error()}
+			e.describe(payload)
+			return int64(off), e
 		}
 		off += end
 	}
@@ -119,6 +125,11 @@ func openLog(path string, fn func([]byte) error) (*logFile, replayInfo, error) {
 	})
 	if err != nil {
 		f.Close()
+		var ce *CorruptError
+		if errors.As(err, &ce) {
+			ce.Path = path
+			return nil, info, ce
+		}
 		return nil, info, fmt.Errorf("%s: %w", path, err)
 	}
 	if good < int64(len(data)) {

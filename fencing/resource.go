@@ -164,8 +164,9 @@ type Resource struct {
 var _ http.Handler = (*Resource)(nil)
 
 // NewResource opens (or creates) the resource in cfg.DataDir and replays its
-// log. A torn final record is cut off; a damaged record before the end is an
-// error wrapping ErrCorrupt. ErrDirInUse: another process has the directory.
+// log. A torn final record (its length runs past the end of the file) is cut
+// off; any other damaged record is a *CorruptError (ErrCorrupt) naming the
+// way to proceed (Repair). ErrDirInUse: another process has the directory.
 func NewResource(cfg ResourceConfig) (*Resource, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("fencing: ResourceConfig.DataDir is empty")
@@ -195,6 +196,10 @@ func NewResource(cfg ResourceConfig) (*Resource, error) {
 	l, info, err := openLog(path, r.replay)
 	if err != nil {
 		lock.release()
+		var ce *CorruptError
+		if errors.As(err, &ce) {
+			ce.DataDir = cfg.DataDir
+		}
 		return nil, err
 	}
 	if info.Truncated > 0 {

@@ -1,6 +1,7 @@
 package fencing
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -131,6 +132,7 @@ func TestResourceHTTPStatuses(t *testing.T) {
 		{"token abc", "PUT", "/v1/kv/config", fenced("abc", "jobs"), "x", 400, "Fencing-Token", nil},
 		{"token zero", "PUT", "/v1/kv/config", fenced("0", "jobs"), "x", 400, "positive", nil},
 		{"token negative", "PUT", "/v1/kv/config", fenced("-3", "jobs"), "x", 400, "positive", nil},
+		{"token with a leading zero", "PUT", "/v1/kv/config", fenced("05", "jobs"), "x", 400, "leading zeros", nil},
 		{"token overflow", "PUT", "/v1/kv/config", fenced("99999999999999999999", "jobs"), "x", 400, "out of range", nil},
 		{"missing scope", "PUT", "/v1/kv/config", map[string]string{HeaderToken: "11"}, "x", 400, "missing Fencing-Scope", nil},
 		{"body over 1 MiB", "PUT", "/v1/kv/config", fenced("11", "jobs"), strings.Repeat("x", MaxValueSize+1), 413, "larger than", nil},
@@ -379,6 +381,82 @@ func TestResourceCorruptLogRefusesToOpen(t *testing.T) {
 	}
 	if _, err := NewResource(ResourceConfig{DataDir: dir}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("NewResource on a corrupt log: %v", err)
+	}
+}
+
+// TestResourceCorruptFenceKeepsTheFloor is issue 11's scenario: a fence at
+// token 900 whose record is damaged in place (full length, bad checksum) must
+// not be cut off as a torn write, which would let token 5 through again.
+func TestResourceCorruptFenceKeepsTheFloor(t *testing.T) {
+	dir := t.TempDir()
+	rs := startResource(t, dir, false)
+	if _, err := rs.client.Put(ctxT(t), "a", "one", 5, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs.client.Fence(ctxT(t), 900, "s"); err != nil {
+		t.Fatal(err)
+	}
+	rs.stop()
+	path := filepath.Join(dir, resourceLogName)
+	data, _ := os.ReadFile(path)
+	// Damage the last record (the fence) in place: a byte of its time.
+	i := bytes.LastIndex(data, []byte(`"time":"`)) + len(`"time":"`) + 2
+	data[i] ^= 0x01
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := NewResource(ResourceConfig{DataDir: dir})
+	var ce *CorruptError
+	if !errors.As(err, &ce) {
+		t.Fatalf("NewResource = %v, want a *CorruptError", err)
+	}
+	if ce.Type != "fence" || ce.Scope != "s" || ce.Token != 900 || ce.DataDir != dir {
+		t.Fatalf("CorruptError %+v: want type fence, scope s, token 900", ce)
+	}
+	for _, want := range []string{"offset", "fence", "900", "coordctl resource repair --data-dir " + dir} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q does not say %q", err, want)
+		}
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, data) {
+		t.Fatal("a refused open changed the log")
+	}
+
+	// Repair without apply only says what it would do.
+	plan, err := Repair(dir, false)
+	if err != nil || !plan.NeedsRepair() || plan.Applied {
+		t.Fatalf("Repair(dry run) = %+v, %v", plan, err)
+	}
+	if len(plan.Dropped) != 1 || plan.Dropped[0].Offset != ce.Offset || plan.Dropped[0].Type != "fence" || plan.Dropped[0].Damaged == "" {
+		t.Fatalf("plan drops %+v, want the damaged fence at offset %d", plan.Dropped, ce.Offset)
+	}
+	if len(plan.Refence) != 1 || plan.Refence[0].Scope != "s" || plan.Refence[0].Token != 900 {
+		t.Fatalf("plan re-fences %+v, want s at 900", plan.Refence)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, data) {
+		t.Fatal("a dry-run repair changed the log")
+	}
+	if plan, err = Repair(dir, true); err != nil || !plan.Applied {
+		t.Fatalf("Repair(apply) = %+v, %v", plan, err)
+	}
+	if backup, _ := os.ReadFile(plan.Backup); !bytes.Equal(backup, data) {
+		t.Fatal("the backup is not the log as it was")
+	}
+
+	// After the repair the floor is still 900: token 5 is refused.
+	rs = startResource(t, dir, false)
+	if f := rs.res.Floor("s"); f != 900 {
+		t.Fatalf("floor after repair = %d, want 900", f)
+	}
+	if _, err := rs.client.Put(ctxT(t), "a", "late", 5, "s"); !errors.Is(err, ErrStale) {
+		t.Fatalf("put with token 5 after repair: %v, want ErrStale", err)
+	}
+	if plan, err := Repair(dir, false); !errors.Is(err, ErrDirInUse) {
+		t.Fatalf("Repair while the resource is open = %+v, %v; want ErrDirInUse", plan, err)
+	}
+	rs.stop()
+	if plan, err := Repair(dir, false); err != nil || plan.NeedsRepair() {
+		t.Fatalf("Repair of a repaired log = %+v, %v", plan, err)
 	}
 }
 

@@ -24,7 +24,8 @@ func (t Token) String() string { return strconv.FormatUint(uint64(t), 10) }
 func (t Token) Valid() bool { return t > 0 && t <= MaxToken }
 
 // ParseToken parses a decimal fencing token as it appears in a header or a
-// flag: digits only (no sign, no spaces), between 1 and MaxToken. Its errors
+// flag: digits only (no sign, no spaces, no leading zeros, so that one token
+// has one spelling), between 1 and MaxToken. Its errors
 // wrap ErrInvalidToken and say what was wrong.
 func ParseToken(s string) (Token, error) {
 	bad := func(why string) (Token, error) {
@@ -44,6 +45,9 @@ func ParseToken(s string) (Token, error) {
 		if s[i] < '0' || s[i] > '9' {
 			return bad("not a decimal integer")
 		}
+	}
+	if len(s) > 1 && s[0] == '0' {
+		return bad("must not have leading zeros")
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil || Token(n) > MaxToken {

@@ -2,11 +2,14 @@ package lamport
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Errors of ParseSteps and Simulate, always wrapped in a *LineError.
@@ -16,16 +19,26 @@ var (
 	ErrBadNode         = errors.New("lamport: bad node name")
 	ErrSelf            = errors.New("lamport: message to self")
 	ErrNothingInFlight = errors.New("lamport: receive with no message in flight")
+	ErrLineTooLong     = errors.New("lamport: line too long")
 )
+
+// MaxLineLen is the longest line, in bytes without its line ending, that
+// ParseSteps reads; a longer one is a *LineError wrapping ErrLineTooLong.
+const MaxLineLen = 64 << 10
 
 // LineError reports a line of a trace script that cannot be parsed or run.
 type LineError struct {
 	Line int    // 1-based line number
-	Text string // the line as written, trimmed
+	Text string // the line as written, trimmed; empty for a line too long to quote
 	Err  error  // one of the Err* sentinels, wrapped with detail
 }
 
-func (e *LineError) Error() string { return fmt.Sprintf("line %d %q: %v", e.Line, e.Text, e.Err) }
+func (e *LineError) Error() string {
+	if e.Text == "" {
+		return fmt.Sprintf("line %d: %v", e.Line, e.Err)
+	}
+	return fmt.Sprintf("line %d %q: %v", e.Line, e.Text, e.Err)
+}
 func (e *LineError) Unwrap() error { return e.Err }
 
 // Op is what a step does.
@@ -110,16 +123,33 @@ func ParseTrace(r io.Reader) (*Trace, error) {
 //	A send B     # A sends a message to B
 //	B recv A     # B receives the oldest undelivered message from A
 //
-// Blank lines and text after # are ignored. A malformed line is reported as
-// a *LineError wrapping ErrUnknownVerb, ErrArity, ErrBadNode or ErrSelf.
-// Whether a receive has a message to receive is checked by Simulate.
+// Blank lines and text after # are ignored; a UTF-8 byte order mark at the
+// start of the script is stripped; lines may end in \n or \r\n. A malformed
+// line is reported as a *LineError wrapping ErrUnknownVerb, ErrArity,
+// ErrBadNode (also for a node name with a control character such as NUL, a
+// byte order mark or invalid UTF-8), ErrSelf or ErrLineTooLong (a line over
+// MaxLineLen bytes). Whether a receive has a message to receive is checked
+// by Simulate.
 func ParseSteps(r io.Reader) ([]Step, error) {
 	var steps []Step
-	sc := bufio.NewScanner(r)
+	br := bufio.NewReader(r)
 	line := 0
-	for sc.Scan() {
+	for {
+		raw, err := readLine(br)
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		line++
-		text := sc.Text()
+		if errors.Is(err, ErrLineTooLong) {
+			return nil, &LineError{Line: line, Err: fmt.Errorf("%w (over %d bytes)", ErrLineTooLong, MaxLineLen)}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lamport: read trace: %w", err)
+		}
+		text := string(raw)
+		if line == 1 {
+			text = strings.TrimPrefix(text, "\ufeff")
+		}
 		if i := strings.IndexByte(text, '#'); i >= 0 {
 			text = text[:i]
 		}
@@ -134,10 +164,47 @@ func ParseSteps(r io.Reader) ([]Step, error) {
 		s.Line = line
 		steps = append(steps, s)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("lamport: read trace: %w", err)
-	}
 	return steps, nil
+}
+
+// readLine returns the next line without its \n or \r\n; io.EOF when there
+// is none; ErrLineTooLong, without reading the rest, for a line over
+// MaxLineLen bytes.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var buf []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		buf = append(buf, frag...)
+		if len(bytes.TrimSuffix(bytes.TrimSuffix(buf, []byte("\n")), []byte("\r"))) > MaxLineLen {
+			return nil, ErrLineTooLong
+		}
+		switch {
+		case err == nil:
+			buf = bytes.TrimSuffix(buf, []byte("\n"))
+			return bytes.TrimSuffix(buf, []byte("\r")), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(buf) > 0:
+			return bytes.TrimSuffix(buf, []byte("\r")), nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+// checkNode rejects a node name that would print ambiguously or not at all.
+func checkNode(n NodeID) error {
+	switch {
+	case strings.ContainsAny(string(n), "(),:{}"):
+		return fmt.Errorf("%w %q: must not contain ( ) , : { }", ErrBadNode, n)
+	case !utf8.ValidString(string(n)):
+		return fmt.Errorf("%w %q: not valid UTF-8", ErrBadNode, n)
+	case strings.ContainsRune(string(n), '\ufeff'):
+		return fmt.Errorf("%w %q: contains a byte order mark", ErrBadNode, n)
+	case strings.IndexFunc(string(n), unicode.IsControl) >= 0:
+		return fmt.Errorf("%w %q: contains a control character (such as NUL)", ErrBadNode, n)
+	}
+	return nil
 }
 
 func parseStep(text string) (Step, error) {
@@ -164,8 +231,8 @@ func parseStep(text string) (Step, error) {
 		s.Peer = NodeID(words[2])
 	}
 	for _, n := range []NodeID{s.Node, s.Peer} {
-		if strings.ContainsAny(string(n), "(),:{}") {
-			return Step{}, fmt.Errorf("%w %q: must not contain ( ) , : { }", ErrBadNode, n)
+		if err := checkNode(n); err != nil {
+			return Step{}, err
 		}
 	}
 	if s.Op != OpLocal && s.Peer == s.Node {

@@ -2,6 +2,7 @@ package lamport
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -65,6 +66,10 @@ func TestLamportTraceErrors(t *testing.T) {
 		{"recv after queue drained", "A send B\nB recv A\nB recv A\n", 3, "B recv A", ErrNothingInFlight},
 		{"recv from wrong sender", "A send B\nB recv C\n", 2, "B recv C", ErrNothingInFlight},
 		{"bad node name", "A,1 local", 1, "A,1 local", ErrBadNode},
+		{"NUL in a node name", "A local\nB\x00 send A\n", 2, "B\x00 send A", ErrBadNode},
+		{"control character in a node name", "A\x1b[1m local", 1, "A\x1b[1m local", ErrBadNode},
+		{"invalid UTF-8 in a node name", "A\xff local", 1, "A\xff local", ErrBadNode},
+		{"byte order mark after line 1", "A local\n\ufeffB local\n", 2, "\ufeffB local", ErrBadNode},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,9 +80,38 @@ func TestLamportTraceErrors(t *testing.T) {
 			require.Equal(t, tc.line, le.Line)
 			require.Equal(t, tc.text, le.Text)
 			require.Contains(t, err.Error(), "line ")
-			require.Contains(t, err.Error(), tc.text)
+			require.Contains(t, err.Error(), strconv.Quote(tc.text))
 		})
 	}
+}
+
+// A line over MaxLineLen is an error naming its line, not bufio's "token
+// too long"; a line of exactly MaxLineLen bytes is read.
+func TestLamportTraceLineTooLong(t *testing.T) {
+	long := "A local #" + strings.Repeat("x", MaxLineLen)
+	_, err := ParseTrace(strings.NewReader("A local\n" + long + "\nB local\n"))
+	require.ErrorIs(t, err, ErrLineTooLong)
+	var le *LineError
+	require.True(t, errors.As(err, &le), "%v", err)
+	require.Equal(t, 2, le.Line)
+	require.True(t, strings.HasPrefix(err.Error(), "line 2: "), err.Error())
+	require.Contains(t, err.Error(), "too long")
+	require.NotContains(t, err.Error(), "bufio")
+	require.Less(t, len(err.Error()), 200, "the error quotes the whole line")
+
+	exact := "A local #" + strings.Repeat("x", MaxLineLen-len("A local #"))
+	tr, err := ParseTrace(strings.NewReader(exact + "\r\n" + exact))
+	require.NoError(t, err)
+	require.Len(t, tr.Events, 2)
+}
+
+// A UTF-8 byte order mark at the start of the script is stripped; it does
+// not become part of the first node's name.
+func TestLamportTraceByteOrderMarkIsStripped(t *testing.T) {
+	tr, err := ParseTrace(strings.NewReader("\ufeffA send B\nB recv A\n"))
+	require.NoError(t, err)
+	require.Equal(t, NodeID("A"), tr.Events[0].Node)
+	require.Equal(t, NodeID("A"), tr.Events[1].Peer)
 }
 
 func TestLamportTraceEmptyAndComments(t *testing.T) {

@@ -90,7 +90,10 @@
 // expired: between Held.Alive returning true and the write reaching the
 // resource, any amount of time can pass. The fencing token closes that
 // window, but only if the protected resource checks it (fencing.Resource,
-// or a compare on the token in your own store). Local loss detection also
+// package fencing/sqlfence in a SQL database, or a compare on the token in
+// your own store). For data in etcd itself, Held.IsOwner is that compare:
+// a transaction guarded by it (or Held.Txn, ErrNotOwner) applies nothing
+// once the holder's key is gone. Local loss detection also
 // assumes that the local clock and the etcd leader's clock run at the same
 // rate to within the session margin. A Mutex's own session is created by its
 // first Lock and again after a loss; a Mutex built WithSession cannot outlive

@@ -29,6 +29,10 @@ var (
 	ErrClosed = errors.New("lock: mutex closed")
 	// ErrInvalidName is returned by New for an empty name.
 	ErrInvalidName = errors.New("lock: invalid name")
+	// ErrNotOwner is returned by Held.Txn when its guard (Held.IsOwner)
+	// failed: the holder's key is gone or was recreated, so the lock is no
+	// longer held and nothing in the transaction was applied.
+	ErrNotOwner = errors.New("lock: not owner")
 )
 
 // LockedError is what TryLock returns when the lock is held elsewhere: who

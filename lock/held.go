@@ -175,3 +175,40 @@ func (h *Held) freeSem() {
 		<-h.m.sem
 	}
 }
+
+// IsOwner returns a comparison that holds exactly while this lock is held
+// in etcd: the holder's key exists with this lock's create revision (the
+// token), as concurrency.Mutex.IsOwner. Guard your own etcd transaction
+// with it so that its writes commit only while the lock is held:
+//
+//	resp, err := cli.Txn(ctx).If(held.IsOwner()).Then(clientv3.OpPut(k, v)).Commit()
+//	if err == nil && !resp.Succeeded {
+//		// nothing applied: the lock is no longer held
+//	}
+//
+// Held.Txn does exactly this and turns Succeeded=false into an error
+// matching ErrNotOwner.
+//
+// The comparison is evaluated by etcd at the transaction's revision, so a
+// holder paused past its lease cannot commit after its key is gone. It
+// does not depend on Held's local state: after Unlock or a loss it is
+// simply false in etcd.
+func (h *Held) IsOwner() clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(h.key), "=", h.rev)
+}
+
+// Txn applies ops in one etcd transaction guarded by IsOwner, through the
+// Mutex's client. It returns the response when the guard held and ops were
+// applied; an error wrapping ErrNotOwner (and the response) when the lock
+// was no longer held in etcd and nothing was applied; or the request's
+// error, in which case the transaction may or may not have been applied.
+func (h *Held) Txn(ctx context.Context, ops ...clientv3.Op) (*clientv3.TxnResponse, error) {
+	resp, err := h.m.client.Txn(ctx).If(h.IsOwner()).Then(ops...).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("lock: owner txn on %q: %w", h.m.name, err)
+	}
+	if !resp.Succeeded {
+		return resp, fmt.Errorf("%w: key %s with token %d is gone", ErrNotOwner, h.key, h.rev)
+	}
+	return resp, nil
+}

@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/coordkit/coordkit/cluster"
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/scenarios/report"
@@ -267,14 +268,14 @@ func (r *failoverRun) judge(o failoverObs) {
 	check(rep, claimDeposedRejected, "A's write after B took over and B's after C took over: both rejected as stale",
 		fmt.Sprintf("A: %s; B: %s; the resource holds %q (token %d)", verdictOf(o.lateA), verdictOf(o.lateB), o.entry.Value, o.entry.Token),
 		errors.As(o.lateA, &sa) && errors.As(o.lateB, &sb) && o.entry.Value == "C was here")
-	rep.Metric("crash_failover_ms", ms(o.crashFailover), "ms")
-	rep.Metric("graceful_failover_ms", ms(o.gracefulFailover), "ms")
-	rep.Metric("ttl_ms", ms(r.ttl), "ms")
+	rep.Metric("crash_failover_ms", cluster.Ms(o.crashFailover), "ms")
+	rep.Metric("graceful_failover_ms", cluster.Ms(o.gracefulFailover), "ms")
+	rep.Metric("ttl_ms", cluster.Ms(r.ttl), "ms")
 	rep.Metric("token_a", float64(o.a.l.Token()), "")
 	rep.Metric("token_b", float64(o.b.l.Token()), "")
 	rep.Metric("token_c", float64(o.c.l.Token()), "")
 	rep.AddChart(report.Chart{Title: "Failover time", YLabel: "ms", Categories: []string{"crash (lease expiry)", "graceful resign"},
-		Series: []report.Series{{Name: "measured", Points: []report.Point{{X: 0, Y: ms(o.crashFailover)}, {X: 1, Y: ms(o.gracefulFailover)}}}}})
+		Series: []report.Series{{Name: "measured", Points: []report.Point{{X: 0, Y: cluster.Ms(o.crashFailover)}, {X: 1, Y: cluster.Ms(o.gracefulFailover)}}}}})
 	rep.Note("A crashed leader is replaced only when its lease expires on the server, so the TTL is the price of failover after a crash; a shorter TTL fails over faster but makes a slow keepalive look like a crash. A leader that resigns deletes its key and the next candidate, watching it, takes over at once.")
 	rep.Note("Here A was not dead but frozen: its session stopped sending keepalives. When it woke and wrote, the resource had already seen B's larger token.")
 }

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/claim"
+	"github.com/coordkit/coordkit/cluster"
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/lock"
 	"github.com/coordkit/coordkit/scenarios/report"
@@ -70,6 +71,7 @@ type fencingRun struct {
 	// redis is round 2's (unfenced, written without a token).
 	resources []fencingResource
 	redis     *fencing.Client
+	lease     leaseLock // round 2's lock: real Redis with Env.Redis, else the model
 
 	// Round 1: the fenced lock.
 	heldA, heldB         *lock.Held
@@ -77,11 +79,12 @@ type fencingRun struct {
 	aLost                time.Time // zero if A's loss was not signalled before B held the lock
 	readsA, finals       map[string]int
 	writesA, writesB     map[string]error
-	// Round 2: the Redis-style lock.
+	// Round 2: the Redis lock (real or modelled).
 	redisWon               bool
 	redisReadA, redisFinal int
 	redisErrA, redisErrB   error
 	redisWait              time.Duration
+	redisReleaseA          error // what the lock told A when it released after its write
 }
 
 func runLockWithoutFencing(ctx context.Context, env Env) (*report.Report, error) {
@@ -115,6 +118,15 @@ func (r *fencingRun) close() {
 // balance to 100 on each (token 1: the setup).
 func (r *fencingRun) setup(ctx context.Context) error {
 	r.rec.Heading("A lock is only as safe as the resource it protects")
+	if r.env.Redis != "" {
+		// First: an address nobody answers on fails the run before etcd starts.
+		l, err := dialRedsyncLease(ctx, r.env.Redis, r.ttl)
+		if err != nil {
+			return err
+		}
+		r.lease = l
+		r.closers = append(r.closers, l.close)
+	}
 	conn, err := startEtcd(ctx, r.env, "lock-without-fencing")
 	if err != nil {
 		return err
@@ -130,6 +142,10 @@ func (r *fencingRun) setup(ctx context.Context) error {
 	if conn.Embedded {
 		r.rec.Step("etcd", "setup", "started an embedded etcd at "+conn.Endpoints[0], 0)
 	}
+	if r.lease == nil {
+		r.lease = &modelLease{cliA: r.cliA, cliB: r.cliB, opts: []claim.Option{claim.WithPrefix(conn.Prefix), claim.WithTTL(r.ttl)}}
+	}
+	r.rec.Step("redis", "setup", "the Redis round will use "+r.lease.describe(), 0)
 	hc := &http.Client{Timeout: 5 * time.Second}
 	start := func(dir string, unfenced bool) (*fencing.Client, error) {
 		srv, err := fencing.StartLocal(fencing.ResourceConfig{DataDir: filepath.Join(r.env.TempDir, dir), Unfenced: unfenced})
@@ -330,50 +346,44 @@ func (r *fencingRun) aWakes(ctx context.Context) error {
 	return nil
 }
 
-// redisRound plays the same pause with a Redis-style lock: SET NX with an
-// expiry, here a claim on an etcd lease that A does not renew. There is no
-// token to send.
+// redisRound plays the same pause with a Redis lock: SET NX with an
+// expiry, on a real Redis (redsync) when Env.Redis is set, else modelled by
+// a claim on an etcd lease that A does not renew. There is no token to send.
 func (r *fencingRun) redisRound(ctx context.Context) error {
-	r.env.Progressf("lock-without-fencing: the same pause with a Redis-style lock (a lease, no token)")
-	r.rec.Heading("4. The same pause with a Redis-style lock: a lease, and no token")
+	kind := "a Redis-style lock (model)"
+	if r.lease.real() {
+		kind = "a real Redis lock (redsync on " + r.env.Redis + ")"
+	}
+	r.env.Progressf("lock-without-fencing: the same pause with %s: a lease, no token", kind)
+	r.rec.Heading("4. The same pause with " + kind + ": a lease, and no token")
 	r.rec.State("A", report.StateIdle)
-	r.rec.Mark("", "Redis-style lock: a lease, no token")
-	const name = "redis-style-balance"
-	opts := []claim.Option{claim.WithPrefix(r.conn.Prefix), claim.WithTTL(r.ttl)}
+	r.rec.Mark("", "Redis lock: a lease, no token")
 	call := time.Now()
-	ca, err := claim.Claim(ctx, r.cliA, name, "A", opts...)
-	r.op("A", "SET NX PX (claim with a lease)", call, err)
-	if err != nil || !ca.Won {
-		return fmt.Errorf("redis-style lock by A: won=%v err=%v", ca.Won, err)
+	err := r.lease.takeA(ctx)
+	r.op("A", "SET NX PX (lock with an expiry)", call, err)
+	if err != nil {
+		return fmt.Errorf("redis lock by A: %w", err)
 	}
 	r.rec.State("A", report.StateHolder)
-	r.rec.Step("A", "acquired", fmt.Sprintf("SET NX PX: holds the Redis-style lock for %s, with no token to show", r.ttl), 0)
+	r.rec.Step("A", "acquired", fmt.Sprintf("SET NX PX: holds the Redis lock for %s, with no token to show", r.ttl), 0)
 	e, err := r.redis.Get(ctx, balanceKey)
 	if err != nil {
 		return err
 	}
 	r.redisReadA, _ = strconv.Atoi(e.Value)
 	r.rec.State("A", report.StatePaused)
-	r.rec.FaultStart("A frozen (Redis-style lock)")
-	r.rec.Step("A", "frozen", fmt.Sprintf("reads balance=%d and freezes", r.redisReadA), 0)
+	r.rec.FaultStart("A frozen (Redis lock)")
+	r.rec.Step("A", "frozen", fmt.Sprintf("reads balance=%d and freezes: it does not extend the lock", r.redisReadA), 0)
 	r.rec.State("B", report.StateWaiting)
 	callB := time.Now()
-	for {
-		cb, err := claim.Claim(ctx, r.cliB, name, "B", opts...)
-		if err != nil {
-			return fmt.Errorf("redis-style lock by B: %w", err)
-		}
-		if r.redisWon = cb.Won; r.redisWon {
-			break
-		}
-		if sleepCtx(ctx, 50*time.Millisecond); ctx.Err() != nil {
-			return ctx.Err()
-		}
+	if err := r.lease.waitB(ctx); err != nil {
+		return fmt.Errorf("redis lock by B: %w", err)
 	}
+	r.redisWon = true
 	r.redisWait = time.Since(callB)
-	r.op("B", "SET NX PX (retried until A's lease expired)", callB, nil)
+	r.op("B", "SET NX PX (retried until A's key expired)", callB, nil)
 	r.rec.State("B", report.StateHolder)
-	r.rec.Step("B", "acquired", fmt.Sprintf("SET NX PX succeeds %s later, once A's lease expired", r.redisWait.Round(time.Millisecond)), 0)
+	r.rec.Step("B", "acquired", fmt.Sprintf("SET NX PX succeeds %s later, once A's key expired", r.redisWait.Round(time.Millisecond)), 0)
 	e, err = r.redis.Get(ctx, balanceKey)
 	if err != nil {
 		return err
@@ -384,19 +394,28 @@ func (r *fencingRun) redisRound(ctx context.Context) error {
 	_, r.redisErrB = r.redis.Put(ctx, balanceKey, strconv.Itoa(readB+depositB), 1, balanceScope)
 	r.op("B", fmt.Sprintf("write balance=%d (no token)", readB+depositB), call, r.redisErrB)
 	r.rec.Step("B", "write", fmt.Sprintf("writes balance=%d: %s", readB+depositB, verdictOf(r.redisErrB)), 0)
+	if err := r.lease.releaseB(ctx); err != nil {
+		return fmt.Errorf("redis unlock by B: %w", err)
+	}
 	r.rec.State("B", report.StateIdle)
-	r.rec.FaultEnd("A frozen (Redis-style lock)")
+	r.rec.FaultEnd("A frozen (Redis lock)")
 	r.rec.State("A", report.StateHolder)
 	call = time.Now()
 	_, r.redisErrA = r.redis.Put(ctx, balanceKey, strconv.Itoa(r.redisReadA+depositA), 1, balanceScope)
 	r.op("A", fmt.Sprintf("late write balance=%d (no token)", r.redisReadA+depositA), call, r.redisErrA)
-	r.rec.State("A", report.StateIdle)
 	e, err = r.redis.Get(ctx, balanceKey)
 	if err != nil {
 		return err
 	}
 	r.redisFinal, _ = strconv.Atoi(e.Value)
 	r.rec.Step("resource", "accepted", fmt.Sprintf("A wakes and writes balance=%d: %s — the resource cannot tell a former holder from the current one", r.redisReadA+depositA, verdictOf(r.redisErrA)), 0)
+	call = time.Now()
+	r.redisReleaseA = r.lease.releaseA(ctx)
+	if r.lease.real() {
+		r.op("A", "unlock", call, r.redisReleaseA)
+		r.rec.Step("A", "released", "unlocks after its write; redsync answers: "+verdictOf(r.redisReleaseA)+" — the first sign A gets, after the damage", 0)
+	}
+	r.rec.State("A", report.StateIdle)
 	return nil
 }
 
@@ -408,9 +427,9 @@ func (r *fencingRun) judge() {
 	rep.Metric("token_a", float64(tokA), "")
 	rep.Metric("token_b", float64(tokB), "")
 	rep.Metric("lease_ttl_ms", float64(r.ttl.Milliseconds()), "ms")
-	rep.Metric("b_acquired_after_ms", ms(waitB), "ms")
+	rep.Metric("b_acquired_after_ms", cluster.Ms(waitB), "ms")
 	if !r.aLost.IsZero() {
-		rep.Metric("a_loss_signalled_after_ms", ms(r.aLost.Sub(r.acquiredA)), "ms")
+		rep.Metric("a_loss_signalled_after_ms", cluster.Ms(r.aLost.Sub(r.acquiredA)), "ms")
 	}
 	// A lower bound on B's wait (half a TTL) cannot fail on a loaded machine.
 	check(rep, claimPausedHolderWrites,
@@ -431,23 +450,34 @@ func (r *fencingRun) judge() {
 		fmt.Sprintf("B's write %s, A's late write %s; final balance %d", verdictOf(r.writesB["fenced"]), verdictOf(r.writesA["fenced"]), r.finals["fenced"]),
 		r.writesB["fenced"] == nil && isStale && stale.Floor == tokB && r.finals["fenced"] == initialBalance+depositB)
 
+	realRedis := 0.0
+	if r.lease.real() {
+		realRedis = 1
+	}
+	rep.Metric("redis_lock_real", realRedis, "")
+	rep.Metric("redis_b_acquired_after_ms", cluster.Ms(r.redisWait), "ms")
 	check(rep, claimRedisStyleTwoWriters,
 		fmt.Sprintf("B gets the lease after A's expires; both writes land; final %d, B's +%d lost", r.redisReadA+depositA, depositB),
-		fmt.Sprintf("B won the lease %s after asking; B's write %s, A's late write %s; final balance %d",
-			r.redisWait.Round(time.Millisecond), verdictOf(r.redisErrB), verdictOf(r.redisErrA), r.redisFinal),
+		fmt.Sprintf("with %s: B won the lease %s after asking; B's write %s, A's late write %s; final balance %d",
+			r.lease.describe(), r.redisWait.Round(time.Millisecond), verdictOf(r.redisErrB), verdictOf(r.redisErrA), r.redisFinal),
 		r.redisWon && r.redisErrA == nil && r.redisErrB == nil && r.redisFinal == r.redisReadA+depositA)
 
 	serial := strconv.Itoa(initialBalance + depositA + depositB)
+	redisRow := "Redis-style lock (model), unfenced"
+	if r.lease.real() {
+		redisRow = "Redis lock (redsync, real Redis), unfenced"
+	}
 	rep.AddTable(report.Table{
 		Title:   "The balance on each resource (starts at 100; A deposits 50, B deposits 30)",
 		Columns: []string{"resource", "A read", "B's write", "A's late write", "final", "correct if serial"},
 		Rows: [][]string{
 			{"unfenced", strconv.Itoa(r.readsA["unfenced"]), verdictOf(r.writesB["unfenced"]), verdictOf(r.writesA["unfenced"]), strconv.Itoa(r.finals["unfenced"]), serial},
 			{"fenced (token checked)", strconv.Itoa(r.readsA["fenced"]), verdictOf(r.writesB["fenced"]), verdictOf(r.writesA["fenced"]), strconv.Itoa(r.finals["fenced"]), serial},
-			{"Redis-style lock, unfenced", strconv.Itoa(r.redisReadA), verdictOf(r.redisErrB), verdictOf(r.redisErrA), strconv.Itoa(r.redisFinal), serial},
+			{redisRow, strconv.Itoa(r.redisReadA), verdictOf(r.redisErrB), verdictOf(r.redisErrA), strconv.Itoa(r.redisFinal), serial},
 		},
 	})
 	rep.Note("With fencing A's deposit is not silently applied over B's: A gets a 409 and must re-read and retry under a new lock. Without it the resource cannot tell a current holder from a former one.")
+	rep.Note("The Redis round used %s.", r.lease.describe())
 	rep.Note("A's session declared the loss at its local deadline (last keepalive sent + TTL - margin); a process that is frozen cannot act on that signal, which is why the resource must check the token.")
 
 	r.rec.Heading("What happened")
@@ -458,13 +488,21 @@ func (r *fencingRun) judge() {
   so no lock alone can prevent this.
   Fencing can: every holder carries its token (A: %d, B: %d — they only grow),
   and the resource refuses a token lower than the highest it has seen.
-  Fenced resource ends with balance %d; unfenced with %d; the Redis-style lock,
+  Fenced resource ends with balance %d; unfenced with %d; the %s,
   with no token to check, with %d. Serially it would be %s.
   Next: 'coordctl lock NAME -- CMD' gives any program a token in
   $COORD_FENCING_TOKEN; 'coordctl resource serve' is a resource that checks it.`,
-		lossDesc(r.aLost, r.acquiredA, r.acquiredB), tokA, tokB, r.finals["fenced"], r.finals["unfenced"], r.redisFinal, serial))
+		lossDesc(r.aLost, r.acquiredA, r.acquiredB), tokA, tokB, r.finals["fenced"], r.finals["unfenced"], redisLockName(r.lease), r.redisFinal, serial))
 	rep.Timeline = r.rec.Timeline()
 	rep.Steps = r.rec.Steps()
+}
+
+// redisLockName names the Redis round's lock in the closing explanation.
+func redisLockName(l leaseLock) string {
+	if l.real() {
+		return "real Redis lock (redsync)"
+	}
+	return "Redis-style lock (model)"
 }
 
 func verdictOf(err error) string {

@@ -205,8 +205,8 @@ func (r *ladderRun) judge(part, pause map[cluster.ReadMode]rungResult) {
 		tbl.Rows = append(tbl.Rows, []string{string(m),
 			rungAnswer(p), roundDur(p.res.Latency), p.verdict.Verdict,
 			rungAnswer(q), roundDur(q.res.Latency), q.verdict.Verdict})
-		rep.Metric("partition_"+string(m)+"_ms", ms(p.res.Latency), "ms")
-		rep.Metric("pause_"+string(m)+"_ms", ms(q.res.Latency), "ms")
+		rep.Metric("partition_"+string(m)+"_ms", cluster.Ms(p.res.Latency), "ms")
+		rep.Metric("pause_"+string(m)+"_ms", cluster.Ms(q.res.Latency), "ms")
 	}
 	rep.AddTable(tbl)
 
@@ -261,7 +261,7 @@ func (r *ladderRun) judge(part, pause map[cluster.ReadMode]rungResult) {
 	check(rep, claimPorcupineFlagsUnsafe, "not linearizable: partition stale, pause stale, pause lease; all others Ok",
 		"not linearizable: "+strings.Join(flags, ", "), flagged)
 	if r.margin != 0 {
-		rep.Metric("partition_stepdown_before_election_ms", ms(r.margin), "ms")
+		rep.Metric("partition_stepdown_before_election_ms", cluster.Ms(r.margin), "ms")
 		rep.Note("Under the partition the old leader stepped down %s before the majority elected a new one: that margin is what makes its lease reads safe. A pause that keeps it from running its step-down check, or a clock that runs slow by more than the margin, is what breaks them.", r.margin.Round(100*time.Microsecond))
 	}
 	rep.Note("A lease read is safe under a partition because the old leader's lease (%s) runs out before the others can elect a new leader; a paused leader cannot run the check that would make it step down, so it wakes up and answers from its old state before it notices that its lease ran out.", r.c.Timing().LeaderLease)

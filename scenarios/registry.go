@@ -82,6 +82,12 @@ type Env struct {
 	// 2s (etcd's minimum with default timing) when zero. etcd grants whole
 	// seconds.
 	LockTTL time.Duration
+	// Redis, a Redis server's host:port, makes lock-without-fencing play
+	// its Redis round with a real Redis lock (redsync over go-redis) on that
+	// server, under a random key prefix deleted at the end. When empty the
+	// round uses a model of one (a claim on an etcd lease), so that the
+	// scenario runs anywhere. Other scenarios ignore it.
+	Redis string
 }
 
 // Validate checks the fields a run depends on: Scale must be empty, small

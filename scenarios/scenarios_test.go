@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/internal/redislock/redistest"
 	"github.com/coordkit/coordkit/scenarios/report"
 	"github.com/coordkit/coordkit/scenarios/report/reporttest"
 )
@@ -183,14 +187,18 @@ func testEtcd(t *testing.T) EtcdStarter {
 
 // runScenario runs one scenario of the default registry at small scale and
 // checks what every report must have.
-func runScenario(t *testing.T, name string, timeout time.Duration) *report.Report {
+func runScenario(t *testing.T, name string, timeout time.Duration, mods ...func(*Env)) *report.Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var progress bytes.Buffer
 	reg, err := Default()
 	require.NoError(t, err)
-	rep, err := reg.Run(ctx, name, Env{Seed: 1, Scale: ScaleSmall, TempDir: t.TempDir(), Progress: &progress, StartEtcd: testEtcd(t)})
+	env := Env{Seed: 1, Scale: ScaleSmall, TempDir: t.TempDir(), Progress: &progress, StartEtcd: testEtcd(t)}
+	for _, mod := range mods {
+		mod(&env)
+	}
+	rep, err := reg.Run(ctx, name, env)
 	require.NoError(t, err)
 	// Safety claims must hold on any machine; timing claims (latency within
 	// a tolerance of a model) are reported but a loaded machine may miss them.
@@ -248,6 +256,40 @@ func TestScenarioLockWithoutFencing(t *testing.T) {
 	a, _ := rep.Metrics.Get("token_a")
 	b, _ := rep.Metrics.Get("token_b")
 	assert.Greater(t, b, a)
+	realRedis, ok := rep.Metrics.Get("redis_lock_real")
+	assert.True(t, ok)
+	assert.Zero(t, realRedis, "without Env.Redis the Redis round is the model")
+	assert.Contains(t, strings.Join(rep.Notes, "\n"), "a model of a Redis lock")
+}
+
+// The Redis round on the real Redis: the same two writers, the report says
+// so, and the run's keys are gone.
+func TestScenarioLockWithoutFencingRealRedis(t *testing.T) {
+	addr := redistest.Addr(t)
+	rep := runScenario(t, "lock-without-fencing", 60*time.Second, func(e *Env) { e.Redis = addr })
+	require.Len(t, rep.Claims, 4)
+	realRedis, _ := rep.Metrics.Get("redis_lock_real")
+	assert.Equal(t, 1.0, realRedis)
+	notes := strings.Join(rep.Notes, "\n")
+	assert.Contains(t, notes, "a real Redis lock: redsync v4 over go-redis on Redis "+addr)
+	m := regexp.MustCompile(`keys under (coordkit:scenario-lock-without-fencing:[0-9a-f]+:)`).FindStringSubmatch(notes)
+	require.NotNil(t, m, notes)
+	c, _ := redistest.Client(t, "scenarios-test")
+	keys, err := c.Keys(context.Background(), m[1]+"*").Result()
+	require.NoError(t, err)
+	assert.Empty(t, keys, "the run deleted its keys")
+}
+
+func TestScenarioLockWithoutFencingRedisUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	reg, err := Default()
+	require.NoError(t, err)
+	_, err = reg.Run(context.Background(), "lock-without-fencing", Env{TempDir: t.TempDir(), StartEtcd: testEtcd(t), Redis: addr})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), addr)
 }
 
 func TestScenarioStaleRead(t *testing.T) {

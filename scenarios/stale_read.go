@@ -163,9 +163,9 @@ func runStaleRead(ctx context.Context, env Env) (*report.Report, error) {
 		fmt.Sprintf("%s over %d operations", safe.verdict.Verdict, safe.verdict.Ops),
 		safe.verdict.Linearizable)
 
-	rep.Metric("stale_read_ms", ms(stale.bob.Latency), "ms")
-	rep.Metric("readindex_read_ms", ms(stale.alice.Latency), "ms")
-	rep.Metric("readindex_refusal_ms", ms(safe.bob.Latency), "ms")
+	rep.Metric("stale_read_ms", cluster.Ms(stale.bob.Latency), "ms")
+	rep.Metric("readindex_read_ms", cluster.Ms(stale.alice.Latency), "ms")
+	rep.Metric("readindex_refusal_ms", cluster.Ms(safe.bob.Latency), "ms")
 	rep.AddTable(report.Table{
 		Title:   "Bob's read, by read mode",
 		Columns: []string{"mode", "node", "answer", "latency", "porcupine"},

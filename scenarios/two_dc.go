@@ -174,7 +174,7 @@ func runTwoDC(ctx context.Context, env Env) (*report.Report, error) {
 			how = "leader was there: new election"
 		}
 		survived = append(survived, fmt.Sprintf("%s: writes %s (%s, %s)", threeSites.names[si], stopped(r), how, fmtMs(r.took)))
-		rep.Metric("witness_layout_write_after_losing_"+strings.ReplaceAll(threeSites.names[si], " ", "_")+"_ms", ms(r.took), "ms")
+		rep.Metric("witness_layout_write_after_losing_"+strings.ReplaceAll(threeSites.names[si], " ", "_")+"_ms", cluster.Ms(r.took), "ms")
 		all = all && r.wrote
 	}
 	check(rep, claimWitnessSurvivesAnySite, "at least 3 of 5 left whichever site is lost: writes go on, after an election if the leader was there",

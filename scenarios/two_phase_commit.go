@@ -239,7 +239,7 @@ func (r *twoPCRun) judgeClassic(obs classicObs) {
 		waited := o.doneT.Sub(obs.crashAt)
 		blocked = append(blocked, fmt.Sprintf("%s blocked %s, then %s", o.name, waited.Round(time.Millisecond), o.decision))
 		allWaited = allWaited && !o.doneT.Before(obs.back)
-		r.rep.Metric("classic_blocked_ms_"+o.name, ms(waited), "ms")
+		r.rep.Metric("classic_blocked_ms_"+o.name, cluster.Ms(waited), "ms")
 	}
 	check(r.rep, claimParticipantsBlock, fmt.Sprintf("each stays prepared for the whole outage (%s), asking and getting no answer", r.downtime),
 		strings.Join(blocked, ", "), allWaited && len(blocked) == 3)
@@ -368,14 +368,14 @@ func (r *twoPCRun) judgeConsensus(obs consensusObs) {
 		finished = append(finished, fmt.Sprintf("%s %s after %s", d.name, d.decision, d.took.Round(time.Millisecond)))
 		allCommitted = allCommitted && d.decision == "commit"
 		slowest = max(slowest, d.took)
-		rep.Metric("consensus_done_ms_"+d.name, ms(d.took), "ms")
+		rep.Metric("consensus_done_ms_"+d.name, cluster.Ms(d.took), "ms")
 	}
 	check(rep, claimConsensusCompletes, fmt.Sprintf("all three read commit and release their locks while the coordinator is still down, well within its %s outage", r.downtime),
 		strings.Join(finished, ", "), allCommitted && slowest < r.downtime)
 	check(rep, claimDecidesOnce, "CAS pending→abort does not swap; the record stays commit",
 		fmt.Sprintf("swapped=%v (%s); record is %s", obs.lateSwapped, errText(obs.lateErr), readValue(obs.final, obs.finalErr)),
 		obs.lateErr == nil && !obs.lateSwapped && obs.finalErr == nil && obs.final.Value == "commit")
-	rep.Metric("coordinator_downtime_ms", ms(r.downtime), "ms")
+	rep.Metric("coordinator_downtime_ms", cluster.Ms(r.downtime), "ms")
 	rep.AddTable(report.Table{
 		Title:   "Who knows the decision when the coordinator is down",
 		Columns: []string{"protocol", "decision kept by", "after the crash", "participants"},

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -47,7 +48,11 @@ type Child struct {
 	waitErr  error
 }
 
-// Start starts the command in a new process group.
+// Start starts the command in a new process group. Where the platform has
+// it (Linux), the command gets SIGKILL when the thread that started it ends
+// (Pdeathsig): Start pins that thread to a goroutine that lives until the
+// command has exited, so the signal comes only when the whole process ends,
+// for example with kill -9.
 func Start(cfg Config) (*Child, error) {
 	if cfg.Path == "" {
 		return nil, ErrNoCommand
@@ -56,17 +61,32 @@ func Start(cfg Config) (*Child, error) {
 	cmd.Env = MergeEnv(os.Environ(), cfg.Env)
 	cmd.Dir = cfg.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = cfg.Stdin, cfg.Stdout, cfg.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("childproc: start %s: %w", cfg.Path, err)
-	}
+	cmd.SysProcAttr = sysProcAttr()
 	grace := cfg.KillGrace
 	if grace <= 0 {
 		grace = DefaultKillGrace
 	}
 	c := &Child{cmd: cmd, grace: grace, done: make(chan struct{})}
-	go c.wait()
+	started := make(chan error, 1)
+	go c.run(started)
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("childproc: start %s: %w", cfg.Path, err)
+	}
 	return c, nil
+}
+
+// run starts the command and waits for it on one locked OS thread: the
+// parent-death signal is tied to the thread that forked, and a locked
+// goroutine's thread is not reused or ended before the goroutine unlocks.
+func (c *Child) run(started chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := c.cmd.Start(); err != nil {
+		started <- err
+		return
+	}
+	started <- nil
+	c.wait()
 }
 
 func (c *Child) wait() {
@@ -105,7 +125,8 @@ func (c *Child) ExitCode() int {
 	return c.exitCode
 }
 
-// Signal sends sig to the command's whole process group.
+// Signal sends sig to the command's whole process group (also after the
+// leader exited, while processes it started remain in the group).
 func (c *Child) Signal(sig syscall.Signal) error {
 	err := syscall.Kill(-c.cmd.Process.Pid, sig)
 	if errors.Is(err, syscall.ESRCH) {
@@ -114,26 +135,61 @@ func (c *Child) Signal(sig syscall.Signal) error {
 	return err
 }
 
-// Stop sends SIGTERM to the group, SIGKILL after the grace period, and
-// waits until the command has exited. It returns the exit status.
-func (c *Child) Stop() int {
+// GroupAlive reports whether a process of the command's group other than a
+// zombie is still running: the leader, or anything it started that stayed in
+// the group.
+func (c *Child) GroupAlive() bool {
 	select {
 	case <-c.done:
-		_ = c.Signal(syscall.SIGKILL) // stragglers left in the group
-		return c.ExitCode()
 	default:
+		return true
+	}
+	return groupAlive(c.cmd.Process.Pid)
+}
+
+// pollEvery is how often Stop looks whether the group is empty: there is no
+// event for the end of processes that are not our children.
+const pollEvery = 20 * time.Millisecond
+
+// Stop ends the command's whole process group and returns the leader's exit
+// status. If anything of the group is alive — the leader, or processes it
+// left behind when it exited — Stop sends SIGTERM (and SIGCONT, so a stopped
+// process sees it) to the group, SIGKILL after the grace period, and returns
+// only when the leader has exited and no live process is left in the group.
+// Call it after Done too: a leader that exits early may leave its background
+// jobs behind. Stop may wait for ever on a process that SIGKILL cannot end
+// (uninterruptible sleep); it is not safe to call from two goroutines.
+func (c *Child) Stop() int {
+	if !c.GroupAlive() {
+		return c.ExitCode()
 	}
 	_ = c.Signal(syscall.SIGTERM)
-	timer := time.NewTimer(c.grace)
-	defer timer.Stop()
+	_ = c.Signal(syscall.SIGCONT)
+	if !c.waitGroup(time.After(c.grace)) {
+		_ = c.Signal(syscall.SIGKILL)
+		c.waitGroup(nil)
+	}
+	return c.ExitCode()
+}
+
+// waitGroup waits until the leader has exited and the group is empty (true)
+// or until timeout fires (false); a nil timeout never fires.
+func (c *Child) waitGroup(timeout <-chan time.Time) bool {
 	select {
 	case <-c.done:
-	case <-timer.C:
-		_ = c.Signal(syscall.SIGKILL)
-		<-c.done
+	case <-timeout:
+		return false
 	}
-	_ = c.Signal(syscall.SIGKILL)
-	return c.ExitCode()
+	ticker := time.NewTicker(pollEvery)
+	defer ticker.Stop()
+	for groupAlive(c.cmd.Process.Pid) {
+		select {
+		case <-ticker.C:
+		case <-timeout:
+			return false
+		}
+	}
+	return true
 }
 
 // MergeEnv returns base with every variable of overrides set, replacing

@@ -3,7 +3,20 @@
 // coordkit's variables set over the inherited environment, so that a signal
 // reaches the command and everything it started.
 //
-// Stop sends SIGTERM to the group and SIGKILL after the grace period, and
-// returns only when the command has exited. It does not guarantee that
-// processes which left the group (setsid, double fork) are stopped.
+// What is guaranteed: Stop sends SIGTERM (and SIGCONT) to the group and
+// SIGKILL after the grace period, and returns only when the command has
+// exited and no live process is left in its group — also when the command
+// itself had already exited and left background jobs behind. Zombies do not
+// count (an init that does not reap may keep them). On Linux the command
+// gets SIGKILL from the kernel when the supervising process dies, even by
+// SIGKILL (Pdeathsig, tied to an OS thread that Start keeps for the
+// command's life).
+//
+// What is not: processes that leave the group on purpose (setsid, as daemons
+// do) are neither signalled nor waited for. The parent-death signal reaches
+// only the direct child: after a SIGKILL of the supervisor, processes the
+// command started in its group survive it. Elsewhere than Linux there is no
+// parent-death signal at all, and zombies in the group count as alive.
+// Stop waits for as long as a process that SIGKILL cannot end (uninterruptible
+// sleep) stays in the group; the group is watched by polling, every 20 ms.
 package childproc

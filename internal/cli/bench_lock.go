@@ -12,8 +12,8 @@ import (
 func newBenchLockCmd(f *factory) *cobra.Command {
 	opts := lockbench.Options{}
 	cmd := &cobra.Command{
-		Use:   "lock [--iterations N] [--handoffs N] [--duration D] [--hold D] [--workers 2,8,32] [--unsafe-no-fsync]",
-		Short: "Compare coordkit's lock with etcd's concurrency.Mutex",
+		Use:   "lock [--iterations N] [--handoffs N] [--duration D] [--hold D] [--workers 2,8,32] [--unsafe-no-fsync] [--against redsync --redis ADDR]",
+		Short: "Compare coordkit's lock with etcd's concurrency.Mutex (and redsync on Redis)",
 		Long: `Start an embedded single-member etcd in a temporary directory (fsync on, as a
 user would run it, unless --unsafe-no-fsync) and measure, side by side in one
 run, coordkit's lock and go.etcd.io/etcd/client/v3/concurrency.Mutex:
@@ -24,7 +24,8 @@ run, coordkit's lock and go.etcd.io/etcd/client/v3/concurrency.Mutex:
                        holder releases --hold after the waiter's key appeared,
                        and each client queues again after a random pause
   contended_N_per_s    N clients lock and unlock as fast as they can for
-                       --duration: acquisitions per second
+                       --duration: handoffs per second (acquisitions by
+                       another client than the last holder)
 
 Each client has its own connection and session. concurrency.Mutex's waiter
 watch lands in etcd's unsynced watcher group, served by a loop every 100ms,
@@ -32,11 +33,27 @@ so short critical sections (the default --hold) pay up to 100ms per handoff
 and a longer hold hands off as fast as coordkit (try --hold 150ms); coordkit's
 watches are synced from the start (the comment on attempt.wait in lock/mutex.go). Results go to stdout,
 progress to stderr. The ratio column is how many times better coordkit did.
+
+--against redsync --redis ADDR adds two columns measured on the Redis server
+at ADDR (keys under a random coordkit:bench-lock:... prefix, deleted at the
+end): redsync (github.com/go-redsync/redsync/v4 over go-redis v9) with its
+default options, as a user runs it (8s expiry, 32 tries, a random 50..250ms
+retry delay), and redsync_min_retry, the same with WithRetryDelay(0), the
+least redsync accepts: its waiters retry back to back. A redsync waiter
+polls; nothing wakes it on release, and nothing stops the releaser taking
+the lock back. In the handoff test its waiters never give up (tries 2^30);
+in the contended runs they keep the default 32 tries, and the rows
+contended_N_lock_failed count the Lock calls that gave up (redsync.ErrFailed
+or "lock already taken"), each retried. An ADDR that does not answer within
+3s is an error (exit 1) before anything runs.
+
 -w json prints {"benchmark":"lock","fsync":BOOL,"rows":[{"metric","coordkit",
-"etcd_concurrency","unit"}...]}.`,
+"etcd_concurrency","unit"}...]}; against redsync the object also has
+"redis":ADDR and each row "redsync" and "redsync_min_retry".`,
 		Example: `  coordctl bench lock
   coordctl bench lock -w json
-  coordctl bench lock --iterations 500 --handoffs 300 --duration 5s`,
+  coordctl bench lock --iterations 500 --handoffs 300 --duration 5s
+  coordctl bench lock --against redsync --redis 127.0.0.1:6379`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := f.NotifyContext(cmd.Context())
@@ -51,6 +68,8 @@ progress to stderr. The ratio column is how many times better coordkit did.
 	fl.DurationVar(&opts.Hold, "hold", time.Millisecond, "in the handoff test, how long the holder keeps the lock after the waiter queued")
 	fl.IntSliceVar(&opts.Workers, "workers", []int{2, 8, 32}, "contending clients of each contended run (2..256)")
 	fl.BoolVar(&opts.NoFsync, "unsafe-no-fsync", false, "run etcd without fsync (faster, not what users run)")
+	fl.StringSliceVar(&opts.Against, "against", nil, "also measure these locks: redsync (needs --redis)")
+	fl.StringVar(&opts.Redis, "redis", "", "the Redis server (host:port) of --against redsync")
 	return cmd
 }
 

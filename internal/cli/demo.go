@@ -21,6 +21,7 @@ type demoOptions struct {
 	Out       string
 	StoryOnly bool
 	Seed      int64
+	Redis     string // a Redis server for the story's Redis round; "" for the model
 	// Registry supplies the tour's scenarios; scenarios.Default when nil.
 	Registry *scenarios.Registry
 }
@@ -70,6 +71,7 @@ With -w json every step is one JSON object on its own line.`,
 		Example: `  coordctl demo
   coordctl demo --out /tmp/tour && xdg-open /tmp/tour/minority-partition.html
   coordctl demo --story-only --ttl 3s
+  coordctl demo --story-only --redis 127.0.0.1:6379
   coordctl demo -w json | jq .`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -83,6 +85,7 @@ With -w json every step is one JSON object on its own line.`,
 	cmd.Flags().StringVar(&opts.Out, "out", "coordkit-demo", "directory for the HTML reports of the tour's experiments")
 	cmd.Flags().BoolVar(&opts.StoryOnly, "story-only", false, "play the lock story only, without the other experiments")
 	cmd.Flags().Int64Var(&opts.Seed, "seed", 1, "seed of the experiments' fault schedules")
+	cmd.Flags().StringVar(&opts.Redis, "redis", "", "a Redis server (host:port): the story's Redis round uses redsync on it instead of a model")
 	return cmd
 }
 
@@ -177,6 +180,7 @@ func runDemo(ctx context.Context, f *factory, opts *demoOptions) error {
 			TempDir:   filepath.Join(dir, name),
 			StartEtcd: embeddedEtcd,
 			LockTTL:   opts.TTL,
+			Redis:     opts.Redis,
 		}
 	}
 

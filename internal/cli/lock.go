@@ -98,8 +98,18 @@ then holds until SIGINT or SIGTERM, releases and exits 0.
 With a command after '--', the command runs in its own process group with
 COORD_LOCK_NAME, COORD_LOCK_KEY, COORD_FENCING_TOKEN and COORD_FENCING_SCOPE
 (the lock's name) set, replacing inherited values; SIGINT and SIGTERM are
-forwarded to it; coordctl releases the lock when it exits and exits with its
-status (127 if it could not be started).
+forwarded to it; coordctl releases the lock when it and its whole process
+group have ended, and exits with its status (127 if it could not be
+started). Processes the command leaves in its group when it exits
+(background jobs) get SIGTERM, SIGKILL after --kill-grace, before the
+release; so do those a forwarded signal does not end when it ends the
+command.
+
+What remains possible: a process that leaves the group on purpose (setsid,
+as daemons do) is not stopped and may outlive the lock. If coordctl
+itself is killed with SIGKILL, the command gets SIGKILL from the kernel
+(Linux parent-death signal), but processes it started survive it and run on
+unfenced once the lease expires; elsewhere the command survives too.
 
 If the lock is lost while held — keepalives failing until the local deadline,
 which comes before etcd can expire the lease; the lease revoked or the key
@@ -438,7 +448,12 @@ func runUnderLock(f *factory, c heldCommand) error {
 	for {
 		select {
 		case <-child.Done():
-			code := child.ExitCode()
+			// The lock protects everything the command started: what it left
+			// in its group is stopped before the release.
+			if child.GroupAlive() {
+				fmt.Fprintf(f.IO.ErrOut, "coordctl: the command exited leaving processes in its group; stopping them (SIGTERM, SIGKILL after %s) before releasing %s\n", c.killGrace, c.what)
+			}
+			code := child.Stop()
 			select {
 			case <-c.lost:
 				// Lost as the command ended: say so, but its status stands.

@@ -40,7 +40,7 @@ these commands talk to etcd. See docs/fencing.md for the HTTP API.`,
 		Args: argsUsage(cobra.NoArgs),
 	}
 	cmd.AddCommand(newResourceServeCmd(f), newResourcePutCmd(f), newResourceGetCmd(f),
-		newResourceFenceCmd(f), newResourceLogCmd(f))
+		newResourceFenceCmd(f), newResourceLogCmd(f), newResourceRepairCmd(f))
 	return cmd
 }
 

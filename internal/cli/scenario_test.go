@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -231,4 +232,17 @@ func TestScenarioCmdInterrupted(t *testing.T) {
 		t.Fatal("run did not return after cancel")
 	}
 	assert.Empty(t, out.String())
+}
+
+// --redis with an address nobody answers on: the scenario fails (exit 1)
+// naming it, without starting etcd.
+func TestScenarioCmdRedisUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	res := runInProcess(context.Background(), nil, "scenario", "run", "lock-without-fencing", "--redis", addr)
+	require.Equal(t, exitError, res.Code, res.Stderr)
+	assert.Contains(t, res.Stderr, addr)
+	assert.Contains(t, res.Stdout+res.Stderr, "did not answer")
 }

@@ -80,6 +80,8 @@ type Cluster struct {
 	faults *faultproxy.Faults
 	ids    map[string]int // member ID as X-Server-From spells it → index
 
+	lock *dirLock // on cfg.DataDir, released by Close
+
 	mu      sync.Mutex
 	members []*member
 	closed  bool
@@ -130,7 +132,21 @@ type ClusterStatus struct {
 // StartCluster starts the members concurrently (each waits for a quorum of
 // the others) and returns once all of them serve clients, or an error after
 // cfg.ReadyTimeout or when ctx is done.
+//
+// The whole data directory is locked for the cluster's life (as Start locks
+// a single member's): a second cluster on it fails at once with a
+// *DataDirInUseError instead of waiting for ever on bbolt's file lock.
 func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("etcdembed: DataDir is required")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("etcdembed: %w", err)
+	}
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	for attempt := 1; ; attempt++ {
 		fresh := !fileExists(filepath.Join(cfg.DataDir, "cluster.json"))
 		c, err := startCluster(ctx, cfg)
@@ -138,7 +154,12 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		// can take one before the cluster binds it. When the ports were ours
 		// to choose, choose again; a restart must keep its ports.
 		if err == nil || attempt == maxPortAttempts || !fresh || len(cfg.ClientURLs) > 0 || !addrInUse(err) {
-			return c, err
+			if err != nil {
+				lock.release()
+				return nil, err
+			}
+			c.lock = lock
+			return c, nil
 		}
 		if cfg.DataDir != "" {
 			if rmErr := removeFreshCluster(cfg.DataDir); rmErr != nil {
@@ -774,4 +795,5 @@ func (c *Cluster) Close() {
 	for _, ch := range stopping {
 		<-ch
 	}
+	c.lock.release()
 }

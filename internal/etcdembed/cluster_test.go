@@ -151,3 +151,13 @@ func TestClusterClientURLs(t *testing.T) {
 	_, err = etcdembed.StartCluster(context.Background(), etcdembed.ClusterConfig{Size: 9, DataDir: t.TempDir()})
 	require.ErrorContains(t, err, "want 1..7")
 }
+
+// A second cluster on a data directory in use fails at once with
+// ErrDataDirInUse, as a single member does (issue 11, item 1).
+func TestStartClusterOnDataDirInUseFailsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	c := startCluster(t, dir)
+	_, err := etcdembed.StartCluster(context.Background(), etcdembed.ClusterConfig{DataDir: dir, UnsafeNoFsync: true})
+	require.ErrorIs(t, err, etcdembed.ErrDataDirInUse)
+	require.Len(t, c.Endpoints(), 3, "the first cluster is untouched")
+}

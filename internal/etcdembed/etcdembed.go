@@ -14,8 +14,29 @@ import (
 	"go.uber.org/zap"
 )
 
-// ErrNotReady is returned by Start when the member did not become ready in time.
-var ErrNotReady = errors.New("etcdembed: member not ready")
+// Errors of the etcdembed package. Match them with errors.Is.
+var (
+	// ErrNotReady is returned by Start when the member did not become ready in time.
+	ErrNotReady = errors.New("etcdembed: member not ready")
+	// ErrDataDirInUse is matched by every *DataDirInUseError.
+	ErrDataDirInUse = errors.New("etcdembed: data dir in use by another process")
+)
+
+// DataDirInUseError is returned by Start when another member — in another
+// process or in this one — runs on the data directory. It matches
+// ErrDataDirInUse with errors.Is.
+type DataDirInUseError struct{ Dir string }
+
+func (e *DataDirInUseError) Error() string {
+	return fmt.Sprintf("etcdembed: data dir %s is in use by another process", e.Dir)
+}
+
+// Is makes errors.Is(err, ErrDataDirInUse) true for every *DataDirInUseError.
+func (e *DataDirInUseError) Is(target error) bool { return target == ErrDataDirInUse }
+
+// dataDirLockName is the file in a data directory whose flock a running
+// member holds.
+const dataDirLockName = "coordkit.lock"
 
 // Config describes one embedded member. The zero value is usable except for
 // DataDir: empty URLs are replaced by free ports on 127.0.0.1.
@@ -39,13 +60,17 @@ type Config struct {
 // Server is a running embedded etcd member.
 type Server struct {
 	etcd      *embed.Etcd
+	lock      *dirLock
 	clientURL string
 	level     zap.AtomicLevel
 	closeOnce sync.Once
 }
 
 // Start starts the member and waits until it serves clients, ctx is done, or
-// cfg.ReadyTimeout passes (ErrNotReady).
+// cfg.ReadyTimeout passes (ErrNotReady). It first locks the data directory
+// (flock on DataDir/coordkit.lock, held until Close) and fails at once with a
+// *DataDirInUseError if another member has it, where etcd itself would wait
+// for ever on its database's lock.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	for attempt := 1; ; attempt++ {
 		srv, err := start(ctx, cfg)
@@ -124,6 +149,16 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	// Keep the metrics listener off: it would need a port of its own.
 	ec.ListenMetricsUrls = nil
 
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			lock.release()
+		}
+	}()
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
 		return nil, fmt.Errorf("etcdembed: start member %q: %w", cfg.Name, err)
@@ -145,7 +180,8 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 		e.Close()
 		return nil, ctx.Err()
 	}
-	return &Server{etcd: e, clientURL: clientURL.String(), level: level}, nil
+	started = true
+	return &Server{etcd: e, lock: lock, clientURL: clientURL.String(), level: level}, nil
 }
 
 // Endpoints returns the client URLs of the member.
@@ -160,6 +196,7 @@ func (s *Server) Close() {
 		s.level.SetLevel(zap.FatalLevel)
 		s.etcd.Close()
 		<-s.etcd.Server.StopNotify()
+		s.lock.release()
 	})
 }
 

@@ -61,3 +61,25 @@ func TestStartKeepsGivenPortsOnBindError(t *testing.T) {
 	_, err = etcdembed.Start(ctx, etcdembed.Config{DataDir: t.TempDir(), ClientURL: "http://" + taken.Addr().String()})
 	require.ErrorContains(t, err, "address already in use", "given ports are not replaced")
 }
+
+// A second member on a data directory in use fails at once with
+// ErrDataDirInUse; etcd alone would wait for ever on bbolt's file lock.
+func TestStartOnDataDirInUseFailsAtOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	srv, err := etcdembed.Start(ctx, etcdembed.Config{DataDir: dir, UnsafeNoFsync: true})
+	require.NoError(t, err)
+
+	_, err = etcdembed.Start(ctx, etcdembed.Config{DataDir: dir, UnsafeNoFsync: true})
+	require.ErrorIs(t, err, etcdembed.ErrDataDirInUse)
+	var inUse *etcdembed.DataDirInUseError
+	require.ErrorAs(t, err, &inUse)
+	require.Equal(t, "etcdembed: data dir "+dir+" is in use by another process", err.Error())
+
+	// Once the first member is closed, the directory is free again.
+	srv.Close()
+	srv2, err := etcdembed.Start(ctx, etcdembed.Config{DataDir: dir, UnsafeNoFsync: true})
+	require.NoError(t, err)
+	srv2.Close()
+}

@@ -219,7 +219,7 @@ func (b *run) rounds(ctx context.Context, name string, mk func(time.Duration) (c
 			<-res
 			return nil, err
 		}
-		if !sleep(cctx, settle) {
+		if !bench.Sleep(cctx, settle) {
 			<-res
 			return nil, ctx.Err()
 		}
@@ -259,23 +259,12 @@ func (b *run) waitCandidates(ctx context.Context, prefix string, n int64) error 
 		if resp.Count >= n {
 			return nil
 		}
-		if !sleep(ctx, time.Millisecond) {
+		if !bench.Sleep(ctx, time.Millisecond) {
 			return ctx.Err()
 		}
 	}
 }
 
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
 
 // coordkit: one client per candidate, a new session per campaign.
 type coordkitCandidate struct{ e *election.Election }

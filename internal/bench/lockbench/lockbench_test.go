@@ -3,6 +3,7 @@ package lockbench
 import (
 	"bytes"
 	"context"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/internal/bench"
+	"github.com/coordkit/coordkit/internal/redislock"
+	"github.com/coordkit/coordkit/internal/redislock/redistest"
 )
 
 func tiny() Options {
@@ -27,6 +30,9 @@ func TestValidate(t *testing.T) {
 		"no workers":       func(o *Options) { o.Workers = nil },
 		"one worker":       func(o *Options) { o.Workers = []int{1} },
 		"too many workers": func(o *Options) { o.Workers = []int{257} },
+		"against nosuch":   func(o *Options) { o.Against = []string{"nosuch"} },
+		"redsync, no addr": func(o *Options) { o.Against = []string{AgainstRedsync} },
+		"addr, no redsync": func(o *Options) { o.Redis = "127.0.0.1:6379" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := tiny()
@@ -51,6 +57,8 @@ func TestRunTiny(t *testing.T) {
 		metrics = append(metrics, r.Metric)
 		require.Positive(t, r.Coordkit, r.Metric)
 		require.Positive(t, r.EtcdConcurrency, r.Metric)
+		require.Nil(t, r.Redsync, "no redsync columns unless against it")
+		require.Nil(t, r.RedsyncMinRetry)
 	}
 	require.Equal(t, []string{"uncontended_p50_ms", "handoff_p50_ms", "handoff_p99_ms", "contended_2_per_s", "contended_3_per_s"}, metrics)
 	require.Contains(t, progress.String(), "bench lock: starting embedded etcd")
@@ -88,4 +96,62 @@ func TestRunStopsWhenCanceled(t *testing.T) {
 	o.Progress = &cancelOn{what: "handoff between two clients, coordkit", cancel: cancel}
 	_, err := Run(ctx, o)
 	require.ErrorIs(t, err, context.Canceled)
+}
+
+func TestRunRedisUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	o := tiny()
+	o.Against, o.Redis = []string{AgainstRedsync}, addr
+	var progress bytes.Buffer
+	o.Progress = &progress
+	_, err = Run(context.Background(), o)
+	require.ErrorIs(t, err, redislock.ErrUnreachable)
+	require.Contains(t, err.Error(), addr)
+	require.NotContains(t, progress.String(), "starting embedded etcd", "fails before starting etcd")
+}
+
+// A tiny run against redsync on the test Redis: the columns and rows are
+// there, the values positive where they must be, the keys gone; not
+// performance.
+func TestRunAgainstRedsync(t *testing.T) {
+	c, ks := redistest.Client(t, "bench-lock-test")
+	o := tiny()
+	o.Against, o.Redis, o.RedisKeyspace = []string{AgainstRedsync}, c.Options().Addr, ks
+	res, err := Run(context.Background(), o)
+	require.NoError(t, err)
+	require.Equal(t, c.Options().Addr, res.Redis)
+	var metrics []string
+	for _, r := range res.Rows {
+		metrics = append(metrics, r.Metric)
+		require.NotNil(t, r.Redsync, r.Metric)
+		require.NotNil(t, r.RedsyncMinRetry, r.Metric)
+		if r.Unit == "count" {
+			require.Zero(t, r.Coordkit, "coordkit's Lock waits, it does not give up")
+			require.Zero(t, r.EtcdConcurrency)
+			require.GreaterOrEqual(t, *r.Redsync, 0.0)
+			require.GreaterOrEqual(t, *r.RedsyncMinRetry, 0.0)
+			continue
+		}
+		require.Positive(t, r.Coordkit, r.Metric)
+		require.Positive(t, r.EtcdConcurrency, r.Metric)
+		if r.Unit == "ms" { // a few contended handoffs may be none for redsync
+			require.Positive(t, *r.Redsync, r.Metric)
+			require.Positive(t, *r.RedsyncMinRetry, r.Metric)
+		}
+	}
+	require.Equal(t, []string{"uncontended_p50_ms", "handoff_p50_ms", "handoff_p99_ms",
+		"contended_2_per_s", "contended_2_lock_failed", "contended_3_per_s", "contended_3_lock_failed"}, metrics)
+	keys, err := ks.Keys(context.Background(), c)
+	require.NoError(t, err)
+	require.Empty(t, keys, "the run deleted its keys")
+
+	tab := res.Table()
+	require.Equal(t, []string{"coordkit", "etcd_concurrency", "redsync", "redsync_min_retry"}, tab.Columns)
+	var out bytes.Buffer
+	require.NoError(t, bench.WriteTable(&out, tab))
+	require.Contains(t, out.String(), "coordkit better than redsync by")
+	require.Contains(t, out.String(), "retry delay 0")
 }

@@ -332,7 +332,7 @@ func waitKeys(ctx context.Context, c *clientv3.Client, prefix string, n int) err
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		sleep(ctx, 200*time.Microsecond)
+		bench.Sleep(ctx, 200*time.Microsecond)
 	}
 	return nil
 }
@@ -364,7 +364,7 @@ func readBatches(ctx context.Context, e *env, im impl, batches, readers int, hol
 		if err := writer.Lock(wctx); err != nil {
 			return nil, err
 		}
-		sleep(wctx, rand.N(queueJitter))
+		bench.Sleep(wctx, rand.N(queueJitter))
 		admitted := make(chan time.Time, len(rs))
 		errs := make(chan error, len(rs))
 		for _, r := range rs {
@@ -379,7 +379,7 @@ func readBatches(ctx context.Context, e *env, im impl, batches, readers int, hol
 		if err := waitKeys(wctx, watcher, name+"/", readers+1); err != nil {
 			return nil, err
 		}
-		sleep(wctx, hold)
+		bench.Sleep(wctx, hold)
 		released := time.Now()
 		if err := writer.Unlock(context.WithoutCancel(wctx)); err != nil {
 			return nil, err
@@ -457,10 +457,10 @@ func writerHandoff(ctx context.Context, e *env, im impl, n int, hold time.Durati
 				}
 				mu.Unlock()
 				for !done() && countKeys(wctx, watcher, name+"/") < 2 {
-					sleep(wctx, 200*time.Microsecond)
+					bench.Sleep(wctx, 200*time.Microsecond)
 				}
 				if !done() && hold > 0 {
-					sleep(wctx, hold)
+					bench.Sleep(wctx, hold)
 				}
 				mu.Lock()
 				released = time.Now()
@@ -469,7 +469,7 @@ func writerHandoff(ctx context.Context, e *env, im impl, n int, hold time.Durati
 					fail(err)
 					return
 				}
-				sleep(wctx, rand.N(queueJitter))
+				bench.Sleep(wctx, rand.N(queueJitter))
 			}
 		}()
 	}
@@ -536,14 +536,4 @@ func mixed(ctx context.Context, e *env, im impl, d time.Duration) (reads, writes
 		return 0, 0, err
 	}
 	return float64(nr.Load()) / d.Seconds(), float64(nw.Load()) / d.Seconds(), nil
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }

@@ -398,10 +398,10 @@ func handoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([
 				// Release only once the other worker waits: a waiter
 				// queuing exposes no event to wait on, so poll.
 				for !done() && countKeys(wctx) < waitingKeys {
-					sleep(wctx, 200*time.Microsecond)
+					bench.Sleep(wctx, 200*time.Microsecond)
 				}
 				if !done() && hold > 0 {
-					sleep(wctx, hold)
+					bench.Sleep(wctx, hold)
 				}
 				mu.Lock()
 				released = time.Now()
@@ -410,7 +410,7 @@ func handoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([
 					fail(err)
 					return
 				}
-				sleep(wctx, rand.N(handoffJitter))
+				bench.Sleep(wctx, rand.N(handoffJitter))
 			}
 		}()
 	}
@@ -419,14 +419,4 @@ func handoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([
 		return nil, firstErr
 	}
 	return samples, ctx.Err()
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }

@@ -1,0 +1,122 @@
+package sqlfence
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Dialect is the SQL engine a Fence talks to: it chooses placeholders,
+// column types and the insert-if-missing statement. The zero Dialect is
+// not valid.
+type Dialect int
+
+// The supported dialects.
+const (
+	// Postgres is PostgreSQL (driver github.com/jackc/pgx/v5/stdlib, "pgx").
+	Postgres Dialect = iota + 1
+	// MySQL is MySQL or MariaDB with InnoDB (driver
+	// github.com/go-sql-driver/mysql, "mysql").
+	MySQL
+	// SQLite is SQLite (driver modernc.org/sqlite, "sqlite"); open it with
+	// SQLiteDSN so that transactions start IMMEDIATE.
+	SQLite
+)
+
+// ParseDialect maps a driver or engine name to its Dialect: "postgres",
+// "postgresql" or "pgx"; "mysql" or "mariadb"; "sqlite" or "sqlite3".
+// Other names give an error wrapping ErrUnknownDialect.
+func ParseDialect(name string) (Dialect, error) {
+	switch strings.ToLower(name) {
+	case "postgres", "postgresql", "pgx":
+		return Postgres, nil
+	case "mysql", "mariadb":
+		return MySQL, nil
+	case "sqlite", "sqlite3":
+		return SQLite, nil
+	}
+	return 0, fmt.Errorf("%w %q (want postgres, mysql or sqlite)", ErrUnknownDialect, name)
+}
+
+// String returns "postgres", "mysql" or "sqlite".
+func (d Dialect) String() string {
+	switch d {
+	case Postgres:
+		return "postgres"
+	case MySQL:
+		return "mysql"
+	case SQLite:
+		return "sqlite"
+	}
+	return "Dialect(" + strconv.Itoa(int(d)) + ")"
+}
+
+// DriverName is the database/sql driver name this package is tested with:
+// "pgx", "mysql" or "sqlite". The caller imports the driver.
+func (d Dialect) DriverName() string {
+	switch d {
+	case Postgres:
+		return "pgx"
+	case MySQL:
+		return "mysql"
+	case SQLite:
+		return "sqlite"
+	}
+	return ""
+}
+
+func (d Dialect) valid() bool { return d >= Postgres && d <= SQLite }
+
+// scopeColumn is the scope column's type. It holds fencing.MaxScopeLen
+// bytes. MySQL's is binary so that scopes compare byte for byte, not by a
+// case-insensitive collation ("Jobs" and "jobs" are two scopes).
+func (d Dialect) scopeColumn() string {
+	switch d {
+	case MySQL:
+		return fmt.Sprintf("VARBINARY(%d)", maxScopeBytes)
+	case SQLite:
+		return "TEXT"
+	}
+	return fmt.Sprintf("VARCHAR(%d)", maxScopeBytes)
+}
+
+// statements are the SQL texts of one dialect and table.
+type statements struct {
+	create string
+	probe  string // succeeds iff the table exists
+	insert string // the scope's row at token 0, nothing if it exists
+	check  string // the fence check: one row affected iff admitted
+	floor  string
+}
+
+func (d Dialect) statements(table string) statements {
+	p := func(n int) string {
+		if d == Postgres {
+			return "$" + strconv.Itoa(n)
+		}
+		return "?"
+	}
+	intType, suffix := "BIGINT", ""
+	switch d {
+	case SQLite:
+		intType = "INTEGER"
+	case MySQL:
+		suffix = " ENGINE=InnoDB"
+	}
+	st := statements{
+		create: fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (scope %s NOT NULL PRIMARY KEY, token %s NOT NULL, writes %s NOT NULL)%s",
+			table, d.scopeColumn(), intType, intType, suffix),
+		probe: fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE 1 = 0", table),
+		check: fmt.Sprintf("UPDATE %s SET token = %s, writes = writes + 1 WHERE scope = %s AND token <= %s",
+			table, p(1), p(2), p(3)),
+		floor: fmt.Sprintf("SELECT token FROM %s WHERE scope = %s", table, p(1)),
+	}
+	switch d {
+	case MySQL:
+		// Not INSERT IGNORE: that would also turn other errors into warnings.
+		st.insert = fmt.Sprintf("INSERT INTO %s (scope, token, writes) VALUES (?, 0, 0) ON DUPLICATE KEY UPDATE scope = scope", table)
+	default:
+		st.insert = fmt.Sprintf("INSERT INTO %s (scope, token, writes) VALUES (%s, 0, 0) ON CONFLICT (scope) DO NOTHING", table, p(1))
+	}
+	return st
+}

@@ -1,0 +1,77 @@
+// Package sqlfence checks fencing tokens where the data is: in the
+// caller's own transaction on PostgreSQL, MySQL/MariaDB (InnoDB) or SQLite,
+// through database/sql.
+//
+//	f, err := sqlfence.New(db, sqlfence.Postgres)
+//	err = f.Do(ctx, "jobs/report", held.Token(), func(tx *sql.Tx) error {
+//		_, err := tx.ExecContext(ctx, "UPDATE report SET body = $1 WHERE id = 1", body)
+//		return err
+//	})
+//	if errors.Is(err, fencing.ErrStale) { /* a newer holder has written: nothing was committed */ }
+//
+// One table per database, coordkit_fence by default (WithTable), created on
+// first use with CREATE TABLE IF NOT EXISTS: one row per scope with its
+// floor (token, the highest token admitted) and writes (how many checks
+// admitted a token). The whole check is one statement, the first of the
+// transaction, before the caller's writes:
+//
+//	UPDATE coordkit_fence SET token = $tok, writes = writes + 1
+//	WHERE scope = $scope AND token <= $tok
+//
+// One row affected: the token is admitted, the floor is now at least the
+// token, and fn's writes run in the same transaction and commit with it. No
+// row: either the scope has no row yet (Do inserts it at 0 outside the
+// transaction, a concurrent insert of the same row being harmless, and
+// checks again) or the token is below the floor: the transaction is rolled
+// back and Do returns a *fencing.StaleError with the floor read in the same
+// transaction. Fence runs the check alone, to raise the floor before a new
+// holder's first write; Floor reads the floor. The decision from the
+// statement's result is a pure function, tested on its own.
+//
+// # Why it is safe
+//
+// In PostgreSQL and InnoDB the UPDATE takes the scope row's write lock and
+// keeps it until the transaction ends. A stale writer that checks while a
+// newer writer's transaction is open waits for that lock; when the newer
+// one commits, the waiting UPDATE re-evaluates its WHERE against the
+// committed row (PostgreSQL's READ COMMITTED re-check; InnoDB's locking
+// read of the latest version), finds token above its own and affects
+// nothing. So from the check to the commit no writer with a lower token can
+// commit, and the writes of admitted transactions on one scope commit in
+// token order. MySQL and MariaDB report changed rows, not matched rows, as
+// affected: writes = writes + 1 makes the row change even when the same
+// holder writes again with an equal token.
+//
+// SQLite has no row locks: a write transaction must begin IMMEDIATE, taking
+// the database's write lock at BEGIN, so that transactions run one at a
+// time and none upgrades a read to a write (which fails with SQLITE_BUSY
+// without waiting). Open it with SQLiteDSN, which sets _txlock=immediate
+// and a busy timeout for modernc.org/sqlite (driver "sqlite").
+//
+// # What it does not promise
+//
+//   - Only writes made through fn's tx are fenced. Writes outside Do, in
+//     another transaction or on another connection, by other programs, or
+//     side effects in fn that are not in the database (a file, an HTTP
+//     call), are not.
+//   - The caller's isolation level (WithTxOptions) is theirs. The check is
+//     safe at READ COMMITTED and above; PostgreSQL at REPEATABLE READ or
+//     SERIALIZABLE returns a serialization error instead of the re-check
+//     (nothing is committed; retry with a fresh Do). fn's own reads see
+//     what that level gives them: the fence orders writers of one scope, it
+//     does not make fn's reads of other rows current.
+//   - Equal tokens are both admitted (the same holder retrying).
+//   - The floor says nothing about whether a predecessor's last write
+//     landed. Floor is a plain read, outdated as soon as it returns.
+//   - An error from COMMIT (a lost connection) leaves it to the database
+//     whether the transaction committed, as with any SQL transaction.
+//   - SQLite opened without IMMEDIATE transactions, or a table created by
+//     hand without the primary key on scope, void the argument above (the
+//     latter is detected: ErrBadTable).
+//   - Scopes are at most fencing.MaxScopeLen bytes and compared byte for
+//     byte (MySQL's column is VARBINARY, not a case-insensitive collation).
+//
+// The package imports no driver: the program picks one (github.com/jackc/
+// pgx/v5/stdlib, github.com/go-sql-driver/mysql, modernc.org/sqlite are the
+// ones tested). Package sqltest gives tests a fresh database per engine.
+package sqlfence

@@ -1,0 +1,28 @@
+package sqlfence
+
+import "errors"
+
+// Errors of the sqlfence package. Match them with errors.Is. Bad scopes and
+// tokens give errors wrapping fencing.ErrInvalidScope and
+// fencing.ErrInvalidToken, a stale token a *fencing.StaleError (matching
+// fencing.ErrStale).
+var (
+	// ErrNilDB is returned by New for a nil *sql.DB.
+	ErrNilDB = errors.New("sqlfence: nil database")
+	// ErrUnknownDialect is returned by New and ParseDialect for a dialect
+	// other than Postgres, MySQL and SQLite.
+	ErrUnknownDialect = errors.New("sqlfence: unknown dialect")
+	// ErrInvalidTable is returned by New for a table name that is not a
+	// plain SQL identifier (optionally schema-qualified).
+	ErrInvalidTable = errors.New("sqlfence: invalid table name")
+	// ErrReadOnly is returned by New for WithTxOptions with ReadOnly set.
+	ErrReadOnly = errors.New("sqlfence: read-only transactions cannot be fenced")
+	// ErrUnsettled is returned when the check kept matching no row although
+	// the row read right after it admitted the token (the row was being
+	// created or changed concurrently, several times in a row). Nothing was
+	// written; try again.
+	ErrUnsettled = errors.New("sqlfence: fence row changed during the check")
+	// ErrBadTable is returned when the check updated more than one row: the
+	// fence table exists without a primary key on scope. Nothing was written.
+	ErrBadTable = errors.New("sqlfence: fence table has no primary key on scope")
+)

@@ -1,0 +1,256 @@
+package sqlfence
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/coordkit/coordkit/fencing"
+)
+
+// DefaultTable is the fence table's name unless WithTable says otherwise.
+const DefaultTable = "coordkit_fence"
+
+// maxScopeBytes is the scope column's size; longer scopes are refused
+// before any statement runs.
+const maxScopeBytes = fencing.MaxScopeLen
+
+// maxAttempts bounds the check's retries (a missing row, then a row that
+// changed between the check and the read of the floor).
+const maxAttempts = 4
+
+// Fence checks fencing tokens in a SQL database, in the caller's own
+// transaction. It is safe for concurrent use; several Fences (in one or
+// many processes) may share a table.
+type Fence struct {
+	db      *sql.DB
+	dialect Dialect
+	table   string
+	txOpts  *sql.TxOptions
+	st      statements
+
+	mu      sync.Mutex
+	created bool
+}
+
+// Option configures a Fence.
+type Option func(*Fence)
+
+// WithTable sets the fence table's name (default DefaultTable). It must be
+// an identifier — letters, digits and underscores, not starting with a
+// digit, at most 63 bytes — or schema.identifier; New returns
+// ErrInvalidTable otherwise. It is used unquoted, so PostgreSQL folds it to
+// lower case.
+func WithTable(name string) Option { return func(f *Fence) { f.table = name } }
+
+// WithTxOptions sets the options of the transactions Do and Fence begin
+// (default nil: the driver's default isolation level). See the package doc
+// for what a stricter level changes.
+func WithTxOptions(opts *sql.TxOptions) Option { return func(f *Fence) { f.txOpts = opts } }
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$`)
+
+// New returns a Fence on db for the given dialect. It does no I/O: the
+// table is created on first use. Errors: ErrNilDB, ErrUnknownDialect,
+// ErrInvalidTable, ErrReadOnly.
+func New(db *sql.DB, dialect Dialect, opts ...Option) (*Fence, error) {
+	f := &Fence{db: db, dialect: dialect, table: DefaultTable}
+	for _, o := range opts {
+		o(f)
+	}
+	switch {
+	case db == nil:
+		return nil, ErrNilDB
+	case !dialect.valid():
+		return nil, fmt.Errorf("%w: %v", ErrUnknownDialect, dialect)
+	case !identRE.MatchString(f.table):
+		return nil, fmt.Errorf("%w %q: want an identifier of letters, digits and _ (schema.table allowed)", ErrInvalidTable, f.table)
+	case f.txOpts != nil && f.txOpts.ReadOnly:
+		return nil, ErrReadOnly
+	}
+	f.st = dialect.statements(f.table)
+	return f, nil
+}
+
+// Table returns the fence table's name.
+func (f *Fence) Table() string { return f.table }
+
+// Dialect returns the Fence's dialect.
+func (f *Fence) Dialect() Dialect { return f.dialect }
+
+// CheckStatement returns the one statement that checks a token, with the
+// dialect's placeholders for token, scope and token again, in that order.
+func (f *Fence) CheckStatement() string { return f.st.check }
+
+// ensureTable creates the table once per Fence, outside any transaction
+// (MySQL commits the open transaction on DDL).
+func (f *Fence) ensureTable(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.created {
+		return nil
+	}
+	if _, err := f.db.ExecContext(ctx, f.st.create); err != nil {
+		// Two sessions creating the table at once can make PostgreSQL fail
+		// one of them on its catalog's unique index; the table is there.
+		if _, perr := f.db.ExecContext(ctx, f.st.probe); perr != nil {
+			return fmt.Errorf("sqlfence: create table %s: %w", f.table, err)
+		}
+	}
+	f.created = true
+	return nil
+}
+
+func checkArgs(scope string, token fencing.Token) error {
+	if !token.Valid() {
+		return fmt.Errorf("%w: %d (want 1..%d)", fencing.ErrInvalidToken, token, fencing.MaxToken)
+	}
+	return fencing.ValidateScope(scope)
+}
+
+// Do runs fn in one transaction after admitting token in scope, and commits.
+// The check — the first statement of the transaction — raises the scope's
+// floor to token if token is not below it, and holds the scope's row lock
+// until the transaction ends, so fn's writes commit only if no higher token
+// was admitted in between.
+//
+// Do returns a *fencing.StaleError (matching fencing.ErrStale, Floor read in
+// the same transaction) if token is below the floor: nothing is written and
+// fn is not called. If fn returns an error or panics, the transaction is
+// rolled back (the floor does not move) and the error is returned wrapped.
+// Bad arguments give errors wrapping fencing.ErrInvalidToken or
+// fencing.ErrInvalidScope before any I/O. Other errors come from the
+// database; an error from the commit itself leaves it, as always with SQL,
+// to the database whether the transaction committed.
+//
+// fn must use tx for the writes that need fencing, and must not commit or
+// roll it back.
+func (f *Fence) Do(ctx context.Context, scope string, token fencing.Token, fn func(tx *sql.Tx) error) error {
+	if err := checkArgs(scope, token); err != nil {
+		return err
+	}
+	if err := f.ensureTable(ctx); err != nil {
+		return err
+	}
+	for attempt := 1; ; attempt++ {
+		done, err := f.attempt(ctx, scope, token, fn)
+		if done || err != nil {
+			return err
+		}
+		if attempt == maxAttempts {
+			return fmt.Errorf("%w: scope %q token %d after %d attempts", ErrUnsettled, scope, token, attempt)
+		}
+	}
+}
+
+// Fence admits token in scope without other writes: the floor rises to
+// token unless it is higher already (then a *fencing.StaleError). Use it
+// when a new holder takes over, so that its predecessor's late writes are
+// refused before the new holder writes anything, as the reference store's
+// POST /v1/fence. Errors as Do.
+func (f *Fence) Fence(ctx context.Context, scope string, token fencing.Token) error {
+	return f.Do(ctx, scope, token, func(*sql.Tx) error { return nil })
+}
+
+// Floor returns the scope's floor: the highest token admitted, 0 if none.
+// It is a plain read and may be outdated as soon as it returns; decisions
+// belong in Do. Errors: fencing.ErrInvalidScope, or the database's.
+func (f *Fence) Floor(ctx context.Context, scope string) (fencing.Token, error) {
+	if err := fencing.ValidateScope(scope); err != nil {
+		return 0, err
+	}
+	if err := f.ensureTable(ctx); err != nil {
+		return 0, err
+	}
+	floor, _, err := readFloor(ctx, f.db, f.st.floor, scope)
+	return floor, err
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func readFloor(ctx context.Context, q querier, stmt, scope string) (fencing.Token, bool, error) {
+	var floor int64
+	err := q.QueryRowContext(ctx, stmt, scope).Scan(&floor)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("sqlfence: read floor of %q: %w", scope, err)
+	case floor < 0:
+		return 0, true, fmt.Errorf("%w: negative floor %d for scope %q", ErrBadTable, floor, scope)
+	}
+	return fencing.Token(floor), true, nil
+}
+
+// attempt runs one transaction. done is true when Do has its answer (err
+// nil: committed), false when the check must run again.
+func (f *Fence) attempt(ctx context.Context, scope string, token fencing.Token, fn func(*sql.Tx) error) (done bool, err error) {
+	tx, err := f.db.BeginTx(ctx, f.txOpts)
+	if err != nil {
+		return true, fmt.Errorf("sqlfence: begin: %w", err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_ = tx.Rollback() // the error, if any, is not the one to report
+		}
+	}()
+	res, err := tx.ExecContext(ctx, f.st.check, int64(token), scope, int64(token))
+	if err != nil {
+		return true, fmt.Errorf("sqlfence: check scope %q token %d: %w", scope, token, err)
+	}
+	rows, err := res.RowsAffected()
+	if err != nil {
+		return true, fmt.Errorf("sqlfence: check scope %q: rows affected: %w", scope, err)
+	}
+	var floor fencing.Token
+	var exists bool
+	if rows == 0 {
+		if floor, exists, err = readFloor(ctx, tx, f.st.floor, scope); err != nil {
+			return true, err
+		}
+	}
+	switch decide(rows, exists, floor, token) {
+	case admitted:
+	case stale:
+		return true, &fencing.StaleError{Scope: scope, Token: token, Floor: floor}
+	case missing:
+		// The row is created outside the transaction, which is rolled
+		// back first: a concurrent creator's duplicate is harmless, and
+		// the row, once there, stays.
+		_ = tx.Rollback()
+		if _, err := f.db.ExecContext(ctx, f.st.insert, scope); err != nil {
+			return true, fmt.Errorf("sqlfence: create row of scope %q: %w", scope, err)
+		}
+		return false, nil
+	case again:
+		return false, nil
+	default:
+		return true, fmt.Errorf("%w: check of scope %q affected %d rows", ErrBadTable, scope, rows)
+	}
+	if err := fn(tx); err != nil {
+		return true, fmt.Errorf("sqlfence: scope %q token %d: rolled back: %w", scope, token, err)
+	}
+	committed = true // from here on a Rollback can only fail
+	if err := tx.Commit(); err != nil {
+		return true, fmt.Errorf("sqlfence: commit scope %q token %d: %w", scope, token, err)
+	}
+	return true, nil
+}
+
+// SQLiteDSN returns a modernc.org/sqlite data source name (driver "sqlite")
+// for the database file at path, with the settings Do needs: transactions
+// begin IMMEDIATE (_txlock=immediate), so each takes SQLite's write lock
+// at BEGIN instead of failing with SQLITE_BUSY when it upgrades a read to a
+// write, and a busy timeout of 10 s (_pragma=busy_timeout(10000)), so a
+// writer waits for the lock instead of failing at once.
+func SQLiteDSN(path string) string {
+	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	return "file:" + esc + "?_txlock=immediate&_pragma=busy_timeout(10000)"
+}

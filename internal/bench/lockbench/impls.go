@@ -1,0 +1,267 @@
+package lockbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
+
+	"github.com/coordkit/coordkit/internal/redislock"
+	"github.com/coordkit/coordkit/lock"
+)
+
+// The columns, as the -w json rows name them.
+const (
+	colCoordkit   = "coordkit"
+	colEtcd       = "etcd_concurrency"
+	colRedsync    = "redsync"
+	colRedsyncMin = "redsync_min_retry"
+)
+
+// redsyncVersion is the version go.mod requires, for the table's title.
+const redsyncVersion = "v4.18.1"
+
+// locker is what every implementation offers the benchmark.
+type locker interface {
+	Lock(ctx context.Context) error
+	Unlock(ctx context.Context) error
+	Close()
+}
+
+// impl builds lockers of one implementation on a name.
+type impl struct {
+	key   string // the column
+	label string
+	// redis: the lockers poll Redis; a waiter leaves no key in etcd.
+	redis bool
+	// new makes a locker; a waiter that must not give up (the handoff
+	// test) asks for patient ones.
+	new func(ctx context.Context, e *env, name string, patient bool) (locker, error)
+}
+
+// etcdImpls are always measured, in this order.
+var etcdImpls = []impl{
+	{key: colCoordkit, label: "coordkit", new: func(ctx context.Context, e *env, name string, _ bool) (locker, error) {
+		cli, err := e.client()
+		if err != nil {
+			return nil, err
+		}
+		m, err := lock.New(cli, name, lock.WithTTL(10*time.Second))
+		if err != nil {
+			return nil, err
+		}
+		// Create the session now, outside the timed part.
+		h, err := m.Lock(ctx)
+		if err != nil {
+			_ = m.Close()
+			return nil, err
+		}
+		if err := h.Unlock(ctx); err != nil {
+			_ = m.Close()
+			return nil, err
+		}
+		return &coordkitLocker{m: m}, nil
+	}},
+	{key: colEtcd, label: "etcd concurrency", new: func(ctx context.Context, e *env, name string, _ bool) (locker, error) {
+		cli, err := e.client()
+		if err != nil {
+			return nil, err
+		}
+		s, err := concurrency.NewSession(cli, concurrency.WithTTL(10), concurrency.WithContext(ctx))
+		if err != nil {
+			return nil, err
+		}
+		return &etcdLocker{s: s, m: concurrency.NewMutex(s, name)}, nil
+	}},
+}
+
+// redsyncImpls are measured against redsync, after etcdImpls. The second
+// sets the retry delay to 0, the least redsync accepts: WithRetryDelay
+// takes any duration (no lower bound; a negative one acts as 0), so its
+// waiters retry back to back, one SET NX and one release script per try.
+var redsyncImpls = []impl{
+	{key: colRedsync, label: "redsync (default options)", redis: true, new: newRedsyncLocker()},
+	{key: colRedsyncMin, label: "redsync (retry delay 0)", redis: true, new: newRedsyncLocker(redsync.WithRetryDelay(0))},
+}
+
+// patientTries are a patient waiter's tries: with the default delay, years.
+const patientTries = 1 << 30
+
+// newRedsyncLocker makes redsync lockers with redsync's own default expiry
+// (8s) and tries (32) unless patient, and opts.
+func newRedsyncLocker(opts ...redsync.Option) func(context.Context, *env, string, bool) (locker, error) {
+	return func(_ context.Context, e *env, name string, patient bool) (locker, error) {
+		c := e.redisClient()
+		l := &redsyncLocker{}
+		c.AddHook(&l.hook)
+		all := opts
+		if patient {
+			all = append(all[:len(all):len(all)], redsync.WithTries(patientTries))
+		}
+		rs, err := redislock.NewRedsync(c, e.keyspace.Key(name), 0, all...)
+		if err != nil {
+			return nil, err
+		}
+		l.rs = rs
+		return l, nil
+	}
+}
+
+type coordkitLocker struct {
+	m    *lock.Mutex
+	held *lock.Held
+}
+
+func (l *coordkitLocker) Lock(ctx context.Context) error {
+	h, err := l.m.Lock(ctx)
+	l.held = h
+	return err
+}
+
+func (l *coordkitLocker) Unlock(ctx context.Context) error { return l.held.Unlock(ctx) }
+func (l *coordkitLocker) Close()                           { _ = l.m.Close() }
+
+type etcdLocker struct {
+	s *concurrency.Session
+	m *concurrency.Mutex
+}
+
+func (l *etcdLocker) Lock(ctx context.Context) error   { return l.m.Lock(ctx) }
+func (l *etcdLocker) Unlock(ctx context.Context) error { return l.m.Unlock(ctx) }
+func (l *etcdLocker) Close()                           { _ = l.s.Close() }
+
+// redsyncLocker is a redsync lock on its own go-redis client, whose hook
+// counts the SET NX tries that found the lock taken: the only sign, seen
+// from outside, that a redsync waiter waits.
+type redsyncLocker struct {
+	rs      *redislock.Redsync
+	release func(context.Context) error
+	hook    failedTries
+}
+
+func (l *redsyncLocker) Lock(ctx context.Context) error {
+	release, err := l.rs.Acquire(ctx)
+	l.release = release
+	return err
+}
+
+func (l *redsyncLocker) Unlock(ctx context.Context) error { return l.release(ctx) }
+func (l *redsyncLocker) Close()                           {} // env closes the client
+
+// gaveUp reports whether err is redsync running out of tries (ErrFailed or
+// the last try's "taken"), which a user's code would retry.
+func gaveUp(err error) bool { return errors.Is(err, redislock.ErrNotAcquired) }
+
+// failedTries is a go-redis hook counting SET commands answered with
+// "not set" (SET NX on a key that exists).
+type failedTries struct{ n atomic.Int64 }
+
+func (h *failedTries) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *failedTries) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if b, ok := cmd.(*redis.BoolCmd); ok && cmd.Name() == "set" && cmd.Err() == nil && !b.Val() {
+			h.n.Add(1)
+		}
+		return err
+	}
+}
+
+func (h *failedTries) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// env is one run's servers and the clients made on them.
+type env struct {
+	endpoints []string // the embedded etcd
+	mu        sync.Mutex
+	clients   []*clientv3.Client
+	names     atomic.Int64
+
+	redisAddr    string
+	redis        *redis.Client // for cleanup
+	keyspace     redislock.Keyspace
+	redisClients []*redis.Client
+}
+
+// dialRedis checks that addr answers and sets up the run's keyspace.
+func (e *env) dialRedis(ctx context.Context, addr string, ks redislock.Keyspace) error {
+	c, err := redislock.Dial(ctx, addr, redislock.DefaultDialTimeout)
+	if err != nil {
+		return err
+	}
+	if ks.Prefix() == "" {
+		if ks, err = redislock.NewKeyspace("bench-lock"); err != nil {
+			_ = c.Close()
+			return err
+		}
+	}
+	e.redisAddr, e.redis, e.keyspace = addr, c, ks
+	return nil
+}
+
+func (e *env) client() (*clientv3.Client, error) {
+	c, err := clientv3.New(clientv3.Config{Endpoints: e.endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.clients = append(e.clients, c)
+	e.mu.Unlock()
+	return c, nil
+}
+
+// redisClient is a client with its own connection pool, as each etcd
+// locker has its own connection.
+func (e *env) redisClient() *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: e.redisAddr, DialTimeout: redislock.DefaultDialTimeout})
+	e.mu.Lock()
+	e.redisClients = append(e.redisClients, c)
+	e.mu.Unlock()
+	return c
+}
+
+func (e *env) close() {
+	for _, c := range e.clients {
+		_ = c.Close()
+	}
+	for _, c := range e.redisClients {
+		_ = c.Close()
+	}
+	if e.redis != nil {
+		_ = e.redis.Close()
+	}
+}
+
+// name returns a fresh lock name, so runs do not see each other's keys.
+func (e *env) name(what string) string {
+	return fmt.Sprintf("bench/%s-%d", what, e.names.Add(1))
+}
+
+// lockers makes n lockers of im on one name.
+func (e *env) lockers(ctx context.Context, im impl, name string, n int, patient bool) ([]locker, error) {
+	out := make([]locker, 0, n)
+	for range n {
+		l, err := im.new(ctx, e, name, patient)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func closeAll(ls []locker) {
+	for _, l := range ls {
+		l.Close()
+	}
+}

@@ -1,0 +1,234 @@
+package lockbench
+
+import (
+	"context"
+	"github.com/coordkit/coordkit/internal/bench"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// uncontended locks and unlocks n times with each implementation,
+// alternating between them round by round so that all see the same
+// machine (disk, other load) and none gets all the warm-up.
+func uncontended(ctx context.Context, e *env, impls []impl, n int) ([][]time.Duration, error) {
+	var ls []locker
+	defer func() { closeAll(ls) }()
+	for _, im := range impls {
+		l, err := e.lockers(ctx, im, e.name("uncontended"), 1, false)
+		ls = append(ls, l...)
+		if err != nil {
+			return nil, err
+		}
+	}
+	const warmup = 5
+	out := make([][]time.Duration, len(ls))
+	for i := range n + warmup {
+		for j, l := range ls {
+			start := time.Now()
+			if err := l.Lock(ctx); err != nil {
+				return nil, err
+			}
+			if err := l.Unlock(ctx); err != nil {
+				return nil, err
+			}
+			if i >= warmup {
+				out[j] = append(out[j], time.Since(start))
+			}
+		}
+	}
+	return out, nil
+}
+
+// handoffJitter is the range of the random pause before a client queues
+// again in the handoff test: one period of etcd's watch catch-up loop.
+const handoffJitter = 100 * time.Millisecond
+
+// handoff has two clients take turns: each holder waits until the other
+// waits, holds for hold, then releases; the handoff is the time from its
+// Unlock call to the other's Lock returning. The releaser queues again
+// once the other holds, after a random pause. That pause matters for
+// concurrency.Mutex: its waiter is served when etcd's 100ms catch-up loop
+// next runs after it queued, so its handoff is the time from the release
+// to that run, zero if the hold outlasted it. A redsync waiter polls: its
+// handoff is the rest of its retry delay. Its lockers are patient (tries
+// without end) so that a waiter never gives up here.
+//
+// "The other waits" is the other's key under the lock's prefix in etcd
+// (the etcd locks), or a SET NX of the other's answered "taken" since this
+// holder got the lock (redsync, whose waiters leave no trace).
+func handoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([]time.Duration, error) {
+	name := e.name("handoff")
+	ls, err := e.lockers(ctx, im, name, 2, true)
+	defer closeAll(ls)
+	if err != nil {
+		return nil, err
+	}
+	var watcher *clientv3.Client
+	if !im.redis {
+		if watcher, err = e.client(); err != nil {
+			return nil, err
+		}
+	}
+	var (
+		mu       sync.Mutex
+		released time.Time // when the last holder called Unlock
+		holder   = -1      // who holds or held last
+		samples  []time.Duration
+		stop     atomic.Bool
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// waiting reports whether the other client (of i) waits, given the
+	// other's failed tries when i got the lock.
+	waiting := func(i int, triesAtLock int64) bool {
+		if im.redis {
+			return ls[1-i].(*redsyncLocker).hook.n.Load() > triesAtLock
+		}
+		resp, err := watcher.Get(wctx, name+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		return err == nil && resp.Count >= 2
+	}
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil && wctx.Err() == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+		stop.Store(true)
+		cancel()
+	}
+	done := func() bool { return stop.Load() || wctx.Err() != nil }
+	for i, l := range ls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !done() {
+				if err := l.Lock(wctx); err != nil {
+					fail(err)
+					return
+				}
+				now := time.Now()
+				var triesAtLock int64
+				if im.redis {
+					triesAtLock = ls[1-i].(*redsyncLocker).hook.n.Load()
+				}
+				mu.Lock()
+				if !released.IsZero() {
+					samples = append(samples, now.Sub(released))
+					if len(samples) >= n {
+						stop.Store(true)
+					}
+				}
+				holder = i
+				mu.Unlock()
+				// Release only once the other client waits (or we are done):
+				// a waiter queuing exposes no event to wait on, so poll.
+				for !done() && !waiting(i, triesAtLock) {
+					bench.Sleep(wctx, 200*time.Microsecond)
+				}
+				if !done() && hold > 0 {
+					bench.Sleep(wctx, hold)
+				}
+				mu.Lock()
+				released = time.Now()
+				mu.Unlock()
+				if err := l.Unlock(context.WithoutCancel(wctx)); err != nil {
+					fail(err)
+					return
+				}
+				// Queue again once the other holds, so that every sample is a
+				// handoff (redsync would let the releaser take the lock back),
+				// and at a random moment, so that the waiter's watch meets
+				// etcd's 100ms catch-up loop at a random phase.
+				for !done() {
+					mu.Lock()
+					h := holder
+					mu.Unlock()
+					if h != i {
+						break
+					}
+					bench.Sleep(wctx, 200*time.Microsecond)
+				}
+				bench.Sleep(wctx, rand.N(handoffJitter))
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return samples, ctx.Err()
+}
+
+// contendedResult is one contended run of one implementation.
+type contendedResult struct {
+	perSecond float64 // handoffs per second
+	failed    int64   // Lock calls that gave up (redsync's tries ran out)
+}
+
+// contended has w clients lock and unlock as fast as they can for d and
+// counts handoffs: acquisitions by another client than the last holder (a
+// FIFO lock hands off on every acquisition; redsync lets the releaser take
+// it back). A Lock that gives up (redsync's 32 tries ran out) is counted
+// and retried, as a user's loop would.
+func contended(ctx context.Context, e *env, im impl, w int, d time.Duration) (contendedResult, error) {
+	ls, err := e.lockers(ctx, im, e.name("contended"), w, false)
+	defer closeAll(ls)
+	if err != nil {
+		return contendedResult{}, err
+	}
+	var (
+		handoffs, failed atomic.Int64
+		last             atomic.Int64 // the last holder
+		wg               sync.WaitGroup
+		errMu            sync.Mutex
+		firstErr         error
+	)
+	last.Store(-1)
+	start := time.Now()
+	wctx, cancel := context.WithDeadline(ctx, start.Add(d))
+	defer cancel()
+	for i, l := range ls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for wctx.Err() == nil {
+				if err := l.Lock(wctx); err != nil {
+					if wctx.Err() != nil {
+						return
+					}
+					if gaveUp(err) {
+						failed.Add(1)
+						continue
+					}
+					errMu.Lock()
+					firstErr = err
+					errMu.Unlock()
+					return
+				}
+				if prev := last.Swap(int64(i)); prev != int64(i) && prev >= 0 && time.Now().Before(start.Add(d)) {
+					handoffs.Add(1)
+				}
+				if err := l.Unlock(context.WithoutCancel(wctx)); err != nil {
+					errMu.Lock()
+					firstErr = err
+					errMu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return contendedResult{}, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return contendedResult{}, err
+	}
+	return contendedResult{perSecond: float64(handoffs.Load()) / d.Seconds(), failed: failed.Load()}, nil
+}

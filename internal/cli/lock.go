@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -213,21 +214,24 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 	}
 	defer client.Close()
 
+	lease, err := newHoldLease(ctx, f, client, opts.TTL)
+	if err != nil {
+		return grantFailed(ctx, "lock "+opts.Name, err)
+	}
 	notice := &waitNotice{out: f.IO.ErrOut}
-	lopts := []lock.Option{lock.WithTTL(opts.TTL), lock.WithPrefix(opts.Prefix), lock.WithLockDelay(opts.LockDelay),
+	lopts := []lock.Option{lock.WithSession(lease.s), lock.WithPrefix(opts.Prefix), lock.WithLockDelay(opts.LockDelay),
 		lock.WithOnWait(func(w lock.Waiting) {
 			notice.waiting(fmt.Sprintf("waiting for lock %s (held by key %s, token %d)...", w.Name, w.HolderKey, w.HolderToken))
-		}),
-		// Without quorum etcd grants no lease: fail within --command-timeout
-		// instead of waiting for one forever.
-		lock.WithSessionOptions(session.WithGrantTimeout(f.Global.CommandTimeout))}
+		})}
 	m, err := newLocker(client, opts, lopts)
 	if err != nil {
+		lease.end()
 		return usageErrorf("%v", err)
 	}
-	// Close revokes the lease, so whatever is left is released; when etcd
-	// is gone that cannot succeed, and exit need not wait for it.
-	defer waitAtMost(lockCloseGrace, func() { _ = m.Close() })
+	// The lease is revoked at exit unless the key was released cleanly, so
+	// whatever is left is released; when etcd is gone that cannot succeed,
+	// and exit need not wait for it.
+	defer waitAtMost(lockCloseGrace, func() { _ = m.Close(); lease.end() })
 
 	held, err := acquireLock(ctx, m, opts)
 	notice.stop()
@@ -239,7 +243,11 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 		lost: held.Lost(),
 		err:  held.Err,
 		release: releaser(ctx, f, held.Err, func(ctx context.Context) error {
-			if err := held.Unlock(ctx); !errors.Is(err, lock.ErrNotHeld) {
+			err := held.Unlock(ctx)
+			if err == nil {
+				lease.released()
+			}
+			if !errors.Is(err, lock.ErrNotHeld) {
 				return err
 			}
 			return nil // lost: reported by the caller
@@ -330,6 +338,47 @@ func releaser(ctx context.Context, f *factory, lossErr func() error, unlock func
 		}
 		return unlock(uctx)
 	}
+}
+
+// holdLease is the lease a lock or sem command holds its key on. After a
+// clean release it is left to expire on the server instead of being revoked:
+// a waiter with a lock delay tells a release from a loss by whether the
+// lease of the key it saw deleted still exists, and a revoke sent right
+// after the release could reach etcd before that waiter asks.
+type holdLease struct {
+	s     *session.Session
+	clean atomic.Bool
+}
+
+// newHoldLease grants the lease. Without quorum etcd grants no lease: it
+// fails within --command-timeout instead of waiting for one forever.
+func newHoldLease(ctx context.Context, f *factory, client *clientv3.Client, ttl time.Duration) (*holdLease, error) {
+	s, err := session.New(ctx, client, session.WithTTL(ttl), session.WithGrantTimeout(f.Global.CommandTimeout))
+	if err != nil {
+		return nil, err
+	}
+	return &holdLease{s: s}, nil
+}
+
+// released records that the key was deleted by a clean release.
+func (l *holdLease) released() { l.clean.Store(true) }
+
+// end stops the keepalives; it revokes the lease unless the key was
+// released cleanly (then no key is left on it, and it expires after its TTL).
+func (l *holdLease) end() {
+	if l.clean.Load() {
+		l.s.Orphan()
+		return
+	}
+	_ = l.s.Close()
+}
+
+// grantFailed is the error of a lease grant that failed before the wait.
+func grantFailed(ctx context.Context, what string, err error) error {
+	if ctx.Err() != nil {
+		return mark(errNotAcquired, fmt.Errorf("interrupted while waiting for %s", what))
+	}
+	return fmt.Errorf("acquire %s: %w", what, err)
 }
 
 // lockCloseGrace bounds the clean-up after a loss, when etcd may be gone.

@@ -14,7 +14,6 @@ import (
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/semaphore"
-	"github.com/coordkit/coordkit/session"
 )
 
 type semOptions struct {
@@ -147,21 +146,25 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 	}
 	defer client.Close()
 
+	lease, err := newHoldLease(ctx, f, client, opts.TTL)
+	if err != nil {
+		return grantFailed(ctx, "semaphore "+opts.Name, err)
+	}
 	notice := &waitNotice{out: f.IO.ErrOut}
 	s, err := semaphore.New(client, opts.Name, opts.Limit,
-		semaphore.WithTTL(opts.TTL), semaphore.WithPrefix(opts.Prefix), semaphore.WithLockDelay(opts.LockDelay),
+		semaphore.WithSession(lease.s), semaphore.WithPrefix(opts.Prefix), semaphore.WithLockDelay(opts.LockDelay),
 		semaphore.WithOnWait(func(w semaphore.Waiting) {
 			why := fmt.Sprintf("all %d slots held", opts.Limit)
 			if w.Ahead {
 				why = "others wait ahead"
 			}
 			notice.waiting(fmt.Sprintf("waiting for semaphore %s (%s)...", w.Name, why))
-		}),
-		semaphore.WithSessionOptions(session.WithGrantTimeout(f.Global.CommandTimeout)))
+		}))
 	if err != nil {
+		lease.end()
 		return usageErrorf("%v", err)
 	}
-	defer waitAtMost(lockCloseGrace, func() { _ = s.Close() })
+	defer waitAtMost(lockCloseGrace, func() { _ = s.Close(); lease.end() })
 
 	held, err := acquireSlot(ctx, s, opts)
 	notice.stop()
@@ -173,7 +176,11 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 		lost: held.Lost(),
 		err:  held.Err,
 		release: releaser(ctx, f, held.Err, func(ctx context.Context) error {
-			if err := held.Release(ctx); !errors.Is(err, semaphore.ErrNotHeld) {
+			err := held.Release(ctx)
+			if err == nil {
+				lease.released()
+			}
+			if !errors.Is(err, semaphore.ErrNotHeld) {
 				return err
 			}
 			return nil // lost: reported by the caller

@@ -203,14 +203,23 @@ func TestLockE2ELockDelay(t *testing.T) {
 
 	t.Run("clean release", func(t *testing.T) {
 		dir := t.TempDir()
-		h := startCoordctl(t, env, append([]string{"lock", "e2e/delay-clean", "--"}, holdUntil("held", filepath.Join(dir, "stop"))...)...)
+		h := startCoordctl(t, env, append([]string{"lock", "e2e/delay-clean", "--ttl", "60s", "--"}, holdUntil("held", filepath.Join(dir, "stop"))...)...)
 		require.Equal(t, "held", h.line(t))
 		w := startCoordctl(t, env, "lock", "e2e/delay-clean", "--lock-delay", "1h", "--", "echo", "granted")
 		require.Eventually(t, func() bool { return countKeys(t, cli, "e2e/delay-clean/") == 2 }, 20*time.Second, 10*time.Millisecond)
+		resp, err := cli.Get(context.Background(), "e2e/delay-clean/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+		require.NoError(t, err)
+		holderLease := clientv3.LeaseID(resp.Kvs[0].Lease)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "stop"), nil, 0o600))
 		require.Equal(t, exitOK, h.wait(t, 20*time.Second), h.stderr.String())
 		require.Equal(t, "granted", w.line(t), "a clean release costs no delay")
 		require.Equal(t, exitOK, w.wait(t, 20*time.Second), w.stderr.String())
+		// The released holder left its lease to expire rather than revoke
+		// it: a revoke right after the release could make a waiter that
+		// asks a moment later take the release for a loss.
+		ttl, err := cli.TimeToLive(context.Background(), holderLease)
+		require.NoError(t, err)
+		require.Positive(t, ttl.TTL, "lease of a cleanly released holder must not be revoked")
 	})
 }
 

@@ -24,6 +24,8 @@ demo: build
 ## bench: side-by-side benchmarks against the anchors (etcd concurrency, bare raft).
 bench: build
 	./bin/coordctl bench lock
+	./bin/coordctl bench rwlock
+	./bin/coordctl bench sem
 	./bin/coordctl bench elect
 	./bin/coordctl bench lab
 	./bin/coordctl bench lab --model

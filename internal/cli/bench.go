@@ -34,6 +34,8 @@ a latency the other's value over A's, for a rate A's over the other's;
 	cmd.AddCommand(newBenchLockCmd(f))
 	cmd.AddCommand(newBenchSQLCmd(f))
 	cmd.AddCommand(newBenchScaleCmd(f))
+	cmd.AddCommand(newBenchRWLockCmd(f))
+	cmd.AddCommand(newBenchSemCmd(f))
 	return cmd
 }
 

@@ -7,10 +7,12 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
@@ -23,6 +25,11 @@ const (
 	envLockName     = "COORD_LOCK_NAME"
 	envLockKey      = "COORD_LOCK_KEY"
 	envFencingToken = "COORD_FENCING_TOKEN"
+	// envFencingScope is the scope the token fences: the lock's name, or
+	// NAME#slot for a semaphore. Set by lock too, so that a lock run inside
+	// a semaphore's command does not inherit the semaphore's scope.
+	envFencingScope = "COORD_FENCING_SCOPE"
+	envSemSlot      = "COORD_SEM_SLOT"
 )
 
 type lockOptions struct {
@@ -30,6 +37,8 @@ type lockOptions struct {
 	TTL       time.Duration
 	Timeout   time.Duration
 	Try       bool
+	Read      bool
+	LockDelay time.Duration
 	KillGrace time.Duration
 	Prefix    string
 	Command   []string
@@ -39,22 +48,28 @@ type lockOptions struct {
 // command). Its JSON form is the stable contract; the lease is in hex, as
 // etcdctl prints lease IDs.
 type lockHeld struct {
-	Name  string        `json:"name"`
-	Key   string        `json:"key"`
-	Token fencing.Token `json:"token"`
-	Lease string        `json:"lease"`
+	Name   string        `json:"name"`
+	Key    string        `json:"key"`
+	Token  fencing.Token `json:"token"`
+	Lease  string        `json:"lease"`
+	Shared bool          `json:"shared,omitempty"` // a read lock (--read)
 }
 
 func (h lockHeld) WriteSimple(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "holding lock %s key=%s token=%d lease=%s\n", h.Name, h.Key, h.Token, h.Lease)
+	what := "lock"
+	if h.Shared {
+		what = "read lock"
+	}
+	_, err := fmt.Fprintf(w, "holding %s %s key=%s token=%d lease=%s\n", what, h.Name, h.Key, h.Token, h.Lease)
 	return err
 }
 
 func newLockCmd(f *factory) *cobra.Command {
 	opts := &lockOptions{}
+	var nameFlag string
 	cmd := &cobra.Command{
-		Use:   "lock NAME [--ttl D] [--timeout D | --try] [--kill-grace D] [--prefix P] [-- COMMAND [ARGS...]]",
-		Short: "Hold a fenced lock, alone or while a command runs",
+		Use:   "lock NAME [--read] [--ttl D] [--timeout D | --try] [--lock-delay D] [--kill-grace D] [--prefix P] [-- COMMAND [ARGS...]]",
+		Short: "Hold a fenced lock (exclusive or --read), alone or while a command runs",
 		Long: `Acquire the lock NAME on etcd and hold it. Waiters are served in order (FIFO).
 The fencing token is the create revision of the holder's key; it grows from
 holder to holder, so a protected resource can refuse a holder that lost the
@@ -63,19 +78,33 @@ lock without knowing it (see 'coordctl resource').
 Keys are laid out as etcd's concurrency.Mutex lays them out (NAME/<lease hex>),
 so 'coordctl lock' and 'etcdctl lock' on the same name exclude each other.
 
+--read takes the lock in shared mode: readers hold it together, a writer
+(coordctl lock NAME without --read, etcdctl lock, concurrency.Mutex) holds it
+alone. Readers' keys are NAME/read/<lease hex>, as etcd's recipes.RWMutex lays
+them out. Arrival order is kept: a waiting writer holds back the readers that
+came after it. Readers' tokens are not ordered against each other: fence
+writes by writers' tokens.
+
+--lock-delay D: if the holder ahead of this waiter is lost (its lease expired
+or was revoked: crashed, frozen, cut off) rather than released, take the lock
+no earlier than D after its key went. A clean release costs nothing. It is a
+second line of defence behind the token, for side effects no resource checks.
+
 Without a command, coordctl prints the holder once it has the lock:
-  holding lock NAME key=K token=T lease=L
-  (-w json: {"name":NAME,"key":K,"token":T,"lease":"L"}, lease in hex)
+  holding lock NAME key=K token=T lease=L      (--read: holding read lock ...)
+  (-w json: {"name":NAME,"key":K,"token":T,"lease":"L"}, lease in hex, and
+  "shared":true with --read)
 then holds until SIGINT or SIGTERM, releases and exits 0.
 
 With a command after '--', the command runs in its own process group with
-COORD_LOCK_NAME, COORD_LOCK_KEY and COORD_FENCING_TOKEN set (replacing
-inherited values); SIGINT and SIGTERM are forwarded to it; coordctl releases
-the lock when it and its whole process group have ended, and exits with its
-status (127 if it could not be started). Processes the command leaves in its
-group when it exits (background jobs) get SIGTERM, SIGKILL after
---kill-grace, before the release; so do those a forwarded signal does not end
-when it ends the command.
+COORD_LOCK_NAME, COORD_LOCK_KEY, COORD_FENCING_TOKEN and COORD_FENCING_SCOPE
+(the lock's name) set, replacing inherited values; SIGINT and SIGTERM are
+forwarded to it; coordctl releases the lock when it and its whole process
+group have ended, and exits with its status (127 if it could not be
+started). Processes the command leaves in its group when it exits
+(background jobs) get SIGTERM, SIGKILL after --kill-grace, before the
+release; so do those a forwarded signal does not end when it ends the
+command.
 
 What remains possible: a process that leaves the group on purpose (setsid,
 as daemons do) is not stopped and may outlive the lock. If coordctl
@@ -91,25 +120,24 @@ and exits 4.
 
 --try exits 3 at once if the lock is held elsewhere; --timeout exits 3 if it
 is not acquired in time. A wait longer than half a second is reported once on
-stderr, naming the holder.`,
+stderr, naming the holder.
+
+'coordctl lock status NAME' shows who holds and who waits. A lock literally
+named "status" is taken with --name: coordctl lock --name status -- CMD.`,
 		Example: `  coordctl lock jobs/nightly -- ./nightly.sh
   coordctl lock jobs/nightly --try -- ./nightly.sh     # exit 3 if it already runs
   coordctl lock db/migrate --timeout 30s --ttl 5s -- sh -c 'migrate --fencing-token "$COORD_FENCING_TOKEN"'
-  coordctl lock maintenance -w json                   # {"name":"maintenance","key":"maintenance/694d...","token":42,"lease":"694d..."}`,
+  coordctl lock reports --read -- ./read-report.sh     # readers share; 'coordctl lock reports' writes alone
+  coordctl lock jobs/payout --lock-delay 10s -- ./payout.sh
+  coordctl lock maintenance -w json                   # {"name":"maintenance","key":"maintenance/694d...","token":42,"lease":"694d..."}
+  coordctl lock status jobs/nightly
+  coordctl lock --name status -- ./job.sh              # a lock named "status"`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			dash := cmd.ArgsLenAtDash()
-			switch {
-			case len(args) == 0 || dash == 0:
-				return usageErrorf("lock needs a NAME")
-			case dash < 0 && len(args) > 1:
-				return usageErrorf("unexpected argument %q: put the command after --", args[1])
-			case dash > 1:
-				return usageErrorf("unexpected argument %q: give one NAME, then the command after --", args[1])
-			}
-			return nil
+			_, _, err := nameAndCommand("lock", cmd, args, nameFlag)
+			return err
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Name, opts.Command = args[0], args[1:]
+			opts.Name, opts.Command, _ = nameAndCommand("lock", cmd, args, nameFlag)
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
 			return runLock(ctx, f, opts)
@@ -120,9 +148,37 @@ stderr, naming the holder.`,
 	fl.DurationVar(&opts.TTL, "ttl", lock.DefaultTTL, "lease TTL: a crashed holder is replaced about this long after it stopped (at least 1s)")
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "give up (exit 3) if the lock is not acquired within this time (0: wait for ever)")
 	fl.BoolVar(&opts.Try, "try", false, "exit 3 at once if the lock is held elsewhere")
+	fl.BoolVar(&opts.Read, "read", false, "take the lock shared with other readers (default: exclusive, a writer)")
+	fl.DurationVar(&opts.LockDelay, "lock-delay", 0, "after a holder ahead was lost (not released), wait this long before taking the lock (0: off)")
 	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop")
 	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the lock's keys under this etcd key prefix")
+	fl.StringVar(&nameFlag, "name", "", `the lock's NAME, instead of the argument (for a lock named "status")`)
+	cmd.AddCommand(newLockStatusCmd(f))
 	return cmd
+}
+
+// nameAndCommand splits the arguments of lock and sem: NAME (or --name),
+// then the command after '--'. what names the command in errors.
+func nameAndCommand(what string, cmd *cobra.Command, args []string, nameFlag string) (string, []string, error) {
+	dash := cmd.ArgsLenAtDash()
+	if nameFlag != "" {
+		switch {
+		case dash < 0 && len(args) > 0:
+			return "", nil, usageErrorf("unexpected argument %q: with --name, put the command after --", args[0])
+		case dash > 0:
+			return "", nil, usageErrorf("unexpected argument %q: give the NAME once (--name or argument), then the command after --", args[0])
+		}
+		return nameFlag, args, nil
+	}
+	switch {
+	case len(args) == 0 || dash == 0:
+		return "", nil, usageErrorf("%s needs a NAME", what)
+	case dash < 0 && len(args) > 1:
+		return "", nil, usageErrorf("unexpected argument %q: put the command after --", args[1])
+	case dash > 1:
+		return "", nil, usageErrorf("unexpected argument %q: give one NAME, then the command after --", args[1])
+	}
+	return args[0], args[1:], nil
 }
 
 func (o *lockOptions) validate() error {
@@ -138,6 +194,8 @@ func (o *lockOptions) validate() error {
 		return usageErrorf("invalid --timeout %s: must not be negative", o.Timeout)
 	case o.Try && o.Timeout > 0:
 		return usageErrorf("--try and --timeout exclude each other")
+	case o.LockDelay < 0:
+		return usageErrorf("invalid --lock-delay %s: must not be negative", o.LockDelay)
 	case o.KillGrace <= 0:
 		return usageErrorf("invalid --kill-grace %s: must be positive", o.KillGrace)
 	}
@@ -160,56 +218,171 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 	}
 	defer client.Close()
 
-	notice := &waitNotice{out: f.IO.ErrOut}
-	m, err := lock.New(client, opts.Name, lock.WithTTL(opts.TTL), lock.WithPrefix(opts.Prefix), lock.WithOnWait(notice.waiting),
-		// Without quorum etcd grants no lease: fail within --command-timeout
-		// instead of waiting for one forever.
-		lock.WithSessionOptions(session.WithGrantTimeout(f.Global.CommandTimeout)))
+	lease, err := newHoldLease(ctx, f, client, opts.TTL)
 	if err != nil {
+		return grantFailed(ctx, "lock "+opts.Name, err)
+	}
+	notice := &waitNotice{out: f.IO.ErrOut}
+	lopts := []lock.Option{lock.WithSession(lease.s), lock.WithPrefix(opts.Prefix), lock.WithLockDelay(opts.LockDelay),
+		lock.WithOnWait(func(w lock.Waiting) {
+			notice.waiting(fmt.Sprintf("waiting for lock %s (held by key %s, token %d)...", w.Name, w.HolderKey, w.HolderToken))
+		})}
+	m, err := newLocker(client, opts, lopts)
+	if err != nil {
+		lease.end()
 		return usageErrorf("%v", err)
 	}
-	// Close revokes the lease, so whatever is left is released; when etcd
-	// is gone that cannot succeed, and exit need not wait for it.
-	defer waitAtMost(lockCloseGrace, func() { _ = m.Close() })
+	// The lease is revoked at exit unless the key was released cleanly, so
+	// whatever is left is released; when etcd is gone that cannot succeed,
+	// and exit need not wait for it.
+	defer waitAtMost(lockCloseGrace, func() { _ = m.Close(); lease.end() })
 
 	held, err := acquireLock(ctx, m, opts)
 	notice.stop()
 	if err != nil {
 		return err
 	}
-	release := func() error {
+	h := holding{
+		what: "lock " + opts.Name,
+		lost: held.Lost(),
+		err:  held.Err,
+		release: releaser(ctx, f, held.Err, func(ctx context.Context) error {
+			err := held.Unlock(ctx)
+			if err == nil {
+				lease.released()
+			}
+			if !errors.Is(err, lock.ErrNotHeld) {
+				return err
+			}
+			return nil // lost: reported by the caller
+		}),
+	}
+	if len(opts.Command) == 0 {
+		return h.hold(ctx, p, lockHeld{Name: opts.Name, Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease())), Shared: held.Shared()})
+	}
+	return runUnderLock(f, heldCommand{
+		holding:   h,
+		command:   opts.Command,
+		killGrace: opts.KillGrace,
+		env: map[string]string{
+			envLockName:     opts.Name,
+			envLockKey:      held.Key(),
+			envFencingToken: held.Token().String(),
+			envFencingScope: opts.Name,
+		},
+	})
+}
+
+// locker is a Mutex, or one mode of an RWMutex.
+type locker interface {
+	Lock(ctx context.Context) (*lock.Held, error)
+	TryLock(ctx context.Context) (*lock.Held, error)
+	Close() error
+}
+
+// readLocker is the read mode of an RWMutex.
+type readLocker struct{ rw *lock.RWMutex }
+
+func (r readLocker) Lock(ctx context.Context) (*lock.Held, error)    { return r.rw.RLock(ctx) }
+func (r readLocker) TryLock(ctx context.Context) (*lock.Held, error) { return r.rw.TryRLock(ctx) }
+func (r readLocker) Close() error                                    { return r.rw.Close() }
+
+// newLocker returns the lock the flags ask for. A writer is a plain Mutex
+// (NAME/<lease>), which every RWMutex reader counts as a writer, so that
+// 'coordctl lock NAME' keeps its meaning and its layout.
+func newLocker(client *clientv3.Client, opts *lockOptions, lopts []lock.Option) (locker, error) {
+	if opts.Read {
+		rw, err := lock.NewRWMutex(client, opts.Name, lopts...)
+		if err != nil {
+			return nil, err
+		}
+		return readLocker{rw}, nil
+	}
+	return lock.New(client, opts.Name, lopts...)
+}
+
+// holding is what lock and sem hold: a lock or a semaphore's slot.
+type holding struct {
+	what    string // "lock NAME", "semaphore NAME slot I": in messages
+	lost    <-chan struct{}
+	err     func() error // the loss, once lost is closed
+	release func() error // deletes the key; returns nil after a loss (the caller reports it)
+}
+
+// hold prints what is held, then holds it until ctx ends (release, exit 0)
+// or it is lost (exit 4).
+func (h holding) hold(ctx context.Context, p *printer, out any) error {
+	if err := p.Print(out); err != nil {
+		_ = h.release()
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		if err := h.release(); err != nil {
+			return fmt.Errorf("release %s: %w", h.what, err)
+		}
+		return nil
+	case <-h.lost:
+		_ = h.release()
+		return mark(errLost, fmt.Errorf("lost %s: %w", h.what, h.err()))
+	}
+}
+
+// releaser returns the release of a hold: unlock within --command-timeout,
+// and within lockCloseGrace once lost.
+func releaser(ctx context.Context, f *factory, lossErr func() error, unlock func(context.Context) error) func() error {
+	return func() error {
 		uctx, cancel := f.CommandContext(context.WithoutCancel(ctx))
 		defer cancel()
-		if held.Err() != nil {
+		if lossErr() != nil {
 			// Lost: removing a key that may still be there only speeds up
 			// the next holder; do not let an unreachable etcd hold up exit.
 			uctx, cancel = context.WithTimeout(uctx, lockCloseGrace)
 			defer cancel()
 		}
-		err := held.Unlock(uctx)
-		if errors.Is(err, lock.ErrNotHeld) {
-			return nil // lost: reported by the caller
-		}
-		return err
+		return unlock(uctx)
 	}
+}
 
-	if len(opts.Command) == 0 {
-		if err := p.Print(lockHeld{Name: opts.Name, Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease()))}); err != nil {
-			_ = release()
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			if err := release(); err != nil {
-				return fmt.Errorf("release lock %s: %w", opts.Name, err)
-			}
-			return nil
-		case <-held.Lost():
-			_ = release()
-			return mark(errLost, fmt.Errorf("lost lock %s: %w", opts.Name, held.Err()))
-		}
+// holdLease is the lease a lock or sem command holds its key on. After a
+// clean release it is left to expire on the server instead of being revoked:
+// a waiter with a lock delay tells a release from a loss by whether the
+// lease of the key it saw deleted still exists, and a revoke sent right
+// after the release could reach etcd before that waiter asks.
+type holdLease struct {
+	s     *session.Session
+	clean atomic.Bool
+}
+
+// newHoldLease grants the lease. Without quorum etcd grants no lease: it
+// fails within --command-timeout instead of waiting for one forever.
+func newHoldLease(ctx context.Context, f *factory, client *clientv3.Client, ttl time.Duration) (*holdLease, error) {
+	s, err := session.New(ctx, client, session.WithTTL(ttl), session.WithGrantTimeout(f.Global.CommandTimeout))
+	if err != nil {
+		return nil, err
 	}
-	return runUnderLock(f, opts, held, release)
+	return &holdLease{s: s}, nil
+}
+
+// released records that the key was deleted by a clean release.
+func (l *holdLease) released() { l.clean.Store(true) }
+
+// end stops the keepalives; it revokes the lease unless the key was
+// released cleanly (then no key is left on it, and it expires after its TTL).
+func (l *holdLease) end() {
+	if l.clean.Load() {
+		l.s.Orphan()
+		return
+	}
+	_ = l.s.Close()
+}
+
+// grantFailed is the error of a lease grant that failed before the wait.
+func grantFailed(ctx context.Context, what string, err error) error {
+	if ctx.Err() != nil {
+		return mark(errNotAcquired, fmt.Errorf("interrupted while waiting for %s", what))
+	}
+	return fmt.Errorf("acquire %s: %w", what, err)
 }
 
 // lockCloseGrace bounds the clean-up after a loss, when etcd may be gone.
@@ -230,11 +403,11 @@ func waitAtMost(d time.Duration, fn func()) {
 	}
 }
 
-// waitNoticeAfter is how long a wait lasts before coordctl lock says so.
+// waitNoticeAfter is how long a wait lasts before coordctl lock or sem says so.
 const waitNoticeAfter = 500 * time.Millisecond
 
-// waitNotice prints, once, that a Lock has been waiting for a while and for
-// whom; a short wait goes unmentioned.
+// waitNotice prints, once, that an acquisition has been waiting for a while
+// and for whom; a short wait goes unmentioned.
 type waitNotice struct {
 	out   io.Writer
 	mu    sync.Mutex
@@ -242,7 +415,9 @@ type waitNotice struct {
 	done  bool
 }
 
-func (n *waitNotice) waiting(w lock.Waiting) {
+// waiting prints msg after waitNoticeAfter unless stop comes first; only
+// the first call counts.
+func (n *waitNotice) waiting(msg string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.done || n.timer != nil {
@@ -252,7 +427,7 @@ func (n *waitNotice) waiting(w lock.Waiting) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		if !n.done {
-			fmt.Fprintf(n.out, "waiting for lock %s (held by key %s, token %d)...\n", w.Name, w.HolderKey, w.HolderToken)
+			fmt.Fprintln(n.out, msg)
 		}
 	})
 }
@@ -269,7 +444,7 @@ func (n *waitNotice) stop() {
 
 // acquireLock takes the lock as the flags say; "not acquired" (exit 3) is
 // lock.ErrLocked or errNotAcquired.
-func acquireLock(ctx context.Context, m *lock.Mutex, opts *lockOptions) (*lock.Held, error) {
+func acquireLock(ctx context.Context, m locker, opts *lockOptions) (*lock.Held, error) {
 	actx := ctx
 	if opts.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -296,26 +471,31 @@ func acquireLock(ctx context.Context, m *lock.Mutex, opts *lockOptions) (*lock.H
 	return nil, fmt.Errorf("acquire lock %s: %w", opts.Name, err)
 }
 
-// runUnderLock runs the command while the lock is held: signals are
-// forwarded, its exit status passes through, and loss stops it (exit 4).
-func runUnderLock(f *factory, opts *lockOptions, held *lock.Held, release func() error) error {
+// heldCommand is a command to run while a lock or slot is held.
+type heldCommand struct {
+	holding
+	command   []string
+	env       map[string]string
+	killGrace time.Duration
+}
+
+// runUnderLock runs the command while the lock (or slot) is held: signals
+// are forwarded, its exit status passes through, and loss stops it (exit 4).
+// coordctl lock and coordctl sem share it.
+func runUnderLock(f *factory, c heldCommand) error {
 	sigs, stopSigs := f.Signals()
 	defer stopSigs()
 	child, err := childproc.Start(childproc.Config{
-		Path: opts.Command[0],
-		Args: opts.Command[1:],
-		Env: map[string]string{
-			envLockName:     opts.Name,
-			envLockKey:      held.Key(),
-			envFencingToken: held.Token().String(),
-		},
+		Path:      c.command[0],
+		Args:      c.command[1:],
+		Env:       c.env,
 		Stdin:     f.IO.In,
 		Stdout:    f.IO.Out,
 		Stderr:    f.IO.ErrOut,
-		KillGrace: opts.KillGrace,
+		KillGrace: c.killGrace,
 	})
 	if err != nil {
-		_ = release()
+		_ = c.release()
 		return &childStartError{err: err}
 	}
 	for {
@@ -324,17 +504,17 @@ func runUnderLock(f *factory, opts *lockOptions, held *lock.Held, release func()
 			// The lock protects everything the command started: what it left
 			// in its group is stopped before the release.
 			if child.GroupAlive() {
-				fmt.Fprintf(f.IO.ErrOut, "coordctl: the command exited leaving processes in its group; stopping them (SIGTERM, SIGKILL after %s) before releasing lock %s\n", opts.KillGrace, opts.Name)
+				fmt.Fprintf(f.IO.ErrOut, "coordctl: the command exited leaving processes in its group; stopping them (SIGTERM, SIGKILL after %s) before releasing %s\n", c.killGrace, c.what)
 			}
 			code := child.Stop()
 			select {
-			case <-held.Lost():
+			case <-c.lost:
 				// Lost as the command ended: say so, but its status stands.
-				fmt.Fprintf(f.IO.ErrOut, "coordctl: lock %s was lost as the command ended: %v\n", opts.Name, held.Err())
+				fmt.Fprintf(f.IO.ErrOut, "coordctl: %s was lost as the command ended: %v\n", c.what, c.err())
 			default:
 			}
-			if err := release(); err != nil {
-				fmt.Fprintf(f.IO.ErrOut, "coordctl: release lock %s: %v\n", opts.Name, err)
+			if err := c.release(); err != nil {
+				fmt.Fprintf(f.IO.ErrOut, "coordctl: release %s: %v\n", c.what, err)
 			}
 			if code == 0 {
 				return nil
@@ -344,10 +524,10 @@ func runUnderLock(f *factory, opts *lockOptions, held *lock.Held, release func()
 			if s, ok := sig.(syscall.Signal); ok {
 				_ = child.Signal(s)
 			}
-		case <-held.Lost():
-			fmt.Fprintf(f.IO.ErrOut, "coordctl: lost lock %s: %v; stopping the command (SIGTERM, SIGKILL after %s)\n", opts.Name, held.Err(), opts.KillGrace)
+		case <-c.lost:
+			fmt.Fprintf(f.IO.ErrOut, "coordctl: lost %s: %v; stopping the command (SIGTERM, SIGKILL after %s)\n", c.what, c.err(), c.killGrace)
 			child.Stop()
-			_ = release()
+			_ = c.release()
 			return reported(errLost)
 		}
 	}

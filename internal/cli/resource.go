@@ -184,13 +184,16 @@ func (o *resourceClientOptions) client(f *factory) (*fencing.Client, func(), err
 	return &fencing.Client{BaseURL: o.URL, HTTP: hc}, tr.CloseIdleConnections, nil
 }
 
-// envScope is the scope a child of `coordctl lock` or `coordctl sidecar`
-// finds in its environment.
+// envScope is the scope a child of `coordctl lock`, `coordctl sem` or
+// `coordctl sidecar` finds in its environment: COORD_FENCING_SCOPE (a
+// semaphore's NAME#slot, or the lock's name), else the lock or election name.
 func envScope(f *factory) string {
-	if s := f.Getenv("COORD_LOCK_NAME"); s != "" {
-		return s
+	for _, k := range []string{envFencingScope, envLockName, "COORD_ELECTION"} {
+		if s := f.Getenv(k); s != "" {
+			return s
+		}
 	}
-	return f.Getenv("COORD_ELECTION")
+	return ""
 }
 
 func parseTokenFlag(s string) (fencing.Token, error) {
@@ -257,7 +260,7 @@ the same key and request are applied once and answered like the first time.`,
 	}
 	opts.addFlags(cmd)
 	cmd.Flags().StringVar(&opts.Token, "token", f.Getenv("COORD_FENCING_TOKEN"), "fencing token, a positive integer (default $COORD_FENCING_TOKEN)")
-	cmd.Flags().StringVar(&opts.Scope, "scope", envScope(f), "fencing scope: the lock or election name (default $COORD_LOCK_NAME or $COORD_ELECTION)")
+	cmd.Flags().StringVar(&opts.Scope, "scope", envScope(f), "fencing scope: the lock or election name, or a semaphore's NAME#slot (default $COORD_FENCING_SCOPE, $COORD_LOCK_NAME or $COORD_ELECTION)")
 	cmd.Flags().StringVar(&opts.IfMatch, "if-match", "", "write only if the key's version is this (0: key must not exist)")
 	cmd.Flags().StringVar(&opts.IdempotencyKey, "idempotency-key", "", "apply a retried request once")
 	return cmd
@@ -395,7 +398,7 @@ below the floor is stale: exit 5.`,
 	}
 	opts.addFlags(cmd)
 	cmd.Flags().StringVar(&opts.Token, "token", f.Getenv("COORD_FENCING_TOKEN"), "fencing token, a positive integer (default $COORD_FENCING_TOKEN)")
-	cmd.Flags().StringVar(&opts.Scope, "scope", envScope(f), "fencing scope: the lock or election name (default $COORD_LOCK_NAME or $COORD_ELECTION)")
+	cmd.Flags().StringVar(&opts.Scope, "scope", envScope(f), "fencing scope: the lock or election name, or a semaphore's NAME#slot (default $COORD_FENCING_SCOPE, $COORD_LOCK_NAME or $COORD_ELECTION)")
 	return cmd
 }
 

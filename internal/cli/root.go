@@ -88,6 +88,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 not acquired, 4 lost while holding,
 	root.AddCommand(newLamportCmd(f))
 	root.AddCommand(newClaimCmd(f))
 	root.AddCommand(newLockCmd(f))
+	root.AddCommand(newSemCmd(f))
 	root.AddCommand(newScenarioCmd(f))
 	root.AddCommand(newLabCmd(f))
 	root.AddCommand(newBenchCmd(f))

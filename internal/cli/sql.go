@@ -21,10 +21,6 @@ import (
 	"github.com/coordkit/coordkit/fencing/sqlfence"
 )
 
-// envFencingScope names the scope explicitly, before COORD_LOCK_NAME and
-// COORD_ELECTION.
-const envFencingScope = "COORD_FENCING_SCOPE"
-
 // sqlOptions are the flags every 'coordctl sql' command shares.
 type sqlOptions struct {
 	Driver string
@@ -44,13 +40,6 @@ type sqlExecOptions struct {
 
 // sqlScopeDefault is the scope a child of 'coordctl lock', 'coordctl elect'
 // or 'coordctl sidecar' finds in its environment.
-func sqlScopeDefault(f *factory) string {
-	if s := f.Getenv(envFencingScope); s != "" {
-		return s
-	}
-	return envScope(f)
-}
-
 func (o *sqlOptions) addConnFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&o.Driver, "driver", "", "database engine: sqlite, postgres or mysql (MariaDB too)")
@@ -60,7 +49,7 @@ func (o *sqlOptions) addConnFlags(cmd *cobra.Command) {
 }
 
 func (o *sqlOptions) addScopeFlag(cmd *cobra.Command, f *factory) {
-	cmd.Flags().StringVar(&o.Scope, "scope", sqlScopeDefault(f), "fencing scope: the lock or election name (default $COORD_FENCING_SCOPE, else $COORD_LOCK_NAME or $COORD_ELECTION)")
+	cmd.Flags().StringVar(&o.Scope, "scope", envScope(f), "fencing scope: the lock or election name (default $COORD_FENCING_SCOPE, else $COORD_LOCK_NAME or $COORD_ELECTION)")
 }
 
 func (o *sqlOptions) addTokenFlag(cmd *cobra.Command, f *factory) {

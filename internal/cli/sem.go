@@ -1,0 +1,332 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/semaphore"
+)
+
+type semOptions struct {
+	Name      string
+	Limit     int
+	TTL       time.Duration
+	Timeout   time.Duration
+	Try       bool
+	LockDelay time.Duration
+	KillGrace time.Duration
+	Prefix    string
+	Command   []string
+}
+
+// semHeld is what coordctl sem prints once it holds a slot. Its JSON form
+// is the stable contract; the lease is in hex.
+type semHeld struct {
+	Name  string        `json:"name"`
+	Limit int           `json:"limit"`
+	Slot  int           `json:"slot"`
+	Scope string        `json:"scope"`
+	Key   string        `json:"key"`
+	Token fencing.Token `json:"token"`
+	Lease string        `json:"lease"`
+}
+
+func (h semHeld) WriteSimple(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "holding semaphore %s slot=%d scope=%s key=%s token=%d lease=%s\n", h.Name, h.Slot, h.Scope, h.Key, h.Token, h.Lease)
+	return err
+}
+
+func newSemCmd(f *factory) *cobra.Command {
+	opts := &semOptions{}
+	var nameFlag string
+	cmd := &cobra.Command{
+		Use:   "sem NAME --limit N [--ttl D] [--timeout D | --try] [--lock-delay D] [--kill-grace D] [--prefix P] [-- COMMAND [ARGS...]]",
+		Short: "Hold one of N slots of a fenced semaphore, alone or while a command runs",
+		Long: `Acquire one of the --limit slots of the semaphore NAME on etcd and hold it:
+at most N holders at once, waiters served in order (FIFO), a release wakes
+one waiter.
+
+Each holder has a slot i in [0, N) and a fencing token, the create revision
+of its slot key NAME/slots/i. The resource fences per slot: the scope is
+NAME#i, so a holder frozen in slot i is refused once slot i went to someone
+else who wrote or fenced, and the other slots are not affected. 'coordctl
+resource put' takes the scope from COORD_FENCING_SCOPE.
+
+The limit is stored in etcd by the first acquirer (NAME/limit). A coordctl
+sem whose --limit differs from the stored one fails (exit 1) and says the
+stored limit; all users of a name must agree on it.
+
+Without a command, coordctl prints the holder once it has a slot:
+  holding semaphore NAME slot=I scope=NAME#I key=K token=T lease=L
+  (-w json: {"name","limit","slot","scope","key","token","lease"}, lease in hex)
+then holds until SIGINT or SIGTERM, releases and exits 0.
+
+With a command after '--', the command runs in its own process group with
+COORD_LOCK_NAME (NAME), COORD_LOCK_KEY (the slot key), COORD_FENCING_TOKEN,
+COORD_FENCING_SCOPE (NAME#I) and COORD_SEM_SLOT (I) set, replacing inherited
+values; signals, exit status and loss (exit 4) as for 'coordctl lock'.
+
+--try exits 3 at once if no slot is free or others wait; --timeout exits 3
+if no slot is acquired in time. --lock-delay D: when a slot's holder was
+lost (lease expired or revoked) rather than released, the next holder of that
+slot takes it no earlier than D after its key went.
+
+'coordctl sem status NAME' shows the holders and waiters. A semaphore named
+"status" is taken with --name: coordctl sem --name status --limit 2 -- CMD.`,
+		Example: `  coordctl sem jobs/encoders --limit 3 -- ./encode.sh
+  coordctl sem jobs/encoders --limit 3 --try -- ./encode.sh     # exit 3 if all 3 slots are busy
+  coordctl sem db/pool --limit 2 -- sh -c 'coordctl resource put out v1'   # --scope db/pool#I from the environment
+  coordctl sem jobs/encoders --limit 3 -w json                 # {"name":"jobs/encoders","limit":3,"slot":0,"scope":"jobs/encoders#0",...}
+  coordctl sem status jobs/encoders`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			_, _, err := nameAndCommand("sem", cmd, args, nameFlag)
+			return err
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name, opts.Command, _ = nameAndCommand("sem", cmd, args, nameFlag)
+			ctx, cancel := f.NotifyContext(cmd.Context())
+			defer cancel()
+			return runSem(ctx, f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&opts.Limit, "limit", 0, "number of slots: at most this many holders at once (required)")
+	fl.DurationVar(&opts.TTL, "ttl", semaphore.DefaultTTL, "lease TTL: a crashed holder's slot is freed about this long after it stopped (at least 1s)")
+	fl.DurationVar(&opts.Timeout, "timeout", 0, "give up (exit 3) if no slot is acquired within this time (0: wait for ever)")
+	fl.BoolVar(&opts.Try, "try", false, "exit 3 at once if no slot is free")
+	fl.DurationVar(&opts.LockDelay, "lock-delay", 0, "after a slot's holder was lost (not released), wait this long before taking that slot (0: off)")
+	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop")
+	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the semaphore's keys under this etcd key prefix")
+	fl.StringVar(&nameFlag, "name", "", `the semaphore's NAME, instead of the argument (for one named "status")`)
+	cmd.AddCommand(newSemStatusCmd(f))
+	return cmd
+}
+
+func (o *semOptions) validate() error {
+	switch {
+	case strings.TrimSpace(o.Name) == "":
+		return usageErrorf("sem needs a non-empty NAME")
+	case o.Limit < 1:
+		return usageErrorf("sem needs --limit N with N at least 1")
+	case o.TTL < time.Second:
+		return usageErrorf("invalid --ttl %s: must be at least 1s", o.TTL)
+	case o.Timeout < 0:
+		return usageErrorf("invalid --timeout %s: must not be negative", o.Timeout)
+	case o.Try && o.Timeout > 0:
+		return usageErrorf("--try and --timeout exclude each other")
+	case o.LockDelay < 0:
+		return usageErrorf("invalid --lock-delay %s: must not be negative", o.LockDelay)
+	case o.KillGrace <= 0:
+		return usageErrorf("invalid --kill-grace %s: must be positive", o.KillGrace)
+	}
+	return nil
+}
+
+// runSem acquires a slot, then holds it as runLock holds a lock.
+func runSem(ctx context.Context, f *factory, opts *semOptions) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	client, err := f.EtcdClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+
+	lease, err := newHoldLease(ctx, f, client, opts.TTL)
+	if err != nil {
+		return grantFailed(ctx, "semaphore "+opts.Name, err)
+	}
+	notice := &waitNotice{out: f.IO.ErrOut}
+	s, err := semaphore.New(client, opts.Name, opts.Limit,
+		semaphore.WithSession(lease.s), semaphore.WithPrefix(opts.Prefix), semaphore.WithLockDelay(opts.LockDelay),
+		semaphore.WithOnWait(func(w semaphore.Waiting) {
+			why := fmt.Sprintf("all %d slots held", opts.Limit)
+			if w.Ahead {
+				why = "others wait ahead"
+			}
+			notice.waiting(fmt.Sprintf("waiting for semaphore %s (%s)...", w.Name, why))
+		}))
+	if err != nil {
+		lease.end()
+		return usageErrorf("%v", err)
+	}
+	defer waitAtMost(lockCloseGrace, func() { _ = s.Close(); lease.end() })
+
+	held, err := acquireSlot(ctx, s, opts)
+	notice.stop()
+	if err != nil {
+		return err
+	}
+	h := holding{
+		what: fmt.Sprintf("semaphore %s slot %d", opts.Name, held.Slot()),
+		lost: held.Lost(),
+		err:  held.Err,
+		release: releaser(ctx, f, held.Err, func(ctx context.Context) error {
+			err := held.Release(ctx)
+			if err == nil {
+				lease.released()
+			}
+			if !errors.Is(err, semaphore.ErrNotHeld) {
+				return err
+			}
+			return nil // lost: reported by the caller
+		}),
+	}
+	if len(opts.Command) == 0 {
+		return h.hold(ctx, p, semHeld{Name: opts.Name, Limit: opts.Limit, Slot: held.Slot(), Scope: held.Scope(),
+			Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease()))})
+	}
+	return runUnderLock(f, heldCommand{
+		holding:   h,
+		command:   opts.Command,
+		killGrace: opts.KillGrace,
+		env: map[string]string{
+			envLockName:     opts.Name,
+			envLockKey:      held.Key(),
+			envFencingToken: held.Token().String(),
+			envFencingScope: held.Scope(),
+			envSemSlot:      strconv.Itoa(held.Slot()),
+		},
+	})
+}
+
+// acquireSlot takes a slot as the flags say; "not acquired" (exit 3) is
+// errNotAcquired.
+func acquireSlot(ctx context.Context, s *semaphore.Semaphore, opts *semOptions) (*semaphore.Held, error) {
+	actx := ctx
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
+	var held *semaphore.Held
+	var err error
+	if opts.Try {
+		held, err = s.TryAcquire(actx)
+	} else {
+		held, err = s.Acquire(actx)
+	}
+	switch {
+	case err == nil:
+		return held, nil
+	case errors.Is(err, semaphore.ErrNoSlot):
+		return nil, mark(errNotAcquired, err)
+	case ctx.Err() != nil:
+		return nil, mark(errNotAcquired, fmt.Errorf("interrupted while waiting for semaphore %s", opts.Name))
+	case actx.Err() != nil:
+		return nil, mark(errNotAcquired, fmt.Errorf("semaphore %s: no slot acquired within %s", opts.Name, opts.Timeout))
+	}
+	return nil, fmt.Errorf("acquire semaphore %s: %w", opts.Name, err)
+}
+
+type semStatusOptions struct {
+	Name   string
+	Prefix string
+}
+
+func newSemStatusCmd(f *factory) *cobra.Command {
+	opts := &semStatusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status NAME [--prefix P]",
+		Short: "Show the holders of the semaphore NAME and who waits",
+		Long: `Read the keys of the semaphore NAME in one request at one revision and print
+its stored limit, its holders by slot (key, fencing scope NAME#i, token,
+lease and the TTL the lease has left on the server), then the waiters in the
+order they will be served.
+
+Exit 0 when at least one slot is held, 3 when none is. -w json prints one
+object:
+  {"name":N,"revision":R,"limit":L,"held":BOOL,
+   "holders":[{"key":K,"token":T,"lease":"HEX","slot":I,"scope":"N#I","ttl_s":S}],
+   "waiters":[{"key":K,"token":T,"lease":"HEX"}]}
+limit is 0 if none is stored; ttl_s is -1 when the lease was already gone.
+
+This is the status subcommand of 'coordctl sem': to hold a semaphore named
+"status", use 'coordctl sem --name status'.`,
+		Example: `  coordctl sem status jobs/encoders
+  coordctl sem status jobs/encoders -w json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf(`sem status needs exactly one NAME (to hold a semaphore named "status": coordctl sem --name status)`)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			return runSemStatus(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "the etcd key prefix the semaphore's keys are under (as given to coordctl sem --prefix)")
+	return cmd
+}
+
+// semStatusOut is what coordctl sem status prints.
+type semStatusOut struct {
+	Name     string        `json:"name"`
+	Revision int64         `json:"revision"`
+	Limit    int           `json:"limit"`
+	Held     bool          `json:"held"`
+	Holders  []statusEntry `json:"holders"`
+	Waiters  []statusEntry `json:"waiters"`
+}
+
+func (o semStatusOut) WriteSimple(w io.Writer) error {
+	limit := ", no limit stored"
+	if o.Limit > 0 {
+		limit = fmt.Sprintf(", limit %d", o.Limit)
+	}
+	return writeStatus(w, "semaphore "+o.Name, o.Revision, limit, o.Holders, o.Waiters)
+}
+
+func runSemStatus(ctx context.Context, f *factory, opts *semStatusOptions) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(opts.Name) == "" {
+		return usageErrorf("sem status needs a non-empty NAME")
+	}
+	client, err := f.EtcdClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	cctx, cancel := f.CommandContext(ctx)
+	defer cancel()
+	st, err := semaphore.Status(cctx, client, opts.Prefix+opts.Name)
+	if err != nil {
+		return fmt.Errorf("sem status %s: %w", opts.Name, err)
+	}
+	out := semStatusOut{Name: opts.Name, Revision: st.Revision, Limit: st.Limit, Held: st.Held(), Holders: []statusEntry{}, Waiters: []statusEntry{}}
+	for _, e := range st.Holders {
+		se := newStatusEntry(e.Key, e.Token, e.Lease)
+		slot := e.Slot
+		// The scope a holder fences with is NAME#i, without the prefix.
+		se.Slot, se.Scope, se.TTL = &slot, semaphore.Scope(opts.Name, e.Slot), ttlSeconds(e.TTL)
+		out.Holders = append(out.Holders, se)
+	}
+	for _, e := range st.Waiters {
+		out.Waiters = append(out.Waiters, newStatusEntry(e.Key, e.Token, e.Lease))
+	}
+	if err := p.Print(out); err != nil {
+		return err
+	}
+	if !out.Held {
+		return reported(mark(errNotAcquired, fmt.Errorf("semaphore %s: no slot held", opts.Name)))
+	}
+	return nil
+}

@@ -38,8 +38,6 @@ type sqlExecOptions struct {
 	Statements []string
 }
 
-// sqlScopeDefault is the scope a child of 'coordctl lock', 'coordctl elect'
-// or 'coordctl sidecar' finds in its environment.
 func (o *sqlOptions) addConnFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&o.Driver, "driver", "", "database engine: sqlite, postgres or mysql (MariaDB too)")

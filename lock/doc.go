@@ -109,7 +109,7 @@
 // the lease: if the revoke lands first, the waiter counts the release as a
 // loss and waits d. Where that matters, give the Mutex a session of your
 // own (WithSession) and let its lease expire instead of revoking it
-// (coordctl lock and sem do this when a lock delay is set). A
+// (coordctl lock and sem do this after every clean release). A
 // waiter ahead that lost its session while waiting also counts as a loss
 // (a waiter cannot tell it from a holder after the fact), which can only
 // lengthen the wait. Readers' tokens are not ordered against each other;

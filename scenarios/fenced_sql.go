@@ -124,9 +124,10 @@ func (r *sqlRun) q(query string) string {
 	return string(out)
 }
 
-// setup starts etcd and opens the database: a file in TempDir for SQLite,
-// else Env.SQLDSN, where it creates two tables with random names (the
-// account table and the fence table), dropped at the end.
+// setup starts etcd and opens the database: Env.SQLDSN (a SQLite one
+// through sqlfence.NormalizeDSN), else a SQLite file in TempDir. There it
+// creates two tables with random names (the account table and the fence
+// table), dropped at the end.
 func (r *sqlRun) setup(ctx context.Context) error {
 	r.rec.Heading("A lock holder, a SQL database, and a pause")
 	conn, err := startEtcd(ctx, r.env, "fenced-sql")
@@ -146,7 +147,12 @@ func (r *sqlRun) setup(ctx context.Context) error {
 	}
 	dsn := r.env.SQLDSN
 	r.where = r.dialect.String() + " (the DSN given)"
-	if dsn == "" {
+	if dsn != "" {
+		// a SQLite path or file: URI gets IMMEDIATE transactions
+		if dsn, err = sqlfence.NormalizeDSN(r.dialect, dsn); err != nil {
+			return fmt.Errorf("%w SQL DSN: %v", ErrInvalid, err)
+		}
+	} else {
 		path := filepath.Join(r.env.TempDir, "fenced-sql.db")
 		dsn, r.where = sqlfence.SQLiteDSN(path), "sqlite (a file in the run's directory)"
 	}

@@ -86,9 +86,11 @@ type Env struct {
 	// SQLDriver and SQLDSN choose the database of fenced-sql: SQLDriver is
 	// "sqlite" (the default when empty), "postgres" or "mysql" (any name
 	// sqlfence.ParseDialect takes), SQLDSN the driver's data source name.
-	// Empty SQLDSN with SQLite: a file in TempDir. A SQLite DSN must make
-	// transactions IMMEDIATE (sqlfence.SQLiteDSN). The run creates two
-	// tables with random names there and drops them at the end.
+	// Empty SQLDSN with SQLite: a file in TempDir. A SQLite DSN (a path or
+	// a file: URI) goes through sqlfence.NormalizeDSN, which makes
+	// transactions IMMEDIATE and refuses deferred or in-memory ones. The
+	// run creates two tables with random names there and drops them at the
+	// end.
 	SQLDriver string
 	SQLDSN    string
 	// Redis, a Redis server's host:port, makes lock-without-fencing play

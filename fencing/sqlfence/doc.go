@@ -28,6 +28,13 @@
 // holder's first write; Floor reads the floor. The decision from the
 // statement's result is a pure function, tested on its own.
 //
+// Data source names: NormalizeDSN turns what a user gives for SQLite (a
+// path or a file: URI) into a DSN with IMMEDIATE transactions and a busy
+// timeout, and refuses deferred transactions and in-memory databases;
+// RedactDSN hides the password of a DSN in the URL, key=value and
+// go-sql-driver/mysql forms for printing, and Scrub removes it from a
+// driver's error text. They parse the DSN themselves, without the drivers.
+//
 // # Why it is safe
 //
 // In PostgreSQL and InnoDB the UPDATE takes the scope row's write lock and

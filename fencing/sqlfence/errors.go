@@ -25,4 +25,8 @@ var (
 	// ErrBadTable is returned when the check updated more than one row: the
 	// fence table exists without a primary key on scope. Nothing was written.
 	ErrBadTable = errors.New("sqlfence: fence table has no primary key on scope")
+	// ErrUnsafeDSN is returned by NormalizeDSN for a SQLite data source
+	// name under which the check is not safe: deferred transactions, or an
+	// in-memory database.
+	ErrUnsafeDSN = errors.New("sqlfence: unsafe data source name")
 )

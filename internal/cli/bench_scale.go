@@ -6,16 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/bench"
 	"github.com/coordkit/coordkit/internal/bench/scalebench"
-	"github.com/coordkit/coordkit/scenarios/report"
 )
 
 type benchScaleOptions struct {
@@ -85,7 +82,7 @@ measured is null.`,
 				for name, set := range map[string]func(){
 					"waiters":  func() { o.opts.Waiters = q.Waiters },
 					"locks":    func() { o.opts.Locks = q.Locks },
-					"shapes":   func() { o.shapes = shapeStrings(q.Shapes) },
+					"shapes":   func() { o.shapes = scalebench.ShapeStrings(q.Shapes) },
 					"handoffs": func() { o.opts.Handoffs = q.Handoffs },
 					"duration": func() { o.opts.Duration = q.Duration },
 					"crashes":  func() { o.opts.Crashes = q.Crashes },
@@ -128,7 +125,7 @@ measured is null.`,
 	fl.BoolVar(&o.quick, "quick", false, "fewer, smaller points (flags given explicitly still win)")
 	fl.IntSliceVar(&o.opts.Waiters, "waiters", def.Waiters, "queue-depth points: waiters on one lock (empty: skip the curve)")
 	fl.IntSliceVar(&o.opts.Locks, "locks", def.Locks, "many-locks points: distinct lock names (empty: skip)")
-	fl.StringSliceVar(&o.shapes, "shapes", shapeStrings(def.Shapes), "many-candidates points, ELECTIONSxCANDIDATES (empty: skip)")
+	fl.StringSliceVar(&o.shapes, "shapes", scalebench.ShapeStrings(def.Shapes), "many-candidates points, ELECTIONSxCANDIDATES (empty: skip)")
 	fl.IntSliceVar(&o.opts.Members, "members", def.Members, "etcd cluster sizes to run on (1 and/or 3)")
 	fl.IntVar(&o.opts.Handoffs, "handoffs", def.Handoffs, "handoffs measured per implementation and W")
 	fl.DurationVar(&o.opts.Hold, "hold", def.Hold, "queue depth: how long a holder keeps the lock once the queue is full")
@@ -146,14 +143,6 @@ measured is null.`,
 
 var allCurves = []string{scalebench.CurveCosts, scalebench.CurveQueue, scalebench.CurveLocks, scalebench.CurveCandidates}
 
-func shapeStrings(ss []scalebench.Shape) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = s.String()
-	}
-	return out
-}
-
 func runBenchScale(ctx context.Context, f *factory, o benchScaleOptions) error {
 	p, err := f.Printer()
 	if err != nil {
@@ -170,7 +159,7 @@ func runBenchScale(ctx context.Context, f *factory, o benchScaleOptions) error {
 			if err := json.Unmarshal(b, &one); err != nil || one.Benchmark != "scale" {
 				return fmt.Errorf("bench scale: %s is not the -w json output of coordctl bench scale (%v)", path, err)
 			}
-			res = mergeScale(res, one)
+			res = res.Merge(one)
 		}
 	} else {
 		o.opts.Progress = f.IO.ErrOut
@@ -180,7 +169,7 @@ func runBenchScale(ctx context.Context, f *factory, o benchScaleOptions) error {
 	}
 	if o.svg != "" {
 		var b bytes.Buffer
-		if err := writeScaleSVG(&b, res); err != nil {
+		if err := scalebench.WriteSVG(&b, res); err != nil {
 			return fmt.Errorf("bench scale: svg: %w", err)
 		}
 		if err := os.WriteFile(o.svg, b.Bytes(), 0o644); err != nil {
@@ -189,31 +178,6 @@ func runBenchScale(ctx context.Context, f *factory, o benchScaleOptions) error {
 		fmt.Fprintf(f.IO.ErrOut, "bench scale: wrote %s\n", o.svg)
 	}
 	return p.Print(scaleOutput{res})
-}
-
-// mergeScale appends b's rows and notes to a's. A target of b replaces
-// a's of the same name unless b did not measure it.
-func mergeScale(a, b scalebench.Result) scalebench.Result {
-	if a.Benchmark == "" {
-		return b
-	}
-	a.Rows = append(a.Rows, b.Rows...)
-	for _, n := range b.Notes {
-		if !slices.Contains(a.Notes, n) {
-			a.Notes = append(a.Notes, n)
-		}
-	}
-	a.Fsync = a.Fsync && b.Fsync
-	for _, t := range b.Targets {
-		i := slices.IndexFunc(a.Targets, func(x scalebench.Target) bool { return x.Name == t.Name })
-		switch {
-		case i < 0:
-			a.Targets = append(a.Targets, t)
-		case !math.IsNaN(float64(t.Measured)):
-			a.Targets[i] = t
-		}
-	}
-	return a
 }
 
 // scaleOutput prints a scale result: as JSON the result itself, as text
@@ -235,121 +199,6 @@ func (o scaleOutput) WriteSimple(w io.Writer) error {
 	}
 	for _, n := range o.res.Notes {
 		if _, err := fmt.Fprintf(w, "note: %s\n", n); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// scaleCharts turns a result's rows into bar charts, one per curve: each
-// point of the curve a category, one series per implementation and
-// cluster size.
-func scaleCharts(res scalebench.Result) []report.Chart {
-	type spec struct {
-		curve, metric, title, ylabel string
-	}
-	specs := []spec{
-		{scalebench.CurveQueue, "handoff_p50_ms", "Queue depth: handoff p50 by waiters W", "ms"},
-		{scalebench.CurveLocks, "acquisitions_per_s", "Many locks: acquisitions/s by distinct locks L", "acquisitions/s"},
-		{scalebench.CurveCandidates, "failover_max_ms", "Many candidates: failover after the leader's crash, max (TTL " + ttlOf(res) + ")", "ms"},
-	}
-	var out []report.Chart
-	for _, sp := range specs {
-		var rows []scalebench.Row
-		for _, r := range res.Rows {
-			if r.Curve == sp.curve && r.Metric == sp.metric {
-				rows = append(rows, r)
-			}
-		}
-		if len(rows) == 0 {
-			continue
-		}
-		var cats []string
-		for _, r := range rows {
-			if !slices.Contains(cats, r.Point) {
-				cats = append(cats, r.Point)
-			}
-		}
-		var members []int
-		for _, r := range rows {
-			if !slices.Contains(members, r.Members) {
-				members = append(members, r.Members)
-			}
-		}
-		c := report.Chart{Title: sp.title, YLabel: sp.ylabel, Categories: cats}
-		for _, m := range members {
-			for impl, name := range []string{"coordkit", "etcd concurrency"} {
-				s := report.Series{Name: fmt.Sprintf("%s, %d member", name, m)}
-				if m > 1 {
-					s.Name += "s"
-				}
-				for _, r := range rows {
-					v := float64(r.Coordkit)
-					if impl == 1 {
-						v = float64(r.EtcdConcurrency)
-					}
-					if r.Members == m && !math.IsNaN(v) {
-						s.Points = append(s.Points, report.Point{X: float64(slices.Index(cats, r.Point)), Y: v})
-					}
-				}
-				if len(s.Points) > 0 {
-					c.Series = append(c.Series, s)
-				}
-			}
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-func ttlOf(res scalebench.Result) string {
-	for _, t := range res.Targets {
-		if v := float64(t.Target); t.Unit == "ms" && v > 1000 {
-			return (time.Duration(v)*time.Millisecond - time.Second).String()
-		}
-	}
-	return "2s"
-}
-
-// writeScaleSVG writes the charts stacked in one SVG image.
-func writeScaleSVG(w io.Writer, res scalebench.Result) error {
-	charts := scaleCharts(res)
-	if len(charts) == 0 {
-		return fmt.Errorf("no curve to draw in the result")
-	}
-	const width, height, titleH = 720, 320, 24
-	total := len(charts) * (height + titleH)
-	fmt.Fprintf(w, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", width, total, width, total)
-	fmt.Fprintf(w, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", width, total)
-	for i, c := range charts {
-		y := i * (height + titleH)
-		var title bytes.Buffer
-		_ = xmlEscape(&title, c.Title)
-		fmt.Fprintf(w, "<text x=\"10\" y=\"%d\" font-size=\"14\" font-family=\"sans-serif\" font-weight=\"bold\">%s</text>\n", y+17, title.String())
-		fmt.Fprintf(w, "<g transform=\"translate(0,%d)\">\n", y+titleH)
-		if err := report.WriteSVG(w, c); err != nil {
-			return err
-		}
-		fmt.Fprintln(w, "</g>")
-	}
-	_, err := fmt.Fprintln(w, "</svg>")
-	return err
-}
-
-func xmlEscape(w io.Writer, s string) error {
-	for _, r := range s {
-		var err error
-		switch r {
-		case '<':
-			_, err = io.WriteString(w, "&lt;")
-		case '>':
-			_, err = io.WriteString(w, "&gt;")
-		case '&':
-			_, err = io.WriteString(w, "&amp;")
-		default:
-			_, err = io.WriteString(w, string(r))
-		}
-		if err != nil {
 			return err
 		}
 	}

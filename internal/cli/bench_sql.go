@@ -66,17 +66,16 @@ func runBenchSQL(ctx context.Context, f *factory, opts sqlbench.Options) error {
 	if err != nil {
 		return err
 	}
-	if d, err := sqlfence.ParseDialect(opts.Driver); err == nil && d == sqlfence.SQLite && opts.DSN != "" {
-		if opts.DSN, err = sqliteDSN(opts.DSN); err != nil {
+	if d, err := sqlfence.ParseDialect(opts.Driver); err == nil && opts.DSN != "" {
+		if opts.DSN, err = sqlfence.NormalizeDSN(d, opts.DSN); err != nil {
 			return usageErrorf("invalid --dsn: %v", err)
 		}
 	}
-	shown, secrets := redactDSN(opts.DSN), dsnSecrets(opts.DSN)
+	shown := sqlfence.RedactDSN(opts.DSN)
 	opts.Progress = f.IO.ErrOut
 	res, err := sqlbench.Run(ctx, opts)
 	if err != nil {
-		c := &sqlConn{secrets: secrets}
-		err = benchError(ctx, "sql", sqlbench.ErrOptions, c.scrub(err))
+		err = benchError(ctx, "sql", sqlbench.ErrOptions, sqlfence.Scrub(err, opts.DSN))
 		if shown != "" && exitCode(err) == exitError {
 			return fmt.Errorf("%w (dsn %s)", err, shown)
 		}

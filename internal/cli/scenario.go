@@ -308,8 +308,8 @@ func scenarioSQL(opts *scenarioRunOptions) (driver, dsn string, err error) {
 	}
 	dsn = opts.SQLDSN
 	switch {
-	case d == sqlfence.SQLite && dsn != "":
-		if dsn, err = sqliteDSN(dsn); err != nil {
+	case dsn != "":
+		if dsn, err = sqlfence.NormalizeDSN(d, dsn); err != nil {
 			return "", "", usageErrorf("invalid --dsn: %v", err)
 		}
 	case d != sqlfence.SQLite && dsn == "":

@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
+	_ "github.com/go-sql-driver/mysql" // driver "mysql"
 	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
 	"github.com/spf13/cobra"
 	_ "modernc.org/sqlite" // driver "sqlite"
@@ -225,35 +223,15 @@ type sqlConn struct {
 	db      *sql.DB
 	fence   *sqlfence.Fence
 	dialect sqlfence.Dialect
+	raw     string // the DSN as given, whose passwords errors must not show
 	shown   string // the DSN with its password redacted
-	secrets []string
 }
 
 func (c *sqlConn) close() { _ = c.db.Close() }
 
 // scrub removes the DSN's password from a driver's error text and keeps
 // the error's identity (errors.Is/As still see the original).
-func (c *sqlConn) scrub(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	for _, s := range c.secrets {
-		msg = strings.ReplaceAll(msg, s, redacted)
-	}
-	if msg == err.Error() {
-		return err
-	}
-	return &scrubbedError{msg: msg, err: err}
-}
-
-type scrubbedError struct {
-	msg string
-	err error
-}
-
-func (e *scrubbedError) Error() string { return e.msg }
-func (e *scrubbedError) Unwrap() error { return e.err }
+func (c *sqlConn) scrub(err error) error { return sqlfence.Scrub(err, c.raw) }
 
 // validate checks the connection flags; errors are usage errors.
 func (o *sqlOptions) validate(needToken bool) (sqlfence.Dialect, string, fencing.Token, error) {
@@ -270,11 +248,9 @@ func (o *sqlOptions) validate(needToken bool) (sqlfence.Dialect, string, fencing
 	if o.Timeout <= 0 {
 		return 0, "", 0, usageErrorf("invalid --command-timeout %s: must be positive", o.Timeout)
 	}
-	dsn := o.DSN
-	if d == sqlfence.SQLite {
-		if dsn, err = sqliteDSN(o.DSN); err != nil {
-			return 0, "", 0, usageErrorf("invalid --dsn: %v", err)
-		}
+	dsn, err := sqlfence.NormalizeDSN(d, o.DSN)
+	if err != nil {
+		return 0, "", 0, usageErrorf("invalid --dsn: %v", err)
 	}
 	if err := checkScopeFlag(o.Scope); err != nil {
 		return 0, "", 0, err
@@ -290,7 +266,7 @@ func (o *sqlOptions) validate(needToken bool) (sqlfence.Dialect, string, fencing
 
 // connect opens the database and checks, within ctx, that it answers.
 func (o *sqlOptions) connect(ctx context.Context, d sqlfence.Dialect, dsn string) (*sqlConn, error) {
-	c := &sqlConn{dialect: d, shown: redactDSN(o.DSN), secrets: dsnSecrets(o.DSN)}
+	c := &sqlConn{dialect: d, raw: o.DSN, shown: sqlfence.RedactDSN(o.DSN)}
 	db, err := sql.Open(d.DriverName(), dsn)
 	if err != nil {
 		return nil, usageErrorf("invalid --dsn %s: %v", c.shown, c.scrub(err))
@@ -425,106 +401,4 @@ func abbrev(s string) string {
 		s = s[:57] + "..."
 	}
 	return s
-}
-
-// sqliteDSN turns --dsn for sqlite into a DSN whose transactions begin
-// IMMEDIATE with a busy timeout: a plain path through sqlfence.SQLiteDSN; a
-// file: URI with _txlock=immediate and busy_timeout added when missing. A
-// URI asking for another _txlock than immediate or exclusive is refused:
-// the check is not safe with deferred transactions. So is an in-memory
-// database, which no other process can see.
-func sqliteDSN(dsn string) (string, error) {
-	if dsn == ":memory:" || strings.HasPrefix(dsn, "file::memory:") || strings.Contains(dsn, "mode=memory") {
-		return "", fmt.Errorf("an in-memory SQLite database lives and dies with this one command: nothing to fence")
-	}
-	if !strings.HasPrefix(dsn, "file:") {
-		return sqlfence.SQLiteDSN(dsn), nil
-	}
-	base, rawQuery, _ := strings.Cut(dsn, "?")
-	q, err := url.ParseQuery(rawQuery)
-	if err != nil {
-		return "", fmt.Errorf("sqlite URI %q: %v", dsn, err)
-	}
-	switch lock := q.Get("_txlock"); lock {
-	case "":
-		rawQuery = joinQuery(rawQuery, "_txlock=immediate")
-	case "immediate", "exclusive":
-	default:
-		return "", fmt.Errorf("sqlite URI with _txlock=%s: fencing needs _txlock=immediate (or drop the parameter and coordctl adds it)", lock)
-	}
-	busy := false
-	for _, p := range q["_pragma"] {
-		busy = busy || strings.HasPrefix(strings.ToLower(strings.TrimSpace(p)), "busy_timeout")
-	}
-	if !busy {
-		rawQuery = joinQuery(rawQuery, "_pragma=busy_timeout(10000)")
-	}
-	return base + "?" + rawQuery, nil
-}
-
-func joinQuery(q, kv string) string {
-	if q == "" {
-		return kv
-	}
-	return q + "&" + kv
-}
-
-// redacted replaces a password wherever a DSN or an error would show it.
-const redacted = "xxxxx"
-
-var (
-	// key=value form (pgx, lib/pq): password=secret or password='se cret'.
-	kvPasswordRE = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s]+)`)
-	// go-sql-driver/mysql form: user:pass@proto(addr)/db; the password may
-	// contain '@', the driver splits at the last one.
-	mysqlUserRE = regexp.MustCompile(`^([^:@/]*):(.*)@([a-z0-9]*\(|/)`)
-)
-
-// redactDSN returns dsn with its password replaced by xxxxx, in the URL
-// form (postgres://u:p@h/db, also ?password=), the key=value form
-// (password=p) and go-sql-driver/mysql's (u:p@tcp(h)/db).
-func redactDSN(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" && strings.Contains(dsn, "://") {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), redacted)
-		}
-		q := u.Query()
-		if q.Has("password") {
-			q.Set("password", redacted)
-			u.RawQuery = q.Encode()
-		}
-		// url.String escapes the placeholder's nothing; keep it readable.
-		return u.String()
-	}
-	if cfg, err := mysql.ParseDSN(dsn); err == nil && cfg.Passwd != "" && mysqlUserRE.MatchString(dsn) {
-		return mysqlUserRE.ReplaceAllString(dsn, "${1}:"+redacted+"@${3}")
-	}
-	return kvPasswordRE.ReplaceAllString(dsn, "${1}"+redacted)
-}
-
-// dsnSecrets returns the passwords in dsn (in each form redactDSN knows),
-// to scrub them from drivers' error texts.
-func dsnSecrets(dsn string) []string {
-	var out []string
-	add := func(s string) {
-		if s != "" && s != redacted {
-			out = append(out, s)
-			if u, err := url.PathUnescape(s); err == nil && u != s {
-				out = append(out, u)
-			}
-		}
-	}
-	if u, err := url.Parse(dsn); err == nil && strings.Contains(dsn, "://") {
-		if p, ok := u.User.Password(); ok {
-			add(p)
-		}
-		add(u.Query().Get("password"))
-	}
-	if cfg, err := mysql.ParseDSN(dsn); err == nil {
-		add(cfg.Passwd)
-	}
-	for _, m := range kvPasswordRE.FindAllStringSubmatch(dsn, -1) {
-		add(strings.Trim(m[2], "'"))
-	}
-	return out
 }

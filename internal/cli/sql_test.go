@@ -8,59 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/fencing/sqlfence"
 	"github.com/coordkit/coordkit/fencing/sqlfence/sqltest"
 )
-
-func TestRedactDSN(t *testing.T) {
-	for _, tc := range []struct{ in, want, secret string }{
-		{"postgres://root:s3cret@db:5432/app?sslmode=disable", "postgres://root:xxxxx@db:5432/app?sslmode=disable", "s3cret"},
-		{"postgresql://u:p%40ss@h/x", "postgresql://u:xxxxx@h/x", "p@ss"},
-		{"postgres://u@h/x?password=s3cret&sslmode=disable", "postgres://u@h/x?password=xxxxx&sslmode=disable", "s3cret"},
-		{"postgres://root@h/x", "postgres://root@h/x", ""},
-		{"host=db user=u password=s3cret dbname=app", "host=db user=u password=xxxxx dbname=app", "s3cret"},
-		{"host=db password='se cret' user=u", "host=db password=xxxxx user=u", "se cret"},
-		{"root:s3cret@tcp(127.0.0.1:3306)/test", "root:xxxxx@tcp(127.0.0.1:3306)/test", "s3cret"},
-		{"app:p@ss:w@tcp(db:3306)/app?parseTime=true", "app:xxxxx@tcp(db:3306)/app?parseTime=true", "p@ss:w"},
-		{"root@tcp(127.0.0.1:3306)/test", "root@tcp(127.0.0.1:3306)/test", ""},
-		{"/var/lib/app.db", "/var/lib/app.db", ""},
-	} {
-		t.Run(tc.in, func(t *testing.T) {
-			got := redactDSN(tc.in)
-			assert.Equal(t, tc.want, got)
-			if tc.secret != "" {
-				assert.NotContains(t, got, tc.secret)
-				assert.Contains(t, dsnSecrets(tc.in), tc.secret)
-			} else {
-				assert.Empty(t, dsnSecrets(tc.in))
-			}
-		})
-	}
-}
-
-func TestSQLiteDSN(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"/tmp/a.db", sqlfence.SQLiteDSN("/tmp/a.db")},
-		{"app.db", sqlfence.SQLiteDSN("app.db")},
-		{"file:a.db", "file:a.db?_txlock=immediate&_pragma=busy_timeout(10000)"},
-		{"file:a.db?mode=rwc", "file:a.db?mode=rwc&_txlock=immediate&_pragma=busy_timeout(10000)"},
-		{"file:a.db?_txlock=immediate&_pragma=busy_timeout(50)", "file:a.db?_txlock=immediate&_pragma=busy_timeout(50)"},
-		{"file:a.db?_txlock=exclusive", "file:a.db?_txlock=exclusive&_pragma=busy_timeout(10000)"},
-	} {
-		got, err := sqliteDSN(tc.in)
-		require.NoError(t, err, tc.in)
-		assert.Equal(t, tc.want, got, tc.in)
-	}
-	_, err := sqliteDSN("file:a.db?_txlock=deferred")
-	assert.ErrorContains(t, err, "_txlock=immediate")
-	for _, mem := range []string{":memory:", "file::memory:?cache=shared", "file:x?mode=memory"} {
-		_, err = sqliteDSN(mem)
-		assert.ErrorContains(t, err, "in-memory", mem)
-	}
-}
 
 func TestSQLBadFlags(t *testing.T) {
 	dsn := t.TempDir() + "/x.db"

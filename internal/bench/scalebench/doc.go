@@ -24,6 +24,10 @@
 // Lock that waits reads its predecessor once when it starts waiting and
 // once per wake-up; a release that woke more than one waiter is a herd.
 //
+// Result.Merge joins saved results (coordctl bench scale --from A,B), and
+// Result.Charts and WriteSVG draw the queue, locks and candidates curves
+// (docs/scale.svg); both are pure.
+//
 // What Run guarantees, independent of load (its tests check these): the
 // counts (wake-ups per release, goroutines per held lock, keys and leases
 // left behind) are exact. Nothing here promises a latency or a rate.

@@ -20,8 +20,13 @@ import (
 	"github.com/coordkit/coordkit/internal/etcdembed"
 )
 
-// ErrOptions is returned by Run for options it cannot run with.
-var ErrOptions = errors.New("scalebench: invalid options")
+// Errors of the scalebench package. Match them with errors.Is.
+var (
+	// ErrOptions is returned by Run for options it cannot run with.
+	ErrOptions = errors.New("scalebench: invalid options")
+	// ErrNoCurve is returned by WriteSVG for a result with no curve to draw.
+	ErrNoCurve = errors.New("scalebench: no curve to draw in the result")
+)
 
 // Shape is E elections of C candidates each.
 type Shape struct {

@@ -56,8 +56,10 @@ var (
 type Options struct {
 	// Driver is sqlite, postgres or mysql (names sqlfence.ParseDialect takes).
 	Driver string
-	// DSN is given to the driver as it is (for SQLite use
-	// sqlfence.SQLiteDSN); empty with SQLite: a file in a temporary directory.
+	// DSN is the driver's data source name; a SQLite one (a path or a
+	// file: URI) goes through sqlfence.NormalizeDSN first, which makes
+	// transactions IMMEDIATE. Empty with SQLite: a file in a temporary
+	// directory.
 	DSN string
 	// Iterations is the number of transactions of the sequential writer, per
 	// implementation.
@@ -80,6 +82,11 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: driver %q: want sqlite, postgres or mysql", ErrOptions, o.Driver)
 	}
 	d, _ := sqlfence.ParseDialect(o.Driver)
+	if o.DSN != "" {
+		if _, err := sqlfence.NormalizeDSN(d, o.DSN); err != nil {
+			return fmt.Errorf("%w: dsn: %v", ErrOptions, err)
+		}
+	}
 	switch {
 	case d != sqlfence.SQLite && o.DSN == "":
 		return fmt.Errorf("%w: driver %s needs a DSN", ErrOptions, d)
@@ -144,7 +151,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 	}
 	dsn := o.DSN
-	if dsn == "" {
+	if dsn != "" {
+		dsn, _ = sqlfence.NormalizeDSN(d, dsn) // Validate checked it
+	} else {
 		dir, err := os.MkdirTemp("", "coordctl-bench-sql-")
 		if err != nil {
 			return Result{}, err

@@ -24,6 +24,8 @@ func TestValidate(t *testing.T) {
 		"one writer":      func(o *Options) { o.Writers = 1 },
 		"many writers":    func(o *Options) { o.Writers = 65 },
 		"rounds":          func(o *Options) { o.Rounds = 3 },
+		"deferred sqlite": func(o *Options) { o.DSN = "file:x.db?_txlock=deferred" },
+		"in-memory":       func(o *Options) { o.DSN = ":memory:" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := ok
@@ -80,4 +82,15 @@ func TestRunSQLiteTempFile(t *testing.T) {
 	res, err := Run(context.Background(), Options{Driver: "sqlite", Iterations: 2, PerWriter: 2, Writers: 2, Rounds: 1})
 	require.NoError(t, err)
 	assert.Len(t, res.Rows, 9)
+}
+
+// A SQLite DSN given as a plain path, as a user types it: Run opens it
+// with IMMEDIATE transactions (sqlfence.NormalizeDSN), so the shared load's
+// concurrent writers wait for the write lock instead of failing.
+func TestRunSQLitePlainPath(t *testing.T) {
+	path := t.TempDir() + "/plain.db"
+	res, err := Run(context.Background(), Options{Driver: "sqlite", DSN: path, Iterations: 2, PerWriter: 3, Writers: 4, Rounds: 1})
+	require.NoError(t, err)
+	require.Len(t, res.Rows, 9)
+	require.FileExists(t, path, "the path given, not a file: URI taken as a name")
 }

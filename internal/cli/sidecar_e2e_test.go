@@ -444,8 +444,11 @@ func TestSidecarE2EChild(t *testing.T) {
 	eps := srv.Endpoints()
 	dir := t.TempDir()
 	t.Setenv("COORD_FENCING_TOKEN", "inherited") // must be overridden
-	script := `echo "$COORD_ELECTION $COORD_LEADER_ID $COORD_FENCING_TOKEN" > "$DIR/env.$$.tmp"; mv "$DIR/env.$$.tmp" "$DIR/env.$$"
-trap 'echo term > "$DIR/term.$$"; exit 143' TERM
+	// The trap is set before the env file appears: the test signals as soon
+	// as it sees the file, and on a loaded machine a SIGTERM could otherwise
+	// land between the two and kill the shell before it can record it.
+	script := `trap 'echo term > "$DIR/term.$$"; exit 143' TERM
+echo "$COORD_ELECTION $COORD_LEADER_ID $COORD_FENCING_TOKEN" > "$DIR/env.$$.tmp"; mv "$DIR/env.$$.tmp" "$DIR/env.$$"
 while :; do sleep 0.05; done`
 	t.Setenv("DIR", dir)
 	p := startSidecarProc(t, eps, "cron", "node-a", "--ttl", "3s", "--kill-grace", "2s", "--", "sh", "-c", script)

@@ -347,6 +347,11 @@ const queueJitter = 100 * time.Millisecond
 // one reader's RLock returning.
 func readBatches(ctx context.Context, e *env, im impl, batches, readers int, hold time.Duration) ([]time.Duration, error) {
 	name := e.name("readbatch")
+	// The readers' goroutines end once wctx is cancelled (coordkit) or the
+	// clients are closed (the recipe); this wait, deferred first, runs after
+	// both, so that none outlives the step.
+	var readersDone sync.WaitGroup
+	defer readersDone.Wait()
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, err := e.participants(wctx, im, name, readers+1)
@@ -368,13 +373,13 @@ func readBatches(ctx context.Context, e *env, im impl, batches, readers int, hol
 		admitted := make(chan time.Time, len(rs))
 		errs := make(chan error, len(rs))
 		for _, r := range rs {
-			go func() {
+			readersDone.Go(func() {
 				if err := r.RLock(wctx); err != nil {
 					errs <- err
 					return
 				}
 				admitted <- time.Now()
-			}()
+			})
 		}
 		if err := waitKeys(wctx, watcher, name+"/", readers+1); err != nil {
 			return nil, err

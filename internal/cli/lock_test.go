@@ -118,7 +118,17 @@ func TestLockCmdHoldsWithoutCommand(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		done := make(chan cliResult, 1)
-		go func() { done <- runInProcess(ctx, env, "-w", "json", "lock", "hold", "--prefix", "ns/") }()
+		holding := make(chan struct{})
+		go func() {
+			done <- runInProcessNotify(ctx, env, holding, "-w", "json", "lock", "hold", "--prefix", "ns/")
+		}()
+		// The key exists before Lock returns; interrupt only once the holder
+		// line is out (an interrupt before that is "not acquired", exit 3).
+		select {
+		case <-holding:
+		case <-time.After(10 * time.Second):
+			t.Fatal("lock printed no holder line")
+		}
 		resp := waitForKey(t, cli, "ns/hold/")
 		cancel() // as SIGINT would
 		var res cliResult

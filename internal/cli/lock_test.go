@@ -156,7 +156,13 @@ func TestLockCmdHoldsWithoutCommand(t *testing.T) {
 	})
 	t.Run("loss exits 4", func(t *testing.T) {
 		done := make(chan cliResult, 1)
-		go func() { done <- runInProcess(context.Background(), env, "lock", "gone") }()
+		holding := make(chan struct{})
+		go func() { done <- runInProcessNotify(context.Background(), env, holding, "lock", "gone") }()
+		select { // revoke once it holds (before that, the loss is a failed Lock)
+		case <-holding:
+		case <-time.After(10 * time.Second):
+			t.Fatal("lock printed no holder line")
+		}
 		resp := waitForKey(t, cli, "gone/")
 		_, err := cli.Revoke(context.Background(), clientv3.LeaseID(resp.Kvs[0].Lease))
 		require.NoError(t, err)

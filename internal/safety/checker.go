@@ -123,22 +123,37 @@ func Check(h History) Result {
 	return r
 }
 
-// maxHolders is the largest number of holders (slot, token) whose spans
-// of accepted writes, by log sequence, contain one point.
+// maxHolders is the largest number of holders (slot, token) live at once
+// in the resource's log. A holder is live from just after the write its
+// read-modify-write built on (the latest earlier write of its slot whose
+// value is one less) to its last accepted write, by log sequence: a
+// holder frozen between its read and its write stays live across the
+// writes its successors made meanwhile.
 func maxHolders(writes []Write) int {
 	type holder struct {
 		slot  int
 		token uint64
 	}
+	sorted := slices.Clone(writes)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Seq < sorted[j].Seq })
+	last := map[int]map[int]uint64{} // slot → value → seq of its latest write
 	span := map[holder][2]uint64{}
-	for _, w := range writes {
+	for _, w := range sorted {
+		start := w.Seq
+		if base, ok := last[w.Slot][w.Value-1]; ok {
+			start = base + 1
+		}
 		k := holder{w.Slot, w.Token}
 		s, ok := span[k]
 		if !ok {
-			s = [2]uint64{w.Seq, w.Seq}
+			s = [2]uint64{start, w.Seq}
 		}
-		s[0], s[1] = min(s[0], w.Seq), max(s[1], w.Seq)
+		s[0], s[1] = min(s[0], start), max(s[1], w.Seq)
 		span[k] = s
+		if last[w.Slot] == nil {
+			last[w.Slot] = map[int]uint64{}
+		}
+		last[w.Slot][w.Value] = w.Seq
 	}
 	return maxConcurrent(span)
 }

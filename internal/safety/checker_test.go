@@ -172,3 +172,32 @@ func TestSafetyCheckerHandMade(t *testing.T) {
 		})
 	}
 }
+
+func TestMaxHolders(t *testing.T) {
+	// Token 2 read value 1 (seq 1), froze while token 3 wrote seq 2 and 3,
+	// then wrote value 2 at seq 4: it was live across token 3's writes.
+	lost := []Write{
+		{Seq: 1, Token: 1, Value: 1}, {Seq: 2, Token: 3, Value: 2}, {Seq: 3, Token: 3, Value: 3}, {Seq: 4, Token: 2, Value: 2},
+	}
+	require.Equal(t, 2, maxHolders(lost))
+	// Holders one after the other, each building on the last write.
+	seq := []Write{{Seq: 1, Token: 1, Value: 1}, {Seq: 2, Token: 1, Value: 2}, {Seq: 3, Token: 4, Value: 3}, {Seq: 4, Token: 5, Value: 4}}
+	require.Equal(t, 1, maxHolders(seq))
+	// Two slots interleaved: one holder per slot.
+	slots := []Write{{Seq: 1, Token: 1, Value: 1}, {Seq: 2, Token: 2, Value: 1, Slot: 1}, {Seq: 3, Token: 1, Value: 2}, {Seq: 4, Token: 2, Value: 2, Slot: 1}}
+	require.Equal(t, 2, maxHolders(slots))
+	r := Check(History{Fenced: true, Limit: 1, Writes: slots, Ops: []Op{
+		{Kind: OpWrite, ID: "", Outcome: Unknown},
+	}})
+	require.Equal(t, 2, r.MaxHolders)
+	require.Equal(t, 2, r.Slots)
+	require.Contains(t, kindsOf(r.Violations), KindTooManyHolders)
+}
+
+func kindsOf(vs []Violation) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.Kind)
+	}
+	return out
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -52,6 +53,9 @@ func openSQLResource(ctx context.Context, cfg Config) (*sqlResource, error) {
 	}
 	dsn := cfg.SQLDSN
 	if dsn == "" && d == sqlfence.SQLite {
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			return nil, err
+		}
 		dsn = sqlfence.SQLiteDSN(filepath.Join(cfg.DataDir, "resource.db"))
 	}
 	db, err := sql.Open(d.DriverName(), dsn)

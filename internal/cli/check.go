@@ -437,11 +437,6 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 		runs = append(runs, opts.configs(seed, base)...)
 	}
 	table := len(runs) > 1
-	if table && !p.JSON() {
-		if _, err := io.WriteString(f.IO.Out, checkTableHeader()); err != nil {
-			return err
-		}
-	}
 	var sum checkSummary
 	for n, cfg := range runs {
 		dir := opts.DataDir
@@ -479,6 +474,11 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 		var out any = checkReport{Report: rep, replay: replayCommand(opts, cfg.Seed)}
 		if table {
 			out = checkRow{rep}
+			if n == 0 && !p.JSON() {
+				if _, err := io.WriteString(f.IO.Out, checkTableHeader()); err != nil {
+					return err
+				}
+			}
 		}
 		if err := p.Print(out); err != nil {
 			return err

@@ -12,11 +12,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/safety"
 )
 
@@ -43,7 +45,8 @@ the clients' history. See docs/safety.md.`,
   coordctl check election-safety --duration 60s`,
 		Args: argsUsage(cobra.NoArgs),
 	}
-	cmd.AddCommand(newCheckSafetyCmd(f, safety.TargetLock), newCheckSafetyCmd(f, safety.TargetElection), newCheckRMWCmd(f))
+	cmd.AddCommand(newCheckSafetyCmd(f, safety.TargetLock), newCheckSafetyCmd(f, safety.TargetElection), newCheckRMWCmd(f),
+		newCheckRedsyncLockCmd(f))
 	return cmd
 }
 
@@ -271,6 +274,9 @@ func (r checkReport) WriteSimple(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "  faults:              %s\n", strings.Join(kinds, " "))
 	fmt.Fprintf(&b, "  stale rejected:      %d\n", r.StaleRejected)
+	if r.Mode == safety.ModeIfMatch {
+		fmt.Fprintf(&b, "  If-Match refused:    %d\n", r.Conflicts)
+	}
 	fmt.Fprintf(&b, "  overlapping holders: %d (wrote after a later holder was granted)\n", r.OverlappingHolders)
 	fmt.Fprintf(&b, "  lost updates:        %d\n", r.LostUpdates)
 	fmt.Fprintf(&b, "  holders in the log:  at most %d live at once\n", r.MaxHolders)
@@ -376,20 +382,23 @@ func (s *checkSummary) add(r safety.Report) {
 }
 
 // configs are the runs of one seed: one, or for --lock redsync the three
-// of its comparison under the same faults (freeze-client only: the others
-// are faults of etcd).
+// of its comparison under the same faults (freeze-client and, with process
+// clients, sigstop-child: the others are faults of etcd).
 func (o *checkOptions) configs(seed int64, base safety.Config) []safety.Config {
 	base.Seed = seed
 	if o.Lock != "redsync" {
 		return []safety.Config{base}
 	}
 	faults := []safety.FaultKind{safety.FaultFreezeClient}
+	if base.Coordctl != "" {
+		faults = append(faults, safety.FaultSigstop)
+	}
 	unfenced := base
 	unfenced.Lock, unfenced.RedisAddr, unfenced.Fencing, unfenced.Kinds = safety.LockRedsync, o.Redis, false, faults
 	ifMatch := unfenced
 	ifMatch.IfMatch = true
 	coord := base
-	coord.Lock, coord.Fencing, coord.Kinds, coord.Coordctl = safety.LockCoordkit, true, faults, ""
+	coord.Lock, coord.Fencing, coord.Kinds = safety.LockCoordkit, true, faults
 	return []safety.Config{unfenced, ifMatch, coord}
 }
 
@@ -509,11 +518,12 @@ func or(s, dflt string) string {
 // ---- rmw: the command the process clients run under `coordctl lock` ----
 
 type rmwOptions struct {
-	URL   string
-	Key   string
-	ID    string
-	Work  time.Duration
-	Fence bool
+	URL     string
+	Key     string
+	ID      string
+	Work    time.Duration
+	Fence   bool
+	IfMatch bool
 }
 
 func newCheckRMWCmd(f *factory) *cobra.Command {
@@ -537,6 +547,7 @@ write was rejected as stale, 1 on other errors.`,
 	fl.StringVar(&opts.ID, "id", "", "id stored with the write")
 	fl.DurationVar(&opts.Work, "work", 0, "time between the read and the write")
 	fl.BoolVar(&opts.Fence, "fence", true, "fence before reading")
+	fl.BoolVar(&opts.IfMatch, "if-match", false, "write only if the counter's version is still the one read")
 	return cmd
 }
 
@@ -554,6 +565,8 @@ func rmwOutcome(err error) safety.Outcome {
 		return safety.OK
 	case errors.Is(err, fencing.ErrStale):
 		return safety.Stale
+	case errors.Is(err, fencing.ErrVersionMismatch):
+		return safety.Conflict
 	case errors.As(err, &api):
 		return safety.Fail
 	}
@@ -604,8 +617,10 @@ func runCheckRMW(ctx context.Context, f *factory, opts *rmwOptions) error {
 		}
 	}
 	e, err := fc.Get(ctx, opts.Key)
+	var version uint64
 	switch {
 	case err == nil:
+		version = e.Version
 		if res.Read, _, err = safety.ParseValue(e.Value); err != nil {
 			return finish(err)
 		}
@@ -622,7 +637,88 @@ func runCheckRMW(ctx context.Context, f *factory, opts *rmwOptions) error {
 		}
 	}
 	res.Wrote = res.Read + 1
-	_, err = fc.Put(ctx, opts.Key, safety.FormatValue(res.Wrote, res.ID), tok, scope)
+	var putOpts []fencing.PutOption
+	if opts.IfMatch {
+		putOpts = append(putOpts, fencing.IfMatch(version))
+	}
+	_, err = fc.Put(ctx, opts.Key, safety.FormatValue(res.Wrote, res.ID), tok, scope, putOpts...)
 	res.Write = rmwOutcome(err)
 	return finish(err)
+}
+
+// ---- redsync-lock: `coordctl lock` for the redsync process clients ----
+
+type redsyncLockOptions struct {
+	Redis   string
+	Prefix  string
+	TTL     time.Duration
+	Timeout time.Duration
+	Command []string
+}
+
+func newCheckRedsyncLockCmd(f *factory) *cobra.Command {
+	opts := &redsyncLockOptions{}
+	cmd := &cobra.Command{
+		Use:    "redsync-lock --redis ADDR --prefix P -- COMMAND [ARG...]",
+		Short:  "Run a command while holding a check's redsync lock (run by lock-safety --lock redsync)",
+		Hidden: true,
+		Long: `Take the redsync lock of a lock-safety run (keys under --prefix on --redis), run
+the command with $COORD_LOCK_NAME and $COORD_FENCING_TOKEN (the grant's number:
+redsync has no token), unlock when it exits, and exit with its status. Like a
+user's wrapper around redsync, nothing stops the command when the lock expires.`,
+		Example: `  coordctl check redsync-lock --redis 127.0.0.1:6379 --prefix coordkit-safety-x/ -- coordctl check rmw --url URL --id x-1`,
+		Args:    argsUsage(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Command = args
+			return runCheckRedsyncLock(cmd.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Redis, "redis", "", "the Redis server, host:port")
+	fl.StringVar(&opts.Prefix, "prefix", "", "the run's key prefix")
+	fl.DurationVar(&opts.TTL, "ttl", 2*time.Second, "the lock's expiry")
+	fl.DurationVar(&opts.Timeout, "timeout", 5*time.Second, "give up acquiring after this long")
+	return cmd
+}
+
+func runCheckRedsyncLock(ctx context.Context, f *factory, opts *redsyncLockOptions) error {
+	if opts.Redis == "" || opts.Prefix == "" {
+		return usageErrorf("--redis and --prefix are required")
+	}
+	actx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	hold, err := safety.HoldRedsync(actx, opts.Redis, opts.Prefix, opts.TTL, f.Global.DialTimeout)
+	if err != nil {
+		return mark(errNotAcquired, err)
+	}
+	release := func() {
+		rctx, rcancel := context.WithTimeout(context.Background(), f.Global.CommandTimeout)
+		defer rcancel()
+		_ = hold.Release(rctx)
+	}
+	sigs, stopSigs := f.Signals()
+	defer stopSigs()
+	child, err := childproc.Start(childproc.Config{
+		Path: opts.Command[0], Args: opts.Command[1:],
+		Env:   map[string]string{envLockName: safety.Scope, envFencingToken: strconv.FormatUint(hold.Token(), 10)},
+		Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut, KillGrace: childproc.DefaultKillGrace,
+	})
+	if err != nil {
+		release()
+		return &childStartError{err: err}
+	}
+	for {
+		select {
+		case <-child.Done():
+			release()
+			if code := child.ExitCode(); code != 0 {
+				return &childExitError{code: code}
+			}
+			return nil
+		case sig := <-sigs:
+			if s, ok := sig.(syscall.Signal); ok {
+				_ = child.Signal(s)
+			}
+		}
+	}
 }

@@ -46,6 +46,8 @@ type Result struct {
 	FinalValue   int `json:"final_value"`
 	// StaleRejected is the resource's count of stale requests it refused.
 	StaleRejected int `json:"stale_rejected"`
+	// Conflicts counts the writes refused by If-Match (ModeIfMatch).
+	Conflicts int `json:"conflicts,omitempty"`
 	// OverlappingHolders counts holders (tokens) that sent a write after a
 	// holder with a larger token had been granted the lock: the lock alone
 	// did not exclude them. With fencing these writes are refused or
@@ -100,6 +102,11 @@ func Check(h History) Result {
 	}
 	sort.Ints(keys)
 	r := Result{StaleRejected: h.Rejected, Linearizable: true, Violations: []Violation{}}
+	for _, op := range h.Ops {
+		if op.Kind == OpWrite && op.Outcome == Conflict {
+			r.Conflicts++
+		}
+	}
 	for _, k := range keys {
 		s := checkSlot(*slots[k])
 		r.Ops += s.Ops
@@ -323,7 +330,8 @@ func lostUpdates(writes []Write) []Violation {
 
 // overlappingHolders counts the tokens that sent a write (of any outcome
 // but Fail) after a larger token had been granted, by the clients' clock;
-// and those whose write or fence the resource refused as stale, or
+// and those whose write or fence the resource refused as stale (or, with
+// If-Match, because another holder wrote since their read), or
 // admitted below a larger token (the violations found so far): either
 // proves that a later holder had been granted while they still acted.
 func overlappingHolders(ops []Op, found []Violation) int {
@@ -352,7 +360,7 @@ func overlappingHolders(ops []Op, found []Violation) int {
 		}
 	}
 	for _, op := range ops {
-		if (op.Kind == OpWrite || op.Kind == OpFence) && op.Outcome == Stale {
+		if (op.Kind == OpWrite || op.Kind == OpFence) && (op.Outcome == Stale || op.Outcome == Conflict) {
 			overlapped[op.Token] = true
 		}
 		if op.Kind != OpWrite || op.Outcome == Fail {

@@ -21,6 +21,9 @@ const (
 	Fail    Outcome = "fail"    // certainly had no effect (refused before it was sent, or answered with an error)
 	Unknown Outcome = "unknown" // may or may not have taken effect (timeout, connection lost)
 	Stale   Outcome = "stale"   // rejected by the resource as stale (409); no effect
+	// Conflict: refused by an If-Match precondition (412), because the
+	// counter changed since the writer read it; no effect.
+	Conflict Outcome = "conflict"
 )
 
 // Op is one client operation with its call and return times (nanoseconds

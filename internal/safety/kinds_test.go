@@ -173,7 +173,7 @@ func redisAddr(t *testing.T) string {
 	if addr == "" {
 		t.Skip("COORDKIT_TEST_REDIS_ADDR is not set: no Redis to test redsync against")
 	}
-	l, err := dialRedsync(context.Background(), addr, 5*time.Second, time.Second, nil)
+	l, err := dialRedsync(context.Background(), addr, 5*time.Second, time.Second)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("COORDKIT_TEST_REDIS_ADDR=%s: %v", addr, err)

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
@@ -29,13 +28,20 @@ var ErrRedisUnreachable = errors.New("safety: redis unreachable")
 type redsyncLocks struct {
 	client *redis.Client
 	rs     *redsync.Redsync
+	addr   string
 	prefix string
 	ttl    time.Duration
-	tokens *atomic.Uint64
 }
 
-// dialRedsync connects to addr and checks it answers within timeout.
-func dialRedsync(ctx context.Context, addr string, timeout, ttl time.Duration, tokens *atomic.Uint64) (*redsyncLocks, error) {
+// dialRedsync connects to addr and checks it answers within timeout. Its
+// keys go under a new random prefix.
+func dialRedsync(ctx context.Context, addr string, timeout, ttl time.Duration) (*redsyncLocks, error) {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return dialRedsyncPrefix(ctx, addr, "coordkit-safety-"+hex.EncodeToString(b)+"/", timeout, ttl)
+}
+
+func dialRedsyncPrefix(ctx context.Context, addr, prefix string, timeout, ttl time.Duration) (*redsyncLocks, error) {
 	client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: timeout, MaxRetries: -1})
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -46,16 +52,32 @@ func dialRedsync(ctx context.Context, addr string, timeout, ttl time.Duration, t
 	// Reconnects during the run retry as go-redis does by default.
 	_ = client.Close()
 	client = redis.NewClient(&redis.Options{Addr: addr, DialTimeout: timeout})
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return &redsyncLocks{
-		client: client, rs: redsync.New(goredis.NewPool(client)),
-		prefix: "coordkit-safety-" + hex.EncodeToString(b) + "/", ttl: ttl, tokens: tokens,
-	}, nil
+	return &redsyncLocks{client: client, rs: redsync.New(goredis.NewPool(client)), addr: addr, prefix: prefix, ttl: ttl}, nil
+}
+
+// acquire takes a new redsync Mutex (each holding has its own random
+// value) and, once granted, numbers the grant with INCR of one Redis key
+// shared by the in-process and the process clients: redsync has no token.
+// The number orders holders for the checker; the resource never fences
+// with it.
+func (l *redsyncLocks) acquire(ctx context.Context) (redsyncTenure, error) {
+	m := l.rs.NewMutex(l.prefix+Scope, redsync.WithExpiry(l.ttl))
+	if err := m.LockContext(ctx); err != nil {
+		return redsyncTenure{}, err
+	}
+	n, err := l.client.Incr(ctx, l.prefix+"grants").Result()
+	if err != nil {
+		_, _ = m.UnlockContext(context.Background())
+		return redsyncTenure{}, fmt.Errorf("safety: number the redsync grant: %w", err)
+	}
+	return redsyncTenure{m: m, token: uint64(n)}, nil
 }
 
 // lockFor is the lockFactory: every client locks the same name.
 func (l *redsyncLocks) lockFor(_ *clientv3.Client, _ int) (Lock, error) { return redsyncLock{l}, nil }
+
+// closeClient closes the client without deleting keys.
+func (l *redsyncLocks) closeClient() error { return l.client.Close() }
 
 // Close deletes the run's keys and closes the client.
 func (l *redsyncLocks) Close() error {
@@ -74,14 +96,12 @@ func (l *redsyncLocks) Close() error {
 
 type redsyncLock struct{ l *redsyncLocks }
 
-// Acquire takes a new redsync Mutex (each holding has its own random
-// value) and, once granted, numbers the grant: redsync has no token.
 func (a redsyncLock) Acquire(ctx context.Context) (Tenure, error) {
-	m := a.l.rs.NewMutex(a.l.prefix+Scope, redsync.WithExpiry(a.l.ttl))
-	if err := m.LockContext(ctx); err != nil {
+	t, err := a.l.acquire(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return redsyncTenure{m: m, token: a.l.tokens.Add(1)}, nil
+	return t, nil
 }
 
 func (a redsyncLock) Close() error { return nil }
@@ -110,6 +130,45 @@ func (t redsyncTenure) Release(ctx context.Context) error {
 		return lock.ErrNotHeld
 	case err == nil:
 		return lock.ErrNotHeld
+	}
+	return err
+}
+
+// RedsyncHold is one holding of the run's redsync lock by a process
+// client (`coordctl check redsync-lock`): the supervisor of its command,
+// as `coordctl lock` is for coordkit's lock.
+type RedsyncHold struct {
+	l *redsyncLocks
+	t redsyncTenure
+}
+
+// HoldRedsync takes the redsync lock of the run whose keys are under
+// prefix, on the Redis at addr.
+func HoldRedsync(ctx context.Context, addr, prefix string, ttl, dialTimeout time.Duration) (*RedsyncHold, error) {
+	l, err := dialRedsyncPrefix(ctx, addr, prefix, dialTimeout, ttl)
+	if err != nil {
+		return nil, err
+	}
+	t, err := l.acquire(ctx)
+	if err != nil {
+		_ = l.closeClient()
+		return nil, err
+	}
+	return &RedsyncHold{l: l, t: t}, nil
+}
+
+// Token is the grant's number (not a fencing token).
+func (h *RedsyncHold) Token() uint64 { return h.t.token }
+
+// Release unlocks (an expired lock is not an error here) and closes the
+// client.
+func (h *RedsyncHold) Release(ctx context.Context) error {
+	err := h.t.Release(ctx)
+	if errors.Is(err, lock.ErrNotHeld) {
+		err = nil
+	}
+	if cerr := h.l.closeClient(); err == nil {
+		err = cerr
 	}
 	return err
 }

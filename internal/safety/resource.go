@@ -148,7 +148,8 @@ func (h *httpResource) Close() error {
 }
 
 // outcomeOf classifies a reference-resource error: refused as stale,
-// answered with another error (no effect), or unknown (no answer).
+// refused by If-Match, answered with another error (no effect), or unknown
+// (no answer).
 func outcomeOf(err error) Outcome {
 	var api *fencing.APIError
 	switch {
@@ -156,6 +157,8 @@ func outcomeOf(err error) Outcome {
 		return OK
 	case errors.Is(err, fencing.ErrStale):
 		return Stale
+	case errors.Is(err, fencing.ErrVersionMismatch):
+		return Conflict
 	case errors.As(err, &api):
 		return Fail
 	}

@@ -134,17 +134,21 @@ func (c Config) dialTimeout() time.Duration {
 }
 
 // ProcessClients reports whether the run has the process clients: a
-// coordctl binary, coordkit's mutex or election, and the HTTP resource
-// (their command, `coordctl check rmw`, speaks HTTP).
+// coordctl binary, a mutex (coordkit's or redsync) or an election, and the
+// HTTP resource (their command, `coordctl check rmw`, speaks HTTP).
 func (c Config) ProcessClients() bool {
-	return c.Coordctl != "" && c.lock() == LockCoordkit && c.kind() == KindMutex && c.resource() == ResourceHTTP
+	return c.Coordctl != "" && c.kind() == KindMutex && c.resource() == ResourceHTTP
 }
 
 // DefaultKinds are the faults that apply to cfg: all of them for
 // coordkit's locks (sigstop-child with process clients); for redsync only
-// freeze-client, because the others are faults of the etcd cluster.
+// freeze-client and sigstop-child, because the others are faults of the
+// etcd cluster.
 func (c Config) DefaultKinds() []FaultKind {
 	if c.lock() == LockRedsync {
+		if c.ProcessClients() {
+			return []FaultKind{FaultFreezeClient, FaultSigstop}
+		}
 		return []FaultKind{FaultFreezeClient}
 	}
 	kinds := []FaultKind{FaultIsolateMember, FaultIsolateLeader, FaultCutClient, FaultStopMember, FaultFreezeClient}
@@ -213,6 +217,7 @@ type Report struct {
 	FinalValue         int            `json:"final_value"`
 	Faults             map[string]int `json:"faults"`
 	StaleRejected      int            `json:"stale_rejected"`
+	Conflicts          int            `json:"conflicts,omitempty"`
 	OverlappingHolders int            `json:"overlapping_holders"`
 	LostUpdates        int            `json:"lost_updates"`
 	MaxHolders         int            `json:"max_holders"`
@@ -243,7 +248,7 @@ func NewReport(cfg Config, elapsed time.Duration, faults map[string]int, r Resul
 		Mode: cfg.Mode(), Seed: cfg.Seed, Fencing: cfg.Fencing, FenceFirst: !cfg.NoFenceFirst && cfg.lock() == LockCoordkit,
 		DurationS: float64(elapsed.Round(10*time.Millisecond)) / float64(time.Second),
 		Ops:       r.Ops, Acquisitions: r.Acquisitions, Writes: r.Writes, FinalValue: r.FinalValue,
-		Faults: faults, StaleRejected: r.StaleRejected, OverlappingHolders: r.OverlappingHolders,
+		Faults: faults, StaleRejected: r.StaleRejected, Conflicts: r.Conflicts, OverlappingHolders: r.OverlappingHolders,
 		LostUpdates: r.LostUpdates, MaxHolders: r.MaxHolders, ReaderAcquisitions: r.ReaderAcquisitions, MaxReaders: r.MaxReaders,
 		Violations: len(r.Violations), Linearizable: r.Linearizable,
 	}
@@ -270,12 +275,12 @@ func Run(ctx context.Context, cfg Config) (Report, History, error) {
 	r := &run{cfg: cfg, faults: map[string]int{}, execSpans: map[string][2]int64{}}
 	switch cfg.lock() {
 	case LockRedsync:
-		rl, err := dialRedsync(ctx, cfg.RedisAddr, cfg.dialTimeout(), cfg.TTL, &r.tokens)
+		rl, err := dialRedsync(ctx, cfg.RedisAddr, cfg.dialTimeout(), cfg.TTL)
 		if err != nil {
 			return Report{}, History{}, err
 		}
 		defer rl.Close()
-		r.locks = rl.lockFor
+		r.locks, r.redsync = rl.lockFor, rl
 	default:
 		cluster, err := etcdembed.StartCluster(ctx, etcdembed.ClusterConfig{
 			DataDir: filepath.Join(cfg.DataDir, "etcd"), UnsafeNoFsync: true,
@@ -364,7 +369,7 @@ type run struct {
 	start   time.Time
 	resURL  string // the HTTP resource's URL, for the process clients
 	workers []*worker
-	tokens  atomic.Uint64 // the harness's tokens of a token-less lock
+	redsync *redsyncLocks // the redsync lock's Redis, if that is the lock
 	holder  atomic.Int64  // the client holding the lock now, 0 if none known
 	granted atomic.Uint64 // the largest token granted so far
 
@@ -747,7 +752,7 @@ func (r *run) healAll() {
 // apply applies one step and returns what undoes it.
 func (r *run) apply(ctx context.Context, s Step) (undo func()) {
 	heal := func() { r.cluster.Heal() }
-	if r.cluster == nil && s.Kind != FaultFreezeClient {
+	if r.cluster == nil && s.Kind != FaultFreezeClient && s.Kind != FaultSigstop {
 		r.progressf("%s: no etcd cluster in this run, skipped", s.Kind)
 		return func() {}
 	}

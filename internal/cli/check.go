@@ -266,7 +266,7 @@ func (r checkReport) WriteSimple(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "%s: %s  (fencing %s, seed %d, %.1fs)\n", r.Check, verdict, fencingState, r.Seed, r.DurationS)
 	if r.Lock != "" && (r.Lock != safety.LockCoordkit || (r.Kind != "" && r.Kind != safety.KindMutex) || r.Resource == safety.ResourceSQL) {
-		fmt.Fprintf(&b, "  lock:                %s %s (at most %d holders), resource %s\n", r.Lock, r.Kind, r.Limit, r.Resource)
+		fmt.Fprintf(&b, "  lock:                %s %s (at most %d at once), resource %s\n", r.Lock, r.Kind, r.Limit, r.Resource)
 	}
 	fmt.Fprintf(&b, "  operations:          %d (%d acquisitions, %d accepted writes, final counter %d)\n", r.Ops, r.Acquisitions, r.Writes, r.FinalValue)
 	if r.ReaderAcquisitions > 0 {

@@ -688,7 +688,10 @@ func runCheckRedsyncLock(ctx context.Context, f *factory, opts *redsyncLockOptio
 	actx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	hold, err := safety.HoldRedsync(actx, opts.Redis, opts.Prefix, opts.TTL, f.Global.DialTimeout)
-	if err != nil {
+	switch {
+	case errors.Is(err, safety.ErrRedisUnreachable):
+		return err
+	case err != nil:
 		return mark(errNotAcquired, err)
 	}
 	release := func() {

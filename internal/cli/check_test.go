@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/fencing"
@@ -439,4 +440,47 @@ func keys(m map[string]int) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestCheckRedsyncLock: the process clients' wrapper numbers its grants
+// from one Redis key, gives the command the number and the scope, and
+// passes the command's exit status through.
+func TestCheckRedsyncLock(t *testing.T) {
+	addr := os.Getenv("COORDKIT_TEST_REDIS_ADDR")
+	if addr == "" {
+		t.Skip("COORDKIT_TEST_REDIS_ADDR is not set: no Redis to run redsync against")
+	}
+	prefix := fmt.Sprintf("coordkit-test-%d/", time.Now().UnixNano())
+	rc := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() {
+		ctx := context.Background()
+		keys, _ := rc.Keys(ctx, prefix+"*").Result()
+		if len(keys) > 0 {
+			rc.Del(ctx, keys...)
+		}
+		_ = rc.Close()
+	})
+	ctx := context.Background()
+	if err := rc.Ping(ctx).Err(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("COORDKIT_TEST_REDIS_ADDR=%s: %v", addr, err)
+		}
+		t.Skipf("COORDKIT_TEST_REDIS_ADDR=%s does not answer: %v", addr, err)
+	}
+	hold := func(script string) cliResult {
+		return runInProcess(ctx, nil, "check", "redsync-lock", "--redis", addr, "--prefix", prefix, "--", "sh", "-c", script)
+	}
+	res := hold("echo $COORD_FENCING_TOKEN $COORD_LOCK_NAME")
+	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, "1 safety\n", res.Stdout)
+	res = hold("echo $COORD_FENCING_TOKEN; exit 7")
+	require.Equal(t, 7, res.Code, res.Stderr)
+	require.Equal(t, "2\n", res.Stdout)
+	n, err := rc.Exists(ctx, prefix+safety.Scope).Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "the lock was released")
+
+	res = runInProcess(ctx, nil, "check", "redsync-lock", "--redis", "127.0.0.1:1", "--prefix", prefix, "--dial-timeout", "1s", "--", "true")
+	require.Equal(t, exitError, res.Code)
+	require.Contains(t, res.Stderr, "127.0.0.1:1")
 }

@@ -110,12 +110,13 @@ lock-safety only:
   holders, each slot i its own counter fenced on scope "safety#i"). The check
   adds: never more holders live at once in the resource's log than the lock
   admits.
-  --lock redsync --redis ADDR runs the same clients and the frozen-client fault
-  with redsync (a Redis lock without fencing tokens) twice, unfenced and with
-  the resource in If-Match mode (each write conditional on the version read),
-  and coordkit's lock fenced under the same faults, and prints one table. The
-  etcd faults and the SIGSTOP of process clients do not apply to it. Redis keys
-  go under a random per-run prefix and are deleted at the end.
+  --lock redsync --redis ADDR runs the same clients with redsync (a Redis lock
+  without fencing tokens) twice, unfenced and with the resource in If-Match mode
+  (each write conditional on the version read), and coordkit's lock fenced, all
+  under the same faults, and prints one table. Only freeze-client and
+  sigstop-child apply (the process clients run 'coordctl check redsync-lock');
+  the etcd faults do not. Redis keys go under a random per-run prefix and are
+  deleted at the end.
   --resource sql --driver sqlite|postgres|mysql [--dsn DSN] protects a counter
   row in a SQL database, fenced with fencing/sqlfence (tables with a random
   per-run prefix, dropped at the end; SQLite defaults to a file in the data dir).

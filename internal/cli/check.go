@@ -109,7 +109,7 @@ lock-safety only:
   fenced on scope "safety"; even clients read and share) or semaphore (--limit N
   holders, each slot i its own counter fenced on scope "safety#i"). The check
   adds: never more holders live at once in the resource's log than the lock
-  admits.
+  admits. These kinds run without process clients (no sigstop-child).
   --lock redsync --redis ADDR runs the same clients with redsync (a Redis lock
   without fencing tokens) twice, unfenced and with the resource in If-Match mode
   (each write conditional on the version read), and coordkit's lock fenced, all
@@ -120,6 +120,7 @@ lock-safety only:
   --resource sql --driver sqlite|postgres|mysql [--dsn DSN] protects a counter
   row in a SQL database, fenced with fencing/sqlfence (tables with a random
   per-run prefix, dropped at the end; SQLite defaults to a file in the data dir).
+  No process clients (they speak HTTP), so no sigstop-child.
 
 Output: a summary with the command that replays the schedule (-w json: one
 object); with several runs a table. Exit 0 when passed, 1 when a violation was

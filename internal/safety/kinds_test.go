@@ -183,3 +183,18 @@ func redisAddr(t *testing.T) string {
 	require.NoError(t, l.Close())
 	return addr
 }
+
+// A database that does not answer fails the run within the dial timeout,
+// before any cluster starts, naming the engine and not the password.
+func TestSQLUnreachable(t *testing.T) {
+	for driver, dsn := range map[string]string{
+		"postgres": "postgres://u:secretpw@127.0.0.1:1/x?sslmode=disable",
+		"mysql":    "u:secretpw@tcp(127.0.0.1:1)/x",
+	} {
+		_, _, err := Run(context.Background(), Config{Target: TargetLock, Duration: time.Second, Clients: 2, TTL: time.Second,
+			DataDir: t.TempDir(), DialTimeout: time.Second, Resource: ResourceSQL, SQLDriver: driver, SQLDSN: dsn})
+		require.ErrorIs(t, err, ErrDatabaseUnreachable, driver)
+		require.Contains(t, err.Error(), driver)
+		require.NotContains(t, err.Error(), "secretpw")
+	}
+}

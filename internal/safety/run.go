@@ -73,8 +73,9 @@ type Config struct {
 	// Coordctl is the path of a coordctl binary. When set, one extra client
 	// runs as `coordctl lock NAME -- coordctl check rmw ...` processes (for
 	// an election, `coordctl sidecar ... -- coordctl check rmw ...`) and
-	// the nemesis SIGSTOPs them; when empty that fault is left out. It
-	// applies only to coordkit's mutex and election with the HTTP
+	// the nemesis SIGSTOPs them; with redsync, `coordctl check
+	// redsync-lock ... -- coordctl check rmw ...`. When empty that fault is
+	// left out. It applies only to mutexes and elections with the HTTP
 	// resource (ProcessClients).
 	Coordctl string
 	// Kinds are the faults to apply; nil means all that apply.
@@ -273,6 +274,23 @@ func Run(ctx context.Context, cfg Config) (Report, History, error) {
 		return Report{}, History{}, err
 	}
 	r := &run{cfg: cfg, faults: map[string]int{}, execSpans: map[string][2]int64{}}
+	// The resource first: an unreachable database fails before a cluster
+	// is started.
+	switch cfg.resource() {
+	case ResourceSQL:
+		res, err := openSQLResource(ctx, cfg)
+		if err != nil {
+			return Report{}, History{}, err
+		}
+		r.res = res
+	default:
+		res, err := startHTTPResource(cfg.DataDir, cfg.Mode())
+		if err != nil {
+			return Report{}, History{}, err
+		}
+		r.res, r.resURL = res, res.URL()
+	}
+	defer r.res.Close()
 	switch cfg.lock() {
 	case LockRedsync:
 		rl, err := dialRedsync(ctx, cfg.RedisAddr, cfg.dialTimeout(), cfg.TTL)
@@ -293,21 +311,6 @@ func Run(ctx context.Context, cfg Config) (Report, History, error) {
 		r.locks = coordkitLocks(cfg)
 	}
 
-	switch cfg.resource() {
-	case ResourceSQL:
-		res, err := openSQLResource(ctx, cfg)
-		if err != nil {
-			return Report{}, History{}, err
-		}
-		r.res = res
-	default:
-		res, err := startHTTPResource(cfg.DataDir, cfg.Mode())
-		if err != nil {
-			return Report{}, History{}, err
-		}
-		r.res, r.resURL = res, res.URL()
-	}
-	defer r.res.Close()
 	r.start = time.Now()
 
 	for i := 1; i <= cfg.Clients; i++ {

@@ -36,12 +36,13 @@ bench: build
 scenarios: build
 	./bin/coordctl scenario run --all
 
-## check-long: minute-long Jepsen-style safety checks on a three-member etcd.
+## check-long: Jepsen-style safety checks on a three-member etcd, 10 seeds x 60 s per check
+## and mode (about 40 minutes); each prints a row per seed and a summary line.
 check-long: build
-	./bin/coordctl check lock-safety --duration 60s --seed 42
-	./bin/coordctl check lock-safety --duration 60s --seed 42 --no-fencing
-	./bin/coordctl check election-safety --duration 60s --seed 42
-	./bin/coordctl check election-safety --duration 60s --seed 42 --no-fencing
+	./bin/coordctl check lock-safety --seeds 1..10 --duration 60s
+	./bin/coordctl check lock-safety --seeds 1..10 --duration 60s --no-fencing
+	./bin/coordctl check election-safety --seeds 1..10 --duration 60s
+	./bin/coordctl check election-safety --seeds 1..10 --duration 60s --no-fencing
 
 ## lab: the Raft lab with its live page on http://127.0.0.1:7071/ (and the shell here).
 lab: build

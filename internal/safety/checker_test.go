@@ -172,3 +172,67 @@ func TestSafetyCheckerHandMade(t *testing.T) {
 		})
 	}
 }
+
+func TestMaxHolders(t *testing.T) {
+	// Token 2 read value 1 (seq 1), froze while token 3 wrote seq 2 and 3,
+	// then wrote value 2 at seq 4: it was live across token 3's writes.
+	lost := []Write{
+		{Seq: 1, Token: 1, Value: 1}, {Seq: 2, Token: 3, Value: 2}, {Seq: 3, Token: 3, Value: 3}, {Seq: 4, Token: 2, Value: 2},
+	}
+	require.Equal(t, 2, maxHolders(lost))
+	// Holders one after the other, each building on the last write.
+	seq := []Write{{Seq: 1, Token: 1, Value: 1}, {Seq: 2, Token: 1, Value: 2}, {Seq: 3, Token: 4, Value: 3}, {Seq: 4, Token: 5, Value: 4}}
+	require.Equal(t, 1, maxHolders(seq))
+	// Two slots interleaved: one holder per slot.
+	slots := []Write{{Seq: 1, Token: 1, Value: 1}, {Seq: 2, Token: 2, Value: 1, Slot: 1}, {Seq: 3, Token: 1, Value: 2}, {Seq: 4, Token: 2, Value: 2, Slot: 1}}
+	require.Equal(t, 2, maxHolders(slots))
+	r := Check(History{Fenced: true, Limit: 1, Writes: slots, Ops: []Op{
+		{Kind: OpWrite, ID: "", Outcome: Unknown},
+	}})
+	require.Equal(t, 2, r.MaxHolders)
+	require.Equal(t, 2, r.Slots)
+	require.Contains(t, kinds(r.Violations), KindTooManyHolders)
+}
+
+// With If-Match, a late holder whose write built on the latest version is
+// admitted below a larger token: not a violation there, and one where
+// tokens are checked (unfenced: a finding).
+func TestCheckIfMatch(t *testing.T) {
+	b := &hist{}
+	b.holder(1, 5, 0, "a")
+	b.op(2, OpAcquire, 7, 0, "", OK)
+	b.op(2, OpRead, 7, 1, "", OK).op(2, OpWrite, 7, 2, "b", OK).logged(7, 2, "b")
+	// Holder 5 was frozen; its write built on version 2 and was admitted.
+	b.op(1, OpRead, 5, 2, "", OK).op(1, OpWrite, 5, 3, "c", OK).logged(5, 3, "c")
+	// Another late write whose version had moved on: refused by If-Match.
+	b.op(3, OpAcquire, 6, 0, "", OK).op(3, OpWrite, 6, 2, "d", Conflict)
+	b.h.IfMatch = true
+	r := Check(b.h)
+	require.Empty(t, r.Violations)
+	require.True(t, r.Linearizable)
+	require.Zero(t, r.LostUpdates)
+	require.Equal(t, 1, r.Conflicts)
+	require.GreaterOrEqual(t, r.OverlappingHolders, 2, "the late write and the refused one both overlapped")
+
+	b.h.IfMatch = false
+	require.Contains(t, kinds(Check(b.h).Violations), KindStaleAdmitted)
+}
+
+// Readers of a read-write lock are counted apart and shared.
+func TestCheckReaders(t *testing.T) {
+	h := History{Ops: []Op{
+		{Client: 2, Kind: OpAcquire, Token: 10, Reader: true, Call: 0, Return: 10, Outcome: OK},
+		{Client: 4, Kind: OpAcquire, Token: 11, Reader: true, Call: 5, Return: 20, Outcome: OK},
+		{Client: 2, Kind: OpRead, Token: 10, Reader: true, Call: 21, Return: 25, Outcome: OK},
+		{Client: 2, Kind: OpRelease, Token: 10, Reader: true, Call: 30, Return: 35, Outcome: OK},
+		{Client: 4, Kind: OpRelease, Token: 11, Reader: true, Call: 40, Return: 45, Outcome: OK},
+		{Client: 1, Kind: OpAcquire, Token: 12, Call: 41, Return: 50, Outcome: OK},
+		{Client: 3, Kind: OpAcquire, Token: 13, Reader: true, Call: 60, Return: 0, Outcome: Fail},
+	}}
+	r := Check(h)
+	require.Equal(t, 2, r.ReaderAcquisitions)
+	require.Equal(t, 2, r.MaxReaders)
+	require.Equal(t, 1, r.Acquisitions, "writers only")
+	require.Zero(t, r.OverlappingHolders, "a reader's larger token does not make a writer overlap")
+	require.Empty(t, r.Violations)
+}

@@ -14,8 +14,21 @@
 // with Config.Coordctl, by SIGSTOP of a real `coordctl lock` process and
 // the command it runs.
 //
+// Two consumer-side interfaces make the check pluggable. Lock (one per
+// client, granting Tenures with a token, a fencing scope and a slot) is the
+// lock under test: coordkit's Mutex, RWMutex (odd clients write, even
+// clients read and share), Semaphore (a counter and scope "safety#i" per
+// slot) and Election, or redsync on Redis (no token: the harness numbers
+// the grants with a Redis INCR to order them, and never fences with that
+// number; the etcd faults do not apply, only freeze-client and
+// sigstop-child). Resource is the protected resource: coordkit's reference
+// store (fenced, unfenced, or If-Match: each write conditional on the
+// version read) or a counter row per slot in a SQL database, fenced with
+// fencing/sqlfence.
+//
 // Check is the checker, pure logic over a recorded History (the clients'
-// operations with call and return times, and the resource's audit log):
+// operations with call and return times, and the resource's audit log),
+// each slot's counter on its own:
 //
 //   - stale-admitted: the resource accepted a write whose token was below a
 //     token it had already admitted (an earlier write in its log, or a fence
@@ -29,6 +42,13 @@
 //     fencing floor (porcupine), with writes of unknown outcome resolved by
 //     the log;
 //   - acked-missing and unexplained-write: the log and the clients disagree.
+//   - too-many-holders: with fencing, more holders live at once in the log
+//     than the lock admits (a holder is live from just after the write its
+//     read-modify-write built on to its last accepted write).
+//
+// With If-Match, a late write that built on the latest version is
+// admitted whatever its token, so stale-admitted is not checked there; lost
+// updates are.
 //
 // What it guarantees: a fenced run that reports no violations saw none in
 // the history it recorded, for the faults it injected. What it does not:

@@ -52,17 +52,27 @@ func (r *run) execLoop(ctx context.Context) {
 
 func (r *run) execOnce(ctx context.Context, id string) {
 	bin := r.cfg.Coordctl
-	args := []string{"--endpoints", strings.Join(r.cluster.Endpoints(), ","), "--dial-timeout", "2s", "--command-timeout", "3s"}
-	if r.cfg.Target == TargetElection {
+	var args []string
+	switch {
+	case r.redsync != nil:
+		// The same supervisor role as `coordctl lock`, with redsync: no
+		// loss detection, so nothing stops the command when the lock
+		// expires, and no token: the command does not fence.
+		args = append(args, "check", "redsync-lock", "--redis", r.redsync.addr, "--prefix", r.redsync.prefix,
+			"--ttl", r.cfg.TTL.String(), "--timeout", "5s", "--dial-timeout", "2s")
+	case r.cfg.Target == TargetElection:
 		// The sidecar's child mode: the command runs while this instance
 		// leads; when it exits, the sidecar resigns and exits.
+		args = append(args, r.etcdFlags()...)
 		args = append(args, "sidecar", "--election", Scope, "--id", id, "--listen", "127.0.0.1:0",
 			"--ttl", r.cfg.TTL.String(), "--kill-grace", "500ms")
-	} else {
+	default:
+		args = append(args, r.etcdFlags()...)
 		args = append(args, "lock", Scope, "--ttl", r.cfg.TTL.String(), "--timeout", "5s", "--kill-grace", "500ms")
 	}
 	args = append(args, "--", bin, "check", "rmw", "--url", r.resURL, "--key", counterKey, "--id", id,
-		"--work", rmwWork.String(), "--fence="+strconv.FormatBool(!r.cfg.NoFenceFirst), "-w", "json")
+		"--work", rmwWork.String(), "--fence="+strconv.FormatBool(!r.cfg.NoFenceFirst && !r.tokenless()),
+		"--if-match="+strconv.FormatBool(r.cfg.IfMatch), "-w", "json")
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var out bytes.Buffer
@@ -120,6 +130,10 @@ func (r *run) execOnce(ctx context.Context, id string) {
 			r.record(Op{Client: c, Kind: OpWrite, Token: res.Token, Value: res.Wrote, ID: res.ID, Call: start, Return: end, Outcome: res.Write})
 		}
 	}
+}
+
+func (r *run) etcdFlags() []string {
+	return []string{"--endpoints", strings.Join(r.cluster.Endpoints(), ","), "--dial-timeout", "2s", "--command-timeout", "3s"}
 }
 
 // execOpsFromLog gives a write in the log by a process client that
@@ -190,7 +204,11 @@ func (r *run) sigstop(ctx context.Context, s Step) func() {
 	_ = syscall.Kill(pid, syscall.SIGSTOP)
 	_ = syscall.Kill(-child, syscall.SIGSTOP)
 	r.countFault(FaultSigstop)
-	r.progressf("SIGSTOP coordctl %s (pid %d) and its command (pid %d) for %s", map[Target]string{TargetLock: "lock", TargetElection: "sidecar"}[r.cfg.Target], pid, child, s.Hold.Round(time.Millisecond))
+	what := map[Target]string{TargetLock: "lock", TargetElection: "sidecar"}[r.cfg.Target]
+	if r.redsync != nil {
+		what = "check redsync-lock"
+	}
+	r.progressf("SIGSTOP coordctl %s (pid %d) and its command (pid %d) for %s", what, pid, child, s.Hold.Round(time.Millisecond))
 	return func() {
 		_ = syscall.Kill(-child, syscall.SIGCONT)
 		time.Sleep(50 * time.Millisecond)

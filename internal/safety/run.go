@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"net/url"
 	"path/filepath"
 	"sort"
@@ -18,7 +17,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/coordkit/coordkit/election"
-	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/etcdembed"
 	"github.com/coordkit/coordkit/internal/faultproxy"
 	"github.com/coordkit/coordkit/lock"
@@ -46,21 +44,119 @@ type Config struct {
 	// Fencing makes the resource check tokens; false runs the same
 	// workload and schedule against a resource that does not.
 	Fencing bool
+	// IfMatch (with Fencing false, HTTP resource) makes each write
+	// conditional on the version its writer read: ModeIfMatch.
+	IfMatch bool
 	// NoFenceFirst makes holders skip the fence (POST /v1/fence) they
 	// otherwise send before their first read: the window it closes, between
 	// a new holder's grant and its first write, is then open.
 	NoFenceFirst bool
+	// Lock is the lock implementation; "" means LockCoordkit.
+	Lock LockImpl
+	// Kind is the kind of coordkit lock (TargetLock); "" means KindMutex.
+	Kind Kind
+	// Limit is the semaphore's limit (KindSemaphore); 0 means 2.
+	Limit int
+	// RedisAddr is the Redis server of LockRedsync (host:port).
+	RedisAddr string
+	// DialTimeout bounds the first contact with Redis or the SQL
+	// database; 0 means 5s.
+	DialTimeout time.Duration
+	// Resource is the protected resource; "" means ResourceHTTP.
+	Resource ResourceImpl
+	// SQLDriver (sqlite, postgres or mysql) and SQLDSN name the database
+	// of ResourceSQL; an empty DSN with sqlite means a file in DataDir.
+	SQLDriver string
+	SQLDSN    string
 	// DataDir holds the cluster's and the resource's data; required.
 	DataDir string
 	// Coordctl is the path of a coordctl binary. When set, one extra client
 	// runs as `coordctl lock NAME -- coordctl check rmw ...` processes (for
 	// an election, `coordctl sidecar ... -- coordctl check rmw ...`) and
-	// the nemesis SIGSTOPs them; when empty that fault is left out.
+	// the nemesis SIGSTOPs them; with redsync, `coordctl check
+	// redsync-lock ... -- coordctl check rmw ...`. When empty that fault is
+	// left out. It applies only to mutexes and elections with the HTTP
+	// resource (ProcessClients).
 	Coordctl string
 	// Kinds are the faults to apply; nil means all that apply.
 	Kinds []FaultKind
 	// Progress receives one line per fault; nil discards.
 	Progress io.Writer
+}
+
+func (c Config) lock() LockImpl {
+	if c.Lock == "" {
+		return LockCoordkit
+	}
+	return c.Lock
+}
+
+func (c Config) kind() Kind {
+	if c.Kind == "" {
+		return KindMutex
+	}
+	return c.Kind
+}
+
+// limit is how many holders the lock admits at once.
+func (c Config) limit() int {
+	switch {
+	case c.kind() != KindSemaphore:
+		return 1
+	case c.Limit == 0:
+		return 2
+	}
+	return c.Limit
+}
+
+func (c Config) resource() ResourceImpl {
+	if c.Resource == "" {
+		return ResourceHTTP
+	}
+	return c.Resource
+}
+
+// Mode is how the resource protects the counter.
+func (c Config) Mode() Mode {
+	switch {
+	case c.Fencing:
+		return ModeFenced
+	case c.IfMatch:
+		return ModeIfMatch
+	}
+	return ModeUnfenced
+}
+
+func (c Config) dialTimeout() time.Duration {
+	if c.DialTimeout <= 0 {
+		return 5 * time.Second
+	}
+	return c.DialTimeout
+}
+
+// ProcessClients reports whether the run has the process clients: a
+// coordctl binary, a mutex (coordkit's or redsync) or an election, and the
+// HTTP resource (their command, `coordctl check rmw`, speaks HTTP).
+func (c Config) ProcessClients() bool {
+	return c.Coordctl != "" && c.kind() == KindMutex && c.resource() == ResourceHTTP
+}
+
+// DefaultKinds are the faults that apply to cfg: all of them for
+// coordkit's locks (sigstop-child with process clients); for redsync only
+// freeze-client and sigstop-child, because the others are faults of the
+// etcd cluster.
+func (c Config) DefaultKinds() []FaultKind {
+	if c.lock() == LockRedsync {
+		if c.ProcessClients() {
+			return []FaultKind{FaultFreezeClient, FaultSigstop}
+		}
+		return []FaultKind{FaultFreezeClient}
+	}
+	kinds := []FaultKind{FaultIsolateMember, FaultIsolateLeader, FaultCutClient, FaultStopMember, FaultFreezeClient}
+	if c.ProcessClients() {
+		kinds = append(kinds, FaultSigstop)
+	}
+	return kinds
 }
 
 // Validate checks the config.
@@ -76,6 +172,30 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: TTL must be at least 1s", ErrBadConfig)
 	case c.DataDir == "":
 		return fmt.Errorf("%w: DataDir is required", ErrBadConfig)
+	case c.lock() != LockCoordkit && c.lock() != LockRedsync:
+		return fmt.Errorf("%w: lock %q (want coordkit or redsync)", ErrBadConfig, c.Lock)
+	case c.kind() != KindMutex && c.kind() != KindRWMutex && c.kind() != KindSemaphore:
+		return fmt.Errorf("%w: kind %q (want mutex, rwmutex or semaphore)", ErrBadConfig, c.Kind)
+	case c.Target == TargetElection && (c.kind() != KindMutex || c.lock() != LockCoordkit):
+		return fmt.Errorf("%w: an election is coordkit's, of no kind", ErrBadConfig)
+	case c.lock() == LockRedsync && c.kind() != KindMutex:
+		return fmt.Errorf("%w: redsync is a mutex", ErrBadConfig)
+	case c.lock() == LockRedsync && c.RedisAddr == "":
+		return fmt.Errorf("%w: redsync needs a Redis address", ErrBadConfig)
+	case c.lock() == LockRedsync && c.Fencing:
+		return fmt.Errorf("%w: redsync has no fencing token; run it unfenced or with If-Match", ErrBadConfig)
+	case c.kind() == KindSemaphore && (c.limit() < 1 || c.limit() >= c.Clients):
+		return fmt.Errorf("%w: semaphore limit %d: want 1..clients-1", ErrBadConfig, c.limit())
+	case c.IfMatch && c.Fencing:
+		return fmt.Errorf("%w: If-Match replaces fencing; not both", ErrBadConfig)
+	case c.IfMatch && c.resource() != ResourceHTTP:
+		return fmt.Errorf("%w: If-Match needs the HTTP resource", ErrBadConfig)
+	case c.resource() != ResourceHTTP && c.resource() != ResourceSQL:
+		return fmt.Errorf("%w: resource %q (want http or sql)", ErrBadConfig, c.Resource)
+	case c.resource() == ResourceSQL && c.SQLDriver == "":
+		return fmt.Errorf("%w: the sql resource needs a driver", ErrBadConfig)
+	case c.resource() == ResourceSQL && c.SQLDriver != "sqlite" && c.SQLDSN == "":
+		return fmt.Errorf("%w: the sql resource on %s needs a DSN", ErrBadConfig, c.SQLDriver)
 	}
 	return nil
 }
@@ -83,6 +203,11 @@ func (c Config) Validate() error {
 // Report is the outcome of a run: the checker's result and what was done.
 type Report struct {
 	Check              string         `json:"check"`
+	Lock               LockImpl       `json:"lock"`
+	Kind               Kind           `json:"kind"`
+	Limit              int            `json:"limit"`
+	Resource           ResourceImpl   `json:"resource"`
+	Mode               Mode           `json:"mode"`
 	Seed               int64          `json:"seed"`
 	Fencing            bool           `json:"fencing"`
 	FenceFirst         bool           `json:"fence_first"`
@@ -93,8 +218,12 @@ type Report struct {
 	FinalValue         int            `json:"final_value"`
 	Faults             map[string]int `json:"faults"`
 	StaleRejected      int            `json:"stale_rejected"`
+	Conflicts          int            `json:"conflicts,omitempty"`
 	OverlappingHolders int            `json:"overlapping_holders"`
 	LostUpdates        int            `json:"lost_updates"`
+	MaxHolders         int            `json:"max_holders"`
+	ReaderAcquisitions int            `json:"reader_acquisitions,omitempty"`
+	MaxReaders         int            `json:"max_readers,omitempty"`
 	Violations         int            `json:"violations"`
 	Linearizable       bool           `json:"linearizable"`
 	Passed             bool           `json:"passed"`
@@ -102,18 +231,32 @@ type Report struct {
 	Examples []Violation `json:"examples,omitempty"`
 }
 
-// NewReport builds the report of a checked run. A fenced run passes when
-// the checker found nothing; an unfenced run passes when it completed (its
-// counts are the finding).
+// FaultTotal is the number of faults applied.
+func (r Report) FaultTotal() int {
+	n := 0
+	for _, v := range r.Faults {
+		n += v
+	}
+	return n
+}
+
+// NewReport builds the report of a checked run. A fenced or If-Match run
+// passes when the checker found nothing; an unfenced run passes when it
+// completed (its counts are the finding).
 func NewReport(cfg Config, elapsed time.Duration, faults map[string]int, r Result) Report {
 	rep := Report{
-		Check: string(cfg.Target) + "-safety", Seed: cfg.Seed, Fencing: cfg.Fencing, FenceFirst: !cfg.NoFenceFirst,
+		Check: string(cfg.Target) + "-safety", Lock: cfg.lock(), Kind: cfg.kind(), Limit: cfg.limit(), Resource: cfg.resource(),
+		Mode: cfg.Mode(), Seed: cfg.Seed, Fencing: cfg.Fencing, FenceFirst: !cfg.NoFenceFirst && cfg.lock() == LockCoordkit,
 		DurationS: float64(elapsed.Round(10*time.Millisecond)) / float64(time.Second),
 		Ops:       r.Ops, Acquisitions: r.Acquisitions, Writes: r.Writes, FinalValue: r.FinalValue,
-		Faults: faults, StaleRejected: r.StaleRejected, OverlappingHolders: r.OverlappingHolders,
-		LostUpdates: r.LostUpdates, Violations: len(r.Violations), Linearizable: r.Linearizable,
+		Faults: faults, StaleRejected: r.StaleRejected, Conflicts: r.Conflicts, OverlappingHolders: r.OverlappingHolders,
+		LostUpdates: r.LostUpdates, MaxHolders: r.MaxHolders, ReaderAcquisitions: r.ReaderAcquisitions, MaxReaders: r.MaxReaders,
+		Violations: len(r.Violations), Linearizable: r.Linearizable,
 	}
-	rep.Passed = !cfg.Fencing || (len(r.Violations) == 0 && r.Linearizable)
+	if cfg.Target == TargetElection {
+		rep.Kind = ""
+	}
+	rep.Passed = cfg.Mode() == ModeUnfenced || (len(r.Violations) == 0 && r.Linearizable)
 	if len(r.Violations) > 5 {
 		rep.Examples = r.Violations[:5]
 	} else if len(r.Violations) > 0 {
@@ -122,33 +265,53 @@ func NewReport(cfg Config, elapsed time.Duration, faults map[string]int, r Resul
 	return rep
 }
 
-// Run starts a three-member cluster with fault proxies and the protected
-// resource, runs the clients and the nemesis for cfg.Duration, reads the
-// resource's log and checks the history.
+// Run starts what cfg tests (a three-member cluster with fault proxies, or
+// a Redis client) and the protected resource, runs the clients and the
+// nemesis for cfg.Duration, reads the resource's log and checks the
+// history.
 func Run(ctx context.Context, cfg Config) (Report, History, error) {
 	if err := cfg.Validate(); err != nil {
 		return Report{}, History{}, err
 	}
-	cluster, err := etcdembed.StartCluster(ctx, etcdembed.ClusterConfig{
-		DataDir: filepath.Join(cfg.DataDir, "etcd"), UnsafeNoFsync: true,
-	})
-	if err != nil {
-		return Report{}, History{}, err
+	r := &run{cfg: cfg, faults: map[string]int{}, execSpans: map[string][2]int64{}}
+	// The resource first: an unreachable database fails before a cluster
+	// is started.
+	switch cfg.resource() {
+	case ResourceSQL:
+		res, err := openSQLResource(ctx, cfg)
+		if err != nil {
+			return Report{}, History{}, err
+		}
+		r.res = res
+	default:
+		res, err := startHTTPResource(cfg.DataDir, cfg.Mode())
+		if err != nil {
+			return Report{}, History{}, err
+		}
+		r.res, r.resURL = res, res.URL()
 	}
-	defer cluster.Close()
+	defer r.res.Close()
+	switch cfg.lock() {
+	case LockRedsync:
+		rl, err := dialRedsync(ctx, cfg.RedisAddr, cfg.dialTimeout(), cfg.TTL)
+		if err != nil {
+			return Report{}, History{}, err
+		}
+		defer rl.Close()
+		r.locks, r.redsync = rl.lockFor, rl
+	default:
+		cluster, err := etcdembed.StartCluster(ctx, etcdembed.ClusterConfig{
+			DataDir: filepath.Join(cfg.DataDir, "etcd"), UnsafeNoFsync: true,
+		})
+		if err != nil {
+			return Report{}, History{}, err
+		}
+		defer cluster.Close()
+		r.cluster = cluster
+		r.locks = coordkitLocks(cfg)
+	}
 
-	res, err := fencing.StartLocal(fencing.ResourceConfig{DataDir: filepath.Join(cfg.DataDir, "resource"), Unfenced: !cfg.Fencing})
-	if err != nil {
-		return Report{}, History{}, err
-	}
-	defer res.Close()
-
-	r := &run{
-		cfg: cfg, cluster: cluster, start: time.Now(), faults: map[string]int{}, execSpans: map[string][2]int64{},
-		resURL: res.URL,
-	}
-	r.httpc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	defer r.httpc.CloseIdleConnections()
+	r.start = time.Now()
 
 	for i := 1; i <= cfg.Clients; i++ {
 		w, err := r.newWorker(i)
@@ -162,12 +325,13 @@ func Run(ctx context.Context, cfg Config) (Report, History, error) {
 
 	kinds := cfg.Kinds
 	if kinds == nil {
-		kinds = []FaultKind{FaultIsolateMember, FaultIsolateLeader, FaultCutClient, FaultStopMember, FaultFreezeClient}
-		if cfg.Coordctl != "" {
-			kinds = append(kinds, FaultSigstop)
-		}
+		kinds = cfg.DefaultKinds()
 	}
-	steps := Schedule(cfg.Seed, kinds, cluster.Size(), cfg.Clients, cfg.TTL, cfg.Duration)
+	members := 3
+	if r.cluster != nil {
+		members = r.cluster.Size()
+	}
+	steps := Schedule(cfg.Seed, kinds, members, cfg.Clients, cfg.TTL, cfg.Duration)
 
 	rctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
@@ -177,7 +341,7 @@ func Run(ctx context.Context, cfg Config) (Report, History, error) {
 		go func() { defer wg.Done(); w.loop(rctx) }()
 	}
 	var execDone chan struct{}
-	if cfg.Coordctl != "" {
+	if cfg.ProcessClients() {
 		execDone = make(chan struct{})
 		go func() { defer close(execDone); r.execLoop(rctx) }()
 	}
@@ -188,14 +352,13 @@ func Run(ctx context.Context, cfg Config) (Report, History, error) {
 	}
 	elapsed := time.Since(r.start)
 
-	lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	lctx, lcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer lcancel()
-	fc := fencing.Client{BaseURL: r.resURL, HTTP: r.httpc}
-	lg, err := fc.Log(lctx, Scope)
+	writes, rejected, err := r.res.Log(lctx)
 	if err != nil {
 		return Report{}, History{}, fmt.Errorf("safety: read the resource's log: %w", err)
 	}
-	h := r.history(lg)
+	h := r.history(writes, rejected)
 	result := Check(h)
 	return NewReport(cfg, elapsed, r.faultCounts(), result), h, nil
 }
@@ -203,11 +366,13 @@ func Run(ctx context.Context, cfg Config) (Report, History, error) {
 // run is the state of one Run.
 type run struct {
 	cfg     Config
-	cluster *etcdembed.Cluster
+	cluster *etcdembed.Cluster // nil for a lock that does not use etcd
+	locks   lockFactory
+	res     Resource
 	start   time.Time
-	resURL  string
-	httpc   *http.Client
+	resURL  string // the HTTP resource's URL, for the process clients
 	workers []*worker
+	redsync *redsyncLocks // the redsync lock's Redis, if that is the lock
 	holder  atomic.Int64  // the client holding the lock now, 0 if none known
 	granted atomic.Uint64 // the largest token granted so far
 
@@ -219,6 +384,10 @@ type run struct {
 }
 
 func (r *run) now() int64 { return time.Since(r.start).Nanoseconds() }
+
+// tokenless: the lock has no fencing token (redsync); its holders neither
+// fence nor can be fenced.
+func (r *run) tokenless() bool { return r.cfg.lock() == LockRedsync }
 
 func (r *run) record(op Op) {
 	r.mu.Lock()
@@ -253,30 +422,25 @@ func (r *run) progressf(format string, args ...any) {
 }
 
 // history assembles the recorded ops and the resource's log.
-func (r *run) history(lg fencing.LogResult) History {
+func (r *run) history(writes []Write, rejected int) History {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h := History{Fenced: r.cfg.Fencing, Ops: append([]Op(nil), r.ops...), Rejected: lg.Rejected, End: r.now()}
-	for _, w := range lg.Writes {
-		if w.Key != counterKey {
-			continue
-		}
-		v, id, _ := ParseValue(w.Value)
-		h.Writes = append(h.Writes, Write{Seq: w.Seq, Token: uint64(w.Token), Value: v, ID: id})
-	}
+	h := History{Fenced: r.cfg.Fencing, IfMatch: r.cfg.IfMatch, Limit: r.cfg.limit(),
+		Ops: append([]Op(nil), r.ops...), Writes: writes, Rejected: rejected, End: r.now()}
 	r.execOpsFromLog(&h)
 	sort.Slice(h.Ops, func(i, j int) bool { return h.Ops[i].Call < h.Ops[j].Call })
 	return h
 }
 
 // worker is one in-process client: its own etcd client behind its own
-// proxies (so a freeze can stop its keepalives alone) and its acquirer.
+// proxies (so a freeze can stop its keepalives alone), if the lock uses
+// etcd, and its Lock.
 type worker struct {
 	r       *run
 	id      int
 	proxies []*faultproxy.Pausable
 	cli     *clientv3.Client
-	acq     acquirer
+	lk      Lock
 	freeze  chan time.Duration
 	seq     int
 	rng     *rand.Rand
@@ -285,6 +449,14 @@ type worker struct {
 func (r *run) newWorker(id int) (*worker, error) {
 	w := &worker{r: r, id: id, freeze: make(chan time.Duration, 1),
 		rng: rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(id)))}
+	if r.cluster == nil {
+		lk, err := r.locks(nil, id)
+		if err != nil {
+			return nil, err
+		}
+		w.lk = lk
+		return w, nil
+	}
 	var eps []string
 	for _, target := range r.cluster.Endpoints() {
 		to, err := url.Parse(target)
@@ -309,7 +481,7 @@ func (r *run) newWorker(id int) (*worker, error) {
 		return nil, err
 	}
 	w.cli = cli
-	if w.acq, err = newAcquirer(r.cfg.Target, cli, Scope, r.cfg.TTL, id); err != nil {
+	if w.lk, err = r.locks(cli, id); err != nil {
 		w.close()
 		return nil, err
 	}
@@ -317,8 +489,8 @@ func (r *run) newWorker(id int) (*worker, error) {
 }
 
 func (w *worker) close() {
-	if w.acq != nil {
-		_ = w.acq.Close()
+	if w.lk != nil {
+		_ = w.lk.Close()
 	}
 	if w.cli != nil {
 		_ = w.cli.Close()
@@ -354,9 +526,13 @@ func (w *worker) loop(ctx context.Context) {
 			}
 			continue
 		}
-		w.r.holder.Store(int64(w.id))
-		w.hold(ctx, t)
-		w.r.holder.CompareAndSwap(int64(w.id), 0)
+		if t.Reader() {
+			w.read(ctx, t)
+		} else {
+			w.r.holder.Store(int64(w.id))
+			w.hold(ctx, t)
+			w.r.holder.CompareAndSwap(int64(w.id), 0)
+		}
 		w.release(t)
 		// Think time, so that waiters queue up behind each other.
 		select {
@@ -371,8 +547,8 @@ func (w *worker) loop(ctx context.Context) {
 // session keeps the key alive) until an Unlock succeeds or the lock is
 // lost. If that takes too long, the client starts over with a new Mutex
 // (closing the old one revokes its session, or lets its lease expire).
-func (w *worker) release(t tenure) {
-	op := Op{Client: w.id, Kind: OpRelease, Token: t.Token(), Call: w.r.now(), Outcome: Fail}
+func (w *worker) release(t Tenure) {
+	op := Op{Client: w.id, Kind: OpRelease, Token: t.Token(), Slot: t.Slot(), Reader: t.Reader(), Call: w.r.now(), Outcome: Fail}
 	defer func() {
 		op.Return = w.r.now()
 		w.r.record(op)
@@ -391,28 +567,31 @@ func (w *worker) release(t tenure) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	w.r.progressf("client %d: unlock failed for 10s; starting over with a new lock handle", w.id)
-	_ = w.acq.Close()
-	if acq, err := newAcquirer(w.r.cfg.Target, w.cli, Scope, w.r.cfg.TTL, w.id); err == nil {
-		w.acq = acq
+	_ = w.lk.Close()
+	if lk, err := w.r.locks(w.cli, w.id); err == nil {
+		w.lk = lk
 	}
 }
 
-func (w *worker) acquire(ctx context.Context) tenure {
+func (w *worker) acquire(ctx context.Context) Tenure {
 	// A member cut off from the leader keeps answering reads and keeps
 	// watches open without events; requiring a leader makes it refuse, and
 	// etcd's client then tries another member, as a careful client does.
-	actx, cancel := context.WithTimeout(clientv3.WithRequireLeader(ctx), 5*time.Second)
+	actx, cancel := context.WithTimeout(clientv3.WithRequireLeader(ctx), lockTimeout)
 	defer cancel()
 	op := Op{Client: w.id, Kind: OpAcquire, Call: w.r.now()}
-	t, err := w.acq.Acquire(actx)
+	t, err := w.lk.Acquire(actx)
 	op.Return = w.r.now()
 	if err != nil {
 		op.Outcome = Fail
 		w.r.record(op)
 		return nil
 	}
-	op.Token, op.Outcome = t.Token(), OK
+	op.Token, op.Slot, op.Reader, op.Outcome = t.Token(), t.Slot(), t.Reader(), OK
 	w.r.record(op)
+	if t.Reader() {
+		return t
+	}
 	for {
 		g := w.r.granted.Load()
 		if g >= t.Token() || w.r.granted.CompareAndSwap(g, t.Token()) {
@@ -422,34 +601,20 @@ func (w *worker) acquire(ctx context.Context) tenure {
 	return t
 }
 
-// outcomeOf classifies a resource error: refused as stale, answered with
-// another error (no effect), or unknown (no answer).
-func outcomeOf(err error) Outcome {
-	var api *fencing.APIError
-	switch {
-	case err == nil:
-		return OK
-	case errors.Is(err, fencing.ErrStale):
-		return Stale
-	case errors.As(err, &api):
-		return Fail
-	}
-	return Unknown
-}
-
-func (w *worker) hold(ctx context.Context, t tenure) {
-	fc := fencing.Client{BaseURL: w.r.resURL, HTTP: w.r.httpc}
-	tok := fencing.Token(t.Token())
+func (w *worker) hold(ctx context.Context, t Tenure) {
+	res := w.r.res
+	tok, scope, slot := t.Token(), t.Scope(), t.Slot()
 	opctx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 2*time.Second) }
 
 	// Fence first: from here on no older holder's write is admitted, so the
-	// read below sees every write that will ever count before ours.
-	if !w.r.cfg.NoFenceFirst {
-		op := Op{Client: w.id, Kind: OpFence, Token: t.Token(), Call: w.r.now()}
+	// read below sees every write that will ever count before ours. A
+	// token-less lock has nothing to fence with.
+	if !w.r.cfg.NoFenceFirst && !w.r.tokenless() {
+		op := Op{Client: w.id, Kind: OpFence, Token: tok, Slot: slot, Call: w.r.now()}
 		c, cancel := opctx()
-		_, err := fc.Fence(c, tok, Scope)
+		err := res.Fence(c, scope, tok)
 		cancel()
-		op.Return, op.Outcome = w.r.now(), outcomeOf(err)
+		op.Return, op.Outcome = w.r.now(), res.Outcome(err)
 		w.r.record(op)
 		if err != nil {
 			return
@@ -459,36 +624,50 @@ func (w *worker) hold(ctx context.Context, t tenure) {
 		if ctx.Err() != nil || !t.Alive() {
 			return
 		}
-		op := Op{Client: w.id, Kind: OpRead, Token: t.Token(), Call: w.r.now()}
+		op := Op{Client: w.id, Kind: OpRead, Token: tok, Slot: slot, Call: w.r.now()}
 		c, cancel := opctx()
-		e, err := fc.Get(c, counterKey)
+		v, version, err := res.Read(c, slot)
 		cancel()
-		op.Return = w.r.now()
-		switch {
-		case err == nil:
-			op.Value, _, _ = ParseValue(e.Value)
-			op.Outcome = OK
-		case errors.Is(err, fencing.ErrNotFound):
-			op.Outcome = OK
-		default:
-			op.Outcome = outcomeOf(err)
-		}
+		op.Return, op.Value, op.Outcome = w.r.now(), v, res.Outcome(err)
 		w.r.record(op)
 		if op.Outcome != OK {
 			return
 		}
-		w.freezePoint(ctx, t.Token())
+		w.freezePoint(ctx, tok)
 
 		w.seq++
 		id := fmt.Sprintf("c%d-%d", w.id, w.seq)
-		wop := Op{Client: w.id, Kind: OpWrite, Token: t.Token(), Value: op.Value + 1, ID: id, Call: w.r.now()}
+		wop := Op{Client: w.id, Kind: OpWrite, Token: tok, Slot: slot, Value: v + 1, ID: id, Call: w.r.now()}
 		c, cancel = opctx()
-		_, err = fc.Put(c, counterKey, FormatValue(op.Value+1, id), tok, Scope)
+		err = res.Write(c, slot, v+1, id, tok, scope, version)
 		cancel()
-		wop.Return, wop.Outcome = w.r.now(), outcomeOf(err)
+		wop.Return, wop.Outcome = w.r.now(), res.Outcome(err)
 		w.r.record(wop)
 		if err != nil {
 			return
+		}
+	}
+}
+
+// read is a read holding of a read-write lock: it reads the counter a few
+// times, a moment apart, so that readers overlap.
+func (w *worker) read(ctx context.Context, t Tenure) {
+	for range writesPerTenure {
+		if ctx.Err() != nil || !t.Alive() {
+			return
+		}
+		op := Op{Client: w.id, Kind: OpRead, Token: t.Token(), Reader: true, Call: w.r.now()}
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		v, _, err := w.r.res.Read(c, t.Slot())
+		cancel()
+		op.Return, op.Value, op.Outcome = w.r.now(), v, w.r.res.Outcome(err)
+		w.r.record(op)
+		if op.Outcome != OK {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(20+w.rng.IntN(30)) * time.Millisecond):
 		}
 	}
 }
@@ -560,6 +739,9 @@ func (r *run) nemesis(ctx context.Context, steps []Step) {
 }
 
 func (r *run) healAll() {
+	if r.cluster == nil {
+		return
+	}
 	r.cluster.Heal()
 	for i := 1; i <= r.cluster.Size(); i++ {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -573,6 +755,10 @@ func (r *run) healAll() {
 // apply applies one step and returns what undoes it.
 func (r *run) apply(ctx context.Context, s Step) (undo func()) {
 	heal := func() { r.cluster.Heal() }
+	if r.cluster == nil && s.Kind != FaultFreezeClient && s.Kind != FaultSigstop {
+		r.progressf("%s: no etcd cluster in this run, skipped", s.Kind)
+		return func() {}
+	}
 	switch s.Kind {
 	case FaultIsolateMember:
 		if r.cluster.Isolate(s.Member) == nil {
@@ -613,6 +799,9 @@ func (r *run) apply(ctx context.Context, s Step) (undo func()) {
 		c := int(r.holder.Load())
 		if c == 0 {
 			c = s.Client
+		}
+		if r.cfg.kind() == KindRWMutex && isReader(c) {
+			c-- // readers never reach the freeze point; their writer neighbour does
 		}
 		w := r.workers[c-1]
 		select {

@@ -123,6 +123,9 @@ func TestCheckE2ESafety20s(t *testing.T) {
 	for _, check := range []string{"lock-safety", "election-safety"} {
 		for _, fenced := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/fencing=%t", check, fenced), func(t *testing.T) {
+				// Each run has its own cluster and processes; go test runs
+				// at most -parallel (GOMAXPROCS) of them at once.
+				t.Parallel()
 				args := []string{"check", check, "--duration", "20s", "--seed", "1", "-w", "json"}
 				if !fenced {
 					args = append(args, "--no-fencing")
@@ -354,6 +357,7 @@ func checkLines(t *testing.T, args ...string) (int, []safety.Report, checkSummar
 }
 
 func TestCheckSeeds(t *testing.T) {
+	t.Parallel() // its own cluster; see TestCheckE2ESafety20s
 	if testing.Short() {
 		t.Skip("two runs on a three-member cluster")
 	}
@@ -368,6 +372,7 @@ func TestCheckSeeds(t *testing.T) {
 }
 
 func TestCheckKinds(t *testing.T) {
+	t.Parallel() // its own cluster; see TestCheckE2ESafety20s
 	if testing.Short() {
 		t.Skip("runs on a three-member cluster")
 	}
@@ -385,6 +390,7 @@ func TestCheckKinds(t *testing.T) {
 }
 
 func TestCheckSQLResourceSQLite(t *testing.T) {
+	t.Parallel() // its own cluster; see TestCheckE2ESafety20s
 	if testing.Short() {
 		t.Skip("a run on a three-member cluster")
 	}

@@ -162,6 +162,7 @@ Progress goes to stderr.`, what),
 		fl.IntVar(&opts.Limit, "limit", 2, "with --kind semaphore: holders at once (1..clients-1)")
 		fl.StringVar(&opts.Lock, "lock", "coordkit", "lock under test: coordkit or redsync (with --redis)")
 		fl.StringVar(&opts.Redis, "redis", "", "with --lock redsync: the Redis server, host:port")
+		fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "with --lock redsync: time to wait for Redis to answer")
 	}
 	return cmd
 }
@@ -677,6 +678,7 @@ user's wrapper around redsync, nothing stops the command when the lock expires.`
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Redis, "redis", "", "the Redis server, host:port")
+	fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "time to wait for Redis to answer")
 	fl.StringVar(&opts.Prefix, "prefix", "", "the run's key prefix")
 	fl.DurationVar(&opts.TTL, "ttl", 2*time.Second, "the lock's expiry")
 	fl.DurationVar(&opts.Timeout, "timeout", 5*time.Second, "give up acquiring after this long")

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/coordkit/coordkit/internal/redislock"
 	"github.com/coordkit/coordkit/lock"
 )
 
@@ -23,8 +24,9 @@ var ErrRedisUnreachable = errors.New("safety: redis unreachable")
 // redsyncLocks is the minimal redsync adapter the check needs, behind the
 // Lock interface: one go-redis client (default options, as a user would
 // use it), redsync's Mutex with default retries, keys under a random
-// per-run prefix that Close deletes. (internal/redislock, written in
-// parallel, is the project's adapter; the two can be unified.)
+// per-run prefix that Close deletes. It dials through internal/redislock;
+// it keeps its own Mutex handling because the check numbers each grant
+// (INCR) and shares the prefix with process clients.
 type redsyncLocks struct {
 	client *redis.Client
 	rs     *redsync.Redsync
@@ -42,16 +44,12 @@ func dialRedsync(ctx context.Context, addr string, timeout, ttl time.Duration) (
 }
 
 func dialRedsyncPrefix(ctx context.Context, addr, prefix string, timeout, ttl time.Duration) (*redsyncLocks, error) {
-	client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: timeout, MaxRetries: -1})
-	pctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := client.Ping(pctx).Err(); err != nil {
-		_ = client.Close()
+	// redislock.Dial tries a plain TCP dial first, so an unreachable server
+	// costs one line of ours instead of go-redis's own retries and log lines.
+	client, err := redislock.Dial(ctx, addr, timeout)
+	if err != nil {
 		return nil, fmt.Errorf("%w at %s: %w", ErrRedisUnreachable, addr, err)
 	}
-	// Reconnects during the run retry as go-redis does by default.
-	_ = client.Close()
-	client = redis.NewClient(&redis.Options{Addr: addr, DialTimeout: timeout})
 	return &redsyncLocks{client: client, rs: redsync.New(goredis.NewPool(client)), addr: addr, prefix: prefix, ttl: ttl}, nil
 }
 

@@ -107,6 +107,7 @@ slot takes it no earlier than D after its key went.
 	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop")
 	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the semaphore's keys under this etcd key prefix")
 	fl.StringVar(&nameFlag, "name", "", `the semaphore's NAME, instead of the argument (for one named "status")`)
+	f.addEtcdFlags(cmd.PersistentFlags()) // also for sem status
 	cmd.AddCommand(newSemStatusCmd(f))
 	return cmd
 }
@@ -119,6 +120,8 @@ func (o *semOptions) validate() error {
 		return usageErrorf("sem needs --limit N with N at least 1")
 	case o.TTL < time.Second:
 		return usageErrorf("invalid --ttl %s: must be at least 1s", o.TTL)
+	case o.TTL > maxLeaseTTL:
+		return checkLeaseTTL(o.TTL)
 	case o.Timeout < 0:
 		return usageErrorf("invalid --timeout %s: must not be negative", o.Timeout)
 	case o.Try && o.Timeout > 0:

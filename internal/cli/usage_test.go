@@ -111,7 +111,8 @@ func TestEtcdFlagsOnlyOnEtcdCommands(t *testing.T) {
 		require.Contains(t, res.Stderr, "unknown flag", "%v", args)
 	}
 	for _, args := range [][]string{
-		{"lock", "--help"}, {"elect", "--help"}, {"sidecar", "--help"}, {"claim", "--help"}, {"claim", "get", "--help"},
+		{"lock", "--help"}, {"lock", "status", "--help"}, {"sem", "--help"}, {"sem", "status", "--help"},
+		{"elect", "--help"}, {"sidecar", "--help"}, {"claim", "--help"}, {"claim", "get", "--help"},
 	} {
 		res := runInProcess(context.Background(), nil, args...)
 		require.Equal(t, exitOK, res.Code)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/bench"
-	"github.com/coordkit/coordkit/internal/etcdembed"
 )
 
 // Errors of Run.
@@ -84,17 +82,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			fmt.Fprintf(o.Progress, "bench elect: "+format+"\n", args...)
 		}
 	}
-	dir, err := os.MkdirTemp("", "coordctl-bench-elect-")
+	srv, stop, err := bench.StartEtcd(ctx, "elect", false, o.Progress)
 	if err != nil {
 		return Result{}, err
 	}
-	defer os.RemoveAll(dir)
-	progress("starting embedded etcd")
-	srv, err := etcdembed.Start(ctx, etcdembed.Config{DataDir: dir})
-	if err != nil {
-		return Result{}, fmt.Errorf("electbench: start etcd: %w", err)
-	}
-	defer srv.Close()
+	defer stop()
 	b := &run{endpoints: srv.Endpoints()}
 	defer b.closeAll()
 	observer, err := b.client()

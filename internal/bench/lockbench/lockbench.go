@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"time"
 
 	"github.com/coordkit/coordkit/internal/bench"
-	"github.com/coordkit/coordkit/internal/etcdembed"
 	"github.com/coordkit/coordkit/internal/redislock"
 )
 
@@ -174,17 +172,11 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 			}
 		}()
 	}
-	dir, err := os.MkdirTemp("", "coordctl-bench-lock-")
+	srv, stop, err := bench.StartEtcd(ctx, "lock", o.NoFsync, o.Progress)
 	if err != nil {
 		return Result{}, err
 	}
-	defer os.RemoveAll(dir)
-	progress("starting embedded etcd in %s (fsync %v)", dir, !o.NoFsync)
-	srv, err := etcdembed.Start(ctx, etcdembed.Config{DataDir: dir, UnsafeNoFsync: o.NoFsync})
-	if err != nil {
-		return Result{}, fmt.Errorf("lockbench: start etcd: %w", err)
-	}
-	defer srv.Close()
+	defer stop()
 	e.endpoints = srv.Endpoints()
 
 	impls := etcdImpls

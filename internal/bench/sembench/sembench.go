@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/coordkit/coordkit/internal/bench"
-	"github.com/coordkit/coordkit/internal/etcdembed"
 	"github.com/coordkit/coordkit/semaphore"
 )
 
@@ -104,17 +102,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			fmt.Fprintf(o.Progress, "bench sem: "+format+"\n", args...)
 		}
 	}
-	dir, err := os.MkdirTemp("", "coordctl-bench-sem-")
+	srv, stop, err := bench.StartEtcd(ctx, "sem", o.NoFsync, o.Progress)
 	if err != nil {
 		return Result{}, err
 	}
-	defer os.RemoveAll(dir)
-	progress("starting embedded etcd in %s (fsync %v)", dir, !o.NoFsync)
-	srv, err := etcdembed.Start(ctx, etcdembed.Config{DataDir: dir, UnsafeNoFsync: o.NoFsync})
-	if err != nil {
-		return Result{}, fmt.Errorf("sembench: start etcd: %w", err)
-	}
-	defer srv.Close()
+	defer stop()
 	e := &env{endpoints: srv.Endpoints()}
 	defer e.close()
 

@@ -25,3 +25,14 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
+
+// Window returns a context that is cancelled d from now (or with ctx) and
+// its cancel. Unlike context.WithTimeout it carries no deadline: a deadline
+// travels with every etcd request, and etcd may answer "request timed out"
+// a moment before the caller's own context reports that the window ended,
+// turning the end of a measurement into a spurious error.
+func Window(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	wctx, cancel := context.WithCancel(ctx)
+	t := time.AfterFunc(d, cancel)
+	return wctx, func() { t.Stop(); cancel() }
+}

@@ -191,7 +191,7 @@ func contended(ctx context.Context, e *env, im impl, w int, d time.Duration) (co
 	)
 	last.Store(-1)
 	start := time.Now()
-	wctx, cancel := context.WithDeadline(ctx, start.Add(d))
+	wctx, cancel := bench.Window(ctx, d)
 	defer cancel()
 	for i, l := range ls {
 		wg.Add(1)

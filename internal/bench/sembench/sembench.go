@@ -286,7 +286,7 @@ func throughput(ctx context.Context, e *env, im impl, limit int, d time.Duration
 	var errMu sync.Mutex
 	var firstErr error
 	start := time.Now()
-	wctx, cancel := context.WithDeadline(ctx, start.Add(d))
+	wctx, cancel := bench.Window(ctx, d)
 	defer cancel()
 	for _, a := range as {
 		wg.Add(1)

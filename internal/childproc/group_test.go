@@ -81,6 +81,7 @@ func TestStopKillsAStubbornMemberAfterTheLeaderExited(t *testing.T) {
 		KillGrace: 200 * time.Millisecond})
 	require.NoError(t, err)
 	bg := waitPid(t, pidFile)
+	<-c.Done() // the leader has exited (a SIGTERM before that would be its status)
 	start := time.Now()
 	require.Equal(t, 3, c.Stop())
 	require.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond, "SIGKILL came before the grace period")

@@ -13,7 +13,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	recipe "go.etcd.io/etcd/client/v3/experimental/recipes"
-	"go.uber.org/zap"
 
 	"github.com/coordkit/coordkit/internal/bench"
 	"github.com/coordkit/coordkit/lock"
@@ -107,8 +106,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	defer stop()
-	e := &env{endpoints: srv.Endpoints()}
-	defer e.close()
+	e := &env{bench.Clients{Endpoints: srv.Endpoints()}}
+	defer e.CloseAll()
 
 	res := Result{Benchmark: "rwlock", Fsync: !o.NoFsync}
 	row := func(metric, unit string) int {
@@ -227,37 +226,7 @@ var impls = []impl{
 }
 
 // env is the embedded etcd's clients of one run.
-type env struct {
-	endpoints []string
-	mu        sync.Mutex
-	clients   []*clientv3.Client
-	names     atomic.Int64
-}
-
-func (e *env) client() (*clientv3.Client, error) {
-	c, err := clientv3.New(clientv3.Config{Endpoints: e.endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return nil, err
-	}
-	e.mu.Lock()
-	e.clients = append(e.clients, c)
-	e.mu.Unlock()
-	return c, nil
-}
-
-func (e *env) close() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, c := range e.clients {
-		_ = c.Close()
-	}
-	e.clients = nil
-}
-
-// name returns a fresh lock name, so runs do not see each other's keys.
-func (e *env) name(what string) string {
-	return fmt.Sprintf("bench/%s-%d", what, e.names.Add(1))
-}
+type env struct{ bench.Clients }
 
 // group is the participants of one measurement, each with its own client.
 // Closing the clients unblocks a recipe call that will never return.
@@ -273,7 +242,7 @@ type group struct {
 func (e *env) participants(ctx context.Context, im impl, name string, n int) (*group, error) {
 	g := &group{}
 	for range n {
-		c, err := e.client()
+		c, err := e.Client()
 		if err != nil {
 			g.close()
 			return nil, err
@@ -338,7 +307,7 @@ const queueJitter = 100 * time.Millisecond
 // then release; each sample is the time from the writer's Unlock call to
 // one reader's RLock returning.
 func readBatches(ctx context.Context, e *env, im impl, batches, readers int, hold time.Duration) ([]time.Duration, error) {
-	name := e.name("readbatch")
+	name := e.Name("readbatch")
 	// The readers' goroutines end once wctx is cancelled (coordkit) or the
 	// clients are closed (the recipe); this wait, deferred first, runs after
 	// both, so that none outlives the step.
@@ -351,7 +320,7 @@ func readBatches(ctx context.Context, e *env, im impl, batches, readers int, hol
 		return nil, err
 	}
 	defer g.close()
-	watcher, err := e.client()
+	watcher, err := e.Client()
 	if err != nil {
 		return nil, err
 	}
@@ -405,7 +374,7 @@ func readBatches(ctx context.Context, e *env, im impl, batches, readers int, hol
 // from its Unlock call to the other's Lock returning. A writer queues again
 // after a random pause (see queueJitter).
 func writerHandoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([]time.Duration, error) {
-	name := e.name("handoff")
+	name := e.Name("handoff")
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, err := e.participants(wctx, im, name, 2)
@@ -413,7 +382,7 @@ func writerHandoff(ctx context.Context, e *env, im impl, n int, hold time.Durati
 		return nil, err
 	}
 	defer g.close()
-	watcher, err := e.client()
+	watcher, err := e.Client()
 	if err != nil {
 		return nil, err
 	}
@@ -482,7 +451,7 @@ func writerHandoff(ctx context.Context, e *env, im impl, n int, hold time.Durati
 func mixed(ctx context.Context, e *env, im impl, d time.Duration) (reads, writes float64, err error) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	g, err := e.participants(wctx, im, e.name("mixed"), MixedReaders+MixedWriters)
+	g, err := e.participants(wctx, im, e.Name("mixed"), MixedReaders+MixedWriters)
 	if err != nil {
 		return 0, 0, err
 	}

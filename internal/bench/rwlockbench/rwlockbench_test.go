@@ -65,8 +65,8 @@ func TestRunTiny(t *testing.T) {
 // and is unblocked by closing its clients.
 func TestStepsCancelled(t *testing.T) {
 	srv := etcdtest.Start(t)
-	e := &env{endpoints: srv.Endpoints()}
-	defer e.close()
+	e := &env{bench.Clients{Endpoints: srv.Endpoints()}}
+	defer e.CloseAll()
 	steps := map[string]func(ctx context.Context, im impl) error{
 		"read batches": func(ctx context.Context, im impl) error {
 			_, err := readBatches(ctx, e, im, 1_000_000, 3, time.Millisecond)

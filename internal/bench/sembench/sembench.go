@@ -13,7 +13,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
-	"go.uber.org/zap"
 
 	"github.com/coordkit/coordkit/internal/bench"
 	"github.com/coordkit/coordkit/semaphore"
@@ -107,8 +106,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	defer stop()
-	e := &env{endpoints: srv.Endpoints()}
-	defer e.close()
+	e := &env{bench.Clients{Endpoints: srv.Endpoints()}}
+	defer e.CloseAll()
 
 	res := Result{Benchmark: "sem", Fsync: !o.NoFsync}
 	for _, limit := range o.Limits {
@@ -218,43 +217,13 @@ var impls = []impl{
 }
 
 // env is the embedded etcd's clients of one run.
-type env struct {
-	endpoints []string
-	mu        sync.Mutex
-	clients   []*clientv3.Client
-	names     atomic.Int64
-}
-
-func (e *env) client() (*clientv3.Client, error) {
-	c, err := clientv3.New(clientv3.Config{Endpoints: e.endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return nil, err
-	}
-	e.mu.Lock()
-	e.clients = append(e.clients, c)
-	e.mu.Unlock()
-	return c, nil
-}
-
-func (e *env) close() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, c := range e.clients {
-		_ = c.Close()
-	}
-	e.clients = nil
-}
-
-// name returns a fresh name, so runs do not see each other's keys.
-func (e *env) name(what string) string {
-	return fmt.Sprintf("bench/%s-%d", what, e.names.Add(1))
-}
+type env struct{ bench.Clients }
 
 // workers makes n workers of im on one name, each with its own client.
 func (e *env) workers(ctx context.Context, im impl, name string, limit, n int) ([]acquirer, error) {
 	out := make([]acquirer, 0, n)
 	for range n {
-		c, err := e.client()
+		c, err := e.Client()
 		if err != nil {
 			return out, err
 		}
@@ -276,7 +245,7 @@ func closeAll(as []acquirer) {
 // throughput has 2×limit workers acquire and release as fast as they can
 // for d and returns acquisitions per second.
 func throughput(ctx context.Context, e *env, im impl, limit int, d time.Duration) (float64, error) {
-	as, err := e.workers(ctx, im, e.name(fmt.Sprintf("limit%d", limit)), limit, 2*limit)
+	as, err := e.workers(ctx, im, e.Name(fmt.Sprintf("limit%d", limit)), limit, 2*limit)
 	defer closeAll(as)
 	if err != nil {
 		return 0, err
@@ -331,13 +300,13 @@ const handoffJitter = 100 * time.Millisecond
 // the other has queued, holds for hold, then releases; the handoff is the
 // time from its Release call to the other's Acquire returning.
 func handoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([]time.Duration, error) {
-	name := e.name("handoff")
+	name := e.Name("handoff")
 	as, err := e.workers(ctx, im, name, 1, 2)
 	defer closeAll(as)
 	if err != nil {
 		return nil, err
 	}
-	watcher, err := e.client()
+	watcher, err := e.Client()
 	if err != nil {
 		return nil, err
 	}

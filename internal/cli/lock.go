@@ -182,22 +182,30 @@ func nameAndCommand(what string, cmd *cobra.Command, args []string, nameFlag str
 }
 
 func (o *lockOptions) validate() error {
-	if err := checkLeaseTTL(o.TTL); err != nil {
+	if strings.TrimSpace(o.Name) == "" {
+		return usageErrorf("lock needs a non-empty NAME")
+	}
+	return validateHoldFlags(o.TTL, o.Timeout, o.Try, o.LockDelay, o.KillGrace)
+}
+
+// validateHoldFlags checks the flags lock and sem share: how long the lease
+// lives, how long to wait, what a lost predecessor costs, how a command is
+// stopped.
+func validateHoldFlags(ttl, timeout time.Duration, try bool, lockDelay, killGrace time.Duration) error {
+	if err := checkLeaseTTL(ttl); err != nil {
 		return err
 	}
 	switch {
-	case strings.TrimSpace(o.Name) == "":
-		return usageErrorf("lock needs a non-empty NAME")
-	case o.TTL < time.Second:
-		return usageErrorf("invalid --ttl %s: must be at least 1s", o.TTL)
-	case o.Timeout < 0:
-		return usageErrorf("invalid --timeout %s: must not be negative", o.Timeout)
-	case o.Try && o.Timeout > 0:
+	case ttl < time.Second:
+		return usageErrorf("invalid --ttl %s: must be at least 1s", ttl)
+	case timeout < 0:
+		return usageErrorf("invalid --timeout %s: must not be negative", timeout)
+	case try && timeout > 0:
 		return usageErrorf("--try and --timeout exclude each other")
-	case o.LockDelay < 0:
-		return usageErrorf("invalid --lock-delay %s: must not be negative", o.LockDelay)
-	case o.KillGrace <= 0:
-		return usageErrorf("invalid --kill-grace %s: must be positive", o.KillGrace)
+	case lockDelay < 0:
+		return usageErrorf("invalid --lock-delay %s: must not be negative", lockDelay)
+	case killGrace <= 0:
+		return usageErrorf("invalid --kill-grace %s: must be positive", killGrace)
 	}
 	return nil
 }

@@ -118,20 +118,8 @@ func (o *semOptions) validate() error {
 		return usageErrorf("sem needs a non-empty NAME")
 	case o.Limit < 1:
 		return usageErrorf("sem needs --limit N with N at least 1")
-	case o.TTL < time.Second:
-		return usageErrorf("invalid --ttl %s: must be at least 1s", o.TTL)
-	case o.TTL > maxLeaseTTL:
-		return checkLeaseTTL(o.TTL)
-	case o.Timeout < 0:
-		return usageErrorf("invalid --timeout %s: must not be negative", o.Timeout)
-	case o.Try && o.Timeout > 0:
-		return usageErrorf("--try and --timeout exclude each other")
-	case o.LockDelay < 0:
-		return usageErrorf("invalid --lock-delay %s: must not be negative", o.LockDelay)
-	case o.KillGrace <= 0:
-		return usageErrorf("invalid --kill-grace %s: must be positive", o.KillGrace)
 	}
-	return nil
+	return validateHoldFlags(o.TTL, o.Timeout, o.Try, o.LockDelay, o.KillGrace)
 }
 
 // runSem acquires a slot, then holds it as runLock holds a lock.

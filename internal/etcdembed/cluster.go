@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -342,10 +343,16 @@ func peerURLsOf(dataDir string, n int) ([]*url.URL, error) {
 		return nil, fmt.Errorf("etcdembed: %w", err)
 	}
 	var out []*url.URL
-	for range n {
+	for len(out) < n {
 		u, err := freeURL()
 		if err != nil {
 			return nil, err
+		}
+		// A port is free once its probe listener closes, so the kernel can
+		// hand the same one out twice in a row; etcd refuses an initial
+		// cluster with a duplicate URL (seen in a full test run).
+		if slices.Contains(saved.PeerURLs, u.String()) {
+			continue
 		}
 		out = append(out, u)
 		saved.PeerURLs = append(saved.PeerURLs, u.String())

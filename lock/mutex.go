@@ -109,8 +109,6 @@ type Mutex struct {
 
 	mu     sync.Mutex
 	sess   *session.Session
-	kw     *keyWatch // on our key under sess
-	kwSess *session.Session
 	closed bool
 }
 
@@ -130,8 +128,8 @@ func newMutex(client *clientv3.Client, name string, kind keyKind, opts ...Option
 	switch {
 	case client == nil:
 		return nil, errors.New("lock: nil client")
-	case name == "":
-		return nil, fmt.Errorf("%w: empty", ErrInvalidName)
+	case session.ValidateName(name) != nil:
+		return nil, fmt.Errorf("lock: %w", session.ValidateName(name))
 	case cfg.sess != nil && (cfg.ttlSet || len(cfg.sessOpts) > 0):
 		return nil, errors.New("lock: WithSession cannot be combined with WithTTL or WithSessionOptions")
 	case cfg.sess == nil && cfg.ttl < time.Second:
@@ -169,10 +167,6 @@ func (m *Mutex) Close() error {
 		return nil
 	}
 	m.closed = true
-	if m.kw != nil {
-		m.kw.stop()
-		m.kw, m.kwSess = nil, nil
-	}
 	if m.owned && m.sess != nil {
 		return m.sess.Close()
 	}
@@ -213,25 +207,15 @@ func (m *Mutex) TryLock(ctx context.Context) (*Held, error) {
 	return h, err
 }
 
-// session returns a live session (the shared one, or the Mutex's own,
-// created anew if it was lost) and the watch on our key under it.
-func (m *Mutex) session(ctx context.Context) (*session.Session, *keyWatch, error) {
+// session returns a live session: the shared one, or the Mutex's own,
+// created anew if it was lost.
+func (m *Mutex) session(ctx context.Context) (*session.Session, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return nil, nil, ErrClosed
+		return nil, ErrClosed
 	}
-	s, err := m.liveSession(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	if m.kwSess != s {
-		if m.kw != nil {
-			m.kw.stop()
-		}
-		m.kw, m.kwSess = startKeyWatch(s.Context(), m.client, m.keyOf(s)), s
-	}
-	return s, m.kw, nil
+	return m.liveSession(ctx)
 }
 
 func (m *Mutex) keyOf(s *session.Session) string {
@@ -265,8 +249,8 @@ func (m *Mutex) liveSession(ctx context.Context) (*session.Session, error) {
 type attempt struct {
 	m       *Mutex
 	s       *session.Session
-	kw      *keyWatch
-	sub     *keySub
+	k       *session.HeldKey // our key, held from the put on: its loss ends the wait too
+	gate    *grantGate
 	key     string
 	nonce   string
 	rev     int64 // create revision of our key
@@ -296,19 +280,15 @@ func (m *Mutex) dropSession(s *session.Session) {
 	if m.sess == s && m.owned {
 		_ = s.Close()
 		m.sess = nil
-		if m.kw != nil {
-			m.kw.stop()
-			m.kw, m.kwSess = nil, nil
-		}
 	}
 }
 
 func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
-	s, kw, err := m.session(ctx)
+	s, err := m.session(ctx)
 	if err != nil {
 		return nil, err
 	}
-	a := &attempt{m: m, s: s, kw: kw, key: m.keyOf(s), nonce: m.nonce()}
+	a := &attempt{m: m, s: s, key: m.keyOf(s), nonce: m.nonce(), gate: &grantGate{m: m}}
 
 	// One round trip on the uncontended path: create our key unless this
 	// lease already has one, and read the first holder.
@@ -336,14 +316,12 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	} else {
 		a.rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
 	}
-	a.sub = newKeySub(a.rev, resp.Header.Revision)
-	kw.attach(a.sub)
+	a.k = s.Hold(a.key, a.rev, session.WithOnEnd(a.gate.onEnd), session.WithReleaseCause(errUnlocked))
 	owner := oldestBlocker(ranges(resp.Responses[1:]), a.rev)
 	if owner == nil {
 		return a.held(), nil
 	}
 	if try {
-		kw.detach(a.sub)
 		a.cleanup(ctx)
 		return nil, &LockedError{Name: m.name, HolderKey: string(owner.Key), HolderToken: fencing.Token(owner.CreateRevision)}
 	}
@@ -375,8 +353,8 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 // was lost.
 func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (*Held, error) {
 	c := a.m.client
+	clk := a.s.Clock()
 	fail := func(err error) (*Held, error) {
-		a.kw.detach(a.sub)
 		a.cleanup(ctx)
 		if errors.Is(err, ErrSessionExpired) && a.m.isClosed() {
 			err = ErrClosed // Close revoked our own session
@@ -405,7 +383,7 @@ func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (
 		verdict, pred := judgeWait(own, a.rev, preds)
 		if delay > 0 && verdict != verdictGone {
 			// A key ahead of us that went while we watched another one: was it lost?
-			now := time.Now()
+			now := clk.Now()
 			for k, kv := range ahead {
 				if !containsKey(preds, k) && a.m.leaseGone(ctx, kv.Lease) {
 					lossAt = laterOf(lossAt, now)
@@ -420,7 +398,7 @@ func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (
 		case verdictGone:
 			return fail(fmt.Errorf("%w: key %s vanished", ErrSessionExpired, a.key))
 		case verdictHeld:
-			if wait := delayLeft(lossAt, delay, time.Now()); wait > 0 {
+			if wait := delayLeft(lossAt, delay, clk.Now()); wait > 0 {
 				if err := a.pause(ctx, wait); err != nil {
 					return fail(err)
 				}
@@ -446,15 +424,13 @@ func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (
 
 // pause waits d unless the acquisition must end first.
 func (a *attempt) pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
+	t := a.s.Clock().NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 		return nil
-	case <-a.sub.gone:
-		return fmt.Errorf("%w: key %s deleted", ErrSessionExpired, a.key)
-	case <-a.s.Done():
-		return fmt.Errorf("%w: %w", ErrSessionExpired, a.s.Err())
+	case <-a.k.Lost():
+		return a.goneWhileWaiting()
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
@@ -499,18 +475,16 @@ func (a *attempt) waitPredecessor(ctx context.Context, predCh clientv3.WatchChan
 				if wr.Header.Revision > seen {
 					// Writes came between our read and the watch: was one of them the delete?
 					if there, err := a.stillThere(ctx, string(pred.Key), pred.CreateRevision); err != nil || !there {
-						return time.Now(), err
+						return a.s.Clock().Now(), err
 					}
 				}
 				continue
 			}
 			if predecessorGone(wr.Events) {
-				return time.Now(), nil
+				return a.s.Clock().Now(), nil
 			}
-		case <-a.sub.gone:
-			return time.Time{}, fmt.Errorf("%w: key %s deleted", ErrSessionExpired, a.key)
-		case <-a.s.Done():
-			return time.Time{}, fmt.Errorf("%w: %w", ErrSessionExpired, a.s.Err())
+		case <-a.k.Lost():
+			return time.Time{}, a.goneWhileWaiting()
 		case <-ctx.Done():
 			return time.Time{}, context.Cause(ctx)
 		}
@@ -535,16 +509,32 @@ func (a *attempt) stillThere(ctx context.Context, key string, rev int64) (bool, 
 	return len(resp.Kvs) > 0 && resp.Kvs[0].CreateRevision == rev, nil
 }
 
-// cleanup removes our key if we created it and it is still ours. It runs
-// after ctx may be done, so it has its own deadline.
+// cleanup gives up our key: it removes it if we created it and it is still
+// ours. It runs after ctx may be done, so it has its own deadline.
 func (a *attempt) cleanup(ctx context.Context) {
 	if !a.created {
+		a.k.Drop()
 		return
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	_, _ = a.m.client.Txn(cctx).If(clientv3.Compare(clientv3.CreateRevision(a.key), "=", a.rev)).
-		Then(clientv3.OpDelete(a.key)).Commit()
+	if err := a.k.Release(cctx); err != nil && !errors.Is(err, ErrNotHeld) {
+		a.k.Drop() // the delete failed: stop watching; the key goes with the lease
+	}
+}
+
+// held turns the attempt into the lock it won.
+func (a *attempt) held() *Held {
+	a.gate.grant()
+	return &Held{m: a.m, k: a.k}
+}
+
+// goneWhileWaiting is the error of a wait whose own key or session vanished.
+func (a *attempt) goneWhileWaiting() error {
+	if err := a.s.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrSessionExpired, err)
+	}
+	return fmt.Errorf("%w: key %s deleted", ErrSessionExpired, a.key)
 }
 
 // cleanupByNonce removes our key when we do not know whether our put was

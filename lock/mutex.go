@@ -2,13 +2,8 @@ package lock
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -98,18 +93,11 @@ type Mutex struct {
 	pfx    string // prefix+name+"/"
 	kind   keyKind
 	cfg    config
-	owned  bool // the Mutex creates and closes its sessions
+	sess   *session.Lazy
 
 	// sem is taken from the start of an acquisition until the Held it
 	// returned is unlocked or lost.
 	sem chan struct{}
-
-	id       string // random, in the values we put, to recognize our own puts
-	attempts atomic.Uint64
-
-	mu     sync.Mutex
-	sess   *session.Session
-	closed bool
 }
 
 // New returns a Mutex named name on client. It does no I/O: the Mutex's
@@ -143,10 +131,8 @@ func newMutex(client *clientv3.Client, name string, kind keyKind, opts ...Option
 		pfx:    cfg.prefix + name + "/",
 		kind:   kind,
 		cfg:    cfg,
-		owned:  cfg.sess == nil,
+		sess:   session.NewLazy(client, cfg.sess, append([]session.Option{session.WithTTL(cfg.ttl)}, cfg.sessOpts...)...),
 		sem:    make(chan struct{}, 1),
-		sess:   cfg.sess,
-		id:     randomID(),
 	}, nil
 }
 
@@ -160,18 +146,7 @@ func (m *Mutex) Prefix() string { return m.pfx }
 // Close ends the Mutex. If it created its session, Close revokes the lease,
 // which releases a lock still held (its Held reports the loss, with reason
 // session.ErrClosed). Lock and TryLock then return ErrClosed.
-func (m *Mutex) Close() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return nil
-	}
-	m.closed = true
-	if m.owned && m.sess != nil {
-		return m.sess.Close()
-	}
-	return nil
-}
+func (m *Mutex) Close() error { return m.sess.Close() }
 
 // Lock blocks until the lock is held, then returns it with its fencing
 // token. Waiters are served in the order they asked (FIFO). If ctx ends
@@ -207,42 +182,8 @@ func (m *Mutex) TryLock(ctx context.Context) (*Held, error) {
 	return h, err
 }
 
-// session returns a live session: the shared one, or the Mutex's own,
-// created anew if it was lost.
-func (m *Mutex) session(ctx context.Context) (*session.Session, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return nil, ErrClosed
-	}
-	return m.liveSession(ctx)
-}
-
 func (m *Mutex) keyOf(s *session.Session) string {
 	return fmt.Sprintf("%s%s%x", m.pfx, m.kind.infix(), int64(s.Lease()))
-}
-
-// liveSession is session's part that finds or makes the session; m.mu is held.
-func (m *Mutex) liveSession(ctx context.Context) (*session.Session, error) {
-	if m.sess != nil {
-		select {
-		case <-m.sess.Done():
-			if !m.owned {
-				return nil, fmt.Errorf("%w: %w", ErrSessionExpired, m.sess.Err())
-			}
-			_ = m.sess.Close() // revoke what is left of it
-			m.sess = nil
-		default:
-			return m.sess, nil
-		}
-	}
-	opts := append([]session.Option{session.WithTTL(m.cfg.ttl)}, m.cfg.sessOpts...)
-	s, err := session.New(ctx, m.client, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("lock: %w", err)
-	}
-	m.sess = s
-	return s, nil
 }
 
 // attempt is one acquisition in progress.
@@ -259,7 +200,7 @@ type attempt struct {
 
 func (m *Mutex) acquire(ctx context.Context, try bool) (*Held, error) {
 	h, err := m.acquireOnce(ctx, try)
-	if errors.Is(err, errLeaseGone) && m.owned {
+	if errors.Is(err, errLeaseGone) && m.sess.Owned() {
 		// Our session had not noticed yet that its lease is gone (revoked
 		// behind its back); the dropped session is replaced by a new one.
 		h, err = m.acquireOnce(ctx, try)
@@ -273,22 +214,16 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (*Held, error) {
 // errLeaseGone marks an acquisition that failed because the lease was not found.
 var errLeaseGone = errors.New("lease not found")
 
-// dropSession forgets s (closing it) if it is still the Mutex's session.
-func (m *Mutex) dropSession(s *session.Session) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.sess == s && m.owned {
-		_ = s.Close()
-		m.sess = nil
-	}
-}
 
 func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
-	s, err := m.session(ctx)
-	if err != nil {
+	s, err := m.sess.Get(ctx)
+	if errors.Is(err, ErrSessionExpired) || errors.Is(err, ErrClosed) {
 		return nil, err
 	}
-	a := &attempt{m: m, s: s, key: m.keyOf(s), nonce: m.nonce(), gate: &grantGate{m: m}}
+	if err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	a := &attempt{m: m, s: s, key: m.keyOf(s), nonce: m.sess.Nonce(), gate: &grantGate{m: m}}
 
 	// One round trip on the uncontended path: create our key unless this
 	// lease already has one, and read the first holder.
@@ -301,7 +236,7 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	resp, err := m.client.Txn(ctx).If(cmp).Then(append([]clientv3.Op{put}, firsts...)...).
 		Else(append([]clientv3.Op{getOwn}, firsts...)...).Commit()
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		m.dropSession(s)
+		m.sess.Drop(s)
 		return nil, fmt.Errorf("lock: acquire %s: %w: %w", a.key, errLeaseGone, err)
 	}
 	if err != nil {
@@ -356,7 +291,7 @@ func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (
 	clk := a.s.Clock()
 	fail := func(err error) (*Held, error) {
 		a.cleanup(ctx)
-		if errors.Is(err, ErrSessionExpired) && a.m.isClosed() {
+		if errors.Is(err, ErrSessionExpired) && a.m.sess.Closed() {
 			err = ErrClosed // Close revoked our own session
 		}
 		return nil, err
@@ -385,7 +320,7 @@ func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (
 			// A key ahead of us that went while we watched another one: was it lost?
 			now := clk.Now()
 			for k, kv := range ahead {
-				if !containsKey(preds, k) && a.m.leaseGone(ctx, kv.Lease) {
+				if !containsKey(preds, k) && session.LeaseGone(ctx, a.m.client, kv.Lease) {
 					lossAt = laterOf(lossAt, now)
 				}
 			}
@@ -415,7 +350,7 @@ func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (
 		}
 		if delay > 0 && !deletedAt.IsZero() {
 			delete(ahead, string(pred.Key))
-			if a.m.leaseGone(ctx, pred.Lease) {
+			if session.LeaseGone(ctx, a.m.client, pred.Lease) {
 				lossAt = laterOf(lossAt, deletedAt)
 			}
 		}
@@ -436,19 +371,6 @@ func (a *attempt) pause(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// leaseGone reports whether lease no longer exists on the server: the key on
-// it went because the lease expired or was revoked, not by a clean release.
-// A key without a lease, or a failed request, counts as not gone.
-func (m *Mutex) leaseGone(ctx context.Context, lease int64) bool {
-	if lease == 0 {
-		return false
-	}
-	resp, err := m.client.TimeToLive(ctx, clientv3.LeaseID(lease))
-	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		return true
-	}
-	return err == nil && resp.TTL == -1
-}
 
 // waitPredecessor returns nil when it is time to look again (the
 // predecessor was deleted, or its watch broke) and an error when the
@@ -491,11 +413,6 @@ func (a *attempt) waitPredecessor(ctx context.Context, predCh clientv3.WatchChan
 	}
 }
 
-func (m *Mutex) isClosed() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.closed
-}
 
 // stillThere reads key and reports whether it still has create revision rev.
 func (a *attempt) stillThere(ctx context.Context, key string, rev int64) (bool, error) {
@@ -546,17 +463,6 @@ func (a *attempt) cleanupByNonce(ctx context.Context) {
 		Then(clientv3.OpDelete(a.key)).Commit()
 }
 
-// nonce returns a value unique to one acquisition: the Mutex's random id
-// and a counter.
-func (m *Mutex) nonce() string {
-	return m.id + "-" + strconv.FormatUint(m.attempts.Add(1), 10)
-}
-
-func randomID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
 
 // blockerOps reads, for each blocking range of the Mutex's kind, the first
 // key created (first) or the keys created before rev, newest first (all of

@@ -214,7 +214,6 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (*Held, error) {
 // errLeaseGone marks an acquisition that failed because the lease was not found.
 var errLeaseGone = errors.New("lease not found")
 
-
 func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	s, err := m.sess.Get(ctx)
 	if errors.Is(err, ErrSessionExpired) || errors.Is(err, ErrClosed) {
@@ -251,7 +250,7 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	} else {
 		a.rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
 	}
-	a.k = s.Hold(a.key, a.rev, session.WithOnEnd(a.gate.onEnd), session.WithReleaseCause(errUnlocked))
+	a.k = s.Hold(a.key, a.rev, session.WithOnEnd(a.gate.onEnd), session.WithReleaseCause(errUnlocked), session.WithReleaseKeepsLease())
 	owner := oldestBlocker(ranges(resp.Responses[1:]), a.rev)
 	if owner == nil {
 		return a.held(), nil
@@ -371,7 +370,6 @@ func (a *attempt) pause(ctx context.Context, d time.Duration) error {
 	}
 }
 
-
 // waitPredecessor returns nil when it is time to look again (the
 // predecessor was deleted, or its watch broke) and an error when the
 // acquisition must end. deletedAt is when it saw the predecessor deleted
@@ -412,7 +410,6 @@ func (a *attempt) waitPredecessor(ctx context.Context, predCh clientv3.WatchChan
 		}
 	}
 }
-
 
 // stillThere reads key and reports whether it still has create revision rev.
 func (a *attempt) stillThere(ctx context.Context, key string, rev int64) (bool, error) {
@@ -462,7 +459,6 @@ func (a *attempt) cleanupByNonce(ctx context.Context) {
 	_, _ = a.m.client.Txn(cctx).If(clientv3.Compare(clientv3.Value(a.key), "=", a.nonce)).
 		Then(clientv3.OpDelete(a.key)).Commit()
 }
-
 
 // blockerOps reads, for each blocking range of the Mutex's kind, the first
 // key created (first) or the keys created before rev, newest first (all of

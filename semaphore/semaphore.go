@@ -492,9 +492,6 @@ func (a *attempt) cleanupByNonce(ctx context.Context, slot int) {
 	}
 }
 
-
-
-
 // SetLimit stores a new limit for the semaphore named name (with its prefix
 // in front, if any). Grants made after it use the new limit. Holders keep
 // their slots: after a lower limit, slots at or above it stay held until

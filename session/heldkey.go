@@ -52,6 +52,7 @@ type HeldKey struct {
 type holdConfig struct {
 	onEnd        func()
 	releaseCause error
+	keepLease    bool
 }
 
 // HoldOption configures Hold.
@@ -66,6 +67,12 @@ func WithOnEnd(fn func()) HoldOption { return func(c *holdConfig) { c.onEnd = fn
 // WithReleaseCause sets Err and the cause of Context after Release (default:
 // an error wrapping ErrNotHeld). An election sets its ErrResigned.
 func WithReleaseCause(err error) HoldOption { return func(c *holdConfig) { c.releaseCause = err } }
+
+// WithReleaseKeepsLease makes a clean Release of the key keep the lease from
+// being revoked by the session's Close (see Session.Close): for keys whose
+// waiters may use a lock delay, which tell a release from a loss by the
+// lease. Locks and semaphore slots set it; leaderships do not.
+func WithReleaseKeepsLease() HoldOption { return func(c *holdConfig) { c.keepLease = true } }
 
 // Hold starts holding key, which the caller created at createRev with this
 // session's lease, and watches for its loss. It does no I/O before it
@@ -204,7 +211,7 @@ func (k *HeldKey) Release(ctx context.Context) error {
 	}
 	k.stopWatch()
 	<-k.watchDone
-	k.end(lostErr == nil && resp.Succeeded)
+	k.end(lostErr == nil && resp.Succeeded && k.cfg.keepLease)
 	switch {
 	case lostErr != nil:
 		return fmt.Errorf("%w: %w", ErrNotHeld, lostErr)
@@ -252,7 +259,7 @@ func (k *HeldKey) lose(reason error) {
 	k.end(false)
 }
 
-// end runs once: it stops watching (without waiting: it may run on the
+// end runs once (clean: a clean release that keeps the lease): it stops watching (without waiting: it may run on the
 // watch's goroutine), tells the session, and calls onEnd.
 func (k *HeldKey) end(clean bool) {
 	k.mu.Lock()

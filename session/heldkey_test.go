@@ -35,7 +35,7 @@ func TestHeldKeyReleaseCleanLeavesLeaseToExpire(t *testing.T) {
 	require.NoError(t, err)
 	rev := putKey(t, cli, s, "hk/a")
 	ended := make(chan struct{})
-	k := s.Hold("hk/a", rev, session.WithOnEnd(func() { close(ended) }))
+	k := s.Hold("hk/a", rev, session.WithOnEnd(func() { close(ended) }), session.WithReleaseKeepsLease())
 	require.Equal(t, rev, int64(k.Token()))
 	require.True(t, k.Alive())
 	require.NoError(t, k.Release(ctx))
@@ -61,7 +61,7 @@ func TestHeldKeyCloseWhileHeldRevokes(t *testing.T) {
 	ctx := context.Background()
 	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
 	require.NoError(t, err)
-	k1 := s.Hold("hk/1", putKey(t, cli, s, "hk/1"))
+	k1 := s.Hold("hk/1", putKey(t, cli, s, "hk/1"), session.WithReleaseKeepsLease())
 	require.NoError(t, k1.Release(ctx))
 	k2 := s.Hold("hk/2", putKey(t, cli, s, "hk/2"))
 	require.NoError(t, s.Close())
@@ -138,4 +138,17 @@ func TestHeldKeyOnEndedSessionIsLostAtOnce(t *testing.T) {
 	k := s.Hold("hk/late", rev)
 	<-k.Lost()
 	require.True(t, errors.Is(k.Err(), session.ErrClosed), "got %v", k.Err())
+}
+
+// A key held without WithReleaseKeepsLease (a leadership): Close after its
+// clean release revokes as before.
+func TestHeldKeyReleaseWithoutKeepRevokes(t *testing.T) {
+	_, cli := etcdtest.StartWithClient(t)
+	ctx := context.Background()
+	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
+	require.NoError(t, err)
+	k := s.Hold("hk/lead", putKey(t, cli, s, "hk/lead"))
+	require.NoError(t, k.Release(ctx))
+	require.NoError(t, s.Close())
+	require.False(t, leaseExists(t, cli, s.Lease()))
 }

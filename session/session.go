@@ -81,7 +81,7 @@ type Session struct {
 	mu      sync.Mutex
 	err     error
 	keys    int // held keys (HeldKey) not yet ended
-	cleanly int // held keys that ended by a clean Release
+	cleanly int // held keys that ended by a clean Release and keep the lease
 	closing chan struct{}
 	stopped chan struct{}
 	once    sync.Once
@@ -209,8 +209,9 @@ func (s *Session) Deadline() time.Time { return s.deadline.Until() }
 // Calling it again is a no-op.
 //
 // The release policy: when no key is held on the session any more and at
-// least one ended by a clean Release (HeldKey.Release before any loss),
-// Close does not revoke the lease but leaves it to expire on the server, as
+// least one ended by a clean Release (HeldKey.Release before any loss) of a
+// key held WithReleaseKeepsLease (a lock or a semaphore slot), Close does
+// not revoke the lease but leaves it to expire on the server, as
 // Orphan does; nothing is attached to it then. A waiter with a lock delay
 // tells a holder's release from its loss by whether the lease of the key it
 // saw deleted still exists, and a revoke sent right after the release could

@@ -10,15 +10,29 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/session"
 )
 
-// Errors returned by Claim, Release and Get.
+// Errors returned by Claim, Release and Get. Those a claim shares with
+// locks, semaphores and elections are session's, under the old names.
 var (
-	ErrEmptyName   = errors.New("claim: empty name")
-	ErrEmptyOwner  = errors.New("claim: empty owner")
-	ErrTTLTooShort = errors.New("claim: ttl below 1s")
-	ErrNotClaimed  = errors.New("claim: not claimed")
-	ErrNotOwner    = errors.New("claim: not the owner")
+	// ErrEmptyOwner is returned for an empty owner.
+	ErrEmptyOwner = errors.New("claim: empty owner")
+	// ErrNotClaimed is returned by Release and Get for a name nobody holds.
+	ErrNotClaimed = errors.New("claim: not claimed")
+
+	// ErrEmptyName is returned for a name session.ValidateName refuses. It
+	// is session.ErrInvalidName.
+	ErrEmptyName = session.ErrInvalidName
+	// ErrInvalidName is ErrEmptyName under the name lock, semaphore and
+	// election use.
+	ErrInvalidName = session.ErrInvalidName
+	// ErrTTLTooShort is returned for a TTL below MinTTL. It is
+	// session.ErrBadTTL.
+	ErrTTLTooShort = session.ErrBadTTL
+	// ErrNotOwner is matched by every *NotOwnerError: the name is held by
+	// another owner. It is session.ErrNotOwner.
+	ErrNotOwner = session.ErrNotOwner
 )
 
 // DefaultPrefix is the key prefix of claims: name N lives at coordkit/claims/N.
@@ -101,8 +115,8 @@ func (e *NotOwnerError) Error() string {
 func (e *NotOwnerError) Unwrap() error { return ErrNotOwner }
 
 func validate(name, owner string, o options, needOwner bool) error {
-	if name == "" {
-		return ErrEmptyName
+	if err := session.ValidateName(name); err != nil {
+		return fmt.Errorf("claim: %w", err)
 	}
 	if needOwner && owner == "" {
 		return ErrEmptyOwner

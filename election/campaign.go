@@ -12,9 +12,9 @@ import (
 	"github.com/coordkit/coordkit/session"
 )
 
-// errKeyGone is the cause when our candidate or leader key was deleted or
-// re-created behind our back.
-var errKeyGone = errors.New("key deleted or replaced behind our back")
+// errKeyGone is the cause when our candidate key was deleted or re-created
+// behind our back while we campaigned.
+var errKeyGone = ErrKeyGone
 
 // Campaign puts value as a candidate and blocks until it is the leader, then
 // returns the Leadership. Candidates are served in create-revision order,
@@ -80,10 +80,9 @@ type candidate struct {
 	own   bool
 	key   string
 	token fencing.Token
-	// own key's watch, started right after the put; it becomes the
-	// leadership's loss watch.
-	ownCancel context.CancelFunc
-	ownWatch  clientv3.WatchChan
+	// k is our key, held from the put on: its loss ends the campaign, and
+	// it becomes the leadership.
+	k *session.HeldKey
 }
 
 func (c *candidate) run(ctx context.Context, value string) (*Leadership, error) {
@@ -112,10 +111,9 @@ func (c *candidate) run(ctx context.Context, value string) (*Leadership, error) 
 			if !put.Succeeded {
 				return nil, fmt.Errorf("%w: %w", ErrSessionExpired, errKeyGone)
 			}
-			resp.Header = put.Header
 		}
 	}
-	c.watchOwn(resp.Header.Revision + 1)
+	c.k = c.s.Hold(c.key, int64(c.token), session.WithReleaseCause(ErrResigned))
 
 	for {
 		// One consistent read: our immediate predecessor and our own key.
@@ -133,10 +131,10 @@ func (c *candidate) run(ctx context.Context, value string) (*Leadership, error) 
 		preds := check.Responses[0].GetResponseRange().Kvs
 		if len(preds) == 0 {
 			// Never a phantom win: the lease must still be trusted now.
-			if !c.s.Alive() {
-				return nil, fmt.Errorf("%w: %w", ErrSessionExpired, c.s.Err())
+			if !c.k.Alive() {
+				return nil, c.gone()
 			}
-			return c.lead(value), nil
+			return newLeadership(c.e, c.k, c.own, value), nil
 		}
 		// Watch the predecessor from the revision after the read that saw
 		// it, so that the delete is heard at once (why: lock/mutex.go, attempt.wait).
@@ -146,14 +144,12 @@ func (c *candidate) run(ctx context.Context, value string) (*Leadership, error) 
 	}
 }
 
-// watchOwn (re)starts the watch on our own key from rev.
-func (c *candidate) watchOwn(rev int64) {
-	if c.ownCancel != nil {
-		c.ownCancel()
+// gone is the error of a campaign whose own key or session vanished.
+func (c *candidate) gone() error {
+	if err := c.s.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrSessionExpired, err)
 	}
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
-	c.ownCancel = cancel
-	c.ownWatch = c.e.client.Watch(wctx, c.key, clientv3.WithRev(rev))
+	return fmt.Errorf("%w: %w", ErrSessionExpired, errKeyGone)
 }
 
 // waitDelete returns nil when key was deleted (or its watch broke: the
@@ -166,27 +162,8 @@ func (c *candidate) waitDelete(ctx context.Context, key string, rev int64) error
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-c.s.Done():
-			return fmt.Errorf("%w: %w", ErrSessionExpired, c.s.Err())
-		case wr, ok := <-c.ownWatch:
-			if !ok || wr.Err() != nil {
-				// Re-read, then watch our key again from after that read.
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				resp, err := c.e.client.Get(ctx, c.key)
-				if err != nil {
-					return fmt.Errorf("election: campaign %q: %w", c.e.name, err)
-				}
-				if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != int64(c.token) {
-					return fmt.Errorf("%w: %w", ErrSessionExpired, errKeyGone)
-				}
-				c.watchOwn(resp.Header.Revision + 1)
-				continue
-			}
-			if keyGone(wr.Events, c.token) {
-				return fmt.Errorf("%w: %w", ErrSessionExpired, errKeyGone)
-			}
+		case <-c.k.Lost():
+			return c.gone()
 		case wr, ok := <-pred:
 			if !ok || wr.Err() != nil {
 				return nil
@@ -200,51 +177,17 @@ func (c *candidate) waitDelete(ctx context.Context, key string, rev int64) error
 	}
 }
 
-// keyGone reports whether events on a key delete it or re-create it with
-// another create revision than token.
-func keyGone(evs []*clientv3.Event, token fencing.Token) bool {
-	for _, ev := range evs {
-		if ev.Type == mvccpb.DELETE || ev.Kv.CreateRevision != int64(token) {
-			return true
-		}
-	}
-	return false
-}
-
 // abandon undoes a failed campaign: delete our key if it is still the one
-// we created, stop the watch, and revoke our own session.
+// we created, and revoke our own session.
 func (c *candidate) abandon() {
-	if c.ownCancel != nil {
-		c.ownCancel()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-	defer cancel()
-	if c.token != 0 {
-		_, _ = c.e.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", int64(c.token))).
-			Then(clientv3.OpDelete(c.key)).
-			Commit()
+	if c.k != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		if err := c.k.Release(ctx); err != nil && !errors.Is(err, session.ErrNotHeld) {
+			c.k.Drop()
+		}
+		cancel()
 	}
 	if c.own {
 		_ = c.s.Close()
 	}
-}
-
-// lead turns the won campaign into a Leadership and starts watching for loss.
-func (c *candidate) lead(value string) *Leadership {
-	lctx, cancel := context.WithCancelCause(context.Background())
-	l := &Leadership{
-		e:      c.e,
-		s:      c.s,
-		own:    c.own,
-		key:    c.key,
-		token:  c.token,
-		value:  value,
-		ctx:    lctx,
-		cancel: cancel,
-		done:   make(chan struct{}),
-	}
-	go l.monitor(c.ownWatch, c.ownCancel)
-	c.ownCancel = nil // the monitor owns the watch now
-	return l
 }

@@ -14,26 +14,43 @@ import (
 	"github.com/coordkit/coordkit/session"
 )
 
+// Errors of the election package. Match them with errors.Is. The errors a
+// leadership shares with locks, semaphores and claims are session's (a
+// leadership is a session.HeldKey); the names here are the same values.
 var (
 	// ErrNoLeader is returned by Leader when no candidate holds the election.
 	ErrNoLeader = errors.New("election: no leader")
-	// ErrSessionExpired is returned by Campaign when the candidate's session
-	// ended, or its candidate key disappeared, before it became leader. It
-	// never returns a leadership it does not hold.
-	ErrSessionExpired = errors.New("election: session expired while campaigning")
 	// ErrNotLeader is returned by Proclaim (and Resign) when the leader key
-	// is no longer ours, and by Leadership.Txn when its IsOwner guard failed.
+	// is no longer ours, and by Leadership.Txn when its IsOwner guard failed
+	// (that error matches ErrNotOwner too).
 	ErrNotLeader = errors.New("election: not leader")
-	// ErrLost is the cause of a Leadership that ended without Resign: its
-	// session was lost or its key was deleted or replaced behind its back.
-	ErrLost = errors.New("election: leadership lost")
 	// ErrResigned is the cause of a Leadership that ended by Resign (or by
 	// Election.Close).
 	ErrResigned = errors.New("election: resigned")
-	// ErrClosed is returned by Campaign after Election.Close.
-	ErrClosed = errors.New("election: closed")
-	// ErrBadName is returned by New for an empty election name.
-	ErrBadName = errors.New("election: name must not be empty")
+
+	// ErrSessionExpired is returned by Campaign when the candidate's session
+	// ended, or its candidate key disappeared, before it became leader. It
+	// never returns a leadership it does not hold. It is
+	// session.ErrGoneWhileWaiting.
+	ErrSessionExpired = session.ErrGoneWhileWaiting
+	// ErrLost is the cause of a Leadership that ended without Resign: its
+	// session was lost or its key was deleted or replaced behind its back.
+	// It is session.ErrLost.
+	ErrLost = session.ErrLost
+	// ErrKeyGone is the reason of a loss when the leader key was deleted or
+	// replaced behind our back. It is session.ErrKeyGone.
+	ErrKeyGone = session.ErrKeyGone
+	// ErrNotOwner is wrapped by Leadership.Txn's error when its guard
+	// failed. It is session.ErrNotOwner.
+	ErrNotOwner = session.ErrNotOwner
+	// ErrClosed is returned by Campaign after Election.Close. It is
+	// session.ErrClosed.
+	ErrClosed = session.ErrClosed
+	// ErrBadName is returned by New for a name session.ValidateName refuses.
+	// It is session.ErrInvalidName.
+	ErrBadName = session.ErrInvalidName
+	// ErrInvalidName is ErrBadName under the name lock, semaphore and claim use.
+	ErrInvalidName = session.ErrInvalidName
 )
 
 // cleanupTimeout bounds the requests that undo a failed campaign or resign
@@ -113,8 +130,8 @@ func New(client *clientv3.Client, name string, opts ...Option) (*Election, error
 	if client == nil {
 		return nil, errors.New("election: nil etcd client")
 	}
-	if name == "" {
-		return nil, ErrBadName
+	if err := session.ValidateName(name); err != nil {
+		return nil, fmt.Errorf("election: %w", err)
 	}
 	cfg := config{ttl: session.DefaultTTL}
 	for _, o := range opts {
@@ -196,7 +213,7 @@ func (e *Election) register(l *Leadership) bool {
 	if e.closed {
 		return false
 	}
-	if l.ctx.Err() == nil {
+	if l.k.Context().Err() == nil {
 		e.live[l] = struct{}{}
 	}
 	return true

@@ -37,16 +37,6 @@ func judgeWait(own []*mvccpb.KeyValue, myRev int64, preds []*mvccpb.KeyValue) (w
 	return verdictWait, preds[0]
 }
 
-// ownKeyGone reports whether a watch event on our own key means the key we
-// hold (created at myRev) is no longer ours: deleted, or recreated with
-// another create revision.
-func ownKeyGone(ev *mvccpb.Event, myRev int64) bool {
-	if ev.Type == mvccpb.DELETE {
-		return true
-	}
-	return ev.Kv != nil && ev.Kv.CreateRevision != myRev
-}
-
 // predecessorGone reports whether a watch response on a predecessor's key
 // says it was deleted: time to look again.
 func predecessorGone(evs []*mvccpb.Event) bool {

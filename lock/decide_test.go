@@ -42,76 +42,10 @@ func TestLockJudgeWait(t *testing.T) {
 	}
 }
 
-func TestLockOwnKeyGone(t *testing.T) {
-	cases := []struct {
-		name string
-		ev   *mvccpb.Event
-		want bool
-	}{
-		{"delete", &mvccpb.Event{Type: mvccpb.DELETE, Kv: &mvccpb.KeyValue{ModRevision: 9}}, true},
-		{"update of our key", &mvccpb.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{CreateRevision: 5, ModRevision: 9}}, false},
-		{"recreated", &mvccpb.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{CreateRevision: 8, ModRevision: 8}}, true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := ownKeyGone(tc.ev, 5); got != tc.want {
-				t.Fatalf("ownKeyGone = %v, want %v", got, tc.want)
-			}
-		})
-	}
+func TestLockPredecessorGone(t *testing.T) {
 	if predecessorGone([]*mvccpb.Event{{Type: mvccpb.PUT}}) || !predecessorGone([]*mvccpb.Event{{Type: mvccpb.PUT}, {Type: mvccpb.DELETE}}) {
 		t.Fatal("predecessorGone")
 	}
-}
-
-func TestLockKeyWatchRoutesDeletes(t *testing.T) {
-	del := func(rev int64) *mvccpb.Event {
-		return &mvccpb.Event{Type: mvccpb.DELETE, Kv: &mvccpb.KeyValue{Key: []byte("n/1"), ModRevision: rev}}
-	}
-	isGone := func(s *keySub) bool {
-		select {
-		case <-s.gone:
-			return true
-		default:
-			return false
-		}
-	}
-	t.Run("delete reported before attach", func(t *testing.T) {
-		kw := &keyWatch{}
-		kw.deliver(del(10))
-		sub := newKeySub(8, 9)
-		kw.attach(sub)
-		if !isGone(sub) {
-			t.Fatal("a delete after our create revision, seen before attach, must count")
-		}
-	})
-	t.Run("older deletes are not ours", func(t *testing.T) {
-		kw := &keyWatch{}
-		kw.deliver(del(10))
-		sub := newKeySub(12, 12)
-		calls := 0
-		sub.setOnGone(func() { calls++ })
-		kw.attach(sub)
-		kw.deliver(del(11))
-		if isGone(sub) {
-			t.Fatal("delete of an earlier incarnation of the key")
-		}
-		kw.deliver(del(13))
-		kw.deliver(del(14))
-		if !isGone(sub) || calls != 1 {
-			t.Fatalf("gone=%v calls=%d, want gone once", isGone(sub), calls)
-		}
-	})
-	t.Run("detached subscriber hears nothing", func(t *testing.T) {
-		kw := &keyWatch{}
-		sub := newKeySub(5, 5)
-		kw.attach(sub)
-		kw.detach(sub)
-		kw.deliver(del(6))
-		if isGone(sub) {
-			t.Fatal("detached")
-		}
-	})
 }
 
 func TestLockBlockingRanges(t *testing.T) {

@@ -104,12 +104,12 @@
 // The lock delay is applied by waiters, from what they saw: a holder lost
 // while nobody waited costs the next Lock no delay (its key is gone before
 // that Lock looks). Close of a Mutex that owns its session revokes the lease,
-// so a lock held at Close counts as lost for the delay: Unlock first. Even
-// after an Unlock, a Close that follows at once races the waiter's look at
-// the lease: if the revoke lands first, the waiter counts the release as a
-// loss and waits d. Where that matters, give the Mutex a session of your
-// own (WithSession) and let its lease expire instead of revoking it
-// (coordctl lock and sem do this after every clean release). A
+// so a lock held at Close counts as lost for the delay: Unlock first. A
+// clean Unlock never counts as a loss, whatever follows it: a lock is a
+// session.HeldKey held WithReleaseKeepsLease, so once nothing is held on the
+// session any more and something was released cleanly, the session's Close
+// leaves the lease to expire instead of revoking it (see
+// session.Session.Close), and the waiter that looks at the lease finds it. A
 // waiter ahead that lost its session while waiting also counts as a loss
 // (a waiter cannot tell it from a holder after the fact), which can only
 // lengthen the wait. Readers' tokens are not ordered against each other;

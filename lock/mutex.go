@@ -2,13 +2,8 @@ package lock
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -98,20 +93,11 @@ type Mutex struct {
 	pfx    string // prefix+name+"/"
 	kind   keyKind
 	cfg    config
-	owned  bool // the Mutex creates and closes its sessions
+	sess   *session.Lazy
 
 	// sem is taken from the start of an acquisition until the Held it
 	// returned is unlocked or lost.
 	sem chan struct{}
-
-	id       string // random, in the values we put, to recognize our own puts
-	attempts atomic.Uint64
-
-	mu     sync.Mutex
-	sess   *session.Session
-	kw     *keyWatch // on our key under sess
-	kwSess *session.Session
-	closed bool
 }
 
 // New returns a Mutex named name on client. It does no I/O: the Mutex's
@@ -130,8 +116,8 @@ func newMutex(client *clientv3.Client, name string, kind keyKind, opts ...Option
 	switch {
 	case client == nil:
 		return nil, errors.New("lock: nil client")
-	case name == "":
-		return nil, fmt.Errorf("%w: empty", ErrInvalidName)
+	case session.ValidateName(name) != nil:
+		return nil, fmt.Errorf("lock: %w", session.ValidateName(name))
 	case cfg.sess != nil && (cfg.ttlSet || len(cfg.sessOpts) > 0):
 		return nil, errors.New("lock: WithSession cannot be combined with WithTTL or WithSessionOptions")
 	case cfg.sess == nil && cfg.ttl < time.Second:
@@ -145,10 +131,8 @@ func newMutex(client *clientv3.Client, name string, kind keyKind, opts ...Option
 		pfx:    cfg.prefix + name + "/",
 		kind:   kind,
 		cfg:    cfg,
-		owned:  cfg.sess == nil,
+		sess:   session.NewLazy(client, cfg.sess, append([]session.Option{session.WithTTL(cfg.ttl)}, cfg.sessOpts...)...),
 		sem:    make(chan struct{}, 1),
-		sess:   cfg.sess,
-		id:     randomID(),
 	}, nil
 }
 
@@ -162,22 +146,7 @@ func (m *Mutex) Prefix() string { return m.pfx }
 // Close ends the Mutex. If it created its session, Close revokes the lease,
 // which releases a lock still held (its Held reports the loss, with reason
 // session.ErrClosed). Lock and TryLock then return ErrClosed.
-func (m *Mutex) Close() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return nil
-	}
-	m.closed = true
-	if m.kw != nil {
-		m.kw.stop()
-		m.kw, m.kwSess = nil, nil
-	}
-	if m.owned && m.sess != nil {
-		return m.sess.Close()
-	}
-	return nil
-}
+func (m *Mutex) Close() error { return m.sess.Close() }
 
 // Lock blocks until the lock is held, then returns it with its fencing
 // token. Waiters are served in the order they asked (FIFO). If ctx ends
@@ -213,60 +182,16 @@ func (m *Mutex) TryLock(ctx context.Context) (*Held, error) {
 	return h, err
 }
 
-// session returns a live session (the shared one, or the Mutex's own,
-// created anew if it was lost) and the watch on our key under it.
-func (m *Mutex) session(ctx context.Context) (*session.Session, *keyWatch, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return nil, nil, ErrClosed
-	}
-	s, err := m.liveSession(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	if m.kwSess != s {
-		if m.kw != nil {
-			m.kw.stop()
-		}
-		m.kw, m.kwSess = startKeyWatch(s.Context(), m.client, m.keyOf(s)), s
-	}
-	return s, m.kw, nil
-}
-
 func (m *Mutex) keyOf(s *session.Session) string {
 	return fmt.Sprintf("%s%s%x", m.pfx, m.kind.infix(), int64(s.Lease()))
-}
-
-// liveSession is session's part that finds or makes the session; m.mu is held.
-func (m *Mutex) liveSession(ctx context.Context) (*session.Session, error) {
-	if m.sess != nil {
-		select {
-		case <-m.sess.Done():
-			if !m.owned {
-				return nil, fmt.Errorf("%w: %w", ErrSessionExpired, m.sess.Err())
-			}
-			_ = m.sess.Close() // revoke what is left of it
-			m.sess = nil
-		default:
-			return m.sess, nil
-		}
-	}
-	opts := append([]session.Option{session.WithTTL(m.cfg.ttl)}, m.cfg.sessOpts...)
-	s, err := session.New(ctx, m.client, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("lock: %w", err)
-	}
-	m.sess = s
-	return s, nil
 }
 
 // attempt is one acquisition in progress.
 type attempt struct {
 	m       *Mutex
 	s       *session.Session
-	kw      *keyWatch
-	sub     *keySub
+	k       *session.HeldKey // our key, held from the put on: its loss ends the wait too
+	gate    *grantGate
 	key     string
 	nonce   string
 	rev     int64 // create revision of our key
@@ -275,7 +200,7 @@ type attempt struct {
 
 func (m *Mutex) acquire(ctx context.Context, try bool) (*Held, error) {
 	h, err := m.acquireOnce(ctx, try)
-	if errors.Is(err, errLeaseGone) && m.owned {
+	if errors.Is(err, errLeaseGone) && m.sess.Owned() {
 		// Our session had not noticed yet that its lease is gone (revoked
 		// behind its back); the dropped session is replaced by a new one.
 		h, err = m.acquireOnce(ctx, try)
@@ -289,26 +214,15 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (*Held, error) {
 // errLeaseGone marks an acquisition that failed because the lease was not found.
 var errLeaseGone = errors.New("lease not found")
 
-// dropSession forgets s (closing it) if it is still the Mutex's session.
-func (m *Mutex) dropSession(s *session.Session) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.sess == s && m.owned {
-		_ = s.Close()
-		m.sess = nil
-		if m.kw != nil {
-			m.kw.stop()
-			m.kw, m.kwSess = nil, nil
-		}
-	}
-}
-
 func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
-	s, kw, err := m.session(ctx)
-	if err != nil {
+	s, err := m.sess.Get(ctx)
+	if errors.Is(err, ErrSessionExpired) || errors.Is(err, ErrClosed) {
 		return nil, err
 	}
-	a := &attempt{m: m, s: s, kw: kw, key: m.keyOf(s), nonce: m.nonce()}
+	if err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	a := &attempt{m: m, s: s, key: m.keyOf(s), nonce: m.sess.Nonce(), gate: &grantGate{m: m}}
 
 	// One round trip on the uncontended path: create our key unless this
 	// lease already has one, and read the first holder.
@@ -321,7 +235,7 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	resp, err := m.client.Txn(ctx).If(cmp).Then(append([]clientv3.Op{put}, firsts...)...).
 		Else(append([]clientv3.Op{getOwn}, firsts...)...).Commit()
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		m.dropSession(s)
+		m.sess.Drop(s)
 		return nil, fmt.Errorf("lock: acquire %s: %w: %w", a.key, errLeaseGone, err)
 	}
 	if err != nil {
@@ -336,14 +250,12 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	} else {
 		a.rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
 	}
-	a.sub = newKeySub(a.rev, resp.Header.Revision)
-	kw.attach(a.sub)
+	a.k = s.Hold(a.key, a.rev, session.WithOnEnd(a.gate.onEnd), session.WithReleaseCause(errUnlocked), session.WithReleaseKeepsLease())
 	owner := oldestBlocker(ranges(resp.Responses[1:]), a.rev)
 	if owner == nil {
 		return a.held(), nil
 	}
 	if try {
-		kw.detach(a.sub)
 		a.cleanup(ctx)
 		return nil, &LockedError{Name: m.name, HolderKey: string(owner.Key), HolderToken: fencing.Token(owner.CreateRevision)}
 	}
@@ -375,10 +287,10 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 // was lost.
 func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (*Held, error) {
 	c := a.m.client
+	clk := a.s.Clock()
 	fail := func(err error) (*Held, error) {
-		a.kw.detach(a.sub)
 		a.cleanup(ctx)
-		if errors.Is(err, ErrSessionExpired) && a.m.isClosed() {
+		if errors.Is(err, ErrSessionExpired) && a.m.sess.Closed() {
 			err = ErrClosed // Close revoked our own session
 		}
 		return nil, err
@@ -405,9 +317,9 @@ func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (
 		verdict, pred := judgeWait(own, a.rev, preds)
 		if delay > 0 && verdict != verdictGone {
 			// A key ahead of us that went while we watched another one: was it lost?
-			now := time.Now()
+			now := clk.Now()
 			for k, kv := range ahead {
-				if !containsKey(preds, k) && a.m.leaseGone(ctx, kv.Lease) {
+				if !containsKey(preds, k) && session.LeaseGone(ctx, a.m.client, kv.Lease) {
 					lossAt = laterOf(lossAt, now)
 				}
 			}
@@ -420,7 +332,7 @@ func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (
 		case verdictGone:
 			return fail(fmt.Errorf("%w: key %s vanished", ErrSessionExpired, a.key))
 		case verdictHeld:
-			if wait := delayLeft(lossAt, delay, time.Now()); wait > 0 {
+			if wait := delayLeft(lossAt, delay, clk.Now()); wait > 0 {
 				if err := a.pause(ctx, wait); err != nil {
 					return fail(err)
 				}
@@ -437,7 +349,7 @@ func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (
 		}
 		if delay > 0 && !deletedAt.IsZero() {
 			delete(ahead, string(pred.Key))
-			if a.m.leaseGone(ctx, pred.Lease) {
+			if session.LeaseGone(ctx, a.m.client, pred.Lease) {
 				lossAt = laterOf(lossAt, deletedAt)
 			}
 		}
@@ -446,32 +358,16 @@ func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (
 
 // pause waits d unless the acquisition must end first.
 func (a *attempt) pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
+	t := a.s.Clock().NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 		return nil
-	case <-a.sub.gone:
-		return fmt.Errorf("%w: key %s deleted", ErrSessionExpired, a.key)
-	case <-a.s.Done():
-		return fmt.Errorf("%w: %w", ErrSessionExpired, a.s.Err())
+	case <-a.k.Lost():
+		return a.goneWhileWaiting()
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-}
-
-// leaseGone reports whether lease no longer exists on the server: the key on
-// it went because the lease expired or was revoked, not by a clean release.
-// A key without a lease, or a failed request, counts as not gone.
-func (m *Mutex) leaseGone(ctx context.Context, lease int64) bool {
-	if lease == 0 {
-		return false
-	}
-	resp, err := m.client.TimeToLive(ctx, clientv3.LeaseID(lease))
-	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		return true
-	}
-	return err == nil && resp.TTL == -1
 }
 
 // waitPredecessor returns nil when it is time to look again (the
@@ -499,28 +395,20 @@ func (a *attempt) waitPredecessor(ctx context.Context, predCh clientv3.WatchChan
 				if wr.Header.Revision > seen {
 					// Writes came between our read and the watch: was one of them the delete?
 					if there, err := a.stillThere(ctx, string(pred.Key), pred.CreateRevision); err != nil || !there {
-						return time.Now(), err
+						return a.s.Clock().Now(), err
 					}
 				}
 				continue
 			}
 			if predecessorGone(wr.Events) {
-				return time.Now(), nil
+				return a.s.Clock().Now(), nil
 			}
-		case <-a.sub.gone:
-			return time.Time{}, fmt.Errorf("%w: key %s deleted", ErrSessionExpired, a.key)
-		case <-a.s.Done():
-			return time.Time{}, fmt.Errorf("%w: %w", ErrSessionExpired, a.s.Err())
+		case <-a.k.Lost():
+			return time.Time{}, a.goneWhileWaiting()
 		case <-ctx.Done():
 			return time.Time{}, context.Cause(ctx)
 		}
 	}
-}
-
-func (m *Mutex) isClosed() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.closed
 }
 
 // stillThere reads key and reports whether it still has create revision rev.
@@ -535,16 +423,32 @@ func (a *attempt) stillThere(ctx context.Context, key string, rev int64) (bool, 
 	return len(resp.Kvs) > 0 && resp.Kvs[0].CreateRevision == rev, nil
 }
 
-// cleanup removes our key if we created it and it is still ours. It runs
-// after ctx may be done, so it has its own deadline.
+// cleanup gives up our key: it removes it if we created it and it is still
+// ours. It runs after ctx may be done, so it has its own deadline.
 func (a *attempt) cleanup(ctx context.Context) {
 	if !a.created {
+		a.k.Drop()
 		return
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	_, _ = a.m.client.Txn(cctx).If(clientv3.Compare(clientv3.CreateRevision(a.key), "=", a.rev)).
-		Then(clientv3.OpDelete(a.key)).Commit()
+	if err := a.k.Release(cctx); err != nil && !errors.Is(err, ErrNotHeld) {
+		a.k.Drop() // the delete failed: stop watching; the key goes with the lease
+	}
+}
+
+// held turns the attempt into the lock it won.
+func (a *attempt) held() *Held {
+	a.gate.grant()
+	return &Held{m: a.m, k: a.k}
+}
+
+// goneWhileWaiting is the error of a wait whose own key or session vanished.
+func (a *attempt) goneWhileWaiting() error {
+	if err := a.s.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrSessionExpired, err)
+	}
+	return fmt.Errorf("%w: key %s deleted", ErrSessionExpired, a.key)
 }
 
 // cleanupByNonce removes our key when we do not know whether our put was
@@ -554,18 +458,6 @@ func (a *attempt) cleanupByNonce(ctx context.Context) {
 	defer cancel()
 	_, _ = a.m.client.Txn(cctx).If(clientv3.Compare(clientv3.Value(a.key), "=", a.nonce)).
 		Then(clientv3.OpDelete(a.key)).Commit()
-}
-
-// nonce returns a value unique to one acquisition: the Mutex's random id
-// and a counter.
-func (m *Mutex) nonce() string {
-	return m.id + "-" + strconv.FormatUint(m.attempts.Add(1), 10)
-}
-
-func randomID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // blockerOps reads, for each blocking range of the Mutex's kind, the first

@@ -35,7 +35,6 @@ func NewRWMutex(client *clientv3.Client, name string, opts ...Option) (*RWMutex,
 	if err != nil {
 		return nil, err
 	}
-	w.id = r.id // one participant
 	return &RWMutex{r: r, w: w}, nil
 }
 

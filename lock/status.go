@@ -34,16 +34,20 @@ type Entry struct {
 	TTL time.Duration `json:"ttl,omitempty"`
 }
 
-// LockStatus is what Status saw of a lock at one revision.
-type LockStatus struct {
+// Report is what Status saw of a lock at one revision.
+type Report struct {
 	Name     string  `json:"name"`
 	Revision int64   `json:"revision"` // of the read
 	Holders  []Entry `json:"holders"`  // one exclusive holder, or readers
 	Waiters  []Entry `json:"waiters"`  // in the order they will be served
 }
 
+// LockStatus is the old name of Report, kept so that code written against it
+// goes on working.
+type LockStatus = Report
+
 // Held reports whether anybody holds the lock.
-func (s LockStatus) Held() bool { return len(s.Holders) > 0 }
+func (s Report) Held() bool { return len(s.Holders) > 0 }
 
 // Status reads who holds the lock named name (with its prefix, if any, in
 // front: the keys are name+"/...") and who waits for it, in one read of its
@@ -52,16 +56,16 @@ func (s LockStatus) Held() bool { return len(s.Holders) > 0 }
 // `etcdctl lock` and recipes.RWMutex. It returns ErrInvalidName for an empty
 // name and etcd's error if the read fails; a failed TTL request leaves
 // that holder's TTL at 0.
-func Status(ctx context.Context, client *clientv3.Client, name string) (LockStatus, error) {
+func Status(ctx context.Context, client *clientv3.Client, name string) (Report, error) {
 	if name == "" {
-		return LockStatus{}, fmt.Errorf("%w: empty", ErrInvalidName)
+		return Report{}, fmt.Errorf("%w: empty", ErrInvalidName)
 	}
 	pfx := name + "/"
 	resp, err := client.Get(ctx, pfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 	if err != nil {
-		return LockStatus{}, fmt.Errorf("lock: status %s: %w", name, err)
+		return Report{}, fmt.Errorf("lock: status %s: %w", name, err)
 	}
-	st := LockStatus{Name: name, Revision: resp.Header.Revision, Holders: []Entry{}, Waiters: []Entry{}}
+	st := Report{Name: name, Revision: resp.Header.Revision, Holders: []Entry{}, Waiters: []Entry{}}
 	entries := make([]Entry, 0, len(resp.Kvs))
 	shared := make([]bool, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {

@@ -3,9 +3,13 @@ package semaphore
 import (
 	"errors"
 	"fmt"
+
+	"github.com/coordkit/coordkit/session"
 )
 
-// Errors of the semaphore package. Match them with errors.Is.
+// Errors of the semaphore package. Match them with errors.Is. The errors a
+// slot shares with locks, elections and claims are session's (a slot is a
+// session.HeldKey); the names here are the same values.
 var (
 	// ErrNoSlot is returned by TryAcquire when no slot is free or others
 	// wait before it (every *NoSlotError matches it).
@@ -13,22 +17,32 @@ var (
 	// ErrLimitMismatch is returned when the limit stored in etcd for the
 	// name differs from the Semaphore's (every *LimitError matches it).
 	ErrLimitMismatch = errors.New("semaphore: limit differs from the stored one")
-	// ErrNotHeld is returned by Release on a slot that is no longer held:
-	// released already, or lost (then the error also wraps ErrLost).
-	ErrNotHeld = errors.New("semaphore: not held")
-	// ErrSessionExpired is returned by Acquire when the waiter's own key or
-	// session vanished while it waited: it never held a slot.
-	ErrSessionExpired = errors.New("semaphore: session expired while waiting")
-	// ErrLost is wrapped, with the reason, by Held.Err and the cause of
-	// Held.Context once the slot is lost while held.
-	ErrLost = errors.New("semaphore: lost")
-	// ErrKeyGone is the reason of a loss when the slot key was deleted or
-	// replaced behind the holder's back.
-	ErrKeyGone = errors.New("semaphore: slot key deleted or replaced")
-	// ErrClosed is returned by Acquire and TryAcquire after Close.
-	ErrClosed = errors.New("semaphore: closed")
-	// ErrInvalid is returned by New for an empty name or a limit below 1.
+	// ErrInvalid is returned by New for an empty name or a limit below 1 (an
+	// empty name's error matches ErrInvalidName too).
 	ErrInvalid = errors.New("semaphore: invalid name or limit")
+
+	// ErrNotHeld is returned by Release on a slot that is no longer held:
+	// released already, or lost (then the error also wraps ErrLost). It is
+	// session.ErrNotHeld.
+	ErrNotHeld = session.ErrNotHeld
+	// ErrSessionExpired is returned by Acquire when the waiter's own key or
+	// session vanished while it waited: it never held a slot. It is
+	// session.ErrGoneWhileWaiting.
+	ErrSessionExpired = session.ErrGoneWhileWaiting
+	// ErrLost is wrapped, with the reason, by Held.Err and the cause of
+	// Held.Context once the slot is lost while held. It is session.ErrLost.
+	ErrLost = session.ErrLost
+	// ErrKeyGone is the reason of a loss when the slot key was deleted or
+	// replaced behind the holder's back. It is session.ErrKeyGone.
+	ErrKeyGone = session.ErrKeyGone
+	// ErrClosed is returned by Acquire and TryAcquire after Close. It is
+	// session.ErrClosed.
+	ErrClosed = session.ErrClosed
+	// ErrInvalidName is session.ErrInvalidName, for an empty name.
+	ErrInvalidName = session.ErrInvalidName
+	// ErrNotOwner is returned by Held.Txn when its guard (Held.IsOwner)
+	// failed. It is session.ErrNotOwner.
+	ErrNotOwner = session.ErrNotOwner
 )
 
 // NoSlotError is what TryAcquire returns when it cannot take a slot at once.
@@ -64,7 +78,5 @@ func (e *LimitError) Error() string {
 
 // Is makes errors.Is(err, ErrLimitMismatch) true.
 func (e *LimitError) Is(target error) bool { return target == ErrLimitMismatch }
-
-func lostError(reason error) error { return fmt.Errorf("%w: %w", ErrLost, reason) }
 
 var errReleased = fmt.Errorf("%w: released", ErrNotHeld)

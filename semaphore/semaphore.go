@@ -2,13 +2,9 @@ package semaphore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -82,15 +78,8 @@ type Semaphore struct {
 	pfx    string
 	limit  int
 	cfg    config
-	owned  bool
-	sem    chan struct{}
-
-	id       string
-	attempts atomic.Uint64
-
-	mu     sync.Mutex
-	sess   *session.Session
-	closed bool
+	sess   *session.Lazy
+	sem    chan struct{} // taken from the start of an acquisition until its slot is released or lost
 }
 
 // New returns a Semaphore named name with limit slots on client. It does no
@@ -104,8 +93,8 @@ func New(client *clientv3.Client, name string, limit int, opts ...Option) (*Sema
 	switch {
 	case client == nil:
 		return nil, errors.New("semaphore: nil client")
-	case name == "":
-		return nil, fmt.Errorf("%w: empty name", ErrInvalid)
+	case session.ValidateName(name) != nil:
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, session.ValidateName(name))
 	case limit < 1:
 		return nil, fmt.Errorf("%w: limit %d", ErrInvalid, limit)
 	case cfg.sess != nil && (cfg.ttlSet || len(cfg.sessOpts) > 0):
@@ -117,7 +106,8 @@ func New(client *clientv3.Client, name string, limit int, opts ...Option) (*Sema
 	}
 	return &Semaphore{
 		client: client, name: name, pfx: cfg.prefix + name + "/", limit: limit, cfg: cfg,
-		owned: cfg.sess == nil, sem: make(chan struct{}, 1), sess: cfg.sess, id: randomID(),
+		sess: session.NewLazy(client, cfg.sess, append([]session.Option{session.WithTTL(cfg.ttl)}, cfg.sessOpts...)...),
+		sem:  make(chan struct{}, 1),
 	}, nil
 }
 
@@ -142,62 +132,7 @@ func (s *Semaphore) queueKey(sess *session.Session) string {
 
 // Close ends the Semaphore. If it created its session, Close revokes the
 // lease, which releases a slot still held (its Held reports the loss).
-func (s *Semaphore) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed = true
-	if s.owned && s.sess != nil {
-		return s.sess.Close()
-	}
-	return nil
-}
-
-func (s *Semaphore) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
-}
-
-// session returns a live session, creating the Semaphore's own anew if it
-// was lost.
-func (s *Semaphore) session(ctx context.Context) (*session.Session, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, ErrClosed
-	}
-	if s.sess != nil {
-		select {
-		case <-s.sess.Done():
-			if !s.owned {
-				return nil, fmt.Errorf("%w: %w", ErrSessionExpired, s.sess.Err())
-			}
-			_ = s.sess.Close()
-			s.sess = nil
-		default:
-			return s.sess, nil
-		}
-	}
-	opts := append([]session.Option{session.WithTTL(s.cfg.ttl)}, s.cfg.sessOpts...)
-	sess, err := session.New(ctx, s.client, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("semaphore: %w", err)
-	}
-	s.sess = sess
-	return sess, nil
-}
-
-func (s *Semaphore) dropSession(sess *session.Session) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.sess == sess && s.owned {
-		_ = sess.Close()
-		s.sess = nil
-	}
-}
+func (s *Semaphore) Close() error { return s.sess.Close() }
 
 // Acquire blocks until it holds a slot, then returns it with its slot
 // number and fencing token. Waiters are served in the order they asked
@@ -239,7 +174,7 @@ var errLeaseGone = errors.New("lease not found")
 
 func (s *Semaphore) acquire(ctx context.Context, try bool) (*Held, error) {
 	h, err := s.acquireOnce(ctx, try)
-	if errors.Is(err, errLeaseGone) && s.owned {
+	if errors.Is(err, errLeaseGone) && s.sess.Owned() {
 		h, err = s.acquireOnce(ctx, try)
 	}
 	if errors.Is(err, errLeaseGone) {
@@ -261,11 +196,14 @@ type attempt struct {
 }
 
 func (s *Semaphore) acquireOnce(ctx context.Context, try bool) (*Held, error) {
-	sess, err := s.session(ctx)
-	if err != nil {
+	sess, err := s.sess.Get(ctx)
+	if errors.Is(err, ErrSessionExpired) || errors.Is(err, ErrClosed) {
 		return nil, err
 	}
-	a := &attempt{s: s, sess: sess, qkey: s.queueKey(sess), nonce: s.nonce(), lostAt: map[int]time.Time{}}
+	if err != nil {
+		return nil, fmt.Errorf("semaphore: %w", err)
+	}
+	a := &attempt{s: s, sess: sess, qkey: s.queueKey(sess), nonce: s.sess.Nonce(), lostAt: map[int]time.Time{}}
 
 	// One round trip: store the limit if none is stored, queue our key
 	// unless this lease has one, and read the stored limit back.
@@ -278,7 +216,7 @@ func (s *Semaphore) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 			clientv3.OpGet(lk)).
 		Else(clientv3.OpGet(a.qkey), clientv3.OpGet(lk)).Commit()
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		s.dropSession(sess)
+		s.sess.Drop(sess)
 		return nil, fmt.Errorf("semaphore: acquire %s: %w: %w", a.qkey, errLeaseGone, err)
 	}
 	if err != nil {
@@ -310,7 +248,7 @@ func (a *attempt) run(ctx context.Context, try bool) (*Held, error) {
 	c := s.client
 	fail := func(err error) (*Held, error) {
 		a.cleanup(ctx)
-		if errors.Is(err, ErrSessionExpired) && s.isClosed() {
+		if errors.Is(err, ErrSessionExpired) && s.sess.Closed() {
 			err = ErrClosed
 		}
 		return nil, err
@@ -367,7 +305,7 @@ func (a *attempt) run(ctx context.Context, try bool) (*Held, error) {
 			for i := range slots {
 				held[i] = true
 			}
-			ch := chooseSlot(held, limit, a.lostAt, s.cfg.delay, time.Now())
+			ch := chooseSlot(held, limit, a.lostAt, s.cfg.delay, a.sess.Clock().Now())
 			switch {
 			case ch.take:
 				h, retry, err := a.grant(ctx, ch.slot, seen)
@@ -404,12 +342,12 @@ func (a *attempt) noteLosses(ctx context.Context, slots map[int]*mvccpb.KeyValue
 	if a.s.cfg.delay <= 0 {
 		return
 	}
-	now := time.Now()
+	now := a.sess.Clock().Now()
 	for i, kv := range a.ahead {
 		if cur, ok := slots[i]; ok && cur.CreateRevision == kv.CreateRevision {
 			continue
 		}
-		if _, seen := a.lostAt[i]; !seen && a.s.leaseGone(ctx, kv.Lease) {
+		if _, seen := a.lostAt[i]; !seen && session.LeaseGone(ctx, a.s.client, kv.Lease) {
 			a.lostAt[i] = now
 		}
 	}
@@ -477,18 +415,18 @@ func (a *attempt) deleted(ctx context.Context, ev *mvccpb.Event) {
 	if !ok {
 		return
 	}
-	now := time.Now()
-	if a.s.leaseGone(ctx, ev.PrevKv.Lease) {
+	now := a.sess.Clock().Now()
+	if session.LeaseGone(ctx, a.s.client, ev.PrevKv.Lease) {
 		a.lostAt[i] = now
 	}
 	delete(a.ahead, i)
 }
 
 func (a *attempt) pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
+	t := a.sess.Clock().NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 		return nil
 	case <-a.sess.Done():
 		return fmt.Errorf("%w: %w", ErrSessionExpired, a.sess.Err())
@@ -552,26 +490,6 @@ func (a *attempt) cleanupByNonce(ctx context.Context, slot int) {
 		key := a.s.slotKey(slot)
 		_, _ = c.Txn(cctx).If(clientv3.Compare(clientv3.Value(key), "=", a.nonce)).Then(clientv3.OpDelete(key)).Commit()
 	}
-}
-
-// leaseGone reports whether lease no longer exists on the server.
-func (s *Semaphore) leaseGone(ctx context.Context, lease int64) bool {
-	if lease == 0 {
-		return false
-	}
-	resp, err := s.client.TimeToLive(ctx, clientv3.LeaseID(lease))
-	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		return true
-	}
-	return err == nil && resp.TTL == -1
-}
-
-func (s *Semaphore) nonce() string { return s.id + "-" + strconv.FormatUint(s.attempts.Add(1), 10) }
-
-func randomID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // SetLimit stores a new limit for the semaphore named name (with its prefix

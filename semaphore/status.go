@@ -25,8 +25,8 @@ type Entry struct {
 	TTL time.Duration `json:"ttl,omitempty"`
 }
 
-// SemStatus is what Status saw of a semaphore at one revision.
-type SemStatus struct {
+// Report is what Status saw of a semaphore at one revision.
+type Report struct {
 	Name     string  `json:"name"`
 	Revision int64   `json:"revision"`
 	Limit    int     `json:"limit"`   // 0 if none is stored
@@ -34,23 +34,27 @@ type SemStatus struct {
 	Waiters  []Entry `json:"waiters"` // in the order they will be served
 }
 
+// SemStatus is the old name of Report, kept so that code written against it
+// goes on working.
+type SemStatus = Report
+
 // Held reports whether any slot is held.
-func (s SemStatus) Held() bool { return len(s.Holders) > 0 }
+func (s Report) Held() bool { return len(s.Holders) > 0 }
 
 // Status reads the limit, the holders and the waiters of the semaphore named
 // name (its prefix, if any, in front) in one read at one revision, then asks
 // the remaining TTL of each holder's lease. It returns ErrInvalid for an
 // empty name and etcd's error if the read fails.
-func Status(ctx context.Context, client *clientv3.Client, name string) (SemStatus, error) {
+func Status(ctx context.Context, client *clientv3.Client, name string) (Report, error) {
 	if name == "" {
-		return SemStatus{}, fmt.Errorf("%w: empty name", ErrInvalid)
+		return Report{}, fmt.Errorf("%w: empty name", ErrInvalid)
 	}
 	pfx := name + "/"
 	resp, err := client.Get(ctx, pfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 	if err != nil {
-		return SemStatus{}, fmt.Errorf("semaphore: status %s: %w", name, err)
+		return Report{}, fmt.Errorf("semaphore: status %s: %w", name, err)
 	}
-	st := SemStatus{Name: name, Revision: resp.Header.Revision, Holders: []Entry{}, Waiters: []Entry{}}
+	st := Report{Name: name, Revision: resp.Header.Revision, Holders: []Entry{}, Waiters: []Entry{}}
 	for i, kv := range resp.Kvs {
 		key := string(kv.Key)
 		e := Entry{Key: key, Slot: -1, Token: fencing.Token(kv.CreateRevision), Lease: clientv3.LeaseID(kv.Lease)}

@@ -1,6 +1,8 @@
 // Package session keeps an etcd lease alive for the locks and leaderships
 // that live on it, and decides locally — before the server can — when that
-// lease must be treated as lost.
+// lease must be treated as lost. It also holds the one thing a lock, a
+// semaphore slot and a leadership are: a HeldKey, a key on the session's
+// lease whose create revision is the fencing token.
 //
 // # What it guarantees
 //
@@ -21,6 +23,22 @@
 // response and its concurrency.Session notices expiry only when the
 // keepalive channel closes, so its holders can learn of a loss after the
 // next holder already has the lock.
+//
+// # Held keys
+//
+// A HeldKey (Session.Hold) is lost when its session ends or when its key is
+// deleted or replaced; one watch per key reports the latter (see
+// HeldKey.watch for why it starts from "now" and reads the key once). Release
+// is a compare-and-delete on the create revision, so a late or repeated
+// Release never deletes a newer holder's key, and IsOwner/Txn guard etcd
+// transactions with the same comparison. The errors every holder shares
+// (ErrLost, ErrNotHeld, ErrKeyGone, ErrNotOwner, ErrGoneWhileWaiting,
+// ErrInvalidName) live here; lock, semaphore, election and claim export
+// them under their old names. The release policy is in Session.Close: after
+// a clean release of a lock or slot the lease is left to expire rather than
+// revoked, so a waiter with a lock delay never takes a release for a loss.
+// Lazy is the session of a lock or semaphore handle (given, or its own and
+// renewed after a loss).
 //
 // # What it does not guarantee
 //

@@ -11,23 +11,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-var (
-	// ErrExpired means no keepalive succeeded before the local deadline: the
-	// lease may already have expired on the server.
-	ErrExpired = errors.New("session: lease expired: no keepalive succeeded before the local deadline")
-	// ErrRevoked means the server no longer knows the lease: it was revoked
-	// or it expired there.
-	ErrRevoked = errors.New("session: lease revoked or expired on the server")
-	// ErrClosed means Close was called.
-	ErrClosed = errors.New("session: closed")
-	// ErrBadTTL is returned by New for a TTL below one second.
-	ErrBadTTL = errors.New("session: TTL must be at least 1s")
-	// ErrUnavailable is returned by New when etcd grants no lease in time
-	// or reports that it has no leader: the cluster has lost its quorum,
-	// or no member can be reached.
-	ErrUnavailable = errors.New("session: etcd unavailable (no leader, no quorum or unreachable)")
-)
-
 // DefaultTTL is the lease TTL when WithTTL is not given.
 const DefaultTTL = 10 * time.Second
 
@@ -97,6 +80,8 @@ type Session struct {
 
 	mu      sync.Mutex
 	err     error
+	keys    int // held keys (HeldKey) not yet ended
+	cleanly int // held keys that ended by a clean Release and keep the lease
 	closing chan struct{}
 	stopped chan struct{}
 	once    sync.Once
@@ -222,9 +207,24 @@ func (s *Session) Deadline() time.Time { return s.deadline.Until() }
 // Close stops the keepalives and revokes the lease, so that whatever is held
 // on it is released at once. It waits at most a few seconds for the revoke.
 // Calling it again is a no-op.
+//
+// The release policy: when no key is held on the session any more and at
+// least one ended by a clean Release (HeldKey.Release before any loss) of a
+// key held WithReleaseKeepsLease (a lock or a semaphore slot), Close does
+// not revoke the lease but leaves it to expire on the server, as
+// Orphan does; nothing is attached to it then. A waiter with a lock delay
+// tells a holder's release from its loss by whether the lease of the key it
+// saw deleted still exists, and a revoke sent right after the release could
+// reach etcd before that waiter asks: so a clean release never looks like a
+// loss, in whatever order the holder calls Release (Unlock, Resign) and
+// Close.
 func (s *Session) Close() error {
+	keep := s.leaveToExpire() // before end: ending the session ends the keys on it
 	s.end(ErrClosed)
 	<-s.stopped
+	if keep {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	_, err := s.client.Revoke(ctx, s.lease)
@@ -233,6 +233,33 @@ func (s *Session) Close() error {
 	}
 	return nil
 }
+
+// leaveToExpire is Close's release policy: nothing held, something released cleanly.
+func (s *Session) leaveToExpire() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keys == 0 && s.cleanly > 0
+}
+
+// keyHeld and keyEnded count the HeldKeys on the session for Close.
+func (s *Session) keyHeld() {
+	s.mu.Lock()
+	s.keys++
+	s.mu.Unlock()
+}
+
+func (s *Session) keyEnded(clean bool) {
+	s.mu.Lock()
+	s.keys--
+	if clean {
+		s.cleanly++
+	}
+	s.mu.Unlock()
+}
+
+// Clock returns the clock of the session's deadline: the one to read time
+// from in decisions that go with it (a lock delay, for one).
+func (s *Session) Clock() Clock { return s.cfg.clock }
 
 // Orphan stops the keepalives without revoking the lease: what is held on it
 // is released when the lease expires on the server. Done closes with ErrClosed.

@@ -707,7 +707,7 @@ func runCheckRedsyncLock(ctx context.Context, f *factory, opts *redsyncLockOptio
 	defer stopSigs()
 	child, err := childproc.Start(childproc.Config{
 		Path: opts.Command[0], Args: opts.Command[1:],
-		Env:   map[string]string{envLockName: safety.Scope, envFencingToken: strconv.FormatUint(hold.Token(), 10)},
+		Env:   map[string]string{envLockName: safety.Scope, envFencingToken: strconv.FormatUint(uint64(hold.Token()), 10)},
 		Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut, KillGrace: childproc.DefaultKillGrace,
 	})
 	if err != nil {

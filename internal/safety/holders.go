@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/election"
+	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/lock"
 	"github.com/coordkit/coordkit/semaphore"
 )
@@ -54,7 +55,7 @@ type Tenure interface {
 	// Token is the fencing token. A token-less lock (redsync) gets one
 	// from the harness, in the order its grants returned, so that the
 	// checker can order holders; the resource is never fenced with it.
-	Token() uint64
+	Token() fencing.Token
 	// Scope is the fencing scope the holder sends: Scope, or Scope#i for
 	// slot i of a semaphore.
 	Scope() string
@@ -146,7 +147,7 @@ type heldTenure struct {
 	reader bool
 }
 
-func (t heldTenure) Token() uint64                     { return uint64(t.h.Token()) }
+func (t heldTenure) Token() fencing.Token              { return t.h.Token() }
 func (t heldTenure) Scope() string                     { return Scope }
 func (t heldTenure) Slot() int                         { return 0 }
 func (t heldTenure) Reader() bool                      { return t.reader }
@@ -167,7 +168,7 @@ func (a semLock) Close() error { return a.s.Close() }
 
 type semTenure struct{ h *semaphore.Held }
 
-func (t semTenure) Token() uint64                     { return uint64(t.h.Token()) }
+func (t semTenure) Token() fencing.Token              { return t.h.Token() }
 func (t semTenure) Scope() string                     { return t.h.Scope() }
 func (t semTenure) Slot() int                         { return t.h.Slot() }
 func (t semTenure) Reader() bool                      { return false }
@@ -191,7 +192,7 @@ func (a electionLock) Close() error { return a.e.Close() }
 
 type leaderTenure struct{ l *election.Leadership }
 
-func (t leaderTenure) Token() uint64                     { return uint64(t.l.Token()) }
+func (t leaderTenure) Token() fencing.Token              { return t.l.Token() }
 func (t leaderTenure) Scope() string                     { return Scope }
 func (t leaderTenure) Slot() int                         { return 0 }
 func (t leaderTenure) Reader() bool                      { return false }

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/redislock"
 	"github.com/coordkit/coordkit/lock"
 )
@@ -109,10 +110,10 @@ type redsyncTenure struct {
 	token uint64
 }
 
-func (t redsyncTenure) Token() uint64 { return t.token }
-func (t redsyncTenure) Scope() string { return Scope }
-func (t redsyncTenure) Slot() int     { return 0 }
-func (t redsyncTenure) Reader() bool  { return false }
+func (t redsyncTenure) Token() fencing.Token { return fencing.Token(t.token) }
+func (t redsyncTenure) Scope() string        { return Scope }
+func (t redsyncTenure) Slot() int            { return 0 }
+func (t redsyncTenure) Reader() bool         { return false }
 
 // Alive is redsync's own belief: its validity time has not passed.
 func (t redsyncTenure) Alive() bool { return time.Now().Before(t.m.Until()) }
@@ -156,7 +157,7 @@ func HoldRedsync(ctx context.Context, addr, prefix string, ttl, dialTimeout time
 }
 
 // Token is the grant's number (not a fencing token).
-func (h *RedsyncHold) Token() uint64 { return h.t.token }
+func (h *RedsyncHold) Token() fencing.Token { return fencing.Token(h.t.token) }
 
 // Release unlocks (an expired lock is not an error here) and closes the
 // client.

@@ -548,7 +548,7 @@ func (w *worker) loop(ctx context.Context) {
 // lost. If that takes too long, the client starts over with a new Mutex
 // (closing the old one revokes its session, or lets its lease expire).
 func (w *worker) release(t Tenure) {
-	op := Op{Client: w.id, Kind: OpRelease, Token: t.Token(), Slot: t.Slot(), Reader: t.Reader(), Call: w.r.now(), Outcome: Fail}
+	op := Op{Client: w.id, Kind: OpRelease, Token: uint64(t.Token()), Slot: t.Slot(), Reader: t.Reader(), Call: w.r.now(), Outcome: Fail}
 	defer func() {
 		op.Return = w.r.now()
 		w.r.record(op)
@@ -587,14 +587,14 @@ func (w *worker) acquire(ctx context.Context) Tenure {
 		w.r.record(op)
 		return nil
 	}
-	op.Token, op.Slot, op.Reader, op.Outcome = t.Token(), t.Slot(), t.Reader(), OK
+	op.Token, op.Slot, op.Reader, op.Outcome = uint64(t.Token()), t.Slot(), t.Reader(), OK
 	w.r.record(op)
 	if t.Reader() {
 		return t
 	}
 	for {
 		g := w.r.granted.Load()
-		if g >= t.Token() || w.r.granted.CompareAndSwap(g, t.Token()) {
+		if g >= uint64(t.Token()) || w.r.granted.CompareAndSwap(g, uint64(t.Token())) {
 			break
 		}
 	}
@@ -603,7 +603,7 @@ func (w *worker) acquire(ctx context.Context) Tenure {
 
 func (w *worker) hold(ctx context.Context, t Tenure) {
 	res := w.r.res
-	tok, scope, slot := t.Token(), t.Scope(), t.Slot()
+	tok, scope, slot := uint64(t.Token()), t.Scope(), t.Slot()
 	opctx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 2*time.Second) }
 
 	// Fence first: from here on no older holder's write is admitted, so the
@@ -656,7 +656,7 @@ func (w *worker) read(ctx context.Context, t Tenure) {
 		if ctx.Err() != nil || !t.Alive() {
 			return
 		}
-		op := Op{Client: w.id, Kind: OpRead, Token: t.Token(), Reader: true, Call: w.r.now()}
+		op := Op{Client: w.id, Kind: OpRead, Token: uint64(t.Token()), Reader: true, Call: w.r.now()}
 		c, cancel := context.WithTimeout(ctx, 2*time.Second)
 		v, _, err := w.r.res.Read(c, t.Slot())
 		cancel()

@@ -1,0 +1,66 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of the session package: the lease's own, and the vocabulary of a
+// key held on it, which lock, semaphore, election and claim share (their
+// ErrLost, ErrNotHeld, ... are these same values under the old names).
+// Match them with errors.Is.
+var (
+	// ErrExpired means no keepalive succeeded before the local deadline: the
+	// lease may already have expired on the server.
+	ErrExpired = errors.New("session: lease expired: no keepalive succeeded before the local deadline")
+	// ErrRevoked means the server no longer knows the lease: it was revoked
+	// or it expired there.
+	ErrRevoked = errors.New("session: lease revoked or expired on the server")
+	// ErrClosed means Close was called: on the session, or on the lock,
+	// semaphore or election that owned it (their ErrClosed is this error).
+	ErrClosed = errors.New("session: closed")
+	// ErrBadTTL is returned by New for a TTL below one second.
+	ErrBadTTL = errors.New("session: TTL must be at least 1s")
+	// ErrUnavailable is returned by New when etcd grants no lease in time
+	// or reports that it has no leader: the cluster has lost its quorum,
+	// or no member can be reached.
+	ErrUnavailable = errors.New("session: etcd unavailable (no leader, no quorum or unreachable)")
+
+	// ErrInvalidName is returned for the name of a lock, semaphore,
+	// election or claim that cannot be used (ValidateName).
+	ErrInvalidName = errors.New("session: invalid name")
+	// ErrLost is wrapped, with the reason (ErrExpired, ErrRevoked, ErrClosed
+	// or ErrKeyGone), by HeldKey.Err and the cause of HeldKey.Context once
+	// the key is lost while held.
+	ErrLost = errors.New("session: key lost while held")
+	// ErrNotHeld is returned by HeldKey.Release on a key that is no longer
+	// held: released already, or lost (then the error also wraps ErrLost).
+	// After Release it is HeldKey.Err.
+	ErrNotHeld = errors.New("session: key not held")
+	// ErrKeyGone is the reason of a loss when the held key was deleted or
+	// replaced behind the holder's back (etcdctl del, a revoke of its lease).
+	ErrKeyGone = errors.New("session: key deleted or replaced")
+	// ErrNotOwner is returned by HeldKey.Txn when its guard (IsOwner)
+	// failed: the key is gone or was recreated, nothing was applied.
+	ErrNotOwner = errors.New("session: not owner of the key")
+	// ErrGoneWhileWaiting is returned by an acquisition (Lock, Acquire,
+	// Campaign) whose own key or session vanished before it was granted: it
+	// never held anything.
+	ErrGoneWhileWaiting = errors.New("session: session expired while waiting")
+)
+
+// errReleased is HeldKey.Err and the cause of its Context after Release,
+// unless WithReleaseCause gives another.
+var errReleased = fmt.Errorf("%w: released", ErrNotHeld)
+
+// lostError builds the error of a lost key: it matches ErrLost and reason.
+func lostError(reason error) error { return fmt.Errorf("%w: %w", ErrLost, reason) }
+
+// ValidateName reports whether name can name a lock, semaphore, election or
+// claim: it must not be empty. The error wraps ErrInvalidName.
+func ValidateName(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty", ErrInvalidName)
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/session"
+)
+
+// putKey creates key on s's lease and returns its create revision.
+func putKey(t *testing.T, cli *clientv3.Client, s *session.Session, key string) int64 {
+	t.Helper()
+	resp, err := cli.Put(context.Background(), key, "v", clientv3.WithLease(s.Lease()))
+	require.NoError(t, err)
+	return resp.Header.Revision
+}
+
+func leaseExists(t *testing.T, cli *clientv3.Client, id clientv3.LeaseID) bool {
+	t.Helper()
+	resp, err := cli.TimeToLive(context.Background(), id)
+	require.NoError(t, err)
+	return resp.TTL > 0
+}
+
+func TestHeldKeyReleaseCleanLeavesLeaseToExpire(t *testing.T) {
+	_, cli := etcdtest.StartWithClient(t)
+	ctx := context.Background()
+	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
+	require.NoError(t, err)
+	rev := putKey(t, cli, s, "hk/a")
+	ended := make(chan struct{})
+	k := s.Hold("hk/a", rev, session.WithOnEnd(func() { close(ended) }), session.WithReleaseKeepsLease())
+	require.Equal(t, rev, int64(k.Token()))
+	require.True(t, k.Alive())
+	require.NoError(t, k.Release(ctx))
+	<-ended
+	require.ErrorIs(t, k.Err(), session.ErrNotHeld)
+	require.ErrorIs(t, k.Release(ctx), session.ErrNotHeld, "a second Release")
+	select {
+	case <-k.Lost():
+		t.Fatal("Release must not close Lost")
+	default:
+	}
+	got, err := cli.Get(ctx, "hk/a")
+	require.NoError(t, err)
+	require.Empty(t, got.Kvs)
+	// Close after a clean release, Unlock-then-Close order: the lease stays
+	// (it holds nothing), so a lock-delay waiter sees a release, not a loss.
+	require.NoError(t, s.Close())
+	require.True(t, leaseExists(t, cli, s.Lease()), "Close after a clean release must not revoke")
+}
+
+func TestHeldKeyCloseWhileHeldRevokes(t *testing.T) {
+	_, cli := etcdtest.StartWithClient(t)
+	ctx := context.Background()
+	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
+	require.NoError(t, err)
+	k1 := s.Hold("hk/1", putKey(t, cli, s, "hk/1"), session.WithReleaseKeepsLease())
+	require.NoError(t, k1.Release(ctx))
+	k2 := s.Hold("hk/2", putKey(t, cli, s, "hk/2"))
+	require.NoError(t, s.Close())
+	<-k2.Lost()
+	require.ErrorIs(t, k2.Err(), session.ErrLost)
+	require.ErrorIs(t, k2.Err(), session.ErrClosed)
+	require.False(t, leaseExists(t, cli, s.Lease()), "a key still held: Close revokes")
+}
+
+func TestHeldKeyLostWhenDeletedBehindItsBack(t *testing.T) {
+	_, cli := etcdtest.StartWithClient(t)
+	ctx := context.Background()
+	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
+	require.NoError(t, err)
+	defer s.Close()
+	k := s.Hold("hk/del", putKey(t, cli, s, "hk/del"))
+	_, err = cli.Delete(ctx, "hk/del")
+	require.NoError(t, err)
+	<-k.Lost()
+	require.ErrorIs(t, k.Err(), session.ErrLost)
+	require.ErrorIs(t, k.Err(), session.ErrKeyGone)
+	require.ErrorIs(t, context.Cause(k.Context()), session.ErrKeyGone)
+	require.False(t, k.Alive())
+	err = k.Release(ctx)
+	require.ErrorIs(t, err, session.ErrNotHeld)
+	require.ErrorIs(t, err, session.ErrLost)
+}
+
+// The watch starts from the create revision + 1: a delete between the put
+// and Hold (the gap in which nothing watches yet) is replayed, not missed.
+func TestHeldKeyDeleteInTheGapIsSeen(t *testing.T) {
+	_, cli := etcdtest.StartWithClient(t)
+	ctx := context.Background()
+	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
+	require.NoError(t, err)
+	defer s.Close()
+	rev := putKey(t, cli, s, "hk/gap")
+	_, err = cli.Delete(ctx, "hk/gap")
+	require.NoError(t, err)
+	// The key is recreated on the same lease: a later incarnation is not ours.
+	putKey(t, cli, s, "hk/gap")
+	k := s.Hold("hk/gap", rev)
+	<-k.Lost()
+	require.ErrorIs(t, k.Err(), session.ErrKeyGone)
+}
+
+func TestHeldKeyTxnGuardedByOwnership(t *testing.T) {
+	_, cli := etcdtest.StartWithClient(t)
+	ctx := context.Background()
+	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
+	require.NoError(t, err)
+	defer s.Close()
+	k := s.Hold("hk/txn", putKey(t, cli, s, "hk/txn"))
+	_, err = k.Txn(ctx, clientv3.OpPut("hk/data", "1"))
+	require.NoError(t, err)
+	_, err = cli.Delete(ctx, "hk/txn")
+	require.NoError(t, err)
+	resp, err := k.Txn(ctx, clientv3.OpPut("hk/data", "2"))
+	require.ErrorIs(t, err, session.ErrNotOwner)
+	require.False(t, resp.Succeeded)
+	<-k.Lost() // a failed guard is a loss, whichever of it and the watch comes first
+	got, err := cli.Get(ctx, "hk/data")
+	require.NoError(t, err)
+	require.Equal(t, "1", string(got.Kvs[0].Value))
+}
+
+func TestHeldKeyOnEndedSessionIsLostAtOnce(t *testing.T) {
+	_, cli := etcdtest.StartWithClient(t)
+	ctx := context.Background()
+	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
+	require.NoError(t, err)
+	rev := putKey(t, cli, s, "hk/late")
+	require.NoError(t, s.Close())
+	k := s.Hold("hk/late", rev)
+	<-k.Lost()
+	require.True(t, errors.Is(k.Err(), session.ErrClosed), "got %v", k.Err())
+}
+
+// A key held without WithReleaseKeepsLease (a leadership): Close after its
+// clean release revokes as before.
+func TestHeldKeyReleaseWithoutKeepRevokes(t *testing.T) {
+	_, cli := etcdtest.StartWithClient(t)
+	ctx := context.Background()
+	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
+	require.NoError(t, err)
+	k := s.Hold("hk/lead", putKey(t, cli, s, "hk/lead"))
+	require.NoError(t, k.Release(ctx))
+	require.NoError(t, s.Close())
+	require.False(t, leaseExists(t, cli, s.Lease()))
+}

@@ -1,0 +1,129 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Lazy is the session of a lock or semaphore handle: either one the caller
+// gave it (and closes), or its own, granted on first use and granted anew
+// after it was lost. Safe for concurrent use.
+type Lazy struct {
+	client *clientv3.Client
+	opts   []Option
+	owned  bool
+	id     string // random: makes Nonce unique across handles
+	count  atomic.Uint64
+
+	mu     sync.Mutex
+	s      *Session
+	closed bool
+}
+
+// NewLazy returns the session source of a handle: given, when not nil, or
+// its own sessions created with opts. It does no I/O.
+func NewLazy(client *clientv3.Client, given *Session, opts ...Option) *Lazy {
+	return &Lazy{client: client, opts: opts, owned: given == nil, s: given, id: randomID()}
+}
+
+// Owned reports whether the sessions are the handle's own.
+func (l *Lazy) Owned() bool { return l.owned }
+
+// Get returns a live session. The handle's own is granted anew if it was
+// lost; a given one that ended is an error wrapping ErrGoneWhileWaiting and
+// its reason. After Close, ErrClosed.
+func (l *Lazy) Get(ctx context.Context) (*Session, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, ErrClosed
+	}
+	if l.s != nil {
+		select {
+		case <-l.s.Done():
+			if !l.owned {
+				return nil, fmt.Errorf("%w: %w", ErrGoneWhileWaiting, l.s.Err())
+			}
+			_ = l.s.Close() // revoke what is left of it
+			l.s = nil
+		default:
+			return l.s, nil
+		}
+	}
+	s, err := New(ctx, l.client, l.opts...)
+	if err != nil {
+		return nil, err
+	}
+	l.s = s
+	return s, nil
+}
+
+// Drop forgets s, closing it, if it is the handle's own current session: an
+// acquisition found its lease gone on the server before the session knew.
+func (l *Lazy) Drop(s *Session) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.s == s && l.owned {
+		_ = s.Close()
+		l.s = nil
+	}
+}
+
+// Close makes Get return ErrClosed and closes the handle's own session (see
+// Session.Close for when that revokes its lease). A given session is left
+// alone. Calling it again is a no-op.
+func (l *Lazy) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	if l.owned && l.s != nil {
+		return l.s.Close()
+	}
+	return nil
+}
+
+// Closed reports whether Close was called.
+func (l *Lazy) Closed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// Nonce returns a value unique to one acquisition through the handle, to
+// put in its key: an acquisition that does not know whether its put was
+// applied deletes the key only if it still holds this value.
+func (l *Lazy) Nonce() string {
+	return l.id + "-" + strconv.FormatUint(l.count.Add(1), 10)
+}
+
+func randomID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// LeaseGone reports whether lease no longer exists on the server: a key on
+// it went because the lease expired or was revoked, not by a clean release.
+// A key without a lease, or a failed request, counts as not gone.
+func LeaseGone(ctx context.Context, client *clientv3.Client, lease int64) bool {
+	if lease == 0 {
+		return false
+	}
+	resp, err := client.TimeToLive(ctx, clientv3.LeaseID(lease))
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return true
+	}
+	return err == nil && resp.TTL == -1
+}

@@ -113,7 +113,7 @@ func (g *grantGate) onEnd() {
 	free := g.granted
 	g.mu.Unlock()
 	if free {
-		<-g.m.sem
+		g.m.sess.EndTurn()
 	}
 }
 
@@ -125,6 +125,6 @@ func (g *grantGate) grant() {
 	free := g.ended
 	g.mu.Unlock()
 	if free {
-		<-g.m.sem
+		g.m.sess.EndTurn()
 	}
 }

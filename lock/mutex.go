@@ -93,11 +93,7 @@ type Mutex struct {
 	pfx    string // prefix+name+"/"
 	kind   keyKind
 	cfg    config
-	sess   *session.Lazy
-
-	// sem is taken from the start of an acquisition until the Held it
-	// returned is unlocked or lost.
-	sem chan struct{}
+	sess   *session.Lazy // also serializes acquisitions: see session.Serially
 }
 
 // New returns a Mutex named name on client. It does no I/O: the Mutex's
@@ -132,7 +128,6 @@ func newMutex(client *clientv3.Client, name string, kind keyKind, opts ...Option
 		kind:   kind,
 		cfg:    cfg,
 		sess:   session.NewLazy(client, cfg.sess, append([]session.Option{session.WithTTL(cfg.ttl)}, cfg.sessOpts...)...),
-		sem:    make(chan struct{}, 1),
 	}, nil
 }
 
@@ -155,31 +150,13 @@ func (m *Mutex) Close() error { return m.sess.Close() }
 // ErrClosed after (or during, if the Mutex owns its session) Close, and
 // etcd's error if a request failed.
 func (m *Mutex) Lock(ctx context.Context) (*Held, error) {
-	select {
-	case m.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
-	}
-	h, err := m.acquire(ctx, false)
-	if err != nil {
-		<-m.sem
-	}
-	return h, err
+	return session.Serially(ctx, m.sess, false, nil, m.acquire)
 }
 
 // TryLock takes the lock if it is free and returns a *LockedError (matching
 // ErrLocked) at once if it is held elsewhere, including by this Mutex.
 func (m *Mutex) TryLock(ctx context.Context) (*Held, error) {
-	select {
-	case m.sem <- struct{}{}:
-	default:
-		return nil, &LockedError{Name: m.name}
-	}
-	h, err := m.acquire(ctx, true)
-	if err != nil {
-		<-m.sem
-	}
-	return h, err
+	return session.Serially(ctx, m.sess, true, &LockedError{Name: m.name}, m.acquire)
 }
 
 func (m *Mutex) keyOf(s *session.Session) string {

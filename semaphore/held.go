@@ -19,8 +19,7 @@ type Held struct {
 }
 
 func (a *attempt) held(slot int, key string, rev int64) *Held {
-	free := a.s.sem
-	k := a.sess.Hold(key, rev, session.WithReleaseCause(errReleased), session.WithOnEnd(func() { <-free }), session.WithReleaseKeepsLease())
+	k := a.sess.Hold(key, rev, session.WithReleaseCause(errReleased), session.WithOnEnd(a.s.sess.EndTurn), session.WithReleaseKeepsLease())
 	return &Held{s: a.s, k: k, slot: slot}
 }
 

@@ -78,8 +78,7 @@ type Semaphore struct {
 	pfx    string
 	limit  int
 	cfg    config
-	sess   *session.Lazy
-	sem    chan struct{} // taken from the start of an acquisition until its slot is released or lost
+	sess   *session.Lazy // also serializes acquisitions: see session.Serially
 }
 
 // New returns a Semaphore named name with limit slots on client. It does no
@@ -107,7 +106,6 @@ func New(client *clientv3.Client, name string, limit int, opts ...Option) (*Sema
 	return &Semaphore{
 		client: client, name: name, pfx: cfg.prefix + name + "/", limit: limit, cfg: cfg,
 		sess: session.NewLazy(client, cfg.sess, append([]session.Option{session.WithTTL(cfg.ttl)}, cfg.sessOpts...)...),
-		sem:  make(chan struct{}, 1),
 	}, nil
 }
 
@@ -142,32 +140,14 @@ func (s *Semaphore) Close() error { return s.sess.Close() }
 // Semaphore's, ErrSessionExpired if its key or session vanished while it
 // waited, ErrClosed after Close, and etcd's error if a request failed.
 func (s *Semaphore) Acquire(ctx context.Context) (*Held, error) {
-	select {
-	case s.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
-	}
-	h, err := s.acquire(ctx, false)
-	if err != nil {
-		<-s.sem
-	}
-	return h, err
+	return session.Serially(ctx, s.sess, false, nil, s.acquire)
 }
 
 // TryAcquire takes a slot if one is free and nobody waits before it, and
 // returns a *NoSlotError (ErrNoSlot) at once otherwise, including when this
 // Semaphore holds a slot already.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Held, error) {
-	select {
-	case s.sem <- struct{}{}:
-	default:
-		return nil, &NoSlotError{Name: s.name, Limit: s.limit, Holders: -1}
-	}
-	h, err := s.acquire(ctx, true)
-	if err != nil {
-		<-s.sem
-	}
-	return h, err
+	return session.Serially(ctx, s.sess, true, &NoSlotError{Name: s.name, Limit: s.limit, Holders: -1}, s.acquire)
 }
 
 var errLeaseGone = errors.New("lease not found")

@@ -23,6 +23,7 @@ type Lazy struct {
 	owned  bool
 	id     string // random: makes Nonce unique across handles
 	count  atomic.Uint64
+	turn   chan struct{} // taken from the start of an acquisition until what it got ends
 
 	mu     sync.Mutex
 	s      *Session
@@ -32,8 +33,40 @@ type Lazy struct {
 // NewLazy returns the session source of a handle: given, when not nil, or
 // its own sessions created with opts. It does no I/O.
 func NewLazy(client *clientv3.Client, given *Session, opts ...Option) *Lazy {
-	return &Lazy{client: client, opts: opts, owned: given == nil, s: given, id: randomID()}
+	return &Lazy{client: client, opts: opts, owned: given == nil, s: given, id: randomID(), turn: make(chan struct{}, 1)}
 }
+
+// Serially runs acquire as the handle's one acquisition at a time: a
+// handle holds at most one key at a time (as sync.Mutex is held once). The
+// turn is taken first — waiting for it, or failing at once with busy when
+// try is set — and given back when acquire fails; when it succeeds, the
+// turn lasts until EndTurn, which the acquired key's end calls
+// (WithOnEnd). ctx's cause is returned if it ends while waiting for the turn.
+func Serially[T any](ctx context.Context, l *Lazy, try bool, busy error, acquire func(context.Context, bool) (T, error)) (T, error) {
+	var zero T
+	if try {
+		select {
+		case l.turn <- struct{}{}:
+		default:
+			return zero, busy
+		}
+	} else {
+		select {
+		case l.turn <- struct{}{}:
+		case <-ctx.Done():
+			return zero, context.Cause(ctx)
+		}
+	}
+	v, err := acquire(ctx, try)
+	if err != nil {
+		l.EndTurn()
+	}
+	return v, err
+}
+
+// EndTurn lets the handle acquire again: the key its last acquisition got
+// has ended (released or lost).
+func (l *Lazy) EndTurn() { <-l.turn }
 
 // Owned reports whether the sessions are the handle's own.
 func (l *Lazy) Owned() bool { return l.owned }

@@ -83,7 +83,10 @@ func TestSQLE2ELockFrozenHolder(t *testing.T) {
 		// A's child wakes and sends its late write.
 		require.NoError(t, syscall.Kill(childPid, syscall.SIGCONT))
 		require.Equal(t, "rc=5", a.line(t), a.stderr.String())
-		require.Contains(t, a.stderr.String(), fmt.Sprintf("stale token %d for scope %q: floor is %d", tokA, name, tokB))
+		// stdout and stderr are two pipes read by two goroutines: the
+		// message written before "rc=5" may be copied after it.
+		stale := fmt.Sprintf("stale token %d for scope %q: floor is %d", tokA, name, tokB)
+		require.Eventually(t, func() bool { return strings.Contains(a.stderr.String(), stale) }, 10*time.Second, 10*time.Millisecond, a.stderr.String())
 		require.Equal(t, "B", reportBody(t, db), "the successor's write stays")
 		var floor int64
 		require.NoError(t, db.QueryRow(db.Rebind("SELECT token FROM coordkit_fence WHERE scope = ?"), name).Scan(&floor))

@@ -77,10 +77,11 @@ func RoleOf(pfx, key string) KeyRole {
 	return RoleForeign
 }
 
-// isLeaseHex reports whether s is a lease ID as the layouts print it: %x
-// of a positive int64, lowercase, as concurrency.Mutex writes it.
+// isLeaseHex reports whether s is a holder's ID as the layouts print it: %x
+// of a lease ID, lowercase, as concurrency.Mutex writes it, or the decimal
+// time etcd's recipes.RWMutex uses (up to 20 digits).
 func isLeaseHex(s string) bool {
-	if s == "" || len(s) > 16 {
+	if s == "" || len(s) > 20 {
 		return false
 	}
 	for _, c := range s {

@@ -22,7 +22,8 @@ func TestRoleOf(t *testing.T) {
 		{"n/child/694d8a2e1f0b3c01", RoleForeign}, // the lock named n/child
 		{"n/ABC", RoleForeign},                    // not how lease IDs are printed
 		{"n/", RoleForeign},
-		{"n/0123456789abcdef0", RoleForeign}, // longer than an int64
+		{"n/read/1796137933058803600", RoleReader}, // recipes.RWMutex: decimal nanoseconds
+		{"n/0123456789abcdef01234", RoleForeign},  // longer than any ID
 		{"m/1f", RoleForeign},
 		{"n/read/x/1f", RoleForeign},
 	}

@@ -208,7 +208,8 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	getOwn := clientv3.OpGet(a.key)
 	// With a lock delay, read every key ahead of us, to tell later which of
 	// them went by a loss.
-	firsts := m.blockerOps(0, m.cfg.delay == 0)
+	// The name's semaphore limit key, if any, says the name is not a lock's.
+	firsts := append(m.blockerOps(0, m.cfg.delay == 0), clientv3.OpGet(m.pfx+session.SemLimitSuffix, clientv3.WithKeysOnly()))
 	resp, err := m.client.Txn(ctx).If(cmp).Then(append([]clientv3.Op{put}, firsts...)...).
 		Else(append([]clientv3.Op{getOwn}, firsts...)...).Commit()
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
@@ -228,7 +229,17 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 		a.rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
 	}
 	a.k = s.Hold(a.key, a.rev, session.WithOnEnd(a.gate.onEnd), session.WithReleaseCause(errUnlocked), session.WithReleaseKeepsLease())
-	owner := oldestBlocker(ranges(resp.Responses[1:]), a.rev)
+	last := len(resp.Responses) - 1
+	if kvs := resp.Responses[last].GetResponseRange().Kvs; len(kvs) > 0 {
+		a.cleanup(ctx)
+		return nil, fmt.Errorf("lock: %w: use coordctl sem, or coordctl sem delete to free the name", &session.NameInUseError{Name: m.name, Key: string(kvs[0].Key), Kind: "semaphore"})
+	}
+	firstKeys, err := m.ownKeys(ctx, ranges(resp.Responses[1:last]), 0, true)
+	if err != nil {
+		a.cleanup(ctx)
+		return nil, err
+	}
+	owner := oldestBlocker(firstKeys, a.rev)
 	if owner == nil {
 		return a.held(), nil
 	}
@@ -239,7 +250,7 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	if m.cfg.onWait != nil {
 		m.cfg.onWait(Waiting{Name: m.name, Key: a.key, HolderKey: string(owner.Key), HolderToken: fencing.Token(owner.CreateRevision)})
 	}
-	return a.wait(ctx, aheadOf(ranges(resp.Responses[1:]), a.rev))
+	return a.wait(ctx, aheadOf(firstKeys, a.rev))
 }
 
 // wait waits for every key created before ours to go, watching only the
@@ -290,7 +301,14 @@ func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (
 		}
 		seen := resp.Header.Revision
 		own := resp.Responses[0].GetResponseRange().Kvs
-		preds := lastCreated(ranges(resp.Responses[1:]))
+		lists, err := a.m.ownKeys(ctx, ranges(resp.Responses[1:]), a.rev, delay == 0)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fail(context.Cause(ctx))
+			}
+			return fail(err)
+		}
+		preds := lastCreated(lists)
 		verdict, pred := judgeWait(own, a.rev, preds)
 		if delay > 0 && verdict != verdictGone {
 			// A key ahead of us that went while we watched another one: was it lost?
@@ -438,23 +456,70 @@ func (a *attempt) cleanupByNonce(ctx context.Context) {
 }
 
 // blockerOps reads, for each blocking range of the Mutex's kind, the first
-// key created (first) or the keys created before rev, newest first (all of
+// key created (rev 0) or the keys created before rev, newest first (all of
 // them unless limit1).
 func (m *Mutex) blockerOps(rev int64, limit1 bool) []clientv3.Op {
 	var ops []clientv3.Op
 	for _, r := range blockingRanges(m.pfx, m.kind) {
-		opts := []clientv3.OpOption{clientv3.WithRange(r.end)}
 		if rev == 0 {
-			opts = append(opts, clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
+			ops = append(ops, blockerOp(r, true, 0, true))
 		} else {
-			opts = append(opts, clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithMaxCreateRev(rev-1))
-			if limit1 {
-				opts = append(opts, clientv3.WithLimit(1))
-			}
+			ops = append(ops, blockerOp(r, false, rev-1, limit1))
 		}
-		ops = append(ops, clientv3.OpGet(r.start, opts...))
 	}
 	return ops
+}
+
+// blockerOp reads range r by create revision: ascending from bound (0: from
+// the first), or descending from bound down.
+func blockerOp(r keyRange, ascending bool, bound int64, limit1 bool) clientv3.Op {
+	opts := []clientv3.OpOption{clientv3.WithRange(r.end)}
+	if ascending {
+		opts = append(opts, clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+		if bound > 0 {
+			opts = append(opts, clientv3.WithMinCreateRev(bound))
+		}
+	} else {
+		opts = append(opts, clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithMaxCreateRev(bound))
+	}
+	if limit1 {
+		opts = append(opts, clientv3.WithLimit(1))
+	}
+	return clientv3.OpGet(r.start, opts...)
+}
+
+// ownKeys is blockerOps' answer (lists, one per blocking range) with only
+// the lock's own keys: another name's keys below this one (a lock named
+// NAME/child) neither hold nor block it. A read limited to one key whose key
+// was another name's is repeated past it; keys are never created before
+// ours after the fact, so a later read sees no blocker the first one missed.
+// A semaphore's key under the name is an error (*session.NameInUseError).
+func (m *Mutex) ownKeys(ctx context.Context, lists [][]*mvccpb.KeyValue, rev int64, limit1 bool) ([][]*mvccpb.KeyValue, error) {
+	rs := blockingRanges(m.pfx, m.kind)
+	for i, kvs := range lists {
+		for {
+			own, foreign, err := splitOwn(m.name, m.pfx, kvs)
+			if err != nil {
+				return nil, err
+			}
+			lists[i] = own
+			if foreign == nil || len(own) > 0 || !(rev == 0 || limit1) {
+				break
+			}
+			var op clientv3.Op
+			if rev == 0 {
+				op = blockerOp(rs[i], true, foreign.CreateRevision+1, true)
+			} else {
+				op = blockerOp(rs[i], false, foreign.CreateRevision-1, true)
+			}
+			resp, err := m.client.Do(ctx, op)
+			if err != nil {
+				return nil, fmt.Errorf("lock: read %s: %w", m.name, err)
+			}
+			kvs = resp.Get().Kvs
+		}
+	}
+	return lists, nil
 }
 
 // ranges returns the key-values of range responses.

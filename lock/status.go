@@ -2,14 +2,13 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/session"
 )
 
 // Mode is how a key holds or waits for a lock.
@@ -53,12 +52,14 @@ func (s Report) Held() bool { return len(s.Holders) > 0 }
 // front: the keys are name+"/...") and who waits for it, in one read of its
 // keys at one revision, then asks etcd the remaining TTL of each holder's
 // lease. It understands the keys of Mutex, RWMutex, concurrency.Mutex,
-// `etcdctl lock` and recipes.RWMutex. It returns ErrInvalidName for an empty
-// name and etcd's error if the read fails; a failed TTL request leaves
+// `etcdctl lock` and recipes.RWMutex; keys of other names below this one
+// (a lock named name+"/child") are not its. It returns ErrInvalidName for a
+// name session.ValidateName refuses, a *session.NameInUseError (ErrNameInUse)
+// when the name is a semaphore's, and etcd's error if the read fails; a failed TTL request leaves
 // that holder's TTL at 0.
 func Status(ctx context.Context, client *clientv3.Client, name string) (Report, error) {
-	if name == "" {
-		return Report{}, fmt.Errorf("%w: empty", ErrInvalidName)
+	if err := session.ValidateName(name); err != nil {
+		return Report{}, fmt.Errorf("lock: %w", err)
 	}
 	pfx := name + "/"
 	resp, err := client.Get(ctx, pfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
@@ -68,9 +69,13 @@ func Status(ctx context.Context, client *clientv3.Client, name string) (Report, 
 	st := Report{Name: name, Revision: resp.Header.Revision, Holders: []Entry{}, Waiters: []Entry{}}
 	entries := make([]Entry, 0, len(resp.Kvs))
 	shared := make([]bool, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
+	own, _, err := splitOwn(name, pfx, resp.Kvs)
+	if err != nil {
+		return Report{}, err
+	}
+	for _, kv := range own {
 		e := Entry{Key: string(kv.Key), Token: fencing.Token(kv.CreateRevision), Lease: clientv3.LeaseID(kv.Lease), Mode: ModeExclusive}
-		if isReaderKey(pfx, e.Key) {
+		if session.RoleOf(pfx, e.Key) == session.RoleReader {
 			e.Mode = ModeShared
 		}
 		entries = append(entries, e)
@@ -80,7 +85,7 @@ func Status(ctx context.Context, client *clientv3.Client, name string) (Report, 
 	st.Holders = append(st.Holders, entries[:n]...)
 	st.Waiters = append(st.Waiters, entries[n:]...)
 	for i := range st.Holders {
-		st.Holders[i].TTL = leaseTTL(ctx, client, st.Holders[i].Lease)
+		st.Holders[i].TTL = session.LeaseTTL(ctx, client, st.Holders[i].Lease)
 	}
 	return st, nil
 }
@@ -100,21 +105,4 @@ func holderCount(shared []bool) int {
 		n++
 	}
 	return n
-}
-
-func leaseTTL(ctx context.Context, client *clientv3.Client, lease clientv3.LeaseID) time.Duration {
-	if lease == clientv3.NoLease {
-		return 0
-	}
-	resp, err := client.TimeToLive(ctx, lease)
-	if err != nil {
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			return -1
-		}
-		return 0
-	}
-	if resp.TTL < 0 {
-		return -1
-	}
-	return time.Duration(resp.TTL) * time.Second
 }

@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"github.com/coordkit/coordkit/session"
 )
 
-// Key layout under prefix+name+"/".
+// Key layout under prefix+name+"/" (session's layout table).
 const (
-	limitSuffix = "limit"
-	queueInfix  = "queue/"
-	slotsInfix  = "slots/"
+	limitSuffix = session.SemLimitSuffix
+	queueInfix  = session.SemQueueInfix
+	slotsInfix  = session.SemSlotsInfix
 )
 
 // slotOf parses the slot number of a slot key; ok is false for other keys.

@@ -17,6 +17,9 @@ var (
 	// ErrLimitMismatch is returned when the limit stored in etcd for the
 	// name differs from the Semaphore's (every *LimitError matches it).
 	ErrLimitMismatch = errors.New("semaphore: limit differs from the stored one")
+	// ErrInUse is returned by Delete without force while a slot is held or a
+	// waiter queued (every *InUseError matches it).
+	ErrInUse = errors.New("semaphore: held or waited for")
 	// ErrInvalid is returned by New for an empty name or a limit below 1 (an
 	// empty name's error matches ErrInvalidName too).
 	ErrInvalid = errors.New("semaphore: invalid name or limit")
@@ -73,10 +76,23 @@ type LimitError struct {
 }
 
 func (e *LimitError) Error() string {
-	return fmt.Sprintf("semaphore: %q has limit %d in etcd, this Semaphore has %d (SetLimit changes it)", e.Name, e.Stored, e.Asked)
+	return fmt.Sprintf("semaphore: %q has limit %d in etcd, this Semaphore has %d", e.Name, e.Stored, e.Asked)
 }
 
 // Is makes errors.Is(err, ErrLimitMismatch) true.
 func (e *LimitError) Is(target error) bool { return target == ErrLimitMismatch }
 
 var errReleased = fmt.Errorf("%w: released", ErrNotHeld)
+
+// InUseError is what Delete returns when the semaphore is in use.
+type InUseError struct {
+	Name             string
+	Holders, Waiters int
+}
+
+func (e *InUseError) Error() string {
+	return fmt.Sprintf("semaphore: %q has %d slots held and %d waiters", e.Name, e.Holders, e.Waiters)
+}
+
+// Is makes errors.Is(err, ErrInUse) true.
+func (e *InUseError) Is(target error) bool { return target == ErrInUse }

@@ -188,13 +188,19 @@ func (s *Semaphore) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	// One round trip: store the limit if none is stored, queue our key
 	// unless this lease has one, and read the stored limit back.
 	lk := s.limitKey()
+	// The limit is stored only if no lock keeps keys under the name.
+	storeLimit := clientv3.OpTxn(
+		[]clientv3.Cmp{
+			clientv3.Compare(clientv3.CreateRevision(lk), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(s.pfx+"0"), "=", 0).WithRange(s.pfx + "g"),
+			clientv3.Compare(clientv3.CreateRevision(s.pfx+session.ReaderInfix), "=", 0).WithPrefix(),
+			clientv3.Compare(clientv3.CreateRevision(s.pfx+session.WriterInfix), "=", 0).WithPrefix(),
+		},
+		[]clientv3.Op{clientv3.OpPut(lk, strconv.Itoa(s.limit))}, nil)
+	then := append([]clientv3.Op{storeLimit, clientv3.OpPut(a.qkey, a.nonce, clientv3.WithLease(sess.Lease())), clientv3.OpGet(lk)}, s.lockKeyOps()...)
+	els := append([]clientv3.Op{clientv3.OpGet(a.qkey), clientv3.OpGet(lk)}, s.lockKeyOps()...)
 	resp, err := s.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(a.qkey), "=", 0)).
-		Then(clientv3.OpTxn(
-			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lk), "=", 0)},
-			[]clientv3.Op{clientv3.OpPut(lk, strconv.Itoa(s.limit))}, nil),
-			clientv3.OpPut(a.qkey, a.nonce, clientv3.WithLease(sess.Lease())),
-			clientv3.OpGet(lk)).
-		Else(clientv3.OpGet(a.qkey), clientv3.OpGet(lk)).Commit()
+		Then(then...).Else(els...).Commit()
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		s.sess.Drop(sess)
 		return nil, fmt.Errorf("semaphore: acquire %s: %w: %w", a.qkey, errLeaseGone, err)
@@ -211,6 +217,14 @@ func (s *Semaphore) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	} else {
 		a.qrev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
 		limitKvs = resp.Responses[1].GetResponseRange().Kvs
+	}
+	for _, r := range resp.Responses[len(resp.Responses)-len(s.lockKeyOps()):] {
+		for _, kv := range r.GetResponseRange().Kvs {
+			if session.RoleOf(s.pfx, string(kv.Key)).IsLock() {
+				a.cleanup(ctx)
+				return nil, lockNameError(s.name, string(kv.Key))
+			}
+		}
 	}
 	if stored, ok := parseLimit(limitKvs); ok && stored != s.limit {
 		a.cleanup(ctx)
@@ -479,13 +493,67 @@ func (a *attempt) cleanupByNonce(ctx context.Context, slot int) {
 // Semaphores built with another limit get ErrLimitMismatch from their next
 // Acquire, and their waiters at their next look.
 func SetLimit(ctx context.Context, client *clientv3.Client, name string, limit int) error {
-	if name == "" || limit < 1 {
-		return fmt.Errorf("%w: %q, limit %d", ErrInvalid, name, limit)
+	if err := session.ValidateName(name); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if limit < 1 {
+		return fmt.Errorf("%w: limit %d", ErrInvalid, limit)
 	}
 	if _, err := client.Put(ctx, name+"/"+limitSuffix, strconv.Itoa(limit)); err != nil {
 		return fmt.Errorf("semaphore: set limit of %s: %w", name, err)
 	}
 	return nil
+}
+
+// lockKeyOps read the first key of each range a lock of the same name
+// keeps its keys in (NAME/<lease hex>, NAME/read/, NAME/write/): a key there
+// means the name is a lock's. Keys only, one each.
+func (s *Semaphore) lockKeyOps() []clientv3.Op {
+	one := []clientv3.OpOption{clientv3.WithKeysOnly(), clientv3.WithLimit(1)}
+	return []clientv3.Op{
+		clientv3.OpGet(s.pfx+"0", append(one, clientv3.WithRange(s.pfx+"g"))...), // lease IDs in hex
+		clientv3.OpGet(s.pfx+session.ReaderInfix, append(one, clientv3.WithPrefix())...),
+		clientv3.OpGet(s.pfx+session.WriterInfix, append(one, clientv3.WithPrefix())...),
+	}
+}
+
+// Delete removes the semaphore named name (with its prefix in front, if any)
+// from etcd, so that it can be used again with another limit: its stored
+// limit, and with force its slot and queue keys too (their holders lose
+// their slots at once, their waiters get ErrSessionExpired). Without force
+// it is refused with an *InUseError (ErrInUse) while a slot is held or a
+// waiter queued. It reports whether there was anything to delete.
+func Delete(ctx context.Context, client *clientv3.Client, name string, force bool) (bool, error) {
+	if err := session.ValidateName(name); err != nil {
+		return false, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	pfx := name + "/"
+	limit, queue, slots := pfx+limitSuffix, pfx+queueInfix, pfx+slotsInfix
+	dels := []clientv3.Op{clientv3.OpDelete(limit)}
+	var conds []clientv3.Cmp
+	if force {
+		dels = append(dels, clientv3.OpDelete(queue, clientv3.WithPrefix()), clientv3.OpDelete(slots, clientv3.WithPrefix()))
+	} else {
+		conds = []clientv3.Cmp{
+			clientv3.Compare(clientv3.CreateRevision(slots), "=", 0).WithPrefix(),
+			clientv3.Compare(clientv3.CreateRevision(queue), "=", 0).WithPrefix(),
+		}
+	}
+	resp, err := client.Txn(ctx).If(conds...).Then(dels...).Else(
+		clientv3.OpGet(slots, clientv3.WithPrefix(), clientv3.WithCountOnly()),
+		clientv3.OpGet(queue, clientv3.WithPrefix(), clientv3.WithCountOnly()),
+	).Commit()
+	if err != nil {
+		return false, fmt.Errorf("semaphore: delete %s: %w", name, err)
+	}
+	if !resp.Succeeded {
+		return false, &InUseError{Name: name, Holders: int(resp.Responses[0].GetResponseRange().Count), Waiters: int(resp.Responses[1].GetResponseRange().Count)}
+	}
+	var n int64
+	for _, r := range resp.Responses {
+		n += r.GetResponseDeleteRange().Deleted
+	}
+	return n > 0, nil
 }
 
 // Scope returns the fencing scope of slot i of the semaphore named name:

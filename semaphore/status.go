@@ -2,16 +2,15 @@ package semaphore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/session"
 )
 
 // Entry is one holder or waiter of a semaphore.
@@ -43,11 +42,13 @@ func (s Report) Held() bool { return len(s.Holders) > 0 }
 
 // Status reads the limit, the holders and the waiters of the semaphore named
 // name (its prefix, if any, in front) in one read at one revision, then asks
-// the remaining TTL of each holder's lease. It returns ErrInvalid for an
-// empty name and etcd's error if the read fails.
+// the remaining TTL of each holder's lease. It returns ErrInvalid for a name
+// session.ValidateName refuses, a *session.NameInUseError (ErrNameInUse)
+// when a lock holds or waits for the name, and etcd's error if the read
+// fails. Keys of other names below this one are not its.
 func Status(ctx context.Context, client *clientv3.Client, name string) (Report, error) {
-	if name == "" {
-		return Report{}, fmt.Errorf("%w: empty name", ErrInvalid)
+	if err := session.ValidateName(name); err != nil {
+		return Report{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	pfx := name + "/"
 	resp, err := client.Get(ctx, pfx, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
@@ -58,7 +59,9 @@ func Status(ctx context.Context, client *clientv3.Client, name string) (Report, 
 	for i, kv := range resp.Kvs {
 		key := string(kv.Key)
 		e := Entry{Key: key, Slot: -1, Token: fencing.Token(kv.CreateRevision), Lease: clientv3.LeaseID(kv.Lease)}
-		switch {
+		switch role := session.RoleOf(pfx, key); {
+		case role.IsLock():
+			return Report{}, lockNameError(name, key)
 		case key == pfx+limitSuffix:
 			st.Limit, _ = parseLimit(resp.Kvs[i : i+1])
 		case strings.HasPrefix(key, pfx+queueInfix):
@@ -72,23 +75,12 @@ func Status(ctx context.Context, client *clientv3.Client, name string) (Report, 
 	}
 	sort.Slice(st.Holders, func(i, j int) bool { return st.Holders[i].Slot < st.Holders[j].Slot })
 	for i := range st.Holders {
-		st.Holders[i].TTL = leaseTTL(ctx, client, st.Holders[i].Lease)
+		st.Holders[i].TTL = session.LeaseTTL(ctx, client, st.Holders[i].Lease)
 	}
 	return st, nil
 }
 
-func leaseTTL(ctx context.Context, client *clientv3.Client, lease clientv3.LeaseID) time.Duration {
-	if lease == clientv3.NoLease {
-		return 0
-	}
-	resp, err := client.TimeToLive(ctx, lease)
-	switch {
-	case errors.Is(err, rpctypes.ErrLeaseNotFound):
-		return -1
-	case err != nil:
-		return 0
-	case resp.TTL < 0:
-		return -1
-	}
-	return time.Duration(resp.TTL) * time.Second
+// lockNameError says that name is a lock's: key is one of its holders or waiters.
+func lockNameError(name, key string) error {
+	return fmt.Errorf("semaphore: %w: use coordctl lock (or coordctl lock status)", &session.NameInUseError{Name: name, Key: key, Kind: "lock"})
 }

@@ -43,6 +43,10 @@ var (
 	// ErrNotOwner is returned by HeldKey.Txn when its guard (IsOwner)
 	// failed: the key is gone or was recreated, nothing was applied.
 	ErrNotOwner = errors.New("session: not owner of the key")
+	// ErrNameInUse is returned when a name is held by another kind of
+	// primitive: a lock on a semaphore's name, or the reverse (every
+	// *NameInUseError matches it).
+	ErrNameInUse = errors.New("session: name in use by another kind of primitive")
 	// ErrGoneWhileWaiting is returned by an acquisition (Lock, Acquire,
 	// Campaign) whose own key or session vanished before it was granted: it
 	// never held anything.
@@ -56,11 +60,17 @@ var errReleased = fmt.Errorf("%w: released", ErrNotHeld)
 // lostError builds the error of a lost key: it matches ErrLost and reason.
 func lostError(reason error) error { return fmt.Errorf("%w: %w", ErrLost, reason) }
 
-// ValidateName reports whether name can name a lock, semaphore, election or
-// claim: it must not be empty. The error wraps ErrInvalidName.
-func ValidateName(name string) error {
-	if name == "" {
-		return fmt.Errorf("%w: empty", ErrInvalidName)
-	}
-	return nil
+// NameInUseError says which key shows that a name belongs to another kind
+// of primitive. It matches ErrNameInUse.
+type NameInUseError struct {
+	Name string
+	Key  string // the other primitive's key that was found
+	Kind string // what the name is: "semaphore", "lock"
 }
+
+func (e *NameInUseError) Error() string {
+	return fmt.Sprintf("name %q is a %s's (key %s exists)", e.Name, e.Kind, e.Key)
+}
+
+// Is makes errors.Is(err, ErrNameInUse) true.
+func (e *NameInUseError) Is(target error) bool { return target == ErrNameInUse }

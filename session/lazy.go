@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -159,4 +160,22 @@ func LeaseGone(ctx context.Context, client *clientv3.Client, lease int64) bool {
 		return true
 	}
 	return err == nil && resp.TTL == -1
+}
+
+// LeaseTTL is the time lease has left on the server: -1 when the lease is
+// gone, 0 for no lease or a failed request.
+func LeaseTTL(ctx context.Context, client *clientv3.Client, lease clientv3.LeaseID) time.Duration {
+	if lease == clientv3.NoLease {
+		return 0
+	}
+	resp, err := client.TimeToLive(ctx, lease)
+	switch {
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		return -1
+	case err != nil:
+		return 0
+	case resp.TTL < 0:
+		return -1
+	}
+	return time.Duration(resp.TTL) * time.Second
 }

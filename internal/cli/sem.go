@@ -80,8 +80,10 @@ if no slot is acquired in time. --lock-delay D: when a slot's holder was
 lost (lease expired or revoked) rather than released, the next holder of that
 slot takes it no earlier than D after its key went.
 
-'coordctl sem status NAME' shows the holders and waiters. A semaphore named
-"status" is taken with --name: coordctl sem --name status --limit 2 -- CMD.`,
+'coordctl sem status NAME' shows the holders and waiters; 'coordctl sem
+set-limit NAME N' changes the stored limit and 'coordctl sem delete NAME'
+removes the semaphore. A semaphore named "status", "set-limit" or "delete"
+is taken with --name: coordctl sem --name status --limit 2 -- CMD.`,
 		Example: `  coordctl sem jobs/encoders --limit 3 -- ./encode.sh
   coordctl sem jobs/encoders --limit 3 --try -- ./encode.sh     # exit 3 if all 3 slots are busy
   coordctl sem db/pool --limit 2 -- sh -c 'coordctl resource put out v1'   # --scope db/pool#I from the environment
@@ -108,7 +110,7 @@ slot takes it no earlier than D after its key went.
 	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the semaphore's keys under this etcd key prefix")
 	fl.StringVar(&nameFlag, "name", "", `the semaphore's NAME, instead of the argument (for one named "status")`)
 	f.addEtcdFlags(cmd.PersistentFlags()) // also for sem status
-	cmd.AddCommand(newSemStatusCmd(f))
+	cmd.AddCommand(newSemStatusCmd(f), newSemSetLimitCmd(f), newSemDeleteCmd(f))
 	return cmd
 }
 
@@ -216,6 +218,8 @@ func acquireSlot(ctx context.Context, s *semaphore.Semaphore, opts *semOptions) 
 		return held, nil
 	case errors.Is(err, semaphore.ErrNoSlot):
 		return nil, mark(errNotAcquired, err)
+	case errors.Is(err, semaphore.ErrLimitMismatch):
+		return nil, fmt.Errorf("acquire semaphore %s: %w (all users of a name must agree; to change the stored limit: coordctl sem set-limit %s N, or coordctl sem delete %s once nobody holds it)", opts.Name, err, opts.Name, opts.Name)
 	case ctx.Err() != nil:
 		return nil, mark(errNotAcquired, fmt.Errorf("interrupted while waiting for semaphore %s", opts.Name))
 	case actx.Err() != nil:

@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/semaphore"
+)
+
+type semAdminOptions struct {
+	Name   string
+	Prefix string
+	Limit  int
+	Force  bool
+}
+
+func newSemSetLimitCmd(f *factory) *cobra.Command {
+	opts := &semAdminOptions{}
+	cmd := &cobra.Command{
+		Use:   "set-limit NAME N [--prefix P]",
+		Short: "Change the limit stored for the semaphore NAME",
+		Long: `Store N as the limit of the semaphore NAME (its key NAME/limit). Grants made
+after it use the new limit; holders keep their slots (after a lower limit,
+slots at or above it stay held until released, and no new slot is granted
+while N or more are held). A 'coordctl sem NAME --limit M' with another M
+then fails (exit 1) naming the stored limit, and its waiters stop at their
+next look.
+
+Prints "ok semaphore NAME limit=N" (-w json: {"name","limit"}).`,
+		Example: `  coordctl sem set-limit jobs/encoders 4
+  coordctl sem set-limit jobs/encoders 4 -w json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usageErrorf("sem set-limit needs NAME and N")
+			}
+			n, err := strconv.Atoi(args[1])
+			if err != nil || n < 1 {
+				return usageErrorf("sem set-limit: N must be a whole number of at least 1, got %q", args[1])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			opts.Limit, _ = strconv.Atoi(args[1])
+			return runSemSetLimit(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "the etcd key prefix the semaphore's keys are under (as given to coordctl sem --prefix)")
+	return cmd
+}
+
+func newSemDeleteCmd(f *factory) *cobra.Command {
+	opts := &semAdminOptions{}
+	cmd := &cobra.Command{
+		Use:   "delete NAME [--force] [--prefix P]",
+		Short: "Remove the semaphore NAME from etcd (its stored limit), freeing the name",
+		Long: `Delete the semaphore NAME: its stored limit, so that the name can be used
+again with another limit, or as a lock. Refused (exit 3) while a slot is held
+or a waiter queued, naming how many; with --force the slot and queue keys go
+too: every holder loses its slot at once (its 'coordctl sem' exits 4) and
+every waiter stops.
+
+Prints "deleted semaphore NAME" or "semaphore NAME: nothing to delete"
+(-w json: {"name","deleted"}).`,
+		Example: `  coordctl sem delete jobs/encoders
+  coordctl sem delete jobs/encoders --force     # holders lose their slots`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("sem delete needs exactly one NAME")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			return runSemDelete(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "delete even while held: holders lose their slots")
+	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "the etcd key prefix the semaphore's keys are under (as given to coordctl sem --prefix)")
+	return cmd
+}
+
+type semLimitOut struct {
+	Name  string `json:"name"`
+	Limit int    `json:"limit"`
+}
+
+func (o semLimitOut) WriteSimple(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "ok semaphore %s limit=%d\n", o.Name, o.Limit)
+	return err
+}
+
+type semDeleteOut struct {
+	Name    string `json:"name"`
+	Deleted bool   `json:"deleted"`
+}
+
+func (o semDeleteOut) WriteSimple(w io.Writer) error {
+	if !o.Deleted {
+		_, err := fmt.Fprintf(w, "semaphore %s: nothing to delete\n", o.Name)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "deleted semaphore %s\n", o.Name)
+	return err
+}
+
+// semAdmin runs fn with a client and the command's deadline, after the
+// printer is known to work.
+func semAdmin(ctx context.Context, f *factory, fn func(context.Context, *printer, *clientv3.Client) error) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	client, err := f.EtcdClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	cctx, cancel := f.CommandContext(ctx)
+	defer cancel()
+	return fn(cctx, p, client)
+}
+
+func runSemSetLimit(ctx context.Context, f *factory, opts *semAdminOptions) error {
+	return semAdmin(ctx, f, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+		if err := semaphore.SetLimit(ctx, c, opts.Prefix+opts.Name, opts.Limit); err != nil {
+			return semAdminError("set the limit of", opts.Name, err)
+		}
+		return p.Print(semLimitOut{Name: opts.Name, Limit: opts.Limit})
+	})
+}
+
+func runSemDelete(ctx context.Context, f *factory, opts *semAdminOptions) error {
+	return semAdmin(ctx, f, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+		deleted, err := semaphore.Delete(ctx, c, opts.Prefix+opts.Name, opts.Force)
+		if errors.Is(err, semaphore.ErrInUse) {
+			return mark(errNotAcquired, fmt.Errorf("semaphore %s is in use: %w (wait for the holders to release, or --force to take their slots)", opts.Name, err))
+		}
+		if err != nil {
+			return semAdminError("delete", opts.Name, err)
+		}
+		return p.Print(semDeleteOut{Name: opts.Name, Deleted: deleted})
+	})
+}
+
+// semAdminError maps an invalid name to a usage error (exit 2).
+func semAdminError(what, name string, err error) error {
+	if errors.Is(err, semaphore.ErrInvalid) {
+		return usageErrorf("sem: %v", err)
+	}
+	return fmt.Errorf("%s semaphore %s: %w", what, name, err)
+}

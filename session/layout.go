@@ -1,0 +1,120 @@
+package session
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The keys of the primitives under a name N, all below the prefix "N/":
+//
+//	Mutex, concurrency.Mutex, etcdctl lock, election candidates:  N/<lease hex>
+//	RWMutex readers and writers:                N/read/<lease hex>, N/write/<lease hex>
+//	semaphore:                                  N/limit, N/queue/<lease hex>, N/slots/<i>
+//
+// A primitive counts as its own only the keys of its layout (RoleOf):
+// anything else under N/ — the keys of a lock named N/child, say — belongs
+// to another name and neither holds nor blocks N.
+const (
+	ReaderInfix    = "read/"
+	WriterInfix    = "write/"
+	SemLimitSuffix = "limit"
+	SemQueueInfix  = "queue/"
+	SemSlotsInfix  = "slots/"
+)
+
+// KeyRole is what a key under a name's prefix is to the primitives of that
+// name.
+type KeyRole int
+
+const (
+	// RoleForeign: no primitive of this name wrote it (another name's key).
+	RoleForeign KeyRole = iota
+	// RoleExclusive: N/<lease hex>, a mutex holder or waiter, or a candidate.
+	RoleExclusive
+	// RoleReader: N/read/<lease hex>, an RWMutex reader.
+	RoleReader
+	// RoleWriter: N/write/<lease hex>, an RWMutex writer.
+	RoleWriter
+	// RoleSemLimit: N/limit, a semaphore's stored limit.
+	RoleSemLimit
+	// RoleSemQueue: N/queue/<lease hex>, a semaphore's waiter.
+	RoleSemQueue
+	// RoleSemSlot: N/slots/<i>, a semaphore's slot.
+	RoleSemSlot
+)
+
+// IsLock reports whether the role is one of a lock's (Mutex or RWMutex).
+func (r KeyRole) IsLock() bool { return r == RoleExclusive || r == RoleReader || r == RoleWriter }
+
+// IsSemaphore reports whether the role is one of a semaphore's.
+func (r KeyRole) IsSemaphore() bool {
+	return r == RoleSemLimit || r == RoleSemQueue || r == RoleSemSlot
+}
+
+// RoleOf tells what key, under the name prefix pfx ("N/"), is. Pure.
+func RoleOf(pfx, key string) KeyRole {
+	rest, ok := strings.CutPrefix(key, pfx)
+	if !ok {
+		return RoleForeign
+	}
+	switch {
+	case isLeaseHex(rest):
+		return RoleExclusive
+	case rest == SemLimitSuffix:
+		return RoleSemLimit
+	}
+	for infix, role := range map[string]KeyRole{ReaderInfix: RoleReader, WriterInfix: RoleWriter, SemQueueInfix: RoleSemQueue} {
+		if id, ok := strings.CutPrefix(rest, infix); ok && isLeaseHex(id) {
+			return role
+		}
+	}
+	if i, ok := strings.CutPrefix(rest, SemSlotsInfix); ok {
+		if n, err := strconv.Atoi(i); err == nil && n >= 0 && strconv.Itoa(n) == i {
+			return RoleSemSlot
+		}
+	}
+	return RoleForeign
+}
+
+// isLeaseHex reports whether s is a holder's ID as the layouts print it: %x
+// of a lease ID, lowercase, as concurrency.Mutex writes it, or the decimal
+// time etcd's recipes.RWMutex uses (up to 20 digits).
+func isLeaseHex(s string) bool {
+	if s == "" || len(s) > 20 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// reservedSegments end no name of a lock, semaphore or election: the keys of
+// a lock named "N/read" would be N/read/<lease hex>, which are the readers
+// of the read-write lock N; likewise for the other infixes and N/limit.
+var reservedSegments = []string{"read", "write", "queue", "slots", "limit"}
+
+// ValidateName reports whether name can name a lock, semaphore or election.
+// It must not be empty, and must not end in a segment the layout of another
+// name's primitives uses ("N/read", "N/write", "N/queue", "N/slots",
+// "N/limit"): their keys could not be told from those of N. The error wraps
+// ErrInvalidName.
+func ValidateName(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty", ErrInvalidName)
+	}
+	i := strings.LastIndexByte(name, '/')
+	if i < 0 {
+		return nil
+	}
+	parent, last := name[:i], name[i+1:]
+	for _, seg := range reservedSegments {
+		if last == seg {
+			return fmt.Errorf("%w: %q ends in %q, which the keys of %q's read-write lock or semaphore use (its keys could not be told from theirs)", ErrInvalidName, name, seg, parent)
+		}
+	}
+	return nil
+}

@@ -95,6 +95,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 not acquired, 4 lost while holding,
 	root.AddCommand(newElectCmd(f))
 	root.AddCommand(newCheckCmd(f))
 	root.AddCommand(newSQLCmd(f))
+	root.AddCommand(newVersionCmd(f))
 	rejectUnknownSubcommands(root)
 	return root
 }
@@ -108,8 +109,8 @@ func rejectUnknownSubcommands(cmd *cobra.Command) {
 	for _, sub := range cmd.Commands() {
 		rejectUnknownSubcommands(sub)
 	}
-	if !cmd.HasSubCommands() || (cmd.Args != nil && cmd.Args(cmd, []string{"x"}) == nil) {
-		return // a leaf, or a command that takes arguments itself (claim NAME)
+	if !cmd.HasSubCommands() || (cmd.Args != nil && cmd.Args(cmd, []string{"x"}) == nil) || cmd.Annotations[execAnnotation] != "" {
+		return // a leaf, or a command that takes arguments itself (claim NAME, sidecar -- CMD)
 	}
 	cmd.Args = func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
@@ -127,6 +128,10 @@ func rejectUnknownSubcommands(cmd *cobra.Command) {
 }
 
 const groupAnnotation = "coordctl/group"
+
+// execAnnotation marks a command that has subcommands and also runs a
+// command given after "--" (sidecar): its own Args check stays.
+const execAnnotation = "coordctl/exec"
 
 // unknownCommand is the usage error for an unknown subcommand of group.
 func unknownCommand(group *cobra.Command, name string) error {

@@ -17,7 +17,7 @@ type Layer struct {
 // Arrow returns coordkit's layers, top first.
 func Arrow() []Layer {
 	return []Layer{
-		{Name: "cmd", Rank: 4, Prefixes: []string{"cmd"}},
+		{Name: "cmd", Rank: 4, Prefixes: []string{"cmd"}}, // coordctl, and mkimage (make image)
 		{Name: "internal/cli", Rank: 3, Prefixes: []string{"internal/cli"}},
 		{Name: "{scenarios, internal/*}", Rank: 2, Prefixes: []string{"scenarios", "internal"}},
 		{Name: "{lock, semaphore, election, claim, cluster, lamport}", Rank: 1, Prefixes: []string{"lock", "semaphore", "election", "claim", "cluster", "lamport"}},

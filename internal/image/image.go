@@ -154,7 +154,9 @@ type file struct {
 }
 
 func baseFiles(caBundle []byte) []file {
-	dir := func(n string, mode int64, owner int) file { return file{name: n, mode: mode, dir: true, uid: owner, gid: owner} }
+	dir := func(n string, mode int64, owner int) file {
+		return file{name: n, mode: mode, dir: true, uid: owner, gid: owner}
+	}
 	reg := func(n string, mode int64, body string) file { return file{name: n, mode: mode, body: []byte(body)} }
 	return []file{
 		dir("etc", 0o755, 0),

@@ -43,7 +43,7 @@ these commands talk to etcd. See docs/fencing.md for the HTTP API.`,
 		Args: argsUsage(cobra.NoArgs),
 	}
 	cmd.AddCommand(newResourceServeCmd(f), newResourcePutCmd(f), newResourceGetCmd(f),
-		newResourceFenceCmd(f), newResourceLogCmd(f), newResourceRepairCmd(f))
+		newResourceFenceCmd(f), newResourceLogCmd(f), newResourceRepairCmd(f), newResourceFloorsCmd(f))
 	return cmd
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/coordkit/coordkit/fencing"
 )
 
 // Main runs coordctl with the process's arguments and streams and returns
@@ -40,8 +42,22 @@ func run(ctx context.Context, args []string, streams ioStreams, getenv func(stri
 	return code
 }
 
+// restoreGap is how far below the floor a refused token must be for the
+// refusal to name a restored etcd as the likely cause. A predecessor's
+// token lags the floor by the etcd writes made while the two overlapped;
+// an etcd restored from a snapshot lags by every write since the snapshot.
+// The figure is a heuristic: the hint says "if".
+const restoreGap = 1000
+
 // hint explains errors whose own text does not say what to do.
 func hint(err error) string {
+	var se *fencing.StaleError
+	if errors.As(err, &se) && se.Floor > se.Token && se.Floor-se.Token > restoreGap {
+		return fmt.Sprintf(" (token %d is %d below the floor, far more than a predecessor's usually is: "+
+			"if etcd was restored from a snapshot or rebuilt, its revisions restarted below the floors; "+
+			"restore it with 'etcdutl snapshot restore --bump-revision N --mark-compacted', N above the highest floor "+
+			"('coordctl resource floors', 'coordctl sql floor --all'); see docs/operations.md)", se.Token, se.Floor-se.Token)
+	}
 	if errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "quorum") {
 		return " (etcd did not answer within --command-timeout: the cluster may have lost its quorum or be unreachable)"
 	}

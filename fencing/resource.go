@@ -350,6 +350,9 @@ func parseFencing(req *http.Request) (Token, string, error) {
 	if err != nil {
 		return 0, "", fmt.Errorf("bad %s header: %v", HeaderToken, err)
 	}
+	if len(req.Header.Values(HeaderScope)) > 1 {
+		return 0, "", fmt.Errorf("more than one %s header", HeaderScope)
+	}
 	scope := req.Header.Get(HeaderScope)
 	if scope == "" {
 		return 0, "", fmt.Errorf("missing %s header", HeaderScope)

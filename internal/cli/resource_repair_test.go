@@ -14,7 +14,7 @@ import (
 )
 
 // TestResourceRepairCmd: a fence at 900 damaged in place; the resource
-// refuses to start, repair without --yes lists it and exits 2, with --yes it
+// refuses to start, repair without --yes lists it and exits 1, with --yes it
 // drops it and keeps the floor at 900.
 func TestResourceRepairCmd(t *testing.T) {
 	dir := t.TempDir()
@@ -42,7 +42,7 @@ func TestResourceRepairCmd(t *testing.T) {
 	require.Contains(t, serve.Stderr, "coordctl resource repair --data-dir "+dir)
 
 	dry := runInProcess(ctx, nil, "resource", "repair", "--data-dir", dir)
-	require.Equal(t, exitUsage, dry.Code, dry.Stderr)
+	require.Equal(t, exitError, dry.Code, dry.Stderr)
 	require.Contains(t, dry.Stdout, `type=fence scope="s" token=900 (damaged`)
 	require.Contains(t, dry.Stdout, "--yes")
 	after, _ := os.ReadFile(path)

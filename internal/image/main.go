@@ -76,7 +76,7 @@ Example: make image`)
 			fmt.Fprintf(stderr, "mkimage: %v\n", err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "  %s %s %s (docker load -i %s)\n", p, pd, tars[i], tars[i])
+		fmt.Fprintf(stdout, "  %s %s (docker load -i %s)\n", p, pd, tars[i])
 	}
 	return 0
 }

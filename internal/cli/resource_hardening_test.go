@@ -64,25 +64,8 @@ func TestResourceURLFromTheEnvironment(t *testing.T) {
 // run that found damage exited 2 as if the flags were wrong. It exits 1
 // now: the log is still damaged and the resource will not start.
 func TestResourceRepairJSONAndExitCode(t *testing.T) {
-	dir := t.TempDir()
-	res, err := fencing.NewResource(fencing.ResourceConfig{DataDir: dir})
-	require.NoError(t, err)
-	srv := httptest.NewServer(res)
-	c := &fencing.Client{BaseURL: srv.URL, HTTP: srv.Client()}
+	dir, _, _ := damagedResourceLog(t)
 	ctx := context.Background()
-	_, err = c.Put(ctx, "a", "one", 5, "s")
-	require.NoError(t, err)
-	_, err = c.Fence(ctx, 900, "s")
-	require.NoError(t, err)
-	srv.Close()
-	require.NoError(t, res.Close())
-	path := filepath.Join(dir, "resource.log")
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	i := bytes.LastIndex(data, []byte(`"time":"`)) + len(`"time":"`) + 2
-	data[i] ^= 0x01
-	require.NoError(t, os.WriteFile(path, data, 0o644))
-
 	dry := runInProcess(ctx, nil, "resource", "repair", "--data-dir", dir, "-w", "json")
 	require.Equal(t, exitError, dry.Code, "damage found, not applied: %s", dry.Stderr)
 	require.Contains(t, dry.Stderr, "--yes")

@@ -177,9 +177,8 @@ be bumped above it ('etcdutl snapshot restore --bump-revision N
 				if cmd.Flags().Changed("scope") {
 					return usageErrorf("--all and --scope exclude each other")
 				}
-				return runSQLFloorAll(ctx, f, opts)
 			}
-			return runSQLFloor(ctx, f, opts)
+			return runSQLFloor(ctx, f, opts, all)
 		},
 	}
 	opts.addConnFlags(cmd)
@@ -395,12 +394,20 @@ func runSQLFence(ctx context.Context, f *factory, opts *sqlOptions) error {
 	return p.Print(sqlFenceResult{Scope: opts.Scope, Token: tok, Floor: tok})
 }
 
-func runSQLFloor(ctx context.Context, f *factory, opts *sqlOptions) error {
+// runSQLFloor prints the floor of --scope, or with all the highest floor
+// of every scope and its scope.
+func runSQLFloor(ctx context.Context, f *factory, opts *sqlOptions, all bool) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
 	}
-	d, dsn, _, err := opts.validate(false)
+	var d sqlfence.Dialect
+	var dsn string
+	if all {
+		d, dsn, err = opts.validateConn()
+	} else {
+		d, dsn, _, err = opts.validate(false)
+	}
 	if err != nil {
 		return err
 	}
@@ -411,31 +418,12 @@ func runSQLFloor(ctx context.Context, f *factory, opts *sqlOptions) error {
 		return err
 	}
 	defer c.close()
-	floor, err := c.fence.Floor(ctx, opts.Scope)
-	if err != nil {
-		return fmt.Errorf("%s at %s: %w", d, c.shown, c.timeoutErr(ctx, err))
+	scope, floor := opts.Scope, fencing.Token(0)
+	if all {
+		scope, floor, err = c.fence.HighestFloor(ctx)
+	} else {
+		floor, err = c.fence.Floor(ctx, opts.Scope)
 	}
-	return p.Print(sqlFloorResult{Scope: opts.Scope, Floor: floor})
-}
-
-// runSQLFloorAll is 'sql floor --all': the highest floor of every scope.
-func runSQLFloorAll(ctx context.Context, f *factory, opts *sqlOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	d, dsn, err := opts.validateConn()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
-	defer cancel()
-	c, err := opts.connect(ctx, d, dsn)
-	if err != nil {
-		return err
-	}
-	defer c.close()
-	scope, floor, err := c.fence.HighestFloor(ctx)
 	if err != nil {
 		return fmt.Errorf("%s at %s: %w", d, c.shown, c.timeoutErr(ctx, err))
 	}

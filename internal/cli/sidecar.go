@@ -136,6 +136,9 @@ the server. See docs/sidecar.md.`,
 		Annotations: map[string]string{execAnnotation: "true"},
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
+				if cmd.SuggestionsMinimumDistance = 2; len(cmd.SuggestionsFor(args[0])) > 0 {
+					return unknownCommand(cmd, args[0]) // "sidecar resgn": did you mean resign?
+				}
 				return usageErrorf("unexpected argument %q: put the command after --", args[0])
 			}
 			return nil

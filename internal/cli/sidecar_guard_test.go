@@ -31,6 +31,10 @@ func TestSidecarNonLoopbackListenNeedsAPIToken(t *testing.T) {
 	res := runInProcess(ctx, nil, "sidecar", "--election", "e", "--id", "a", "--listen", ":0", "--api-token-file", empty)
 	require.Equal(t, exitUsage, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, "empty")
+
+	typo := runInProcess(ctx, nil, "sidecar", "resgn")
+	require.Equal(t, exitUsage, typo.Code)
+	require.Contains(t, typo.Stderr, "did you mean resign?")
 }
 
 // 'sidecar resign' (the preStop hook) sends what the guard wants; a

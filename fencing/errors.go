@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Errors of the fencing package. Match them with errors.Is.
@@ -54,10 +55,15 @@ func (e *StaleError) Is(target error) bool { return target == ErrStale }
 const MaxScopeLen = 512
 
 // ValidateScope checks that a scope is usable: non-empty, at most
-// MaxScopeLen bytes, no control characters. Its errors wrap ErrInvalidScope.
+// MaxScopeLen bytes, valid UTF-8 (JSON, in which the resource logs scopes,
+// would replace invalid bytes and merge distinct scopes), no control
+// characters. Its errors wrap ErrInvalidScope.
 func ValidateScope(scope string) error {
 	if scope == "" {
 		return fmt.Errorf("%w: empty", ErrInvalidScope)
+	}
+	if !utf8.ValidString(scope) {
+		return fmt.Errorf("%w %q: not valid UTF-8", ErrInvalidScope, scope)
 	}
 	if len(scope) > MaxScopeLen {
 		return fmt.Errorf("%w: longer than %d bytes", ErrInvalidScope, MaxScopeLen)

@@ -8,10 +8,10 @@ import (
 
 // Admission is the outcome of checking a token against its scope's floor.
 type Admission struct {
-	Scope string
-	Token Token
+	Scope string `json:"scope"`
+	Token Token  `json:"token"`
 	// Floor is the scope's floor when the token was checked (0 if none yet).
-	Floor Token
+	Floor Token `json:"floor"`
 }
 
 // Raises reports whether admitting the token raises the floor (Token > Floor).

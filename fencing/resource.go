@@ -213,7 +213,8 @@ func NewResource(cfg ResourceConfig) (*Resource, error) {
 	r.mux = http.NewServeMux()
 	r.mux.HandleFunc("POST /v1/fence", r.handleFence)
 	r.mux.HandleFunc("GET /v1/log", r.handleLog)
-	for path, allow := range map[string]string{"/v1/fence": "POST", "/v1/log": "GET, HEAD"} {
+	r.mux.HandleFunc("GET /v1/floors", r.handleFloors)
+	for path, allow := range map[string]string{"/v1/fence": "POST", "/v1/log": "GET, HEAD", "/v1/floors": "GET, HEAD"} {
 		r.mux.HandleFunc(path, func(w http.ResponseWriter, req *http.Request) {
 			w.Header().Set("Allow", allow)
 			writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: "method " + req.Method + " not allowed on " + path})
@@ -348,6 +349,9 @@ func parseFencing(req *http.Request) (Token, string, error) {
 	tok, err := ParseToken(vals[0])
 	if err != nil {
 		return 0, "", fmt.Errorf("bad %s header: %v", HeaderToken, err)
+	}
+	if len(req.Header.Values(HeaderScope)) > 1 {
+		return 0, "", fmt.Errorf("more than one %s header", HeaderScope)
 	}
 	scope := req.Header.Get(HeaderScope)
 	if scope == "" {

@@ -3,7 +3,6 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -43,7 +42,11 @@ func startEtcd(ctx context.Context, env Env, scenario string) (*etcdConn, error)
 		return nil, fmt.Errorf("%w: %s needs Env.EtcdEndpoints or Env.StartEtcd", ErrNoEtcd, scenario)
 	}
 	env.Progressf("starting an embedded etcd")
-	endpoints, stop, err := env.StartEtcd(ctx, filepath.Join(env.TempDir, scenario+"-etcd"))
+	dir, err := env.freshDir(scenario + "-etcd")
+	if err != nil {
+		return nil, err
+	}
+	endpoints, stop, err := env.StartEtcd(ctx, dir)
 	if err != nil {
 		return nil, fmt.Errorf("start etcd: %w", err)
 	}

@@ -153,7 +153,11 @@ func (r *sqlRun) setup(ctx context.Context) error {
 			return fmt.Errorf("%w SQL DSN: %v", ErrInvalid, err)
 		}
 	} else {
-		path := filepath.Join(r.env.TempDir, "fenced-sql.db")
+		dir, err := r.env.freshDir("fenced-sql")
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(dir, "fenced-sql.db")
 		dsn, r.where = sqlfence.SQLiteDSN(path), "sqlite (a file in the run's directory)"
 	}
 	if r.db, err = sql.Open(r.dialect.DriverName(), dsn); err != nil {

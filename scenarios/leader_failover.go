@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -98,7 +97,11 @@ func (r *failoverRun) setup(ctx context.Context) error {
 		return err
 	}
 	r.closers = append(r.closers, conn.Close)
-	res, err := fencing.StartLocal(fencing.ResourceConfig{DataDir: filepath.Join(r.env.TempDir, "failover-resource")})
+	dataDir, err := r.env.freshDir("failover-resource")
+	if err != nil {
+		return err
+	}
+	res, err := fencing.StartLocal(fencing.ResourceConfig{DataDir: dataDir})
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -148,7 +147,11 @@ func (r *fencingRun) setup(ctx context.Context) error {
 	r.rec.Step("redis", "setup", "the Redis round will use "+r.lease.describe(), 0)
 	hc := &http.Client{Timeout: 5 * time.Second}
 	start := func(dir string, unfenced bool) (*fencing.Client, error) {
-		srv, err := fencing.StartLocal(fencing.ResourceConfig{DataDir: filepath.Join(r.env.TempDir, dir), Unfenced: unfenced})
+		dataDir, err := r.env.freshDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		srv, err := fencing.StartLocal(fencing.ResourceConfig{DataDir: dataDir, Unfenced: unfenced})
 		if err != nil {
 			return nil, err
 		}

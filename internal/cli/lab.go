@@ -16,6 +16,7 @@ import (
 
 	"github.com/coordkit/coordkit/cluster"
 	"github.com/coordkit/coordkit/cluster/labcmd"
+	"github.com/coordkit/coordkit/internal/httpguard"
 	"github.com/coordkit/coordkit/internal/labweb"
 )
 
@@ -211,13 +212,12 @@ func (o *labOptions) token() (string, error) {
 	if o.HTTP == "" {
 		return "", usageErrorf("--http-token needs --http")
 	}
-	b, err := os.ReadFile(o.HTTPToken)
+	t, err := httpguard.ReadTokenFile(o.HTTPToken)
+	if errors.Is(err, httpguard.ErrEmptyToken) {
+		return "", usageErrorf("--http-token %s: the file is empty", o.HTTPToken)
+	}
 	if err != nil {
 		return "", fmt.Errorf("lab: %w", err)
-	}
-	t := strings.TrimSpace(string(b))
-	if t == "" {
-		return "", usageErrorf("--http-token %s: the file is empty", o.HTTPToken)
 	}
 	return t, nil
 }

@@ -59,8 +59,9 @@ func newResourceRepairCmd(f *factory) *cobra.Command {
 		Long: `Examine the log of a resource that refused to start with "corrupt log"
 (no 'resource serve' may be running on the directory) and print what a
 repair drops: the first damaged record and every record after it. Nothing
-changes without --yes: then it exits 2 if there is something to drop, 0 if
-the log is sound.
+changes without --yes: then it exits 1 if there is something to drop (the
+log is still damaged and 'resource serve' will refuse it), 0 if the log is
+sound; 2 is kept for bad flags.
 
 With --yes it copies the log to DATA_DIR/resource.log.before-repair, keeps the
 intact records before the damage and appends a fence for each scope at the
@@ -97,7 +98,7 @@ func runResourceRepair(f *factory, opts *resourceRepairOptions) error {
 		return err
 	}
 	if plan.NeedsRepair() && !plan.Applied {
-		return reported(usageErrorf("repair: nothing dropped without --yes"))
+		return mark(errFailed, errors.New("repair: damage found, not applied: run again with --yes to drop it"))
 	}
 	return nil
 }

@@ -108,7 +108,7 @@ func TestResourceCmdClientsInProcess(t *testing.T) {
 
 	res = run("resource", "get", "config")
 	require.Equal(t, exitOK, res.Code, res.Stderr)
-	require.Equal(t, "v2\n", res.Stdout)
+	require.Equal(t, "v2", res.Stdout)
 
 	res = run("-w", "json", "resource", "get", "config")
 	require.Equal(t, exitOK, res.Code, res.Stderr)
@@ -144,7 +144,7 @@ func TestResourceCmdValueFromStdin(t *testing.T) {
 		ioStreams{In: strings.NewReader("from stdin"), Out: &out, ErrOut: &errOut}, func(string) string { return "" })
 	require.Equal(t, exitOK, code, errOut.String())
 	res := runInProcess(context.Background(), nil, "resource", "get", "k", "--url", url)
-	require.Equal(t, "from stdin\n", res.Stdout)
+	require.Equal(t, "from stdin", res.Stdout)
 }
 
 func TestResourceCmdUnreachableURL(t *testing.T) {
@@ -263,7 +263,7 @@ func TestResourceCmdEndToEnd(t *testing.T) {
 
 	code, out, _ = coordctl("resource", "get", "report", "--url", srv.url)
 	require.Equal(t, exitOK, code)
-	require.Equal(t, "by-holder-1\n", out)
+	require.Equal(t, "by-holder-1", out)
 
 	code, _, errOut = coordctl("resource", "get", "nothing", "--url", srv.url)
 	require.Equal(t, exitError, code)

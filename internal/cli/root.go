@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/coordkit/coordkit/fencing"
 )
 
 // Main runs coordctl with the process's arguments and streams and returns
@@ -40,8 +42,22 @@ func run(ctx context.Context, args []string, streams ioStreams, getenv func(stri
 	return code
 }
 
+// restoreGap is how far below the floor a refused token must be for the
+// refusal to name a restored etcd as the likely cause. A predecessor's
+// token lags the floor by the etcd writes made while the two overlapped;
+// an etcd restored from a snapshot lags by every write since the snapshot.
+// The figure is a heuristic: the hint says "if".
+const restoreGap = 1000
+
 // hint explains errors whose own text does not say what to do.
 func hint(err error) string {
+	var se *fencing.StaleError
+	if errors.As(err, &se) && se.Floor > se.Token && se.Floor-se.Token > restoreGap {
+		return fmt.Sprintf(" (token %d is %d below the floor, far more than a predecessor's usually is: "+
+			"if etcd was restored from a snapshot or rebuilt, its revisions restarted below the floors; "+
+			"restore it with 'etcdutl snapshot restore --bump-revision N --mark-compacted', N above the highest floor "+
+			"('coordctl resource floors', 'coordctl sql floor --all'); see docs/operations.md)", se.Token, se.Floor-se.Token)
+	}
 	if errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "quorum") {
 		return " (etcd did not answer within --command-timeout: the cluster may have lost its quorum or be unreachable)"
 	}
@@ -95,6 +111,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 not acquired, 4 lost while holding,
 	root.AddCommand(newElectCmd(f))
 	root.AddCommand(newCheckCmd(f))
 	root.AddCommand(newSQLCmd(f))
+	root.AddCommand(newVersionCmd(f))
 	rejectUnknownSubcommands(root)
 	return root
 }
@@ -108,8 +125,8 @@ func rejectUnknownSubcommands(cmd *cobra.Command) {
 	for _, sub := range cmd.Commands() {
 		rejectUnknownSubcommands(sub)
 	}
-	if !cmd.HasSubCommands() || (cmd.Args != nil && cmd.Args(cmd, []string{"x"}) == nil) {
-		return // a leaf, or a command that takes arguments itself (claim NAME)
+	if !cmd.HasSubCommands() || (cmd.Args != nil && cmd.Args(cmd, []string{"x"}) == nil) || cmd.Annotations[execAnnotation] != "" {
+		return // a leaf, or a command that takes arguments itself (claim NAME, sidecar -- CMD)
 	}
 	cmd.Args = func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
@@ -127,6 +144,10 @@ func rejectUnknownSubcommands(cmd *cobra.Command) {
 }
 
 const groupAnnotation = "coordctl/group"
+
+// execAnnotation marks a command that has subcommands and also runs a
+// command given after "--" (sidecar): its own Args check stays.
+const execAnnotation = "coordctl/exec"
 
 // unknownCommand is the usage error for an unknown subcommand of group.
 func unknownCommand(group *cobra.Command, name string) error {

@@ -28,6 +28,8 @@ type sidecarOptions struct {
 	TokenFile string
 	KillGrace time.Duration
 	Command   []string
+	// APITokenFile holds the token POST /v1/resign requires; needed off loopback.
+	APITokenFile string
 }
 
 // The lines of the sidecar's output stream, one per event.
@@ -94,7 +96,10 @@ revision of its key), which grows with every change of leader.
 HTTP API on --listen (port 0 picks a free port):
   GET  /v1/leader   {"name","id","leader","token","is_leader","since"}
   GET  /v1/watch    Server-Sent Events: the current view, then one per change
+  GET  /v1/status   the view, both probes' answers and the build (coordctl version)
   POST /v1/resign   step down and campaign again at the back of the queue
+                    (Content-Type: application/json; the token of
+                    --api-token-file if given, else a loopback Host)
   GET  /healthz     200 while the session with etcd is alive, else 503
   GET  /readyz      200 only while this instance leads, else 503
   GET  /metrics     Prometheus metrics
@@ -102,6 +107,14 @@ HTTP API on --listen (port 0 picks a free port):
 Once listening it prints 'ready url=http://ADDR' (with -w json:
 {"event":"listening","url":...}), then one line per event: elected, lost,
 leader (changed).
+
+The GET endpoints are open to anyone who can reach --listen (probes and
+Prometheus carry no token). POST /v1/resign is not: it wants Content-Type
+application/json, and either the token of --api-token-file ("Authorization:
+Bearer TOKEN") or, without one, a Host header naming a loopback host, so a
+web page in a browser cannot make the sidecar resign. A non-loopback
+--listen (":4040" in a pod) needs --api-token-file. 'coordctl sidecar
+resign' sends the request (a Kubernetes preStop hook).
 
 With --token-file the token is written there atomically while this instance
 leads and the file is removed on loss. With a COMMAND after '--', the command
@@ -117,11 +130,15 @@ and exit 0. A crashed leader is replaced about --ttl after it stopped; a
 leader whose keepalives fail turns unready before its lease can expire on
 the server. See docs/sidecar.md.`,
 		Example: `  coordctl sidecar --election my-service --id "$POD_NAME"
-  coordctl sidecar --election my-service --id web-1 --listen :4040 --token-file /run/leader/token
+  coordctl sidecar --election my-service --id web-1 --listen :4040 --api-token-file /etc/coordctl/api-token --token-file /run/leader/token
   coordctl sidecar --election cron --id node-a --ttl 3s -- ./run-scheduler.sh
   curl -s localhost:4040/v1/leader   # {"name":"my-service","id":"web-1","leader":"web-2","token":1207,...}`,
+		Annotations: map[string]string{execAnnotation: "true"},
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
+				if cmd.SuggestionsMinimumDistance = 2; len(cmd.SuggestionsFor(args[0])) > 0 {
+					return unknownCommand(cmd, args[0]) // "sidecar resgn": did you mean resign?
+				}
 				return usageErrorf("unexpected argument %q: put the command after --", args[0])
 			}
 			return nil
@@ -142,6 +159,8 @@ the server. See docs/sidecar.md.`,
 	fl.DurationVar(&opts.TTL, "ttl", sidecar.DefaultTTL, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
 	fl.StringVar(&opts.TokenFile, "token-file", "", "write the fencing token to this file while leading")
 	fl.DurationVar(&opts.KillGrace, "kill-grace", 5*time.Second, "time between SIGTERM and SIGKILL when the command must stop")
+	fl.StringVar(&opts.APITokenFile, "api-token-file", "", "file holding the token POST /v1/resign requires (needed for a non-loopback --listen)")
+	cmd.AddCommand(newSidecarResignCmd(f))
 	return cmd
 }
 
@@ -196,6 +215,10 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 			return &childStartError{err: err}
 		}
 	}
+	apiToken, err := sidecarAPIToken(opts.Listen, opts.APITokenFile)
+	if err != nil {
+		return err
+	}
 	client, err := f.EtcdClient(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -221,6 +244,7 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 		Registerer: reg,
 		Gatherer:   reg,
 		OnChange:   sidecarPrinter(p, f.IO.ErrOut),
+		APIToken:   apiToken,
 	})
 	if err != nil {
 		return err

@@ -404,12 +404,12 @@ func TestSidecarE2EResignAndTokenFile(t *testing.T) {
 	ch := b.watch(t)
 	drainFirst(t, ch)
 	// A standby cannot resign.
-	resp, err := b.http.Post(b.url+"/v1/resign", "", nil)
+	resp, err := b.http.Post(b.url+"/v1/resign", "application/json", nil)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusConflict, resp.StatusCode)
 
-	resp, err = a.http.Post(a.url+"/v1/resign", "", nil)
+	resp, err = a.http.Post(a.url+"/v1/resign", "application/json", nil)
 	require.NoError(t, err)
 	var after sidecar.View
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&after))

@@ -152,25 +152,38 @@ json {"scope","token","floor"}.
 
 func newSQLFloorCmd(f *factory) *cobra.Command {
 	opts := &sqlOptions{}
+	var all bool
 	cmd := &cobra.Command{
-		Use:   "floor --driver D --dsn DSN --scope S",
+		Use:   "floor --driver D --dsn DSN (--scope S | --all)",
 		Short: "Print a scope's floor: the highest token the database admitted",
 		Long: `Print the floor of --scope in the fence table: the highest token admitted,
 0 if none. It is a plain read, outdated as soon as it is printed; the
 decision belongs to 'coordctl sql'. With -w json {"scope","floor"}.
 
+--all prints the highest floor of every scope (and, with -w json, its
+scope): after etcd is restored from a snapshot or rebuilt, its revision must
+be bumped above it ('etcdutl snapshot restore --bump-revision N
+--mark-compacted', docs/operations.md).
+
 ` + sqlLong,
 		Example: `  coordctl sql floor --driver sqlite --dsn /var/lib/app/app.db --scope jobs/report
-  coordctl sql floor --driver postgres --dsn "$DB" --scope jobs/report -w json`,
+  coordctl sql floor --driver postgres --dsn "$DB" --scope jobs/report -w json
+  coordctl sql floor --driver postgres --dsn "$DB" --all   # the highest floor of all scopes`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
-			return runSQLFloor(ctx, f, opts)
+			if all {
+				if cmd.Flags().Changed("scope") {
+					return usageErrorf("--all and --scope exclude each other")
+				}
+			}
+			return runSQLFloor(ctx, f, opts, all)
 		},
 	}
 	opts.addConnFlags(cmd)
 	opts.addScopeFlag(cmd, f)
+	cmd.Flags().BoolVar(&all, "all", false, "print the highest floor of all scopes (to choose etcd's --bump-revision after a restore)")
 	return cmd
 }
 
@@ -235,22 +248,9 @@ func (c *sqlConn) scrub(err error) error { return sqlfence.Scrub(err, c.raw) }
 
 // validate checks the connection flags; errors are usage errors.
 func (o *sqlOptions) validate(needToken bool) (sqlfence.Dialect, string, fencing.Token, error) {
-	if o.Driver == "" {
-		return 0, "", 0, usageErrorf("--driver is required: sqlite, postgres or mysql")
-	}
-	d, err := sqlfence.ParseDialect(o.Driver)
+	d, dsn, err := o.validateConn()
 	if err != nil {
-		return 0, "", 0, usageErrorf("invalid --driver %q: want sqlite, postgres or mysql", o.Driver)
-	}
-	if strings.TrimSpace(o.DSN) == "" {
-		return 0, "", 0, usageErrorf("--dsn is required")
-	}
-	if o.Timeout <= 0 {
-		return 0, "", 0, usageErrorf("invalid --command-timeout %s: must be positive", o.Timeout)
-	}
-	dsn, err := sqlfence.NormalizeDSN(d, o.DSN)
-	if err != nil {
-		return 0, "", 0, usageErrorf("invalid --dsn: %v", err)
+		return 0, "", 0, err
 	}
 	if err := checkScopeFlag(o.Scope); err != nil {
 		return 0, "", 0, err
@@ -265,6 +265,28 @@ func (o *sqlOptions) validate(needToken bool) (sqlfence.Dialect, string, fencing
 }
 
 // connect opens the database and checks, within ctx, that it answers.
+// validateConn checks the flags of the connection: driver, DSN, timeout.
+func (o *sqlOptions) validateConn() (sqlfence.Dialect, string, error) {
+	if o.Driver == "" {
+		return 0, "", usageErrorf("--driver is required: sqlite, postgres or mysql")
+	}
+	d, err := sqlfence.ParseDialect(o.Driver)
+	if err != nil {
+		return 0, "", usageErrorf("invalid --driver %q: want sqlite, postgres or mysql", o.Driver)
+	}
+	if strings.TrimSpace(o.DSN) == "" {
+		return 0, "", usageErrorf("--dsn is required")
+	}
+	if o.Timeout <= 0 {
+		return 0, "", usageErrorf("invalid --command-timeout %s: must be positive", o.Timeout)
+	}
+	dsn, err := sqlfence.NormalizeDSN(d, o.DSN)
+	if err != nil {
+		return 0, "", usageErrorf("invalid --dsn: %v", err)
+	}
+	return d, dsn, nil
+}
+
 func (o *sqlOptions) connect(ctx context.Context, d sqlfence.Dialect, dsn string) (*sqlConn, error) {
 	c := &sqlConn{dialect: d, raw: o.DSN, shown: sqlfence.RedactDSN(o.DSN)}
 	db, err := sql.Open(d.DriverName(), dsn)
@@ -372,12 +394,20 @@ func runSQLFence(ctx context.Context, f *factory, opts *sqlOptions) error {
 	return p.Print(sqlFenceResult{Scope: opts.Scope, Token: tok, Floor: tok})
 }
 
-func runSQLFloor(ctx context.Context, f *factory, opts *sqlOptions) error {
+// runSQLFloor prints the floor of --scope, or with all the highest floor
+// of every scope and its scope.
+func runSQLFloor(ctx context.Context, f *factory, opts *sqlOptions, all bool) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
 	}
-	d, dsn, _, err := opts.validate(false)
+	var d sqlfence.Dialect
+	var dsn string
+	if all {
+		d, dsn, err = opts.validateConn()
+	} else {
+		d, dsn, _, err = opts.validate(false)
+	}
 	if err != nil {
 		return err
 	}
@@ -388,11 +418,16 @@ func runSQLFloor(ctx context.Context, f *factory, opts *sqlOptions) error {
 		return err
 	}
 	defer c.close()
-	floor, err := c.fence.Floor(ctx, opts.Scope)
+	scope, floor := opts.Scope, fencing.Token(0)
+	if all {
+		scope, floor, err = c.fence.HighestFloor(ctx)
+	} else {
+		floor, err = c.fence.Floor(ctx, opts.Scope)
+	}
 	if err != nil {
 		return fmt.Errorf("%s at %s: %w", d, c.shown, c.timeoutErr(ctx, err))
 	}
-	return p.Print(sqlFloorResult{Scope: opts.Scope, Floor: floor})
+	return p.Print(sqlFloorResult{Scope: scope, Floor: floor})
 }
 
 func abbrev(s string) string {

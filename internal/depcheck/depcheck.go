@@ -17,7 +17,10 @@ type Layer struct {
 // Arrow returns coordkit's layers, top first.
 func Arrow() []Layer {
 	return []Layer{
-		{Name: "cmd", Rank: 4, Prefixes: []string{"cmd"}},
+		{Name: "cmd", Rank: 4, Prefixes: []string{"cmd"}}, // coordctl, and mkimage (make image)
+		// The Kubernetes manifests: no code, a test that checks them
+		// against internal/sidecar and internal/image.
+		{Name: "deploy", Rank: 4, Prefixes: []string{"deploy"}},
 		{Name: "internal/cli", Rank: 3, Prefixes: []string{"internal/cli"}},
 		{Name: "{scenarios, internal/*}", Rank: 2, Prefixes: []string{"scenarios", "internal"}},
 		{Name: "{lock, semaphore, election, claim, cluster, lamport}", Rank: 1, Prefixes: []string{"lock", "semaphore", "election", "claim", "cluster", "lamport"}},

@@ -41,12 +41,19 @@ func TestCheckRules(t *testing.T) {
 	}{
 		{"the arrow's own edges", []Package{
 			pkg("cmd/coordctl", "internal/cli"),
-			pkg("internal/cli", "scenarios", "internal/etcdembed", "lock", "session"),
+			pkg("cmd/mkimage", "internal/image"),
+			pkg("internal/cli", "scenarios", "internal/etcdembed", "lock", "session", "internal/buildinfo", "internal/httpguard"),
+			pkg("internal/sidecar", "internal/buildinfo", "internal/httpguard", "election"),
+			pkg("internal/labweb", "internal/httpguard", "cluster"),
 			pkg("internal/etcdembed", "internal/faultproxy", "go.etcd.io/etcd/server/v3/embed"),
 			pkg("scenarios", "claim", "cluster", "scenarios/report"),
 			pkg("lock", "fencing", "session", "go.etcd.io/etcd/client/v3"),
 			pkg("fencing", "=net/http"),
 		}, nil},
+		{"the image builder is no library's dependency", []Package{pkg("fencing/sqlfence", "internal/image")}, []string{
+			"fencing/sqlfence imports internal/image: a public package imports an internal one",
+			"fencing/sqlfence imports internal/image: layer {session, fencing} imports layer {scenarios, internal/*}, which is above it",
+		}},
 		{"an import upwards", []Package{pkg("lock", "internal/cli")}, []string{
 			"lock imports internal/cli: a public package imports an internal one",
 			"lock imports internal/cli: layer {lock, semaphore, election, claim, cluster, lamport} imports layer internal/cli, which is above it",

@@ -2,7 +2,6 @@ package labweb
 
 import (
 	"context"
-	"crypto/subtle"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/coordkit/coordkit/internal/httpguard"
 )
 
 //go:embed static
@@ -46,12 +47,11 @@ type Server struct {
 // NewServer listens on cfg.Addr. It returns ErrTokenRequired for a
 // non-loopback address without a token, or the listener's error.
 func NewServer(lab *Lab, cfg ServerConfig) (*Server, error) {
-	host, _, err := net.SplitHostPort(cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("labweb: address %q: %w", cfg.Addr, err)
-	}
-	if !loopback(host) && cfg.Token == "" {
-		return nil, fmt.Errorf("%w: %s", ErrTokenRequired, cfg.Addr)
+	if err := httpguard.CheckListen(cfg.Addr, cfg.Token); err != nil {
+		if errors.Is(err, httpguard.ErrTokenRequired) {
+			return nil, fmt.Errorf("%w: %s", ErrTokenRequired, cfg.Addr)
+		}
+		return nil, fmt.Errorf("labweb: %w", err)
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -84,14 +84,6 @@ func (s *Server) Close() error {
 	return err
 }
 
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // Handler is the page and the API:
 //
 //	GET  /                 the page (and its script and style)
@@ -112,30 +104,9 @@ func (s *Server) Handler() http.Handler {
 
 // guard checks the token, and without one that the Host header names a
 // loopback host (a page of another site cannot reach the lab through DNS
-// rebinding).
+// rebinding): httpguard's one check.
 func (s *Server) guard(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.Token != "" {
-			got := r.URL.Query().Get("token")
-			if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
-				got = strings.TrimPrefix(h, "Bearer ")
-			}
-			if subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) != 1 {
-				httpError(w, http.StatusUnauthorized, "labweb: missing or wrong token")
-				return
-			}
-		} else {
-			host := r.Host
-			if h, _, err := net.SplitHostPort(r.Host); err == nil {
-				host = h
-			}
-			if !loopback(host) {
-				httpError(w, http.StatusForbidden, "labweb: host "+r.Host+" is not a loopback address")
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
+	return httpguard.Guard{Token: s.cfg.Token, Name: "labweb"}.Wrap(next, httpError)
 }
 
 func httpError(w http.ResponseWriter, code int, msg string) {
@@ -167,7 +138,7 @@ type CommandRequest struct {
 // The X-Lab-Seq header names the command's event in the stream; X-Lab-Ms
 // says how long the command ran (milliseconds).
 func (s *Server) command(w http.ResponseWriter, r *http.Request) {
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+	if !httpguard.JSONBody(r) {
 		httpError(w, http.StatusUnsupportedMediaType, "labweb: POST /api/command wants Content-Type: application/json")
 		return
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/buildinfo"
+	"github.com/coordkit/coordkit/internal/httpguard"
 )
 
 // View is the leader view served by GET /v1/leader and streamed by
@@ -43,6 +45,17 @@ type Probe struct {
 	Token  *fencing.Token `json:"token,omitempty"`
 }
 
+// Status is the body of GET /v1/status: the view, both probes' answers
+// and the build of coordctl that serves them.
+type Status struct {
+	View        View           `json:"view"`
+	Healthy     bool           `json:"healthy"`
+	HealthError string         `json:"health_reason,omitempty"`
+	Ready       bool           `json:"ready"`
+	ReadyError  string         `json:"ready_reason,omitempty"`
+	Build       buildinfo.Info `json:"build"`
+}
+
 // apiError is the body of an error answer.
 type apiError struct {
 	Error string `json:"error"`
@@ -64,6 +77,13 @@ type APIConfig struct {
 	Heartbeat time.Duration
 	// ResignTimeout bounds POST /v1/resign; 5s when zero.
 	ResignTimeout time.Duration
+	// Build is served by GET /v1/status.
+	Build buildinfo.Info
+	// Token, when not empty, is required on state-changing requests
+	// (POST /v1/resign); without one, those requests must name a loopback
+	// Host. Either way they must send Content-Type: application/json.
+	// Read endpoints stay open (see NewAPI).
+	Token string
 }
 
 // API is the sidecar's HTTP API. Close ends open watch streams, so that an
@@ -80,11 +100,20 @@ var _ http.Handler = (*API)(nil)
 // NewAPI returns the HTTP API:
 //
 //	GET  /v1/leader  the View as JSON
+//	GET  /v1/status  Status: the View, both probes and the build
 //	GET  /v1/watch   Server-Sent Events: the current View, then one per change
 //	POST /v1/resign  step down, campaign again at the back of the queue
 //	GET  /healthz    200 while the session with etcd is alive, else 503
 //	GET  /readyz     200 while this instance leads, else 503
 //	GET  /metrics    Prometheus text
+//
+// POST /v1/resign, the one request that changes state, goes through
+// httpguard: the token when cfg.Token is set (else a loopback Host), and
+// Content-Type: application/json, so that no web page the user opens can
+// make the sidecar resign. The GET endpoints stay open, without token or
+// Host check: kubelet probes and Prometheus scrapes carry neither, and
+// what they show (the leader's id and token) any etcd client of the
+// election can read anyway.
 func NewAPI(cfg APIConfig) *API {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = 15 * time.Second
@@ -95,7 +124,8 @@ func NewAPI(cfg APIConfig) *API {
 	a := &API{cfg: cfg, mux: http.NewServeMux(), closing: make(chan struct{})}
 	a.mux.HandleFunc("GET /v1/leader", a.handleLeader)
 	a.mux.HandleFunc("GET /v1/watch", a.handleWatch)
-	a.mux.HandleFunc("POST /v1/resign", a.handleResign)
+	a.mux.HandleFunc("GET /v1/status", a.handleStatus)
+	a.mux.Handle("POST /v1/resign", a.stateChanging(http.HandlerFunc(a.handleResign)))
 	a.mux.HandleFunc("GET /healthz", a.handleHealth)
 	a.mux.HandleFunc("GET /readyz", a.handleReady)
 	if cfg.Gatherer != nil {
@@ -119,6 +149,27 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func (a *API) handleLeader(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, a.cfg.Tracker.State().View())
+}
+
+// stateChanging puts next behind the guard and the JSON content-type check.
+func (a *API) stateChanging(next http.Handler) http.Handler {
+	return httpguard.Guard{Token: a.cfg.Token, Name: "sidecar"}.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !httpguard.JSONBody(r) {
+			writeJSON(w, http.StatusUnsupportedMediaType, apiError{Error: "sidecar: " + r.Method + " " + r.URL.Path + " wants Content-Type: application/json"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	}), func(w http.ResponseWriter, status int, msg string) {
+		writeJSON(w, status, apiError{Error: msg})
+	})
+}
+
+func (a *API) handleStatus(w http.ResponseWriter, r *http.Request) {
+	s := a.cfg.Tracker.State()
+	st := Status{View: s.View(), Build: a.cfg.Build}
+	st.Healthy, st.HealthError = s.Health()
+	st.Ready, st.ReadyError = s.Ready()
+	writeJSON(w, http.StatusOK, st)
 }
 
 func (a *API) handleHealth(w http.ResponseWriter, r *http.Request) {

@@ -15,15 +15,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/buildinfo"
 )
+
+var testBuild = buildinfo.Info{Module: "github.com/coordkit/coordkit", Version: "v9.9.9", Revision: "abc123",
+	GoVersion: "go1.26.8", Platform: "linux/amd64", EtcdClient: "v3.7.3", EtcdServer: "v3.7.3"}
 
 func newTestAPI(t *testing.T, resign func(context.Context) error) (*Tracker, *httptest.Server, *prometheus.Registry) {
 	t.Helper()
 	tr := NewTracker("svc", "a", fixedClock{t0})
 	reg := prometheus.NewRegistry()
-	_, err := NewMetrics(reg, "svc", "a", func() time.Duration { return 1500 * time.Millisecond })
+	_, err := NewMetrics(reg, "svc", "a", func() time.Duration { return 1500 * time.Millisecond }, testBuild)
 	require.NoError(t, err)
-	api := NewAPI(APIConfig{Tracker: tr, Resign: resign, Gatherer: reg, Heartbeat: 50 * time.Millisecond})
+	api := NewAPI(APIConfig{Tracker: tr, Resign: resign, Gatherer: reg, Heartbeat: 50 * time.Millisecond, Build: testBuild})
 	srv := httptest.NewServer(api)
 	t.Cleanup(func() {
 		api.Close()
@@ -111,7 +115,7 @@ func TestSidecarHTTPMethods(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
-	resp, err = http.Post(srv.URL+"/v1/resign", "text/plain", nil)
+	resp, err = http.Post(srv.URL+"/v1/resign", "application/json", nil)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusNotImplemented, resp.StatusCode)
@@ -130,7 +134,7 @@ func TestSidecarHTTPResign(t *testing.T) {
 	}
 	tr, srv, _ := newTestAPI(t, resign)
 	post := func() (int, string) {
-		resp, err := http.Post(srv.URL+"/v1/resign", "", nil)
+		resp, err := http.Post(srv.URL+"/v1/resign", "application/json", nil)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
@@ -261,7 +265,7 @@ func TestSidecarMetricsNames(t *testing.T) {
 
 func TestSidecarMetricsObserve(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(reg, "svc", "a", nil)
+	m, err := NewMetrics(reg, "svc", "a", nil, testBuild)
 	require.NoError(t, err)
 	s := NewState("svc", "a", t0)
 	for _, ev := range []Event{
@@ -282,9 +286,9 @@ func TestSidecarMetricsObserve(t *testing.T) {
 	require.Equal(t, 0.0, values[MetricLeaseRemainingSecs])
 
 	// Two sidecars in one process: separate registries, no collision.
-	_, err = NewMetrics(prometheus.NewRegistry(), "svc", "b", nil)
+	_, err = NewMetrics(prometheus.NewRegistry(), "svc", "b", nil, testBuild)
 	require.NoError(t, err)
-	_, err = NewMetrics(reg, "svc", "a", nil)
+	_, err = NewMetrics(reg, "svc", "a", nil, testBuild)
 	require.Error(t, err, "registering twice on one registry must fail")
 }
 
@@ -306,4 +310,92 @@ func gatherValues(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 		}
 	}
 	return out
+}
+
+func TestSidecarStatusAndBuildInfoMetric(t *testing.T) {
+	tr, srv, _ := newTestAPI(t, nil)
+	tr.Apply(Event{Kind: Elected, Token: 7})
+	code, body := get(t, srv.URL+"/v1/status")
+	require.Equal(t, http.StatusOK, code, body)
+	var st Status
+	require.NoError(t, json.Unmarshal([]byte(body), &st), body)
+	require.Equal(t, testBuild, st.Build)
+	require.True(t, st.View.IsLeader)
+	require.True(t, st.Ready)
+	require.Equal(t, fencing.Token(7), *st.View.Token)
+
+	code, body = get(t, srv.URL+"/metrics")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `coordctl_build_info{election="svc",etcd_client="v3.7.3",etcd_server="v3.7.3",go_version="go1.26.8",id="a",modified="false",revision="abc123",version="v9.9.9"} 1`)
+}
+
+// POST /v1/resign is the one request that changes state: a web page the
+// user opens (DNS rebinding, a cross-site form) must not reach it, and off
+// loopback it needs the token. Before httpguard, every request below
+// answered 200 and resigned.
+func TestSidecarResignGuard(t *testing.T) {
+	resigned := 0
+	var tr *Tracker
+	resign := func(ctx context.Context) error {
+		resigned++
+		tr.Apply(Event{Kind: Deposed, Reason: "resigned"})
+		return nil
+	}
+	newAPI := func(token string) *API {
+		tr = NewTracker("svc", "a", fixedClock{t0})
+		tr.Apply(Event{Kind: Elected, Token: 3})
+		return NewAPI(APIConfig{Tracker: tr, Resign: resign, Token: token})
+	}
+	post := func(api *API, host, ctype, auth string) (int, string) {
+		r := httptest.NewRequest(http.MethodPost, "http://"+host+"/v1/resign", strings.NewReader("{}"))
+		if ctype != "" {
+			r.Header.Set("Content-Type", ctype)
+		}
+		if auth != "" {
+			r.Header.Set("Authorization", "Bearer "+auth)
+		}
+		w := httptest.NewRecorder()
+		api.ServeHTTP(w, r)
+		return w.Code, w.Body.String()
+	}
+	tests := []struct {
+		name        string
+		token       string
+		host, ctype string
+		auth        string
+		want        int
+		wantInBody  string
+	}{
+		{"a rebound DNS name", "", "evil.example:4040", "application/json", "", http.StatusForbidden, "not a loopback address"},
+		{"a cross-site form's content type", "", "127.0.0.1:4040", "text/plain", "", http.StatusUnsupportedMediaType, "application/json"},
+		{"no content type", "", "localhost:4040", "", "", http.StatusUnsupportedMediaType, "application/json"},
+		{"loopback and JSON", "", "127.0.0.1:4040", "application/json", "", http.StatusOK, `"is_leader":false`},
+		{"token required, none sent", "s3cret-s3cret-s3", "10.0.0.7:4040", "application/json", "", http.StatusUnauthorized, "missing or wrong token"},
+		{"token required, wrong one", "s3cret-s3cret-s3", "10.0.0.7:4040", "application/json", "nope", http.StatusUnauthorized, "missing or wrong token"},
+		{"token and JSON", "s3cret-s3cret-s3", "10.0.0.7:4040", "application/json; charset=utf-8", "s3cret-s3cret-s3", http.StatusOK, `"is_leader":false`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := resigned
+			api := newAPI(tt.token)
+			code, body := post(api, tt.host, tt.ctype, tt.auth)
+			require.Equal(t, tt.want, code, body)
+			require.Contains(t, body, tt.wantInBody)
+			if tt.want == http.StatusOK {
+				require.Equal(t, before+1, resigned)
+			} else {
+				require.Equal(t, before, resigned, "a refused request must not resign")
+			}
+		})
+	}
+
+	// Read endpoints stay open: a probe from the pod network, no token.
+	api := newAPI("s3cret-s3cret-s3")
+	for _, path := range []string{"/v1/leader", "/v1/status", "/readyz", "/healthz"} {
+		r := httptest.NewRequest(http.MethodGet, "http://10.0.0.7:4040"+path, nil)
+		w := httptest.NewRecorder()
+		api.ServeHTTP(w, r)
+		require.NotEqual(t, http.StatusUnauthorized, w.Code, path)
+		require.NotEqual(t, http.StatusForbidden, w.Code, path)
+	}
 }

@@ -1,9 +1,12 @@
 package sidecar
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/coordkit/coordkit/internal/buildinfo"
 )
 
 // Metric names exported by a sidecar (all labelled election and id).
@@ -13,6 +16,9 @@ const (
 	MetricCampaignSeconds    = "coordkit_sidecar_campaign_duration_seconds"
 	MetricKeepAliveSeconds   = "coordkit_sidecar_keepalive_latency_seconds"
 	MetricLeaseRemainingSecs = "coordkit_sidecar_lease_remaining_seconds"
+	// MetricBuildInfo is always 1; its labels say which build runs
+	// (version, revision, modified, go_version, etcd_client, etcd_server).
+	MetricBuildInfo = "coordctl_build_info"
 )
 
 // Metrics are one sidecar's Prometheus metrics. They are registered on a
@@ -27,8 +33,15 @@ type Metrics struct {
 // NewMetrics creates the metrics and registers them on reg. leaseLeft is
 // called at scrape time for the seconds left before the local deadline of
 // the current lease (0 without one).
-func NewMetrics(reg prometheus.Registerer, name, id string, leaseLeft func() time.Duration) (*Metrics, error) {
+func NewMetrics(reg prometheus.Registerer, name, id string, leaseLeft func() time.Duration, build buildinfo.Info) (*Metrics, error) {
 	labels := prometheus.Labels{"election": name, "id": id}
+	buildLabels := prometheus.Labels{"election": name, "id": id,
+		"version": build.Version, "revision": build.Revision, "modified": strconv.FormatBool(build.Modified),
+		"go_version": build.GoVersion, "etcd_client": build.EtcdClient, "etcd_server": build.EtcdServer}
+	buildInfo := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: MetricBuildInfo, ConstLabels: buildLabels,
+		Help: "Always 1; the labels name the build of coordctl serving this sidecar (as 'coordctl version' prints it).",
+	}, func() float64 { return 1 })
 	m := &Metrics{
 		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: MetricIsLeader, ConstLabels: labels,
@@ -58,7 +71,7 @@ func NewMetrics(reg prometheus.Registerer, name, id string, leaseLeft func() tim
 		}
 		return max(leaseLeft().Seconds(), 0)
 	})
-	for _, c := range []prometheus.Collector{m.isLeader, m.transitions, m.campaign, m.keepalive, left} {
+	for _, c := range []prometheus.Collector{m.isLeader, m.transitions, m.campaign, m.keepalive, left, buildInfo} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

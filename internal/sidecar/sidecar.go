@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/election"
+	"github.com/coordkit/coordkit/internal/buildinfo"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/session"
 )
@@ -61,6 +62,13 @@ type Config struct {
 	Logger *slog.Logger
 	// Clock stamps state changes and times campaigns; the system clock when nil.
 	Clock session.Clock
+	// Build is the build of coordctl that GET /v1/status and the
+	// coordctl_build_info metric report; buildinfo.Read() when zero.
+	Build buildinfo.Info
+	// APIToken, when not empty, is required on the API's state-changing
+	// requests (APIConfig.Token). A caller serving the API on a
+	// non-loopback address must set it (httpguard.CheckListen).
+	APIToken string
 	// OnChange is called after each state change, in order, from the
 	// goroutine that applied it; it must not block for long.
 	OnChange func(State, Change)
@@ -126,6 +134,9 @@ func New(cfg Config) (*Sidecar, error) {
 	if cfg.TTL == 0 {
 		cfg.TTL = DefaultTTL
 	}
+	if cfg.Build == (buildinfo.Info{}) {
+		cfg.Build = buildinfo.Read()
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = session.RealClock{}
 	}
@@ -144,7 +155,7 @@ func New(cfg Config) (*Sidecar, error) {
 		resign:  make(chan resignRequest),
 	}
 	if cfg.Registerer != nil {
-		m, err := NewMetrics(cfg.Registerer, cfg.Name, cfg.ID, s.leaseLeft)
+		m, err := NewMetrics(cfg.Registerer, cfg.Name, cfg.ID, s.leaseLeft, cfg.Build)
 		if err != nil {
 			return nil, fmt.Errorf("sidecar: metrics: %w", err)
 		}
@@ -155,7 +166,8 @@ func New(cfg Config) (*Sidecar, error) {
 	if grace <= 0 {
 		grace = childproc.DefaultKillGrace
 	}
-	s.api = NewAPI(APIConfig{Tracker: s.tracker, Resign: s.Resign, Gatherer: cfg.Gatherer, ResignTimeout: grace + 5*time.Second})
+	s.api = NewAPI(APIConfig{Tracker: s.tracker, Resign: s.Resign, Gatherer: cfg.Gatherer, ResignTimeout: grace + 5*time.Second,
+		Build: cfg.Build, Token: cfg.APIToken})
 	return s, nil
 }
 

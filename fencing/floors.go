@@ -1,0 +1,51 @@
+package fencing
+
+import (
+	"context"
+	"net/http"
+)
+
+// Highest returns the scope with the highest floor and that floor, "" and
+// 0 for no floors. Of equal floors the smallest scope wins, so the answer
+// does not depend on map order. After etcd is restored from a snapshot or
+// rebuilt, its revisions (the tokens) restart below the floors: the
+// restored cluster's revision must be bumped above this floor
+// (docs/operations.md).
+func Highest(floors map[string]Token) (string, Token) {
+	var scope string
+	var floor Token
+	for s, f := range floors {
+		if f > floor || (f == floor && f != 0 && s < scope) {
+			scope, floor = s, f
+		}
+	}
+	return scope, floor
+}
+
+// FloorsResult is the body of GET /v1/floors: every scope's floor and the
+// highest of them.
+type FloorsResult struct {
+	Floors       map[string]Token `json:"floors"`
+	Highest      Token            `json:"highest"`
+	HighestScope string           `json:"highest_scope"`
+}
+
+func (r *Resource) handleFloors(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	floors := r.guard.Floors()
+	r.mu.Unlock()
+	res := FloorsResult{Floors: floors}
+	res.HighestScope, res.Highest = Highest(floors)
+	writeJSON(w, http.StatusOK, res)
+}
+
+// Floors returns every scope's floor and the highest (GET /v1/floors).
+func (c *Client) Floors(ctx context.Context) (FloorsResult, error) {
+	var f FloorsResult
+	req, err := c.newRequest(ctx, http.MethodGet, "/v1/floors", nil)
+	if err != nil {
+		return f, err
+	}
+	err = c.do(req, "", 0, &f)
+	return f, err
+}

@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+)
+
+// 'resource get' printed the value and a newline, so what put wrote and
+// get read differed.
+func TestResourceGetRoundTripsTheValue(t *testing.T) {
+	url := startTestResource(t)
+	ctx := context.Background()
+	for _, value := range []string{"v", "two\nlines\n", "no newline at the end", "  spaced  ", "ünïcode\t"} {
+		var errOut bytes.Buffer
+		out := &bytes.Buffer{}
+		code := run(ctx, []string{"resource", "put", "k", "-", "--token", "5", "--scope", "s", "--url", url},
+			ioStreams{In: bytes.NewReader([]byte(value)), Out: out, ErrOut: &errOut}, func(string) string { return "" })
+		require.Equal(t, exitOK, code, errOut.String())
+		got := runInProcess(ctx, nil, "resource", "get", "k", "--url", url)
+		require.Equal(t, exitOK, got.Code, got.Stderr)
+		require.Equal(t, value, got.Stdout, "get prints exactly what put wrote")
+	}
+}
+
+// COORDCTL_RESOURCE_URL is the resource's address when --url is not given,
+// as COORDCTL_ENDPOINTS is etcd's; a child of 'coordctl lock' inherits it.
+func TestResourceURLFromTheEnvironment(t *testing.T) {
+	url := startTestResource(t)
+	ctx := context.Background()
+	env := map[string]string{envResourceURL: url}
+	res := runInProcess(ctx, env, "resource", "put", "k", "from-env", "--token", "3", "--scope", "s")
+	require.Equal(t, exitOK, res.Code, res.Stderr)
+	res = runInProcess(ctx, env, "resource", "get", "k")
+	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, "from-env", res.Stdout)
+	// --url still wins.
+	res = runInProcess(ctx, env, "resource", "get", "k", "--url", "http://127.0.0.1:1")
+	require.Equal(t, exitError, res.Code)
+
+	etcd := etcdtest.Start(t)
+	cmd := exec.CommandContext(ctx, coordctlBinary(t), "--endpoints", etcd.Endpoints()[0], "lock", "env-url", "--",
+		coordctlBinary(t), "resource", "put", "child", "inherited")
+	cmd.Env = append(os.Environ(), envResourceURL+"="+url)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	e, err := (&fencing.Client{BaseURL: url}).Get(ctx, "child")
+	require.NoError(t, err)
+	require.Equal(t, "inherited", e.Value)
+	require.Equal(t, "env-url", e.Scope, "token and scope from the lock, the URL from the inherited variable")
+}
+
+// 'repair -w json' printed "Scope","Token","Floor" in refence, and a dry
+// run that found damage exited 2 as if the flags were wrong. It exits 1
+// now: the log is still damaged and the resource will not start.
+func TestResourceRepairJSONAndExitCode(t *testing.T) {
+	dir, _, _ := damagedResourceLog(t)
+	ctx := context.Background()
+	dry := runInProcess(ctx, nil, "resource", "repair", "--data-dir", dir, "-w", "json")
+	require.Equal(t, exitError, dry.Code, "damage found, not applied: %s", dry.Stderr)
+	require.Contains(t, dry.Stderr, "--yes")
+	var plan map[string]any
+	require.NoError(t, json.Unmarshal([]byte(dry.Stdout), &plan), dry.Stdout)
+	refence := plan["refence"].([]any)
+	require.Len(t, refence, 1)
+	require.Equal(t, map[string]any{"scope": "s", "token": 900.0, "floor": 5.0}, refence[0])
+	require.Equal(t, false, plan["applied"])
+}

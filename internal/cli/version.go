@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coordkit/coordkit/internal/buildinfo"
+)
+
+// versionResult is what `coordctl version` prints.
+type versionResult struct {
+	buildinfo.Info
+}
+
+func (v versionResult) WriteSimple(w io.Writer) error {
+	rev := v.Revision
+	if rev == "" {
+		rev = "unknown (built without VCS information)"
+	} else if v.Modified {
+		rev += " (modified)"
+	}
+	_, err := fmt.Fprintf(w, "coordctl %s\nmodule:      %s\nrevision:    %s\ngo:          %s %s\netcd client: %s\netcd server: %s\n",
+		v.Version, v.Module, rev, v.GoVersion, v.Platform, v.EtcdClient, v.EtcdServer)
+	return err
+}
+
+func newVersionCmd(f *factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print coordctl's version, VCS revision, Go version and etcd library versions",
+		Long: `Print which build of coordctl this is, from the binary's build information:
+the module version, the VCS revision and whether the tree was modified, the
+time of that commit, the Go version and platform, and the versions of etcd's
+client and server libraries linked in. 'make build' and 'make image' record
+the revision; a binary built with -buildvcs=false says it has none.
+
+The sidecar serves the same object on GET /v1/status and as the labels of
+its coordctl_build_info metric.`,
+		Example: `  coordctl version
+  coordctl version -w json   # {"module":"github.com/coordkit/coordkit","version":"v0.4.0","revision":"…","modified":false,…}`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runVersion(f)
+		},
+	}
+}
+
+func runVersion(f *factory) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	return p.Print(versionResult{buildinfo.Read()})
+}

@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/buildinfo"
+)
+
+func TestVersionJSONAndSimple(t *testing.T) {
+	ctx := context.Background()
+	res := runInProcess(ctx, nil, "version", "-w", "json")
+	require.Equal(t, exitOK, res.Code, res.Stderr)
+	var got buildinfo.Info
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got), res.Stdout)
+	require.Equal(t, "github.com/coordkit/coordkit", got.Module)
+	require.NotEmpty(t, got.Version)
+	require.NotEmpty(t, got.GoVersion)
+
+	simple := runInProcess(ctx, nil, "version")
+	require.Equal(t, exitOK, simple.Code, simple.Stderr)
+	require.Contains(t, simple.Stdout, "coordctl "+got.Version+"\n")
+	require.Contains(t, simple.Stdout, "etcd server: ")
+
+	bad := runInProcess(ctx, nil, "version", "extra")
+	require.Equal(t, exitUsage, bad.Code)
+}
+
+// A test binary's build information lists no dependencies; the built
+// coordctl's does, so the etcd versions are checked there.
+func TestVersionOfTheBuiltBinaryNamesEtcd(t *testing.T) {
+	out, err := exec.Command(coordctlBinary(t), "version", "-w", "json").Output()
+	require.NoError(t, err)
+	var got buildinfo.Info
+	require.NoError(t, json.Unmarshal(out, &got), string(out))
+	require.Regexp(t, `^v3\.`, got.EtcdClient, "the etcd client is linked into coordctl")
+	require.Regexp(t, `^v3\.`, got.EtcdServer, "the embedded etcd server is linked into coordctl")
+}

@@ -42,6 +42,9 @@ type Config struct {
 	// TTL is the lease TTL (at least 1s); DefaultTTL when zero. A crashed
 	// leader is replaced about TTL after it stopped.
 	TTL time.Duration
+	// Coordination is the policy and this instance's attributes in the
+	// election (coordinate.go); the zero value is first-come-first-served.
+	Coordination
 	// TokenFile, if set, holds the fencing token while this instance leads;
 	// it is written atomically on winning and removed on losing.
 	TokenFile string
@@ -90,10 +93,14 @@ type Sidecar struct {
 	sess    *session.Session
 	leading *election.Leadership
 	resign  chan resignRequest
+	// standAside: the last leadership ended by a resign-to; stay out of
+	// the queue for a TTL before campaigning again.
+	standAside bool
 }
 
 type resignRequest struct {
 	l    *election.Leadership
+	to   *string // ResignTo's target (election.Best for the best), nil for Resign
 	done chan error
 }
 
@@ -155,7 +162,13 @@ func New(cfg Config) (*Sidecar, error) {
 	if grace <= 0 {
 		grace = childproc.DefaultKillGrace
 	}
-	s.api = NewAPI(APIConfig{Tracker: s.tracker, Resign: s.Resign, Gatherer: cfg.Gatherer, ResignTimeout: grace + 5*time.Second})
+	if err := cfg.Coordination.check(); err != nil {
+		return nil, err
+	}
+	s.cfg.Coordination = cfg.Coordination.withDefaults()
+	// A resign-to may wait up to a TTL for a crashed candidate to expire.
+	s.api = NewAPI(APIConfig{Tracker: s.tracker, Resign: s.Resign, ResignTo: s.ResignTo, Candidates: s.Candidates, Policy: s.Policy(),
+		Gatherer: cfg.Gatherer, ResignTimeout: grace + cfg.TTL + 5*time.Second})
 	return s, nil
 }
 
@@ -317,7 +330,8 @@ func (s *Sidecar) Run(ctx context.Context) error {
 // runSession campaigns on sess until the session ends (nil), ctx ends
 // (nil), or the command exited or failed (its error).
 func (s *Sidecar) runSession(ctx context.Context, sess *session.Session) error {
-	e, err := election.New(s.cfg.Client, s.cfg.Name, election.WithSession(sess), election.WithPrefix(s.cfg.Prefix))
+	e, err := election.New(s.cfg.Client, s.cfg.Name, append(s.cfg.Coordination.options(s.cfg.ID),
+		election.WithSession(sess), election.WithPrefix(s.cfg.Prefix))...)
 	if err != nil {
 		return err
 	}
@@ -336,6 +350,9 @@ func (s *Sidecar) runSession(ctx context.Context, sess *session.Session) error {
 	}
 	campaignFailed := backoff.WithNotify(func(err error, _ time.Duration) { s.cfg.Logger.Warn("campaign", "err", err) })
 	for {
+		if !s.waitStandAside(ctx, sess) {
+			return nil
+		}
 		l, err := backoff.Retry(ctx, campaign, backoff.WithBackOff(retryBackoff()), backoff.WithMaxElapsedTime(0), campaignFailed)
 		switch {
 		case ctx.Err() != nil:
@@ -400,6 +417,7 @@ func (s *Sidecar) hold(ctx context.Context, l *election.Leadership, child *child
 	if child != nil {
 		childDone = child.Done()
 	}
+	yield := l.Yield()
 	for {
 		select {
 		case <-l.Lost():
@@ -409,9 +427,21 @@ func (s *Sidecar) hold(ctx context.Context, l *election.Leadership, child *child
 				child.Stop()
 			}
 			return nil
+		case <-yield:
+			if s.handOver(l, child, election.Best, "handed over to a preferred candidate") {
+				return nil
+			}
+			yield = nil // the handover could not be made: keep leading
 		case req := <-s.resign:
 			if req.l != l {
 				req.done <- ErrNotLeader // asked of an earlier leadership
+				continue
+			}
+			if req.to != nil {
+				ended := s.resignTo(l, child, *req.to, req.done)
+				if ended {
+					return nil
+				}
 				continue
 			}
 			req.done <- s.stepDown(l, child, "resigned")

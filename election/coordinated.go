@@ -195,7 +195,7 @@ func (e *Election) waitChange(ctx context.Context, rev int64, also ...string) er
 // step, which ends the Leadership (Lost closes) before our key is deleted.
 //
 // Errors, with the leadership kept: ErrNoCandidate (no such candidate of
-// ours), ErrHandoverBlocked (a foreign candidate is queued before the
+// ours, or it left before the last step), ErrHandoverBlocked (a foreign candidate is queued before the
 // target), ctx's error (the candidates before the target did not move in
 // time: one crashed and its lease has not expired yet, say), etcd's error.
 // ErrNotLeader if we no longer lead. ErrTargetGone, with the leadership

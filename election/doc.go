@@ -90,13 +90,13 @@
 //     deletes its key and creates it again, so that its new revision is
 //     above t. L keeps leading throughout: nothing before L moves.
 //  3. When every key of B is gone (re-queued, or expired with a crashed
-//     candidate's lease), L ends its Leadership (Lost closes, so the
-//     holder stops acting) and deletes its key and the record in one
-//     transaction guarded by IsOwner and by T's key still having revision
-//     t. T is now the lowest key: it leads, for etcd's clients as for
-//     ours, and its token t is higher than l. No other candidate led in
-//     between: between L's delete and T's first act only T's key is below
-//     every other.
+//     candidate's lease), L reads T's key once more (gone: ErrNoCandidate,
+//     L keeps leading), withdraws the record and resigns: its HeldKey's
+//     Release ends the Leadership first (Lost closes, so the holder stops
+//     acting), then deletes the key guarded by IsOwner. T is now the lowest
+//     key: it leads, for etcd's clients as for ours, and its token t is
+//     higher than l. No other candidate led in between: from L's delete on,
+//     T's key is below every other.
 //
 // Who moves when: only the leader writes the record and only the leader
 // deletes its own key; only a candidate between the leader and the target
@@ -114,10 +114,10 @@
 // its lease within one TTL; then the lowest remaining key leads (T, or a
 // candidate of B that had not re-queued yet). If a candidate of B crashes
 // before re-queuing, L keeps leading while its key expires (ResignTo waits,
-// bounded by ctx). If T crashes before L's delete, the guard on T's
-// revision fails, L deletes its key anyway (ResignTo reports ErrTargetGone)
-// and the next key leads; if T crashes after, its key leads, dead, until
-// its lease expires: one TTL, as for any crashed leader.
+// bounded by ctx). If T is gone at L's last read, L keeps leading
+// (ErrNoCandidate); if it goes between that read and L's delete, the next
+// key leads (ResignTo reports ErrTargetGone); if T crashes after, its key
+// leads, dead, until its lease expires: one TTL, as for any crashed leader.
 //
 // Policies (Preference.Next is the pure decision every candidate takes
 // from one read of the queue): PolicyPriority, PolicyNewestVersion and

@@ -106,63 +106,35 @@ func (s *Sidecar) ResignTo(ctx context.Context, to string) error {
 	if l == nil {
 		return ErrNotLeader
 	}
-	req := resignRequest{l: l, to: &to, done: make(chan error, 1)}
-	select {
-	case s.resign <- req:
-	case <-l.Lost():
-		return ErrNotLeader
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case err := <-req.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return s.ask(ctx, resignRequest{l: l, to: &to, done: make(chan error, 1)})
 }
 
-// resignTo serves a ResignTo request; it reports whether the leadership
-// ended (else it is kept and the sidecar goes on leading).
-func (s *Sidecar) resignTo(l *election.Leadership, child *childproc.Child, to string, done chan<- error) (ended bool) {
-	reason := "resigned to " + to
-	if to == election.Best {
+// handOver hands l over to target (an id, or election.Best): the command
+// runs while the candidates before the target step aside, then stops; ended
+// reports that the leadership ended (else it is kept, or was lost: the hold
+// loop sees Lost next). After a handover this instance stands aside for a
+// TTL before campaigning again.
+func (s *Sidecar) handOver(l *election.Leadership, child *childproc.Child, target string) (ended bool, err error) {
+	reason := "resigned to " + target
+	if target == election.Best {
 		reason = "resigned to the best other candidate"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.TTL+5*time.Second)
 	defer cancel()
 	stopped := false
-	err := l.ResignToWith(ctx, to, func() {
+	err = l.ResignToWith(ctx, target, func() {
 		stopped = true
 		s.stopForHandover(child, reason)
 	})
 	if errors.Is(err, election.ErrNotLeader) {
 		err = ErrNotLeader
 	}
-	done <- err
-	if !stopped {
-		return false // kept, or lost: the hold loop sees Lost next
+	if stopped {
+		s.mu.Lock()
+		s.standAside = true
+		s.mu.Unlock()
 	}
-	s.mu.Lock()
-	s.standAside = true
-	s.mu.Unlock()
-	return true
-}
-
-// handOver is the sidecar's answer to Yield: hand over to target; false
-// when it could not be made and the leadership is kept.
-func (s *Sidecar) handOver(l *election.Leadership, child *childproc.Child, target, reason string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.TTL+5*time.Second)
-	defer cancel()
-	stopped := false
-	err := l.ResignToWith(ctx, target, func() {
-		stopped = true
-		s.stopForHandover(child, reason)
-	})
-	if err != nil {
-		s.cfg.Logger.Warn("hand over", "err", err)
-	}
-	return stopped
+	return stopped, err
 }
 
 func (s *Sidecar) stopForHandover(child *childproc.Child, reason string) {

@@ -195,10 +195,14 @@ func (s *Sidecar) Resign(ctx context.Context) error {
 	if l == nil {
 		return ErrNotLeader
 	}
-	req := resignRequest{l: l, done: make(chan error, 1)}
+	return s.ask(ctx, resignRequest{l: l, done: make(chan error, 1)})
+}
+
+// ask hands req to the hold loop and waits for its answer.
+func (s *Sidecar) ask(ctx context.Context, req resignRequest) error {
 	select {
 	case s.resign <- req:
-	case <-l.Lost():
+	case <-req.l.Lost():
 		return ErrNotLeader
 	case <-ctx.Done():
 		return ctx.Err()
@@ -428,8 +432,10 @@ func (s *Sidecar) hold(ctx context.Context, l *election.Leadership, child *child
 			}
 			return nil
 		case <-yield:
-			if s.handOver(l, child, election.Best, "handed over to a preferred candidate") {
+			if ended, err := s.handOver(l, child, election.Best); ended {
 				return nil
+			} else if err != nil {
+				s.cfg.Logger.Warn("hand over to a preferred candidate", "err", err)
 			}
 			yield = nil // the handover could not be made: keep leading
 		case req := <-s.resign:
@@ -438,7 +444,8 @@ func (s *Sidecar) hold(ctx context.Context, l *election.Leadership, child *child
 				continue
 			}
 			if req.to != nil {
-				ended := s.resignTo(l, child, *req.to, req.done)
+				ended, err := s.handOver(l, child, *req.to)
+				req.done <- err
 				if ended {
 					return nil
 				}

@@ -431,14 +431,19 @@ func (r *roller) run(ctx context.Context) (rollStats, error) {
 	}()
 	t0 := time.Now()
 	var ids []string
-	for i := range n {
-		p, err := r.start(ctx, i+1, "1.0.0")
+	// startSettled starts the replica of slot and waits until it is
+	// queued and leadership has settled.
+	startSettled := func(slot int, version string) error {
+		p, err := r.start(ctx, slot, version)
 		if err != nil {
-			return rollStats{}, err
+			return err
 		}
-		procs[i] = p
+		procs[slot-1] = p
 		ids = append(ids, p.id)
-		if err := r.settled(ctx, p, ids); err != nil {
+		return r.settled(ctx, p, ids)
+	}
+	for i := range n {
+		if err := startSettled(i+1, "1.0.0"); err != nil {
 			return rollStats{}, err
 		}
 	}
@@ -456,13 +461,7 @@ func (r *roller) run(ctx context.Context) (rollStats, error) {
 		old.stop()
 		procs[i] = nil
 		ids = ids[1:]
-		p, err := r.start(ctx, i+1, "2.0.0")
-		if err != nil {
-			return rollStats{}, err
-		}
-		procs[i] = p
-		ids = append(ids, p.id)
-		if err := r.settled(ctx, p, ids); err != nil {
+		if err := startSettled(i+1, "2.0.0"); err != nil {
 			return rollStats{}, err
 		}
 		r.progress("%s: replica %d/%d rolled", r.policy, i+1, n)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -305,4 +306,47 @@ func TestCoordE2EForeignParticipant(t *testing.T) {
 	require.NoError(t, theirs.Resign(ctx))
 	cl := c.awaitLine(t, "elected", 10*time.Second)
 	require.Greater(t, cl["token"].(float64), el["token"].(float64))
+}
+
+// coordctl bench elect --rolling 3 with real sidecar processes: counts
+// that do not depend on load (first-come changes once per restart of the
+// leader, newest-version at most twice; no overlap; tokens in order), the
+// table's rows and a timeline per roll.
+func TestCoordE2EBenchRolling(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	cmd := exec.Command(coordctlBinary(t), "-w", "json", "bench", "elect", "--rolling", "3", "--preempt-rounds", "2")
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s", out)
+	var res struct {
+		Benchmark string `json:"benchmark"`
+		Replicas  int    `json:"replicas"`
+		Rows      []struct {
+			Metric    string   `json:"metric"`
+			FirstCome *float64 `json:"first_come"`
+			Newest    *float64 `json:"newest_version_prestop"`
+		} `json:"rows"`
+		Timelines map[string]struct {
+			Lanes []struct {
+				Name string `json:"name"`
+			} `json:"lanes"`
+		} `json:"timelines"`
+	}
+	require.NoError(t, json.Unmarshal(out, &res), "%s", out)
+	require.Equal(t, "elect-rolling", res.Benchmark)
+	rows := map[string][2]*float64{}
+	for _, r := range res.Rows {
+		rows[r.Metric] = [2]*float64{r.FirstCome, r.Newest}
+	}
+	require.Equal(t, 3.0, *rows["leadership_changes"][0], "first-come: once per restart of the leader")
+	require.LessOrEqual(t, *rows["leadership_changes"][1], 2.0)
+	for _, m := range []string{"overlapping_leaders", "tokens_decreasing"} {
+		require.Zero(t, *rows[m][0], m)
+		require.Zero(t, *rows[m][1], m)
+	}
+	require.Nil(t, rows["preempt_p50_ms"][0])
+	require.Positive(t, *rows["preempt_p50_ms"][1])
+	require.Len(t, res.Timelines, 2)
+	require.Len(t, res.Timelines["newest_version_prestop"].Lanes, 3)
 }

@@ -50,7 +50,9 @@ while its sidecar leads, so the log is the resource's view:
   tokens_decreasing      a leader whose token was not above its predecessor's
   preempt_p50/p99_ms     (in-process, priority policy) from a priority-10
       candidate's key appearing to it leading, with two candidates queued
-      between the leader and it; etcd_commit_p50_ms is one put, the unit.
+      between the leader and it; preempt_from_start_p50_ms from its
+      campaign starting (a lease grant and a put before it joins);
+      etcd_commit_p50_ms is one put, the unit.
 
 Then it draws each replica's role over time for both rolls (--html FILE
 writes the same as a page).`,

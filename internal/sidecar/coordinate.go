@@ -112,9 +112,11 @@ func (s *Sidecar) ResignTo(ctx context.Context, to string) error {
 // handOver hands l over to target (an id, or election.Best): the command
 // runs while the candidates before the target step aside, then stops; ended
 // reports that the leadership ended (else it is kept, or was lost: the hold
-// loop sees Lost next). After a handover this instance stands aside for a
-// TTL before campaigning again.
-func (s *Sidecar) handOver(l *election.Leadership, child *childproc.Child, target string) (ended bool, err error) {
+// loop sees Lost next). After a handover asked for (standAside) this
+// instance stays out of the queue for a TTL before campaigning again; after
+// one its policy asked for (a yield) it queues again at once: it is not the
+// preferred candidate, so it will not be handed leadership back.
+func (s *Sidecar) handOver(l *election.Leadership, child *childproc.Child, target string, standAside bool) (ended bool, err error) {
 	reason := "resigned to " + target
 	if target == election.Best {
 		reason = "resigned to the best other candidate"
@@ -129,7 +131,7 @@ func (s *Sidecar) handOver(l *election.Leadership, child *childproc.Child, targe
 	if errors.Is(err, election.ErrNotLeader) {
 		err = ErrNotLeader
 	}
-	if stopped {
+	if stopped && standAside {
 		s.mu.Lock()
 		s.standAside = true
 		s.mu.Unlock()

@@ -432,7 +432,7 @@ func (s *Sidecar) hold(ctx context.Context, l *election.Leadership, child *child
 			}
 			return nil
 		case <-yield:
-			if ended, err := s.handOver(l, child, election.Best); ended {
+			if ended, err := s.handOver(l, child, election.Best, false); ended {
 				return nil
 			} else if err != nil {
 				s.cfg.Logger.Warn("hand over to a preferred candidate", "err", err)
@@ -444,7 +444,7 @@ func (s *Sidecar) hold(ctx context.Context, l *election.Leadership, child *child
 				continue
 			}
 			if req.to != nil {
-				ended, err := s.handOver(l, child, *req.to)
+				ended, err := s.handOver(l, child, *req.to, true)
 				req.done <- err
 				if ended {
 					return nil

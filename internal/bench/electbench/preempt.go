@@ -19,6 +19,9 @@ type preemption struct {
 	// watch on the prefix) to its OnStartedLeading, with two candidates
 	// queued between the leader and it (they re-queue first).
 	preempt []time.Duration
+	// fromStart: from the preferred candidate's Run starting (a lease grant
+	// and its key's put before it joins) to it leading.
+	fromStart []time.Duration
 	// commit: one etcd put's round trip, the unit the preemption is
 	// counted in.
 	commit []time.Duration
@@ -172,6 +175,7 @@ func measurePreemption(ctx context.Context, endpoints []string, rounds int) (pre
 			}
 		}()
 		pctx, pcancel := context.WithCancel(ctx)
+		started := time.Now()
 		done, err := start(pctx, 10, "high")
 		if err != nil {
 			wcancel()
@@ -183,6 +187,7 @@ func measurePreemption(ctx context.Context, endpoints []string, rounds int) (pre
 			select {
 			case j := <-joined:
 				out.preempt = append(out.preempt, led.Sub(j))
+				out.fromStart = append(out.fromStart, led.Sub(started))
 			case <-time.After(10 * time.Second):
 				err = fmt.Errorf("the preferred candidate's key was never seen")
 			}

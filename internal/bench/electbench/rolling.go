@@ -243,6 +243,7 @@ func RunRolling(ctx context.Context, o RollingOptions) (RollingResult, error) {
 	}
 	one("preempt_p50_ms", "ms", bench.Ms(bench.Percentile(pre.preempt, 0.50)))
 	one("preempt_p99_ms", "ms", bench.Ms(bench.Percentile(pre.preempt, 0.99)))
+	one("preempt_from_start_p50_ms", "ms", bench.Ms(bench.Percentile(pre.fromStart, 0.50)))
 	one("etcd_commit_p50_ms", "ms", bench.Ms(bench.Percentile(pre.commit, 0.50)))
 	return res, nil
 }

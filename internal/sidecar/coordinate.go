@@ -118,7 +118,10 @@ func (s *Sidecar) ResignTo(ctx context.Context, to string) error {
 // preferred candidate, so it will not be handed leadership back.
 func (s *Sidecar) handOver(l *election.Leadership, child *childproc.Child, target string, standAside bool) (ended bool, err error) {
 	reason := "resigned to " + target
-	if target == election.Best {
+	switch {
+	case !standAside:
+		reason = "handed over to a preferred candidate"
+	case target == election.Best:
 		reason = "resigned to the best other candidate"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.TTL+5*time.Second)

@@ -90,8 +90,8 @@ func (c *candidate) run(ctx context.Context, value string) (*Leadership, error) 
 	// Create our key unless the (shared) session already has one.
 	resp, err := cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", 0)).
-		Then(clientv3.OpPut(c.key, value, clientv3.WithLease(c.s.Lease()))).
-		Else(clientv3.OpGet(c.key)).
+		Then(append([]clientv3.Op{clientv3.OpPut(c.key, value, clientv3.WithLease(c.s.Lease()))}, c.attrOps(value)...)...).
+		Else(append([]clientv3.Op{clientv3.OpGet(c.key)}, c.attrOps(value)...)...).
 		Commit()
 	if err != nil {
 		return nil, fmt.Errorf("election: campaign %q: %w", c.e.name, err)
@@ -113,14 +113,14 @@ func (c *candidate) run(ctx context.Context, value string) (*Leadership, error) 
 			}
 		}
 	}
-	c.k = c.s.Hold(c.key, int64(c.token), session.WithReleaseCause(ErrResigned))
+	c.hold()
 
 	for {
 		// One consistent read: our immediate predecessor and our own key.
-		check, err := cli.Txn(ctx).Then(
+		check, err := cli.Txn(ctx).Then(append([]clientv3.Op{
 			clientv3.OpGet(c.e.keyPrefix, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(int64(c.token)-1))...),
 			clientv3.OpGet(c.key),
-		).Commit()
+		}, c.handoverOps()...)...).Commit()
 		if err != nil {
 			return nil, fmt.Errorf("election: campaign %q: %w", c.e.name, err)
 		}
@@ -136,9 +136,12 @@ func (c *candidate) run(ctx context.Context, value string) (*Leadership, error) 
 			}
 			return newLeadership(c.e, c.k, c.own, value), nil
 		}
-		// Watch the predecessor from the revision after the read that saw
-		// it, so that the delete is heard at once (why: lock/mutex.go, attempt.wait).
-		if err := c.waitDelete(ctx, string(preds[0].Key), check.Header.Revision+1); err != nil {
+		if moved, err := c.stepAside(ctx, value, check); err != nil {
+			return nil, err
+		} else if moved {
+			continue
+		}
+		if err := c.waitDelete(ctx, preds[0], check.Header.Revision+1); err != nil {
 			return nil, err
 		}
 	}
@@ -152,21 +155,48 @@ func (c *candidate) gone() error {
 	return fmt.Errorf("%w: %w", ErrSessionExpired, errKeyGone)
 }
 
-// waitDelete returns nil when key was deleted (or its watch broke: the
-// caller re-reads), and an error when the campaign must end.
-func (c *candidate) waitDelete(ctx context.Context, key string, rev int64) error {
+// waitDelete returns nil when the predecessor's key was deleted (or its
+// watch broke: the caller re-reads), and an error when the campaign must
+// end. rev is the revision after the read that saw the predecessor.
+//
+// The watch starts from "now", not from rev: a watch from a revision that
+// other writes have passed joins etcd's unsynced watchers, served only
+// every 100ms (why: lock/mutex.go, attempt.wait), which a busy queue (a
+// handover re-queueing candidates) hits every time. If the watch started
+// after writes our read did not see, one more read of the key tells
+// whether the delete was among them.
+func (c *candidate) waitDelete(ctx context.Context, pred *mvccpb.KeyValue, rev int64) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pred := c.e.client.Watch(wctx, key, clientv3.WithRev(rev), clientv3.WithFilterPut())
+	key := string(pred.Key)
+	predWatch := c.e.client.Watch(wctx, key, clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
+	handover := c.watchHandover(wctx)
 	for {
 		select {
+		case wr, ok := <-handover:
+			if ok && wr.Err() == nil && wr.Created {
+				if moved, err := c.handoverSince(ctx, wr.Header.Revision, rev); err != nil || moved {
+					return err
+				}
+				continue
+			}
+			return nil // a handover began (or the watch broke): read again, perhaps to step aside
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-c.k.Lost():
 			return c.gone()
-		case wr, ok := <-pred:
+		case wr, ok := <-predWatch:
 			if !ok || wr.Err() != nil {
 				return nil
+			}
+			if wr.Created && wr.Header.Revision >= rev {
+				resp, err := c.e.client.Get(ctx, key)
+				if err != nil {
+					return fmt.Errorf("election: campaign %q: %w", c.e.name, err)
+				}
+				if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != pred.CreateRevision {
+					return nil
+				}
 			}
 			for _, ev := range wr.Events {
 				if ev.Type == mvccpb.DELETE {
@@ -175,6 +205,11 @@ func (c *candidate) waitDelete(ctx context.Context, key string, rev int64) error
 			}
 		}
 	}
+}
+
+// hold starts holding our key at c.token.
+func (c *candidate) hold() {
+	c.k = c.s.Hold(c.key, int64(c.token), session.WithReleaseCause(ErrResigned))
 }
 
 // abandon undoes a failed campaign: delete our key if it is still the one

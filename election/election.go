@@ -46,12 +46,33 @@ var (
 	// ErrClosed is returned by Campaign after Election.Close. It is
 	// session.ErrClosed.
 	ErrClosed = session.ErrClosed
-	// ErrBadName is returned by New for a name session.ValidateName refuses.
-	// It is session.ErrInvalidName.
+	// ErrBadName is returned by New for a name session.ValidateName refuses
+	// (and, with a policy or attributes, for a name holding a NUL byte, which
+	// the coordination keys use as their separator). It is
+	// session.ErrInvalidName.
 	ErrBadName = session.ErrInvalidName
 	// ErrInvalidName is ErrBadName under the name lock, semaphore and claim use.
 	ErrInvalidName = session.ErrInvalidName
+	// ErrBadPolicy is returned by ParsePolicy and New for an unknown policy.
+	ErrBadPolicy = errors.New("election: unknown policy")
+	// ErrBadVersion is returned by New for a candidate version that is not
+	// a semantic version.
+	ErrBadVersion = errors.New("election: not a semantic version")
+	// ErrNoCandidate is returned by ResignTo when no other candidate of
+	// ours (one that publishes attributes) matches the target.
+	ErrNoCandidate = errors.New("election: no such candidate")
+	// ErrHandoverBlocked is returned by ResignTo when a foreign candidate
+	// (etcdctl elect, concurrency.Election) is queued between the leader and
+	// the target: it would not step aside, so resigning would make it lead.
+	ErrHandoverBlocked = errors.New("election: handover blocked by a foreign candidate")
+	// ErrTargetGone is returned by ResignTo when the target left the queue
+	// before the leader resigned.
+	ErrTargetGone = errors.New("election: handover target left")
 )
+
+// Best, given to ResignTo as the target's ID, hands over to the candidate
+// the election's policy prefers among the others.
+const Best = ""
 
 // cleanupTimeout bounds the requests that undo a failed campaign or resign
 // on Close; they run after the caller's context may have ended.
@@ -62,6 +83,8 @@ type config struct {
 	session     *session.Session
 	prefix      string
 	sessionOpts []session.Option
+	pref        Preference
+	attrs       *Attributes
 }
 
 // Option configures an Election.
@@ -125,7 +148,7 @@ type Observation struct {
 }
 
 // New returns the election called name on client. It does not talk to
-// etcd. Errors: ErrBadName, session.ErrBadTTL.
+// etcd. Errors: ErrBadName, session.ErrBadTTL, ErrBadPolicy, ErrBadVersion.
 func New(client *clientv3.Client, name string, opts ...Option) (*Election, error) {
 	if client == nil {
 		return nil, errors.New("election: nil etcd client")
@@ -139,6 +162,9 @@ func New(client *clientv3.Client, name string, opts ...Option) (*Election, error
 	}
 	if cfg.session == nil && cfg.ttl < time.Second {
 		return nil, fmt.Errorf("election: %w (got %s)", session.ErrBadTTL, cfg.ttl)
+	}
+	if err := cfg.validateCoordination(name); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Election{

@@ -22,6 +22,7 @@ type Leadership struct {
 	own bool // the session is the campaign's own: Resign closes it
 
 	stopOnEnd func() bool
+	yield     chan struct{} // closed when the policy prefers another candidate
 
 	mu       sync.Mutex
 	value    string
@@ -33,7 +34,7 @@ type Leadership struct {
 // when it is lost while our own session lives, the session holds nothing
 // and is closed.
 func newLeadership(e *Election, k *session.HeldKey, own bool, value string) *Leadership {
-	l := &Leadership{e: e, k: k, own: own, value: value}
+	l := &Leadership{e: e, k: k, own: own, value: value, yield: make(chan struct{})}
 	l.stopOnEnd = context.AfterFunc(k.Context(), func() {
 		e.unregister(l)
 		l.mu.Lock()
@@ -47,6 +48,9 @@ func newLeadership(e *Election, k *session.HeldKey, own bool, value string) *Lea
 		default:
 		}
 	})
+	if e.cfg.coordinated() && e.cfg.pref.preempts() {
+		go l.watchPolicy()
+	}
 	return l
 }
 

@@ -88,6 +88,10 @@ type RunConfig struct {
 	// Resign, if set: each receive while leading makes this candidate
 	// resign (after OnStartedLeading returned) and campaign again, at the
 	// back of the line. Receives while not leading are ignored.
+	//
+	// Under a preemptive policy Run also hands over, the same way, when the
+	// Leadership's Yield closes: by ResignTo(Best), or by Resign if that
+	// fails.
 	Resign <-chan struct{}
 }
 
@@ -157,6 +161,7 @@ func lead(ctx context.Context, l *Leadership, cfg RunConfig) bool {
 		lost = iota + 1
 		ended
 		resigning
+		yielding
 	)
 	for why == 0 {
 		select {
@@ -170,6 +175,8 @@ func lead(ctx context.Context, l *Leadership, cfg RunConfig) bool {
 				continue
 			}
 			why = resigning
+		case <-l.Yield():
+			why = yielding
 		case <-returned:
 			returned = nil // keep leading until something ends it
 		}
@@ -179,6 +186,8 @@ func lead(ctx context.Context, l *Leadership, cfg RunConfig) bool {
 		<-returned
 	}
 	switch why {
+	case yielding:
+		yieldLeadership(ctx, l)
 	case resigning:
 		rctx, rcancel := context.WithTimeout(ctx, cleanupTimeout)
 		_ = l.Resign(rctx)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/safety"
@@ -69,6 +71,7 @@ type checkOptions struct {
 	Resource       string
 	Driver         string
 	DSN            string
+	Policy         string
 	seedSet        bool
 	limitSet       bool
 	changed        func(string) bool
@@ -103,6 +106,13 @@ overlapping holders and lost updates are the finding.
 --seeds A..B runs one check per seed, one after the other, each on a fresh
 cluster, and prints a row per seed (-w json: one object per seed) and a
 summary line: runs, total faults, total violations.
+
+election-safety only:
+  --policy priority|newest-version|oldest-version makes the election
+  coordinated: client N publishes priority N%%3 and version 1.(N%%3).0, so a
+  preferred client that joins preempts the leader, and each leadership ends,
+  at random from the seed, by a resign, a resign-to-best or a resign-to a
+  named client. The checks are the same.
 
 lock-safety only:
   --kind rwmutex|semaphore tests coordkit's read-write lock (odd clients write,
@@ -164,6 +174,10 @@ Progress goes to stderr.`, what),
 		fl.StringVar(&opts.Redis, "redis", "", "with --lock redsync: the Redis server, host:port")
 		fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "with --lock redsync: time to wait for Redis to answer")
 	}
+	if target == safety.TargetElection {
+		fl.StringVar(&opts.Policy, "policy", "", "coordinated election: "+policyNames()+
+			" (clients with differing priorities and versions, preemption, leaderships ending by resign-to)")
+	}
 	return cmd
 }
 
@@ -224,6 +238,8 @@ func (o *checkOptions) validate() error {
 		return usageErrorf("--driver %s needs --dsn", o.Driver)
 	case o.Resource != "sql" && (changed("driver") || changed("dsn")):
 		return usageErrorf("--driver and --dsn apply to --resource sql only")
+	case o.Policy != "" && !slices.Contains(election.Policies, election.Policy(o.Policy)):
+		return usageErrorf("invalid --policy %q: want %s", o.Policy, policyNames())
 	case o.Resource == "sql" && o.Lock == "redsync":
 		return usageErrorf("--lock redsync compares with the HTTP resource's If-Match mode; --resource sql does not apply")
 	}
@@ -276,6 +292,10 @@ func (r checkReport) WriteSimple(w io.Writer) error {
 		fmt.Fprintf(&b, "  readers:             %d read holdings, at most %d at once\n", r.ReaderAcquisitions, r.MaxReaders)
 	}
 	fmt.Fprintf(&b, "  faults:              %s\n", strings.Join(kinds, " "))
+	if h := r.Handovers; h != nil {
+		fmt.Fprintf(&b, "  policy %s:  %d yields to a preferred client, %d resign-to (%d handed over), %d plain resigns\n",
+			r.Policy, h.Yields, h.ResignTo, h.HandedOver, h.Resigns)
+	}
 	fmt.Fprintf(&b, "  stale rejected:      %d\n", r.StaleRejected)
 	if r.Mode == safety.ModeIfMatch {
 		fmt.Fprintf(&b, "  If-Match refused:    %d\n", r.Conflicts)
@@ -309,6 +329,9 @@ func replayCommand(o *checkOptions, seed int64) string {
 		if o.DSN != "" {
 			s += " --dsn DSN"
 		}
+	}
+	if o.Policy != "" {
+		s += " --policy " + o.Policy
 	}
 	if o.NoFencing {
 		s += " --no-fencing"
@@ -436,6 +459,7 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 		Fencing: !opts.NoFencing, NoFenceFirst: opts.NoFenceFirst, Progress: f.IO.ErrOut,
 		Kind: safety.Kind(opts.Kind), Limit: opts.Limit, DialTimeout: f.Global.DialTimeout,
 		Resource: safety.ResourceImpl(opts.Resource), SQLDriver: opts.Driver, SQLDSN: opts.DSN,
+		Policy: election.Policy(opts.Policy),
 	}
 	if opts.ProcessClients {
 		exe, err := f.Executable()

@@ -23,6 +23,10 @@ type electOptions struct {
 	TTL      time.Duration
 	Prefix   string
 	Observe  bool
+	// Coord are the policy and attribute flags; Candidates lists the
+	// queue instead of campaigning (elect_coord.go).
+	Coord      coordFlags
+	Candidates bool
 }
 
 // electEvent is what coordctl elect prints: "elected" once it leads, "lost"
@@ -40,6 +44,8 @@ func (ev electEvent) WriteSimple(w io.Writer) error {
 	switch ev.Event {
 	case "elected":
 		_, err = fmt.Fprintf(w, "elected leader of %s as %s (token %d)\n", ev.Name, ev.ID, ev.Token)
+	case "handed-over":
+		_, err = fmt.Fprintf(w, "handed leadership of %s over as %s (token %d): %s\n", ev.Name, ev.ID, ev.Token, ev.Reason)
 	default:
 		_, err = fmt.Fprintf(w, "lost leadership of %s as %s (token %d): %s\n", ev.Name, ev.ID, ev.Token, ev.Reason)
 	}
@@ -88,11 +94,26 @@ etcd can expire the lease; the lease revoked; the key deleted), it prints a
 
 With --observe it campaigns for nothing and prints one line per change of
 leader, {"event":"leader","leader":ID,"token":T}, with "leader":null and
-token 0 whenever the election has no leader, until SIGINT or SIGTERM.`,
+token 0 whenever the election has no leader, until SIGINT or SIGTERM.
+
+Coordinated election: --policy priority|newest-version|oldest-version
+chooses who should lead, from each candidate's --priority and --version
+(attributes published outside NAME/, so etcd's own clients see only its
+layout). Under a policy a leader that is not the preferred candidate hands
+over to it (unless --no-preempt): the candidates queued before it step
+aside, the leader resigns last, no other candidate leads in between and the
+new token is higher. A coordctl elect that hands over prints a
+"handed-over" event ({"event":"handed-over",...,"reason":R}) and exits 0.
+The default, first-come, is etcd's order. With --candidates it prints the
+queue, leader first, with attributes, and exits (foreign candidates, such
+as etcdctl elect, have none).`,
 		Example: `  coordctl elect scheduler                         # value hostname-pid
   coordctl elect scheduler --id node-1 --ttl 5s -w json
   coordctl elect scheduler http://10.0.0.7:8080     # proclaim an address
-  coordctl elect scheduler --observe -w json        # {"event":"leader","leader":"node-1","token":42}`,
+  coordctl elect scheduler --observe -w json        # {"event":"leader","leader":"node-1","token":42}
+  coordctl elect scheduler --id node-2 --policy newest-version --version 1.5.0
+  coordctl elect scheduler --id node-3 --policy priority --priority 10 --label zone=eu-west-1a
+  coordctl elect scheduler --candidates             # the queue, leader first, with attributes`,
 		Args: argsUsage(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
@@ -110,6 +131,8 @@ token 0 whenever the election has no leader, until SIGINT or SIGTERM.`,
 	fl.DurationVar(&opts.TTL, "ttl", 10*time.Second, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
 	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the election's keys under this etcd key prefix")
 	fl.BoolVar(&opts.Observe, "observe", false, "print the leader on every change instead of campaigning")
+	fl.BoolVar(&opts.Candidates, "candidates", false, "print the candidates, leader first, with their attributes, and exit")
+	opts.Coord.add(fl, "default: none")
 	return cmd
 }
 
@@ -127,7 +150,7 @@ func (o *electOptions) validate() error {
 	case o.Observe && (o.Proposal != "" || o.ID != ""):
 		return usageErrorf("--observe campaigns for nothing: it takes no PROPOSAL or --id")
 	}
-	return nil
+	return o.validateCoord()
 }
 
 // value is what the candidate proclaims.
@@ -160,15 +183,22 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 		return err
 	}
 	defer client.Close()
-	e, err := election.New(client, opts.Name, election.WithTTL(opts.TTL), election.WithPrefix(opts.Prefix),
+	coordOpts, err := opts.coordOptions()
+	if err != nil {
+		return err
+	}
+	e, err := election.New(client, opts.Name, append(coordOpts, election.WithTTL(opts.TTL), election.WithPrefix(opts.Prefix),
 		// Without quorum etcd grants no lease: fail within --command-timeout.
-		election.WithSessionOptions(session.WithGrantTimeout(f.Global.CommandTimeout)))
+		election.WithSessionOptions(session.WithGrantTimeout(f.Global.CommandTimeout)))...)
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
 	defer e.Close()
 	if opts.Observe {
 		return observeElection(ctx, f, p, e)
+	}
+	if opts.Candidates {
+		return printCandidates(ctx, f, p, e)
 	}
 
 	id := opts.value()
@@ -196,6 +226,8 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 			return fmt.Errorf("resign %s: %w", opts.Name, err)
 		}
 		return nil
+	case <-l.Yield():
+		return handOverElect(ctx, f, p, opts, id, l)
 	case <-l.Lost():
 		reason := l.Err()
 		_ = p.Print(electEvent{Event: "lost", Name: opts.Name, ID: id, Token: l.Token(), Reason: reason.Error()})

@@ -30,6 +30,8 @@ type sidecarOptions struct {
 	Command   []string
 	// APITokenFile holds the token POST /v1/resign requires; needed off loopback.
 	APITokenFile string
+	// Coord are the policy and attribute flags (coord_flags.go).
+	Coord coordFlags
 }
 
 // The lines of the sidecar's output stream, one per event.
@@ -100,6 +102,11 @@ HTTP API on --listen (port 0 picks a free port):
   POST /v1/resign   step down and campaign again at the back of the queue
                     (Content-Type: application/json; the token of
                     --api-token-file if given, else a loopback Host)
+  POST /v1/resign?to=ID|best
+                    hand over to that candidate (best: the one --policy
+                    prefers among the others), then stay out of the queue
+                    for --ttl (a preStop hook's SIGTERM comes meanwhile)
+  GET  /v1/candidates  the queue, leader first, with each one's attributes
   GET  /healthz     200 while the session with etcd is alive, else 503
   GET  /readyz      200 only while this instance leads, else 503
   GET  /metrics     Prometheus metrics
@@ -125,6 +132,12 @@ resigns and exits with its status. Both are checked before 'ready': a
 --token-file whose directory does not take a new file exits 2, a command
 that is not found or not executable exits 127 or 126.
 
+--policy priority|newest-version|oldest-version makes leadership follow
+--priority or --version (default: this binary's version, if it is a
+semantic one) instead of arrival; a leader that is not the preferred one
+hands over to it (unless --no-preempt), with no other leader in between.
+See docs/sidecar.md for a rolling update with a preStop hook.
+
 SIGTERM or SIGINT stop the command, resign (a standby takes over at once)
 and exit 0. A crashed leader is replaced about --ttl after it stopped; a
 leader whose keepalives fail turns unready before its lease can expire on
@@ -132,6 +145,8 @@ the server. See docs/sidecar.md.`,
 		Example: `  coordctl sidecar --election my-service --id "$POD_NAME"
   coordctl sidecar --election my-service --id web-1 --listen :4040 --api-token-file /etc/coordctl/api-token --token-file /run/leader/token
   coordctl sidecar --election cron --id node-a --ttl 3s -- ./run-scheduler.sh
+  coordctl sidecar --election my-service --id "$POD_NAME" --policy newest-version --version 2.3.0
+  curl -s -X POST -H 'Content-Type: application/json' 'localhost:4040/v1/resign?to=best'
   curl -s localhost:4040/v1/leader   # {"name":"my-service","id":"web-1","leader":"web-2","token":1207,...}`,
 		Annotations: map[string]string{execAnnotation: "true"},
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -159,6 +174,7 @@ the server. See docs/sidecar.md.`,
 	fl.DurationVar(&opts.TTL, "ttl", sidecar.DefaultTTL, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
 	fl.StringVar(&opts.TokenFile, "token-file", "", "write the fencing token to this file while leading")
 	fl.DurationVar(&opts.KillGrace, "kill-grace", 5*time.Second, "time between SIGTERM and SIGKILL when the command must stop")
+	opts.Coord.add(fl, "default: this binary's version, if semantic")
 	fl.StringVar(&opts.APITokenFile, "api-token-file", "", "file holding the token POST /v1/resign requires (needed for a non-loopback --listen)")
 	cmd.AddCommand(newSidecarResignCmd(f))
 	return cmd
@@ -219,6 +235,10 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 	if err != nil {
 		return err
 	}
+	coord, err := opts.coordination()
+	if err != nil {
+		return err
+	}
 	client, err := f.EtcdClient(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -231,20 +251,21 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	sc, err := sidecar.New(sidecar.Config{
-		Client:     client,
-		Name:       opts.Election,
-		ID:         opts.ID,
-		Prefix:     opts.Prefix,
-		TTL:        opts.TTL,
-		TokenFile:  opts.TokenFile,
-		Command:    commandOrNil(opts.Command),
-		KillGrace:  opts.KillGrace,
-		Stdout:     f.IO.Out,
-		Stderr:     f.IO.ErrOut,
-		Registerer: reg,
-		Gatherer:   reg,
-		OnChange:   sidecarPrinter(p, f.IO.ErrOut),
-		APIToken:   apiToken,
+		Client:       client,
+		Name:         opts.Election,
+		ID:           opts.ID,
+		Prefix:       opts.Prefix,
+		TTL:          opts.TTL,
+		TokenFile:    opts.TokenFile,
+		Coordination: coord,
+		Command:      commandOrNil(opts.Command),
+		KillGrace:    opts.KillGrace,
+		Stdout:       f.IO.Out,
+		Stderr:       f.IO.ErrOut,
+		Registerer:   reg,
+		Gatherer:     reg,
+		OnChange:     sidecarPrinter(p, f.IO.ErrOut),
+		APIToken:     apiToken,
 	})
 	if err != nil {
 		return err

@@ -66,6 +66,9 @@ func (r *run) execOnce(ctx context.Context, id string) {
 		args = append(args, r.etcdFlags()...)
 		args = append(args, "sidecar", "--election", Scope, "--id", id, "--listen", "127.0.0.1:0",
 			"--ttl", r.cfg.TTL.String(), "--kill-grace", "500ms")
+		if r.cfg.Policy != "" {
+			args = append(args, "--policy", string(r.cfg.Policy), "--priority", "1", "--version", "1.1.0")
+		}
 	default:
 		args = append(args, r.etcdFlags()...)
 		args = append(args, "lock", Scope, "--ttl", r.cfg.TTL.String(), "--timeout", "5s", "--kill-grace", "500ms")

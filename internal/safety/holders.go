@@ -2,7 +2,6 @@ package safety
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -75,15 +74,11 @@ type lockFactory func(cli *clientv3.Client, client int) (Lock, error)
 
 // coordkitLocks returns the factory of coordkit's lock of cfg.Kind (or its
 // election, for TargetElection).
-func coordkitLocks(cfg Config) lockFactory {
+func coordkitLocks(cfg Config, handovers *handoverCounter) lockFactory {
 	ttl := cfg.TTL
 	return func(cli *clientv3.Client, client int) (Lock, error) {
 		if cfg.Target == TargetElection {
-			e, err := election.New(cli, Scope, election.WithTTL(ttl))
-			if err != nil {
-				return nil, err
-			}
-			return electionLock{e: e, value: fmt.Sprintf("client-%d", client)}, nil
+			return newElectionLock(cfg, cli, client, handovers)
 		}
 		switch cfg.kind() {
 		case KindRWMutex:
@@ -178,6 +173,8 @@ func (t semTenure) Release(ctx context.Context) error { return t.h.Release(ctx) 
 type electionLock struct {
 	e     *election.Election
 	value string
+	// With a policy: how a leadership ends (handover.go).
+	handover *handoverChooser
 }
 
 func (a electionLock) Acquire(ctx context.Context) (Tenure, error) {
@@ -185,19 +182,22 @@ func (a electionLock) Acquire(ctx context.Context) (Tenure, error) {
 	if err != nil {
 		return nil, err
 	}
-	return leaderTenure{l}, nil
+	return leaderTenure{l, a.handover}, nil
 }
 
 func (a electionLock) Close() error { return a.e.Close() }
 
-type leaderTenure struct{ l *election.Leadership }
+type leaderTenure struct {
+	l        *election.Leadership
+	handover *handoverChooser
+}
 
 func (t leaderTenure) Token() fencing.Token              { return t.l.Token() }
 func (t leaderTenure) Scope() string                     { return Scope }
 func (t leaderTenure) Slot() int                         { return 0 }
 func (t leaderTenure) Reader() bool                      { return false }
-func (t leaderTenure) Alive() bool                       { return t.l.Alive() }
-func (t leaderTenure) Release(ctx context.Context) error { return t.l.Resign(ctx) }
+func (t leaderTenure) Alive() bool                       { return t.l.Alive() && !yielding(t.l) }
+func (t leaderTenure) Release(ctx context.Context) error { return t.handover.release(ctx, t.l) }
 
 // lockTimeout bounds one Acquire of the workload.
 const lockTimeout = 5 * time.Second

@@ -36,7 +36,11 @@ const counterKey = "counter"
 
 // Config configures a Run.
 type Config struct {
-	Target   Target
+	Target Target
+	// Policy, for TargetElection, makes the election coordinated: clients
+	// with differing attributes, preemption, and leaderships that end by
+	// ResignTo (handover.go). "" is a plain first-come election.
+	Policy   election.Policy
 	Duration time.Duration
 	Clients  int
 	TTL      time.Duration
@@ -178,6 +182,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: kind %q (want mutex, rwmutex or semaphore)", ErrBadConfig, c.Kind)
 	case c.Target == TargetElection && (c.kind() != KindMutex || c.lock() != LockCoordkit):
 		return fmt.Errorf("%w: an election is coordkit's, of no kind", ErrBadConfig)
+	case c.Policy != "" && c.Target != TargetElection:
+		return fmt.Errorf("%w: a policy applies to an election", ErrBadConfig)
+	case c.Policy != "" && !validPolicy(c.Policy):
+		return fmt.Errorf("%w: policy %q", ErrBadConfig, c.Policy)
 	case c.lock() == LockRedsync && c.kind() != KindMutex:
 		return fmt.Errorf("%w: redsync is a mutex", ErrBadConfig)
 	case c.lock() == LockRedsync && c.RedisAddr == "":
@@ -202,31 +210,34 @@ func (c Config) Validate() error {
 
 // Report is the outcome of a run: the checker's result and what was done.
 type Report struct {
-	Check              string         `json:"check"`
-	Lock               LockImpl       `json:"lock"`
-	Kind               Kind           `json:"kind"`
-	Limit              int            `json:"limit"`
-	Resource           ResourceImpl   `json:"resource"`
-	Mode               Mode           `json:"mode"`
-	Seed               int64          `json:"seed"`
-	Fencing            bool           `json:"fencing"`
-	FenceFirst         bool           `json:"fence_first"`
-	DurationS          float64        `json:"duration_s"`
-	Ops                int            `json:"ops"`
-	Acquisitions       int            `json:"acquisitions"`
-	Writes             int            `json:"writes"`
-	FinalValue         int            `json:"final_value"`
-	Faults             map[string]int `json:"faults"`
-	StaleRejected      int            `json:"stale_rejected"`
-	Conflicts          int            `json:"conflicts,omitempty"`
-	OverlappingHolders int            `json:"overlapping_holders"`
-	LostUpdates        int            `json:"lost_updates"`
-	MaxHolders         int            `json:"max_holders"`
-	ReaderAcquisitions int            `json:"reader_acquisitions,omitempty"`
-	MaxReaders         int            `json:"max_readers,omitempty"`
-	Violations         int            `json:"violations"`
-	Linearizable       bool           `json:"linearizable"`
-	Passed             bool           `json:"passed"`
+	Check              string          `json:"check"`
+	Policy             election.Policy `json:"policy,omitempty"`
+	Lock               LockImpl        `json:"lock"`
+	Kind               Kind            `json:"kind"`
+	Limit              int             `json:"limit"`
+	Resource           ResourceImpl    `json:"resource"`
+	Mode               Mode            `json:"mode"`
+	Seed               int64           `json:"seed"`
+	Fencing            bool            `json:"fencing"`
+	FenceFirst         bool            `json:"fence_first"`
+	DurationS          float64         `json:"duration_s"`
+	Ops                int             `json:"ops"`
+	Acquisitions       int             `json:"acquisitions"`
+	Writes             int             `json:"writes"`
+	FinalValue         int             `json:"final_value"`
+	Faults             map[string]int  `json:"faults"`
+	StaleRejected      int             `json:"stale_rejected"`
+	Conflicts          int             `json:"conflicts,omitempty"`
+	OverlappingHolders int             `json:"overlapping_holders"`
+	LostUpdates        int             `json:"lost_updates"`
+	MaxHolders         int             `json:"max_holders"`
+	ReaderAcquisitions int             `json:"reader_acquisitions,omitempty"`
+	MaxReaders         int             `json:"max_readers,omitempty"`
+	Violations         int             `json:"violations"`
+	Linearizable       bool            `json:"linearizable"`
+	Passed             bool            `json:"passed"`
+	// Handovers, with a policy, counts how the in-process leaderships ended.
+	Handovers *HandoverCounts `json:"handovers,omitempty"`
 	// Examples are the first few violations.
 	Examples []Violation `json:"examples,omitempty"`
 }
@@ -255,6 +266,7 @@ func NewReport(cfg Config, elapsed time.Duration, faults map[string]int, r Resul
 	}
 	if cfg.Target == TargetElection {
 		rep.Kind = ""
+		rep.Policy = cfg.Policy
 	}
 	rep.Passed = cfg.Mode() == ModeUnfenced || (len(r.Violations) == 0 && r.Linearizable)
 	if len(r.Violations) > 5 {
@@ -308,7 +320,7 @@ func Run(ctx context.Context, cfg Config) (Report, History, error) {
 		}
 		defer cluster.Close()
 		r.cluster = cluster
-		r.locks = coordkitLocks(cfg)
+		r.locks = coordkitLocks(cfg, &r.handovers)
 	}
 
 	r.start = time.Now()
@@ -360,7 +372,12 @@ func Run(ctx context.Context, cfg Config) (Report, History, error) {
 	}
 	h := r.history(writes, rejected)
 	result := Check(h)
-	return NewReport(cfg, elapsed, r.faultCounts(), result), h, nil
+	rep := NewReport(cfg, elapsed, r.faultCounts(), result)
+	if cfg.Policy != "" {
+		counts := r.handovers.snapshot()
+		rep.Handovers = &counts
+	}
+	return rep, h, nil
 }
 
 // run is the state of one Run.
@@ -381,6 +398,7 @@ type run struct {
 	faults    map[string]int
 	proc      *execProc           // the running `coordctl lock` client, if any
 	execSpans map[string][2]int64 // process client write id → its process's life
+	handovers handoverCounter     // with a policy: how leaderships ended
 }
 
 func (r *run) now() int64 { return time.Since(r.start).Nanoseconds() }

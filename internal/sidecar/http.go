@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/buildinfo"
 	"github.com/coordkit/coordkit/internal/httpguard"
@@ -84,6 +85,13 @@ type APIConfig struct {
 	// Host. Either way they must send Content-Type: application/json.
 	// Read endpoints stay open (see NewAPI).
 	Token string
+	// ResignTo hands the leadership to a named candidate (POST
+	// /v1/resign?to=ID, or to=best); nil answers those requests 501.
+	ResignTo func(ctx context.Context, to string) error
+	// Candidates serves GET /v1/candidates; nil answers 501.
+	Candidates func(ctx context.Context) ([]election.Candidate, error)
+	// Policy is shown by GET /v1/candidates.
+	Policy election.Policy
 }
 
 // API is the sidecar's HTTP API. Close ends open watch streams, so that an
@@ -102,7 +110,9 @@ var _ http.Handler = (*API)(nil)
 //	GET  /v1/leader  the View as JSON
 //	GET  /v1/status  Status: the View, both probes and the build
 //	GET  /v1/watch   Server-Sent Events: the current View, then one per change
-//	POST /v1/resign  step down, campaign again at the back of the queue
+//	POST /v1/resign  step down, campaign again at the back of the queue;
+//	                 ?to=ID or ?to=best: hand over to that candidate
+//	GET  /v1/candidates  the queue with each candidate's attributes
 //	GET  /healthz    200 while the session with etcd is alive, else 503
 //	GET  /readyz     200 while this instance leads, else 503
 //	GET  /metrics    Prometheus text
@@ -126,6 +136,7 @@ func NewAPI(cfg APIConfig) *API {
 	a.mux.HandleFunc("GET /v1/watch", a.handleWatch)
 	a.mux.HandleFunc("GET /v1/status", a.handleStatus)
 	a.mux.Handle("POST /v1/resign", a.stateChanging(http.HandlerFunc(a.handleResign)))
+	a.mux.HandleFunc("GET /v1/candidates", a.handleCandidates)
 	a.mux.HandleFunc("GET /healthz", a.handleHealth)
 	a.mux.HandleFunc("GET /readyz", a.handleReady)
 	if cfg.Gatherer != nil {
@@ -199,6 +210,10 @@ func (a *API) handleResign(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), a.cfg.ResignTimeout)
 	defer cancel()
+	if to, ok, err := resignTarget(r); err != nil || ok {
+		a.handleResignTo(ctx, w, to, err)
+		return
+	}
 	err := a.cfg.Resign(ctx)
 	v := a.cfg.Tracker.State().View()
 	switch {

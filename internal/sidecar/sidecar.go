@@ -43,6 +43,9 @@ type Config struct {
 	// TTL is the lease TTL (at least 1s); DefaultTTL when zero. A crashed
 	// leader is replaced about TTL after it stopped.
 	TTL time.Duration
+	// Coordination is the policy and this instance's attributes in the
+	// election (coordinate.go); the zero value is first-come-first-served.
+	Coordination
 	// TokenFile, if set, holds the fencing token while this instance leads;
 	// it is written atomically on winning and removed on losing.
 	TokenFile string
@@ -98,10 +101,14 @@ type Sidecar struct {
 	sess    *session.Session
 	leading *election.Leadership
 	resign  chan resignRequest
+	// standAside: the last leadership ended by a resign-to; stay out of
+	// the queue for a TTL before campaigning again.
+	standAside bool
 }
 
 type resignRequest struct {
 	l    *election.Leadership
+	to   *string // ResignTo's target (election.Best for the best), nil for Resign
 	done chan error
 }
 
@@ -166,8 +173,13 @@ func New(cfg Config) (*Sidecar, error) {
 	if grace <= 0 {
 		grace = childproc.DefaultKillGrace
 	}
-	s.api = NewAPI(APIConfig{Tracker: s.tracker, Resign: s.Resign, Gatherer: cfg.Gatherer, ResignTimeout: grace + 5*time.Second,
-		Build: cfg.Build, Token: cfg.APIToken})
+	if err := cfg.Coordination.check(); err != nil {
+		return nil, err
+	}
+	s.cfg.Coordination = cfg.Coordination.withDefaults()
+	// A resign-to may wait up to a TTL for a crashed candidate to expire.
+	s.api = NewAPI(APIConfig{Tracker: s.tracker, Resign: s.Resign, ResignTo: s.ResignTo, Candidates: s.Candidates, Policy: s.Policy(),
+		Gatherer: cfg.Gatherer, ResignTimeout: grace + cfg.TTL + 5*time.Second, Build: cfg.Build, Token: cfg.APIToken})
 	return s, nil
 }
 
@@ -194,10 +206,14 @@ func (s *Sidecar) Resign(ctx context.Context) error {
 	if l == nil {
 		return ErrNotLeader
 	}
-	req := resignRequest{l: l, done: make(chan error, 1)}
+	return s.ask(ctx, resignRequest{l: l, done: make(chan error, 1)})
+}
+
+// ask hands req to the hold loop and waits for its answer.
+func (s *Sidecar) ask(ctx context.Context, req resignRequest) error {
 	select {
 	case s.resign <- req:
-	case <-l.Lost():
+	case <-req.l.Lost():
 		return ErrNotLeader
 	case <-ctx.Done():
 		return ctx.Err()
@@ -329,7 +345,8 @@ func (s *Sidecar) Run(ctx context.Context) error {
 // runSession campaigns on sess until the session ends (nil), ctx ends
 // (nil), or the command exited or failed (its error).
 func (s *Sidecar) runSession(ctx context.Context, sess *session.Session) error {
-	e, err := election.New(s.cfg.Client, s.cfg.Name, election.WithSession(sess), election.WithPrefix(s.cfg.Prefix))
+	e, err := election.New(s.cfg.Client, s.cfg.Name, append(s.cfg.Coordination.options(s.cfg.ID),
+		election.WithSession(sess), election.WithPrefix(s.cfg.Prefix))...)
 	if err != nil {
 		return err
 	}
@@ -348,6 +365,9 @@ func (s *Sidecar) runSession(ctx context.Context, sess *session.Session) error {
 	}
 	campaignFailed := backoff.WithNotify(func(err error, _ time.Duration) { s.cfg.Logger.Warn("campaign", "err", err) })
 	for {
+		if !s.waitStandAside(ctx, sess) {
+			return nil
+		}
 		l, err := backoff.Retry(ctx, campaign, backoff.WithBackOff(retryBackoff()), backoff.WithMaxElapsedTime(0), campaignFailed)
 		switch {
 		case ctx.Err() != nil:
@@ -412,6 +432,7 @@ func (s *Sidecar) hold(ctx context.Context, l *election.Leadership, child *child
 	if child != nil {
 		childDone = child.Done()
 	}
+	yield := l.Yield()
 	for {
 		select {
 		case <-l.Lost():
@@ -421,9 +442,24 @@ func (s *Sidecar) hold(ctx context.Context, l *election.Leadership, child *child
 				child.Stop()
 			}
 			return nil
+		case <-yield:
+			if ended, err := s.handOver(l, child, election.Best, false); ended {
+				return nil
+			} else if err != nil {
+				s.cfg.Logger.Warn("hand over to a preferred candidate", "err", err)
+			}
+			yield = nil // the handover could not be made: keep leading
 		case req := <-s.resign:
 			if req.l != l {
 				req.done <- ErrNotLeader // asked of an earlier leadership
+				continue
+			}
+			if req.to != nil {
+				ended, err := s.handOver(l, child, *req.to, true)
+				req.done <- err
+				if ended {
+					return nil
+				}
 				continue
 			}
 			req.done <- s.stepDown(l, child, "resigned")

@@ -31,8 +31,11 @@
 // Data source names: NormalizeDSN turns what a user gives for SQLite (a
 // path or a file: URI) into a DSN with IMMEDIATE transactions and a busy
 // timeout, and refuses deferred transactions and in-memory databases;
-// RedactDSN hides the password of a DSN in the URL, key=value and
-// go-sql-driver/mysql forms for printing, and Scrub removes it from a
+// for PostgreSQL and MySQL it refuses (ErrInvalidDSN) a DSN that the
+// driver would not parse, without showing it. RedactDSN hides the password
+// of a DSN in the URL, key=value and go-sql-driver/mysql forms for
+// printing, and shows nothing of a DSN of none of these shapes; Scrub
+// removes the password (or every piece of an unparsable DSN) from a
 // driver's error text. They parse the DSN themselves, without the drivers.
 //
 // # Why it is safe

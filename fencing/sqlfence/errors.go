@@ -29,4 +29,8 @@ var (
 	// name under which the check is not safe: deferred transactions, or an
 	// in-memory database.
 	ErrUnsafeDSN = errors.New("sqlfence: unsafe data source name")
+	// ErrInvalidDSN is returned by NormalizeDSN for a PostgreSQL or MySQL
+	// data source name that does not parse as its driver parses it. Its
+	// text does not show the DSN.
+	ErrInvalidDSN = errors.New("sqlfence: data source name cannot be parsed")
 )

@@ -252,3 +252,34 @@ func TestSQLInterrupted(t *testing.T) {
 	require.Contains(t, errOut.String(), "interrupted")
 	require.Empty(t, out.String())
 }
+
+// Issue 25: a DSN that cannot be parsed exits 2 for every driver and is
+// never echoed, not even in pieces through a driver's error.
+func TestSQLUnparsableDSN(t *testing.T) {
+	for _, tc := range []struct{ driver, dsn, secret string }{
+		{"postgres", "postgres://nobody:TOPSECRET11@[::1", "TOPSECRET11"},
+		{"postgres", "%%%postgres://nobody:TOPSECRET9@x", "TOPSECRET9"},
+		{"postgres", "TOP@SECRET5", "SECRET5"},
+		{"mysql", "nobody:MYSECRET2@tcp(127.0.0.1:3306/test", "MYSECRET2"},
+		{"mysql", "TOP@SECRET7", "SECRET7"},
+	} {
+		t.Run(tc.driver+" "+tc.secret, func(t *testing.T) {
+			for _, args := range [][]string{
+				{"sql", "--scope", "s", "--token", "1", "-e", "SELECT 1"},
+				{"sql", "fence", "--scope", "s", "--token", "1"},
+				{"sql", "floor", "--scope", "s"},
+				{"bench", "sql"},
+			} {
+				args = append(args, "--driver", tc.driver, "--dsn", tc.dsn, "--command-timeout", "2s")
+				if args[0] == "bench" {
+					args = args[:len(args)-2]
+				}
+				res := runInProcess(context.Background(), nil, args...)
+				require.Equal(t, exitUsage, res.Code, "%v: %s", args, res.Stderr)
+				require.Contains(t, res.Stderr, "--dsn")
+				require.NotContains(t, res.Stderr, tc.secret)
+				require.NotContains(t, res.Stdout, tc.secret)
+			}
+		})
+	}
+}

@@ -73,8 +73,19 @@
 //   - Equal tokens are both admitted (the same holder retrying).
 //   - The floor says nothing about whether a predecessor's last write
 //     landed. Floor is a plain read, outdated as soon as it returns.
-//   - An error from COMMIT (a lost connection) leaves it to the database
-//     whether the transaction committed, as with any SQL transaction.
+//   - When COMMIT was sent and its answer lost (a timeout, a connection
+//     closed under it), the transaction may or may not have committed: Do
+//     says so with ErrCommitUnknown, never "rolled back". Read before
+//     retrying. go-sql-driver/mysql's COMMIT does not follow the context:
+//     without readTimeout in the DSN it waits for that answer until TCP
+//     gives up.
+//   - fn must not end the transaction. Do checks before its COMMIT that
+//     the connection is still in a transaction (pgx's transaction status,
+//     MySQL's @@in_transaction, SQLite's refusal of a nested BEGIN) and
+//     returns ErrOutsideFence if not: fn's statements after a COMMIT,
+//     ROLLBACK or MySQL's implicit commit (DDL) ran outside the fence. A
+//     transaction fn ended and began anew is not told apart from the
+//     fence's own.
 //   - SQLite opened without IMMEDIATE transactions, or a table created by
 //     hand without the primary key on scope, void the argument above (the
 //     latter is detected: ErrBadTable).

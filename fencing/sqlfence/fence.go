@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -124,11 +125,17 @@ func checkArgs(scope string, token fencing.Token) error {
 // rolled back (the floor does not move) and the error is returned wrapped.
 // Bad arguments give errors wrapping fencing.ErrInvalidToken or
 // fencing.ErrInvalidScope before any I/O. Other errors come from the
-// database; an error from the commit itself leaves it, as always with SQL,
-// to the database whether the transaction committed.
+// database. When COMMIT was sent and no answer came back, Do returns an
+// error wrapping ErrCommitUnknown: the writes and the floor may or may not
+// be committed. Every other error means nothing was committed, except
+// ErrOutsideFence.
 //
 // fn must use tx for the writes that need fencing, and must not commit or
-// roll it back.
+// roll it back: if at fn's end the connection is no longer in the
+// transaction the check opened (fn ran COMMIT or ROLLBACK, or on MySQL a
+// statement that commits implicitly), Do returns an error wrapping
+// ErrOutsideFence (and fn's own error, if any): statements after that
+// point ran outside the fence and may have been committed without it.
 func (f *Fence) Do(ctx context.Context, scope string, token fencing.Token, fn func(tx *sql.Tx) error) error {
 	if err := checkArgs(scope, token); err != nil {
 		return err
@@ -189,15 +196,23 @@ func readFloor(ctx context.Context, q querier, stmt, scope string) (fencing.Toke
 }
 
 // attempt runs one transaction. done is true when Do has its answer (err
-// nil: committed), false when the check must run again.
+// nil: committed), false when the check must run again. It runs on one
+// connection of its own (db.Conn) so that, before the commit, it can ask
+// the driver whether that connection is still in the transaction the
+// check opened (stillFenced).
 func (f *Fence) attempt(ctx context.Context, scope string, token fencing.Token, fn func(*sql.Tx) error) (done bool, err error) {
-	tx, err := f.db.BeginTx(ctx, f.txOpts)
+	conn, err := f.db.Conn(ctx)
+	if err != nil {
+		return true, fmt.Errorf("sqlfence: connect: %w", err)
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, f.txOpts)
 	if err != nil {
 		return true, fmt.Errorf("sqlfence: begin: %w", err)
 	}
-	committed := false
+	finished := false
 	defer func() {
-		if !committed {
+		if !finished {
 			_ = tx.Rollback() // the error, if any, is not the one to report
 		}
 	}()
@@ -224,6 +239,7 @@ func (f *Fence) attempt(ctx context.Context, scope string, token fencing.Token, 
 		// The row is created outside the transaction, which is rolled
 		// back first: a concurrent creator's duplicate is harmless, and
 		// the row, once there, stays.
+		finished = true
 		_ = tx.Rollback()
 		if _, err := f.db.ExecContext(ctx, f.st.insert, scope); err != nil {
 			return true, fmt.Errorf("sqlfence: create row of scope %q: %w", scope, err)
@@ -235,13 +251,198 @@ func (f *Fence) attempt(ctx context.Context, scope string, token fencing.Token, 
 		return true, fmt.Errorf("%w: check of scope %q affected %d rows", ErrBadTable, scope, rows)
 	}
 	if err := fn(tx); err != nil {
+		if ferr := f.stillFenced(ctx, conn, tx); errors.Is(ferr, ErrOutsideFence) && !(f.dialect == MySQL && mysqlDeadlock(err)) {
+			return true, fmt.Errorf("sqlfence: scope %q token %d: %w, then fn failed: %w", scope, token, ferr, err)
+		}
 		return true, fmt.Errorf("sqlfence: scope %q token %d: rolled back: %w", scope, token, err)
 	}
-	committed = true // from here on a Rollback can only fail
+	if err := f.stillFenced(ctx, conn, tx); err != nil {
+		return true, fmt.Errorf("sqlfence: scope %q token %d: %w", scope, token, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return true, fmt.Errorf("sqlfence: scope %q token %d: rolled back before the commit: %w", scope, token, err)
+	}
+	finished = true // from here on a Rollback can only fail
 	if err := tx.Commit(); err != nil {
-		return true, fmt.Errorf("sqlfence: commit scope %q token %d: %w", scope, token, err)
+		return true, f.commitErr(ctx, conn, scope, token, err)
 	}
 	return true, nil
+}
+
+// commitErr explains an error of COMMIT: not committed when the database
+// answered with an error (or database/sql had ended the transaction before
+// sending COMMIT), ErrCommitUnknown when no answer came.
+func (f *Fence) commitErr(ctx context.Context, conn *sql.Conn, scope string, token fencing.Token, err error) error {
+	if commitRefused(f.dialect, err) {
+		if f.dialect == SQLite {
+			// A refused COMMIT (SQLITE_BUSY) leaves SQLite's transaction
+			// open on the connection; database/sql has let go of it.
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+		return fmt.Errorf("sqlfence: commit scope %q token %d: not committed: %w", scope, token, err)
+	}
+	return fmt.Errorf("%w: scope %q token %d: COMMIT was sent and no answer came back, so the writes and the floor %d may or may not be committed (read them before retrying): %w",
+		ErrCommitUnknown, scope, token, token, err)
+}
+
+// commitRefused reports whether err, returned by COMMIT, says for certain
+// that nothing was committed: database/sql ended the transaction before
+// sending COMMIT (sql.ErrTxDone), PostgreSQL answered with an error (pgx's
+// *pgconn.PgError has SQLState), or SQLite refused for a lock it could not
+// get (SQLITE_BUSY, SQLITE_LOCKED: the transaction stays open). Anything
+// else — a timeout, a closed connection — may have come after the server
+// committed.
+func commitRefused(d Dialect, err error) bool {
+	if errors.Is(err, sql.ErrTxDone) {
+		return true
+	}
+	var pg interface{ SQLState() string }
+	if d == Postgres && errors.As(err, &pg) && pg.SQLState() != "" {
+		return true
+	}
+	var lite interface{ Code() int }
+	if d == SQLite && errors.As(err, &lite) {
+		switch lite.Code() & 0xff {
+		case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
+			return true
+		}
+	}
+	return false
+}
+
+// stillFenced reports, before the commit, whether conn is still in the
+// transaction the check opened. It returns an error wrapping
+// ErrOutsideFence if it is not (fn committed or rolled back), an error
+// saying the transaction failed (PostgreSQL: a statement failed and fn
+// went on; COMMIT would roll back), or nil. It asks each engine in its
+// own way:
+//
+//   - PostgreSQL through pgx: pgconn's transaction status, known from the
+//     server's last ReadyForQuery (no round trip); through another driver,
+//     txid_current_if_assigned(), which the check's UPDATE assigned.
+//   - MySQL/MariaDB: @@in_transaction (MySQL without it: InnoDB's
+//     transaction list for this connection).
+//   - SQLite: BEGIN, which fails inside a transaction; if it succeeds, the
+//     one it began is rolled back with the rest.
+//
+// A transaction that fn ended and then began anew (COMMIT; BEGIN) is not
+// told apart from the fence's own; 'coordctl sql' refuses such statements
+// before running them (Dialect.TransactionControl).
+func (f *Fence) stillFenced(ctx context.Context, conn *sql.Conn, tx *sql.Tx) error {
+	outside := fmt.Errorf("%w: the transaction the check opened was committed or rolled back inside fn", ErrOutsideFence)
+	switch f.dialect {
+	case Postgres:
+		var status byte
+		var known bool
+		if err := conn.Raw(func(dc any) error { status, known = pgxTxStatus(dc); return nil }); err != nil {
+			return fmt.Errorf("sqlfence: transaction status: %w", err)
+		}
+		if known {
+			switch status {
+			case 'T':
+				return nil
+			case 'E':
+				return errors.New("rolled back: a statement in the transaction failed (and fn went on); COMMIT would roll back")
+			}
+			return outside
+		}
+		var assigned bool
+		if err := tx.QueryRowContext(ctx, "SELECT txid_current_if_assigned() IS NOT NULL").Scan(&assigned); err != nil {
+			return fmt.Errorf("sqlfence: transaction status: %w", err)
+		}
+		if !assigned {
+			return outside
+		}
+		return nil
+	case MySQL:
+		var in int
+		err := tx.QueryRowContext(ctx, "SELECT @@in_transaction").Scan(&in)
+		if err != nil {
+			err = tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_mysql_thread_id = CONNECTION_ID()").Scan(&in)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlfence: transaction status: %w", err)
+		}
+		if in == 0 {
+			return outside
+		}
+		return nil
+	case SQLite:
+		_, err := tx.ExecContext(ctx, "BEGIN")
+		switch {
+		case err == nil:
+			return outside
+		case strings.Contains(err.Error(), "within a transaction"):
+			return nil
+		}
+		return fmt.Errorf("sqlfence: transaction status: %w", err)
+	}
+	return nil
+}
+
+// mysqlDeadlock reports whether err is go-sql-driver/mysql's error 1213
+// (ER_LOCK_DEADLOCK), after which InnoDB has rolled the whole transaction
+// back: not in a transaction any more, yet nothing ran outside the fence.
+// The driver's *MySQLError is read by its exported Number field, without
+// importing the driver.
+func mysqlDeadlock(err error) bool {
+	for _, e := range allErrors(err) {
+		v := reflect.ValueOf(e)
+		if v.Kind() == reflect.Pointer && !v.IsNil() {
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct {
+			continue
+		}
+		if n := v.FieldByName("Number"); n.IsValid() && n.CanUint() && n.Uint() == 1213 {
+			return true
+		}
+	}
+	return false
+}
+
+// allErrors is err and every error it wraps, depth first.
+func allErrors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	out := []error{err}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		out = append(out, allErrors(u.Unwrap())...)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			out = append(out, allErrors(e)...)
+		}
+	}
+	return out
+}
+
+// pgxTxStatus returns pgconn's transaction status ('I' idle, 'T' in a
+// transaction, 'E' in a failed one) of a github.com/jackc/pgx/v5/stdlib
+// connection — dc.Conn().PgConn().TxStatus() — without importing pgx; ok
+// is false for another driver.
+func pgxTxStatus(dc any) (status byte, ok bool) {
+	call := func(m reflect.Value) (reflect.Value, bool) {
+		if !m.IsValid() || m.Type().NumIn() != 0 || m.Type().NumOut() != 1 {
+			return reflect.Value{}, false
+		}
+		out := m.Call(nil)[0]
+		return out, out.IsValid() && (out.Kind() != reflect.Pointer || !out.IsNil())
+	}
+	c, ok := call(reflect.ValueOf(dc).MethodByName("Conn"))
+	if !ok {
+		return 0, false
+	}
+	pc, ok := call(c.MethodByName("PgConn"))
+	if !ok {
+		return 0, false
+	}
+	st, ok := call(pc.MethodByName("TxStatus"))
+	if !ok || st.Kind() != reflect.Uint8 {
+		return 0, false
+	}
+	return byte(st.Uint()), true
 }
 
 // SQLiteDSN returns a modernc.org/sqlite data source name (driver "sqlite")

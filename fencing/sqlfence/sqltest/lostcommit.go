@@ -23,10 +23,10 @@ import (
 // on a link that has gone dark. It stops when the test ends.
 type LostCommit struct {
 	// DSN opens the proxied database (for a command under test: --dsn).
-	DSN   string
-	armed atomic.Bool
-	ln    net.Listener
-	wg    sync.WaitGroup
+	DSN    string
+	armed  atomic.Bool
+	ln     net.Listener
+	wg     sync.WaitGroup
 	mu     sync.Mutex
 	conns  []net.Conn
 	closed bool

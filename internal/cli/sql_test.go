@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -282,4 +283,94 @@ func TestSQLUnparsableDSN(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Issue 25 item 1: a proxy in front of the server drops its replies once
+// COMMIT is sent. The update and the floor 1000 are committed; the command
+// must not say "nothing was committed": exit 6, "commit outcome unknown",
+// and with -w json {"outcome":"unknown"}.
+func TestSQLCommitAnswerLost(t *testing.T) {
+	for _, d := range []sqlfence.Dialect{sqlfence.Postgres, sqlfence.MySQL} {
+		t.Run(d.String(), func(t *testing.T) {
+			db := sqltest.Open(t, d)
+			_, err := db.Exec("CREATE TABLE report (id INTEGER PRIMARY KEY, body VARCHAR(64) NOT NULL)")
+			require.NoError(t, err)
+			_, err = db.Exec("INSERT INTO report (id, body) VALUES (1, 'initial')")
+			require.NoError(t, err)
+			res := sqlRun(t, db, nil, "fence", "--scope", "jobs/ack", "--token", "999")
+			require.Equal(t, exitOK, res.Code, res.Stderr)
+
+			p := sqltest.LoseCommitAnswers(t, db)
+			p.Arm()
+			res = runInProcess(context.Background(), nil, "sql", "--driver", d.String(), "--dsn", p.DSN,
+				"--scope", "jobs/ack", "--token", "1000", "--command-timeout", "3s", "-w", "json",
+				"-e", "UPDATE report SET body = 'ack-lost' WHERE id = 1")
+			require.Equal(t, exitUnknown, res.Code, res.Stderr)
+			require.Contains(t, res.Stderr, "commit outcome unknown")
+			require.NotContains(t, res.Stderr, "nothing was committed")
+			var out struct{ Scope, Outcome, Error string }
+			require.NoError(t, json.Unmarshal([]byte(res.Stdout), &out), res.Stdout)
+			require.Equal(t, "unknown", out.Outcome)
+			require.Equal(t, "jobs/ack", out.Scope)
+			require.Contains(t, out.Error, "commit outcome unknown")
+
+			// What the server did: committed (it had the COMMIT before the
+			// client gave up; wait until it is visible).
+			for {
+				res = sqlRun(t, db, nil, "floor", "--scope", "jobs/ack")
+				require.Equal(t, exitOK, res.Code, res.Stderr)
+				if strings.TrimSpace(res.Stdout) == "1000" {
+					break
+				}
+				time.Sleep(10 * time.Millisecond) // the server commits on its own; nothing to wait on
+			}
+			require.Equal(t, "ack-lost", reportBody(t, db))
+		})
+	}
+}
+
+// Issue 25 item 2: transaction control in -e is refused before anything
+// runs (exit 2, naming the statement): before, "-e UPDATE -e COMMIT -e
+// 'SELECT 1/0'" committed the update and the floor and said "rolled back".
+func TestSQLRefusesTransactionControl(t *testing.T) {
+	sqltest.Each(t, func(t *testing.T, db *sqltest.DB) {
+		_, err := db.Exec("CREATE TABLE report (id INTEGER PRIMARY KEY, body VARCHAR(64) NOT NULL)")
+		require.NoError(t, err)
+		_, err = db.Exec("INSERT INTO report (id, body) VALUES (1, 'initial')")
+		require.NoError(t, err)
+		cases := []struct {
+			stmt, name string
+		}{
+			{"COMMIT", "COMMIT"},
+			{"/* done */ commit", "COMMIT"},
+			{"SELECT 1; END", "END"},
+			{"ROLLBACK", "ROLLBACK"},
+			{"BEGIN", "BEGIN"},
+			{"START TRANSACTION", "START TRANSACTION"},
+			{"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", "SET TRANSACTION"},
+		}
+		if db.Dialect == sqlfence.MySQL {
+			cases = append(cases, struct{ stmt, name string }{"CREATE TABLE t2 (id INT)", "CREATE TABLE"})
+		}
+		for _, tc := range cases {
+			t.Run(tc.stmt, func(t *testing.T) {
+				res := sqlRun(t, db, nil, "sql", "--scope", "jobs/report", "--token", "400",
+					"-e", "UPDATE report SET body = 'four hundred' WHERE id = 1", "-e", tc.stmt, "-e", "SELECT 1/0")
+				require.Equal(t, exitUsage, res.Code, res.Stderr)
+				require.Contains(t, res.Stderr, "statement 2")
+				require.Contains(t, res.Stderr, "transaction control ("+tc.name+")")
+				require.Equal(t, "initial", reportBody(t, db))
+				res = sqlRun(t, db, nil, "floor", "--scope", "jobs/report")
+				require.Equal(t, exitOK, res.Code, res.Stderr)
+				require.Equal(t, "0", strings.TrimSpace(res.Stdout))
+			})
+		}
+		// Savepoints stay inside the transaction, after the check.
+		res := sqlRun(t, db, nil, "sql", "--scope", "jobs/report", "--token", "401",
+			"-e", "SAVEPOINT a", "-e", "UPDATE report SET body = 'kept' WHERE id = 1", "-e", "ROLLBACK TO SAVEPOINT a",
+			"-e", "UPDATE report SET body = 'savepoint' WHERE id = 1", "-w", "json")
+		require.Equal(t, exitOK, res.Code, res.Stderr)
+		require.Contains(t, res.Stdout, `"outcome":"committed"`)
+		require.Equal(t, "savepoint", reportBody(t, db))
+	})
 }

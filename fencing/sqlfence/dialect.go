@@ -1,6 +1,7 @@
 package sqlfence
 
 import (
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -87,6 +88,31 @@ type statements struct {
 	insert string // the scope's row at token 0, nothing if it exists
 	check  string // the fence check: one row affected iff admitted
 	floor  string
+	table  string
+}
+
+// checkLiteral is the check with token and scope written into the text
+// instead of bound as parameters, so that the driver sends it as one
+// plain query: no prepare round trip (go-sql-driver/mysql without
+// interpolateParams prepares every statement with arguments), and it can
+// travel in one message with BEGIN. The scope is written so that no byte
+// of it can end the literal: MySQL a hex literal (the column is binary),
+// PostgreSQL an E'' string with backslash and quote escaped (safe whatever
+// standard_conforming_strings says), SQLite a '' string with quotes
+// doubled (SQLite has no backslash escapes). Scopes are valid UTF-8
+// without control characters (fencing.ValidateScope).
+func (d Dialect) checkLiteral(table, scope string, token int64) string {
+	var lit string
+	switch d {
+	case MySQL:
+		lit = "X'" + hex.EncodeToString([]byte(scope)) + "'"
+	case Postgres:
+		lit = "E'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(scope) + "'"
+	default:
+		lit = "'" + strings.ReplaceAll(scope, "'", "''") + "'"
+	}
+	tok := strconv.FormatInt(token, 10)
+	return fmt.Sprintf("UPDATE %s SET token = %s, writes = writes + 1 WHERE scope = %s AND token <= %s", table, tok, lit, tok)
 }
 
 func (d Dialect) statements(table string) statements {
@@ -104,6 +130,7 @@ func (d Dialect) statements(table string) statements {
 		suffix = " ENGINE=InnoDB"
 	}
 	st := statements{
+		table: table,
 		create: fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (scope %s NOT NULL PRIMARY KEY, token %s NOT NULL, writes %s NOT NULL)%s",
 			table, d.scopeColumn(), intType, intType, suffix),
 		probe: fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE 1 = 0", table),

@@ -97,8 +97,8 @@ type statements struct {
 // interpolateParams prepares every statement with arguments), and it can
 // travel in one message with BEGIN. The scope is written so that no byte
 // of it can end the literal: MySQL a hex literal (the column is binary),
-// PostgreSQL an E'' string with backslash and quote escaped (safe whatever
-// standard_conforming_strings says), SQLite a '' string with quotes
+// PostgreSQL an E” string with backslash and quote escaped (safe whatever
+// standard_conforming_strings says), SQLite a ” string with quotes
 // doubled (SQLite has no backslash escapes). Scopes are valid UTF-8
 // without control characters (fencing.ValidateScope).
 func (d Dialect) checkLiteral(table, scope string, token int64) string {

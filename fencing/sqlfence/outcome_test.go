@@ -36,8 +36,12 @@ func waitFloor(ctx context.Context, t *testing.T, f *sqlfence.Fence, scope strin
 // must say the outcome is unknown (ErrCommitUnknown), not that nothing was
 // committed: the row and the floor are there.
 func TestDoCommitAnswerLost(t *testing.T) {
-	for _, d := range []sqlfence.Dialect{sqlfence.Postgres, sqlfence.MySQL} {
-		t.Run(d.String(), func(t *testing.T) {
+	for _, dm := range []struct {
+		d    sqlfence.Dialect
+		mode string
+	}{{sqlfence.Postgres, "Do"}, {sqlfence.MySQL, "Do"}, {sqlfence.Postgres, "DoConn"}, {sqlfence.MySQL, "DoConn"}} {
+		d, mode := dm.d, dm.mode
+		t.Run(mode+"/"+d.String(), func(t *testing.T) {
 			db := sqltest.Open(t, d)
 			ctx := testCtx(t)
 			createLog(t, db)
@@ -63,7 +67,7 @@ func TestDoCommitAnswerLost(t *testing.T) {
 			defer cancel()
 			res := make(chan error, 1)
 			go func() {
-				res <- f.Do(doCtx, "jobs/ack", 1000, func(tx *sql.Tx) error { return appendLog(doCtx, db, tx, 1000, 1) })
+				res <- doWith(f, mode)(doCtx, "jobs/ack", 1000, func(tx sqlfence.Querier) error { return appendLog(doCtx, db, tx, 1000, 1) })
 			}()
 			// The server committed (seen on a connection of its own); the
 			// client still waits for the answer. Then its context ends.
@@ -81,13 +85,14 @@ func TestDoCommitAnswerLost(t *testing.T) {
 // A context that ends before COMMIT is sent: nothing committed, and Do
 // says so (not ErrCommitUnknown).
 func TestDoContextEndsBeforeCommit(t *testing.T) {
-	sqltest.Each(t, func(t *testing.T, db *sqltest.DB) {
+	eachMode(t, func(t *testing.T, db *sqltest.DB, mode string) {
 		ctx := testCtx(t)
 		createLog(t, db)
 		f := newFence(t, db)
+		run := doWith(f, mode)
 		require.NoError(t, f.Fence(ctx, "s", 2))
 		doCtx, cancel := context.WithCancel(ctx)
-		err := f.Do(doCtx, "s", 5, func(tx *sql.Tx) error {
+		err := run(doCtx, "s", 5, func(tx sqlfence.Querier) error {
 			err := appendLog(doCtx, db, tx, 5, 1)
 			cancel()
 			return err
@@ -105,18 +110,19 @@ func TestDoContextEndsBeforeCommit(t *testing.T) {
 // before its own COMMIT and says that statements ran outside the fence,
 // instead of "committed" or "rolled back".
 func TestDoNoticesStatementsOutsideTheFence(t *testing.T) {
-	sqltest.Each(t, func(t *testing.T, db *sqltest.DB) {
+	eachMode(t, func(t *testing.T, db *sqltest.DB, mode string) {
 		ctx := testCtx(t)
 		createLog(t, db)
 		f := newFence(t, db)
+		run := doWith(f, mode)
 		boom := errors.New("boom")
-		exec := func(tx *sql.Tx, q string) error { _, err := tx.ExecContext(ctx, q); return err }
+		exec := func(tx sqlfence.Querier, q string) error { _, err := tx.ExecContext(ctx, q); return err }
 		cases := []struct {
 			name string
-			fn   func(tx *sql.Tx, tok fencing.Token) error
+			fn   func(tx sqlfence.Querier, tok fencing.Token) error
 			want error // also matched, besides ErrOutsideFence
 		}{
-			{"commit inside", func(tx *sql.Tx, tok fencing.Token) error {
+			{"commit inside", func(tx sqlfence.Querier, tok fencing.Token) error {
 				if err := appendLog(ctx, db, tx, tok, 1); err != nil {
 					return err
 				}
@@ -125,13 +131,13 @@ func TestDoNoticesStatementsOutsideTheFence(t *testing.T) {
 				}
 				return appendLog(ctx, db, tx, tok, 2)
 			}, nil},
-			{"rollback inside", func(tx *sql.Tx, tok fencing.Token) error {
+			{"rollback inside", func(tx sqlfence.Querier, tok fencing.Token) error {
 				if err := exec(tx, "ROLLBACK"); err != nil {
 					return err
 				}
 				return appendLog(ctx, db, tx, tok, 3)
 			}, nil},
-			{"commit inside, then fn fails", func(tx *sql.Tx, tok fencing.Token) error {
+			{"commit inside, then fn fails", func(tx sqlfence.Querier, tok fencing.Token) error {
 				if err := exec(tx, "COMMIT"); err != nil {
 					return err
 				}
@@ -141,9 +147,9 @@ func TestDoNoticesStatementsOutsideTheFence(t *testing.T) {
 		if db.Dialect == sqlfence.MySQL {
 			cases = append(cases, struct {
 				name string
-				fn   func(tx *sql.Tx, tok fencing.Token) error
+				fn   func(tx sqlfence.Querier, tok fencing.Token) error
 				want error
-			}{"implicit commit by DDL", func(tx *sql.Tx, tok fencing.Token) error {
+			}{"implicit commit by DDL", func(tx sqlfence.Querier, tok fencing.Token) error {
 				if err := appendLog(ctx, db, tx, tok, 4); err != nil {
 					return err
 				}
@@ -153,7 +159,7 @@ func TestDoNoticesStatementsOutsideTheFence(t *testing.T) {
 		for i, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				tok := fencing.Token(10 + i)
-				err := f.Do(ctx, "s", tok, func(tx *sql.Tx) error { return tc.fn(tx, tok) })
+				err := run(ctx, "s", tok, func(tx sqlfence.Querier) error { return tc.fn(tx, tok) })
 				require.ErrorIs(t, err, sqlfence.ErrOutsideFence)
 				if tc.want != nil {
 					require.ErrorIs(t, err, tc.want)
@@ -169,11 +175,17 @@ func TestDoNoticesStatementsOutsideTheFence(t *testing.T) {
 // A statement that fails and fn goes on (PostgreSQL aborts the whole
 // transaction): Do reports a rollback, not success and not "outside".
 func TestDoFailedTransactionIsNotCommitted(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) { testFailedTransactionIsNotCommitted(t, mode) })
+	}
+}
+
+func testFailedTransactionIsNotCommitted(t *testing.T, mode string) {
 	db := sqltest.Open(t, sqlfence.Postgres)
 	ctx := testCtx(t)
 	createLog(t, db)
 	f := newFence(t, db)
-	err := f.Do(ctx, "s", 3, func(tx *sql.Tx) error {
+	err := doWith(f, mode)(ctx, "s", 3, func(tx sqlfence.Querier) error {
 		if err := appendLog(ctx, db, tx, 3, 1); err != nil {
 			return err
 		}

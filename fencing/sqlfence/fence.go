@@ -280,10 +280,11 @@ func (f *Fence) attempt(ctx context.Context, scope string, token fencing.Token, 
 	case missing:
 		// The row is created outside the transaction, which is rolled
 		// back first: a concurrent creator's duplicate is harmless, and
-		// the row, once there, stays.
+		// the row, once there, stays. On the same connection: a pool of
+		// one (SetMaxOpenConns(1)) has no other.
 		finished = true
 		t.rollback(ctx)
-		if _, err := f.db.ExecContext(ctx, f.st.insert, scope); err != nil {
+		if _, err := conn.ExecContext(ctx, f.st.insert, scope); err != nil {
 			return true, fmt.Errorf("sqlfence: create row of scope %q: %w", scope, err)
 		}
 		return false, nil

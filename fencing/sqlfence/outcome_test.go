@@ -48,7 +48,7 @@ func TestDoCommitAnswerLost(t *testing.T) {
 			direct := newFence(t, db)
 			require.NoError(t, direct.Fence(ctx, "jobs/ack", 3))
 
-			p := sqltest.LoseCommitAnswers(t, db)
+			p := sqltest.NewProxy(t, db)
 			dsn := p.DSN
 			if d == sqlfence.MySQL {
 				// go-sql-driver's COMMIT does not follow the context: only
@@ -61,7 +61,7 @@ func TestDoCommitAnswerLost(t *testing.T) {
 			f, err := sqlfence.New(pdb, d)
 			require.NoError(t, err)
 			require.NoError(t, f.Fence(ctx, "jobs/ack", 4), "through the proxy, not armed yet")
-			p.Arm()
+			p.LoseCommitAnswers()
 
 			doCtx, cancel := context.WithCancel(ctx)
 			defer cancel()

@@ -300,8 +300,8 @@ func TestSQLCommitAnswerLost(t *testing.T) {
 			res := sqlRun(t, db, nil, "fence", "--scope", "jobs/ack", "--token", "999")
 			require.Equal(t, exitOK, res.Code, res.Stderr)
 
-			p := sqltest.LoseCommitAnswers(t, db)
-			p.Arm()
+			p := sqltest.NewProxy(t, db)
+			p.LoseCommitAnswers()
 			res = runInProcess(context.Background(), nil, "sql", "--driver", d.String(), "--dsn", p.DSN,
 				"--scope", "jobs/ack", "--token", "1000", "--command-timeout", "3s", "-w", "json",
 				"-e", "UPDATE report SET body = 'ack-lost' WHERE id = 1")

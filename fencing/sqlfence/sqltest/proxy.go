@@ -14,17 +14,16 @@ import (
 	"github.com/coordkit/coordkit/fencing/sqlfence"
 )
 
-// LostCommit is a TCP proxy in front of a database server that, once
-// armed, loses the server's answer to a COMMIT: on a connection whose
-// client sends a statement with the word COMMIT in it (any case), every
-// byte the server sends from then on is dropped, while the client's bytes
-// still go through, so the server commits and the client never hears of
-// it. Other connections, and connections opened later, go through until
-// they send a COMMIT themselves. It stops when the test ends.
-type LostCommit struct {
+// Proxy is a TCP proxy in front of a database server, for tests of what
+// goes over the wire. It counts round trips: a run of bytes from the
+// client after the server last spoke on that connection is one (messages
+// a driver pipelines count once). Once told to (LoseCommitAnswers), it
+// loses the server's answers to COMMIT. It stops when the test ends.
+type Proxy struct {
 	// DSN opens the proxied database (for a command under test: --dsn).
 	DSN    string
 	armed  atomic.Bool
+	trips  atomic.Int64
 	ln     net.Listener
 	wg     sync.WaitGroup
 	mu     sync.Mutex
@@ -32,9 +31,9 @@ type LostCommit struct {
 	closed bool
 }
 
-// LoseCommitAnswers puts a LostCommit in front of db's server (PostgreSQL
-// or MySQL; SQLite has no wire to cut).
-func LoseCommitAnswers(t testing.TB, db *DB) *LostCommit {
+// NewProxy puts a Proxy in front of db's server (PostgreSQL or MySQL;
+// SQLite has no wire).
+func NewProxy(t testing.TB, db *DB) *Proxy {
 	t.Helper()
 	var target string
 	var rewrite func(addr string) string
@@ -42,35 +41,43 @@ func LoseCommitAnswers(t testing.TB, db *DB) *LostCommit {
 	case sqlfence.Postgres:
 		u, err := url.Parse(db.DSN)
 		if err != nil || u.Host == "" {
-			t.Skipf("sqltest: LoseCommitAnswers needs a postgres:// URL in %s", PostgresEnv)
+			t.Skipf("sqltest: NewProxy needs a postgres:// URL in %s", PostgresEnv)
 		}
 		target = u.Host
 		rewrite = func(addr string) string { v := *u; v.Host = addr; return v.String() }
 	case sqlfence.MySQL:
 		cfg, err := mysql.ParseDSN(db.DSN)
 		if err != nil || cfg.Net != "tcp" {
-			t.Skipf("sqltest: LoseCommitAnswers needs a tcp address in %s", MySQLEnv)
+			t.Skipf("sqltest: NewProxy needs a tcp address in %s", MySQLEnv)
 		}
 		target = cfg.Addr
 		rewrite = func(addr string) string { c := cfg.Clone(); c.Addr = addr; return c.FormatDSN() }
 	default:
-		t.Fatalf("sqltest: LoseCommitAnswers: no server for %v", db.Dialect)
+		t.Fatalf("sqltest: NewProxy: no server for %v", db.Dialect)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &LostCommit{ln: ln, DSN: rewrite(ln.Addr().String())}
+	p := &Proxy{ln: ln, DSN: rewrite(ln.Addr().String())}
 	p.wg.Add(1)
 	go p.accept(target)
 	t.Cleanup(p.close)
 	return p
 }
 
-// Arm starts losing COMMIT answers.
-func (p *LostCommit) Arm() { p.armed.Store(true) }
+// LoseCommitAnswers makes the proxy lose the server's answer to COMMIT
+// from now on: on a connection whose client sends a statement with the
+// word COMMIT in it (any case), every byte the server sends after that is
+// dropped while the client's bytes still go through, so the server
+// commits and the client never hears of it. Other connections go through
+// until they send a COMMIT themselves.
+func (p *Proxy) LoseCommitAnswers() { p.armed.Store(true) }
 
-func (p *LostCommit) track(c net.Conn) bool {
+// RoundTrips returns the round trips counted so far, on all connections.
+func (p *Proxy) RoundTrips() int64 { return p.trips.Load() }
+
+func (p *Proxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -81,7 +88,7 @@ func (p *LostCommit) track(c net.Conn) bool {
 	return true
 }
 
-func (p *LostCommit) accept(target string) {
+func (p *Proxy) accept(target string) {
 	defer p.wg.Done()
 	for {
 		c, err := p.ln.Accept()
@@ -101,6 +108,8 @@ func (p *LostCommit) accept(target string) {
 			return
 		}
 		var lost atomic.Bool
+		var serverSpoke atomic.Bool // since the client last sent
+		serverSpoke.Store(true)
 		p.wg.Add(2)
 		go func() { // client → server, watching for COMMIT
 			defer p.wg.Done()
@@ -110,6 +119,9 @@ func (p *LostCommit) accept(target string) {
 			for {
 				n, err := c.Read(buf)
 				if n > 0 {
+					if serverSpoke.Swap(false) {
+						p.trips.Add(1)
+					}
 					seen := append(tail, bytes.ToLower(buf[:n])...)
 					if p.armed.Load() && bytes.Contains(seen, []byte("commit")) {
 						lost.Store(true)
@@ -130,6 +142,9 @@ func (p *LostCommit) accept(target string) {
 			buf := make([]byte, 32<<10)
 			for {
 				n, err := s.Read(buf)
+				if n > 0 {
+					serverSpoke.Store(true)
+				}
 				if n > 0 && !lost.Load() {
 					if _, werr := c.Write(buf[:n]); werr != nil {
 						_, _ = io.Copy(io.Discard, s)
@@ -144,7 +159,7 @@ func (p *LostCommit) accept(target string) {
 	}
 }
 
-func (p *LostCommit) close() {
+func (p *Proxy) close() {
 	_ = p.ln.Close()
 	p.mu.Lock()
 	p.closed = true

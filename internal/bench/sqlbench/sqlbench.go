@@ -72,9 +72,19 @@ type Options struct {
 	// Rounds splits each load into rounds alternating which implementation
 	// goes first (default 2 when zero).
 	Rounds int
+	// Fence is how the fenced side runs its transaction: "do"
+	// (sqlfence.Fence.Do, database/sql's Tx; the default when empty) or
+	// "doconn" (sqlfence.Fence.DoConn: BEGIN sent with the check).
+	Fence string
 	// Progress receives one line per step ("bench sql: ..."); nil discards.
 	Progress io.Writer
 }
+
+// The values of Options.Fence.
+const (
+	FenceDo     = "do"
+	FenceDoConn = "doconn"
+)
 
 // Validate reports the first option Run cannot use, wrapping ErrOptions.
 func (o Options) Validate() error {
@@ -88,6 +98,8 @@ func (o Options) Validate() error {
 		}
 	}
 	switch {
+	case o.Fence != "" && o.Fence != FenceDo && o.Fence != FenceDoConn:
+		return fmt.Errorf("%w: fence %q: want %s or %s", ErrOptions, o.Fence, FenceDo, FenceDoConn)
 	case d != sqlfence.SQLite && o.DSN == "":
 		return fmt.Errorf("%w: driver %s needs a DSN", ErrOptions, d)
 	case o.Iterations < 1:
@@ -117,6 +129,7 @@ type Result struct {
 	Driver    string `json:"driver"`    // sqlite, postgres or mysql
 	Server    string `json:"server"`    // the server's version string
 	Writers   int    `json:"writers"`
+	Fence     string `json:"fence"` // do or doconn
 	Rows      []Row  `json:"rows"`
 }
 
@@ -124,7 +137,7 @@ type Result struct {
 // column is fenced/unfenced as is (above 1 for a latency: the check costs).
 func (r Result) Table() bench.Table {
 	t := bench.Table{
-		Title:   fmt.Sprintf("sql benchmark: %s %s; one UPDATE per transaction, with and without the fence check", r.Driver, r.Server),
+		Title:   fmt.Sprintf("sql benchmark: %s %s; one UPDATE per transaction, with and without the fence check (%s)", r.Driver, r.Server, fenceName(r.Fence)),
 		Columns: []string{"fenced", "unfenced"},
 		Ratios:  []bench.Ratio{{Of: "fenced", To: "unfenced", Plain: true}},
 	}
@@ -132,6 +145,13 @@ func (r Result) Table() bench.Table {
 		t.Add(row.Metric, row.Unit, row.Fenced, row.Unfenced)
 	}
 	return t
+}
+
+func fenceName(mode string) string {
+	if mode == FenceDoConn {
+		return "DoConn: BEGIN sent with the check"
+	}
+	return "Do: database/sql's Tx"
 }
 
 // Run measures both implementations on the database. It returns
@@ -143,6 +163,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	if o.Rounds == 0 {
 		o.Rounds = min(2, o.Iterations, o.PerWriter)
+	}
+	if o.Fence == "" {
+		o.Fence = FenceDo
 	}
 	d, _ := sqlfence.ParseDialect(o.Driver)
 	progress := func(format string, args ...any) {
@@ -162,14 +185,14 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		dsn = sqlfence.SQLiteDSN(filepath.Join(dir, "bench.db"))
 		progress("SQLite file in %s", dir)
 	}
-	e, err := open(ctx, d, dsn, o.Writers)
+	e, err := open(ctx, d, dsn, o.Writers, o.Fence == FenceDoConn)
 	if err != nil {
 		return Result{}, err
 	}
 	defer e.close()
 	progress("%s %s: tables %s and %s (dropped at the end)", d, e.server, e.rows, e.fence.Table())
 
-	res := Result{Benchmark: "sql", Driver: d.String(), Server: e.server, Writers: o.Writers}
+	res := Result{Benchmark: "sql", Driver: d.String(), Server: e.server, Writers: o.Writers, Fence: o.Fence}
 	loads := []struct {
 		name    string
 		writers int
@@ -225,6 +248,7 @@ type env struct {
 	server    string
 	update    string
 	writers   int
+	onConn    bool // the fenced side uses DoConn
 	mu        sync.Mutex
 	committed map[int]int64 // business row id → transactions committed
 }
@@ -246,7 +270,7 @@ func (e *env) q(query string) string {
 	return string(out)
 }
 
-func open(ctx context.Context, d sqlfence.Dialect, dsn string, writers int) (*env, error) {
+func open(ctx context.Context, d sqlfence.Dialect, dsn string, writers int, onConn bool) (*env, error) {
 	db, err := sql.Open(d.DriverName(), dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlbench: open %s: %w", d, err)
@@ -259,7 +283,7 @@ func open(ctx context.Context, d sqlfence.Dialect, dsn string, writers int) (*en
 		return nil, err
 	}
 	prefix := "coordkit_bench_" + hex.EncodeToString(b)
-	e := &env{dialect: d, db: db, rows: prefix + "_rows", writers: writers, committed: map[int]int64{}}
+	e := &env{dialect: d, db: db, rows: prefix + "_rows", writers: writers, onConn: onConn, committed: map[int]int64{}}
 	if e.fence, err = sqlfence.New(db, d, sqlfence.WithTable(prefix+"_fence")); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -314,12 +338,15 @@ func scope(id int, shared bool) string {
 // tx runs one transaction on business row id: with the fence check of
 // scope first when fenced.
 func (e *env) tx(ctx context.Context, fenced bool, id int, scopeName string) error {
-	write := func(tx *sql.Tx) error {
+	write := func(tx sqlfence.Querier) error {
 		_, err := tx.ExecContext(ctx, e.update, "w", id)
 		return err
 	}
-	if fenced {
-		return e.fence.Do(ctx, scopeName, fencing.Token(1), write)
+	switch {
+	case fenced && e.onConn:
+		return e.fence.DoConn(ctx, scopeName, fencing.Token(1), write)
+	case fenced:
+		return e.fence.Do(ctx, scopeName, fencing.Token(1), func(tx *sql.Tx) error { return write(tx) })
 	}
 	tx, err := e.db.BeginTx(ctx, nil)
 	if err != nil {

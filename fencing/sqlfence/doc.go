@@ -24,8 +24,10 @@
 // transaction, a concurrent insert of the same row being harmless, and
 // checks again) or the token is below the floor: the transaction is rolled
 // back and Do returns a *fencing.StaleError with the floor read in the same
-// transaction. Fence runs the check alone, to raise the floor before a new
-// holder's first write; Floor reads the floor. The decision from the
+// transaction. DoConn is Do with BEGIN sent to the server together with
+// the check (one round trip less; fn gets a Querier on the connection
+// instead of a *sql.Tx). Fence runs the check alone, to raise the floor
+// before a new holder's first write; Floor reads the floor. The decision from the
 // statement's result is a pure function, tested on its own.
 //
 // Data source names: NormalizeDSN turns what a user gives for SQLite (a

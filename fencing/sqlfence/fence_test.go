@@ -78,6 +78,12 @@ func readLog(t *testing.T, db *sqltest.DB) []logRow {
 // the check, on a connection).
 var modes = []string{"Do", "DoConn"}
 
+// serverModes are the engines with a wire and row locks, each in both modes.
+var serverModes = []struct {
+	d    sqlfence.Dialect
+	mode string
+}{{sqlfence.Postgres, "Do"}, {sqlfence.MySQL, "Do"}, {sqlfence.Postgres, "DoConn"}, {sqlfence.MySQL, "DoConn"}}
+
 type doFunc func(ctx context.Context, scope string, token fencing.Token, fn func(tx sqlfence.Querier) error) error
 
 func doWith(f *sqlfence.Fence, mode string) doFunc {
@@ -462,10 +468,7 @@ func TestBlockedWriterRechecks(t *testing.T) {
 		{"newer token is admitted", 9, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, dm := range []struct {
-				d    sqlfence.Dialect
-				mode string
-			}{{sqlfence.Postgres, "Do"}, {sqlfence.MySQL, "Do"}, {sqlfence.Postgres, "DoConn"}, {sqlfence.MySQL, "DoConn"}} {
+			for _, dm := range serverModes {
 				d, mode := dm.d, dm.mode
 				t.Run(mode+"/"+d.String(), func(t *testing.T) {
 					db := sqltest.Open(t, d)

@@ -36,10 +36,7 @@ func waitFloor(ctx context.Context, t *testing.T, f *sqlfence.Fence, scope strin
 // must say the outcome is unknown (ErrCommitUnknown), not that nothing was
 // committed: the row and the floor are there.
 func TestDoCommitAnswerLost(t *testing.T) {
-	for _, dm := range []struct {
-		d    sqlfence.Dialect
-		mode string
-	}{{sqlfence.Postgres, "Do"}, {sqlfence.MySQL, "Do"}, {sqlfence.Postgres, "DoConn"}, {sqlfence.MySQL, "DoConn"}} {
+	for _, dm := range serverModes {
 		d, mode := dm.d, dm.mode
 		t.Run(mode+"/"+d.String(), func(t *testing.T) {
 			db := sqltest.Open(t, d)

@@ -65,6 +65,15 @@ func sqlRun(t *testing.T, db *sqltest.DB, env map[string]string, args ...string)
 	return runInProcess(context.Background(), env, full...)
 }
 
+// createReport makes the business table: row 1 with body 'initial'.
+func createReport(t *testing.T, db *sqltest.DB) {
+	t.Helper()
+	_, err := db.Exec("CREATE TABLE report (id INTEGER PRIMARY KEY, body VARCHAR(64) NOT NULL)")
+	require.NoError(t, err)
+	_, err = db.Exec("INSERT INTO report (id, body) VALUES (1, 'initial')")
+	require.NoError(t, err)
+}
+
 func reportBody(t *testing.T, db *sqltest.DB) string {
 	t.Helper()
 	var body string
@@ -77,10 +86,7 @@ func reportBody(t *testing.T, db *sqltest.DB) string {
 // move), fence and floor, and the defaults from the environment.
 func TestSQLEngines(t *testing.T) {
 	sqltest.Each(t, func(t *testing.T, db *sqltest.DB) {
-		_, err := db.Exec("CREATE TABLE report (id INTEGER PRIMARY KEY, body VARCHAR(64) NOT NULL)")
-		require.NoError(t, err)
-		_, err = db.Exec("INSERT INTO report (id, body) VALUES (1, 'initial')")
-		require.NoError(t, err)
+		createReport(t, db)
 		floor := func() string {
 			res := sqlRun(t, db, nil, "floor", "--scope", "jobs/report")
 			require.Equal(t, exitOK, res.Code, res.Stderr)
@@ -293,10 +299,7 @@ func TestSQLCommitAnswerLost(t *testing.T) {
 	for _, d := range []sqlfence.Dialect{sqlfence.Postgres, sqlfence.MySQL} {
 		t.Run(d.String(), func(t *testing.T) {
 			db := sqltest.Open(t, d)
-			_, err := db.Exec("CREATE TABLE report (id INTEGER PRIMARY KEY, body VARCHAR(64) NOT NULL)")
-			require.NoError(t, err)
-			_, err = db.Exec("INSERT INTO report (id, body) VALUES (1, 'initial')")
-			require.NoError(t, err)
+			createReport(t, db)
 			res := sqlRun(t, db, nil, "fence", "--scope", "jobs/ack", "--token", "999")
 			require.Equal(t, exitOK, res.Code, res.Stderr)
 
@@ -334,10 +337,7 @@ func TestSQLCommitAnswerLost(t *testing.T) {
 // 'SELECT 1/0'" committed the update and the floor and said "rolled back".
 func TestSQLRefusesTransactionControl(t *testing.T) {
 	sqltest.Each(t, func(t *testing.T, db *sqltest.DB) {
-		_, err := db.Exec("CREATE TABLE report (id INTEGER PRIMARY KEY, body VARCHAR(64) NOT NULL)")
-		require.NoError(t, err)
-		_, err = db.Exec("INSERT INTO report (id, body) VALUES (1, 'initial')")
-		require.NoError(t, err)
+		createReport(t, db)
 		cases := []struct {
 			stmt, name string
 		}{

@@ -41,7 +41,7 @@ func TestValidate(t *testing.T) {
 // A tiny run on each engine: the rows, positive figures, the tables
 // dropped, and (inside Run) every committed transaction counted once.
 func TestRunTiny(t *testing.T) {
-	for _, fence := range []string{"", FenceDo, FenceDoConn} {
+	for _, fence := range []string{"", FenceDo, FenceDoConn, FenceBoth} {
 		t.Run("fence="+fence, func(t *testing.T) { testRunTiny(t, fence) })
 	}
 }
@@ -65,6 +65,11 @@ func testRunTiny(t *testing.T, fence string) {
 			metrics = append(metrics, r.Metric)
 			assert.Positive(t, r.Fenced, r.Metric)
 			assert.Positive(t, r.Unfenced, r.Metric)
+			if fence == FenceBoth {
+				assert.Positive(t, r.FencedConn, r.Metric)
+			} else {
+				assert.Zero(t, r.FencedConn, r.Metric)
+			}
 		}
 		assert.Equal(t, []string{
 			"sequential_p50_ms", "sequential_p99_ms", "sequential_per_s",
@@ -74,6 +79,9 @@ func testRunTiny(t *testing.T, fence string) {
 		var out strings.Builder
 		require.NoError(t, bench.WriteTable(&out, res.Table()))
 		assert.Contains(t, out.String(), "fenced/unfenced")
+		if fence == FenceBoth {
+			assert.Contains(t, out.String(), "fenced_conn/unfenced")
+		}
 		assert.Contains(t, progress.String(), "dropped at the end")
 
 		tables := "SELECT COUNT(*) FROM information_schema.tables WHERE table_name LIKE 'coordkit_bench_%'"

@@ -102,17 +102,30 @@ type statements struct {
 // doubled (SQLite has no backslash escapes). Scopes are valid UTF-8
 // without control characters (fencing.ValidateScope).
 func (d Dialect) checkLiteral(table, scope string, token int64) string {
-	var lit string
+	tok := strconv.FormatInt(token, 10)
+	return fmt.Sprintf("UPDATE %s SET token = %s, writes = writes + 1 WHERE scope = %s AND token <= %s", table, tok, d.scopeLiteral(scope), tok)
+}
+
+// scopeLiteral is scope as an SQL literal (see checkLiteral).
+func (d Dialect) scopeLiteral(scope string) string {
 	switch d {
 	case MySQL:
-		lit = "X'" + hex.EncodeToString([]byte(scope)) + "'"
+		return "X'" + hex.EncodeToString([]byte(scope)) + "'"
 	case Postgres:
-		lit = "E'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(scope) + "'"
-	default:
-		lit = "'" + strings.ReplaceAll(scope, "'", "''") + "'"
+		return "E'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(scope) + "'"
 	}
-	tok := strconv.FormatInt(token, 10)
-	return fmt.Sprintf("UPDATE %s SET token = %s, writes = writes + 1 WHERE scope = %s AND token <= %s", table, tok, lit, tok)
+	return "'" + strings.ReplaceAll(scope, "'", "''") + "'"
+}
+
+// pgPrepared is, for PostgreSQL's DoConn, the name of the check prepared
+// on a connection (PREPARE … AS the check), the PREPARE itself, and the
+// EXECUTE of it for a token and scope: "BEGIN; EXECUTE …" travels as one
+// simple query, like the literal check, but the server plans the check
+// once per connection instead of once per transaction.
+func pgPrepared(table string) (name, prepare string) {
+	name = "coordkit_check_" + strings.ReplaceAll(table, ".", "__")
+	prepare = fmt.Sprintf("PREPARE %s (BIGINT, TEXT) AS UPDATE %s SET token = $1, writes = writes + 1 WHERE scope = $2 AND token <= $1", name, table)
+	return name, prepare
 }
 
 func (d Dialect) statements(table string) statements {

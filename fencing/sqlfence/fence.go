@@ -371,7 +371,23 @@ func (t *connTxn) begin(ctx context.Context, f *Fence, scope string, token fenci
 	check := f.dialect.checkLiteral(f.table, scope, int64(token))
 	var res sql.Result
 	switch {
-	case f.dialect == Postgres, f.dialect == MySQL && f.multi.Load() >= 0:
+	case f.dialect == Postgres:
+		name, prepare := pgPrepared(f.table)
+		exec := fmt.Sprintf("%s; EXECUTE %s(%d, %s)", begin, name, token, f.dialect.scopeLiteral(scope))
+		res, err = t.conn.ExecContext(ctx, exec)
+		var pg interface{ SQLState() string }
+		if err != nil && errors.As(err, &pg) && pg.SQLState() == "26000" {
+			// Not prepared on this connection yet (invalid_sql_statement_name):
+			// the BEGIN ran and the transaction is aborted. Once per connection.
+			if _, err = t.conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+				return 0, err
+			}
+			if _, err = t.conn.ExecContext(ctx, prepare); err != nil && !(errors.As(err, &pg) && pg.SQLState() == "42P05") {
+				return 0, fmt.Errorf("prepare the check: %w", err) // 42P05: prepared already (a pooler's other session)
+			}
+			res, err = t.conn.ExecContext(ctx, exec)
+		}
+	case f.dialect == MySQL && f.multi.Load() >= 0:
 		res, err = t.conn.ExecContext(ctx, begin+"; "+check)
 		if f.dialect == MySQL {
 			if err != nil && mysqlErrNumber(err) == 1064 {

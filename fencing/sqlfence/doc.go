@@ -83,7 +83,8 @@
 //     gives up.
 //   - fn must not end the transaction. Do checks before its COMMIT that
 //     the connection is still in a transaction (pgx's transaction status,
-//     MySQL's @@in_transaction, SQLite's refusal of a nested BEGIN) and
+//     the MySQL server's in-transaction flag that go-sql-driver keeps, or
+//     @@in_transaction; SQLite's refusal of a nested BEGIN) and
 //     returns ErrOutsideFence if not: fn's statements after a COMMIT,
 //     ROLLBACK or MySQL's implicit commit (DDL) ran outside the fence. A
 //     transaction fn ended and began anew is not told apart from the

@@ -531,8 +531,10 @@ func commitRefused(d Dialect, err error) bool {
 //   - PostgreSQL through pgx: pgconn's transaction status, known from the
 //     server's last ReadyForQuery (no round trip); through another driver,
 //     txid_current_if_assigned(), which the check's UPDATE assigned.
-//   - MySQL/MariaDB: @@in_transaction (MySQL without it: InnoDB's
-//     transaction list for this connection).
+//   - MySQL/MariaDB through go-sql-driver: the server's in-transaction
+//     flag of the last OK packet, which the driver keeps (no round trip;
+//     mysqlInTransaction); through another driver @@in_transaction (MySQL
+//     without it: InnoDB's transaction list for this connection).
 //   - SQLite: BEGIN, which fails inside a transaction; if it succeeds, the
 //     one it began is rolled back with the rest.
 //

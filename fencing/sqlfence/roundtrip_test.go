@@ -121,3 +121,34 @@ func TestPoolOfOne(t *testing.T) {
 		require.Equal(t, fencing.Token(3), floor)
 	})
 }
+
+// DoConn on MySQL with multiStatements=true (START TRANSACTION and the
+// check in one query): a scope without a row, admitted, refused, rolled
+// back on fn's error.
+func TestDoConnMultiStatements(t *testing.T) {
+	db := sqltest.Open(t, sqlfence.MySQL)
+	ctx := testCtx(t)
+	createLog(t, db)
+	mdb, err := sql.Open(db.Driver, db.DSN+"?multiStatements=true")
+	require.NoError(t, err)
+	defer mdb.Close()
+	f, err := sqlfence.New(mdb, sqlfence.MySQL)
+	require.NoError(t, err)
+	write := func(tok fencing.Token, attempt int) func(sqlfence.Querier) error {
+		return func(q sqlfence.Querier) error { return appendLog(ctx, db, q, tok, attempt) }
+	}
+	require.NoError(t, f.DoConn(ctx, "new", 5, write(5, 1)))
+	require.NoError(t, f.DoConn(ctx, "new", 7, write(7, 2)))
+	requireStale(t, f.DoConn(ctx, "new", 6, write(6, 3)), "new", 6, 7)
+	require.Error(t, f.DoConn(ctx, "new", 8, func(q sqlfence.Querier) error {
+		if err := write(8, 4)(q); err != nil {
+			return err
+		}
+		_, err := q.ExecContext(ctx, "INSERT INTO no_such_table VALUES (1)")
+		return err
+	}))
+	require.Equal(t, []logRow{{5, 1}, {7, 2}}, readLog(t, db))
+	floor, err := f.Floor(ctx, "new")
+	require.NoError(t, err)
+	require.Equal(t, fencing.Token(7), floor)
+}

@@ -1,6 +1,7 @@
 package sqlfence
 
 import (
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -87,6 +88,44 @@ type statements struct {
 	insert string // the scope's row at token 0, nothing if it exists
 	check  string // the fence check: one row affected iff admitted
 	floor  string
+	table  string
+}
+
+// checkLiteral is the check with token and scope written into the text
+// instead of bound as parameters, so that the driver sends it as one
+// plain query: no prepare round trip (go-sql-driver/mysql without
+// interpolateParams prepares every statement with arguments), and it can
+// travel in one message with BEGIN. The scope is written so that no byte
+// of it can end the literal: MySQL a hex literal (the column is binary),
+// PostgreSQL an E” string with backslash and quote escaped (safe whatever
+// standard_conforming_strings says), SQLite a ” string with quotes
+// doubled (SQLite has no backslash escapes). Scopes are valid UTF-8
+// without control characters (fencing.ValidateScope).
+func (d Dialect) checkLiteral(table, scope string, token int64) string {
+	tok := strconv.FormatInt(token, 10)
+	return fmt.Sprintf("UPDATE %s SET token = %s, writes = writes + 1 WHERE scope = %s AND token <= %s", table, tok, d.scopeLiteral(scope), tok)
+}
+
+// scopeLiteral is scope as an SQL literal (see checkLiteral).
+func (d Dialect) scopeLiteral(scope string) string {
+	switch d {
+	case MySQL:
+		return "X'" + hex.EncodeToString([]byte(scope)) + "'"
+	case Postgres:
+		return "E'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(scope) + "'"
+	}
+	return "'" + strings.ReplaceAll(scope, "'", "''") + "'"
+}
+
+// pgPrepared is, for PostgreSQL's DoConn, the name of the check prepared
+// on a connection (PREPARE … AS the check), the PREPARE itself, and the
+// EXECUTE of it for a token and scope: "BEGIN; EXECUTE …" travels as one
+// simple query, like the literal check, but the server plans the check
+// once per connection instead of once per transaction.
+func pgPrepared(table string) (name, prepare string) {
+	name = "coordkit_check_" + strings.ReplaceAll(table, ".", "__")
+	prepare = fmt.Sprintf("PREPARE %s (BIGINT, TEXT) AS UPDATE %s SET token = $1, writes = writes + 1 WHERE scope = $2 AND token <= $1", name, table)
+	return name, prepare
 }
 
 func (d Dialect) statements(table string) statements {
@@ -104,6 +143,7 @@ func (d Dialect) statements(table string) statements {
 		suffix = " ENGINE=InnoDB"
 	}
 	st := statements{
+		table: table,
 		create: fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (scope %s NOT NULL PRIMARY KEY, token %s NOT NULL, writes %s NOT NULL)%s",
 			table, d.scopeColumn(), intType, intType, suffix),
 		probe: fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE 1 = 0", table),

@@ -24,15 +24,20 @@
 // transaction, a concurrent insert of the same row being harmless, and
 // checks again) or the token is below the floor: the transaction is rolled
 // back and Do returns a *fencing.StaleError with the floor read in the same
-// transaction. Fence runs the check alone, to raise the floor before a new
-// holder's first write; Floor reads the floor. The decision from the
+// transaction. DoConn is Do with BEGIN sent to the server together with
+// the check (one round trip less; fn gets a Querier on the connection
+// instead of a *sql.Tx). Fence runs the check alone, to raise the floor
+// before a new holder's first write; Floor reads the floor. The decision from the
 // statement's result is a pure function, tested on its own.
 //
 // Data source names: NormalizeDSN turns what a user gives for SQLite (a
 // path or a file: URI) into a DSN with IMMEDIATE transactions and a busy
 // timeout, and refuses deferred transactions and in-memory databases;
-// RedactDSN hides the password of a DSN in the URL, key=value and
-// go-sql-driver/mysql forms for printing, and Scrub removes it from a
+// for PostgreSQL and MySQL it refuses (ErrInvalidDSN) a DSN that the
+// driver would not parse, without showing it. RedactDSN hides the password
+// of a DSN in the URL, key=value and go-sql-driver/mysql forms for
+// printing, and shows nothing of a DSN of none of these shapes; Scrub
+// removes the password (or every piece of an unparsable DSN) from a
 // driver's error text. They parse the DSN themselves, without the drivers.
 //
 // # Why it is safe
@@ -70,8 +75,20 @@
 //   - Equal tokens are both admitted (the same holder retrying).
 //   - The floor says nothing about whether a predecessor's last write
 //     landed. Floor is a plain read, outdated as soon as it returns.
-//   - An error from COMMIT (a lost connection) leaves it to the database
-//     whether the transaction committed, as with any SQL transaction.
+//   - When COMMIT was sent and its answer lost (a timeout, a connection
+//     closed under it), the transaction may or may not have committed: Do
+//     says so with ErrCommitUnknown, never "rolled back". Read before
+//     retrying. go-sql-driver/mysql's COMMIT does not follow the context:
+//     without readTimeout in the DSN it waits for that answer until TCP
+//     gives up.
+//   - fn must not end the transaction. Do checks before its COMMIT that
+//     the connection is still in a transaction (pgx's transaction status,
+//     the MySQL server's in-transaction flag that go-sql-driver keeps, or
+//     @@in_transaction; SQLite's refusal of a nested BEGIN) and
+//     returns ErrOutsideFence if not: fn's statements after a COMMIT,
+//     ROLLBACK or MySQL's implicit commit (DDL) ran outside the fence. A
+//     transaction fn ended and began anew is not told apart from the
+//     fence's own.
 //   - SQLite opened without IMMEDIATE transactions, or a table created by
 //     hand without the primary key on scope, void the argument above (the
 //     latter is detected: ErrBadTable).

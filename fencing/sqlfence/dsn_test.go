@@ -30,6 +30,13 @@ func TestRedactDSNAndScrub(t *testing.T) {
 		{"mysql no password", "root@tcp(127.0.0.1:3306)/test", "root@tcp(127.0.0.1:3306)/test", ""},
 		{"sqlite path", "/var/lib/app.db", "/var/lib/app.db", ""},
 		{"sqlite uri", "file:/var/lib/app.db?_txlock=immediate", "file:/var/lib/app.db?_txlock=immediate", ""},
+		{"sqlite path with @", "/var/lib/a@b.db", "/var/lib/a@b.db", ""},
+		// Issue 25: what cannot be parsed is not shown at all.
+		{"url unterminated bracket", "postgres://nobody:TOPSECRET11@[::1", unparsable, "TOPSECRET11"},
+		{"url after junk", "%%%postgres://nobody:TOPSECRET9@x", unparsable, "TOPSECRET9"},
+		{"mysql unterminated address", "nobody:MYSECRET2@tcp(127.0.0.1:3306/test", unparsable, "MYSECRET2"},
+		{"password as dsn", "TOP@SECRET5", unparsable, "SECRET5"},
+		{"kv unterminated quote", "host=db password='se cret", unparsable, "se cret"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := sqlfence.RedactDSN(tc.in)
@@ -45,6 +52,56 @@ func TestRedactDSNAndScrub(t *testing.T) {
 			assert.NotContains(t, scrubbed.Error(), tc.secret)
 			assert.Contains(t, scrubbed.Error(), "xxxxx")
 		})
+	}
+}
+
+// unparsable is RedactDSN's text for a DSN it cannot parse.
+var unparsable = sqlfence.RedactDSN("not@a dsn")
+
+// Issue 25: PostgreSQL and MySQL DSNs that their drivers cannot parse are
+// refused before any driver sees them, and the error never shows them.
+func TestNormalizeDSNRefusesUnparsable(t *testing.T) {
+	require.Contains(t, unparsable, "not shown")
+	for _, tc := range []struct {
+		name   string
+		d      sqlfence.Dialect
+		in     string
+		secret string
+	}{
+		{"url unterminated bracket", sqlfence.Postgres, "postgres://nobody:TOPSECRET11@[::1", "TOPSECRET11"},
+		{"url after junk", sqlfence.Postgres, "%%%postgres://nobody:TOPSECRET9@x", "TOPSECRET9"},
+		{"password as dsn", sqlfence.Postgres, "TOP@SECRET5", "SECRET5"},
+		{"kv unterminated quote", sqlfence.Postgres, "host=db password='se cret", "se cret"},
+		{"kv broken url with query", sqlfence.Postgres, "postgres://u:PW1@[::1/db?sslmode=disable", "PW1"},
+		{"mysql unterminated address", sqlfence.MySQL, "nobody:MYSECRET2@tcp(127.0.0.1:3306/test", "MYSECRET2"},
+		{"mysql no slash", sqlfence.MySQL, "nobody:MYSECRET3@tcp(127.0.0.1:3306)", "MYSECRET3"},
+		{"mysql url", sqlfence.MySQL, "mysql://nobody:MYSECRET4@h/db", "MYSECRET4"},
+		{"mysql bad dbname escape", sqlfence.MySQL, "u:MYSECRET6@tcp(h)/d%zz", "MYSECRET6"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := sqlfence.NormalizeDSN(tc.d, tc.in)
+			require.ErrorIs(t, err, sqlfence.ErrInvalidDSN)
+			assert.NotContains(t, err.Error(), tc.secret)
+			assert.NotContains(t, sqlfence.RedactDSN(tc.in), tc.secret)
+			assert.NotContains(t, sqlfence.Scrub(fmt.Errorf("lookup %s: no such host", tc.in), tc.in).Error(), tc.secret)
+		})
+	}
+	for _, ok := range []struct {
+		d  sqlfence.Dialect
+		in string
+	}{
+		{sqlfence.Postgres, "postgres://root@127.0.0.1:5432/test?sslmode=disable"},
+		{sqlfence.Postgres, "postgresql://u:p%40ss@[::1]:5432/x"},
+		{sqlfence.Postgres, "host=db user=u password='se cret' dbname=app sslmode=disable"},
+		{sqlfence.Postgres, "host=/var/run/postgresql dbname=app"},
+		{sqlfence.MySQL, "root@tcp(127.0.0.1:3306)/test"},
+		{sqlfence.MySQL, "app:p@ss:w@tcp(db:3306)/app?parseTime=true"},
+		{sqlfence.MySQL, "app:s3cret@unix(/run/mysqld/mysqld.sock)/app"},
+		{sqlfence.MySQL, "/app"},
+	} {
+		got, err := sqlfence.NormalizeDSN(ok.d, ok.in)
+		require.NoError(t, err, ok.in)
+		require.Equal(t, ok.in, got)
 	}
 }
 

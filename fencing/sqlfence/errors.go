@@ -29,4 +29,20 @@ var (
 	// name under which the check is not safe: deferred transactions, or an
 	// in-memory database.
 	ErrUnsafeDSN = errors.New("sqlfence: unsafe data source name")
+	// ErrCommitUnknown is returned by Do and Fence when the COMMIT was
+	// sent and no answer came back (a lost connection, a timeout): the
+	// transaction, with the check's raise of the floor and fn's writes, may
+	// or may not have committed. Read before retrying: a retry of a
+	// non-idempotent write (SET n = n + 1) may apply it twice.
+	ErrCommitUnknown = errors.New("sqlfence: commit outcome unknown")
+	// ErrOutsideFence is returned by Do when, at fn's end, the transaction
+	// the check opened was no longer open: fn committed or rolled it back
+	// (COMMIT, ROLLBACK, or on MySQL a statement that commits implicitly,
+	// such as DDL), so statements after that ran outside the fence, and
+	// may have been committed without it.
+	ErrOutsideFence = errors.New("sqlfence: statements ran outside the fenced transaction")
+	// ErrInvalidDSN is returned by NormalizeDSN for a PostgreSQL or MySQL
+	// data source name that does not parse as its driver parses it. Its
+	// text does not show the DSN.
+	ErrInvalidDSN = errors.New("sqlfence: data source name cannot be parsed")
 )

@@ -3,11 +3,14 @@ package sqlfence
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/coordkit/coordkit/fencing"
 )
@@ -35,6 +38,10 @@ type Fence struct {
 
 	mu      sync.Mutex
 	created bool
+	// multi is, for MySQL's DoConn, whether the connection takes several
+	// statements in one query (multiStatements=true): 0 not known yet, 1
+	// yes, -1 no.
+	multi atomic.Int32
 }
 
 // Option configures a Fence.
@@ -124,12 +131,54 @@ func checkArgs(scope string, token fencing.Token) error {
 // rolled back (the floor does not move) and the error is returned wrapped.
 // Bad arguments give errors wrapping fencing.ErrInvalidToken or
 // fencing.ErrInvalidScope before any I/O. Other errors come from the
-// database; an error from the commit itself leaves it, as always with SQL,
-// to the database whether the transaction committed.
+// database. When COMMIT was sent and no answer came back, Do returns an
+// error wrapping ErrCommitUnknown: the writes and the floor may or may not
+// be committed. Every other error means nothing was committed, except
+// ErrOutsideFence.
 //
 // fn must use tx for the writes that need fencing, and must not commit or
-// roll it back.
+// roll it back: if at fn's end the connection is no longer in the
+// transaction the check opened (fn ran COMMIT or ROLLBACK, or on MySQL a
+// statement that commits implicitly), Do returns an error wrapping
+// ErrOutsideFence (and fn's own error, if any): statements after that
+// point ran outside the fence and may have been committed without it.
 func (f *Fence) Do(ctx context.Context, scope string, token fencing.Token, fn func(tx *sql.Tx) error) error {
+	return f.run(ctx, scope, token, false, func(q Querier) error { return fn(q.(*sql.Tx)) })
+}
+
+// Querier is what DoConn's fn gets to run its statements: the methods a
+// *sql.Tx and a *sql.Conn share.
+type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+var (
+	_ Querier = (*sql.Tx)(nil)
+	_ Querier = (*sql.Conn)(nil)
+)
+
+// DoConn is Do with the transaction begun in SQL on a connection of its
+// own instead of through database/sql's BeginTx, so that BEGIN and the
+// check go to the server together: one round trip where Do needs two.
+// On PostgreSQL "BEGIN; UPDATE …" is one simple-protocol query (pgx, and
+// lib/pq, send a query without arguments that way); on MySQL/MariaDB the
+// same when the DSN has multiStatements=true (otherwise START TRANSACTION
+// is its own round trip, as in Do); SQLite has no round trips to save. The
+// check is the same single statement, with token and scope written into
+// it (Dialect.checkLiteral), and the guarantee is Do's.
+//
+// fn runs its statements on q, the connection, inside that transaction;
+// it must not begin, commit or roll back (Do's check before COMMIT applies,
+// ErrOutsideFence). The isolation level of WithTxOptions is sent in the
+// BEGIN. Errors as Do's; on MySQL the COMMIT follows ctx here (it does not
+// through database/sql's Tx).
+func (f *Fence) DoConn(ctx context.Context, scope string, token fencing.Token, fn func(q Querier) error) error {
+	return f.run(ctx, scope, token, true, fn)
+}
+
+func (f *Fence) run(ctx context.Context, scope string, token fencing.Token, onConn bool, fn func(Querier) error) error {
 	if err := checkArgs(scope, token); err != nil {
 		return err
 	}
@@ -137,7 +186,7 @@ func (f *Fence) Do(ctx context.Context, scope string, token fencing.Token, fn fu
 		return err
 	}
 	for attempt := 1; ; attempt++ {
-		done, err := f.attempt(ctx, scope, token, fn)
+		done, err := f.attempt(ctx, scope, token, onConn, fn)
 		if done || err != nil {
 			return err
 		}
@@ -189,30 +238,38 @@ func readFloor(ctx context.Context, q querier, stmt, scope string) (fencing.Toke
 }
 
 // attempt runs one transaction. done is true when Do has its answer (err
-// nil: committed), false when the check must run again.
-func (f *Fence) attempt(ctx context.Context, scope string, token fencing.Token, fn func(*sql.Tx) error) (done bool, err error) {
-	tx, err := f.db.BeginTx(ctx, f.txOpts)
+// nil: committed), false when the check must run again. It runs on one
+// connection of its own (db.Conn) so that, before the commit, it can ask
+// the driver whether that connection is still in the transaction the
+// check opened (stillFenced). With onConn the transaction is begun and
+// ended in SQL on that connection (DoConn), else through a *sql.Tx (Do).
+func (f *Fence) attempt(ctx context.Context, scope string, token fencing.Token, onConn bool, fn func(Querier) error) (done bool, err error) {
+	conn, err := f.db.Conn(ctx)
 	if err != nil {
-		return true, fmt.Errorf("sqlfence: begin: %w", err)
+		return true, fmt.Errorf("sqlfence: connect: %w", err)
 	}
-	committed := false
+	defer conn.Close()
+	var t txn
+	if onConn {
+		t = &connTxn{conn: conn}
+	} else {
+		t = &sqlTxn{conn: conn}
+	}
+	rows, err := t.begin(ctx, f, scope, token)
+	finished := false
 	defer func() {
-		if !committed {
-			_ = tx.Rollback() // the error, if any, is not the one to report
+		if !finished {
+			t.rollback(ctx)
 		}
 	}()
-	res, err := tx.ExecContext(ctx, f.st.check, int64(token), scope, int64(token))
 	if err != nil {
 		return true, fmt.Errorf("sqlfence: check scope %q token %d: %w", scope, token, err)
 	}
-	rows, err := res.RowsAffected()
-	if err != nil {
-		return true, fmt.Errorf("sqlfence: check scope %q: rows affected: %w", scope, err)
-	}
+	q := t.querier()
 	var floor fencing.Token
 	var exists bool
 	if rows == 0 {
-		if floor, exists, err = readFloor(ctx, tx, f.st.floor, scope); err != nil {
+		if floor, exists, err = readFloor(ctx, q, f.st.floor, scope); err != nil {
 			return true, err
 		}
 	}
@@ -223,9 +280,11 @@ func (f *Fence) attempt(ctx context.Context, scope string, token fencing.Token, 
 	case missing:
 		// The row is created outside the transaction, which is rolled
 		// back first: a concurrent creator's duplicate is harmless, and
-		// the row, once there, stays.
-		_ = tx.Rollback()
-		if _, err := f.db.ExecContext(ctx, f.st.insert, scope); err != nil {
+		// the row, once there, stays. On the same connection: a pool of
+		// one (SetMaxOpenConns(1)) has no other.
+		finished = true
+		t.rollback(ctx)
+		if _, err := conn.ExecContext(ctx, f.st.insert, scope); err != nil {
 			return true, fmt.Errorf("sqlfence: create row of scope %q: %w", scope, err)
 		}
 		return false, nil
@@ -234,14 +293,406 @@ func (f *Fence) attempt(ctx context.Context, scope string, token fencing.Token, 
 	default:
 		return true, fmt.Errorf("%w: check of scope %q affected %d rows", ErrBadTable, scope, rows)
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(q); err != nil {
+		if ferr := f.stillFenced(ctx, conn, q); errors.Is(ferr, ErrOutsideFence) && !(f.dialect == MySQL && mysqlErrNumber(err) == 1213) {
+			return true, fmt.Errorf("sqlfence: scope %q token %d: %w, then fn failed: %w", scope, token, ferr, err)
+		}
 		return true, fmt.Errorf("sqlfence: scope %q token %d: rolled back: %w", scope, token, err)
 	}
-	committed = true // from here on a Rollback can only fail
-	if err := tx.Commit(); err != nil {
-		return true, fmt.Errorf("sqlfence: commit scope %q token %d: %w", scope, token, err)
+	if err := f.stillFenced(ctx, conn, q); err != nil {
+		return true, fmt.Errorf("sqlfence: scope %q token %d: %w", scope, token, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return true, fmt.Errorf("sqlfence: scope %q token %d: rolled back before the commit: %w", scope, token, err)
+	}
+	finished = true // from here on a Rollback can only fail
+	if err := t.commit(ctx); err != nil {
+		return true, f.commitErr(ctx, conn, scope, token, err)
 	}
 	return true, nil
+}
+
+// txn is one fenced transaction on a connection: begun with the check,
+// then committed or rolled back.
+type txn interface {
+	// begin starts the transaction and runs the check in it, returning
+	// the check's rows affected.
+	begin(ctx context.Context, f *Fence, scope string, token fencing.Token) (int64, error)
+	querier() Querier
+	commit(ctx context.Context) error
+	rollback(ctx context.Context)
+}
+
+// sqlTxn is database/sql's transaction (Do): BeginTx, then the check.
+type sqlTxn struct {
+	conn *sql.Conn
+	tx   *sql.Tx
+}
+
+func (t *sqlTxn) begin(ctx context.Context, f *Fence, scope string, token fencing.Token) (int64, error) {
+	tx, err := t.conn.BeginTx(ctx, f.txOpts)
+	if err != nil {
+		return 0, fmt.Errorf("begin: %w", err)
+	}
+	t.tx = tx
+	var res sql.Result
+	if f.dialect == MySQL {
+		res, err = tx.ExecContext(ctx, f.dialect.checkLiteral(f.table, scope, int64(token)))
+	} else {
+		res, err = tx.ExecContext(ctx, f.st.check, int64(token), scope, int64(token))
+	}
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (t *sqlTxn) querier() Querier             { return t.tx }
+func (t *sqlTxn) commit(context.Context) error { return t.tx.Commit() }
+func (t *sqlTxn) rollback(context.Context) {
+	if t.tx != nil {
+		_ = t.tx.Rollback() // the error, if any, is not the one to report
+	}
+}
+
+// connTxn is a transaction begun and ended in SQL on a connection
+// (DoConn), BEGIN sent with the check.
+type connTxn struct {
+	conn  *sql.Conn
+	begun bool
+}
+
+func (t *connTxn) begin(ctx context.Context, f *Fence, scope string, token fencing.Token) (int64, error) {
+	begin, err := f.beginSQL()
+	if err != nil {
+		return 0, err
+	}
+	t.begun = true // from here on, end it whatever happens
+	check := f.dialect.checkLiteral(f.table, scope, int64(token))
+	var res sql.Result
+	switch {
+	case f.dialect == Postgres:
+		name, prepare := pgPrepared(f.table)
+		exec := fmt.Sprintf("%s; EXECUTE %s(%d, %s)", begin, name, token, f.dialect.scopeLiteral(scope))
+		res, err = t.conn.ExecContext(ctx, exec)
+		var pg interface{ SQLState() string }
+		if err != nil && errors.As(err, &pg) && pg.SQLState() == "26000" {
+			// Not prepared on this connection yet (invalid_sql_statement_name):
+			// the BEGIN ran and the transaction is aborted. Once per connection.
+			if _, err = t.conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+				return 0, err
+			}
+			if _, err = t.conn.ExecContext(ctx, prepare); err != nil && !(errors.As(err, &pg) && pg.SQLState() == "42P05") {
+				return 0, fmt.Errorf("prepare the check: %w", err) // 42P05: prepared already (a pooler's other session)
+			}
+			res, err = t.conn.ExecContext(ctx, exec)
+		}
+	case f.dialect == MySQL && f.multi.Load() >= 0:
+		res, err = t.conn.ExecContext(ctx, begin+"; "+check)
+		if f.dialect == MySQL {
+			if err != nil && mysqlErrNumber(err) == 1064 {
+				// No multiStatements in the DSN: the server read it as one
+				// statement and ran nothing. Two round trips from now on.
+				f.multi.Store(-1)
+				return t.begin(ctx, f, scope, token)
+			}
+			if err == nil {
+				f.multi.Store(1)
+			}
+		}
+	default:
+		for _, stmt := range strings.Split(begin, "; ") {
+			if _, err = t.conn.ExecContext(ctx, stmt); err != nil {
+				return 0, err
+			}
+		}
+		if f.dialect == MySQL {
+			res, err = t.conn.ExecContext(ctx, check)
+		} else {
+			res, err = t.conn.ExecContext(ctx, f.st.check, int64(token), scope, int64(token))
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (t *connTxn) querier() Querier { return t.conn }
+
+func (t *connTxn) commit(ctx context.Context) error {
+	t.begun = false
+	_, err := t.conn.ExecContext(ctx, "COMMIT")
+	if err != nil {
+		// Whatever the connection's state, it does not go back to the pool.
+		_ = t.conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	return err
+}
+
+// rollback ends the transaction; if it cannot (the context is over, the
+// connection broken), the connection is closed instead of going back to
+// the pool inside a transaction, and the server rolls back.
+func (t *connTxn) rollback(ctx context.Context) {
+	if !t.begun {
+		return
+	}
+	t.begun = false
+	if ctx.Err() == nil {
+		if _, err := t.conn.ExecContext(ctx, "ROLLBACK"); err == nil {
+			return
+		}
+	}
+	_ = t.conn.Raw(func(any) error { return driver.ErrBadConn })
+}
+
+// beginSQL is the statement that begins DoConn's transaction, with the
+// isolation level of WithTxOptions.
+func (f *Fence) beginSQL() (string, error) {
+	var level string
+	if f.txOpts != nil {
+		switch f.txOpts.Isolation {
+		case sql.LevelDefault:
+		case sql.LevelReadUncommitted:
+			level = "READ UNCOMMITTED"
+		case sql.LevelReadCommitted:
+			level = "READ COMMITTED"
+		case sql.LevelRepeatableRead:
+			level = "REPEATABLE READ"
+		case sql.LevelSerializable:
+			level = "SERIALIZABLE"
+		default:
+			return "", fmt.Errorf("sqlfence: isolation level %v: not supported by DoConn", f.txOpts.Isolation)
+		}
+	}
+	switch f.dialect {
+	case SQLite:
+		return "BEGIN IMMEDIATE", nil // SQLite's only level is SERIALIZABLE
+	case MySQL:
+		if level != "" {
+			return "SET TRANSACTION ISOLATION LEVEL " + level + "; START TRANSACTION", nil
+		}
+		return "START TRANSACTION", nil
+	}
+	if level != "" {
+		return "BEGIN ISOLATION LEVEL " + level, nil
+	}
+	return "BEGIN", nil
+}
+
+// commitErr explains an error of COMMIT: not committed when the database
+// answered with an error (or database/sql had ended the transaction before
+// sending COMMIT), ErrCommitUnknown when no answer came.
+func (f *Fence) commitErr(ctx context.Context, conn *sql.Conn, scope string, token fencing.Token, err error) error {
+	if commitRefused(f.dialect, err) {
+		if f.dialect == SQLite {
+			// A refused COMMIT (SQLITE_BUSY) leaves SQLite's transaction
+			// open on the connection; database/sql has let go of it.
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+		return fmt.Errorf("sqlfence: commit scope %q token %d: not committed: %w", scope, token, err)
+	}
+	return fmt.Errorf("%w: scope %q token %d: COMMIT was sent and no answer came back, so the writes and the floor %d may or may not be committed (read them before retrying): %w",
+		ErrCommitUnknown, scope, token, token, err)
+}
+
+// commitRefused reports whether err, returned by COMMIT, says for certain
+// that nothing was committed: database/sql ended the transaction before
+// sending COMMIT (sql.ErrTxDone), PostgreSQL answered with an error (pgx's
+// *pgconn.PgError has SQLState), or SQLite refused for a lock it could not
+// get (SQLITE_BUSY, SQLITE_LOCKED: the transaction stays open). Anything
+// else — a timeout, a closed connection — may have come after the server
+// committed.
+func commitRefused(d Dialect, err error) bool {
+	if errors.Is(err, sql.ErrTxDone) {
+		return true
+	}
+	var pg interface{ SQLState() string }
+	if d == Postgres && errors.As(err, &pg) && pg.SQLState() != "" {
+		return true
+	}
+	var lite interface{ Code() int }
+	if d == SQLite && errors.As(err, &lite) {
+		switch lite.Code() & 0xff {
+		case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
+			return true
+		}
+	}
+	return false
+}
+
+// stillFenced reports, before the commit, whether conn is still in the
+// transaction the check opened. It returns an error wrapping
+// ErrOutsideFence if it is not (fn committed or rolled back), an error
+// saying the transaction failed (PostgreSQL: a statement failed and fn
+// went on; COMMIT would roll back), or nil. It asks each engine in its
+// own way:
+//
+//   - PostgreSQL through pgx: pgconn's transaction status, known from the
+//     server's last ReadyForQuery (no round trip); through another driver,
+//     txid_current_if_assigned(), which the check's UPDATE assigned.
+//   - MySQL/MariaDB through go-sql-driver: the server's in-transaction
+//     flag of the last OK packet, which the driver keeps (no round trip;
+//     mysqlInTransaction); through another driver @@in_transaction (MySQL
+//     without it: InnoDB's transaction list for this connection).
+//   - SQLite: BEGIN, which fails inside a transaction; if it succeeds, the
+//     one it began is rolled back with the rest.
+//
+// A transaction that fn ended and then began anew (COMMIT; BEGIN) is not
+// told apart from the fence's own; 'coordctl sql' refuses such statements
+// before running them (Dialect.TransactionControl).
+func (f *Fence) stillFenced(ctx context.Context, conn *sql.Conn, tx Querier) error {
+	outside := fmt.Errorf("%w: the transaction the check opened was committed or rolled back inside fn", ErrOutsideFence)
+	switch f.dialect {
+	case Postgres:
+		var status byte
+		var known bool
+		if err := conn.Raw(func(dc any) error { status, known = pgxTxStatus(dc); return nil }); err != nil {
+			return fmt.Errorf("sqlfence: transaction status: %w", err)
+		}
+		if known {
+			switch status {
+			case 'T':
+				return nil
+			case 'E':
+				return errors.New("rolled back: a statement in the transaction failed (and fn went on); COMMIT would roll back")
+			}
+			return outside
+		}
+		var assigned bool
+		if err := tx.QueryRowContext(ctx, "SELECT txid_current_if_assigned() IS NOT NULL").Scan(&assigned); err != nil {
+			return fmt.Errorf("sqlfence: transaction status: %w", err)
+		}
+		if !assigned {
+			return outside
+		}
+		return nil
+	case MySQL:
+		var in int
+		var known bool
+		if err := conn.Raw(func(dc any) error { in, known = mysqlInTransaction(dc); return nil }); err != nil {
+			return fmt.Errorf("sqlfence: transaction status: %w", err)
+		}
+		if known {
+			if in == 0 {
+				return outside
+			}
+			return nil
+		}
+		err := tx.QueryRowContext(ctx, "SELECT @@in_transaction").Scan(&in)
+		if err != nil {
+			err = tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_mysql_thread_id = CONNECTION_ID()").Scan(&in)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlfence: transaction status: %w", err)
+		}
+		if in == 0 {
+			return outside
+		}
+		return nil
+	case SQLite:
+		_, err := tx.ExecContext(ctx, "BEGIN")
+		switch {
+		case err == nil:
+			return outside
+		case strings.Contains(err.Error(), "within a transaction"):
+			return nil
+		}
+		return fmt.Errorf("sqlfence: transaction status: %w", err)
+	}
+	return nil
+}
+
+// mysqlErrNumber returns the number of go-sql-driver/mysql's *MySQLError
+// in err's chain (1213 ER_LOCK_DEADLOCK, after which InnoDB has rolled the
+// whole transaction back; 1064 a syntax error), 0 if there is none. It
+// reads the error's exported Number field, without importing the driver.
+func mysqlErrNumber(err error) uint64 {
+	for _, e := range allErrors(err) {
+		v := reflect.ValueOf(e)
+		if v.Kind() == reflect.Pointer && !v.IsNil() {
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct || v.Type().Name() != "MySQLError" {
+			continue
+		}
+		if n := v.FieldByName("Number"); n.IsValid() && n.CanUint() {
+			return n.Uint()
+		}
+	}
+	return 0
+}
+
+// allErrors is err and every error it wraps, depth first.
+func allErrors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	out := []error{err}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		out = append(out, allErrors(u.Unwrap())...)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			out = append(out, allErrors(e)...)
+		}
+	}
+	return out
+}
+
+// mysqlInTransaction returns 1 if a github.com/go-sql-driver/mysql
+// connection is in a transaction, 0 if not, by the server's
+// SERVER_STATUS_IN_TRANS flag that came with the last OK packet (the
+// driver keeps it in its connection's status field), so no round trip;
+// known is false for another driver or a version without that field.
+// An error packet carries no status: after a failed last statement the
+// flag is the one before it (fn that returns nil after such an error has
+// a deadlock's rollback go unnoticed here; @@in_transaction would see it).
+func mysqlInTransaction(dc any) (in int, known bool) {
+	v := reflect.ValueOf(dc)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return 0, false
+	}
+	v = v.Elem()
+	if v.Kind() != reflect.Struct || v.Type().Name() != "mysqlConn" || v.Type().PkgPath() != "github.com/go-sql-driver/mysql" {
+		return 0, false
+	}
+	st := v.FieldByName("status")
+	if !st.IsValid() || !st.CanUint() || st.Kind() != reflect.Uint16 {
+		return 0, false
+	}
+	const serverStatusInTrans = 1 // SERVER_STATUS_IN_TRANS
+	if st.Uint()&serverStatusInTrans != 0 {
+		return 1, true
+	}
+	return 0, true
+}
+
+// pgxTxStatus returns pgconn's transaction status ('I' idle, 'T' in a
+// transaction, 'E' in a failed one) of a github.com/jackc/pgx/v5/stdlib
+// connection — dc.Conn().PgConn().TxStatus() — without importing pgx; ok
+// is false for another driver.
+func pgxTxStatus(dc any) (status byte, ok bool) {
+	call := func(m reflect.Value) (reflect.Value, bool) {
+		if !m.IsValid() || m.Type().NumIn() != 0 || m.Type().NumOut() != 1 {
+			return reflect.Value{}, false
+		}
+		out := m.Call(nil)[0]
+		return out, out.IsValid() && (out.Kind() != reflect.Pointer || !out.IsNil())
+	}
+	c, ok := call(reflect.ValueOf(dc).MethodByName("Conn"))
+	if !ok {
+		return 0, false
+	}
+	pc, ok := call(c.MethodByName("PgConn"))
+	if !ok {
+		return 0, false
+	}
+	st, ok := call(pc.MethodByName("TxStatus"))
+	if !ok || st.Kind() != reflect.Uint8 {
+		return 0, false
+	}
+	return byte(st.Uint()), true
 }
 
 // SQLiteDSN returns a modernc.org/sqlite data source name (driver "sqlite")

@@ -51,7 +51,7 @@ func createLog(t *testing.T, db *sqltest.DB) {
 	require.NoError(t, err)
 }
 
-func appendLog(ctx context.Context, db *sqltest.DB, tx *sql.Tx, token fencing.Token, attempt int) error {
+func appendLog(ctx context.Context, db *sqltest.DB, tx sqlfence.Querier, token fencing.Token, attempt int) error {
 	_, err := tx.ExecContext(ctx, db.Rebind("INSERT INTO biz (token, attempt) VALUES (?, ?)"), int64(token), attempt)
 	return err
 }
@@ -71,6 +71,37 @@ func readLog(t *testing.T, db *sqltest.DB) []logRow {
 	}
 	require.NoError(t, rows.Err())
 	return out
+}
+
+// modes are the two ways to run a fenced transaction, whose contract the
+// tests check alike: Do (database/sql's Tx) and DoConn (BEGIN sent with
+// the check, on a connection).
+var modes = []string{"Do", "DoConn"}
+
+// serverModes are the engines with a wire and row locks, each in both modes.
+var serverModes = []struct {
+	d    sqlfence.Dialect
+	mode string
+}{{sqlfence.Postgres, "Do"}, {sqlfence.MySQL, "Do"}, {sqlfence.Postgres, "DoConn"}, {sqlfence.MySQL, "DoConn"}}
+
+type doFunc func(ctx context.Context, scope string, token fencing.Token, fn func(tx sqlfence.Querier) error) error
+
+func doWith(f *sqlfence.Fence, mode string) doFunc {
+	if mode == "DoConn" {
+		return f.DoConn
+	}
+	return func(ctx context.Context, scope string, token fencing.Token, fn func(tx sqlfence.Querier) error) error {
+		return f.Do(ctx, scope, token, func(tx *sql.Tx) error { return fn(tx) })
+	}
+}
+
+// eachMode runs fn per mode and engine, each with a fresh database.
+func eachMode(t *testing.T, fn func(t *testing.T, db *sqltest.DB, mode string)) {
+	for _, m := range modes {
+		t.Run(m, func(t *testing.T) {
+			sqltest.Each(t, func(t *testing.T, db *sqltest.DB) { fn(t, db, m) })
+		})
+	}
 }
 
 func writes(t *testing.T, db *sqltest.DB, scope string) int64 {
@@ -150,17 +181,18 @@ func TestSQLiteDSN(t *testing.T) {
 // The basic contract on every engine: admit, raise, refuse below the floor,
 // admit an equal token again (MySQL counts changed rows, hence writes+1).
 func TestDoAdmitsAndRefuses(t *testing.T) {
-	sqltest.Each(t, func(t *testing.T, db *sqltest.DB) {
+	eachMode(t, func(t *testing.T, db *sqltest.DB, mode string) {
 		ctx := testCtx(t)
 		createLog(t, db)
 		f := newFence(t, db)
+		run := doWith(f, mode)
 
 		floor, err := f.Floor(ctx, "jobs")
 		require.NoError(t, err)
 		require.Zero(t, floor)
 
 		do := func(token fencing.Token, attempt int) error {
-			return f.Do(ctx, "jobs", token, func(tx *sql.Tx) error { return appendLog(ctx, db, tx, token, attempt) })
+			return run(ctx, "jobs", token, func(tx sqlfence.Querier) error { return appendLog(ctx, db, tx, token, attempt) })
 		}
 		require.NoError(t, do(5, 1))
 		require.NoError(t, do(5, 2), "the same holder writes again")
@@ -248,13 +280,14 @@ func TestBadInput(t *testing.T) {
 // A statement that fails inside fn, or fn's own error, or a panic, rolls
 // everything back: the floor does not move and nothing is written.
 func TestFailureRollsBack(t *testing.T) {
-	sqltest.Each(t, func(t *testing.T, db *sqltest.DB) {
+	eachMode(t, func(t *testing.T, db *sqltest.DB, mode string) {
 		ctx := testCtx(t)
 		createLog(t, db)
 		f := newFence(t, db)
+		run := doWith(f, mode)
 		require.NoError(t, f.Fence(ctx, "s", 3))
 
-		err := f.Do(ctx, "s", 8, func(tx *sql.Tx) error {
+		err := run(ctx, "s", 8, func(tx sqlfence.Querier) error {
 			if err := appendLog(ctx, db, tx, 8, 1); err != nil {
 				return err
 			}
@@ -265,7 +298,7 @@ func TestFailureRollsBack(t *testing.T) {
 		require.NotErrorIs(t, err, fencing.ErrStale)
 
 		boom := errors.New("boom")
-		err = f.Do(ctx, "s", 9, func(tx *sql.Tx) error {
+		err = run(ctx, "s", 9, func(tx sqlfence.Querier) error {
 			if err := appendLog(ctx, db, tx, 9, 2); err != nil {
 				return err
 			}
@@ -274,7 +307,7 @@ func TestFailureRollsBack(t *testing.T) {
 		require.ErrorIs(t, err, boom)
 
 		require.PanicsWithValue(t, "fn panics", func() {
-			_ = f.Do(ctx, "s", 10, func(tx *sql.Tx) error {
+			_ = run(ctx, "s", 10, func(tx sqlfence.Querier) error {
 				if err := appendLog(ctx, db, tx, 10, 3); err != nil {
 					t.Error(err)
 				}
@@ -289,7 +322,7 @@ func TestFailureRollsBack(t *testing.T) {
 		require.Equal(t, int64(1), writes(t, db, "s"))
 
 		// The fence still works afterwards (no connection left in a bad state).
-		require.NoError(t, f.Do(ctx, "s", 4, func(tx *sql.Tx) error { return appendLog(ctx, db, tx, 4, 4) }))
+		require.NoError(t, run(ctx, "s", 4, func(tx sqlfence.Querier) error { return appendLog(ctx, db, tx, 4, 4) }))
 		require.Equal(t, []logRow{{4, 4}}, readLog(t, db))
 	})
 }
@@ -313,7 +346,7 @@ type result struct {
 // token; a writer told "stale" committed nothing; a writer told "ok" is in
 // the table exactly once.
 func TestConcurrentWriters(t *testing.T) {
-	sqltest.Each(t, func(t *testing.T, db *sqltest.DB) {
+	eachMode(t, func(t *testing.T, db *sqltest.DB, mode string) {
 		ctx := testCtx(t)
 		createLog(t, db)
 		const writers, rounds = 12, 8
@@ -329,6 +362,7 @@ func TestConcurrentWriters(t *testing.T) {
 		}
 		for w := range writers {
 			f := newFence(t, db) // one Fence each: also races the table's creation
+			run := doWith(f, mode)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -339,7 +373,7 @@ func TestConcurrentWriters(t *testing.T) {
 					// Tokens climb with the round, with overlap between
 					// writers, so some are stale and most are not.
 					token := fencing.Token(r*4 + rng.IntN(8) + 1)
-					err := f.Do(ctx, "shared", token, func(tx *sql.Tx) error {
+					err := run(ctx, "shared", token, func(tx sqlfence.Querier) error {
 						return appendLog(ctx, db, tx, token, attempt)
 					})
 					results <- result{attempt, token, err}
@@ -434,18 +468,20 @@ func TestBlockedWriterRechecks(t *testing.T) {
 		{"newer token is admitted", 9, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, d := range []sqlfence.Dialect{sqlfence.Postgres, sqlfence.MySQL} {
-				t.Run(d.String(), func(t *testing.T) {
+			for _, dm := range serverModes {
+				d, mode := dm.d, dm.mode
+				t.Run(mode+"/"+d.String(), func(t *testing.T) {
 					db := sqltest.Open(t, d)
 					ctx := testCtx(t)
 					createLog(t, db)
 					f := newFence(t, db)
+					run := doWith(f, mode)
 					require.NoError(t, f.Fence(ctx, "s", 2))
 
 					inside, release := make(chan struct{}), make(chan struct{})
 					holder := make(chan error, 1)
 					go func() {
-						holder <- f.Do(ctx, "s", 6, func(tx *sql.Tx) error {
+						holder <- run(ctx, "s", 6, func(tx sqlfence.Querier) error {
 							close(inside)
 							<-release
 							return appendLog(ctx, db, tx, 6, 1)
@@ -458,7 +494,7 @@ func TestBlockedWriterRechecks(t *testing.T) {
 					}
 					blocked := make(chan error, 1)
 					go func() {
-						blocked <- f.Do(ctx, "s", tc.blocked, func(tx *sql.Tx) error {
+						blocked <- run(ctx, "s", tc.blocked, func(tx sqlfence.Querier) error {
 							return appendLog(ctx, db, tx, tc.blocked, 2)
 						})
 					}()

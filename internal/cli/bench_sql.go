@@ -13,7 +13,7 @@ import (
 func newBenchSQLCmd(f *factory) *cobra.Command {
 	opts := sqlbench.Options{}
 	cmd := &cobra.Command{
-		Use:   "sql [--driver D --dsn DSN] [--iterations N] [--per-writer N] [--writers N] [--rounds N]",
+		Use:   "sql [--driver D --dsn DSN] [--fence do|doconn|both] [--iterations N] [--per-writer N] [--writers N] [--rounds N]",
 		Short: "The cost of the fence check in a SQL database: with and without it",
 		Long: `Measure, side by side in one run, the same small transaction — one UPDATE of
 a business row — with the fence check of 'coordctl sql' first (the one
@@ -39,11 +39,12 @@ the end; it needs CREATE TABLE there, not CREATE DATABASE. Without --dsn
 sqlite --dsn is handled as in 'coordctl sql' (IMMEDIATE transactions).
 Afterwards it checks that the business rows count exactly the committed
 transactions. Results go to stdout, progress to stderr. -w json prints
-{"benchmark":"sql","driver","server","writers","rows":[{"metric","fenced",
+{"benchmark":"sql","driver","server","writers","fence","rows":[{"metric","fenced",
 "unfenced","unit"}...]}.`,
 		Example: `  coordctl bench sql
   coordctl bench sql --driver postgres --dsn 'postgres://root@127.0.0.1:5432/test?sslmode=disable'
-  coordctl bench sql --driver mysql --dsn 'root@tcp(127.0.0.1:3306)/test' -w json`,
+  coordctl bench sql --driver mysql --dsn 'root@tcp(127.0.0.1:3306)/test' -w json
+  coordctl bench sql --driver postgres --dsn "$DB" --fence both`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := f.NotifyContext(cmd.Context())
@@ -58,6 +59,7 @@ transactions. Results go to stdout, progress to stderr. -w json prints
 	fl.IntVar(&opts.PerWriter, "per-writer", 50, "transactions of each concurrent writer, per side and load")
 	fl.IntVar(&opts.Writers, "writers", 16, "concurrent writers (2..64)")
 	fl.IntVar(&opts.Rounds, "rounds", 4, "rounds per load, alternating which side goes first (at most --iterations and --per-writer)")
+	fl.StringVar(&opts.Fence, "fence", sqlbench.FenceDo, "how the fenced side runs: do (sqlfence Do, database/sql's Tx: BEGIN, check, UPDATE, COMMIT), doconn (DoConn: BEGIN sent with the check), or both (Do in 'fenced', DoConn in 'fenced_conn', side by side)")
 	return cmd
 }
 

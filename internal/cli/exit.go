@@ -8,6 +8,7 @@ import (
 	"os/exec"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/fencing/sqlfence"
 	"github.com/coordkit/coordkit/lock"
 )
 
@@ -19,6 +20,10 @@ const (
 	exitNotAcquired = 3
 	exitLost        = 4
 	exitStale       = 5
+	// exitUnknown: the writes may have been committed although the command
+	// could not confirm it (a lost answer to COMMIT, statements that ran
+	// outside the fence): look before retrying.
+	exitUnknown = 6
 	// exitCannotExecute and exitCommandNotFound are the shell's codes for a
 	// command that was found but could not be run, and one not found.
 	exitCannotExecute   = 126
@@ -34,6 +39,8 @@ var (
 	errNotAcquired = errors.New("not acquired")
 	// errLost: held, then lost while holding (exit 4).
 	errLost = errors.New("lost while holding")
+	// errUnknown: the outcome is not known to be "nothing happened" (exit 6).
+	errUnknown = errors.New("outcome unknown")
 	// errFailed: the command ran and its result is a failure (exit 1), even
 	// if the cause says "interrupted".
 	errFailed = errors.New("failed")
@@ -51,6 +58,7 @@ var exitCodes = []struct {
 	{isAny(errNotAcquired, lock.ErrLocked), exitNotAcquired},
 	{isAny(errLost), exitLost},
 	{isAny(fencing.ErrStale), exitStale},
+	{isAny(errUnknown, sqlfence.ErrCommitUnknown, sqlfence.ErrOutsideFence), exitUnknown},
 	{isAny(errFailed), exitError},
 	{func(err error) bool { var ue *usageError; return errors.As(err, &ue) }, exitUsage},
 	{isAny(context.Canceled), exitOK}, // interrupted (SIGINT) while waiting for nothing
@@ -93,7 +101,7 @@ func isAny(targets ...error) func(error) bool {
 }
 
 // mark wraps err so that it also matches kind (errNotAcquired, errLost,
-// errFailed), keeping err's text.
+// errUnknown, errFailed), keeping err's text.
 func mark(kind, err error) error { return &markedError{kind: kind, err: err} }
 
 type markedError struct{ kind, err error }

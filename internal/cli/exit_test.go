@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/fencing/sqlfence"
 	"github.com/coordkit/coordkit/lock"
 )
 
@@ -32,6 +33,9 @@ func TestExitCode(t *testing.T) {
 		{"lost, reported", reported(errLost), exitLost, true},
 		{"stale", fmt.Errorf("put: %w", stale), exitStale, false},
 		{"stale, reported", reported(stale), exitStale, true},
+		{"commit outcome unknown", fmt.Errorf("sql: %w", sqlfence.ErrCommitUnknown), exitUnknown, false},
+		{"outside the fence", fmt.Errorf("sql: %w", sqlfence.ErrOutsideFence), exitUnknown, false},
+		{"unknown, though interrupted", mark(errUnknown, context.Canceled), exitUnknown, false},
 		{"failed although canceled", reported(mark(errFailed, context.Canceled)), exitError, true},
 		{"child status", &childExitError{code: 42}, 42, true},
 		{"child status 0", &childExitError{code: 0}, exitOK, true},

@@ -76,7 +76,8 @@ Commands that talk to etcd use --endpoints (default 127.0.0.1:2379, or
 $COORDCTL_ENDPOINTS). Start an embedded etcd with 'coordctl etcd'.
 
 Exit codes: 0 ok, 1 error, 2 usage, 3 not acquired, 4 lost while holding,
-5 rejected as stale by fencing. In exec modes the child's code passes through.`,
+5 rejected as stale by fencing, 6 outcome unknown (a write may have been
+committed: look before retrying). In exec modes the child's code passes through.`,
 		Example: `  coordctl etcd --data-dir /tmp/etcd &
   coordctl lock jobs/nightly -- ./nightly.sh
   coordctl resource serve --data-dir /tmp/res &`,

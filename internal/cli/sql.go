@@ -75,7 +75,10 @@ _txlock=immediate and the busy timeout added when missing; a URI that asks
 for _txlock=deferred is refused, and so is an in-memory database.
 
 --command-timeout bounds the whole run: connecting, the check, the
-statements and the commit. Passwords in a DSN are never printed.`
+statements and the commit (for mysql, plus a second, it also becomes the
+DSN's readTimeout and writeTimeout unless the DSN sets one: go-sql-driver's
+COMMIT does not follow a deadline). Passwords in a DSN are never printed, and a DSN that
+cannot be parsed is not printed at all.`
 
 func newSQLCmd(f *factory) *cobra.Command {
 	opts := &sqlExecOptions{}
@@ -85,15 +88,29 @@ func newSQLCmd(f *factory) *cobra.Command {
 		Long: sqlLong + `
 
 'coordctl sql' runs the check and then each -e statement, in order, in one
-transaction, and commits. Exit 0: committed. Exit 5: the token is below the
-scope's floor (a newer holder has written): nothing was committed, the floor
-is named. Exit 1: any other error (cannot connect, a statement failed):
-nothing was committed and the floor did not move. Exit 2: bad flags (a token
-of 0, -3 or abc, an empty or over-long scope, no -e).
+transaction, and commits. It commits that transaction itself: a -e statement
+that would end it or change how it commits (BEGIN, START TRANSACTION, COMMIT,
+END, ROLLBACK, SET TRANSACTION, SET autocommit, XA, PREPARE TRANSACTION; on
+MySQL also the statements that commit implicitly: CREATE, ALTER, DROP,
+RENAME, TRUNCATE, LOCK TABLES, GRANT ...) is refused before anything runs,
+also after a ';' inside one -e. SAVEPOINT, RELEASE and ROLLBACK TO are
+allowed. Before committing it checks that the transaction the check opened
+is still open (a stored procedure might have committed it): if not, exit 6.
+
+Exit 0: committed. Exit 5: the token is below the scope's floor (a newer
+holder has written): nothing was committed, the floor is named. Exit 1: any
+other error (cannot connect, a statement failed): nothing was committed and
+the floor did not move. Exit 6: the outcome is unknown — COMMIT was sent and
+its answer lost (a timeout, a dropped connection), or statements ran outside
+the fence: the writes and the floor may have been committed, so read them
+before retrying (a retried 'SET n = n + 1' would count twice). Exit 2: bad
+flags (a token of 0, -3 or abc, an empty or over-long scope, no -e, a
+transaction-control statement, a DSN that cannot be parsed).
 
 Prints 'ok scope=S token=T floor=F rows_affected=N,M'; with -w json
-{"scope","token","floor","rows_affected":[N,M]}. 'sql fence' raises the
-floor without statements; 'sql floor' prints it.`,
+{"scope","token","floor","rows_affected":[N,M],"outcome":"committed"}, and on
+exit 6 {"scope","token","outcome":"unknown" (or "outside_fence"),"error"}.
+'sql fence' raises the floor without statements; 'sql floor' prints it.`,
 		Example: `  # inside 'coordctl lock NAME -- ...': token and scope come from the lock
   coordctl lock jobs/report -- coordctl sql --driver postgres \
       --dsn postgres://app@db/app -e "UPDATE report SET body = 'new' WHERE id = 1"
@@ -128,8 +145,9 @@ func newSQLFenceCmd(f *factory) *cobra.Command {
 		Long: `Run the fence check alone: the scope's floor rises to --token, so that
 from now on every lower token is refused. A new holder fences before its
 first write, closing the window in which its predecessor could still write.
-Exit 5 when the token is below the floor already (nothing changed), 1 on any
-other error, 2 for bad flags. Give it only a token a lock or election gave
+Exit 5 when the token is below the floor already (nothing changed), 6 when
+the answer to COMMIT was lost (the floor may have risen), 1 on any other
+error, 2 for bad flags. Give it only a token a lock or election gave
 you: a made-up high token would make every later real holder's write exit 5. Prints 'ok scope=S token=T floor=F'; with -w
 json {"scope","token","floor"}.
 
@@ -187,13 +205,32 @@ be bumped above it ('etcdutl snapshot restore --bump-revision N
 	return cmd
 }
 
+// The outcomes 'coordctl sql' and 'sql fence' print with -w json.
+const (
+	outcomeCommitted = "committed"
+	// outcomeUnknown: COMMIT was sent and its answer lost (exit 6).
+	outcomeUnknown = "unknown"
+	// outcomeOutside: statements ran outside the fenced transaction (exit 6).
+	outcomeOutside = "outside_fence"
+)
+
 // sqlResult is what 'coordctl sql' and 'sql fence' print; its JSON is the contract.
 type sqlResult struct {
 	Scope        string        `json:"scope"`
 	Token        fencing.Token `json:"token"`
 	Floor        fencing.Token `json:"floor"`
 	RowsAffected []int64       `json:"rows_affected"`
+	Outcome      string        `json:"outcome"`
 	fenceOnly    bool
+}
+
+// sqlUnknownResult is printed with -w json when the outcome is not known
+// (exit 6): {"scope","token","outcome":"unknown"|"outside_fence","error"}.
+type sqlUnknownResult struct {
+	Scope   string        `json:"scope"`
+	Token   fencing.Token `json:"token"`
+	Outcome string        `json:"outcome"`
+	Error   string        `json:"error"`
 }
 
 func (r sqlResult) WriteSimple(w io.Writer) error {
@@ -211,9 +248,10 @@ func (r sqlResult) WriteSimple(w io.Writer) error {
 
 // sqlFenceResult drops rows_affected from the JSON of 'sql fence'.
 type sqlFenceResult struct {
-	Scope string        `json:"scope"`
-	Token fencing.Token `json:"token"`
-	Floor fencing.Token `json:"floor"`
+	Scope   string        `json:"scope"`
+	Token   fencing.Token `json:"token"`
+	Floor   fencing.Token `json:"floor"`
+	Outcome string        `json:"outcome"`
 }
 
 func (r sqlFenceResult) WriteSimple(w io.Writer) error {
@@ -251,6 +289,11 @@ func (o *sqlOptions) validate(needToken bool) (sqlfence.Dialect, string, fencing
 	d, dsn, err := o.validateConn()
 	if err != nil {
 		return 0, "", 0, err
+	}
+	if d == sqlfence.MySQL {
+		// A second more than the run's deadline, which ends everything
+		// else first; only COMMIT ignores that deadline.
+		dsn = mysqlTimeouts(dsn, o.Timeout+time.Second)
 	}
 	if err := checkScopeFlag(o.Scope); err != nil {
 		return 0, "", 0, err
@@ -334,6 +377,9 @@ func runSQL(ctx context.Context, f *factory, opts *sqlExecOptions) error {
 		if strings.TrimSpace(s) == "" {
 			return usageErrorf("statement %d (-e) is empty", i+1)
 		}
+		if name, ok := d.TransactionControl(s); ok {
+			return usageErrorf("statement %d (-e %s) is transaction control (%s): 'coordctl sql' runs every -e statement in the one fenced transaction and commits it itself; a %s inside would end that transaction early and run the rest outside the fence", i+1, abbrev(s), name, name)
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
@@ -358,18 +404,34 @@ func runSQL(ctx context.Context, f *factory, opts *sqlExecOptions) error {
 		return nil
 	})
 	if err != nil {
-		return c.doErr(ctx, err)
+		return c.doErr(ctx, p, opts.Scope, tok, err)
 	}
-	return p.Print(sqlResult{Scope: opts.Scope, Token: tok, Floor: tok, RowsAffected: rows})
+	return p.Print(sqlResult{Scope: opts.Scope, Token: tok, Floor: tok, RowsAffected: rows, Outcome: outcomeCommitted})
 }
 
-// doErr explains an error of Fence.Do: a stale token as it is (exit 5),
-// anything else as nothing committed (exit 1).
-func (c *sqlConn) doErr(ctx context.Context, err error) error {
-	if errors.Is(err, fencing.ErrStale) {
+// doErr explains an error of Fence.Do: a stale token as it is (exit 5); a
+// lost answer to COMMIT, or statements that ran outside the fence, as an
+// unknown outcome (exit 6, and with -w json an object saying so on
+// stdout); anything else as nothing committed (exit 1).
+func (c *sqlConn) doErr(ctx context.Context, p *printer, scope string, tok fencing.Token, err error) error {
+	var outcome, what string
+	switch {
+	case errors.Is(err, fencing.ErrStale):
 		return fmt.Errorf("%w; nothing was committed", err)
+	case errors.Is(err, sqlfence.ErrCommitUnknown):
+		outcome, what = outcomeUnknown, "commit outcome unknown"
+	case errors.Is(err, sqlfence.ErrOutsideFence):
+		outcome, what = outcomeOutside, "statements ran outside the fence"
+	default:
+		return fmt.Errorf("%s at %s: nothing was committed: %w", c.dialect, c.shown, c.timeoutErr(ctx, err))
 	}
-	return fmt.Errorf("%s at %s: nothing was committed: %w", c.dialect, c.shown, c.timeoutErr(ctx, err))
+	err = mark(errUnknown, fmt.Errorf("%s at %s: %s: %w", c.dialect, c.shown, what, c.scrub(err)))
+	if p.JSON() {
+		if perr := p.Print(sqlUnknownResult{Scope: scope, Token: tok, Outcome: outcome, Error: err.Error()}); perr != nil {
+			return errors.Join(err, perr)
+		}
+	}
+	return err
 }
 
 func runSQLFence(ctx context.Context, f *factory, opts *sqlOptions) error {
@@ -389,9 +451,9 @@ func runSQLFence(ctx context.Context, f *factory, opts *sqlOptions) error {
 	}
 	defer c.close()
 	if err := c.fence.Fence(ctx, opts.Scope, tok); err != nil {
-		return c.doErr(ctx, err)
+		return c.doErr(ctx, p, opts.Scope, tok, err)
 	}
-	return p.Print(sqlFenceResult{Scope: opts.Scope, Token: tok, Floor: tok})
+	return p.Print(sqlFenceResult{Scope: opts.Scope, Token: tok, Floor: tok, Outcome: outcomeCommitted})
 }
 
 // runSQLFloor prints the floor of --scope, or with all the highest floor
@@ -428,6 +490,21 @@ func runSQLFloor(ctx context.Context, f *factory, opts *sqlOptions, all bool) er
 		return fmt.Errorf("%s at %s: %w", d, c.shown, c.timeoutErr(ctx, err))
 	}
 	return p.Print(sqlFloorResult{Scope: scope, Floor: floor})
+}
+
+// mysqlTimeouts adds readTimeout and writeTimeout of d to a
+// go-sql-driver/mysql DSN that sets neither: its COMMIT does not follow
+// the context, so without them a lost answer would be waited for until
+// TCP gives up, past --command-timeout.
+func mysqlTimeouts(dsn string, d time.Duration) string {
+	if strings.Contains(dsn, "readTimeout=") || strings.Contains(dsn, "writeTimeout=") {
+		return dsn
+	}
+	sep := "?"
+	if strings.Contains(dsn[strings.LastIndexByte(dsn, '/')+1:], "?") {
+		sep = "&"
+	}
+	return dsn + sep + "readTimeout=" + d.String() + "&writeTimeout=" + d.String()
 }
 
 func abbrev(s string) string {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -64,6 +65,15 @@ func sqlRun(t *testing.T, db *sqltest.DB, env map[string]string, args ...string)
 	return runInProcess(context.Background(), env, full...)
 }
 
+// createReport makes the business table: row 1 with body 'initial'.
+func createReport(t *testing.T, db *sqltest.DB) {
+	t.Helper()
+	_, err := db.Exec("CREATE TABLE report (id INTEGER PRIMARY KEY, body VARCHAR(64) NOT NULL)")
+	require.NoError(t, err)
+	_, err = db.Exec("INSERT INTO report (id, body) VALUES (1, 'initial')")
+	require.NoError(t, err)
+}
+
 func reportBody(t *testing.T, db *sqltest.DB) string {
 	t.Helper()
 	var body string
@@ -76,10 +86,7 @@ func reportBody(t *testing.T, db *sqltest.DB) string {
 // move), fence and floor, and the defaults from the environment.
 func TestSQLEngines(t *testing.T) {
 	sqltest.Each(t, func(t *testing.T, db *sqltest.DB) {
-		_, err := db.Exec("CREATE TABLE report (id INTEGER PRIMARY KEY, body VARCHAR(64) NOT NULL)")
-		require.NoError(t, err)
-		_, err = db.Exec("INSERT INTO report (id, body) VALUES (1, 'initial')")
-		require.NoError(t, err)
+		createReport(t, db)
 		floor := func() string {
 			res := sqlRun(t, db, nil, "floor", "--scope", "jobs/report")
 			require.Equal(t, exitOK, res.Code, res.Stderr)
@@ -251,4 +258,119 @@ func TestSQLInterrupted(t *testing.T) {
 	require.Equal(t, exitError, code, errOut.String())
 	require.Contains(t, errOut.String(), "interrupted")
 	require.Empty(t, out.String())
+}
+
+// Issue 25: a DSN that cannot be parsed exits 2 for every driver and is
+// never echoed, not even in pieces through a driver's error.
+func TestSQLUnparsableDSN(t *testing.T) {
+	for _, tc := range []struct{ driver, dsn, secret string }{
+		{"postgres", "postgres://nobody:TOPSECRET11@[::1", "TOPSECRET11"},
+		{"postgres", "%%%postgres://nobody:TOPSECRET9@x", "TOPSECRET9"},
+		{"postgres", "TOP@SECRET5", "SECRET5"},
+		{"mysql", "nobody:MYSECRET2@tcp(127.0.0.1:3306/test", "MYSECRET2"},
+		{"mysql", "TOP@SECRET7", "SECRET7"},
+	} {
+		t.Run(tc.driver+" "+tc.secret, func(t *testing.T) {
+			for _, args := range [][]string{
+				{"sql", "--scope", "s", "--token", "1", "-e", "SELECT 1"},
+				{"sql", "fence", "--scope", "s", "--token", "1"},
+				{"sql", "floor", "--scope", "s"},
+				{"bench", "sql"},
+			} {
+				args = append(args, "--driver", tc.driver, "--dsn", tc.dsn, "--command-timeout", "2s")
+				if args[0] == "bench" {
+					args = args[:len(args)-2]
+				}
+				res := runInProcess(context.Background(), nil, args...)
+				require.Equal(t, exitUsage, res.Code, "%v: %s", args, res.Stderr)
+				require.Contains(t, res.Stderr, "--dsn")
+				require.NotContains(t, res.Stderr, tc.secret)
+				require.NotContains(t, res.Stdout, tc.secret)
+			}
+		})
+	}
+}
+
+// Issue 25 item 1: a proxy in front of the server drops its replies once
+// COMMIT is sent. The update and the floor 1000 are committed; the command
+// must not say "nothing was committed": exit 6, "commit outcome unknown",
+// and with -w json {"outcome":"unknown"}.
+func TestSQLCommitAnswerLost(t *testing.T) {
+	for _, d := range []sqlfence.Dialect{sqlfence.Postgres, sqlfence.MySQL} {
+		t.Run(d.String(), func(t *testing.T) {
+			db := sqltest.Open(t, d)
+			createReport(t, db)
+			res := sqlRun(t, db, nil, "fence", "--scope", "jobs/ack", "--token", "999")
+			require.Equal(t, exitOK, res.Code, res.Stderr)
+
+			p := sqltest.NewProxy(t, db)
+			p.LoseCommitAnswers()
+			res = runInProcess(context.Background(), nil, "sql", "--driver", d.String(), "--dsn", p.DSN,
+				"--scope", "jobs/ack", "--token", "1000", "--command-timeout", "3s", "-w", "json",
+				"-e", "UPDATE report SET body = 'ack-lost' WHERE id = 1")
+			require.Equal(t, exitUnknown, res.Code, res.Stderr)
+			require.Contains(t, res.Stderr, "commit outcome unknown")
+			require.NotContains(t, res.Stderr, "nothing was committed")
+			var out struct{ Scope, Outcome, Error string }
+			require.NoError(t, json.Unmarshal([]byte(res.Stdout), &out), res.Stdout)
+			require.Equal(t, "unknown", out.Outcome)
+			require.Equal(t, "jobs/ack", out.Scope)
+			require.Contains(t, out.Error, "commit outcome unknown")
+
+			// What the server did: committed (it had the COMMIT before the
+			// client gave up; wait until it is visible).
+			for {
+				res = sqlRun(t, db, nil, "floor", "--scope", "jobs/ack")
+				require.Equal(t, exitOK, res.Code, res.Stderr)
+				if strings.TrimSpace(res.Stdout) == "1000" {
+					break
+				}
+				time.Sleep(10 * time.Millisecond) // the server commits on its own; nothing to wait on
+			}
+			require.Equal(t, "ack-lost", reportBody(t, db))
+		})
+	}
+}
+
+// Issue 25 item 2: transaction control in -e is refused before anything
+// runs (exit 2, naming the statement): before, "-e UPDATE -e COMMIT -e
+// 'SELECT 1/0'" committed the update and the floor and said "rolled back".
+func TestSQLRefusesTransactionControl(t *testing.T) {
+	sqltest.Each(t, func(t *testing.T, db *sqltest.DB) {
+		createReport(t, db)
+		cases := []struct {
+			stmt, name string
+		}{
+			{"COMMIT", "COMMIT"},
+			{"/* done */ commit", "COMMIT"},
+			{"SELECT 1; END", "END"},
+			{"ROLLBACK", "ROLLBACK"},
+			{"BEGIN", "BEGIN"},
+			{"START TRANSACTION", "START TRANSACTION"},
+			{"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", "SET TRANSACTION"},
+		}
+		if db.Dialect == sqlfence.MySQL {
+			cases = append(cases, struct{ stmt, name string }{"CREATE TABLE t2 (id INT)", "CREATE TABLE"})
+		}
+		for _, tc := range cases {
+			t.Run(tc.stmt, func(t *testing.T) {
+				res := sqlRun(t, db, nil, "sql", "--scope", "jobs/report", "--token", "400",
+					"-e", "UPDATE report SET body = 'four hundred' WHERE id = 1", "-e", tc.stmt, "-e", "SELECT 1/0")
+				require.Equal(t, exitUsage, res.Code, res.Stderr)
+				require.Contains(t, res.Stderr, "statement 2")
+				require.Contains(t, res.Stderr, "transaction control ("+tc.name+")")
+				require.Equal(t, "initial", reportBody(t, db))
+				res = sqlRun(t, db, nil, "floor", "--scope", "jobs/report")
+				require.Equal(t, exitOK, res.Code, res.Stderr)
+				require.Equal(t, "0", strings.TrimSpace(res.Stdout))
+			})
+		}
+		// Savepoints stay inside the transaction, after the check.
+		res := sqlRun(t, db, nil, "sql", "--scope", "jobs/report", "--token", "401",
+			"-e", "SAVEPOINT a", "-e", "UPDATE report SET body = 'kept' WHERE id = 1", "-e", "ROLLBACK TO SAVEPOINT a",
+			"-e", "UPDATE report SET body = 'savepoint' WHERE id = 1", "-w", "json")
+		require.Equal(t, exitOK, res.Code, res.Stderr)
+		require.Contains(t, res.Stdout, `"outcome":"committed"`)
+		require.Equal(t, "savepoint", reportBody(t, db))
+	})
 }

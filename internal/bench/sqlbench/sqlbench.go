@@ -72,9 +72,21 @@ type Options struct {
 	// Rounds splits each load into rounds alternating which implementation
 	// goes first (default 2 when zero).
 	Rounds int
+	// Fence is how the fenced side runs its transaction: "do"
+	// (sqlfence.Fence.Do, database/sql's Tx; the default when empty),
+	// "doconn" (sqlfence.Fence.DoConn: BEGIN sent with the check), or
+	// "both": Do in the fenced column, DoConn in fenced_conn, side by side.
+	Fence string
 	// Progress receives one line per step ("bench sql: ..."); nil discards.
 	Progress io.Writer
 }
+
+// The values of Options.Fence.
+const (
+	FenceDo     = "do"
+	FenceDoConn = "doconn"
+	FenceBoth   = "both"
+)
 
 // Validate reports the first option Run cannot use, wrapping ErrOptions.
 func (o Options) Validate() error {
@@ -88,6 +100,8 @@ func (o Options) Validate() error {
 		}
 	}
 	switch {
+	case o.Fence != "" && o.Fence != FenceDo && o.Fence != FenceDoConn && o.Fence != FenceBoth:
+		return fmt.Errorf("%w: fence %q: want %s, %s or %s", ErrOptions, o.Fence, FenceDo, FenceDoConn, FenceBoth)
 	case d != sqlfence.SQLite && o.DSN == "":
 		return fmt.Errorf("%w: driver %s needs a DSN", ErrOptions, d)
 	case o.Iterations < 1:
@@ -104,10 +118,12 @@ func (o Options) Validate() error {
 
 // Row is one metric measured with and without the fence check.
 type Row struct {
-	Metric   string  `json:"metric"`
-	Fenced   float64 `json:"fenced"`
-	Unfenced float64 `json:"unfenced"`
-	Unit     string  `json:"unit"`
+	Metric string  `json:"metric"`
+	Fenced float64 `json:"fenced"`
+	// FencedConn is DoConn's figure when the run measured both.
+	FencedConn float64 `json:"fenced_conn,omitempty"`
+	Unfenced   float64 `json:"unfenced"`
+	Unit       string  `json:"unit"`
 }
 
 // Result is the outcome of a run; its JSON form is coordctl bench sql's
@@ -117,6 +133,7 @@ type Result struct {
 	Driver    string `json:"driver"`    // sqlite, postgres or mysql
 	Server    string `json:"server"`    // the server's version string
 	Writers   int    `json:"writers"`
+	Fence     string `json:"fence"` // do or doconn
 	Rows      []Row  `json:"rows"`
 }
 
@@ -124,15 +141,40 @@ type Result struct {
 // column is fenced/unfenced as is (above 1 for a latency: the check costs).
 func (r Result) Table() bench.Table {
 	t := bench.Table{
-		Title:   fmt.Sprintf("sql benchmark: %s %s; one UPDATE per transaction, with and without the fence check", r.Driver, r.Server),
+		Title:   fmt.Sprintf("sql benchmark: %s %s; one UPDATE per transaction, with and without the fence check (%s)", r.Driver, r.Server, fenceName(r.Fence)),
 		Columns: []string{"fenced", "unfenced"},
 		Ratios:  []bench.Ratio{{Of: "fenced", To: "unfenced", Plain: true}},
 	}
+	if r.Fence == FenceBoth {
+		t.Columns = []string{"fenced", "fenced_conn", "unfenced"}
+		t.Ratios = append(t.Ratios, bench.Ratio{Of: "fenced_conn", To: "unfenced", Plain: true})
+	}
 	for _, row := range r.Rows {
+		if r.Fence == FenceBoth {
+			t.Add(row.Metric, row.Unit, row.Fenced, row.FencedConn, row.Unfenced)
+			continue
+		}
 		t.Add(row.Metric, row.Unit, row.Fenced, row.Unfenced)
 	}
 	return t
 }
+
+func fenceName(mode string) string {
+	switch mode {
+	case FenceDoConn:
+		return "DoConn: BEGIN sent with the check"
+	case FenceBoth:
+		return "fenced: Do, database/sql's Tx; fenced_conn: DoConn, BEGIN sent with the check"
+	}
+	return "Do: database/sql's Tx"
+}
+
+// The sides a load runs: the fenced ones (Do, DoConn) and unfenced.
+const (
+	sideDo = iota
+	sideDoConn
+	sideUnfenced
+)
 
 // Run measures both implementations on the database. It returns
 // ErrOptions for invalid options, ErrCount if the rows' counts are off,
@@ -143,6 +185,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	if o.Rounds == 0 {
 		o.Rounds = min(2, o.Iterations, o.PerWriter)
+	}
+	if o.Fence == "" {
+		o.Fence = FenceDo
 	}
 	d, _ := sqlfence.ParseDialect(o.Driver)
 	progress := func(format string, args ...any) {
@@ -169,7 +214,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	defer e.close()
 	progress("%s %s: tables %s and %s (dropped at the end)", d, e.server, e.rows, e.fence.Table())
 
-	res := Result{Benchmark: "sql", Driver: d.String(), Server: e.server, Writers: o.Writers}
+	res := Result{Benchmark: "sql", Driver: d.String(), Server: e.server, Writers: o.Writers, Fence: o.Fence}
 	loads := []struct {
 		name    string
 		writers int
@@ -180,31 +225,34 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		{fmt.Sprintf("distinct_%d", o.Writers), o.Writers, o.PerWriter, false},
 		{fmt.Sprintf("shared_%d", o.Writers), o.Writers, o.PerWriter, true},
 	}
+	sides := map[string][]int{FenceDo: {sideDo, sideUnfenced}, FenceDoConn: {sideDoConn, sideUnfenced},
+		FenceBoth: {sideDo, sideDoConn, sideUnfenced}}[o.Fence]
 	for _, l := range loads {
 		progress("%s: %d writer(s) × %d transactions, fenced and unfenced, %d rounds", l.name, l.writers, l.n, o.Rounds)
-		var lat [2][]time.Duration
-		var wall [2]time.Duration
+		var lat [3][]time.Duration
+		var wall [3]time.Duration
 		for round := range o.Rounds {
 			n := l.n / o.Rounds
 			if round < l.n%o.Rounds {
 				n++
 			}
-			for k := range 2 {
-				fenced := (round+k)%2 == 0
-				i := 1
-				if fenced {
-					i = 0
-				}
-				ds, w, err := e.load(ctx, fenced, l.writers, n, l.shared)
+			for k := range sides {
+				side := sides[(round+k)%len(sides)] // each side goes first in turn
+				ds, w, err := e.load(ctx, side, l.writers, n, l.shared)
 				if err != nil {
-					return Result{}, fmt.Errorf("sqlbench: %s, fenced=%v: %w", l.name, fenced, err)
+					return Result{}, fmt.Errorf("sqlbench: %s, %s: %w", l.name, []string{"fenced (Do)", "fenced (DoConn)", "unfenced"}[side], err)
 				}
-				lat[i] = append(lat[i], ds...)
-				wall[i] += w
+				lat[side] = append(lat[side], ds...)
+				wall[side] += w
 			}
 		}
+		fencedSide := sides[0]
 		row := func(metric, unit string, f func(i int) float64) {
-			res.Rows = append(res.Rows, Row{Metric: l.name + "_" + metric, Fenced: f(0), Unfenced: f(1), Unit: unit})
+			r := Row{Metric: l.name + "_" + metric, Fenced: f(fencedSide), Unfenced: f(sideUnfenced), Unit: unit}
+			if o.Fence == FenceBoth {
+				r.FencedConn = f(sideDoConn)
+			}
+			res.Rows = append(res.Rows, r)
 		}
 		row("p50_ms", "ms", func(i int) float64 { return bench.Ms(bench.Percentile(lat[i], 0.50)) })
 		row("p99_ms", "ms", func(i int) float64 { return bench.Ms(bench.Percentile(lat[i], 0.99)) })
@@ -297,11 +345,12 @@ func (e *env) create(ctx context.Context) error {
 	}
 	e.update = e.q("UPDATE " + e.rows + " SET n = n + 1, body = ? WHERE id = ?")
 	// Warm the pool: one connection per writer, with its statements.
-	if _, _, err := e.load(ctx, true, e.writers, 2, false); err != nil {
-		return fmt.Errorf("sqlbench: warm-up: %w", err)
+	for _, side := range []int{sideDo, sideDoConn, sideUnfenced} {
+		if _, _, err := e.load(ctx, side, e.writers, 2, false); err != nil {
+			return fmt.Errorf("sqlbench: warm-up: %w", err)
+		}
 	}
-	_, _, err := e.load(ctx, false, e.writers, 2, false)
-	return err
+	return nil
 }
 
 func scope(id int, shared bool) string {
@@ -313,13 +362,16 @@ func scope(id int, shared bool) string {
 
 // tx runs one transaction on business row id: with the fence check of
 // scope first when fenced.
-func (e *env) tx(ctx context.Context, fenced bool, id int, scopeName string) error {
-	write := func(tx *sql.Tx) error {
+func (e *env) tx(ctx context.Context, side int, id int, scopeName string) error {
+	write := func(tx sqlfence.Querier) error {
 		_, err := tx.ExecContext(ctx, e.update, "w", id)
 		return err
 	}
-	if fenced {
-		return e.fence.Do(ctx, scopeName, fencing.Token(1), write)
+	switch {
+	case side == sideDoConn:
+		return e.fence.DoConn(ctx, scopeName, fencing.Token(1), write)
+	case side == sideDo:
+		return e.fence.Do(ctx, scopeName, fencing.Token(1), func(tx *sql.Tx) error { return write(tx) })
 	}
 	tx, err := e.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -334,7 +386,7 @@ func (e *env) tx(ctx context.Context, fenced bool, id int, scopeName string) err
 
 // load runs writers concurrent writers of n transactions each and returns
 // every transaction's latency and the load's wall time.
-func (e *env) load(ctx context.Context, fenced bool, writers, n int, shared bool) ([]time.Duration, time.Duration, error) {
+func (e *env) load(ctx context.Context, side int, writers, n int, shared bool) ([]time.Duration, time.Duration, error) {
 	lat := make([][]time.Duration, writers)
 	errs := make([]error, writers)
 	var wg sync.WaitGroup
@@ -349,7 +401,7 @@ func (e *env) load(ctx context.Context, fenced bool, writers, n int, shared bool
 			defer wg.Done()
 			for range n {
 				t0 := time.Now()
-				if err := e.tx(ctx, fenced, id, scope(id, shared)); err != nil {
+				if err := e.tx(ctx, side, id, scope(id, shared)); err != nil {
 					errs[w] = err
 					return
 				}

@@ -26,6 +26,7 @@ func TestValidate(t *testing.T) {
 		"rounds":          func(o *Options) { o.Rounds = 3 },
 		"deferred sqlite": func(o *Options) { o.DSN = "file:x.db?_txlock=deferred" },
 		"in-memory":       func(o *Options) { o.DSN = ":memory:" },
+		"fence mode":      func(o *Options) { o.Fence = "tx" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := ok
@@ -40,8 +41,14 @@ func TestValidate(t *testing.T) {
 // A tiny run on each engine: the rows, positive figures, the tables
 // dropped, and (inside Run) every committed transaction counted once.
 func TestRunTiny(t *testing.T) {
+	for _, fence := range []string{"", FenceDo, FenceDoConn, FenceBoth} {
+		t.Run("fence="+fence, func(t *testing.T) { testRunTiny(t, fence) })
+	}
+}
+
+func testRunTiny(t *testing.T, fence string) {
 	sqltest.Each(t, func(t *testing.T, db *sqltest.DB) {
-		o := Options{Driver: db.Dialect.String(), DSN: db.DSN, Iterations: 4, PerWriter: 3, Writers: 3}
+		o := Options{Driver: db.Dialect.String(), DSN: db.DSN, Iterations: 4, PerWriter: 3, Writers: 3, Fence: fence}
 		var progress strings.Builder
 		o.Progress = &progress
 		res, err := Run(context.Background(), o)
@@ -49,11 +56,20 @@ func TestRunTiny(t *testing.T) {
 		assert.Equal(t, "sql", res.Benchmark)
 		assert.Equal(t, db.Dialect.String(), res.Driver)
 		assert.NotEmpty(t, res.Server)
+		if fence == "" {
+			fence = FenceDo
+		}
+		assert.Equal(t, fence, res.Fence)
 		var metrics []string
 		for _, r := range res.Rows {
 			metrics = append(metrics, r.Metric)
 			assert.Positive(t, r.Fenced, r.Metric)
 			assert.Positive(t, r.Unfenced, r.Metric)
+			if fence == FenceBoth {
+				assert.Positive(t, r.FencedConn, r.Metric)
+			} else {
+				assert.Zero(t, r.FencedConn, r.Metric)
+			}
 		}
 		assert.Equal(t, []string{
 			"sequential_p50_ms", "sequential_p99_ms", "sequential_per_s",
@@ -63,6 +79,9 @@ func TestRunTiny(t *testing.T) {
 		var out strings.Builder
 		require.NoError(t, bench.WriteTable(&out, res.Table()))
 		assert.Contains(t, out.String(), "fenced/unfenced")
+		if fence == FenceBoth {
+			assert.Contains(t, out.String(), "fenced_conn/unfenced")
+		}
 		assert.Contains(t, progress.String(), "dropped at the end")
 
 		tables := "SELECT COUNT(*) FROM information_schema.tables WHERE table_name LIKE 'coordkit_bench_%'"

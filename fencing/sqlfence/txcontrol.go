@@ -1,0 +1,223 @@
+package sqlfence
+
+import "strings"
+
+// TransactionControl returns the first statement of sql (which may hold
+// several, separated by ';') that would end the transaction it runs in or
+// change how it commits, named by its leading words ("COMMIT", "START
+// TRANSACTION", "SET TRANSACTION", on MySQL "CREATE TABLE"), and true; ""
+// and false when there is none. 'coordctl sql' refuses such statements:
+// inside the fenced transaction they would commit it early, and what
+// follows would run outside the fence.
+//
+// Refused on every engine: BEGIN, START, COMMIT, END, ROLLBACK (but not
+// ROLLBACK TO a savepoint), ABORT, PREPARE TRANSACTION, COMMIT/ROLLBACK
+// PREPARED, XA, SET TRANSACTION, SET SESSION TRANSACTION, SET ...
+// autocommit. On MySQL also the statements that commit implicitly: DDL
+// (ALTER, CREATE and DROP except of TEMPORARY tables, RENAME, TRUNCATE),
+// GRANT, REVOKE, LOCK, UNLOCK, ANALYZE, CHECK, OPTIMIZE, REPAIR, CACHE,
+// LOAD INDEX, FLUSH, RESET, INSTALL, UNINSTALL, SET PASSWORD. SAVEPOINT,
+// RELEASE and ROLLBACK TO stay inside the transaction, after the check,
+// and are allowed. Words in comments, strings and quoted identifiers are
+// not read as statements; MySQL's executable comments (/*! ... */) are.
+// A statement that commits from inside something it calls (a MySQL stored
+// procedure running DDL) is not seen here; Do's check before COMMIT
+// reports it (ErrOutsideFence).
+func (d Dialect) TransactionControl(sql string) (string, bool) {
+	for _, words := range d.statementWords(sql) {
+		if name, ok := d.txControl(words); ok {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+func (d Dialect) txControl(w []string) (string, bool) {
+	if len(w) == 0 {
+		return "", false
+	}
+	word := func(i int) string {
+		if i < len(w) {
+			return w[i]
+		}
+		return ""
+	}
+	name := func(n int) string { return strings.Join(w[:min(n, len(w))], " ") }
+	switch w[0] {
+	case "BEGIN", "START", "END", "ABORT", "XA":
+		return name(2), true
+	case "COMMIT":
+		return name(2), true
+	case "ROLLBACK":
+		i := 1
+		if word(i) == "WORK" || word(i) == "TRANSACTION" {
+			i++
+		}
+		if word(i) == "TO" {
+			return "", false // to a savepoint: the transaction goes on
+		}
+		return name(2), true
+	case "PREPARE":
+		if word(1) == "TRANSACTION" {
+			return name(2), true
+		}
+	case "SET":
+		for i, x := range w[1:] {
+			switch {
+			case x == "TRANSACTION" && i <= 1, x == "CHARACTERISTICS" && i == 1:
+				return name(i + 2), true
+			case strings.HasSuffix(x, "AUTOCOMMIT"):
+				return "SET " + x, true
+			case x == "PASSWORD" && i == 0 && d == MySQL:
+				return name(2), true
+			}
+		}
+	}
+	if d != MySQL {
+		return "", false
+	}
+	switch w[0] {
+	case "CREATE", "DROP":
+		if word(1) == "TEMPORARY" {
+			return "", false
+		}
+		return name(2), true
+	case "ALTER", "RENAME", "TRUNCATE", "GRANT", "REVOKE", "LOCK", "UNLOCK", "ANALYZE",
+		"CHECK", "OPTIMIZE", "REPAIR", "CACHE", "FLUSH", "RESET", "INSTALL", "UNINSTALL":
+		return name(2), true
+	case "LOAD":
+		if word(1) == "INDEX" {
+			return name(2), true
+		}
+	}
+	return "", false
+}
+
+// statementWords splits sql into statements at ';' and returns the
+// leading words (upper case, at most four) of each, skipping comments,
+// white space and opening parentheses. A string or quoted identifier ends
+// a statement's words.
+func (d Dialect) statementWords(sql string) [][]string {
+	var out [][]string
+	var words []string
+	more := true // still collecting this statement's leading words
+	flush := func() {
+		if len(words) > 0 {
+			out = append(out, words)
+		}
+		words, more = nil, true
+	}
+	isWord := func(c byte) bool {
+		return c == '_' || c == '@' || c == '.' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+	}
+	for i := 0; i < len(sql); {
+		c := sql[i]
+		switch {
+		case c == ';':
+			flush()
+			i++
+		case c == '-' && strings.HasPrefix(sql[i:], "--"), c == '#' && d == MySQL:
+			if j := strings.IndexByte(sql[i:], '\n'); j >= 0 {
+				i += j + 1
+			} else {
+				i = len(sql)
+			}
+		case c == '/' && strings.HasPrefix(sql[i:], "/*!") && d == MySQL:
+			// MySQL runs what is inside: read it as code.
+			i += 3
+			for i < len(sql) && sql[i] >= '0' && sql[i] <= '9' {
+				i++
+			}
+		case c == '*' && strings.HasPrefix(sql[i:], "*/") && d == MySQL:
+			i += 2 // the end of an executable comment
+		case c == '/' && strings.HasPrefix(sql[i:], "/*"):
+			i = skipBlockComment(sql, i, d == Postgres)
+		case c == '\'' || c == '"' || c == '`':
+			more = false
+			i = skipQuoted(sql, i, c, d == MySQL && c != '`' || d == Postgres && c == '\'' && i > 0 && (sql[i-1] == 'E' || sql[i-1] == 'e'))
+		case c == '$' && d == Postgres && (i == 0 || !isWord(sql[i-1])):
+			if j, ok := skipDollarQuoted(sql, i); ok {
+				more = false
+				i = j
+			} else {
+				i++
+			}
+		case isWord(c):
+			j := i
+			for j < len(sql) && isWord(sql[j]) {
+				j++
+			}
+			if more && len(words) < 4 {
+				words = append(words, strings.ToUpper(sql[i:j]))
+			}
+			i = j
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '(' && len(words) == 0:
+			i++
+		default:
+			more = false
+			i++
+		}
+	}
+	flush()
+	return out
+}
+
+// skipBlockComment returns the index after the /* */ comment at i
+// (PostgreSQL's nest).
+func skipBlockComment(s string, i int, nested bool) int {
+	depth := 0
+	for i < len(s) {
+		switch {
+		case strings.HasPrefix(s[i:], "/*"):
+			if depth == 0 || nested {
+				depth++
+			}
+			i += 2
+		case strings.HasPrefix(s[i:], "*/"):
+			depth--
+			i += 2
+			if depth == 0 {
+				return i
+			}
+		default:
+			i++
+		}
+	}
+	return i
+}
+
+// skipQuoted returns the index after the string or identifier opened by q
+// at i; a doubled quote stands for itself, and with backslash a '\'
+// escapes the next byte.
+func skipQuoted(s string, i int, q byte, backslash bool) int {
+	for i++; i < len(s); i++ {
+		switch {
+		case backslash && s[i] == '\\':
+			i++
+		case s[i] == q:
+			if i+1 < len(s) && s[i+1] == q {
+				i++
+				continue
+			}
+			return i + 1
+		}
+	}
+	return i
+}
+
+// skipDollarQuoted returns the index after PostgreSQL's $tag$...$tag$ at
+// i, or false if no dollar quote starts there.
+func skipDollarQuoted(s string, i int) (int, bool) {
+	j := i + 1
+	for j < len(s) && (s[j] == '_' || s[j] >= 'a' && s[j] <= 'z' || s[j] >= 'A' && s[j] <= 'Z' || j > i+1 && s[j] >= '0' && s[j] <= '9') {
+		j++
+	}
+	if j >= len(s) || s[j] != '$' {
+		return 0, false
+	}
+	tag := s[i : j+1]
+	if k := strings.Index(s[j+1:], tag); k >= 0 {
+		return j + 1 + k + len(tag), true
+	}
+	return len(s), true
+}

@@ -1,0 +1,80 @@
+package sqlfence
+
+import "testing"
+
+func TestTransactionControl(t *testing.T) {
+	all := []Dialect{Postgres, MySQL, SQLite}
+	for _, tc := range []struct {
+		sql      string
+		dialects []Dialect // where it is refused; nil: nowhere
+		want     string
+	}{
+		{"UPDATE report SET body = 'x' WHERE id = 1", nil, ""},
+		{"COMMIT", all, "COMMIT"},
+		{"commit", all, "COMMIT"},
+		{"  \n\tCommit work", all, "COMMIT WORK"},
+		{"END", all, "END"},
+		{"end transaction", all, "END TRANSACTION"},
+		{"BEGIN", all, "BEGIN"},
+		{"begin immediate", all, "BEGIN IMMEDIATE"},
+		{"START TRANSACTION", all, "START TRANSACTION"},
+		{"ROLLBACK", all, "ROLLBACK"},
+		{"rollback and chain", all, "ROLLBACK AND"},
+		{"ABORT", all, "ABORT"},
+		{"ROLLBACK TO SAVEPOINT a", nil, ""},
+		{"ROLLBACK WORK TO a", nil, ""},
+		{"SAVEPOINT a", nil, ""},
+		{"RELEASE SAVEPOINT a", nil, ""},
+		{"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", all, "SET TRANSACTION"},
+		{"SET SESSION TRANSACTION READ WRITE", all, "SET SESSION TRANSACTION"},
+		{"SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY", all, "SET SESSION CHARACTERISTICS"},
+		{"SET autocommit = 1", all, "SET AUTOCOMMIT"},
+		{"set @@session.autocommit=1", all, "SET @@SESSION.AUTOCOMMIT"},
+		{"SET search_path = app", nil, ""},
+		{"PREPARE TRANSACTION 'x'", all, "PREPARE TRANSACTION"},
+		{"COMMIT PREPARED 'x'", all, "COMMIT PREPARED"},
+		{"XA START 'x'", all, "XA START"},
+		{"UPDATE t SET a = 1; COMMIT", all, "COMMIT"},
+		{"UPDATE t SET a = 1;COMMIT;SELECT 1", all, "COMMIT"},
+		{"-- COMMIT\nUPDATE t SET a = 1", nil, ""},
+		{"/* COMMIT */ UPDATE t SET a = 1", nil, ""},
+		{"/* a */ COMMIT", all, "COMMIT"},
+		{"-- note\nCOMMIT", all, "COMMIT"},
+		{"/* nested /* COMMIT */ still a comment in postgres */ SELECT 1", nil, ""},
+		{"UPDATE t SET s = 'a; COMMIT'", nil, ""},
+		{"UPDATE t SET s = 'it''s; COMMIT'", nil, ""},
+		{`UPDATE "commit" SET a = 1`, nil, ""},
+		{"SELECT $$; COMMIT $$", []Dialect{MySQL, SQLite}, "COMMIT $$"}, // a dollar quote only in PostgreSQL
+		{"SELECT $x$; COMMIT $x$", []Dialect{MySQL, SQLite}, "COMMIT $X$"},
+		{"(COMMIT)", all, "COMMIT"},
+		{"UPDATE t SET a = 1 WHERE b = 'commit'", nil, ""},
+		{"CREATE TABLE x (id INT)", []Dialect{MySQL}, "CREATE TABLE"},
+		{"create index i on t (a)", []Dialect{MySQL}, "CREATE INDEX"},
+		{"CREATE TEMPORARY TABLE x (id INT)", nil, ""},
+		{"DROP TABLE x", []Dialect{MySQL}, "DROP TABLE"},
+		{"DROP TEMPORARY TABLE x", nil, ""},
+		{"ALTER TABLE t ADD c INT", []Dialect{MySQL}, "ALTER TABLE"},
+		{"TRUNCATE t", []Dialect{MySQL}, "TRUNCATE T"},
+		{"LOCK TABLES t WRITE", []Dialect{MySQL}, "LOCK TABLES"},
+		{"LOCK TABLE t IN EXCLUSIVE MODE", []Dialect{MySQL}, "LOCK TABLE"},
+		{"GRANT SELECT ON t TO u", []Dialect{MySQL}, "GRANT SELECT"},
+		{"SET PASSWORD = 'x'", []Dialect{MySQL}, "SET PASSWORD"},
+		{"LOAD INDEX INTO CACHE t", []Dialect{MySQL}, "LOAD INDEX"},
+		{"ANALYZE TABLE t", []Dialect{MySQL}, "ANALYZE TABLE"},
+		{"/*!50000 COMMIT */", []Dialect{MySQL}, "COMMIT"},
+		{"# COMMIT\nUPDATE t SET a = 1", nil, ""},
+		{"UPDATE t SET s = 'a\\'; COMMIT'", []Dialect{Postgres, SQLite}, "COMMIT"}, // a backslash escapes only on MySQL
+		{"UPDATE t SET s = E'a\\'; COMMIT'", []Dialect{SQLite}, "COMMIT"},
+	} {
+		for _, d := range all {
+			refused := false
+			for _, r := range tc.dialects {
+				refused = refused || r == d
+			}
+			got, ok := d.TransactionControl(tc.sql)
+			if ok != refused || (ok && got != tc.want) {
+				t.Errorf("%v: TransactionControl(%q) = %q, %v; want %q, %v", d, tc.sql, got, ok, tc.want, refused)
+			}
+		}
+	}
+}

@@ -1,0 +1,437 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// errStreamBroken is a keepalive whose stream broke before it was answered.
+var errStreamBroken = errors.New("session: keepalive stream broken before the answer")
+
+// errKeepaliverStopped is a keepalive asked of a Keepaliver whose client
+// was closed.
+var errKeepaliverStopped = errors.New("session: keepalive stream stopped (client closed)")
+
+// KeepAliveMode is how a Keepaliver sends keepalives.
+type KeepAliveMode int
+
+const (
+	// ModeStream sends every keepalive on one long-lived LeaseKeepAlive
+	// stream per client.
+	ModeStream KeepAliveMode = iota
+	// ModeOnce sends each keepalive with clientv3's KeepAliveOnce, which
+	// opens and closes a stream per keepalive: chosen with WithoutStream, or
+	// fallen back to when the server does not serve the stream.
+	ModeOnce
+)
+
+func (m KeepAliveMode) String() string {
+	if m == ModeOnce {
+		return "once"
+	}
+	return "stream"
+}
+
+// KeepaliverStats counts what a Keepaliver did, for benchmarks and metrics.
+type KeepaliverStats struct {
+	// StreamsOpened counts long-lived streams opened (ModeStream).
+	StreamsOpened int64
+	// StreamsBroken counts streams that ended other than by the last
+	// session leaving.
+	StreamsBroken int64
+	// OnceCalls counts keepalives sent with KeepAliveOnce (each one a
+	// stream opened and closed).
+	OnceCalls int64
+	// Unmatched counts responses dropped because no request was
+	// outstanding for their lease on their stream (etcd sends none).
+	Unmatched int64
+}
+
+// Keepaliver sends the keepalives of every session on one etcd client over
+// one long-lived LeaseKeepAlive stream. Create one per client and give it
+// to each session with WithKeepaliver; a session without one gets a
+// Keepaliver (and a stream) of its own. The stream is opened when the first
+// session starts and closed when the last one ends, so an idle Keepaliver
+// holds no goroutine and needs no Close. See the package doc for why the
+// local deadline stays safe on the shared stream.
+//
+// It is safe for concurrent use. It must only be used with sessions on the
+// client it was created for.
+type Keepaliver struct {
+	parent      context.Context // the client's: closing the client stops the stream
+	open        func(ctx context.Context) (kaStream, error)
+	once        func(ctx context.Context, lease clientv3.LeaseID) (int64, error)
+	backoff     Backoff
+	openTimeout time.Duration
+
+	mu    sync.Mutex
+	users int
+	run   *kaRun
+	mode  KeepAliveMode
+	why   string // why ModeOnce
+
+	opened, broken, onces, unmatched atomic.Int64
+	onUnmatched                      func() // tests: called after a response is dropped
+}
+
+// kaStream is the part of a LeaseKeepAlive stream a Keepaliver uses
+// (pb.Lease_LeaseKeepAliveClient; a fake in tests).
+type kaStream interface {
+	Send(*pb.LeaseKeepAliveRequest) error
+	Recv() (*pb.LeaseKeepAliveResponse, error)
+}
+
+var _ kaStream = pb.Lease_LeaseKeepAliveClient(nil)
+
+// KeepaliverOption configures a Keepaliver.
+type KeepaliverOption func(*Keepaliver)
+
+// WithoutStream makes every keepalive a KeepAliveOnce (a stream opened and
+// closed per keepalive), as sessions did before the shared stream: for
+// comparison (coordctl bench scale --keepalive once) and for a proxy that
+// cuts long-lived streams.
+func WithoutStream() KeepaliverOption {
+	return func(k *Keepaliver) { k.mode, k.why = ModeOnce, "chosen (WithoutStream)" }
+}
+
+// WithReconnectBackoff sets the waits between attempts to reopen a broken
+// stream. Default: Backoff{Initial: 50ms, Max: 2s}, full jitter.
+func WithReconnectBackoff(b Backoff) KeepaliverOption { return func(k *Keepaliver) { k.backoff = b } }
+
+// NewKeepaliver returns a Keepaliver for client. It does no I/O: the stream
+// opens with the first session that uses it.
+func NewKeepaliver(client *clientv3.Client, opts ...KeepaliverOption) *Keepaliver {
+	k := &Keepaliver{
+		parent:      client.Ctx(),
+		backoff:     Backoff{Initial: 50 * time.Millisecond, Max: 2 * time.Second},
+		openTimeout: 5 * time.Second,
+	}
+	lc := pb.NewLeaseClient(client.ActiveConnection())
+	k.open = func(ctx context.Context) (kaStream, error) {
+		// clientv3's own stream (lease.go, resetRecv) goes through the same
+		// connection and its interceptors, which add the auth token and the
+		// client version; WaitForReady is clientv3's default call option, so
+		// the stream waits for a connection instead of failing while the
+		// balancer reconnects (the open is bounded by openTimeout).
+		return lc.LeaseKeepAlive(ctx, grpc.WaitForReady(true))
+	}
+	k.once = func(ctx context.Context, lease clientv3.LeaseID) (int64, error) {
+		resp, err := client.KeepAliveOnce(ctx, lease)
+		if err != nil {
+			return 0, err
+		}
+		return resp.TTL, nil
+	}
+	for _, o := range opts {
+		o(k)
+	}
+	return k
+}
+
+// WithKeepaliver makes the session send its keepalives through k, whose
+// stream it shares with every other session on k. k must belong to the
+// session's client.
+func WithKeepaliver(k *Keepaliver) Option { return func(c *config) { c.keepaliver = k } }
+
+// Mode reports how keepalives are sent now: ModeStream, or ModeOnce with
+// the reason (chosen, or the server refused the stream).
+func (k *Keepaliver) Mode() (KeepAliveMode, string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.mode, k.why
+}
+
+// Stats returns the counts so far.
+func (k *Keepaliver) Stats() KeepaliverStats {
+	return KeepaliverStats{StreamsOpened: k.opened.Load(), StreamsBroken: k.broken.Load(), OnceCalls: k.onces.Load(), Unmatched: k.unmatched.Load()}
+}
+
+// acquire registers a session; the first one starts the stream.
+func (k *Keepaliver) acquire() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.users++
+	if k.users == 1 && k.mode == ModeStream {
+		k.run = k.startRun()
+	}
+}
+
+// release unregisters a session; the last one stops the stream and waits
+// for its goroutines.
+func (k *Keepaliver) release() {
+	k.mu.Lock()
+	k.users--
+	var r *kaRun
+	if k.users == 0 {
+		r, k.run = k.run, nil
+	}
+	k.mu.Unlock()
+	if r != nil {
+		r.cancel()
+		<-r.done
+	}
+}
+
+// renew sends one keepalive for lease and waits for its answer until ctx
+// ends. The result's sentAt, read from clk just before the request went on
+// the wire, is that of the request the server answered.
+func (k *Keepaliver) renew(ctx context.Context, lease clientv3.LeaseID, clk Clock) kaResult {
+	for {
+		k.mu.Lock()
+		mode, r := k.mode, k.run
+		k.mu.Unlock()
+		if mode == ModeOnce {
+			return k.renewOnce(ctx, lease, clk)
+		}
+		if r == nil {
+			return kaResult{err: errKeepaliverStopped}
+		}
+		conn, up, err := r.current()
+		if err != nil {
+			return kaResult{err: err}
+		}
+		if conn == nil {
+			// Down: wait for the reconnect (the deadline does not move
+			// meanwhile), a fallback, or the caller's end.
+			select {
+			case <-up:
+			case <-r.done:
+			case <-ctx.Done():
+				return kaResult{err: ctx.Err()}
+			}
+			continue
+		}
+		return conn.roundTrip(ctx, lease, clk)
+	}
+}
+
+func (k *Keepaliver) renewOnce(ctx context.Context, lease clientv3.LeaseID, clk Clock) kaResult {
+	k.onces.Add(1)
+	sentAt := clk.Now()
+	ttl, err := k.once(ctx, lease)
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return kaResult{sentAt: sentAt}
+	}
+	return kaResult{sentAt: sentAt, ttl: ttl, err: err}
+}
+
+func (k *Keepaliver) dropped() {
+	k.unmatched.Add(1)
+	if k.onUnmatched != nil {
+		k.onUnmatched()
+	}
+}
+
+// kaRun is one life of the stream: from the first session to the last.
+type kaRun struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // closed when loop returns
+
+	mu   sync.Mutex
+	conn *kaConn       // nil while down
+	up   chan struct{} // closed when conn is set; replaced at each break
+	err  error         // why loop returned
+}
+
+func (r *kaRun) current() (*kaConn, <-chan struct{}, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.conn, r.up, r.err
+}
+
+// startRun starts the goroutine that keeps a stream open; k.mu is held.
+func (k *Keepaliver) startRun() *kaRun {
+	// WithRequireLeader, as clientv3's lessor: a member that loses its
+	// leader ends the stream (ErrNoLeader) instead of holding keepalives it
+	// cannot serve, and the reconnect can pick another member.
+	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(k.parent))
+	r := &kaRun{ctx: ctx, cancel: cancel, done: make(chan struct{}), up: make(chan struct{})}
+	go k.loop(r)
+	return r
+}
+
+// loop opens the stream, serves it until it breaks, and reopens it after a
+// wait drawn from the backoff (full jitter) until the run is cancelled. A
+// server that does not serve the stream (Unimplemented) makes the
+// Keepaliver fall back to KeepAliveOnce for good.
+func (k *Keepaliver) loop(r *kaRun) {
+	defer close(r.done)
+	bo := k.backoff.Exponential()
+	for {
+		conn, err := k.connect(r.ctx)
+		answered := false
+		if err == nil {
+			k.opened.Add(1)
+			r.mu.Lock()
+			r.conn = conn
+			close(r.up)
+			r.mu.Unlock()
+			err = conn.serve(k.dropped)
+			answered = conn.answered.Load()
+			r.mu.Lock()
+			r.conn, r.up = nil, make(chan struct{})
+			r.mu.Unlock()
+		}
+		if r.ctx.Err() != nil {
+			r.stop(errKeepaliverStopped)
+			return
+		}
+		if conn != nil {
+			k.broken.Add(1)
+		}
+		if status.Code(err) == codes.Unimplemented && !answered {
+			k.mu.Lock()
+			k.mode, k.why = ModeOnce, fmt.Sprintf("the server does not serve the keepalive stream: %v", err)
+			k.mu.Unlock()
+			r.stop(nil)
+			return
+		}
+		if answered {
+			bo.Reset()
+		}
+		t := time.NewTimer(bo.NextBackOff())
+		select {
+		case <-t.C:
+		case <-r.ctx.Done():
+			t.Stop()
+			r.stop(errKeepaliverStopped)
+			return
+		}
+	}
+}
+
+func (r *kaRun) stop(err error) {
+	r.mu.Lock()
+	r.err = err
+	r.mu.Unlock()
+}
+
+// connect opens a stream, waiting at most openTimeout for a connection.
+func (k *Keepaliver) connect(ctx context.Context) (*kaConn, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	timer := time.AfterFunc(k.openTimeout, cancel)
+	st, err := k.open(sctx)
+	if !timer.Stop() && err == nil {
+		err = fmt.Errorf("session: open keepalive stream: no connection within %s", k.openTimeout)
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &kaConn{stream: st, cancel: cancel, out: make(chan kaOut, 256), dead: make(chan struct{})}, nil
+}
+
+// kaConn is one open stream and its book.
+type kaConn struct {
+	stream kaStream
+	cancel context.CancelFunc
+	out    chan kaOut    // requests for the sender
+	dead   chan struct{} // closed when the stream broke
+
+	mu       sync.Mutex
+	book     kaBook
+	answered atomic.Bool // some response came
+}
+
+// kaOut is a request waiting for the sender.
+type kaOut struct {
+	lease clientv3.LeaseID
+	clk   Clock
+	reply chan kaResult
+}
+
+// roundTrip hands a request to the sender and waits for its answer.
+func (c *kaConn) roundTrip(ctx context.Context, lease clientv3.LeaseID, clk Clock) kaResult {
+	reply := make(chan kaResult, 1)
+	select {
+	case c.out <- kaOut{lease: lease, clk: clk, reply: reply}:
+	case <-c.dead:
+		return kaResult{err: errStreamBroken}
+	case <-ctx.Done():
+		return kaResult{err: ctx.Err()}
+	}
+	select {
+	case res := <-reply:
+		return res
+	case <-c.dead:
+		select {
+		case res := <-reply: // answered just before the break
+			return res
+		default:
+			return kaResult{err: errStreamBroken}
+		}
+	case <-ctx.Done():
+		// The request stays in the book until answered (see kaBook).
+		return kaResult{err: ctx.Err()}
+	}
+}
+
+// serve runs the sender and receives responses until the stream breaks;
+// it returns the error that broke it. Every request outstanding then is
+// answered with errStreamBroken.
+func (c *kaConn) serve(dropped func()) error {
+	sendErr := make(chan error, 1)
+	go func() { sendErr <- c.send() }()
+	var err error
+	for {
+		resp, rerr := c.stream.Recv()
+		if rerr != nil {
+			err = rerr
+			break
+		}
+		c.mu.Lock()
+		p, ok := c.book.answer(clientv3.LeaseID(resp.ID))
+		c.mu.Unlock()
+		if !ok {
+			dropped() // surplus, or a lease this stream never sent for
+			continue
+		}
+		c.answered.Store(true)
+		p.reply <- kaResult{sentAt: p.sentAt, ttl: resp.TTL}
+	}
+	c.cancel()
+	close(c.dead)
+	if serr := <-sendErr; serr != nil && err == nil {
+		err = serr
+	}
+	c.mu.Lock()
+	lost := c.book.drain()
+	c.mu.Unlock()
+	for _, p := range lost {
+		p.reply <- kaResult{err: errStreamBroken}
+	}
+	return err
+}
+
+// send writes requests in the order they come, recording each one's send
+// time, read just before it goes out, in the book. It returns when the
+// stream is dead or a Send fails (which also ends Recv: it cancels the
+// stream).
+func (c *kaConn) send() error {
+	for {
+		select {
+		case <-c.dead:
+			return nil
+		case o := <-c.out:
+			c.mu.Lock()
+			c.book.sent(o.lease, kaPending{sentAt: o.clk.Now(), reply: o.reply})
+			c.mu.Unlock()
+			if err := c.stream.Send(&pb.LeaseKeepAliveRequest{ID: int64(o.lease)}); err != nil {
+				c.cancel()
+				return err
+			}
+		}
+	}
+}

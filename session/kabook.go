@@ -94,3 +94,23 @@ func (b *kaBook) drain() []kaPending {
 
 // outstanding is the number of requests not answered yet.
 func (b *kaBook) outstanding() int { return b.n }
+
+// alignKeepAlive returns the wait from now until the instant now+d moved to
+// the nearest multiple of grid (Unix time), so that keepalives due within
+// grid/2 of each other go out together. Moving a keepalive changes when
+// it is sent, never what its deadline is measured from. A zero or
+// negative grid, or a d shorter than the grid, leaves d as it is.
+func alignKeepAlive(now time.Time, d, grid time.Duration) time.Duration {
+	if grid <= 0 || d < grid {
+		return d
+	}
+	at := now.Add(d).UnixNano()
+	r := at % int64(grid)
+	if r < 0 {
+		r += int64(grid)
+	}
+	if r < int64(grid)/2 {
+		return d - time.Duration(r)
+	}
+	return d + time.Duration(int64(grid)-r)
+}

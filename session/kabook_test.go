@@ -159,3 +159,37 @@ func TestKaBookPropertyDeadlineNeverPassesAnAcknowledgedSend(t *testing.T) {
 		}
 	})
 }
+
+func TestAlignKeepAlive(t *testing.T) {
+	base := time.Unix(1000, 0) // a multiple of every grid below
+	ms := time.Millisecond
+	cases := []struct {
+		name      string
+		now       time.Duration // after base
+		d, grid   time.Duration
+		want      time.Duration
+		wantOnGrd bool
+	}{
+		{"no grid", 7 * ms, 3 * time.Second, 0, 3 * time.Second, false},
+		{"already on the grid", 0, 3 * time.Second, 50 * ms, 3 * time.Second, true},
+		{"rounds down within half a grid", 10 * ms, 3 * time.Second, 50 * ms, 3*time.Second - 10*ms, true},
+		{"rounds up past half a grid", 30 * ms, 3 * time.Second, 50 * ms, 3*time.Second + 20*ms, true},
+		{"exactly half rounds up", 25 * ms, 3 * time.Second, 50 * ms, 3*time.Second + 25*ms, true},
+		{"a wait shorter than the grid is left alone", 10 * ms, 20 * ms, 50 * ms, 20 * ms, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			now := base.Add(tc.now)
+			got := alignKeepAlive(now, tc.d, tc.grid)
+			if got != tc.want {
+				t.Fatalf("alignKeepAlive = %s, want %s", got, tc.want)
+			}
+			if tc.wantOnGrd && now.Add(got).UnixNano()%int64(tc.grid) != 0 {
+				t.Fatalf("%s is not on the %s grid", now.Add(got), tc.grid)
+			}
+			if diff := got - tc.d; diff > tc.grid/2 || diff < -tc.grid/2 {
+				t.Fatalf("moved by %s, more than half the grid", diff)
+			}
+		})
+	}
+}

@@ -308,7 +308,11 @@ func (s *Session) run(parent context.Context) {
 	next := s.cfg.interval
 	for {
 		expiry := clk.NewTimer(s.deadline.Until().Sub(clk.Now()))
-		tick := clk.NewTimer(next)
+		wait := next
+		if next == s.cfg.interval {
+			wait = s.ka.align(clk.Now(), next) // keepalives of a stream go out together
+		}
+		tick := clk.NewTimer(wait)
 		select {
 		case <-s.closing:
 			expiry.Stop()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/bench"
+	"github.com/coordkit/coordkit/session"
 )
 
 // win is one Campaign that returned leadership.
@@ -19,9 +20,9 @@ type win struct {
 	l    *election.Leadership
 }
 
-func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
+func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape, once bool) error {
 	n := s.Elections * s.Candidates
-	r.progress("many candidates %s, %d members: %d candidates (each its own client, TTL %s), %d leader crashes", s, e.members, n, r.o.TTL, r.o.Crashes)
+	r.progress("many candidates %s (keepalives: %s), %d members: %d candidates (each its own client, TTL %s), %d leader crashes", s, keepAliveName(once), e.members, n, r.o.TTL, r.o.Crashes)
 	root := e.name("elect" + s.String())
 	clients, err := e.newClients(n + 1)
 	defer e.release(clients)
@@ -47,7 +48,8 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
 		wins[el] = make(chan win, s.Candidates*(r.o.Crashes+2))
 		for c := range s.Candidates {
 			id := el*s.Candidates + c
-			ev, err := election.New(clients[id], fmt.Sprintf("%s/%d", root, el), election.WithTTL(r.o.TTL))
+			ev, err := election.New(clients[id], fmt.Sprintf("%s/%d", root, el), election.WithTTL(r.o.TTL),
+				election.WithSessionOptions(session.WithKeepaliver(keepaliver(clients[id], once))))
 			if err != nil {
 				return err
 			}
@@ -201,6 +203,7 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
 	if keepalives > 0 {
 		add("cpu_us_per_keepalive", "us", float64(idleRes.cpu.Microseconds())/keepalives)
 	}
+	add("keepalive_streams_opened_per_s_idle", "per_s", idleRes.delta[metricKeepAliveStreams]/idleRes.wall.Seconds())
 	add("rss_max_mib", "MiB", idleRes.maxRSS/(1<<20))
 	add("sessions_expired_campaigning", "count", float64(losses.Load()))
 	add("campaign_errors_retried", "count", float64(retried.Load()))

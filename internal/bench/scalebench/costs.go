@@ -124,7 +124,8 @@ func (r *runner) costs(ctx context.Context, e *env) error {
 	add("watch_events_per_s", "per_s", events/res.wall.Seconds())
 	add("cpu_us_per_watch_event", "us", float64(res.cpu.Microseconds())/events)
 
-	// Keepalives: idle sessions at TTL 3s (one keepalive a second each).
+	// Keepalives: idle sessions at TTL 3s (one keepalive a second each),
+	// on one stream per client.
 	const sessions = 300
 	r.progress("costs: %d idle sessions at TTL 3s for 4s", sessions)
 	var ss []*session.Session
@@ -133,8 +134,12 @@ func (r *runner) costs(ctx context.Context, e *env) error {
 			_ = s.Close()
 		}
 	}()
+	kas := make([]*session.Keepaliver, len(clients))
+	for i, c := range clients {
+		kas[i] = session.NewKeepaliver(c)
+	}
 	for i := range sessions {
-		s, err := session.New(ctx, clients[i%len(clients)], session.WithTTL(3*time.Second))
+		s, err := session.New(ctx, clients[i%len(clients)], session.WithTTL(3*time.Second), session.WithKeepaliver(kas[i%len(clients)]))
 		if err != nil {
 			return err
 		}

@@ -156,7 +156,7 @@ func TestCandidatesFailover(t *testing.T) {
 	r := &runner{o: o}
 	e := &env{endpoints: srv.Endpoints(), members: 1}
 	defer e.closeClients()
-	require.NoError(t, r.candidatesCurve(ctx, e, Shape{Elections: 2, Candidates: 3}))
+	require.NoError(t, r.candidatesCurve(ctx, e, Shape{Elections: 2, Candidates: 3}, false))
 	got := map[string]float64{}
 	for _, row := range r.res.Rows {
 		require.Equal(t, "2x3", row.Point)

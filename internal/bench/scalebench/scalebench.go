@@ -416,6 +416,11 @@ func (r *runner) onCluster(ctx context.Context, members int, first bool) error {
 			return fmt.Errorf("scalebench: costs: %w", err)
 		}
 	}
+	if !r.o.NoCosts {
+		if err := r.reads(ctx, e); err != nil {
+			return fmt.Errorf("scalebench: costs: reads: %w", err)
+		}
+	}
 	// A point that fails (etcd overloaded: "request timed out") is noted
 	// and skipped; the run goes on with the next.
 	point := func(what string, err error) error {

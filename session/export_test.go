@@ -1,19 +1,18 @@
 package session
 
-// BreakStream resets the Keepaliver's current stream (the client cancels
-// it: the server sees the stream reset), as a broken connection would; it
-// reports whether a stream was open.
-func (k *Keepaliver) BreakStream() bool {
+// BreakStream resets the Keepaliver's open streams (the client cancels
+// them: the server sees the streams reset), as a broken connection would;
+// it reports how many were open.
+func (k *Keepaliver) BreakStream() int {
 	k.mu.Lock()
-	r := k.run
+	runs := k.runs
 	k.mu.Unlock()
-	if r == nil {
-		return false
+	n := 0
+	for _, r := range runs {
+		if conn, _, _ := r.current(); conn != nil {
+			conn.cancel()
+			n++
+		}
 	}
-	conn, _, _ := r.current()
-	if conn == nil {
-		return false
-	}
-	conn.cancel()
-	return true
+	return n
 }

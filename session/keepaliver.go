@@ -45,6 +45,8 @@ func (m KeepAliveMode) String() string {
 
 // KeepaliverStats counts what a Keepaliver did, for benchmarks and metrics.
 type KeepaliverStats struct {
+	// Streams is the number of streams kept open now (ModeStream).
+	Streams int
 	// StreamsOpened counts long-lived streams opened (ModeStream).
 	StreamsOpened int64
 	// StreamsBroken counts streams that ended other than by the last
@@ -59,7 +61,8 @@ type KeepaliverStats struct {
 }
 
 // Keepaliver sends the keepalives of every session on one etcd client over
-// one long-lived LeaseKeepAlive stream. Create one per client and give it
+// long-lived LeaseKeepAlive streams: one, and one more per 128 sessions up
+// to 64 (WithStreams). Create one per client and give it
 // to each session with WithKeepaliver; a session without one gets a
 // Keepaliver (and a stream) of its own. The stream is opened when the first
 // session starts and closed when the last one ends, so an idle Keepaliver
@@ -76,9 +79,12 @@ type Keepaliver struct {
 	openTimeout time.Duration
 	batch       time.Duration // the grid keepalives are aligned to (0: none)
 
+	perStream  int // sessions per stream before another one opens
+	maxStreams int
+
 	mu    sync.Mutex
 	users int
-	run   *kaRun
+	runs  []*kaRun // the open streams' lives; only grows while users > 0
 	mode  KeepAliveMode
 	why   string // why ModeOnce
 
@@ -117,6 +123,13 @@ func WithBatchWindow(d time.Duration) KeepaliverOption {
 	return func(k *Keepaliver) { k.batch = max(d, 0) }
 }
 
+// WithStreams sets how many sessions share one stream before the
+// Keepaliver opens another, and the most streams it opens. Default: 128
+// sessions a stream, at most 64 streams (see acquire for why more than one).
+func WithStreams(perStream, maxStreams int) KeepaliverOption {
+	return func(k *Keepaliver) { k.perStream, k.maxStreams = max(perStream, 1), max(maxStreams, 1) }
+}
+
 // WithReconnectBackoff sets the waits between attempts to reopen a broken
 // stream. Default: Backoff{Initial: 50ms, Max: 2s}, full jitter.
 func WithReconnectBackoff(b Backoff) KeepaliverOption { return func(k *Keepaliver) { k.backoff = b } }
@@ -129,6 +142,8 @@ func NewKeepaliver(client *clientv3.Client, opts ...KeepaliverOption) *Keepalive
 		backoff:     Backoff{Initial: 50 * time.Millisecond, Max: 2 * time.Second},
 		openTimeout: 5 * time.Second,
 		batch:       50 * time.Millisecond,
+		perStream:   128,
+		maxStreams:  64,
 	}
 	lc := pb.NewLeaseClient(client.ActiveConnection())
 	k.open = func(ctx context.Context) (kaStream, error) {
@@ -167,43 +182,64 @@ func (k *Keepaliver) Mode() (KeepAliveMode, string) {
 
 // Stats returns the counts so far.
 func (k *Keepaliver) Stats() KeepaliverStats {
-	return KeepaliverStats{StreamsOpened: k.opened.Load(), StreamsBroken: k.broken.Load(), OnceCalls: k.onces.Load(), Unmatched: k.unmatched.Load()}
+	k.mu.Lock()
+	n := len(k.runs)
+	k.mu.Unlock()
+	return KeepaliverStats{Streams: n, StreamsOpened: k.opened.Load(), StreamsBroken: k.broken.Load(), OnceCalls: k.onces.Load(), Unmatched: k.unmatched.Load()}
 }
 
-// acquire registers a session; the first one starts the stream.
+// acquire registers a session; the first one starts the stream, and one
+// more starts for every perStream sessions, up to maxStreams.
+//
+// Why more than one: etcd serves a stream's keepalives one after another
+// (server/v3 etcdserver/api/v3rpc/lease.go), and a renewal can wait there:
+// for a linearizable read when the leader's raft ticks lag (ensureLeadership
+// under load), or for the revocation of a lease that already expired on
+// the server (lessor.Renew). On one stream every session of the client
+// queues behind that wait; measured with 10,000 sessions on one client, one
+// stream served 2,050 renewals/s at 8.6% CPU with a p50 of 640 ms, and 1,440
+// sessions missed their deadline. A few streams serve in parallel.
 func (k *Keepaliver) acquire() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.users++
-	if k.users == 1 && k.mode == ModeStream {
-		k.run = k.startRun()
+	if k.mode != ModeStream {
+		return
+	}
+	want := min(max(1, (k.users+k.perStream-1)/k.perStream), k.maxStreams)
+	for len(k.runs) < want {
+		k.runs = append(k.runs, k.startRun())
 	}
 }
 
-// release unregisters a session; the last one stops the stream and waits
-// for its goroutines.
+// release unregisters a session; the last one stops the streams and waits
+// for their goroutines.
 func (k *Keepaliver) release() {
 	k.mu.Lock()
 	k.users--
-	var r *kaRun
+	var runs []*kaRun
 	if k.users == 0 {
-		r, k.run = k.run, nil
+		runs, k.runs = k.runs, nil
 	}
 	k.mu.Unlock()
-	if r != nil {
+	for _, r := range runs {
 		r.cancel()
+	}
+	for _, r := range runs {
 		<-r.done
 	}
 }
 
 // align returns the wait from now until the next regular keepalive, due
 // after d: d moved to the nearest multiple of the batch window (kabook.go's
-// alignKeepAlive), unchanged in ModeOnce.
+// alignKeepAlive). Unchanged in ModeOnce and for a Keepaliver with one
+// session: there is nothing to share, and aligning the lone sessions of
+// many clients would only make their keepalives arrive in bursts.
 func (k *Keepaliver) align(now time.Time, d time.Duration) time.Duration {
 	k.mu.Lock()
-	once := k.mode == ModeOnce
+	alone := k.mode == ModeOnce || k.users < 2
 	k.mu.Unlock()
-	if once {
+	if alone {
 		return d
 	}
 	return alignKeepAlive(now, d, k.batch)
@@ -215,7 +251,13 @@ func (k *Keepaliver) align(now time.Time, d time.Duration) time.Duration {
 func (k *Keepaliver) renew(ctx context.Context, lease clientv3.LeaseID, clk Clock) kaResult {
 	for {
 		k.mu.Lock()
-		mode, r := k.mode, k.run
+		mode := k.mode
+		var r *kaRun
+		if n := len(k.runs); n > 0 {
+			// A lease keeps to one stream while their number stays; any
+			// stream would do: requests are paired on the stream they went on.
+			r = k.runs[uint64(lease)%uint64(n)]
+		}
 		k.mu.Unlock()
 		if mode == ModeOnce {
 			return k.renewOnce(ctx, lease, clk)

@@ -117,6 +117,8 @@ func newFakeKeepaliver(t testing.TB, recvErr error) (*Keepaliver, *fakeServer) {
 		onUnmatched: func() { f.dropped <- struct{}{} },
 		backoff:     Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond},
 		openTimeout: 10 * time.Second,
+		perStream:   256,
+		maxStreams:  1,
 	}
 	k.open = func(ctx context.Context) (kaStream, error) {
 		s := &fakeStream{ctx: ctx, clk: f.clk, reqs: make(chan fakeReq, 64), resps: make(chan *pb.LeaseKeepAliveResponse, 64), brk: make(chan error, 1)}
@@ -293,7 +295,7 @@ func TestKeepaliverFallsBackToOnceWhenTheStreamIsNotServed(t *testing.T) {
 
 func TestKeepaliverWithoutStreamNeverOpensOne(t *testing.T) {
 	f := &fakeServer{clk: newTickClock(), streams: make(chan *fakeStream, 1), onceTTL: 4, onceSeen: make(chan clientv3.LeaseID, 1)}
-	k := &Keepaliver{parent: context.Background(), open: func(context.Context) (kaStream, error) {
+	k := &Keepaliver{parent: context.Background(), perStream: 1, maxStreams: 1, open: func(context.Context) (kaStream, error) {
 		t.Error("a stream was opened")
 		return nil, errors.New("no")
 	}, once: func(context.Context, clientv3.LeaseID) (int64, error) { return f.onceTTL, nil }}
@@ -392,4 +394,37 @@ func TestKeepaliverPropertyAnswersCarryTheirOwnSendTime(t *testing.T) {
 			wait(t, in.res)
 		}
 	})
+}
+
+// With two streams, each request is answered on the stream it went out on:
+// an answer on one never pairs with a request on the other.
+func TestKeepaliverStreamsPairIndependently(t *testing.T) {
+	k, f := newFakeKeepaliver(t, nil)
+	k.perStream, k.maxStreams = 1, 2
+	k.acquire() // a second session: a second stream
+	defer k.release()
+	s0, s1 := f.stream(t), f.stream(t)
+	got := renewAsync(context.Background(), k, 2, f.clk) // lease 2 -> stream 0
+	var on, off *fakeStream
+	select {
+	case r := <-s0.reqs:
+		on, off = s0, s1
+		s0.reqs <- r
+	case r := <-s1.reqs:
+		on, off = s1, s0
+		s1.reqs <- r
+	case <-time.After(10 * time.Second):
+		t.Fatal("no request")
+	}
+	r := on.next(t)
+	f.surplus(t, off, 2) // the other stream's answer for the same lease: not this request's
+	on.answer(2, 7)
+	res := wait(t, got)
+	between(t, res, fakeReq{}, r)
+	if res.ttl != 7 {
+		t.Fatalf("ttl %d, want 7 (its own stream's answer)", res.ttl)
+	}
+	if st := k.Stats(); st.Streams != 2 {
+		t.Fatalf("streams %d, want 2", st.Streams)
+	}
 }

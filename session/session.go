@@ -305,11 +305,11 @@ func (s *Session) run(parent context.Context) {
 	defer s.ka.release()
 	clk := s.cfg.clock
 	retry := max(min(s.cfg.interval/4, 250*time.Millisecond), 20*time.Millisecond)
-	next := s.cfg.interval
+	next, regular := s.cfg.interval, true
 	for {
 		expiry := clk.NewTimer(s.deadline.Until().Sub(clk.Now()))
 		wait := next
-		if next == s.cfg.interval {
+		if regular {
 			wait = s.ka.align(clk.Now(), next) // keepalives of a stream go out together
 		}
 		tick := clk.NewTimer(wait)
@@ -328,15 +328,17 @@ func (s *Session) run(parent context.Context) {
 		case <-tick.C():
 			expiry.Stop()
 		}
+		start := clk.Now()
 		ok, lost := s.keepAlive(parent)
 		if lost != nil {
 			s.lose(lost)
 			return
 		}
+		// Keepalives go out every interval from send to send, so that their
+		// rate is N/interval however long the answers take.
+		next, regular = retry, ok
 		if ok {
-			next = s.cfg.interval
-		} else {
-			next = retry
+			next = max(s.cfg.interval-clk.Now().Sub(start), 0)
 		}
 	}
 }

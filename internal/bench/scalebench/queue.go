@@ -82,19 +82,19 @@ func (h *herdCounter) options() []lock.Option {
 
 // queueStats is what one implementation measured at one W.
 type queueStats struct {
-	handoffs      []time.Duration
+	handoffs []time.Duration
 	// The stages of each handoff (coordkit only): the holder's Unlock
 	// (its compare-and-delete), from the release to the successor's look
 	// (the delete's watch event reaching it), and from that look to its
 	// Lock returning (the read and the grant).
 	unlocks, wakes, looks []time.Duration
-	herdReleases  int     // releases that woke more than one waiter
-	maxWakeups    int64   // most waiters one release woke
-	wakeups       int64   // all wake-ups in the measured releases
-	releases      int     // measured releases
-	heapPerWaiter float64 // bytes
-	gorPerWaiter  float64
-	win           windowResult
+	herdReleases          int     // releases that woke more than one waiter
+	maxWakeups            int64   // most waiters one release woke
+	wakeups               int64   // all wake-ups in the measured releases
+	releases              int     // measured releases
+	heapPerWaiter         float64 // bytes
+	gorPerWaiter          float64
+	win                   windowResult
 }
 
 // queueRun is a queue-depth measurement for tests: W waiters on one lock,

@@ -116,9 +116,11 @@ func (c *candidate) run(ctx context.Context, value string) (*Leadership, error) 
 	c.k = c.s.Hold(c.key, int64(c.token), session.WithReleaseCause(ErrResigned))
 
 	for {
-		// One consistent read: our immediate predecessor and our own key.
+		// One consistent read: our immediate predecessor (keys only: etcd
+		// serves a sorted keys-only range from its index, why: lock/mutex.go,
+		// blockerOps) and our own key.
 		check, err := cli.Txn(ctx).Then(
-			clientv3.OpGet(c.e.keyPrefix, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(int64(c.token)-1))...),
+			clientv3.OpGet(c.e.keyPrefix, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(int64(c.token)-1), clientv3.WithKeysOnly())...),
 			clientv3.OpGet(c.key),
 		).Commit()
 		if err != nil {

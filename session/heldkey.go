@@ -209,8 +209,10 @@ func (k *HeldKey) Release(ctx context.Context) error {
 		}
 		return fmt.Errorf("session: release %s: %w", k.key, err)
 	}
+	// The watch is stopped, not waited for: a loss it still reports is
+	// ignored now that the key is released (lose), and the release does not
+	// wait for clientv3 to tear the watch down.
 	k.stopWatch()
-	<-k.watchDone
 	k.end(lostErr == nil && resp.Succeeded && k.cfg.keepLease)
 	switch {
 	case lostErr != nil:
@@ -241,6 +243,13 @@ func (k *HeldKey) Drop() {
 // either way the key is held in no sense after it.
 func (k *HeldKey) lose(reason error) {
 	k.mu.Lock()
+	if k.released {
+		// Released before the loss was seen (the watch's event for our own
+		// delete, the session's end): a released key cannot be lost, and
+		// Release has settled how it ended.
+		k.mu.Unlock()
+		return
+	}
 	if k.releasing {
 		k.pendingLoss = true
 		k.mu.Unlock()

@@ -81,6 +81,12 @@ type Keepaliver struct {
 
 	perStream  int // sessions per stream before another one opens
 	maxStreams int
+	// anchor opens the client's long-lived watch stream (see holdAnchor);
+	// nil in tests without etcd.
+	anchor func(ctx context.Context) clientv3.WatchChan
+
+	anchorStop context.CancelFunc
+	anchorDone chan struct{}
 
 	mu    sync.Mutex
 	users int
@@ -154,6 +160,9 @@ func NewKeepaliver(client *clientv3.Client, opts ...KeepaliverOption) *Keepalive
 		// balancer reconnects (the open is bounded by openTimeout).
 		return lc.LeaseKeepAlive(ctx, grpc.WaitForReady(true))
 	}
+	k.anchor = func(ctx context.Context) clientv3.WatchChan {
+		return client.Watch(clientv3.WithRequireLeader(ctx), anchorKey)
+	}
 	k.once = func(ctx context.Context, lease clientv3.LeaseID) (int64, error) {
 		resp, err := client.KeepAliveOnce(ctx, lease)
 		if err != nil {
@@ -203,6 +212,9 @@ func (k *Keepaliver) acquire() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.users++
+	if k.users == 1 && k.anchor != nil {
+		k.holdAnchor()
+	}
 	if k.mode != ModeStream {
 		return
 	}
@@ -218,8 +230,11 @@ func (k *Keepaliver) release() {
 	k.mu.Lock()
 	k.users--
 	var runs []*kaRun
+	var anchorStop context.CancelFunc
+	var anchorDone chan struct{}
 	if k.users == 0 {
 		runs, k.runs = k.runs, nil
+		anchorStop, anchorDone, k.anchorStop, k.anchorDone = k.anchorStop, k.anchorDone, nil, nil
 	}
 	k.mu.Unlock()
 	for _, r := range runs {
@@ -228,6 +243,32 @@ func (k *Keepaliver) release() {
 	for _, r := range runs {
 		<-r.done
 	}
+	if anchorStop != nil {
+		anchorStop()
+		<-anchorDone
+	}
+}
+
+// anchorKey is watched, never written: see holdAnchor.
+const anchorKey = "\x00coordkit/session/watch-anchor"
+
+// holdAnchor keeps one idle watch open on the client while it has sessions;
+// k.mu is held. clientv3 puts every watch whose context carries the same
+// metadata on one gRPC stream and closes the stream with its last watch. A
+// held key's loss watch (a watch per acquisition, WithRequireLeader) would
+// otherwise open and close a stream at every lock and unlock: the anchor
+// keeps that stream open, so a loss watch costs a create and a cancel
+// message on it. One idle watcher per client on the server.
+func (k *Keepaliver) holdAnchor() {
+	ctx, cancel := context.WithCancel(k.parent)
+	done := make(chan struct{})
+	ch := k.anchor(ctx)
+	go func() {
+		defer close(done)
+		for range ch {
+		}
+	}()
+	k.anchorStop, k.anchorDone = cancel, done
 }
 
 // align returns the wait from now until the next regular keepalive, due

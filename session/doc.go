@@ -56,14 +56,22 @@
 // response with a later send); a response with no request outstanding is
 // dropped; a broken stream fails every request outstanding on it, and a new
 // stream starts with nothing outstanding, so no response is ever measured
-// from a send on another stream. While the stream is down it is reopened
-// with exponential backoff and full jitter, the keepalives wait for it, and
-// deadlines do not move: a session whose deadline passes first is lost, as
-// it would be with any keepalive that does not get through. Closing a
-// session stops only its own keepalives; the stream closes with the last
-// session and reopens with the next.
+// from a send on another stream. While a stream is down it is reopened
+// with exponential backoff and full jitter; a keepalive waits 100ms for it
+// and then goes out with KeepAliveOnce, measured from its own send as
+// before. Deadlines move only with answered keepalives: a session whose
+// deadline passes first is lost, as with any keepalive that does not get
+// through. Closing a session stops only its own keepalives; the streams
+// close with the last session and reopen with the next.
 //
-// Keepaliver.Mode says which path is in use. ModeStream is the default.
+// A client's sessions share one stream per 128 sessions, up to 64: etcd
+// serves a stream's renewals one after another, and on a loaded server one
+// can wait there (a linearizable read, the revocation of a lease that
+// expired). Their regular keepalives are aligned to a 50ms grid (at most
+// 25ms early or late), so that many go out, and come back, in one write.
+//
+// Keepaliver.Mode says which path is in use. ModeStream is the default
+// (Stats counts the KeepAliveOnce calls made while a stream was down).
 // ModeOnce sends each keepalive with clientv3's KeepAliveOnce (a stream
 // opened and closed per keepalive, the way sessions renewed before the
 // shared stream, at several times the CPU per keepalive): chosen with
@@ -82,11 +90,10 @@
 // belongs to one client. The cost of forgetting it is a stream per session
 // instead of per client — more streams, still none opened per keepalive.
 //
-// One stream is served by one server goroutine: on a follower every
-// renewal is forwarded to the leader in turn, so the renewals of one
-// client's sessions queue behind each other there. The deadline is still
-// measured from each request's send; what grows with the queue is the
-// round trip, not the risk.
+// On a follower every renewal of a stream is forwarded to the leader in
+// turn, so the renewals on one stream queue behind each other there. The
+// deadline is still measured from each request's send; what grows with the
+// queue is the round trip, not the risk.
 //
 // # What it does not guarantee
 //

@@ -78,6 +78,7 @@ type Keepaliver struct {
 	backoff     Backoff
 	openTimeout time.Duration
 	batch       time.Duration // the grid keepalives are aligned to (0: none)
+	downWait    time.Duration // how long a keepalive waits for a stream that is down
 
 	perStream  int // sessions per stream before another one opens
 	maxStreams int
@@ -148,6 +149,7 @@ func NewKeepaliver(client *clientv3.Client, opts ...KeepaliverOption) *Keepalive
 		backoff:     Backoff{Initial: 50 * time.Millisecond, Max: 2 * time.Second},
 		openTimeout: 5 * time.Second,
 		batch:       50 * time.Millisecond,
+		downWait:    100 * time.Millisecond,
 		perStream:   128,
 		maxStreams:  64,
 	}
@@ -311,12 +313,21 @@ func (k *Keepaliver) renew(ctx context.Context, lease clientv3.LeaseID, clk Cloc
 			return kaResult{err: err}
 		}
 		if conn == nil {
-			// Down: wait for the reconnect (the deadline does not move
-			// meanwhile), a fallback, or the caller's end.
+			// Down: wait a little for the reconnect, then send this one
+			// with KeepAliveOnce, as every keepalive was sent before the
+			// shared stream: a stream that a loaded server keeps ending
+			// (a renewal that failed there ends the stream) or that waits
+			// out a long backoff must not cost a session its deadline.
+			t := time.NewTimer(k.downWait)
 			select {
 			case <-up:
+				t.Stop()
 			case <-r.done:
+				t.Stop()
+			case <-t.C:
+				return k.renewOnce(ctx, lease, clk)
 			case <-ctx.Done():
+				t.Stop()
 				return kaResult{err: ctx.Err()}
 			}
 			continue

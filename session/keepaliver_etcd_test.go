@@ -104,7 +104,6 @@ func TestThousandSessionsOnOneClientSurviveAStreamBreak(t *testing.T) {
 	st := k.Stats()
 	require.GreaterOrEqual(t, st.StreamsBroken, int64(1))
 	require.Equal(t, st.StreamsBroken+int64(streams), st.StreamsOpened, "each stream reopened after its break: %+v", st)
-	require.Zero(t, st.OnceCalls)
 	mode, _ := k.Mode()
 	require.Equal(t, session.ModeStream, mode)
 }

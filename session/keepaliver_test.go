@@ -117,6 +117,7 @@ func newFakeKeepaliver(t testing.TB, recvErr error) (*Keepaliver, *fakeServer) {
 		onUnmatched: func() { f.dropped <- struct{}{} },
 		backoff:     Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond},
 		openTimeout: 10 * time.Second,
+		downWait:    time.Hour, // tests of the stream path wait for it
 		perStream:   256,
 		maxStreams:  1,
 	}
@@ -426,5 +427,28 @@ func TestKeepaliverStreamsPairIndependently(t *testing.T) {
 	}
 	if st := k.Stats(); st.Streams != 2 {
 		t.Fatalf("streams %d, want 2", st.Streams)
+	}
+}
+
+// A keepalive that finds the stream down waits a little for it, then goes
+// out with KeepAliveOnce.
+func TestKeepaliverSendsOnceWhileTheStreamIsDown(t *testing.T) {
+	k, f := newFakeKeepaliver(t, nil)
+	k.downWait = time.Millisecond
+	k.open = func(ctx context.Context) (kaStream, error) {
+		<-ctx.Done() // never connects
+		return nil, ctx.Err()
+	}
+	k.release() // restart the run with the opener that never connects
+	k.acquire()
+	res := wait(t, renewAsync(context.Background(), k, 1, f.clk))
+	if res.err != nil || res.ttl != 9 {
+		t.Fatalf("renew while down: ttl %d err %v, want KeepAliveOnce's ttl 9", res.ttl, res.err)
+	}
+	if st := k.Stats(); st.OnceCalls != 1 {
+		t.Fatalf("stats %+v, want one KeepAliveOnce", st)
+	}
+	if mode, _ := k.Mode(); mode != ModeStream {
+		t.Fatalf("mode %s: a stream that is down is not a fallback for good", mode)
 	}
 }

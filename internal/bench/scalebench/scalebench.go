@@ -271,7 +271,7 @@ var curveTitles = map[string]string{
 	CurveQueue:      "queue depth: one lock, W waiters, each with its own client and session (TTL 10s)",
 	CurveLocks:      "many locks: L names taken and released in a loop by the workers, sharing sessions",
 	CurveCandidates: "many candidates: E elections x C candidates (election package), leader crash at TTL",
-	CurveSessions:   "idle sessions: N sessions on one client, keepalives only (stream: one shared stream; keepalive_once: a stream per keepalive)",
+	CurveSessions:   "idle sessions: N sessions on one client, keepalives only (coordkit: streams shared by the client's sessions; keepalive_once: a stream per keepalive)",
 	CurveCosts:      "per-operation costs (1 member): the inputs of docs/scale.md's model",
 }
 

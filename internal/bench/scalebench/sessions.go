@@ -74,7 +74,7 @@ func keepAliveName(once bool) string {
 	if once {
 		return "KeepAliveOnce"
 	}
-	return "one stream"
+	return "shared streams"
 }
 
 // sessionsCurve holds n idle sessions on one client for Options.IdleDuration

@@ -61,13 +61,15 @@ directory, fsync on unless --unsafe-no-fsync, and measure how the cost grows:
                     docs/scale.md's model
 
 The queue and lock curves run on every cluster size of --members; costs,
-candidates and idle sessions on the first. --keepalive says how the candidates'
-and idle sessions' keepalives are sent: stream (one long-lived stream per
-client, what sessions do), once (a KeepAliveOnce per keepalive, the old path)
-or both (default: each of those points twice, the old path in the
-keepalive_once column, so the two are compared within one run). etcd runs in this process: CPU, RSS and heap are the
-process's (server and clients together); watchers, keys and keepalives are
-etcd's own metrics. A last table judges issues 16's and 20's targets on this run.
+candidates and idle sessions on the first. --keepalive says how the
+candidates' and idle sessions' keepalives are sent: stream (long-lived
+streams shared by a client's sessions, what sessions do), once (a
+KeepAliveOnce per keepalive, the old path) or both (default: each of those
+points twice, the old path in the keepalive_once column, so that the two are
+compared within one run). etcd runs in this process: CPU, RSS and heap are
+the process's (server and clients together, less the bench's own sampling);
+watchers, keys, keepalives and keepalive streams are etcd's own metrics.
+A last table judges issues 16's and 20's targets on this run.
 --quick runs fewer, smaller points (W 1,10,100; L 10,1000; 1x50, 10x5; N 1000
 for 10s) in a few minutes; the full default run takes many.
 
@@ -154,7 +156,7 @@ measured is null, keepalive_once is present only on the rows it applies to.`,
 	fl.IntSliceVar(&o.opts.IdleSessions, "idle-sessions", def.IdleSessions, "idle-sessions points: sessions on one client (empty: skip)")
 	fl.DurationVar(&o.opts.IdleTTL, "idle-ttl", def.IdleTTL, "idle sessions: session TTL")
 	fl.DurationVar(&o.opts.IdleDuration, "idle-duration", def.IdleDuration, "idle sessions: how long each point is measured")
-	fl.StringVar(&o.opts.KeepAlive, "keepalive", def.KeepAlive, "candidates and idle sessions: keepalives on one stream per client (stream), a KeepAliveOnce each (once), or both side by side")
+	fl.StringVar(&o.opts.KeepAlive, "keepalive", def.KeepAlive, "candidates and idle sessions: keepalives on streams shared by a client's sessions (stream), a KeepAliveOnce each (once), or both side by side")
 	fl.BoolVar(&o.opts.NoFsync, "unsafe-no-fsync", false, "run etcd without fsync (faster, not what users run)")
 	fl.BoolVar(&o.opts.SkipConcurrency, "skip-concurrency", false, "leave etcd's concurrency.Mutex out (its column is then null)")
 	fl.StringVar(&o.svg, "svg", "", "also write the curves as an SVG image to this file")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -128,8 +129,9 @@ func (r *runner) sessionsCurve(ctx context.Context, e *env, n int, once bool) er
 		}
 		ss[i], errs[i] = session.New(ctx, cli, session.WithTTL(ttl), session.WithKeepaliver(k), session.WithObserver(observe))
 	})
-	if err := errors.Join(errs...); err != nil {
-		return err
+	if failed := slices.IndexFunc(errs, func(err error) bool { return err != nil }); failed >= 0 {
+		n := len(slices.DeleteFunc(slices.Clone(errs), func(err error) bool { return err == nil }))
+		return fmt.Errorf("%d of %d sessions not started, the first: %w", n, len(errs), errs[failed])
 	}
 	granted := ss[0].TTL()
 	// Start-up: every session sends its first keepalive one interval

@@ -69,6 +69,9 @@
 // can wait there (a linearizable read, the revocation of a lease that
 // expired). Their regular keepalives are aligned to a 50ms grid (at most
 // 25ms early or late), so that many go out, and come back, in one write.
+// While a client has sessions its Keepaliver also keeps one idle watch open:
+// clientv3 closes a watch stream with its last watch, and the loss watch of
+// each held key would otherwise open and close one per acquisition.
 //
 // Keepaliver.Mode says which path is in use. ModeStream is the default
 // (Stats counts the KeepAliveOnce calls made while a stream was down).

@@ -33,6 +33,7 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape, once bool
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	wins := make([]chan win, s.Elections)
+	var kas []*session.Keepaliver // one per candidate (its client)
 	var (
 		wg       sync.WaitGroup
 		losses   atomic.Int64 // sessions that expired while campaigning
@@ -48,8 +49,10 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape, once bool
 		wins[el] = make(chan win, s.Candidates*(r.o.Crashes+2))
 		for c := range s.Candidates {
 			id := el*s.Candidates + c
+			ka := keepaliver(clients[id], once)
+			kas = append(kas, ka)
 			ev, err := election.New(clients[id], fmt.Sprintf("%s/%d", root, el), election.WithTTL(r.o.TTL),
-				election.WithSessionOptions(session.WithKeepaliver(keepaliver(clients[id], once))))
+				election.WithSessionOptions(session.WithKeepaliver(ka)))
 			if err != nil {
 				return err
 			}
@@ -206,6 +209,16 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape, once bool
 	add("keepalive_streams_opened_per_s_idle", "per_s", idleRes.delta[metricKeepAliveStreams]/idleRes.wall.Seconds())
 	add("rss_max_mib", "MiB", idleRes.maxRSS/(1<<20))
 	add("sessions_expired_campaigning", "count", float64(losses.Load()))
+	var broken, onces int64
+	for _, k := range kas {
+		st := k.Stats()
+		broken += st.StreamsBroken
+		if !once {
+			onces += st.OnceCalls // KeepAliveOnce while a stream was down
+		}
+	}
+	add("keepalive_streams_broken", "count", float64(broken))
+	add("keepalives_sent_once_while_down", "count", float64(onces))
 	add("campaign_errors_retried", "count", float64(retried.Load()))
 	add("leaderships_lost_uncrashed", "count", float64(lostLead.Load()))
 	add("rounds_not_steady", "count", float64(unsteady))

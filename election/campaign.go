@@ -116,9 +116,11 @@ func (c *candidate) run(ctx context.Context, value string) (*Leadership, error) 
 	c.hold()
 
 	for {
-		// One consistent read: our immediate predecessor and our own key.
+		// One consistent read: our immediate predecessor (keys only: etcd
+		// serves a sorted keys-only range from its index, why: lock/mutex.go,
+		// blockerOps), our own key, and the handover record.
 		check, err := cli.Txn(ctx).Then(append([]clientv3.Op{
-			clientv3.OpGet(c.e.keyPrefix, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(int64(c.token)-1))...),
+			clientv3.OpGet(c.e.keyPrefix, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(int64(c.token)-1), clientv3.WithKeysOnly())...),
 			clientv3.OpGet(c.key),
 		}, c.handoverOps()...)...).Commit()
 		if err != nil {

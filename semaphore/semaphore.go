@@ -254,8 +254,10 @@ func (a *attempt) run(ctx context.Context, try bool) (*Held, error) {
 		}
 		resp, err := c.Txn(ctx).Then(
 			clientv3.OpGet(a.qkey),
+			// Keys-only: etcd serves a sorted keys-only range from its index
+			// (why: lock/mutex.go, blockerOps).
 			clientv3.OpGet(s.queuePfx(), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
-				clientv3.WithMaxCreateRev(a.qrev-1), clientv3.WithLimit(1)),
+				clientv3.WithMaxCreateRev(a.qrev-1), clientv3.WithLimit(1), clientv3.WithKeysOnly()),
 			clientv3.OpGet(s.slotsPfx(), clientv3.WithPrefix()),
 			clientv3.OpGet(s.limitKey()),
 		).Commit()

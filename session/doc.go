@@ -40,6 +40,64 @@
 // Lazy is the session of a lock or semaphore handle (given, or its own and
 // renewed after a loss).
 //
+// # How keepalives are sent
+//
+// A session sends its keepalives through a Keepaliver: one long-lived
+// LeaseKeepAlive stream per etcd client, shared by every session given it
+// with WithKeepaliver (a session without one gets a stream of its own).
+// For each request the Keepaliver records the instant just before it goes
+// on the wire. etcd answers a stream's requests one by one, in order, and
+// gRPC delivers them once and in order, so each response is paired with the
+// oldest request outstanding for its lease on that stream, and the
+// session's deadline moves to that request's send time + the TTL granted −
+// margin: the same rule as a keepalive sent alone, and the server received
+// the request after that instant. A request whose session stopped waiting
+// stays paired until its response comes (dropping it would pair the
+// response with a later send); a response with no request outstanding is
+// dropped; a broken stream fails every request outstanding on it, and a new
+// stream starts with nothing outstanding, so no response is ever measured
+// from a send on another stream. While a stream is down it is reopened
+// with exponential backoff and full jitter; a keepalive waits 100ms for it
+// and then goes out with KeepAliveOnce, measured from its own send as
+// before. Deadlines move only with answered keepalives: a session whose
+// deadline passes first is lost, as with any keepalive that does not get
+// through. Closing a session stops only its own keepalives; the streams
+// close with the last session and reopen with the next.
+//
+// A client's sessions share one stream per 128 sessions, up to 64: etcd
+// serves a stream's renewals one after another, and on a loaded server one
+// can wait there (a linearizable read, the revocation of a lease that
+// expired). Their regular keepalives are aligned to a 50ms grid (at most
+// 25ms early or late), so that many go out, and come back, in one write.
+// While a client has sessions its Keepaliver also keeps one idle watch open:
+// clientv3 closes a watch stream with its last watch, and the loss watch of
+// each held key would otherwise open and close one per acquisition.
+//
+// Keepaliver.Mode says which path is in use. ModeStream is the default
+// (Stats counts the KeepAliveOnce calls made while a stream was down).
+// ModeOnce sends each keepalive with clientv3's KeepAliveOnce (a stream
+// opened and closed per keepalive, the way sessions renewed before the
+// shared stream, at several times the CPU per keepalive): chosen with
+// WithoutStream, or taken for good when the server refuses the stream
+// (Unimplemented). Its deadline is measured from the send of each
+// KeepAliveOnce, so it is exactly as safe.
+//
+// The Keepaliver is not held in a package variable keyed by client: that
+// would be a registry shared by everything in the process, which the
+// house rules forbid (and which would hide a client's streams from whoever
+// owns the client). Whoever creates a client and many sessions on it
+// creates the client's Keepaliver next to it and passes it on (coordctl
+// bench scale does); lock, semaphore and election take it through their
+// WithSessionOptions.
+// Two clusters in one process never share one, because each Keepaliver
+// belongs to one client. The cost of forgetting it is a stream per session
+// instead of per client — more streams, still none opened per keepalive.
+//
+// On a follower every renewal of a stream is forwarded to the leader in
+// turn, so the renewals on one stream queue behind each other there. The
+// deadline is still measured from each request's send; what grows with the
+// queue is the round trip, not the risk.
+//
 // # What it does not guarantee
 //
 // A holder that was paused after its last Alive check can still issue a

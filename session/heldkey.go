@@ -76,9 +76,10 @@ func WithReleaseKeepsLease() HoldOption { return func(c *holdConfig) { c.keepLea
 
 // Hold starts holding key, which the caller created at createRev with this
 // session's lease, and watches for its loss. It does no I/O before it
-// returns: the watch starts from createRev+1, so whatever happened to the
-// key since it was created is replayed to it and nothing is missed. A
-// session that has already ended makes the key lost at once.
+// returns: the watch starts in the background, and whatever happened to the
+// key between its creation and the watch's start is checked by one read (see
+// watch), so nothing is missed. A session that has already ended makes the
+// key lost at once.
 func (s *Session) Hold(key string, createRev int64, opts ...HoldOption) *HeldKey {
 	cfg := holdConfig{releaseCause: errReleased}
 	for _, o := range opts {
@@ -209,8 +210,10 @@ func (k *HeldKey) Release(ctx context.Context) error {
 		}
 		return fmt.Errorf("session: release %s: %w", k.key, err)
 	}
+	// The watch is stopped, not waited for: a loss it still reports is
+	// ignored now that the key is released (lose), and the release does not
+	// wait for clientv3 to tear the watch down.
 	k.stopWatch()
-	<-k.watchDone
 	k.end(lostErr == nil && resp.Succeeded && k.cfg.keepLease)
 	switch {
 	case lostErr != nil:
@@ -241,6 +244,13 @@ func (k *HeldKey) Drop() {
 // either way the key is held in no sense after it.
 func (k *HeldKey) lose(reason error) {
 	k.mu.Lock()
+	if k.released {
+		// Released before the loss was seen (the watch's event for our own
+		// delete, the session's end): a released key cannot be lost, and
+		// Release has settled how it ended.
+		k.mu.Unlock()
+		return
+	}
 	if k.releasing {
 		k.pendingLoss = true
 		k.mu.Unlock()

@@ -23,7 +23,7 @@ func TestRoleOf(t *testing.T) {
 		{"n/ABC", RoleForeign},                    // not how lease IDs are printed
 		{"n/", RoleForeign},
 		{"n/read/1796137933058803600", RoleReader}, // recipes.RWMutex: decimal nanoseconds
-		{"n/0123456789abcdef01234", RoleForeign},  // longer than any ID
+		{"n/0123456789abcdef01234", RoleForeign},   // longer than any ID
 		{"m/1f", RoleForeign},
 		{"n/read/x/1f", RoleForeign},
 	}

@@ -19,6 +19,9 @@ type Event struct {
 	// KeepAliveLatency is the round trip of a successful keepalive; zero
 	// for a failed one or for loss.
 	KeepAliveLatency time.Duration
+	// SentAt is when the keepalive the server answered was sent (the
+	// instant the deadline is measured from); zero unless it succeeded.
+	SentAt time.Time
 	// Deadline is the local deadline after the event.
 	Deadline time.Time
 	// Err is the failed keepalive's error, or the loss reason when Lost.
@@ -35,6 +38,9 @@ type config struct {
 	clock    Clock
 	leaseID  clientv3.LeaseID
 	observer func(Event)
+	// keepaliver sends the keepalives (keepaliver.go); nil: one of the
+	// session's own.
+	keepaliver *Keepaliver
 }
 
 // Option configures a Session.
@@ -74,6 +80,7 @@ type Session struct {
 	lease    clientv3.LeaseID
 	ttl      time.Duration
 	deadline *Deadline
+	ka       *Keepaliver
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -144,7 +151,12 @@ func New(ctx context.Context, client *clientv3.Client, opts ...Option) (*Session
 		cancel:   cancel,
 		closing:  make(chan struct{}),
 		stopped:  make(chan struct{}),
+		ka:       cfg.keepaliver,
 	}
+	if s.ka == nil {
+		s.ka = NewKeepaliver(client)
+	}
+	s.ka.acquire()
 	go s.run(context.WithoutCancel(ctx))
 	return s, nil
 }
@@ -290,12 +302,17 @@ func (s *Session) notify(ev Event) {
 // deadline ends the session the instant it passes.
 func (s *Session) run(parent context.Context) {
 	defer close(s.stopped)
+	defer s.ka.release()
 	clk := s.cfg.clock
 	retry := max(min(s.cfg.interval/4, 250*time.Millisecond), 20*time.Millisecond)
-	next := s.cfg.interval
+	next, regular := s.cfg.interval, true
 	for {
 		expiry := clk.NewTimer(s.deadline.Until().Sub(clk.Now()))
-		tick := clk.NewTimer(next)
+		wait := next
+		if regular {
+			wait = s.ka.align(clk.Now(), next) // keepalives of a stream go out together
+		}
+		tick := clk.NewTimer(wait)
 		select {
 		case <-s.closing:
 			expiry.Stop()
@@ -311,15 +328,17 @@ func (s *Session) run(parent context.Context) {
 		case <-tick.C():
 			expiry.Stop()
 		}
+		start := clk.Now()
 		ok, lost := s.keepAlive(parent)
 		if lost != nil {
 			s.lose(lost)
 			return
 		}
+		// Keepalives go out every interval from send to send, so that their
+		// rate is N/interval however long the answers take.
+		next, regular = retry, ok
 		if ok {
-			next = s.cfg.interval
-		} else {
-			next = retry
+			next = max(s.cfg.interval-clk.Now().Sub(start), 0)
 		}
 	}
 }
@@ -334,8 +353,8 @@ func (s *Session) lose(reason error) {
 // must end.
 func (s *Session) keepAlive(parent context.Context) (ok bool, loss error) {
 	clk := s.cfg.clock
-	sentAt := clk.Now()
-	budget := s.deadline.Until().Sub(sentAt)
+	start := clk.Now()
+	budget := s.deadline.Until().Sub(start)
 	if budget <= 0 {
 		return false, ErrExpired
 	}
@@ -343,16 +362,16 @@ func (s *Session) keepAlive(parent context.Context) (ok bool, loss error) {
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel) // Close interrupts a keepalive in flight
 	defer stop()
-	resp, err := s.client.KeepAliveOnce(ctx, s.lease)
+	res := s.ka.renew(ctx, s.lease, clk)
 	now := clk.Now()
-	switch {
-	case err == nil:
-		if !s.deadline.Renewed(sentAt, time.Duration(resp.TTL)*time.Second, now) {
+	switch err := res.err; {
+	case err == nil && res.ttl > 0:
+		if !s.deadline.Renewed(res.sentAt, time.Duration(res.ttl)*time.Second, now) {
 			return false, ErrExpired
 		}
-		s.notify(Event{KeepAliveLatency: now.Sub(sentAt), Deadline: s.deadline.Until()})
+		s.notify(Event{KeepAliveLatency: now.Sub(res.sentAt), SentAt: res.sentAt, Deadline: s.deadline.Until()})
 		return true, nil
-	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+	case err == nil: // the server does not know the lease
 		return false, ErrRevoked
 	case s.ctx.Err() != nil:
 		return false, nil // closing: run sees it next

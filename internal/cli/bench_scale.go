@@ -28,8 +28,8 @@ func newBenchScaleCmd(f *factory) *cobra.Command {
 	o := benchScaleOptions{opts: scalebench.DefaultOptions()}
 	def := scalebench.DefaultOptions()
 	cmd := &cobra.Command{
-		Use:   "scale [--quick] [--curves costs,queue,locks,candidates] [--waiters 1,10,100,1000] [--locks 10,1000,10000] [--shapes 1x500,100x5] [--members 1,3] [--svg FILE] [--from FILE.json]",
-		Short: "How the cost grows with waiters, locks and candidates",
+		Use:   "scale [--quick] [--curves costs,queue,locks,candidates,sessions] [--waiters 1,10,100,1000] [--locks 10,1000,10000] [--shapes 1x500,100x5] [--idle-sessions 10000] [--keepalive both|stream|once] [--members 1,3] [--svg FILE] [--from FILE.json]",
+		Short: "How the cost grows with waiters, locks, candidates and sessions",
 		Long: `Start an embedded etcd (one member, then three: --members) in a temporary
 directory, fsync on unless --unsafe-no-fsync, and measure how the cost grows:
 
@@ -49,29 +49,43 @@ directory, fsync on unless --unsafe-no-fsync, and measure how the cost grows:
                     client, through the election package at TTL --ttl; every
                     leader crashes (stops its keepalives) --crashes times:
                     failover p50/max, keepalives/s on the server (and the
-                    model 3N/TTL), watchers, CPU per keepalive
+                    model 3N/TTL), watchers, CPU per keepalive, new
+                    keepalive streams/s while idle
+  idle sessions     N sessions (--idle-sessions) on one client at TTL
+                    --idle-ttl, doing nothing but keepalives for
+                    --idle-duration after one keepalive interval of start-up:
+                    keepalives/s on the server against the model 3N/TTL, CPU
+                    per keepalive, keepalive streams the server saw opened,
+                    keepalive p50/p99, sessions lost to their local deadline
   costs             a commit, a watch event, a keepalive: the inputs of
                     docs/scale.md's model
 
-The queue and lock curves run on every cluster size of --members; costs and
-candidates on the first. etcd runs in this process: CPU, RSS and heap are the
-process's (server and clients together); watchers, keys and keepalives are
-etcd's own metrics. A last table judges issue 16's targets on this run.
---quick runs fewer, smaller points (W 1,10,100; L 10,1000; 1x50, 10x5) in a
-few minutes; the full default run takes many.
+The queue and lock curves run on every cluster size of --members; costs,
+candidates and idle sessions on the first. --keepalive says how the
+candidates' and idle sessions' keepalives are sent: stream (long-lived
+streams shared by a client's sessions, what sessions do), once (a
+KeepAliveOnce per keepalive, the old path) or both (default: each of those
+points twice, the old path in the keepalive_once column, so that the two are
+compared within one run). etcd runs in this process: CPU, RSS and heap are
+the process's (server and clients together, less the bench's own sampling);
+watchers, keys, keepalives and keepalive streams are etcd's own metrics.
+A last table judges issues 16's and 20's targets on this run.
+--quick runs fewer, smaller points (W 1,10,100; L 10,1000; 1x50, 10x5; N 1000
+for 10s) in a few minutes; the full default run takes many.
 
 --svg FILE writes the curves as one SVG image (handoff p50 by W, acquisitions/s
 by L, failover by shape). --from A.json,B.json runs nothing: it reads saved
 -w json results (rows and notes appended in order; a target measured in a
 later file replaces an unmeasured one) and prints or draws them. Results go to stdout, progress to stderr.
 -w json prints {"benchmark":"scale","fsync":BOOL,"rows":[{"curve","members",
-"point","x","metric","coordkit","etcd_concurrency","unit"}...],"targets":[{"name",
+"point","x","metric","coordkit","etcd_concurrency","keepalive_once"?,"unit"}...],"targets":[{"name",
 "measured","target","unit","at_most","met"}...],"notes":[...]}; a value not
-measured is null.`,
+measured is null, keepalive_once is present only on the rows it applies to.`,
 		Example: `  coordctl bench scale --quick
   coordctl bench scale -w json > scale.json
   coordctl bench scale --from scale.json --svg docs/scale.svg
-  coordctl bench scale --waiters 1,100 --locks 10,1000 --shapes 1x100 --members 1`,
+  coordctl bench scale --waiters 1,100 --locks 10,1000 --shapes 1x100 --members 1
+  coordctl bench scale --curves candidates,sessions --shapes 1x500 --idle-sessions 10000 --members 1`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := f.NotifyContext(cmd.Context())
@@ -80,12 +94,14 @@ measured is null.`,
 				q := scalebench.QuickOptions()
 				fl := cmd.Flags()
 				for name, set := range map[string]func(){
-					"waiters":  func() { o.opts.Waiters = q.Waiters },
-					"locks":    func() { o.opts.Locks = q.Locks },
-					"shapes":   func() { o.shapes = scalebench.ShapeStrings(q.Shapes) },
-					"handoffs": func() { o.opts.Handoffs = q.Handoffs },
-					"duration": func() { o.opts.Duration = q.Duration },
-					"crashes":  func() { o.opts.Crashes = q.Crashes },
+					"waiters":       func() { o.opts.Waiters = q.Waiters },
+					"locks":         func() { o.opts.Locks = q.Locks },
+					"shapes":        func() { o.shapes = scalebench.ShapeStrings(q.Shapes) },
+					"handoffs":      func() { o.opts.Handoffs = q.Handoffs },
+					"duration":      func() { o.opts.Duration = q.Duration },
+					"crashes":       func() { o.opts.Crashes = q.Crashes },
+					"idle-sessions": func() { o.opts.IdleSessions = q.IdleSessions },
+					"idle-duration": func() { o.opts.IdleDuration = q.IdleDuration },
 				} {
 					if !fl.Changed(name) {
 						set()
@@ -107,6 +123,9 @@ measured is null.`,
 			}
 			if !on[scalebench.CurveCandidates] {
 				o.shapes = nil
+			}
+			if !on[scalebench.CurveSessions] {
+				o.opts.IdleSessions = nil
 			}
 			o.opts.NoCosts = !on[scalebench.CurveCosts]
 			o.opts.Shapes = nil
@@ -134,6 +153,10 @@ measured is null.`,
 	fl.IntVar(&o.opts.Sessions, "sessions", def.Sessions, "many locks: sessions (and connections) the workers share")
 	fl.IntVar(&o.opts.Crashes, "crashes", def.Crashes, "many candidates: leader crashes per shape")
 	fl.DurationVar(&o.opts.TTL, "ttl", def.TTL, "many candidates: session TTL")
+	fl.IntSliceVar(&o.opts.IdleSessions, "idle-sessions", def.IdleSessions, "idle-sessions points: sessions on one client (empty: skip)")
+	fl.DurationVar(&o.opts.IdleTTL, "idle-ttl", def.IdleTTL, "idle sessions: session TTL")
+	fl.DurationVar(&o.opts.IdleDuration, "idle-duration", def.IdleDuration, "idle sessions: how long each point is measured")
+	fl.StringVar(&o.opts.KeepAlive, "keepalive", def.KeepAlive, "candidates and idle sessions: keepalives on streams shared by a client's sessions (stream), a KeepAliveOnce each (once), or both side by side")
 	fl.BoolVar(&o.opts.NoFsync, "unsafe-no-fsync", false, "run etcd without fsync (faster, not what users run)")
 	fl.BoolVar(&o.opts.SkipConcurrency, "skip-concurrency", false, "leave etcd's concurrency.Mutex out (its column is then null)")
 	fl.StringVar(&o.svg, "svg", "", "also write the curves as an SVG image to this file")
@@ -141,7 +164,7 @@ measured is null.`,
 	return cmd
 }
 
-var allCurves = []string{scalebench.CurveCosts, scalebench.CurveQueue, scalebench.CurveLocks, scalebench.CurveCandidates}
+var allCurves = []string{scalebench.CurveCosts, scalebench.CurveQueue, scalebench.CurveLocks, scalebench.CurveCandidates, scalebench.CurveSessions}
 
 func runBenchScale(ctx context.Context, f *factory, o benchScaleOptions) error {
 	p, err := f.Printer()

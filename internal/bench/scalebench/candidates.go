@@ -10,6 +10,7 @@ import (
 
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/bench"
+	"github.com/coordkit/coordkit/session"
 )
 
 // win is one Campaign that returned leadership.
@@ -19,9 +20,9 @@ type win struct {
 	l    *election.Leadership
 }
 
-func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
+func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape, once bool) error {
 	n := s.Elections * s.Candidates
-	r.progress("many candidates %s, %d members: %d candidates (each its own client, TTL %s), %d leader crashes", s, e.members, n, r.o.TTL, r.o.Crashes)
+	r.progress("many candidates %s (keepalives: %s), %d members: %d candidates (each its own client, TTL %s), %d leader crashes", s, keepAliveName(once), e.members, n, r.o.TTL, r.o.Crashes)
 	root := e.name("elect" + s.String())
 	clients, err := e.newClients(n + 1)
 	defer e.release(clients)
@@ -32,6 +33,7 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	wins := make([]chan win, s.Elections)
+	var kas []*session.Keepaliver // one per candidate (its client)
 	var (
 		wg       sync.WaitGroup
 		losses   atomic.Int64 // sessions that expired while campaigning
@@ -47,7 +49,10 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
 		wins[el] = make(chan win, s.Candidates*(r.o.Crashes+2))
 		for c := range s.Candidates {
 			id := el*s.Candidates + c
-			ev, err := election.New(clients[id], fmt.Sprintf("%s/%d", root, el), election.WithTTL(r.o.TTL))
+			ka := keepaliver(clients[id], once)
+			kas = append(kas, ka)
+			ev, err := election.New(clients[id], fmt.Sprintf("%s/%d", root, el), election.WithTTL(r.o.TTL),
+				election.WithSessionOptions(session.WithKeepaliver(ka)))
 			if err != nil {
 				return err
 			}
@@ -201,8 +206,19 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape) error {
 	if keepalives > 0 {
 		add("cpu_us_per_keepalive", "us", float64(idleRes.cpu.Microseconds())/keepalives)
 	}
+	add("keepalive_streams_opened_per_s_idle", "per_s", idleRes.delta[metricKeepAliveStreams]/idleRes.wall.Seconds())
 	add("rss_max_mib", "MiB", idleRes.maxRSS/(1<<20))
 	add("sessions_expired_campaigning", "count", float64(losses.Load()))
+	var broken, onces int64
+	for _, k := range kas {
+		st := k.Stats()
+		broken += st.StreamsBroken
+		if !once {
+			onces += st.OnceCalls // KeepAliveOnce while a stream was down
+		}
+	}
+	add("keepalive_streams_broken", "count", float64(broken))
+	add("keepalives_sent_once_while_down", "count", float64(onces))
 	add("campaign_errors_retried", "count", float64(retried.Load()))
 	add("leaderships_lost_uncrashed", "count", float64(lostLead.Load()))
 	add("rounds_not_steady", "count", float64(unsteady))

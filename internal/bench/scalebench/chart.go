@@ -51,7 +51,8 @@ func (r Result) Merge(b Result) Result {
 }
 
 // Charts turns the result's rows into bar charts, one per curve that has
-// rows (handoff p50 by W, acquisitions/s by L, failover max by shape):
+// rows (handoff p50 by W, acquisitions/s by L, failover max by shape, CPU
+// per keepalive by idle sessions N):
 // each point of the curve a category, one series per implementation and
 // cluster size with a measured value.
 func (r Result) Charts() []report.Chart {
@@ -62,6 +63,7 @@ func (r Result) Charts() []report.Chart {
 		{CurveQueue, "handoff_p50_ms", "Queue depth: handoff p50 by waiters W", "ms"},
 		{CurveLocks, "acquisitions_per_s", "Many locks: acquisitions/s by distinct locks L", "acquisitions/s"},
 		{CurveCandidates, "failover_max_ms", "Many candidates: failover after the leader's crash, max (TTL " + r.ttl() + ")", "ms"},
+		{CurveSessions, "cpu_us_per_keepalive", "Idle sessions on one client: process CPU per keepalive, shared streams vs KeepAliveOnce", "us"},
 	}
 	var out []report.Chart
 	for _, sp := range specs {
@@ -88,15 +90,20 @@ func (r Result) Charts() []report.Chart {
 		}
 		c := report.Chart{Title: sp.title, YLabel: sp.ylabel, Categories: cats}
 		for _, m := range members {
-			for impl, name := range []string{"coordkit", "etcd concurrency"} {
+			for impl, name := range []string{"coordkit", "etcd concurrency", "KeepAliveOnce"} {
 				s := report.Series{Name: fmt.Sprintf("%s, %d member", name, m)}
 				if m > 1 {
 					s.Name += "s"
 				}
 				for _, row := range rows {
 					v := float64(row.Coordkit)
-					if impl == 1 {
+					switch {
+					case impl == 1:
 						v = float64(row.EtcdConcurrency)
+					case impl == 2 && row.KeepAliveOnce != nil:
+						v = float64(*row.KeepAliveOnce)
+					case impl == 2:
+						v = math.NaN()
 					}
 					if row.Members == m && !math.IsNaN(v) {
 						s.Points = append(s.Points, report.Point{X: float64(slices.Index(cats, row.Point)), Y: v})

@@ -3,6 +3,7 @@ package scalebench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,60 @@ import (
 	"github.com/coordkit/coordkit/internal/bench"
 	"github.com/coordkit/coordkit/session"
 )
+
+// reads measures, on this cluster, the reads a waiter could make to find
+// out what is ahead of it, over 1 and 1000 keys under one prefix (p50 of
+// 100 each): the look it makes (the newest key created before its own:
+// sorted by create revision, max create revision, limit 1 — etcd's
+// concurrency.Mutex makes the same one, WithLastCreate and
+// WithMaxCreateRev), the same with keys only, a get of one known key, and a
+// count of the prefix.
+func (r *runner) reads(ctx context.Context, e *env) error {
+	add := func(metric, unit string, v float64) {
+		r.add(Row{Curve: CurveCosts, Members: e.members, Metric: metric, Coordkit: Value(v), EtcdConcurrency: nan, Unit: unit})
+	}
+	clients, err := e.newClients(4)
+	defer e.release(clients)
+	if err != nil {
+		return err
+	}
+	for _, keys := range []int{1, 1000} {
+		r.progress("costs: a waiter's reads over %d keys, %d members", keys, e.members)
+		pfx := e.name(fmt.Sprintf("costs-look%d", keys)) + "/"
+		for i := range keys {
+			if _, err := clients[i%len(clients)].Put(ctx, fmt.Sprintf("%s%06d", pfx, i), "x"); err != nil {
+				return err
+			}
+		}
+		last := fmt.Sprintf("%s%06d", pfx, keys-1)
+		look := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
+			clientv3.WithMaxCreateRev(1 << 62), clientv3.WithLimit(1)}
+		for _, v := range []struct {
+			metric string
+			key    string
+			opts   []clientv3.OpOption
+		}{
+			{"waiter_read_%dkeys_p50_ms", pfx, look},
+			{"read_sorted_keysonly_%dkeys_p50_ms", pfx, append(slices.Clone(look), clientv3.WithKeysOnly())},
+			{"read_one_key_%dkeys_p50_ms", last, nil},
+			{"read_count_%dkeys_p50_ms", pfx, []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}},
+		} {
+			var lat []time.Duration
+			for range 100 {
+				t0 := time.Now()
+				if _, err := clients[0].Get(ctx, v.key, v.opts...); err != nil {
+					return err
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			add(fmt.Sprintf(v.metric, keys), "ms", bench.Ms(bench.Percentile(lat, 0.5)))
+		}
+		if _, err := clients[0].Delete(ctx, pfx, clientv3.WithPrefix()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // costs measures the per-operation costs docs/scale.md's model is built
 // from: a commit (one client's sequential puts), a watch event (many
@@ -48,32 +103,6 @@ func (r *runner) costs(ctx context.Context, e *env) error {
 		add("backend_commit_mean_ms", "ms", 1000*res.delta[metricBackendCo+"_sum"]/c)
 	}
 	add("cpu_us_per_commit", "us", float64(res.cpu.Microseconds())/puts)
-
-	// A waiter's look: the newest key created before its own, read with a
-	// sort by create revision and limit 1, over 1 and over 1000 keys.
-	for _, keys := range []int{1, 1000} {
-		r.progress("costs: a waiter's read over %d keys", keys)
-		pfx := e.name(fmt.Sprintf("costs-look%d", keys)) + "/"
-		for i := range keys {
-			if _, err := clients[i%len(clients)].Put(ctx, fmt.Sprintf("%s%06d", pfx, i), "x"); err != nil {
-				return err
-			}
-		}
-		var reads []time.Duration
-		for range 100 {
-			t0 := time.Now()
-			if _, err := clients[0].Get(ctx, pfx, clientv3.WithPrefix(),
-				clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
-				clientv3.WithMaxCreateRev(1<<62), clientv3.WithLimit(1)); err != nil {
-				return err
-			}
-			reads = append(reads, time.Since(t0))
-		}
-		add(fmt.Sprintf("waiter_read_%dkeys_p50_ms", keys), "ms", bench.Ms(bench.Percentile(reads, 0.5)))
-		if _, err := clients[0].Delete(ctx, pfx, clientv3.WithPrefix()); err != nil {
-			return err
-		}
-	}
 
 	// Watch events: 1000 watchers over 10 clients on one key, 20 puts.
 	const watchers, wputs = 1000, 20
@@ -124,7 +153,8 @@ func (r *runner) costs(ctx context.Context, e *env) error {
 	add("watch_events_per_s", "per_s", events/res.wall.Seconds())
 	add("cpu_us_per_watch_event", "us", float64(res.cpu.Microseconds())/events)
 
-	// Keepalives: idle sessions at TTL 3s (one keepalive a second each).
+	// Keepalives: idle sessions at TTL 3s (one keepalive a second each),
+	// on one stream per client.
 	const sessions = 300
 	r.progress("costs: %d idle sessions at TTL 3s for 4s", sessions)
 	var ss []*session.Session
@@ -133,8 +163,12 @@ func (r *runner) costs(ctx context.Context, e *env) error {
 			_ = s.Close()
 		}
 	}()
+	kas := make([]*session.Keepaliver, len(clients))
+	for i, c := range clients {
+		kas[i] = session.NewKeepaliver(c)
+	}
 	for i := range sessions {
-		s, err := session.New(ctx, clients[i%len(clients)], session.WithTTL(3*time.Second))
+		s, err := session.New(ctx, clients[i%len(clients)], session.WithTTL(3*time.Second), session.WithKeepaliver(kas[i%len(clients)]))
 		if err != nil {
 			return err
 		}

@@ -15,7 +15,10 @@
 // etcd_debugging_mvcc_keys_total, etcd_debugging_lease_renewed_total,
 // etcd_debugging_mvcc_events_total and etcd_disk_wal_fsync_duration_seconds.
 // The server runs in this process, so CPU (getrusage) and RSS
-// (/proc/self/status) are the process's: server and clients together. Heap
+// (/proc/self/status) are the process's: server and clients together, less
+// the CPU of the bench's own sampling (every 200ms it gathers etcd's
+// metrics, which costs milliseconds: it is timed on its own thread,
+// RUSAGE_THREAD, and subtracted). Heap
 // per waiter is likewise the process's growth per waiter, client and server
 // state together. Every figure depends on the machine and its load;
 // compare within one run.

@@ -52,9 +52,10 @@ func (l *etcdLocker) Close() {
 // herdCounter counts wake-ups: reads of a waiter's predecessor after the
 // first one of each Lock call.
 type herdCounter struct {
-	mu      sync.Mutex
-	first   map[string]bool // key -> the next look is the Lock's first
-	wakeups atomic.Int64
+	mu       sync.Mutex
+	first    map[string]bool // key -> the next look is the Lock's first
+	wakeups  atomic.Int64
+	lastWake atomic.Int64 // UnixNano of the latest wake-up's look
 }
 
 func newHerdCounter() *herdCounter { return &herdCounter{first: map[string]bool{}} }
@@ -72,6 +73,7 @@ func (h *herdCounter) options() []lock.Option {
 			h.first[key] = false
 			h.mu.Unlock()
 			if !first {
+				h.lastWake.Store(time.Now().UnixNano())
 				h.wakeups.Add(1)
 			}
 		}),
@@ -80,14 +82,19 @@ func (h *herdCounter) options() []lock.Option {
 
 // queueStats is what one implementation measured at one W.
 type queueStats struct {
-	handoffs      []time.Duration
-	herdReleases  int     // releases that woke more than one waiter
-	maxWakeups    int64   // most waiters one release woke
-	wakeups       int64   // all wake-ups in the measured releases
-	releases      int     // measured releases
-	heapPerWaiter float64 // bytes
-	gorPerWaiter  float64
-	win           windowResult
+	handoffs []time.Duration
+	// The stages of each handoff (coordkit only): the holder's Unlock
+	// (its compare-and-delete), from the release to the successor's look
+	// (the delete's watch event reaching it), and from that look to its
+	// Lock returning (the read and the grant).
+	unlocks, wakes, looks []time.Duration
+	herdReleases          int     // releases that woke more than one waiter
+	maxWakeups            int64   // most waiters one release woke
+	wakeups               int64   // all wake-ups in the measured releases
+	releases              int     // measured releases
+	heapPerWaiter         float64 // bytes
+	gorPerWaiter          float64
+	win                   windowResult
 }
 
 // queueRun is a queue-depth measurement for tests: W waiters on one lock,
@@ -131,6 +138,15 @@ func (r *runner) queueCurve(ctx context.Context, e *env, w int) error {
 	}
 	add("handoff_p50_ms", "ms", func(s queueStats) float64 { return bench.Ms(bench.Percentile(s.handoffs, 0.5)) }, false)
 	add("handoff_p99_ms", "ms", func(s queueStats) float64 { return bench.Ms(bench.Percentile(s.handoffs, 0.99)) }, false)
+	stage := func(metric string, q float64, pick func(queueStats) []time.Duration) {
+		add(metric, "ms", func(s queueStats) float64 { return bench.Ms(bench.Percentile(pick(s), q)) }, true)
+	}
+	stage("unlock_p50_ms", 0.5, func(s queueStats) []time.Duration { return s.unlocks })
+	stage("unlock_p99_ms", 0.99, func(s queueStats) []time.Duration { return s.unlocks })
+	stage("release_to_wake_p50_ms", 0.5, func(s queueStats) []time.Duration { return s.wakes })
+	stage("release_to_wake_p99_ms", 0.99, func(s queueStats) []time.Duration { return s.wakes })
+	stage("wake_to_lock_p50_ms", 0.5, func(s queueStats) []time.Duration { return s.looks })
+	stage("wake_to_lock_p99_ms", 0.99, func(s queueStats) []time.Duration { return s.looks })
 	add("herd_releases", "count", func(s queueStats) float64 { return float64(s.herdReleases) }, true)
 	add("wakeups_per_release", "count", func(s queueStats) float64 { return float64(s.wakeups) / float64(max(s.releases, 1)) }, true)
 	add("watchers_max", "count", func(s queueStats) float64 { return s.win.maxWatchers }, false)
@@ -257,6 +273,10 @@ func queueOnce(ctx context.Context, e *env, im, w, handoffs int, hold time.Durat
 				} else {
 					mu.Lock()
 					st.handoffs = append(st.handoffs, now.Sub(released))
+					if wake := time.Unix(0, herd.lastWake.Load()); im == 0 && wake.After(released) {
+						st.wakes = append(st.wakes, wake.Sub(released))
+						st.looks = append(st.looks, now.Sub(wake))
+					}
 					last = len(st.handoffs) >= handoffs
 					mu.Unlock()
 					if !last && !done() {
@@ -289,6 +309,11 @@ func queueOnce(ctx context.Context, e *env, im, w, handoffs int, hold time.Durat
 				if err := l.Unlock(context.WithoutCancel(wctx)); err != nil {
 					fail(err)
 					return
+				}
+				if im == 0 {
+					mu.Lock()
+					st.unlocks = append(st.unlocks, time.Since(released))
+					mu.Unlock()
 				}
 				if last {
 					// Enough samples: the waiters give up (and remove their keys).

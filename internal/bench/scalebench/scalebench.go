@@ -64,6 +64,16 @@ type Options struct {
 	// SkipConcurrency leaves etcd's concurrency.Mutex out (faster; its
 	// column is then null).
 	SkipConcurrency bool
+	// KeepAlive is how the candidates' and the idle sessions' keepalives
+	// are sent: KeepAliveStream (one long-lived stream per client, what
+	// sessions do), KeepAliveOnce (a KeepAliveOnce per keepalive, the old
+	// path) or KeepAliveBoth (each point twice: the keepalive_once column);
+	// empty is KeepAliveStream.
+	KeepAlive string
+	// IdleSessions are the idle-sessions points: N sessions on one client.
+	IdleSessions []int
+	IdleTTL      time.Duration // their TTL (10s)
+	IdleDuration time.Duration // how long each point is measured (60s)
 	// Progress receives one line per step ("bench scale: ..."); nil discards.
 	Progress io.Writer
 }
@@ -82,8 +92,20 @@ func DefaultOptions() Options {
 		Sessions: 8,
 		Crashes:  3,
 		TTL:      2 * time.Second,
+
+		KeepAlive:    KeepAliveBoth,
+		IdleSessions: []int{10000},
+		IdleTTL:      10 * time.Second,
+		IdleDuration: 60 * time.Second,
 	}
 }
+
+// Keepalive paths, the values of Options.KeepAlive.
+const (
+	KeepAliveStream = "stream"
+	KeepAliveOnce   = "once"
+	KeepAliveBoth   = "both"
+)
 
 // QuickOptions is a run of a few minutes on the same curves, fewer points.
 func QuickOptions() Options {
@@ -94,6 +116,8 @@ func QuickOptions() Options {
 	o.Handoffs = 20
 	o.Duration = 2 * time.Second
 	o.Crashes = 1
+	o.IdleSessions = []int{1000}
+	o.IdleDuration = 10 * time.Second
 	return o
 }
 
@@ -117,6 +141,11 @@ func (o Options) Validate() error {
 			return bad("shape %s: want at least one election of at least 2 candidates, at most 5000 candidates in all", s)
 		}
 	}
+	for _, n := range o.IdleSessions {
+		if n < 1 || n > 50000 {
+			return bad("idle sessions %d: want 1..50000", n)
+		}
+	}
 	for _, m := range o.Members {
 		if m != 1 && m != 3 {
 			return bad("members %d: want 1 or 3", m)
@@ -137,6 +166,12 @@ func (o Options) Validate() error {
 		return bad("crashes %d: must be positive", o.Crashes)
 	case len(o.Shapes) > 0 && o.TTL < time.Second:
 		return bad("ttl %s: at least 1s", o.TTL)
+	case len(o.IdleSessions) > 0 && o.IdleTTL < time.Second:
+		return bad("idle ttl %s: at least 1s", o.IdleTTL)
+	case len(o.IdleSessions) > 0 && o.IdleDuration <= 0:
+		return bad("idle duration %s: must be positive", o.IdleDuration)
+	case o.KeepAlive != "" && o.KeepAlive != KeepAliveStream && o.KeepAlive != KeepAliveOnce && o.KeepAlive != KeepAliveBoth:
+		return bad("keepalive %q: want %s, %s or %s", o.KeepAlive, KeepAliveStream, KeepAliveOnce, KeepAliveBoth)
 	}
 	return nil
 }
@@ -172,13 +207,14 @@ const (
 	CurveQueue      = "queue"
 	CurveLocks      = "locks"
 	CurveCandidates = "candidates"
+	CurveSessions   = "sessions"
 	CurveCosts      = "costs"
 )
 
 // Row is one metric at one point of one curve: the other benches' row
 // (metric, coordkit, etcd_concurrency, unit) plus where it was measured.
 type Row struct {
-	Curve   string `json:"curve"`   // queue, locks, candidates, costs
+	Curve   string `json:"curve"`   // queue, locks, candidates, sessions, costs
 	Members int    `json:"members"` // etcd cluster size
 	Point   string `json:"point"`   // "W=1000", "L=10", "1x500"; empty for costs
 	// X is the point's number: W, L, or candidates per election.
@@ -186,7 +222,10 @@ type Row struct {
 	Metric          string  `json:"metric"`
 	Coordkit        Value   `json:"coordkit"`
 	EtcdConcurrency Value   `json:"etcd_concurrency"` // null where not measured
-	Unit            string  `json:"unit"`
+	// KeepAliveOnce is the same metric with every keepalive a
+	// KeepAliveOnce (Options.KeepAlive both or once); absent elsewhere.
+	KeepAliveOnce *Value `json:"keepalive_once,omitempty"`
+	Unit          string `json:"unit"`
 }
 
 // Target is one of issue 16's targets, judged on this run.
@@ -210,15 +249,19 @@ type Result struct {
 	Notes     []string `json:"notes,omitempty"`
 }
 
-// Value returns the coordkit (impl 0) or etcd_concurrency (impl 1) value of
-// metric at a point, NaN when absent.
+// Value returns the coordkit (impl 0), etcd_concurrency (impl 1) or
+// keepalive_once (impl 2) value of metric at a point, NaN when absent.
 func (r Result) Value(curve string, members int, point, metric string, impl int) float64 {
 	for _, row := range r.Rows {
 		if row.Curve == curve && row.Members == members && row.Point == point && row.Metric == metric {
-			if impl == 0 {
+			switch {
+			case impl == 0:
 				return float64(row.Coordkit)
+			case impl == 1:
+				return float64(row.EtcdConcurrency)
+			case row.KeepAliveOnce != nil:
+				return float64(*row.KeepAliveOnce)
 			}
-			return float64(row.EtcdConcurrency)
 		}
 	}
 	return math.NaN()
@@ -228,6 +271,7 @@ var curveTitles = map[string]string{
 	CurveQueue:      "queue depth: one lock, W waiters, each with its own client and session (TTL 10s)",
 	CurveLocks:      "many locks: L names taken and released in a loop by the workers, sharing sessions",
 	CurveCandidates: "many candidates: E elections x C candidates (election package), leader crash at TTL",
+	CurveSessions:   "idle sessions: N sessions on one client, keepalives only (coordkit: streams shared by the client's sessions; keepalive_once: a stream per keepalive)",
 	CurveCosts:      "per-operation costs (1 member): the inputs of docs/scale.md's model",
 }
 
@@ -255,13 +299,18 @@ func (r Result) Tables() []bench.Table {
 	for _, k := range order {
 		rows := byKey[k]
 		both := slices.ContainsFunc(rows, func(r Row) bool { return !math.IsNaN(float64(r.EtcdConcurrency)) })
+		once := slices.ContainsFunc(rows, func(r Row) bool { return r.KeepAliveOnce != nil })
 		t := bench.Table{
 			Title:   fmt.Sprintf("%s; %d-member etcd, %s", curveTitles[k.curve], k.members, fsync),
 			Columns: []string{"coordkit"},
 		}
 		if both {
 			t.Columns = append(t.Columns, "etcd_concurrency")
-			t.Ratios = []bench.Ratio{{Of: "coordkit", To: "etcd_concurrency"}}
+			t.Ratios = append(t.Ratios, bench.Ratio{Of: "coordkit", To: "etcd_concurrency"})
+		}
+		if once {
+			t.Columns = append(t.Columns, "keepalive_once")
+			t.Ratios = append(t.Ratios, bench.Ratio{Of: "coordkit", To: "keepalive_once", Plain: true})
 		}
 		for _, row := range rows {
 			m := row.Metric
@@ -272,12 +321,19 @@ func (r Result) Tables() []bench.Table {
 			if both {
 				vals = append(vals, float64(row.EtcdConcurrency))
 			}
+			if once {
+				v := math.NaN()
+				if row.KeepAliveOnce != nil {
+					v = float64(*row.KeepAliveOnce)
+				}
+				vals = append(vals, v)
+			}
 			t.Add(m, row.Unit, vals...)
 		}
 		out = append(out, t)
 	}
 	if len(r.Targets) > 0 {
-		t := bench.Table{Title: "targets (issue 16), judged on this run", Columns: []string{"measured", "target", "met"}}
+		t := bench.Table{Title: "targets (issues 16 and 20), judged on this run", Columns: []string{"measured", "target", "met"}}
 		for _, g := range r.Targets {
 			met := 0.0
 			if g.Met {
@@ -360,6 +416,11 @@ func (r *runner) onCluster(ctx context.Context, members int, first bool) error {
 			return fmt.Errorf("scalebench: costs: %w", err)
 		}
 	}
+	if !r.o.NoCosts {
+		if err := r.reads(ctx, e); err != nil {
+			return fmt.Errorf("scalebench: costs: reads: %w", err)
+		}
+	}
 	// A point that fails (etcd overloaded: "request timed out") is noted
 	// and skipped; the run goes on with the next.
 	point := func(what string, err error) error {
@@ -382,7 +443,14 @@ func (r *runner) onCluster(ctx context.Context, members int, first bool) error {
 	}
 	if first {
 		for _, s := range r.o.Shapes {
-			if err := point(fmt.Sprintf("candidates %s", s), r.candidatesCurve(ctx, e, s)); err != nil {
+			err := r.eachKeepAlive(func(once bool) error { return r.candidatesCurve(ctx, e, s, once) })
+			if err := point(fmt.Sprintf("candidates %s", s), err); err != nil {
+				return err
+			}
+		}
+		for _, n := range r.o.IdleSessions {
+			err := r.eachKeepAlive(func(once bool) error { return r.sessionsCurve(ctx, e, n, once) })
+			if err := point(fmt.Sprintf("sessions %s", pointN(n)), err); err != nil {
 				return err
 			}
 		}
@@ -524,6 +592,7 @@ func waitKeys(ctx context.Context, c *clientv3.Client, prefix string, n int64) e
 
 func pointW(w int) string { return "W=" + strconv.Itoa(w) }
 func pointL(l int) string { return "L=" + strconv.Itoa(l) }
+func pointN(n int) string { return "N=" + strconv.Itoa(n) }
 
 // targets judges issue 16's targets on the 1-member figures.
 func targets(res Result, o Options) []Target {
@@ -572,6 +641,30 @@ func targets(res Result, o Options) []Target {
 	for _, s := range o.Shapes {
 		f := res.Value(CurveCandidates, m, s.String(), "failover_max_ms", 0)
 		judge(fmt.Sprintf("failover %s max", s), f, float64((o.TTL+time.Second)/time.Millisecond), "ms", true)
+	}
+	// Issue 20: keepalives on one stream per client. The candidates and
+	// idle sessions run on the first cluster only.
+	m = o.Members[0]
+	for _, s := range o.Shapes {
+		p := s.String()
+		if o.KeepAlive == KeepAliveBoth {
+			st := res.Value(CurveCandidates, m, p, "cpu_us_per_keepalive", 0)
+			on := res.Value(CurveCandidates, m, p, "cpu_us_per_keepalive", 2)
+			judge(fmt.Sprintf("cpu/keepalive stream / KeepAliveOnce, %s", p), st/on, 0.2, "x", true)
+		}
+		if o.KeepAlive != KeepAliveOnce {
+			judge(fmt.Sprintf("new keepalive streams/s at idle, %s", p), res.Value(CurveCandidates, m, p, "keepalive_streams_opened_per_s_idle", 0), 0.1, "per_s", true)
+		}
+	}
+	if o.KeepAlive != KeepAliveOnce {
+		for _, n := range o.IdleSessions {
+			p := pointN(n)
+			judge(fmt.Sprintf("local-deadline expirations, %s", p), res.Value(CurveSessions, m, p, "local_deadline_expirations", 0), 0, "count", true)
+			ratio := res.Value(CurveSessions, m, p, "keepalives_per_s", 0) / res.Value(CurveSessions, m, p, "keepalives_model_per_s", 0)
+			judge(fmt.Sprintf("keepalives/s / model 3N/T, %s, low", p), ratio, 0.9, "x", false)
+			judge(fmt.Sprintf("keepalives/s / model 3N/T, %s, high", p), ratio, 1.1, "x", true)
+			judge(fmt.Sprintf("new keepalive streams/s after start-up, %s", p), res.Value(CurveSessions, m, p, "keepalive_streams_opened_per_s", 0), 0.1, "per_s", true)
+		}
 	}
 	return out
 }

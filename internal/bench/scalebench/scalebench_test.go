@@ -124,7 +124,7 @@ func TestTables(t *testing.T) {
 		{Curve: CurveQueue, Members: 3, Point: "W=1", X: 1, Metric: "handoff_p50_ms", Coordkit: 4, EtcdConcurrency: 70, Unit: "ms"},
 	}}
 	o := DefaultOptions()
-	o.Waiters, o.Locks, o.Shapes = []int{1, 10}, nil, []Shape{{1, 5}}
+	o.Waiters, o.Locks, o.Shapes, o.IdleSessions, o.KeepAlive = []int{1, 10}, nil, []Shape{{1, 5}}, nil, KeepAliveStream
 	res.Targets = targets(res, o)
 	ts := res.Tables()
 	require.Len(t, ts, 4)
@@ -135,7 +135,7 @@ func TestTables(t *testing.T) {
 		var b jsonlessWriter
 		require.NoError(t, bench.WriteTable(&b, tb))
 	}
-	require.Len(t, res.Targets, 3)
+	require.Len(t, res.Targets, 4, "with the idle keepalive streams of the candidates")
 	require.Equal(t, 1.5, float64(res.Targets[0].Measured))
 	require.True(t, res.Targets[0].Met)
 	require.True(t, res.Targets[2].Met, "2500ms within TTL 2s + 1s")
@@ -156,7 +156,7 @@ func TestCandidatesFailover(t *testing.T) {
 	r := &runner{o: o}
 	e := &env{endpoints: srv.Endpoints(), members: 1}
 	defer e.closeClients()
-	require.NoError(t, r.candidatesCurve(ctx, e, Shape{Elections: 2, Candidates: 3}))
+	require.NoError(t, r.candidatesCurve(ctx, e, Shape{Elections: 2, Candidates: 3}, false))
 	got := map[string]float64{}
 	for _, row := range r.res.Rows {
 		require.Equal(t, "2x3", row.Point)
@@ -171,4 +171,33 @@ func TestCandidatesFailover(t *testing.T) {
 	keys, err := countKeys(ctx, cli, "bench/scale/")
 	require.NoError(t, err)
 	require.Zero(t, keys)
+}
+
+// With both keepalive paths, the KeepAliveOnce run's rows become the
+// keepalive_once column of the stream run's, and the table shows it with a
+// ratio.
+func TestEachKeepAliveMergesTheOnceColumn(t *testing.T) {
+	r := &runner{o: Options{KeepAlive: KeepAliveBoth}}
+	require.NoError(t, r.eachKeepAlive(func(once bool) error {
+		v := Value(10)
+		if once {
+			v = 50
+			r.add(Row{Curve: CurveSessions, Members: 1, Point: "N=5", Metric: "only_once", Coordkit: 7, EtcdConcurrency: nan, Unit: "us"})
+		}
+		r.add(Row{Curve: CurveSessions, Members: 1, Point: "N=5", Metric: "cpu_us_per_keepalive", Coordkit: v, EtcdConcurrency: nan, Unit: "us"})
+		return nil
+	}))
+	require.Len(t, r.res.Rows, 2)
+	require.Equal(t, 10.0, r.res.Value(CurveSessions, 1, "N=5", "cpu_us_per_keepalive", 0))
+	require.Equal(t, 50.0, r.res.Value(CurveSessions, 1, "N=5", "cpu_us_per_keepalive", 2))
+	require.True(t, math.IsNaN(r.res.Value(CurveSessions, 1, "N=5", "only_once", 0)))
+	require.Equal(t, 7.0, r.res.Value(CurveSessions, 1, "N=5", "only_once", 2))
+	ts := r.res.Tables()
+	require.Len(t, ts, 1)
+	require.Equal(t, []string{"coordkit", "keepalive_once"}, ts[0].Columns)
+	var b jsonlessWriter
+	require.NoError(t, bench.WriteTable(&b, ts[0]))
+	b2, err := json.Marshal(r.res.Rows[0])
+	require.NoError(t, err)
+	require.Contains(t, string(b2), `"keepalive_once":50`)
 }

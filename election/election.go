@@ -125,7 +125,8 @@ type Observation struct {
 }
 
 // New returns the election called name on client. It does not talk to
-// etcd. Errors: ErrBadName, session.ErrBadTTL.
+// etcd. Errors: ErrBadName, session.ErrBadTTL, session.ErrTTLTooLong
+// (session.CheckTTL).
 func New(client *clientv3.Client, name string, opts ...Option) (*Election, error) {
 	if client == nil {
 		return nil, errors.New("election: nil etcd client")
@@ -137,8 +138,10 @@ func New(client *clientv3.Client, name string, opts ...Option) (*Election, error
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.session == nil && cfg.ttl < time.Second {
-		return nil, fmt.Errorf("election: %w (got %s)", session.ErrBadTTL, cfg.ttl)
+	if cfg.session == nil {
+		if err := session.CheckTTL(cfg.ttl); err != nil {
+			return nil, fmt.Errorf("election: %w", err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Election{

@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +19,7 @@ import (
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/safety"
+	"github.com/coordkit/coordkit/session"
 )
 
 // errCheckFailed: the check ran and found a violation; its report says which.
@@ -698,34 +698,27 @@ func runCheckRedsyncLock(ctx context.Context, f *factory, opts *redsyncLockOptio
 	case err != nil:
 		return mark(errNotAcquired, err)
 	}
-	release := func() {
+	release := func() error {
 		rctx, rcancel := context.WithTimeout(context.Background(), f.Global.CommandTimeout)
 		defer rcancel()
-		_ = hold.Release(rctx)
+		return hold.Release(rctx)
 	}
-	sigs, stopSigs := f.Signals()
-	defer stopSigs()
-	child, err := childproc.Start(childproc.Config{
-		Path: opts.Command[0], Args: opts.Command[1:],
-		Env:   map[string]string{envLockName: safety.Scope, envFencingToken: strconv.FormatUint(uint64(hold.Token()), 10)},
-		Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut, KillGrace: childproc.DefaultKillGrace,
+	return f.runHeld(ctx, nil, heldRun{
+		what:      "redsync lock " + safety.Scope,
+		hold:      redsyncHold{release: release},
+		command:   opts.Command,
+		killGrace: childproc.DefaultKillGrace,
+		env:       map[string]string{envLockName: safety.Scope, envFencingToken: strconv.FormatUint(uint64(hold.Token()), 10)},
 	})
-	if err != nil {
-		release()
-		return &childStartError{err: err}
-	}
-	for {
-		select {
-		case <-child.Done():
-			release()
-			if code := child.ExitCode(); code != 0 {
-				return &childExitError{code: code}
-			}
-			return nil
-		case sig := <-sigs:
-			if s, ok := sig.(syscall.Signal); ok {
-				_ = child.Signal(s)
-			}
-		}
-	}
 }
+
+// redsyncHold is a redsync lock as childproc.Supervise sees it: never
+// known to be lost (nothing stops the command when it expires), on no
+// session.
+type redsyncHold struct{ release func() error }
+
+func (redsyncHold) Lost() <-chan struct{}     { return nil }
+func (redsyncHold) Err() error                { return nil }
+func (redsyncHold) Alive() bool               { return true }
+func (redsyncHold) Session() *session.Session { return nil }
+func (h redsyncHold) Release() error          { return h.release() }

@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,19 +14,6 @@ import (
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/lock"
-	"github.com/coordkit/coordkit/session"
-)
-
-// Environment variables set for the command run under the lock.
-const (
-	envLockName     = "COORD_LOCK_NAME"
-	envLockKey      = "COORD_LOCK_KEY"
-	envFencingToken = "COORD_FENCING_TOKEN"
-	// envFencingScope is the scope the token fences: the lock's name, or
-	// NAME#slot for a semaphore. Set by lock too, so that a lock run inside
-	// a semaphore's command does not inherit the semaphore's scope.
-	envFencingScope = "COORD_FENCING_SCOPE"
-	envSemSlot      = "COORD_SEM_SLOT"
 )
 
 type lockOptions struct {
@@ -188,28 +172,6 @@ func (o *lockOptions) validate() error {
 	return validateHoldFlags(o.TTL, o.Timeout, o.Try, o.LockDelay, o.KillGrace)
 }
 
-// validateHoldFlags checks the flags lock and sem share: how long the lease
-// lives, how long to wait, what a lost predecessor costs, how a command is
-// stopped.
-func validateHoldFlags(ttl, timeout time.Duration, try bool, lockDelay, killGrace time.Duration) error {
-	if err := checkLeaseTTL(ttl); err != nil {
-		return err
-	}
-	switch {
-	case ttl < time.Second:
-		return usageErrorf("invalid --ttl %s: must be at least 1s", ttl)
-	case timeout < 0:
-		return usageErrorf("invalid --timeout %s: must not be negative", timeout)
-	case try && timeout > 0:
-		return usageErrorf("--try and --timeout exclude each other")
-	case lockDelay < 0:
-		return usageErrorf("invalid --lock-delay %s: must not be negative", lockDelay)
-	case killGrace <= 0:
-		return usageErrorf("invalid --kill-grace %s: must be positive", killGrace)
-	}
-	return nil
-}
-
 // runLock acquires the lock, then holds it until ctx ends (no command) or
 // the command exits, or until it is lost (exit 4).
 func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
@@ -245,31 +207,19 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 	// and exit need not wait for it.
 	defer waitAtMost(lockCloseGrace, func() { _ = m.Close(); lease.end() })
 
-	held, err := acquireLock(ctx, m, opts)
+	held, err := acquireLock(ctx, f, m, opts)
 	notice.stop()
 	if err != nil {
 		return err
 	}
-	h := holding{
-		what: "lock " + opts.Name,
-		lost: held.Lost(),
-		err:  held.Err,
-		release: releaser(ctx, f, held.Err, func(ctx context.Context) error {
-			err := held.Unlock(ctx)
-			if err == nil {
-				lease.released()
-			}
-			if !errors.Is(err, lock.ErrNotHeld) {
-				return err
-			}
-			return nil // lost: reported by the caller
-		}),
+	defer f.holdOutput(p)()
+	if len(opts.Command) > 0 {
+		warnKillGrace(f.IO.ErrOut, opts.KillGrace, opts.TTL)
 	}
-	if len(opts.Command) == 0 {
-		return h.hold(ctx, p, lockHeld{Name: opts.Name, Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease())), Shared: held.Shared()})
-	}
-	return runUnderLock(f, heldCommand{
-		holding:   h,
+	return f.runHeld(ctx, p, heldRun{
+		what:      "lock " + opts.Name,
+		hold:      keyHold{held, lease.s, releaser(ctx, f, held, lease, held.Unlock, lock.ErrNotHeld)},
+		out:       lockHeld{Name: opts.Name, Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease())), Shared: held.Shared()},
 		command:   opts.Command,
 		killGrace: opts.KillGrace,
 		env: map[string]string{
@@ -309,234 +259,19 @@ func newLocker(client *clientv3.Client, opts *lockOptions, lopts []lock.Option) 
 	return lock.New(client, opts.Name, lopts...)
 }
 
-// holding is what lock and sem hold: a lock or a semaphore's slot.
-type holding struct {
-	what    string // "lock NAME", "semaphore NAME slot I": in messages
-	lost    <-chan struct{}
-	err     func() error // the loss, once lost is closed
-	release func() error // deletes the key; returns nil after a loss (the caller reports it)
-}
-
-// hold prints what is held, then holds it until ctx ends (release, exit 0)
-// or it is lost (exit 4).
-func (h holding) hold(ctx context.Context, p *printer, out any) error {
-	if err := p.Print(out); err != nil {
-		_ = h.release()
-		return err
-	}
-	select {
-	case <-ctx.Done():
-		if err := h.release(); err != nil {
-			return fmt.Errorf("release %s: %w", h.what, err)
-		}
-		return nil
-	case <-h.lost:
-		_ = h.release()
-		return mark(errLost, fmt.Errorf("lost %s: %w", h.what, h.err()))
-	}
-}
-
-// releaser returns the release of a hold: unlock within --command-timeout,
-// and within lockCloseGrace once lost.
-func releaser(ctx context.Context, f *factory, lossErr func() error, unlock func(context.Context) error) func() error {
-	return func() error {
-		uctx, cancel := f.CommandContext(context.WithoutCancel(ctx))
-		defer cancel()
-		if lossErr() != nil {
-			// Lost: removing a key that may still be there only speeds up
-			// the next holder; do not let an unreachable etcd hold up exit.
-			uctx, cancel = context.WithTimeout(uctx, lockCloseGrace)
-			defer cancel()
-		}
-		return unlock(uctx)
-	}
-}
-
-// holdLease is the lease a lock or sem command holds its key on. After a
-// clean release it is left to expire on the server instead of being revoked:
-// a waiter with a lock delay tells a release from a loss by whether the
-// lease of the key it saw deleted still exists, and a revoke sent right
-// after the release could reach etcd before that waiter asks.
-type holdLease struct {
-	s     *session.Session
-	clean atomic.Bool
-}
-
-// newHoldLease grants the lease. Without quorum etcd grants no lease: it
-// fails within --command-timeout instead of waiting for one forever.
-func newHoldLease(ctx context.Context, f *factory, client *clientv3.Client, ttl time.Duration) (*holdLease, error) {
-	s, err := session.New(ctx, client, session.WithTTL(ttl), session.WithGrantTimeout(f.Global.CommandTimeout))
-	if err != nil {
-		return nil, err
-	}
-	return &holdLease{s: s}, nil
-}
-
-// released records that the key was deleted by a clean release.
-func (l *holdLease) released() { l.clean.Store(true) }
-
-// end stops the keepalives; it revokes the lease unless the key was
-// released cleanly (then no key is left on it, and it expires after its TTL).
-func (l *holdLease) end() {
-	if l.clean.Load() {
-		l.s.Orphan()
-		return
-	}
-	_ = l.s.Close()
-}
-
-// grantFailed is the error of a lease grant that failed before the wait.
-func grantFailed(ctx context.Context, what string, err error) error {
-	if ctx.Err() != nil {
-		return mark(errNotAcquired, fmt.Errorf("interrupted while waiting for %s", what))
-	}
-	return fmt.Errorf("acquire %s: %w", what, err)
-}
-
-// lockCloseGrace bounds the clean-up after a loss, when etcd may be gone.
-const lockCloseGrace = time.Second
-
-// waitAtMost runs fn and waits for it at most d.
-func waitAtMost(d time.Duration, fn func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn()
-	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
-}
-
-// waitNoticeAfter is how long a wait lasts before coordctl lock or sem says so.
-const waitNoticeAfter = 500 * time.Millisecond
-
-// waitNotice prints, once, that an acquisition has been waiting for a while
-// and for whom; a short wait goes unmentioned.
-type waitNotice struct {
-	out   io.Writer
-	mu    sync.Mutex
-	timer *time.Timer
-	done  bool
-}
-
-// waiting prints msg after waitNoticeAfter unless stop comes first; only
-// the first call counts.
-func (n *waitNotice) waiting(msg string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.done || n.timer != nil {
-		return
-	}
-	n.timer = time.AfterFunc(waitNoticeAfter, func() {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		if !n.done {
-			fmt.Fprintln(n.out, msg)
-		}
-	})
-}
-
-// stop ends the notice: nothing is printed after it returns.
-func (n *waitNotice) stop() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.done = true
-	if n.timer != nil {
-		n.timer.Stop()
-	}
-}
-
 // acquireLock takes the lock as the flags say; "not acquired" (exit 3) is
 // lock.ErrLocked or errNotAcquired.
-func acquireLock(ctx context.Context, m locker, opts *lockOptions) (*lock.Held, error) {
-	actx := ctx
-	if opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, opts.Timeout)
-		defer cancel()
-	}
-	var held *lock.Held
-	var err error
-	if opts.Try {
-		held, err = m.TryLock(actx)
-	} else {
-		held, err = m.Lock(actx)
-	}
+func acquireLock(ctx context.Context, f *factory, m locker, opts *lockOptions) (*lock.Held, error) {
+	held, timedOut, err := acquireHold(ctx, f, opts.Timeout, opts.Try, m.Lock, m.TryLock)
 	switch {
 	case err == nil:
 		return held, nil
+	case timedOut:
+		return nil, mark(errNotAcquired, fmt.Errorf("lock %s not acquired within %s", opts.Name, opts.Timeout))
 	case errors.Is(err, lock.ErrLocked):
 		return nil, err
 	case ctx.Err() != nil:
 		return nil, mark(errNotAcquired, fmt.Errorf("interrupted while waiting for lock %s", opts.Name))
-	case actx.Err() != nil:
-		return nil, mark(errNotAcquired, fmt.Errorf("lock %s not acquired within %s", opts.Name, opts.Timeout))
 	}
 	return nil, fmt.Errorf("acquire lock %s: %w", opts.Name, err)
-}
-
-// heldCommand is a command to run while a lock or slot is held.
-type heldCommand struct {
-	holding
-	command   []string
-	env       map[string]string
-	killGrace time.Duration
-}
-
-// runUnderLock runs the command while the lock (or slot) is held: signals
-// are forwarded, its exit status passes through, and loss stops it (exit 4).
-// coordctl lock and coordctl sem share it.
-func runUnderLock(f *factory, c heldCommand) error {
-	sigs, stopSigs := f.Signals()
-	defer stopSigs()
-	child, err := childproc.Start(childproc.Config{
-		Path:      c.command[0],
-		Args:      c.command[1:],
-		Env:       c.env,
-		Stdin:     f.IO.In,
-		Stdout:    f.IO.Out,
-		Stderr:    f.IO.ErrOut,
-		KillGrace: c.killGrace,
-	})
-	if err != nil {
-		_ = c.release()
-		return &childStartError{err: err}
-	}
-	for {
-		select {
-		case <-child.Done():
-			// The lock protects everything the command started: what it left
-			// in its group is stopped before the release.
-			if child.GroupAlive() {
-				fmt.Fprintf(f.IO.ErrOut, "coordctl: the command exited leaving processes in its group; stopping them (SIGTERM, SIGKILL after %s) before releasing %s\n", c.killGrace, c.what)
-			}
-			code := child.Stop()
-			select {
-			case <-c.lost:
-				// Lost as the command ended: say so, but its status stands.
-				fmt.Fprintf(f.IO.ErrOut, "coordctl: %s was lost as the command ended: %v\n", c.what, c.err())
-			default:
-			}
-			if err := c.release(); err != nil {
-				fmt.Fprintf(f.IO.ErrOut, "coordctl: release %s: %v\n", c.what, err)
-			}
-			if code == 0 {
-				return nil
-			}
-			return &childExitError{code: code}
-		case sig := <-sigs:
-			if s, ok := sig.(syscall.Signal); ok {
-				_ = child.Signal(s)
-			}
-		case <-c.lost:
-			fmt.Fprintf(f.IO.ErrOut, "coordctl: lost %s: %v; stopping the command (SIGTERM, SIGKILL after %s)\n", c.what, c.err(), c.killGrace)
-			child.Stop()
-			_ = c.release()
-			return reported(errLost)
-		}
-	}
 }

@@ -159,32 +159,20 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 	}
 	defer waitAtMost(lockCloseGrace, func() { _ = s.Close(); lease.end() })
 
-	held, err := acquireSlot(ctx, s, opts)
+	held, err := acquireSlot(ctx, f, s, opts)
 	notice.stop()
 	if err != nil {
 		return err
 	}
-	h := holding{
+	defer f.holdOutput(p)()
+	if len(opts.Command) > 0 {
+		warnKillGrace(f.IO.ErrOut, opts.KillGrace, opts.TTL)
+	}
+	return f.runHeld(ctx, p, heldRun{
 		what: fmt.Sprintf("semaphore %s slot %d", opts.Name, held.Slot()),
-		lost: held.Lost(),
-		err:  held.Err,
-		release: releaser(ctx, f, held.Err, func(ctx context.Context) error {
-			err := held.Release(ctx)
-			if err == nil {
-				lease.released()
-			}
-			if !errors.Is(err, semaphore.ErrNotHeld) {
-				return err
-			}
-			return nil // lost: reported by the caller
-		}),
-	}
-	if len(opts.Command) == 0 {
-		return h.hold(ctx, p, semHeld{Name: opts.Name, Limit: opts.Limit, Slot: held.Slot(), Scope: held.Scope(),
-			Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease()))})
-	}
-	return runUnderLock(f, heldCommand{
-		holding:   h,
+		hold: keyHold{held, lease.s, releaser(ctx, f, held, lease, held.Release, semaphore.ErrNotHeld)},
+		out: semHeld{Name: opts.Name, Limit: opts.Limit, Slot: held.Slot(), Scope: held.Scope(),
+			Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease()))},
 		command:   opts.Command,
 		killGrace: opts.KillGrace,
 		env: map[string]string{
@@ -199,31 +187,19 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 
 // acquireSlot takes a slot as the flags say; "not acquired" (exit 3) is
 // errNotAcquired.
-func acquireSlot(ctx context.Context, s *semaphore.Semaphore, opts *semOptions) (*semaphore.Held, error) {
-	actx := ctx
-	if opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, opts.Timeout)
-		defer cancel()
-	}
-	var held *semaphore.Held
-	var err error
-	if opts.Try {
-		held, err = s.TryAcquire(actx)
-	} else {
-		held, err = s.Acquire(actx)
-	}
+func acquireSlot(ctx context.Context, f *factory, s *semaphore.Semaphore, opts *semOptions) (*semaphore.Held, error) {
+	held, timedOut, err := acquireHold(ctx, f, opts.Timeout, opts.Try, s.Acquire, s.TryAcquire)
 	switch {
 	case err == nil:
 		return held, nil
+	case timedOut:
+		return nil, mark(errNotAcquired, fmt.Errorf("semaphore %s: no slot acquired within %s", opts.Name, opts.Timeout))
 	case errors.Is(err, semaphore.ErrNoSlot):
 		return nil, mark(errNotAcquired, err)
 	case errors.Is(err, semaphore.ErrLimitMismatch):
 		return nil, fmt.Errorf("acquire semaphore %s: %w (all users of a name must agree; to change the stored limit: coordctl sem set-limit %s N, or coordctl sem delete %s once nobody holds it)", opts.Name, err, opts.Name, opts.Name)
 	case ctx.Err() != nil:
 		return nil, mark(errNotAcquired, fmt.Errorf("interrupted while waiting for semaphore %s", opts.Name))
-	case actx.Err() != nil:
-		return nil, mark(errNotAcquired, fmt.Errorf("semaphore %s: no slot acquired within %s", opts.Name, opts.Timeout))
 	}
 	return nil, fmt.Errorf("acquire semaphore %s: %w", opts.Name, err)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/sidecar"
 )
 
@@ -141,12 +142,12 @@ the server. See docs/sidecar.md.`,
 	fl.StringVar(&opts.Listen, "listen", "127.0.0.1:4040", "HTTP address to serve the API on (port 0: any free port)")
 	fl.DurationVar(&opts.TTL, "ttl", sidecar.DefaultTTL, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
 	fl.StringVar(&opts.TokenFile, "token-file", "", "write the fencing token to this file while leading")
-	fl.DurationVar(&opts.KillGrace, "kill-grace", 5*time.Second, "time between SIGTERM and SIGKILL when the command must stop")
+	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop")
 	return cmd
 }
 
 func (o *sidecarOptions) validate() error {
-	if err := checkLeaseTTL(o.TTL); err != nil {
+	if err := checkTTLFlag(o.TTL); err != nil {
 		return err
 	}
 	switch {
@@ -154,8 +155,6 @@ func (o *sidecarOptions) validate() error {
 		return usageErrorf("--election is required")
 	case strings.TrimSpace(o.ID) == "":
 		return usageErrorf("--id is required")
-	case o.TTL < time.Second:
-		return usageErrorf("invalid --ttl %s: must be at least 1s", o.TTL)
 	case o.KillGrace <= 0:
 		return usageErrorf("invalid --kill-grace %s: must be positive", o.KillGrace)
 	}
@@ -195,7 +194,9 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 		if err := sidecar.CheckCommand(opts.Command); err != nil {
 			return &childStartError{err: err}
 		}
+		warnKillGrace(f.IO.ErrOut, opts.KillGrace, opts.TTL)
 	}
+	defer f.holdOutput(p)()
 	client, err := f.EtcdClient(ctx)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -43,7 +43,8 @@ type Config struct {
 	// leader is replaced about TTL after it stopped.
 	TTL time.Duration
 	// TokenFile, if set, holds the fencing token while this instance leads;
-	// it is written atomically on winning and removed on losing.
+	// it is removed by New (a file left by an earlier run is stale), written
+	// atomically on winning and removed on losing.
 	TokenFile string
 	// Command, if set, runs while this instance leads: Command[0] is the
 	// program, the rest its arguments.
@@ -97,7 +98,9 @@ type resignRequest struct {
 	done chan error
 }
 
-// New validates cfg and returns a Sidecar; Run starts it. Errors wrap
+// New validates cfg and returns a Sidecar; Run starts it. It removes a
+// token file left by an earlier run, so that the file exists only while
+// this instance leads. Errors wrap
 // ErrBadConfig, ErrTokenFile (CheckTokenFile) or ErrCommand (CheckCommand),
 // or come from registering the metrics.
 func New(cfg Config) (*Sidecar, error) {
@@ -116,6 +119,12 @@ func New(cfg Config) (*Sidecar, error) {
 	if cfg.TokenFile != "" {
 		if err := CheckTokenFile(cfg.TokenFile); err != nil {
 			return nil, err
+		}
+		// A file left by an earlier run (a leader killed with -9; an
+		// emptyDir outlives its container) must not say "I lead" for an
+		// instance that starts as a standby.
+		if err := RemoveTokenFile(cfg.TokenFile); err != nil {
+			return nil, fmt.Errorf("%w %s: %w", ErrTokenFile, cfg.TokenFile, err)
 		}
 	}
 	if cfg.Command != nil {
@@ -370,10 +379,25 @@ func (s *Sidecar) lead(ctx context.Context, l *election.Leadership) error {
 	}
 	s.apply(Event{Kind: Elected, Token: l.Token(), Alive: l.Alive})
 	s.cfg.Logger.Info("elected", "token", l.Token())
-	var child *childproc.Child
+	return s.hold(ctx, l)
+}
+
+// hold runs the command (if any) while l lasts, through the one
+// hold-and-run path (childproc.Supervise): it returns nil to campaign again
+// (lost or resigned, or ctx ended) and an error to stop the sidecar (the
+// command exited, or could not start). Whatever ends the leadership, the
+// instance turns unready and the token file goes first, then the command
+// stops, and last the leader key is deleted, so that the next leader starts
+// only after the command is gone.
+func (s *Sidecar) hold(ctx context.Context, l *election.Leadership) error {
+	stop := make(chan struct{})
+	served := make(chan *resignRequest, 1)
+	done := make(chan struct{})
+	go func() { served <- s.serveResign(ctx, l, stop, done) }()
+
+	var cmd childproc.Config
 	if len(s.cfg.Command) > 0 {
-		var err error
-		child, err = childproc.Start(childproc.Config{
+		cmd = childproc.Config{
 			Path: s.cfg.Command[0],
 			Args: s.cfg.Command[1:],
 			Env: map[string]string{
@@ -384,58 +408,80 @@ func (s *Sidecar) lead(ctx context.Context, l *election.Leadership) error {
 			Stdout:    s.cfg.Stdout,
 			Stderr:    s.cfg.Stderr,
 			KillGrace: s.cfg.KillGrace,
-		})
-		if err != nil {
-			_ = s.stepDown(l, nil, "cannot start the command")
-			return err
 		}
 	}
-
-	return s.hold(ctx, l, child)
+	o := childproc.Supervise(childproc.Supervision{
+		Hold:    leaderHold{Leadership: l, s: s},
+		What:    "leadership of " + s.cfg.Name,
+		Command: cmd,
+		Stop:    stop,
+		Notef:   func(format string, args ...any) { s.cfg.Logger.Warn(fmt.Sprintf(format, args...)) },
+		OnEnd: func(o childproc.Outcome) {
+			switch o.End {
+			case childproc.Lost:
+				s.cfg.Logger.Warn("lost", "token", l.Token(), "err", o.Lost)
+				s.deposed("leadership lost: " + errString(o.Lost))
+			case childproc.Exited:
+				s.deposed(fmt.Sprintf("command exited with status %d", o.Code))
+			case childproc.StartFailed:
+				s.deposed("cannot start the command")
+			case childproc.Stopped:
+				if ctx.Err() != nil {
+					s.deposed("shutting down")
+				} else {
+					s.deposed("resigned")
+				}
+			}
+		},
+	})
+	close(done)
+	if req := <-served; req != nil {
+		req.done <- o.ReleaseErr
+	}
+	switch o.End {
+	case childproc.StartFailed:
+		return o.StartErr
+	case childproc.Exited:
+		return &ChildExitError{Code: o.Code}
+	}
+	return nil
 }
 
-// hold waits for the end of a leadership and of its command, if any.
-func (s *Sidecar) hold(ctx context.Context, l *election.Leadership, child *childproc.Child) error {
-	var childDone <-chan struct{}
-	if child != nil {
-		childDone = child.Done()
-	}
+// serveResign answers resignations while l leads: one for l closes stop and
+// is returned (its answer is the release's error); one for an earlier
+// leadership gets ErrNotLeader. The end of ctx closes stop too.
+func (s *Sidecar) serveResign(ctx context.Context, l *election.Leadership, stop chan<- struct{}, done <-chan struct{}) *resignRequest {
 	for {
 		select {
-		case <-l.Lost():
-			s.cfg.Logger.Warn("lost", "token", l.Token(), "err", l.Err())
-			s.deposed("leadership lost: " + errString(l.Err()))
-			if child != nil {
-				child.Stop()
-			}
-			return nil
 		case req := <-s.resign:
 			if req.l != l {
 				req.done <- ErrNotLeader // asked of an earlier leadership
 				continue
 			}
-			req.done <- s.stepDown(l, child, "resigned")
-			return nil
-		case <-childDone:
-			code := child.ExitCode()
-			_ = s.stepDown(l, child, fmt.Sprintf("command exited with status %d", code))
-			return &ChildExitError{Code: code}
+			close(stop)
+			return &req
 		case <-ctx.Done():
-			_ = s.stepDown(l, child, "shutting down")
+			close(stop)
+			return nil
+		case <-done:
 			return nil
 		}
 	}
 }
 
-// stepDown ends a leadership this instance gives up: unready first, then
-// the token file goes, the command stops, and last the leader key is
-// deleted so that the next leader starts only after the command is gone.
-func (s *Sidecar) stepDown(l *election.Leadership, child *childproc.Child, reason string) error {
-	s.deposed(reason)
-	if child != nil {
-		child.Stop()
+// leaderHold is a leadership as childproc.Supervise sees it; its release
+// resigns, unless the leadership was lost (nothing is left to give up, and
+// etcd may be gone).
+type leaderHold struct {
+	*election.Leadership
+	s *Sidecar
+}
+
+func (h leaderHold) Release() error {
+	if h.Err() != nil {
+		return nil
 	}
-	return s.release(l)
+	return h.s.release(h.Leadership)
 }
 
 func (s *Sidecar) release(l *election.Leadership) error {

@@ -127,7 +127,7 @@ func Supervise(sv Supervision) Outcome {
 			o := Outcome{End: Exited, Code: child.ExitCode()}
 			if !h.Alive() {
 				o.Lost = lossOf(h)
-				notef("%s was lost before the command's exit was seen (%v): the command may have run after the lease could expire", sv.What, o.Lost)
+				notef("lost %s before the command's exit was seen (%v): the command may have run after the lease could expire", sv.What, o.Lost)
 			}
 			if child.GroupAlive() {
 				notef("the command exited leaving processes in its group; stopping them (SIGTERM, SIGKILL after %s) before releasing %s", child.KillGrace(), sv.What)

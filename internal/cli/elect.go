@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/election"
-	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -21,14 +21,15 @@ import (
 const electDefaultTTL = session.DefaultTTL
 
 type electOptions struct {
-	Name      string
-	Proposal  string
-	ID        string
-	TTL       time.Duration
-	Prefix    string
-	Observe   bool
-	KillGrace time.Duration
-	Command   []string
+	Name         string
+	Proposal     string
+	ID           string
+	TTL          time.Duration
+	Prefix       string
+	Observe      bool
+	KillGrace    time.Duration
+	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
+	Command      []string
 }
 
 // electEvent is what coordctl elect prints: "elected" once it leads, "lost"
@@ -132,6 +133,7 @@ then the leader again once etcd answers.`,
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 				args, opts.Command = args[:dash], args[dash:]
 			}
+			opts.KillGraceSet = cmd.Flags().Changed("kill-grace")
 			opts.Name = args[0]
 			if len(args) > 1 {
 				opts.Proposal = args[1]
@@ -219,7 +221,7 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 	}
 	cancel()
 	if len(opts.Command) > 0 {
-		warnKillGrace(f.IO.ErrOut, opts.KillGrace, opts.TTL)
+		warnKillGrace(f.IO.ErrOut, opts.KillGraceSet, opts.KillGrace, opts.TTL)
 	}
 	fmt.Fprintf(f.IO.ErrOut, "campaigning for %s as %s; waiting to be elected%s...\n", opts.Name, id, holder)
 	l, err := e.Campaign(ctx, id)
@@ -267,4 +269,3 @@ func resignLeadership(ctx context.Context, f *factory, l *election.Leadership) e
 	}
 	return err
 }
-

@@ -140,9 +140,14 @@ func checkTTLFlag(ttl time.Duration) error {
 }
 
 // warnKillGrace says, before a command runs under a lease of TTL ttl, when
-// --kill-grace is longer than the lease's margin: on a loss the command is
-// killed at the lease's earliest expiry, sooner than the grace.
-func warnKillGrace(errOut io.Writer, grace, ttl time.Duration) {
+// a --kill-grace given (set) is longer than the lease's margin: on a loss at
+// the local deadline the command is killed at the lease's earliest expiry,
+// sooner than the grace. The default grace is not warned about; the help
+// says what it means.
+func warnKillGrace(errOut io.Writer, set bool, grace, ttl time.Duration) {
+	if !set {
+		return
+	}
 	if w := childproc.GraceWarning(grace, session.DefaultMargin(ttl)); w != "" {
 		fmt.Fprintf(errOut, "coordctl: warning: --kill-grace %s\n", w)
 	}

@@ -17,15 +17,16 @@ import (
 )
 
 type lockOptions struct {
-	Name      string
-	TTL       time.Duration
-	Timeout   time.Duration
-	Try       bool
-	Read      bool
-	LockDelay time.Duration
-	KillGrace time.Duration
-	Prefix    string
-	Command   []string
+	Name         string
+	TTL          time.Duration
+	Timeout      time.Duration
+	Try          bool
+	Read         bool
+	LockDelay    time.Duration
+	KillGrace    time.Duration
+	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
+	Prefix       string
+	Command      []string
 }
 
 // lockHeld is what coordctl lock prints once it holds the lock (without a
@@ -122,6 +123,7 @@ named "status" is taken with --name: coordctl lock --name status -- CMD.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name, opts.Command, _ = nameAndCommand("lock", cmd, args, nameFlag)
+			opts.KillGraceSet = cmd.Flags().Changed("kill-grace")
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
 			return runLock(ctx, f, opts)
@@ -214,7 +216,7 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 	}
 	defer f.holdOutput(p)()
 	if len(opts.Command) > 0 {
-		warnKillGrace(f.IO.ErrOut, opts.KillGrace, opts.TTL)
+		warnKillGrace(f.IO.ErrOut, opts.KillGraceSet, opts.KillGrace, opts.TTL)
 	}
 	return f.runHeld(ctx, p, heldRun{
 		what:      "lock " + opts.Name,

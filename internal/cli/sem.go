@@ -17,15 +17,16 @@ import (
 )
 
 type semOptions struct {
-	Name      string
-	Limit     int
-	TTL       time.Duration
-	Timeout   time.Duration
-	Try       bool
-	LockDelay time.Duration
-	KillGrace time.Duration
-	Prefix    string
-	Command   []string
+	Name         string
+	Limit        int
+	TTL          time.Duration
+	Timeout      time.Duration
+	Try          bool
+	LockDelay    time.Duration
+	KillGrace    time.Duration
+	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
+	Prefix       string
+	Command      []string
 }
 
 // semHeld is what coordctl sem prints once it holds a slot. Its JSON form
@@ -95,6 +96,7 @@ is taken with --name: coordctl sem --name status --limit 2 -- CMD.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name, opts.Command, _ = nameAndCommand("sem", cmd, args, nameFlag)
+			opts.KillGraceSet = cmd.Flags().Changed("kill-grace")
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
 			return runSem(ctx, f, opts)
@@ -166,7 +168,7 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 	}
 	defer f.holdOutput(p)()
 	if len(opts.Command) > 0 {
-		warnKillGrace(f.IO.ErrOut, opts.KillGrace, opts.TTL)
+		warnKillGrace(f.IO.ErrOut, opts.KillGraceSet, opts.KillGrace, opts.TTL)
 	}
 	return f.runHeld(ctx, p, heldRun{
 		what: fmt.Sprintf("semaphore %s slot %d", opts.Name, held.Slot()),

@@ -21,14 +21,15 @@ import (
 )
 
 type sidecarOptions struct {
-	Election  string
-	ID        string
-	Prefix    string
-	Listen    string
-	TTL       time.Duration
-	TokenFile string
-	KillGrace time.Duration
-	Command   []string
+	Election     string
+	ID           string
+	Prefix       string
+	Listen       string
+	TTL          time.Duration
+	TokenFile    string
+	KillGrace    time.Duration
+	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
+	Command      []string
 }
 
 // The lines of the sidecar's output stream, one per event.
@@ -129,6 +130,7 @@ the server. See docs/sidecar.md.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Command = args
+			opts.KillGraceSet = cmd.Flags().Changed("kill-grace")
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
 			return runSidecar(ctx, f, opts)
@@ -194,7 +196,7 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 		if err := sidecar.CheckCommand(opts.Command); err != nil {
 			return &childStartError{err: err}
 		}
-		warnKillGrace(f.IO.ErrOut, opts.KillGrace, opts.TTL)
+		warnKillGrace(f.IO.ErrOut, opts.KillGraceSet, opts.KillGrace, opts.TTL)
 	}
 	defer f.holdOutput(p)()
 	client, err := f.EtcdClient(ctx)

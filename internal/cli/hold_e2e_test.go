@@ -79,7 +79,6 @@ func TestHoldE2EKillByTheLeasesEarliestExpiry(t *testing.T) {
 				l := p.line(t)
 				pid, _ = strconv.Atoi(l)
 			}
-			require.Contains(t, p.stderr.String(), "--kill-grace 1m0s is longer than the lease's margin 200ms")
 			px.cut()
 			// The grace is a minute: only the kill bound ends the command sooner.
 			deadline := time.Now().Add(30 * time.Second)
@@ -87,6 +86,7 @@ func TestHoldE2EKillByTheLeasesEarliestExpiry(t *testing.T) {
 				require.True(t, time.Now().Before(deadline), "the command outlived the lease; stderr: %s", p.stderr.String())
 				time.Sleep(20 * time.Millisecond) // no event for the end of a process that is not ours
 			}
+			require.Contains(t, p.stderr.String(), "--kill-grace 1m0s is longer than the lease's margin 200ms")
 			if tc.lost {
 				require.Equal(t, exitLost, p.wait(t, 20*time.Second), p.stderr.String())
 				require.Contains(t, p.stderr.String(), "at the lease's earliest expiry on the server")

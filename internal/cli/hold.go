@@ -2,16 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/session"
@@ -201,43 +199,17 @@ func acquireHold[H any](ctx context.Context, f *factory, timeout time.Duration, 
 	return h, true, err
 }
 
-// holdLease is the lease a lock or sem command holds its key on. After a
-// clean release it is left to expire on the server instead of being revoked:
-// a waiter with a lock delay tells a release from a loss by whether the
-// lease of the key it saw deleted still exists, and a revoke sent right
-// after the release could reach etcd before that waiter asks.
-type holdLease struct {
-	s     *session.Session
-	clean atomic.Bool
-}
-
-// newHoldLease grants the lease. Without quorum etcd grants no lease: it
+// holdSessionOptions are the options of the session a lock or sem
+// command holds its key on. Without quorum etcd grants no lease: the grant
 // fails within --command-timeout instead of waiting for one forever.
-func newHoldLease(ctx context.Context, f *factory, client *clientv3.Client, ttl time.Duration) (*holdLease, error) {
-	s, err := session.New(ctx, client, session.WithTTL(ttl), session.WithGrantTimeout(f.Global.CommandTimeout))
-	if err != nil {
-		return nil, err
-	}
-	return &holdLease{s: s}, nil
-}
-
-// released records that the key was deleted by a clean release.
-func (l *holdLease) released() { l.clean.Store(true) }
-
-// end stops the keepalives; it revokes the lease unless the key was
-// released cleanly (then no key is left on it, and it expires after its TTL).
-func (l *holdLease) end() {
-	if l.clean.Load() {
-		l.s.Orphan()
-		return
-	}
-	_ = l.s.Close()
+func holdSessionOptions(f *factory) []session.Option {
+	return []session.Option{session.WithGrantTimeout(f.Global.CommandTimeout)}
 }
 
 // releaser returns the release of a lock's or a slot's key: unlock within
 // --command-timeout, and within lockCloseGrace once lost; a key already
-// lost (notHeld) is no error, the caller reports the loss.
-func releaser(ctx context.Context, f *factory, l liveness, lease *holdLease, unlock func(context.Context) error, notHeld error) func() error {
+// lost is no error, the caller reports the loss.
+func releaser(ctx context.Context, f *factory, l liveness, unlock func(context.Context) error) func() error {
 	return func() error {
 		uctx, cancel := f.CommandContext(context.WithoutCancel(ctx))
 		defer cancel()
@@ -247,23 +219,11 @@ func releaser(ctx context.Context, f *factory, l liveness, lease *holdLease, unl
 			uctx, cancel = context.WithTimeout(uctx, lockCloseGrace)
 			defer cancel()
 		}
-		err := unlock(uctx)
-		if err == nil {
-			lease.released()
+		if err := unlock(uctx); err != nil && !errors.Is(err, session.ErrNotHeld) {
+			return err
 		}
-		if isAny(notHeld)(err) {
-			return nil
-		}
-		return err
+		return nil
 	}
-}
-
-// grantFailed is the error of a lease grant that failed before the wait.
-func grantFailed(ctx context.Context, what string, err error) error {
-	if ctx.Err() != nil {
-		return mark(errNotAcquired, fmt.Errorf("interrupted while waiting for %s", what))
-	}
-	return fmt.Errorf("acquire %s: %w", what, err)
 }
 
 // lockCloseGrace bounds the clean-up after a loss, when etcd may be gone.

@@ -190,24 +190,20 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 	}
 	defer client.Close()
 
-	lease, err := newHoldLease(ctx, f, client, opts.TTL)
-	if err != nil {
-		return grantFailed(ctx, "lock "+opts.Name, err)
-	}
 	notice := &waitNotice{out: f.IO.ErrOut}
-	lopts := []lock.Option{lock.WithSession(lease.s), lock.WithPrefix(opts.Prefix), lock.WithLockDelay(opts.LockDelay),
+	lopts := []lock.Option{lock.WithTTL(opts.TTL), lock.WithSessionOptions(holdSessionOptions(f)...),
+		lock.WithPrefix(opts.Prefix), lock.WithLockDelay(opts.LockDelay),
 		lock.WithOnWait(func(w lock.Waiting) {
 			notice.waiting(fmt.Sprintf("waiting for lock %s (held by key %s, token %d)...", w.Name, w.HolderKey, w.HolderToken))
 		})}
 	m, err := newLocker(client, opts, lopts)
 	if err != nil {
-		lease.end()
 		return usageErrorf("%v", err)
 	}
-	// The lease is revoked at exit unless the key was released cleanly, so
-	// whatever is left is released; when etcd is gone that cannot succeed,
-	// and exit need not wait for it.
-	defer waitAtMost(lockCloseGrace, func() { _ = m.Close(); lease.end() })
+	// Close revokes the lease unless the key was released cleanly (the
+	// library's release policy), so whatever is left is released; when etcd
+	// is gone that cannot succeed, and exit need not wait for it.
+	defer waitAtMost(lockCloseGrace, func() { _ = m.Close() })
 
 	held, err := acquireLock(ctx, f, m, opts)
 	notice.stop()
@@ -220,7 +216,7 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 	}
 	return f.runHeld(ctx, p, heldRun{
 		what:      "lock " + opts.Name,
-		hold:      keyHold{held, lease.s, releaser(ctx, f, held, lease, held.Unlock, lock.ErrNotHeld)},
+		hold:      keyHold{held, held.HeldKey().Session(), releaser(ctx, f, held, held.Unlock)},
 		out:       lockHeld{Name: opts.Name, Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease())), Shared: held.Shared()},
 		command:   opts.Command,
 		killGrace: opts.KillGrace,

@@ -141,13 +141,9 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 	}
 	defer client.Close()
 
-	lease, err := newHoldLease(ctx, f, client, opts.TTL)
-	if err != nil {
-		return grantFailed(ctx, "semaphore "+opts.Name, err)
-	}
 	notice := &waitNotice{out: f.IO.ErrOut}
 	s, err := semaphore.New(client, opts.Name, opts.Limit,
-		semaphore.WithSession(lease.s), semaphore.WithPrefix(opts.Prefix), semaphore.WithLockDelay(opts.LockDelay),
+		semaphore.WithTTL(opts.TTL), semaphore.WithSessionOptions(holdSessionOptions(f)...), semaphore.WithPrefix(opts.Prefix), semaphore.WithLockDelay(opts.LockDelay),
 		semaphore.WithOnWait(func(w semaphore.Waiting) {
 			why := fmt.Sprintf("all %d slots held", opts.Limit)
 			if w.Ahead {
@@ -156,10 +152,9 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 			notice.waiting(fmt.Sprintf("waiting for semaphore %s (%s)...", w.Name, why))
 		}))
 	if err != nil {
-		lease.end()
 		return usageErrorf("%v", err)
 	}
-	defer waitAtMost(lockCloseGrace, func() { _ = s.Close(); lease.end() })
+	defer waitAtMost(lockCloseGrace, func() { _ = s.Close() }) // as lock's Close
 
 	held, err := acquireSlot(ctx, f, s, opts)
 	notice.stop()
@@ -172,7 +167,7 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 	}
 	return f.runHeld(ctx, p, heldRun{
 		what: fmt.Sprintf("semaphore %s slot %d", opts.Name, held.Slot()),
-		hold: keyHold{held, lease.s, releaser(ctx, f, held, lease, held.Release, semaphore.ErrNotHeld)},
+		hold: keyHold{held, held.HeldKey().Session(), releaser(ctx, f, held, held.Release)},
 		out: semHeld{Name: opts.Name, Limit: opts.Limit, Slot: held.Slot(), Scope: held.Scope(),
 			Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease()))},
 		command:   opts.Command,

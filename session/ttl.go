@@ -1,7 +1,6 @@
 package session
 
 import (
-	"errors"
 	"fmt"
 	"time"
 )
@@ -13,13 +12,6 @@ const (
 	MinTTL = time.Second
 	MaxTTL = 9_000_000_000 * time.Second
 )
-
-// ErrTTLTooLong is returned by CheckTTL (and so by New and the constructors
-// of lock, semaphore and election) for a TTL above MaxTTL.
-//
-// It belongs in session.go's error block; it lives here until the held-key
-// change there has landed.
-var ErrTTLTooLong = errors.New("session: TTL longer than etcd's maximum lease TTL")
 
 // CheckTTL reports whether ttl can be a lease TTL: ErrBadTTL below MinTTL,
 // ErrTTLTooLong above MaxTTL (both wrapped with the value). Every

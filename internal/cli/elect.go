@@ -93,7 +93,7 @@ other.
 While waiting, coordctl says so on stderr. Once leader it prints
   elected leader of NAME as ID (token T)
   (-w json: {"event":"elected","name":NAME,"id":ID,"token":T})
-and holds the leadership until SIGINT or SIGTERM; then it resigns, so the
+and holds the leadership until SIGINT, SIGTERM or SIGHUP; then it resigns, so the
 next candidate takes over at once, and exits 0. If the leadership is lost
 while held (keepalives failing until the local deadline, which comes before
 etcd can expire the lease; the lease revoked; the key deleted), it prints a
@@ -149,7 +149,7 @@ then the leader again once etcd answers.`,
 	fl.DurationVar(&opts.TTL, "ttl", electDefaultTTL, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
 	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the election's keys under this etcd key prefix")
 	fl.BoolVar(&opts.Observe, "observe", false, "print the leader on every change instead of campaigning")
-	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop")
+	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
 	return cmd
 }
 

@@ -79,12 +79,12 @@ Without a command, coordctl prints the holder once it has the lock:
   holding lock NAME key=K token=T lease=L      (--read: holding read lock ...)
   (-w json: {"name":NAME,"key":K,"token":T,"lease":"L"}, lease in hex, and
   "shared":true with --read)
-then holds until SIGINT or SIGTERM, releases and exits 0.
+then holds until SIGINT, SIGTERM or SIGHUP, releases and exits 0.
 
 With a command after '--', the command runs in its own process group with
 COORD_LOCK_NAME, COORD_LOCK_KEY, COORD_FENCING_TOKEN and COORD_FENCING_SCOPE
 (the lock's name) set, replacing inherited values; SIGINT and SIGTERM are
-forwarded to it; coordctl releases the lock when it and its whole process
+forwarded to it, SIGHUP as SIGTERM; coordctl releases the lock when it and its whole process
 group have ended, and exits with its status (127 if it could not be
 started). Processes the command leaves in its group when it exits
 (background jobs) get SIGTERM, SIGKILL after --kill-grace, before the
@@ -98,13 +98,24 @@ itself is killed with SIGKILL, the command gets SIGKILL from the kernel
 unfenced once the lease expires; elsewhere the command survives too.
 
 If the lock is lost while held — keepalives failing until the local deadline,
-which comes before etcd can expire the lease; the lease revoked or the key
-deleted; the process frozen (SIGSTOP) past its lease — coordctl says so on
-stderr, sends SIGTERM to the command's group, SIGKILL after --kill-grace,
-and exits 4.
+which comes a margin (a tenth of --ttl, at least 200ms) before etcd can
+expire the lease; the lease revoked or the key deleted; the process frozen
+(SIGSTOP) past its lease — coordctl says so on stderr, sends SIGTERM to the
+command's group and SIGKILL after --kill-grace or at the lease's earliest
+possible expiry on the server, whichever is first, and exits 4. So the
+command is dead before etcd can grant the lock to anyone else, whatever
+--kill-grace says (after a revoke or a deleted key, SIGKILL follows SIGTERM
+at once); a --kill-grace longer than the margin is warned about. If the local
+deadline passed before coordctl saw the command exit (coordctl was frozen
+meanwhile), the exit is 4 too.
+
+A write error on stdout (coordctl lock x | true) ends nothing: it is noted
+once on stderr and nothing more is printed. SIGQUIT is not caught: coordctl
+dumps its stacks and exits 2 without releasing; the lease expires after --ttl.
 
 --try exits 3 at once if the lock is held elsewhere; --timeout exits 3 if it
-is not acquired in time. A wait longer than half a second is reported once on
+is not acquired in time (after one last try, so --timeout 1ns takes a free
+lock). A wait longer than half a second is reported once on
 stderr, naming the holder.
 
 'coordctl lock status NAME' shows who holds and who waits. A lock literally
@@ -136,7 +147,7 @@ named "status" is taken with --name: coordctl lock --name status -- CMD.`,
 	fl.BoolVar(&opts.Try, "try", false, "exit 3 at once if the lock is held elsewhere")
 	fl.BoolVar(&opts.Read, "read", false, "take the lock shared with other readers (default: exclusive, a writer)")
 	fl.DurationVar(&opts.LockDelay, "lock-delay", 0, "after a holder ahead was lost (not released), wait this long before taking the lock (0: off)")
-	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop")
+	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
 	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the lock's keys under this etcd key prefix")
 	fl.StringVar(&nameFlag, "name", "", `the lock's NAME, instead of the argument (for a lock named "status")`)
 	cmd.AddCommand(newLockStatusCmd(f))

@@ -69,12 +69,13 @@ stored limit; all users of a name must agree on it.
 Without a command, coordctl prints the holder once it has a slot:
   holding semaphore NAME slot=I scope=NAME#I key=K token=T lease=L
   (-w json: {"name","limit","slot","scope","key","token","lease"}, lease in hex)
-then holds until SIGINT or SIGTERM, releases and exits 0.
+then holds until SIGINT, SIGTERM or SIGHUP, releases and exits 0.
 
 With a command after '--', the command runs in its own process group with
 COORD_LOCK_NAME (NAME), COORD_LOCK_KEY (the slot key), COORD_FENCING_TOKEN,
 COORD_FENCING_SCOPE (NAME#I) and COORD_SEM_SLOT (I) set, replacing inherited
-values; signals, exit status and loss (exit 4) as for 'coordctl lock'.
+values; signals, exit status, loss (exit 4, SIGKILL no later than the
+lease's earliest expiry) and stdout errors as for 'coordctl lock'.
 
 --try exits 3 at once if no slot is free or others wait; --timeout exits 3
 if no slot is acquired in time. --lock-delay D: when a slot's holder was
@@ -108,7 +109,7 @@ is taken with --name: coordctl sem --name status --limit 2 -- CMD.`,
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "give up (exit 3) if no slot is acquired within this time (0: wait for ever)")
 	fl.BoolVar(&opts.Try, "try", false, "exit 3 at once if no slot is free")
 	fl.DurationVar(&opts.LockDelay, "lock-delay", 0, "after a slot's holder was lost (not released), wait this long before taking that slot (0: off)")
-	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop")
+	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
 	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the semaphore's keys under this etcd key prefix")
 	fl.StringVar(&nameFlag, "name", "", `the semaphore's NAME, instead of the argument (for one named "status")`)
 	f.addEtcdFlags(cmd.PersistentFlags()) // also for sem status

@@ -106,18 +106,23 @@ Once listening it prints 'ready url=http://ADDR' (with -w json:
 leader (changed).
 
 With --token-file the token is written there atomically while this instance
-leads and the file is removed on loss. With a COMMAND after '--', the command
+leads and the file is removed on loss, and at start-up, before 'ready' (a
+file left by an earlier run is stale). With a COMMAND after '--', the command
 runs only while this instance leads, with COORD_ELECTION, COORD_LEADER_ID and
 COORD_FENCING_TOKEN set; on loss its process group gets SIGTERM, then
-SIGKILL after --kill-grace. If the command exits by itself the sidecar
+SIGKILL after --kill-grace or at the lease's earliest possible expiry on the
+server, whichever is first (the command is dead before another instance can
+be elected; a --kill-grace longer than the lease's margin, a tenth of --ttl,
+is warned about). If the command exits by itself the sidecar
 resigns and exits with its status. Both are checked before 'ready': a
 --token-file whose directory does not take a new file exits 2, a command
 that is not found or not executable exits 127 or 126.
 
-SIGTERM or SIGINT stop the command, resign (a standby takes over at once)
+SIGTERM, SIGINT or SIGHUP stop the command, resign (a standby takes over at once)
 and exit 0. A crashed leader is replaced about --ttl after it stopped; a
 leader whose keepalives fail turns unready before its lease can expire on
-the server. See docs/sidecar.md.`,
+the server. A write error on stdout (a log reader gone) ends nothing: it is
+noted once on stderr. See docs/sidecar.md.`,
 		Example: `  coordctl sidecar --election my-service --id "$POD_NAME"
   coordctl sidecar --election my-service --id web-1 --listen :4040 --token-file /run/leader/token
   coordctl sidecar --election cron --id node-a --ttl 3s -- ./run-scheduler.sh
@@ -144,7 +149,7 @@ the server. See docs/sidecar.md.`,
 	fl.StringVar(&opts.Listen, "listen", "127.0.0.1:4040", "HTTP address to serve the API on (port 0: any free port)")
 	fl.DurationVar(&opts.TTL, "ttl", sidecar.DefaultTTL, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
 	fl.StringVar(&opts.TokenFile, "token-file", "", "write the fencing token to this file while leading")
-	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop")
+	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
 	return cmd
 }
 

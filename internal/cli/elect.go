@@ -190,21 +190,14 @@ func (o *electOptions) value() string {
 // runElect campaigns and holds the leadership until ctx ends (resign, exit
 // 0) or it is lost (exit 4); with --observe it prints leaders until ctx ends.
 func runElect(ctx context.Context, f *factory, opts *electOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	if err := opts.validate(); err != nil {
-		return err
-	}
-	client, err := f.EtcdClient(ctx)
+	p, client, err := f.startEtcd(ctx, opts.validate)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
 	e, err := election.New(client, opts.Name, election.WithTTL(opts.TTL), election.WithPrefix(opts.Prefix),
 		// Without quorum etcd grants no lease: fail within --command-timeout.
-		election.WithSessionOptions(session.WithGrantTimeout(f.Global.CommandTimeout)))
+		election.WithSessionOptions(holdSessionOptions(f)...))
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
@@ -220,9 +213,6 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 		holder = fmt.Sprintf(" (leader now: %s, token %d)", cur.Value, cur.Token)
 	}
 	cancel()
-	if len(opts.Command) > 0 {
-		warnKillGrace(f.IO.ErrOut, opts.KillGraceSet, opts.KillGrace, opts.TTL)
-	}
 	fmt.Fprintf(f.IO.ErrOut, "campaigning for %s as %s; waiting to be elected%s...\n", opts.Name, id, holder)
 	l, err := e.Campaign(ctx, id)
 	if err != nil {
@@ -231,7 +221,6 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 		}
 		return fmt.Errorf("campaign for %s: %w", opts.Name, err)
 	}
-	defer f.holdOutput(p)()
 	elected := electEvent{Event: "elected", Name: opts.Name, ID: id, Token: l.Token()}
 	if len(opts.Command) > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "coordctl: elected leader of %s as %s (token %d); running the command\n", opts.Name, id, l.Token())
@@ -246,7 +235,7 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 			}
 		},
 		command:   opts.Command,
-		killGrace: opts.KillGrace,
+		killGrace: opts.KillGrace, graceSet: opts.KillGraceSet,
 		env: map[string]string{
 			envElection:     opts.Name,
 			envLeaderID:     id,

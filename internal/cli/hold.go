@@ -7,10 +7,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/session"
 )
@@ -63,6 +67,7 @@ type heldRun struct {
 	command   []string
 	env       map[string]string
 	killGrace time.Duration
+	graceSet  bool // --kill-grace given: warn when it exceeds the lease's margin
 	// onEnd, if set, is called when the hold's use ends, before the command
 	// is stopped (elect prints its "lost" event).
 	onEnd func(childproc.Outcome)
@@ -73,6 +78,12 @@ type heldRun struct {
 // (exit 4). With a command, SIGINT, SIGTERM and SIGHUP are forwarded to it
 // (SIGHUP as SIGTERM). It releases the hold in every case.
 func (f *factory) runHeld(ctx context.Context, p *printer, r heldRun) error {
+	if p != nil {
+		defer f.holdOutput(p)()
+	}
+	if s := r.hold.Session(); s != nil && r.graceSet && len(r.command) > 0 {
+		warnKillGrace(f.IO.ErrOut, r.killGrace, s.Margin())
+	}
 	sv := childproc.Supervision{
 		Hold:  r.hold,
 		What:  r.what,
@@ -115,6 +126,43 @@ func (f *factory) runHeld(ctx context.Context, p *printer, r heldRun) error {
 	return nil
 }
 
+// startEtcd is the start lock, sem, elect and their status subcommands
+// share: the printer, the flags checked (validate) before anything is
+// dialed, and an etcd client, which the caller closes.
+func (f *factory) startEtcd(ctx context.Context, validate func() error) (*printer, *clientv3.Client, error) {
+	p, err := f.Printer()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := validate(); err != nil {
+		return nil, nil, err
+	}
+	client, err := f.EtcdClient(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, client, nil
+}
+
+// needName is the usage error of an empty NAME ("" when it is not).
+func needName(command, name string) error {
+	if strings.TrimSpace(name) == "" {
+		return usageErrorf("%s needs a non-empty NAME", command)
+	}
+	return nil
+}
+
+// keyEnv is the environment of a command run under a held key: the name,
+// the key, its token and the scope the token fences, and extra name-value
+// pairs.
+func keyEnv(name, key string, tok fencing.Token, scope string, extra ...string) map[string]string {
+	env := map[string]string{envLockName: name, envLockKey: key, envFencingToken: tok.String(), envFencingScope: scope}
+	for i := 0; i+1 < len(extra); i += 2 {
+		env[extra[i]] = extra[i+1]
+	}
+	return env
+}
+
 // holdOutput makes standard output safe for a command that holds
 // something: a write to a closed pipe (coordctl lock x | true) neither kills
 // coordctl (SIGPIPE is caught, so the write fails with EPIPE instead) nor
@@ -137,16 +185,13 @@ func checkTTLFlag(ttl time.Duration) error {
 	return nil
 }
 
-// warnKillGrace says, before a command runs under a lease of TTL ttl, when
-// a --kill-grace given (set) is longer than the lease's margin: on a loss at
-// the local deadline the command is killed at the lease's earliest expiry,
-// sooner than the grace. The default grace is not warned about; the help
-// says what it means.
-func warnKillGrace(errOut io.Writer, set bool, grace, ttl time.Duration) {
-	if !set {
-		return
-	}
-	if w := childproc.GraceWarning(grace, session.DefaultMargin(ttl)); w != "" {
+// warnKillGrace says, before a command runs under a lease with margin
+// margin, when a --kill-grace given is longer: on a loss at the local
+// deadline the command is killed at the lease's earliest expiry, sooner than
+// the grace. The default grace is not warned about; the help says what it
+// means.
+func warnKillGrace(errOut io.Writer, grace, margin time.Duration) {
+	if w := childproc.GraceWarning(grace, margin); w != "" {
 		fmt.Fprintf(errOut, "coordctl: warning: --kill-grace %s\n", w)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -179,8 +178,8 @@ func nameAndCommand(what string, cmd *cobra.Command, args []string, nameFlag str
 }
 
 func (o *lockOptions) validate() error {
-	if strings.TrimSpace(o.Name) == "" {
-		return usageErrorf("lock needs a non-empty NAME")
+	if err := needName("lock", o.Name); err != nil {
+		return err
 	}
 	return validateHoldFlags(o.TTL, o.Timeout, o.Try, o.LockDelay, o.KillGrace)
 }
@@ -188,14 +187,7 @@ func (o *lockOptions) validate() error {
 // runLock acquires the lock, then holds it until ctx ends (no command) or
 // the command exits, or until it is lost (exit 4).
 func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	if err := opts.validate(); err != nil {
-		return err
-	}
-	client, err := f.EtcdClient(ctx)
+	p, client, err := f.startEtcd(ctx, opts.validate)
 	if err != nil {
 		return err
 	}
@@ -221,22 +213,13 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 	if err != nil {
 		return err
 	}
-	defer f.holdOutput(p)()
-	if len(opts.Command) > 0 {
-		warnKillGrace(f.IO.ErrOut, opts.KillGraceSet, opts.KillGrace, opts.TTL)
-	}
 	return f.runHeld(ctx, p, heldRun{
 		what:      "lock " + opts.Name,
 		hold:      keyHold{held, held.HeldKey().Session(), releaser(ctx, f, held, held.Unlock)},
 		out:       lockHeld{Name: opts.Name, Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease())), Shared: held.Shared()},
 		command:   opts.Command,
-		killGrace: opts.KillGrace,
-		env: map[string]string{
-			envLockName:     opts.Name,
-			envLockKey:      held.Key(),
-			envFencingToken: held.Token().String(),
-			envFencingScope: opts.Name,
-		},
+		killGrace: opts.KillGrace, graceSet: opts.KillGraceSet,
+		env: keyEnv(opts.Name, held.Key(), held.Token(), opts.Name),
 	})
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -118,10 +117,10 @@ is taken with --name: coordctl sem --name status --limit 2 -- CMD.`,
 }
 
 func (o *semOptions) validate() error {
-	switch {
-	case strings.TrimSpace(o.Name) == "":
-		return usageErrorf("sem needs a non-empty NAME")
-	case o.Limit < 1:
+	if err := needName("sem", o.Name); err != nil {
+		return err
+	}
+	if o.Limit < 1 {
 		return usageErrorf("sem needs --limit N with N at least 1")
 	}
 	return validateHoldFlags(o.TTL, o.Timeout, o.Try, o.LockDelay, o.KillGrace)
@@ -129,14 +128,7 @@ func (o *semOptions) validate() error {
 
 // runSem acquires a slot, then holds it as runLock holds a lock.
 func runSem(ctx context.Context, f *factory, opts *semOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	if err := opts.validate(); err != nil {
-		return err
-	}
-	client, err := f.EtcdClient(ctx)
+	p, client, err := f.startEtcd(ctx, opts.validate)
 	if err != nil {
 		return err
 	}
@@ -162,24 +154,14 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 	if err != nil {
 		return err
 	}
-	defer f.holdOutput(p)()
-	if len(opts.Command) > 0 {
-		warnKillGrace(f.IO.ErrOut, opts.KillGraceSet, opts.KillGrace, opts.TTL)
-	}
 	return f.runHeld(ctx, p, heldRun{
 		what: fmt.Sprintf("semaphore %s slot %d", opts.Name, held.Slot()),
 		hold: keyHold{held, held.HeldKey().Session(), releaser(ctx, f, held, held.Release)},
 		out: semHeld{Name: opts.Name, Limit: opts.Limit, Slot: held.Slot(), Scope: held.Scope(),
 			Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease()))},
 		command:   opts.Command,
-		killGrace: opts.KillGrace,
-		env: map[string]string{
-			envLockName:     opts.Name,
-			envLockKey:      held.Key(),
-			envFencingToken: held.Token().String(),
-			envFencingScope: held.Scope(),
-			envSemSlot:      strconv.Itoa(held.Slot()),
-		},
+		killGrace: opts.KillGrace, graceSet: opts.KillGraceSet,
+		env: keyEnv(opts.Name, held.Key(), held.Token(), held.Scope(), envSemSlot, strconv.Itoa(held.Slot())),
 	})
 }
 
@@ -228,12 +210,7 @@ This is the status subcommand of 'coordctl sem': to hold a semaphore named
 "status", use 'coordctl sem --name status'.`,
 		Example: `  coordctl sem status jobs/encoders
   coordctl sem status jobs/encoders -w json`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErrorf(`sem status needs exactly one NAME (to hold a semaphore named "status": coordctl sem --name status)`)
-			}
-			return nil
-		},
+		Args: statusArgs("sem", "semaphore"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
 			return runSemStatus(cmd.Context(), f, opts)
@@ -262,14 +239,7 @@ func (o semStatusOut) WriteSimple(w io.Writer) error {
 }
 
 func runSemStatus(ctx context.Context, f *factory, opts *semStatusOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(opts.Name) == "" {
-		return usageErrorf("sem status needs a non-empty NAME")
-	}
-	client, err := f.EtcdClient(ctx)
+	p, client, err := f.startEtcd(ctx, func() error { return needName("sem status", opts.Name) })
 	if err != nil {
 		return err
 	}

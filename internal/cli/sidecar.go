@@ -18,6 +18,7 @@ import (
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/sidecar"
+	"github.com/coordkit/coordkit/session"
 )
 
 type sidecarOptions struct {
@@ -201,7 +202,9 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 		if err := sidecar.CheckCommand(opts.Command); err != nil {
 			return &childStartError{err: err}
 		}
-		warnKillGrace(f.IO.ErrOut, opts.KillGraceSet, opts.KillGrace, opts.TTL)
+		if opts.KillGraceSet {
+			warnKillGrace(f.IO.ErrOut, opts.KillGrace, session.DefaultMargin(opts.TTL))
+		}
 	}
 	defer f.holdOutput(p)()
 	client, err := f.EtcdClient(ctx)

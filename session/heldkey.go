@@ -241,7 +241,11 @@ func (k *HeldKey) Drop() {
 // either way the key is held in no sense after it.
 func (k *HeldKey) lose(reason error) {
 	k.mu.Lock()
-	if k.releasing {
+	if k.releasing || k.released {
+		// Release's own delete, seen by the watch before or after the
+		// delete's answer: Release settles it (ending the key here would
+		// count a clean release as unclean, and Close would revoke the
+		// lease a lock-delay waiter asks about).
 		k.pendingLoss = true
 		k.mu.Unlock()
 		return

@@ -148,7 +148,8 @@ type Observation struct {
 }
 
 // New returns the election called name on client. It does not talk to
-// etcd. Errors: ErrBadName, session.ErrBadTTL, ErrBadPolicy, ErrBadVersion.
+// etcd. Errors: ErrBadName, session.ErrBadTTL, session.ErrTTLTooLong
+// (session.CheckTTL), ErrBadPolicy, ErrBadVersion.
 func New(client *clientv3.Client, name string, opts ...Option) (*Election, error) {
 	if client == nil {
 		return nil, errors.New("election: nil etcd client")
@@ -160,8 +161,10 @@ func New(client *clientv3.Client, name string, opts ...Option) (*Election, error
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.session == nil && cfg.ttl < time.Second {
-		return nil, fmt.Errorf("election: %w (got %s)", session.ErrBadTTL, cfg.ttl)
+	if cfg.session == nil {
+		if err := session.CheckTTL(cfg.ttl); err != nil {
+			return nil, fmt.Errorf("election: %w", err)
+		}
 	}
 	if err := cfg.validateCoordination(name); err != nil {
 		return nil, err

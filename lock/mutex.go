@@ -99,7 +99,8 @@ type Mutex struct {
 // New returns a Mutex named name on client. It does no I/O: the Mutex's
 // own session (unless WithSession) is created by the first Lock or TryLock,
 // and again after it was lost. It returns ErrInvalidName for an empty name
-// and session.ErrBadTTL for a TTL below one second.
+// and session.ErrBadTTL or session.ErrTTLTooLong for a TTL out of bounds
+// (session.CheckTTL).
 func New(client *clientv3.Client, name string, opts ...Option) (*Mutex, error) {
 	return newMutex(client, name, kindMutex, opts...)
 }
@@ -116,8 +117,8 @@ func newMutex(client *clientv3.Client, name string, kind keyKind, opts ...Option
 		return nil, fmt.Errorf("lock: %w", session.ValidateName(name))
 	case cfg.sess != nil && (cfg.ttlSet || len(cfg.sessOpts) > 0):
 		return nil, errors.New("lock: WithSession cannot be combined with WithTTL or WithSessionOptions")
-	case cfg.sess == nil && cfg.ttl < time.Second:
-		return nil, fmt.Errorf("%w (got %s)", session.ErrBadTTL, cfg.ttl)
+	case cfg.sess == nil && session.CheckTTL(cfg.ttl) != nil:
+		return nil, session.CheckTTL(cfg.ttl)
 	case cfg.delay < 0:
 		return nil, fmt.Errorf("lock: negative lock delay %s", cfg.delay)
 	}

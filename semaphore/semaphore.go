@@ -83,7 +83,8 @@ type Semaphore struct {
 
 // New returns a Semaphore named name with limit slots on client. It does no
 // I/O. It returns ErrInvalid for an empty name or a limit below 1 and
-// session.ErrBadTTL for a TTL below one second.
+// session.ErrBadTTL or session.ErrTTLTooLong for a TTL out of bounds
+// (session.CheckTTL).
 func New(client *clientv3.Client, name string, limit int, opts ...Option) (*Semaphore, error) {
 	cfg := config{ttl: DefaultTTL}
 	for _, o := range opts {
@@ -98,8 +99,8 @@ func New(client *clientv3.Client, name string, limit int, opts ...Option) (*Sema
 		return nil, fmt.Errorf("%w: limit %d", ErrInvalid, limit)
 	case cfg.sess != nil && (cfg.ttlSet || len(cfg.sessOpts) > 0):
 		return nil, errors.New("semaphore: WithSession cannot be combined with WithTTL or WithSessionOptions")
-	case cfg.sess == nil && cfg.ttl < time.Second:
-		return nil, fmt.Errorf("%w (got %s)", session.ErrBadTTL, cfg.ttl)
+	case cfg.sess == nil && session.CheckTTL(cfg.ttl) != nil:
+		return nil, session.CheckTTL(cfg.ttl)
 	case cfg.delay < 0:
 		return nil, fmt.Errorf("semaphore: negative lock delay %s", cfg.delay)
 	}

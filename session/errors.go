@@ -19,8 +19,12 @@ var (
 	// ErrClosed means Close was called: on the session, or on the lock,
 	// semaphore or election that owned it (their ErrClosed is this error).
 	ErrClosed = errors.New("session: closed")
-	// ErrBadTTL is returned by New for a TTL below one second.
+	// ErrBadTTL is returned by New for a TTL below one second (CheckTTL).
 	ErrBadTTL = errors.New("session: TTL must be at least 1s")
+	// ErrTTLTooLong is returned by New for a TTL above MaxTTL, which etcd
+	// would refuse (CheckTTL); so are lock, semaphore and election's
+	// constructors.
+	ErrTTLTooLong = errors.New("session: TTL longer than etcd's maximum lease TTL")
 	// ErrUnavailable is returned by New when etcd grants no lease in time
 	// or reports that it has no leader: the cluster has lost its quorum,
 	// or no member can be reached.

@@ -96,14 +96,15 @@ type Session struct {
 
 // New grants a lease (or adopts one, WithLease) and starts keeping it alive
 // until Close or loss. ctx bounds the grant only, not the session's life. It
-// returns ErrBadTTL for a TTL under 1s and etcd's error if the grant fails.
+// returns ErrBadTTL for a TTL under 1s, ErrTTLTooLong for one etcd would
+// refuse (CheckTTL), and etcd's error if the grant fails.
 func New(ctx context.Context, client *clientv3.Client, opts ...Option) (*Session, error) {
 	cfg := config{ttl: DefaultTTL, clock: RealClock{}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.ttl < time.Second {
-		return nil, fmt.Errorf("%w (got %s)", ErrBadTTL, cfg.ttl)
+	if err := CheckTTL(cfg.ttl); err != nil {
+		return nil, err
 	}
 	seconds := int64((cfg.ttl + time.Second - 1) / time.Second)
 
@@ -131,7 +132,7 @@ func New(ctx context.Context, client *clientv3.Client, opts ...Option) (*Session
 		granted = time.Duration(resp.TTL) * time.Second
 	}
 	if cfg.margin <= 0 {
-		cfg.margin = max(granted/10, 200*time.Millisecond)
+		cfg.margin = DefaultMargin(granted)
 	}
 	if cfg.margin >= granted {
 		return nil, fmt.Errorf("session: margin %s must be below the TTL %s", cfg.margin, granted)

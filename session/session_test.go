@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/lease"
 	"go.uber.org/goleak"
 
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
@@ -118,4 +119,30 @@ func TestSessionAdoptsAnExistingLease(t *testing.T) {
 
 	_, err = session.New(ctx, cli, session.WithLease(grant.ID))
 	require.Error(t, err, "a revoked lease cannot be adopted")
+}
+
+// CheckTTL's bounds: etcd's own maximum (lease.MaxLeaseTTL), one second.
+func TestCheckTTLBounds(t *testing.T) {
+	require.Equal(t, time.Duration(lease.MaxLeaseTTL)*time.Second, session.MaxTTL)
+	require.ErrorIs(t, session.CheckTTL(999*time.Millisecond), session.ErrBadTTL)
+	require.NoError(t, session.CheckTTL(time.Second))
+	require.NoError(t, session.CheckTTL(session.MaxTTL))
+	require.ErrorIs(t, session.CheckTTL(session.MaxTTL+time.Second), session.ErrTTLTooLong)
+}
+
+// The earliest server-side expiry is the local deadline plus the margin,
+// the default margin a tenth of the TTL (at least 200ms).
+func TestEarliestExpiryIsDeadlinePlusMargin(t *testing.T) {
+	_, cli := etcdtest.StartWithClient(t)
+	s, err := session.New(context.Background(), cli, session.WithTTL(5*time.Second))
+	require.NoError(t, err)
+	defer s.Close()
+	require.Equal(t, session.DefaultMargin(5*time.Second), s.Margin())
+	require.Equal(t, 500*time.Millisecond, s.Margin())
+	require.Equal(t, 200*time.Millisecond, session.DefaultMargin(time.Second))
+	before := s.Deadline()
+	e := s.EarliestExpiry()
+	after := s.Deadline() // a keepalive may move the deadline meanwhile
+	require.False(t, e.Before(before.Add(s.Margin())), "%s before %s", e, before.Add(s.Margin()))
+	require.False(t, e.After(after.Add(s.Margin())), "%s after %s", e, after.Add(s.Margin()))
 }

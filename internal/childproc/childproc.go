@@ -159,25 +159,34 @@ const pollEvery = 20 * time.Millisecond
 // Call it after Done too: a leader that exits early may leave its background
 // jobs behind. Stop may wait for ever on a process that SIGKILL cannot end
 // (uninterruptible sleep); it is not safe to call from two goroutines.
-func (c *Child) Stop() int {
+func (c *Child) Stop() int { return c.StopBy(nil) }
+
+// StopBy is Stop with a second deadline: SIGKILL comes at the end of the
+// grace period or as soon as kill is closed, whichever is first (a closed
+// kill makes SIGKILL follow SIGTERM at once). A nil kill is never closed.
+func (c *Child) StopBy(kill <-chan struct{}) int {
 	if !c.GroupAlive() {
 		return c.ExitCode()
 	}
 	_ = c.Signal(syscall.SIGTERM)
 	_ = c.Signal(syscall.SIGCONT)
-	if !c.waitGroup(time.After(c.grace)) {
+	grace := time.NewTimer(c.grace)
+	defer grace.Stop()
+	if !c.waitGroup(grace.C, kill) {
 		_ = c.Signal(syscall.SIGKILL)
-		c.waitGroup(nil)
+		c.waitGroup(nil, nil)
 	}
 	return c.ExitCode()
 }
 
 // waitGroup waits until the leader has exited and the group is empty (true)
-// or until timeout fires (false); a nil timeout never fires.
-func (c *Child) waitGroup(timeout <-chan time.Time) bool {
+// or until timeout fires or kill is closed (false); nil channels never fire.
+func (c *Child) waitGroup(timeout <-chan time.Time, kill <-chan struct{}) bool {
 	select {
 	case <-c.done:
 	case <-timeout:
+		return false
+	case <-kill:
 		return false
 	}
 	ticker := time.NewTicker(pollEvery)
@@ -187,10 +196,15 @@ func (c *Child) waitGroup(timeout <-chan time.Time) bool {
 		case <-ticker.C:
 		case <-timeout:
 			return false
+		case <-kill:
+			return false
 		}
 	}
 	return true
 }
+
+// KillGrace returns the time between SIGTERM and SIGKILL of Stop.
+func (c *Child) KillGrace() time.Duration { return c.grace }
 
 // MergeEnv returns base with every variable of overrides set, replacing
 // inherited values of the same name. The result is sorted by name for

@@ -1,7 +1,12 @@
-// Package childproc runs the command that `coordctl lock -- CMD` and
-// `coordctl sidecar -- CMD` supervise: in a process group of its own, with
+// Package childproc runs the command that `coordctl lock -- CMD`, `sem`,
+// `elect` and `sidecar -- CMD` supervise: in a process group of its own, with
 // coordkit's variables set over the inherited environment, so that a signal
-// reaches the command and everything it started.
+// reaches the command and everything it started. Supervise is the one way a
+// command runs under a hold (Hold: a lock, a slot, a leadership): signals
+// forwarded (SIGHUP as SIGTERM), the group stopped before the release, and on
+// loss SIGKILL no later than the lease's earliest possible expiry on the
+// server (KillBy), whatever the kill grace; a loss whose deadline passed
+// before the command's exit was seen still counts as a loss.
 //
 // What is guaranteed: Stop sends SIGTERM (and SIGCONT) to the group and
 // SIGKILL after the grace period, and returns only when the command has

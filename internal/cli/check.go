@@ -6,21 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/election"
-	"github.com/coordkit/coordkit/fencing"
-	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/safety"
 )
 
@@ -205,43 +199,21 @@ func (o *checkOptions) validate() error {
 	if changed == nil {
 		changed = func(string) bool { return false }
 	}
+	// The rules of a run are safety.Config.Validate's (below); these are
+	// about flags alone.
 	switch {
 	case o.Duration < 5*time.Second:
 		return usageErrorf("invalid --duration %s: must be at least 5s", o.Duration)
-	case o.Clients < 2 || o.Clients > 50:
-		return usageErrorf("invalid --clients %d: want 2..50", o.Clients)
-	case o.TTL < time.Second:
-		return usageErrorf("invalid --ttl %s: must be at least 1s", o.TTL)
 	case o.Seeds != "" && o.seedSet:
 		return usageErrorf("--seed and --seeds: give one")
-	case o.Kind != "" && o.Kind != "mutex" && o.Kind != "rwmutex" && o.Kind != "semaphore":
-		return usageErrorf("invalid --kind %q: want mutex, rwmutex or semaphore", o.Kind)
 	case o.Kind != "semaphore" && o.limitSet:
 		return usageErrorf("--limit applies to --kind semaphore only")
-	case o.Kind == "semaphore" && (o.Limit < 1 || o.Limit >= o.Clients):
-		return usageErrorf("invalid --limit %d: want 1..%d (fewer than --clients)", o.Limit, o.Clients-1)
-	case o.Lock != "" && o.Lock != "coordkit" && o.Lock != "redsync":
-		return usageErrorf("invalid --lock %q: want coordkit or redsync", o.Lock)
-	case o.Lock == "redsync" && o.Redis == "":
-		return usageErrorf("--lock redsync needs --redis ADDR")
 	case o.Lock != "redsync" && o.Redis != "":
 		return usageErrorf("--redis applies to --lock redsync only")
-	case o.Lock == "redsync" && o.Kind != "mutex" && o.Kind != "":
-		return usageErrorf("--lock redsync is a mutex; --kind %s does not apply", o.Kind)
 	case o.Lock == "redsync" && (o.NoFencing || o.NoFenceFirst):
 		return usageErrorf("--lock redsync runs its own modes (unfenced, If-Match, and coordkit fenced); --no-fencing and --no-fence-first do not apply")
-	case o.Resource != "http" && o.Resource != "sql":
-		return usageErrorf("invalid --resource %q: want http or sql", o.Resource)
-	case o.Resource == "sql" && o.Driver != "sqlite" && o.Driver != "postgres" && o.Driver != "mysql":
-		return usageErrorf("invalid --driver %q: want sqlite, postgres or mysql", o.Driver)
-	case o.Resource == "sql" && o.Driver != "sqlite" && o.DSN == "":
-		return usageErrorf("--driver %s needs --dsn", o.Driver)
 	case o.Resource != "sql" && (changed("driver") || changed("dsn")):
 		return usageErrorf("--driver and --dsn apply to --resource sql only")
-	case o.Policy != "" && !slices.Contains(election.Policies, election.Policy(o.Policy)):
-		return usageErrorf("invalid --policy %q: want %s", o.Policy, policyNames())
-	case o.Resource == "sql" && o.Lock == "redsync":
-		return usageErrorf("--lock redsync compares with the HTTP resource's If-Match mode; --resource sql does not apply")
 	}
 	if o.Seeds != "" {
 		lo, hi, err := parseSeeds(o.Seeds)
@@ -250,161 +222,35 @@ func (o *checkOptions) validate() error {
 		}
 		o.seedLo, o.seedHi = lo, hi
 	}
+	base := o.config(nil)
+	if base.DataDir == "" {
+		base.DataDir = os.TempDir() // each run gets a directory of its own later
+	}
+	for _, cfg := range o.configs(0, base) {
+		var ce *safety.ConfigError
+		if err := cfg.Validate(); errors.As(err, &ce) {
+			return usageErrorf("invalid --%s: %s", ce.Field, ce.Reason)
+		} else if err != nil {
+			return usageErrorf("%v", err)
+		}
+	}
 	return nil
 }
 
-// checkReport is the result of a check as coordctl prints it.
-type checkReport struct {
-	safety.Report
-	replay string
-}
-
-func (r checkReport) MarshalJSON() ([]byte, error) { return json.Marshal(r.Report) }
-
-func (r checkReport) WriteSimple(w io.Writer) error {
-	verdict := "PASSED"
-	if !r.Passed {
-		verdict = "FAILED"
+// config is the safety.Config the flags describe (before the per-seed
+// variants of configs).
+func (o *checkOptions) config(f *factory) safety.Config {
+	cfg := safety.Config{
+		Target: o.Target, Duration: o.Duration, Clients: o.Clients, TTL: o.TTL,
+		Fencing: !o.NoFencing, NoFenceFirst: o.NoFenceFirst, DataDir: o.DataDir,
+		Kind: safety.Kind(o.Kind), Limit: o.Limit, Lock: safety.LockImpl(o.Lock), RedisAddr: o.Redis,
+		Resource: safety.ResourceImpl(o.Resource), SQLDriver: o.Driver, SQLDSN: o.DSN,
+		Policy: election.Policy(o.Policy),
 	}
-	fencingState := "on"
-	if !r.FenceFirst {
-		fencingState = "on, but holders do not fence before their first write"
+	if f != nil {
+		cfg.Progress, cfg.DialTimeout = f.IO.ErrOut, f.Global.DialTimeout
 	}
-	if !r.Fencing {
-		fencingState = "OFF (baseline: the counts below are the finding)"
-	}
-	var kinds []string
-	for k, n := range r.Faults {
-		kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
-	}
-	sort.Strings(kinds)
-	yes := map[bool]string{true: "yes", false: "NO"}
-	var b strings.Builder
-	if r.Mode == safety.ModeIfMatch {
-		fencingState = "OFF, writes conditional on the version read (If-Match)"
-	}
-	fmt.Fprintf(&b, "%s: %s  (fencing %s, seed %d, %.1fs)\n", r.Check, verdict, fencingState, r.Seed, r.DurationS)
-	if r.Lock != "" && (r.Lock != safety.LockCoordkit || (r.Kind != "" && r.Kind != safety.KindMutex) || r.Resource == safety.ResourceSQL) {
-		fmt.Fprintf(&b, "  lock:                %s %s (at most %d at once), resource %s\n", r.Lock, r.Kind, r.Limit, r.Resource)
-	}
-	fmt.Fprintf(&b, "  operations:          %d (%d acquisitions, %d accepted writes, final counter %d)\n", r.Ops, r.Acquisitions, r.Writes, r.FinalValue)
-	if r.ReaderAcquisitions > 0 {
-		fmt.Fprintf(&b, "  readers:             %d read holdings, at most %d at once\n", r.ReaderAcquisitions, r.MaxReaders)
-	}
-	fmt.Fprintf(&b, "  faults:              %s\n", strings.Join(kinds, " "))
-	if h := r.Handovers; h != nil {
-		fmt.Fprintf(&b, "  policy %s:  %d yields to a preferred client, %d resign-to (%d handed over), %d plain resigns\n",
-			r.Policy, h.Yields, h.ResignTo, h.HandedOver, h.Resigns)
-	}
-	fmt.Fprintf(&b, "  stale rejected:      %d\n", r.StaleRejected)
-	if r.Mode == safety.ModeIfMatch {
-		fmt.Fprintf(&b, "  If-Match refused:    %d\n", r.Conflicts)
-	}
-	fmt.Fprintf(&b, "  overlapping holders: %d (wrote after a later holder was granted)\n", r.OverlappingHolders)
-	fmt.Fprintf(&b, "  lost updates:        %d\n", r.LostUpdates)
-	fmt.Fprintf(&b, "  holders in the log:  at most %d live at once\n", r.MaxHolders)
-	fmt.Fprintf(&b, "  violations:          %d\n", r.Violations)
-	for _, v := range r.Examples {
-		fmt.Fprintf(&b, "    %s: %s\n", v.Kind, v.Detail)
-	}
-	fmt.Fprintf(&b, "  linearizable:        %s\n", yes[r.Linearizable])
-	fmt.Fprintf(&b, "replay: %s\n", r.replay)
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func replayCommand(o *checkOptions, seed int64) string {
-	s := fmt.Sprintf("coordctl check %s-safety --duration %s --clients %d --ttl %s --seed %d", o.Target, o.Duration, o.Clients, o.TTL, seed)
-	if o.Kind != "" && o.Kind != "mutex" {
-		s += " --kind " + o.Kind
-	}
-	if o.Kind == "semaphore" {
-		s += fmt.Sprintf(" --limit %d", o.Limit)
-	}
-	if o.Lock == "redsync" {
-		s += " --lock redsync --redis " + o.Redis
-	}
-	if o.Resource == "sql" {
-		s += " --resource sql --driver " + o.Driver
-		if o.DSN != "" {
-			s += " --dsn DSN"
-		}
-	}
-	if o.Policy != "" {
-		s += " --policy " + o.Policy
-	}
-	if o.NoFencing {
-		s += " --no-fencing"
-	}
-	if o.NoFenceFirst {
-		s += " --no-fence-first"
-	}
-	if !o.ProcessClients {
-		s += " --process-clients=false"
-	}
-	return s
-}
-
-// checkRow is one run of several, as a table row (-w json: its report).
-type checkRow struct{ safety.Report }
-
-func (r checkRow) MarshalJSON() ([]byte, error) { return json.Marshal(r.Report) }
-
-const checkRowFormat = "%-6s %-9s %-9s %-9s %8s %11s %6s %7s %6s %6s %10s  %s\n"
-
-func checkTableHeader() string {
-	return fmt.Sprintf(checkRowFormat, "seed", "lock", "kind", "mode", "acquired", "overlapping", "lost", "holders", "faults", "frozen", "violations", "verdict")
-}
-
-func (r checkRow) WriteSimple(w io.Writer) error {
-	verdict := "passed"
-	if !r.Passed {
-		verdict = "FAILED"
-	}
-	kind := string(r.Kind)
-	if kind == "semaphore" {
-		kind = fmt.Sprintf("sem/%d", r.Limit)
-	}
-	if kind == "" {
-		kind = "election"
-	}
-	mode := string(r.Mode)
-	if r.Resource == safety.ResourceSQL {
-		mode += "/sql"
-	}
-	frozen := r.Faults["freeze-client"] + r.Faults["sigstop-child"]
-	_, err := fmt.Fprintf(w, checkRowFormat, strconv.FormatInt(r.Seed, 10), r.Lock, kind, mode,
-		strconv.Itoa(r.Acquisitions), strconv.Itoa(r.OverlappingHolders), strconv.Itoa(r.LostUpdates), strconv.Itoa(r.MaxHolders),
-		strconv.Itoa(r.FaultTotal()), strconv.Itoa(frozen), strconv.Itoa(r.Violations), verdict)
-	return err
-}
-
-// checkSummary closes a table of runs.
-type checkSummary struct {
-	Summary     bool `json:"summary"`
-	Runs        int  `json:"runs"`
-	Failed      int  `json:"failed"`
-	Faults      int  `json:"faults"`
-	Violations  int  `json:"violations"`
-	LostUpdates int  `json:"lost_updates"`
-	Overlapping int  `json:"overlapping_holders"`
-}
-
-func (s checkSummary) WriteSimple(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "summary: %d runs, %d failed, %d faults, %d violations (%d lost updates, %d overlapping holders in all)\n",
-		s.Runs, s.Failed, s.Faults, s.Violations, s.LostUpdates, s.Overlapping)
-	return err
-}
-
-func (s *checkSummary) add(r safety.Report) {
-	s.Runs++
-	if !r.Passed {
-		s.Failed++
-	}
-	s.Faults += r.FaultTotal()
-	s.Violations += r.Violations
-	s.LostUpdates += r.LostUpdates
-	s.Overlapping += r.OverlappingHolders
+	return cfg
 }
 
 // configs are the runs of one seed: one, or for --lock redsync the three
@@ -424,7 +270,7 @@ func (o *checkOptions) configs(seed int64, base safety.Config) []safety.Config {
 	ifMatch := unfenced
 	ifMatch.IfMatch = true
 	coord := base
-	coord.Lock, coord.Fencing, coord.Kinds = safety.LockCoordkit, true, faults
+	coord.Lock, coord.RedisAddr, coord.Fencing, coord.Kinds = safety.LockCoordkit, "", true, faults
 	return []safety.Config{unfenced, ifMatch, coord}
 }
 
@@ -454,13 +300,7 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 			return usageErrorf("--data-dir %s is not empty: the check needs a fresh cluster", opts.DataDir)
 		}
 	}
-	base := safety.Config{
-		Target: opts.Target, Duration: opts.Duration, Clients: opts.Clients, TTL: opts.TTL,
-		Fencing: !opts.NoFencing, NoFenceFirst: opts.NoFenceFirst, Progress: f.IO.ErrOut,
-		Kind: safety.Kind(opts.Kind), Limit: opts.Limit, DialTimeout: f.Global.DialTimeout,
-		Resource: safety.ResourceImpl(opts.Resource), SQLDriver: opts.Driver, SQLDSN: opts.DSN,
-		Policy: election.Policy(opts.Policy),
-	}
+	base := opts.config(f)
 	if opts.ProcessClients {
 		exe, err := f.Executable()
 		if err != nil {
@@ -540,216 +380,4 @@ func or(s, dflt string) string {
 		return dflt
 	}
 	return s
-}
-
-// ---- rmw: the command the process clients run under `coordctl lock` ----
-
-type rmwOptions struct {
-	URL     string
-	Key     string
-	ID      string
-	Work    time.Duration
-	Fence   bool
-	IfMatch bool
-}
-
-func newCheckRMWCmd(f *factory) *cobra.Command {
-	opts := &rmwOptions{}
-	cmd := &cobra.Command{
-		Use:    "rmw --url URL --key KEY --id ID",
-		Short:  "One fenced read-modify-write of a counter (run by lock-safety under 'coordctl lock')",
-		Hidden: true,
-		Long: `Fence with $COORD_FENCING_TOKEN, read the counter KEY, wait --work, write the
-value + 1 tagged with ID.TOKEN; print what happened as one JSON line. Exit 5 if the
-write was rejected as stale, 1 on other errors.`,
-		Example: `  coordctl lock safety -- coordctl check rmw --url http://127.0.0.1:7070 --key counter --id x-1`,
-		Args:    argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCheckRMW(cmd.Context(), f, opts)
-		},
-	}
-	fl := cmd.Flags()
-	fl.StringVar(&opts.URL, "url", "", "URL of the protected resource")
-	fl.StringVar(&opts.Key, "key", "counter", "the counter's key")
-	fl.StringVar(&opts.ID, "id", "", "id stored with the write")
-	fl.DurationVar(&opts.Work, "work", 0, "time between the read and the write")
-	fl.BoolVar(&opts.Fence, "fence", true, "fence before reading")
-	fl.BoolVar(&opts.IfMatch, "if-match", false, "write only if the counter's version is still the one read")
-	return cmd
-}
-
-type rmwResult safety.RMWResult
-
-func (r rmwResult) WriteSimple(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "id=%s token=%d fence=%s read=%d wrote=%d write=%s %s\n", r.ID, r.Token, r.Fence, r.Read, r.Wrote, r.Write, r.Message)
-	return err
-}
-
-func rmwOutcome(err error) safety.Outcome {
-	var api *fencing.APIError
-	switch {
-	case err == nil:
-		return safety.OK
-	case errors.Is(err, fencing.ErrStale):
-		return safety.Stale
-	case errors.Is(err, fencing.ErrVersionMismatch):
-		return safety.Conflict
-	case errors.As(err, &api):
-		return safety.Fail
-	}
-	return safety.Unknown
-}
-
-func runCheckRMW(ctx context.Context, f *factory, opts *rmwOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	if opts.URL == "" || opts.ID == "" {
-		return usageErrorf("--url and --id are required")
-	}
-	tok, err := parseTokenFlag(f.Getenv(envFencingToken))
-	if err != nil {
-		return usageErrorf("$%s: %v", envFencingToken, err)
-	}
-	scope := envScope(f)
-	if err := checkScopeFlag(scope); err != nil {
-		return err
-	}
-	hc := &http.Client{Timeout: f.Global.CommandTimeout}
-	defer hc.CloseIdleConnections()
-	fc := fencing.Client{BaseURL: opts.URL, HTTP: hc}
-	// The id names the tenure: a sidecar runs its command again, with the
-	// same arguments, each time it is elected.
-	res := rmwResult{ID: fmt.Sprintf("%s.%d", opts.ID, tok), Token: uint64(tok)}
-	finish := func(err error) error {
-		if err != nil {
-			res.Message = err.Error()
-		}
-		if perr := p.Print(res); perr != nil {
-			return perr
-		}
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, fencing.ErrStale):
-			return reported(err)
-		}
-		return reported(mark(errFailed, err))
-	}
-	if opts.Fence {
-		_, err := fc.Fence(ctx, tok, scope)
-		if res.Fence = rmwOutcome(err); err != nil {
-			return finish(err)
-		}
-	}
-	e, err := fc.Get(ctx, opts.Key)
-	var version uint64
-	switch {
-	case err == nil:
-		version = e.Version
-		if res.Read, _, err = safety.ParseValue(e.Value); err != nil {
-			return finish(err)
-		}
-	case errors.Is(err, fencing.ErrNotFound):
-	default:
-		return finish(err)
-	}
-	res.ReadOK = true
-	if opts.Work > 0 {
-		select {
-		case <-time.After(opts.Work):
-		case <-ctx.Done():
-			return finish(ctx.Err())
-		}
-	}
-	res.Wrote = res.Read + 1
-	var putOpts []fencing.PutOption
-	if opts.IfMatch {
-		putOpts = append(putOpts, fencing.IfMatch(version))
-	}
-	_, err = fc.Put(ctx, opts.Key, safety.FormatValue(res.Wrote, res.ID), tok, scope, putOpts...)
-	res.Write = rmwOutcome(err)
-	return finish(err)
-}
-
-// ---- redsync-lock: `coordctl lock` for the redsync process clients ----
-
-type redsyncLockOptions struct {
-	Redis   string
-	Prefix  string
-	TTL     time.Duration
-	Timeout time.Duration
-	Command []string
-}
-
-func newCheckRedsyncLockCmd(f *factory) *cobra.Command {
-	opts := &redsyncLockOptions{}
-	cmd := &cobra.Command{
-		Use:    "redsync-lock --redis ADDR --prefix P -- COMMAND [ARG...]",
-		Short:  "Run a command while holding a check's redsync lock (run by lock-safety --lock redsync)",
-		Hidden: true,
-		Long: `Take the redsync lock of a lock-safety run (keys under --prefix on --redis), run
-the command with $COORD_LOCK_NAME and $COORD_FENCING_TOKEN (the grant's number:
-redsync has no token), unlock when it exits, and exit with its status. Like a
-user's wrapper around redsync, nothing stops the command when the lock expires.`,
-		Example: `  coordctl check redsync-lock --redis 127.0.0.1:6379 --prefix coordkit-safety-x/ -- coordctl check rmw --url URL --id x-1`,
-		Args:    argsUsage(cobra.MinimumNArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Command = args
-			return runCheckRedsyncLock(cmd.Context(), f, opts)
-		},
-	}
-	fl := cmd.Flags()
-	fl.StringVar(&opts.Redis, "redis", "", "the Redis server, host:port")
-	fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "time to wait for Redis to answer")
-	fl.StringVar(&opts.Prefix, "prefix", "", "the run's key prefix")
-	fl.DurationVar(&opts.TTL, "ttl", 2*time.Second, "the lock's expiry")
-	fl.DurationVar(&opts.Timeout, "timeout", 5*time.Second, "give up acquiring after this long")
-	return cmd
-}
-
-func runCheckRedsyncLock(ctx context.Context, f *factory, opts *redsyncLockOptions) error {
-	if opts.Redis == "" || opts.Prefix == "" {
-		return usageErrorf("--redis and --prefix are required")
-	}
-	actx, cancel := context.WithTimeout(ctx, opts.Timeout)
-	defer cancel()
-	hold, err := safety.HoldRedsync(actx, opts.Redis, opts.Prefix, opts.TTL, f.Global.DialTimeout)
-	switch {
-	case errors.Is(err, safety.ErrRedisUnreachable):
-		return err
-	case err != nil:
-		return mark(errNotAcquired, err)
-	}
-	release := func() {
-		rctx, rcancel := context.WithTimeout(context.Background(), f.Global.CommandTimeout)
-		defer rcancel()
-		_ = hold.Release(rctx)
-	}
-	sigs, stopSigs := f.Signals()
-	defer stopSigs()
-	child, err := childproc.Start(childproc.Config{
-		Path: opts.Command[0], Args: opts.Command[1:],
-		Env:   map[string]string{envLockName: safety.Scope, envFencingToken: strconv.FormatUint(uint64(hold.Token()), 10)},
-		Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut, KillGrace: childproc.DefaultKillGrace,
-	})
-	if err != nil {
-		release()
-		return &childStartError{err: err}
-	}
-	for {
-		select {
-		case <-child.Done():
-			release()
-			if code := child.ExitCode(); code != 0 {
-				return &childExitError{code: code}
-			}
-			return nil
-		case sig := <-sigs:
-			if s, ok := sig.(syscall.Signal); ok {
-				_ = child.Signal(s)
-			}
-		}
-	}
 }

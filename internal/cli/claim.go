@@ -197,7 +197,10 @@ func validateClaimArgs(opts *claimOptions, needOwner bool) error {
 	if opts.TTL != 0 && opts.TTL < claim.MinTTL {
 		return usageErrorf("invalid --ttl %s: must be 0 (no lease) or at least %s; etcd raises shorter leases to its minimum (2s by default)", opts.TTL, claim.MinTTL)
 	}
-	return checkLeaseTTL(opts.TTL)
+	if opts.TTL == 0 {
+		return nil
+	}
+	return checkTTLFlag(opts.TTL)
 }
 
 // withClaimClient runs fn with an etcd client and a context bounded by

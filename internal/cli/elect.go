@@ -13,16 +13,23 @@ import (
 
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/session"
 )
 
+// electDefaultTTL is --ttl's default, the election package's (session.DefaultTTL).
+const electDefaultTTL = session.DefaultTTL
+
 type electOptions struct {
-	Name     string
-	Proposal string
-	ID       string
-	TTL      time.Duration
-	Prefix   string
-	Observe  bool
+	Name         string
+	Proposal     string
+	ID           string
+	TTL          time.Duration
+	Prefix       string
+	Observe      bool
+	KillGrace    time.Duration
+	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
+	Command      []string
 	// Coord are the policy and attribute flags; Candidates lists the
 	// queue instead of campaigning (elect_coord.go).
 	Coord      coordFlags
@@ -53,14 +60,20 @@ func (ev electEvent) WriteSimple(w io.Writer) error {
 }
 
 // leaderEvent is one line of coordctl elect --observe; Leader is null when
-// the election has no leader.
+// the election has no leader, and when no leader is known (event
+// "unknown": etcd has not answered for longer than the last leader's lease).
 type leaderEvent struct {
 	Event  string        `json:"event"`
 	Leader *string       `json:"leader"`
 	Token  fencing.Token `json:"token"`
+	Reason string        `json:"reason,omitempty"`
 }
 
 func (ev leaderEvent) WriteSimple(w io.Writer) error {
+	if ev.Event == "unknown" {
+		_, err := fmt.Fprintf(w, "no leader known: %s\n", ev.Reason)
+		return err
+	}
 	if ev.Leader == nil {
 		_, err := fmt.Fprintln(w, "no leader")
 		return err
@@ -72,7 +85,7 @@ func (ev leaderEvent) WriteSimple(w io.Writer) error {
 func newElectCmd(f *factory) *cobra.Command {
 	opts := &electOptions{}
 	cmd := &cobra.Command{
-		Use:   "elect NAME [PROPOSAL] [--id ID] [--ttl D] [--prefix P] | elect NAME --observe",
+		Use:   "elect NAME [PROPOSAL] [--id ID] [--ttl D] [--prefix P] [--kill-grace D] [-- COMMAND [ARGS...]] | elect NAME --observe",
 		Short: "Campaign for leadership of an election, or watch who leads",
 		Long: `Campaign in the election NAME on etcd and hold the leadership once won.
 Candidates are served in the order they arrived. The value a candidate
@@ -86,15 +99,30 @@ other.
 While waiting, coordctl says so on stderr. Once leader it prints
   elected leader of NAME as ID (token T)
   (-w json: {"event":"elected","name":NAME,"id":ID,"token":T})
-and holds the leadership until SIGINT or SIGTERM; then it resigns, so the
+and holds the leadership until SIGINT, SIGTERM or SIGHUP; then it resigns, so the
 next candidate takes over at once, and exits 0. If the leadership is lost
 while held (keepalives failing until the local deadline, which comes before
 etcd can expire the lease; the lease revoked; the key deleted), it prints a
 "lost" event ({"event":"lost",...,"reason":R}) and exits 4.
 
+With a command after '--', the command runs while this candidate leads,
+in its own process group, with COORD_ELECTION (NAME), COORD_LEADER_ID (the
+value proclaimed), COORD_FENCING_TOKEN and COORD_FENCING_SCOPE (NAME) set;
+nothing is printed on stdout, which is the command's. Signals, exit status
+and loss (SIGTERM, SIGKILL after --kill-grace or at the lease's earliest
+expiry, exit 4) are as for 'coordctl lock'; when the command exits,
+coordctl resigns and exits with its status.
+
+SIGHUP counts as SIGTERM. A write error on stdout (a closed pipe) ends
+nothing: it is noted once on stderr and nothing more is printed.
+
 With --observe it campaigns for nothing and prints one line per change of
 leader, {"event":"leader","leader":ID,"token":T}, with "leader":null and
-token 0 whenever the election has no leader, until SIGINT or SIGTERM.
+token 0 whenever the election has no leader, until SIGINT or SIGTERM. When
+etcd stops answering it says so on stderr, and once the last leader's lease
+must have expired (longer than its TTL without an answer) it prints
+  no leader known: REASON     (-w json: {"event":"unknown","leader":null,"token":0,"reason":R})
+then the leader again once etcd answers.
 
 Coordinated election: --policy priority|newest-version|oldest-version
 chooses who should lead, from each candidate's --priority and --version
@@ -110,12 +138,23 @@ as etcdctl elect, have none).`,
 		Example: `  coordctl elect scheduler                         # value hostname-pid
   coordctl elect scheduler --id node-1 --ttl 5s -w json
   coordctl elect scheduler http://10.0.0.7:8080     # proclaim an address
+  coordctl elect scheduler --id node-1 -- ./run-scheduler.sh   # runs while leading
   coordctl elect scheduler --observe -w json        # {"event":"leader","leader":"node-1","token":42}
   coordctl elect scheduler --id node-2 --policy newest-version --version 1.5.0
   coordctl elect scheduler --id node-3 --policy priority --priority 10 --label zone=eu-west-1a
   coordctl elect scheduler --candidates             # the queue, leader first, with attributes`,
-		Args: argsUsage(cobra.RangeArgs(1, 2)),
+		Args: func(cmd *cobra.Command, args []string) error {
+			n := len(args)
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+				n = dash
+			}
+			return argsUsage(cobra.RangeArgs(1, 2))(cmd, args[:n])
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+				args, opts.Command = args[:dash], args[dash:]
+			}
+			opts.KillGraceSet = cmd.Flags().Changed("kill-grace")
 			opts.Name = args[0]
 			if len(args) > 1 {
 				opts.Proposal = args[1]
@@ -128,27 +167,30 @@ as etcdctl elect, have none).`,
 	fl := cmd.Flags()
 	f.addEtcdFlags(cmd.PersistentFlags())
 	fl.StringVar(&opts.ID, "id", "", "value to proclaim when no PROPOSAL is given (default hostname-pid)")
-	fl.DurationVar(&opts.TTL, "ttl", 10*time.Second, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
+	fl.DurationVar(&opts.TTL, "ttl", electDefaultTTL, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
 	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the election's keys under this etcd key prefix")
 	fl.BoolVar(&opts.Observe, "observe", false, "print the leader on every change instead of campaigning")
 	fl.BoolVar(&opts.Candidates, "candidates", false, "print the candidates, leader first, with their attributes, and exit")
 	opts.Coord.add(fl, "default: none")
+	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
 	return cmd
 }
 
 func (o *electOptions) validate() error {
-	if err := checkLeaseTTL(o.TTL); err != nil {
+	if err := checkTTLFlag(o.TTL); err != nil {
 		return err
 	}
 	switch {
 	case strings.TrimSpace(o.Name) == "":
 		return usageErrorf("elect needs a non-empty NAME")
-	case o.TTL < time.Second:
-		return usageErrorf("invalid --ttl %s: must be at least 1s", o.TTL)
 	case o.Proposal != "" && o.ID != "":
 		return usageErrorf("give either PROPOSAL or --id, not both")
 	case o.Observe && (o.Proposal != "" || o.ID != ""):
 		return usageErrorf("--observe campaigns for nothing: it takes no PROPOSAL or --id")
+	case o.Observe && len(o.Command) > 0:
+		return usageErrorf("--observe campaigns for nothing: it runs no command")
+	case o.KillGrace <= 0:
+		return usageErrorf("invalid --kill-grace %s: must be positive", o.KillGrace)
 	}
 	return o.validateCoord()
 }
@@ -171,14 +213,7 @@ func (o *electOptions) value() string {
 // runElect campaigns and holds the leadership until ctx ends (resign, exit
 // 0) or it is lost (exit 4); with --observe it prints leaders until ctx ends.
 func runElect(ctx context.Context, f *factory, opts *electOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	if err := opts.validate(); err != nil {
-		return err
-	}
-	client, err := f.EtcdClient(ctx)
+	p, client, err := f.startEtcd(ctx, opts.validate)
 	if err != nil {
 		return err
 	}
@@ -189,13 +224,13 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 	}
 	e, err := election.New(client, opts.Name, append(coordOpts, election.WithTTL(opts.TTL), election.WithPrefix(opts.Prefix),
 		// Without quorum etcd grants no lease: fail within --command-timeout.
-		election.WithSessionOptions(session.WithGrantTimeout(f.Global.CommandTimeout)))...)
+		election.WithSessionOptions(holdSessionOptions(f)...))...)
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
 	defer e.Close()
 	if opts.Observe {
-		return observeElection(ctx, f, p, e)
+		return observeElection(ctx, f, p, client, e)
 	}
 	if opts.Candidates {
 		return printCandidates(ctx, f, p, e)
@@ -216,50 +251,60 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 		}
 		return fmt.Errorf("campaign for %s: %w", opts.Name, err)
 	}
-	if err := p.Print(electEvent{Event: "elected", Name: opts.Name, ID: id, Token: l.Token()}); err != nil {
-		_ = resignLeadership(ctx, f, l)
-		return err
+	elected := electEvent{Event: "elected", Name: opts.Name, ID: id, Token: l.Token()}
+	if len(opts.Command) > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "coordctl: elected leader of %s as %s (token %d); running the command\n", opts.Name, id, l.Token())
 	}
-	select {
-	case <-ctx.Done():
-		if err := resignLeadership(ctx, f, l); err != nil {
-			return fmt.Errorf("resign %s: %w", opts.Name, err)
+	// Asked to yield to a preferred candidate (--policy): the command stops
+	// and the release is the handover.
+	hctx, stopHold := context.WithCancel(ctx)
+	defer stopHold()
+	go func() {
+		select {
+		case <-l.Yield():
+			stopHold()
+		case <-hctx.Done():
 		}
-		return nil
-	case <-l.Yield():
-		return handOverElect(ctx, f, p, opts, id, l)
-	case <-l.Lost():
-		reason := l.Err()
-		_ = p.Print(electEvent{Event: "lost", Name: opts.Name, ID: id, Token: l.Token(), Reason: reason.Error()})
-		_ = resignLeadership(ctx, f, l)
-		return mark(errLost, fmt.Errorf("lost leadership of %s: %w", opts.Name, reason))
+	}()
+	release := func() error {
+		select {
+		case <-l.Yield():
+			return handOverElect(ctx, f, p, opts, id, l)
+		default:
+			return resignLeadership(ctx, f, l)
+		}
 	}
+	return f.runHeld(hctx, p, heldRun{
+		what: "leadership of " + opts.Name,
+		hold: keyHold{l, l.Session(), release},
+		stop: l.Yield(),
+		out:  elected,
+		onEnd: func(o childproc.Outcome) {
+			if o.Lost != nil && len(opts.Command) == 0 { // with a command, stdout is the command's
+				_ = p.Print(electEvent{Event: "lost", Name: opts.Name, ID: id, Token: l.Token(), Reason: o.Lost.Error()})
+			}
+		},
+		command:   opts.Command,
+		killGrace: opts.KillGrace, graceSet: opts.KillGraceSet,
+		env: map[string]string{
+			envElection:     opts.Name,
+			envLeaderID:     id,
+			envFencingToken: l.Token().String(),
+			envFencingScope: opts.Name,
+		},
+	})
 }
 
 func resignLeadership(ctx context.Context, f *factory, l *election.Leadership) error {
 	rctx, cancel := f.CommandContext(context.WithoutCancel(ctx))
 	defer cancel()
+	if l.Err() != nil {
+		rctx, cancel = context.WithTimeout(rctx, lockCloseGrace) // lost: etcd may be gone
+		defer cancel()
+	}
 	err := l.Resign(rctx)
 	if errors.Is(err, election.ErrNotLeader) {
 		return nil // lost meanwhile: reported by the caller
 	}
 	return err
-}
-
-func observeElection(ctx context.Context, f *factory, p *printer, e *election.Election) error {
-	fmt.Fprintf(f.IO.ErrOut, "observing election %s...\n", e.Name())
-	for obs := range e.Observe(ctx) {
-		if obs.Err != nil {
-			return obs.Err
-		}
-		ev := leaderEvent{Event: "leader"}
-		if obs.Leader != nil {
-			v := obs.Leader.Value
-			ev.Leader, ev.Token = &v, obs.Leader.Token
-		}
-		if err := p.Print(ev); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/fencing/sqlfence"
 	"github.com/coordkit/coordkit/lock"
+	"github.com/coordkit/coordkit/session"
 )
 
 // Exit codes of coordctl (DESIGN.md, "coordctl conventions").
@@ -60,6 +61,7 @@ var exitCodes = []struct {
 	{isAny(fencing.ErrStale), exitStale},
 	{isAny(errUnknown, sqlfence.ErrCommitUnknown, sqlfence.ErrOutsideFence), exitUnknown},
 	{isAny(errFailed), exitError},
+	{isAny(session.ErrBadTTL, session.ErrTTLTooLong), exitUsage}, // a --ttl the library refuses
 	{func(err error) bool { var ue *usageError; return errors.As(err, &ue) }, exitUsage},
 	{isAny(context.Canceled), exitOK}, // interrupted (SIGINT) while waiting for nothing
 }

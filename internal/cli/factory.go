@@ -40,13 +40,14 @@ type globalOptions struct {
 type factory struct {
 	IO     ioStreams
 	Global globalOptions
-	// NotifyContext returns a context cancelled by SIGINT/SIGTERM; tests replace it.
+	// NotifyContext returns a context cancelled by SIGINT, SIGTERM or SIGHUP
+	// (a closed terminal, a dropped ssh session); tests replace it.
 	NotifyContext func(ctx context.Context) (context.Context, context.CancelFunc)
 	// Getenv reads the environment; tests inject a map.
 	Getenv func(string) string
 	// Executable is the path of the running coordctl, for commands that re-exec it.
 	Executable func() (string, error)
-	// Signals delivers SIGINT and SIGTERM (to forward them to a child, say)
+	// Signals delivers SIGINT, SIGTERM and SIGHUP (to forward them to a child, say)
 	// until stop is called; tests replace it.
 	Signals func() (ch <-chan os.Signal, stop func())
 
@@ -63,13 +64,13 @@ func newFactory(streams ioStreams) *factory {
 			WriteOut:       formatSimple,
 		},
 		NotifyContext: func(ctx context.Context) (context.Context, context.CancelFunc) {
-			return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		},
 		Getenv:     os.Getenv,
 		Executable: os.Executable,
 		Signals: func() (<-chan os.Signal, func()) {
 			ch := make(chan os.Signal, 4)
-			signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+			signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			return ch, func() { signal.Stop(ch) }
 		},
 	}

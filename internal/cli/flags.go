@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"go.etcd.io/etcd/server/v3/lease"
 )
 
 // Defaults of the etcd flags; the factory starts with them so that commands
@@ -104,18 +103,4 @@ func checkMemberURL(flag, raw string) error {
 		return usageErrorf("invalid %s %q: want http://host:port", flag, raw)
 	}
 	return checkListen(flag, u.Host)
-}
-
-// maxLeaseTTL is the longest lease etcd grants (lease.MaxLeaseTTL seconds);
-// it answers a longer one with "too large lease TTL".
-const maxLeaseTTL = time.Duration(lease.MaxLeaseTTL) * time.Second
-
-// checkLeaseTTL reports a usage error for a --ttl etcd would refuse as too
-// large, before anything is asked of etcd.
-func checkLeaseTTL(ttl time.Duration) error {
-	if ttl > maxLeaseTTL {
-		return usageErrorf("invalid --ttl %s: longer than etcd's maximum lease TTL (%d s, about %d years)",
-			ttl, lease.MaxLeaseTTL, lease.MaxLeaseTTL/(365*24*3600))
-	}
-	return nil
 }

@@ -5,10 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,31 +13,19 @@ import (
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/lock"
-	"github.com/coordkit/coordkit/session"
-)
-
-// Environment variables set for the command run under the lock.
-const (
-	envLockName     = "COORD_LOCK_NAME"
-	envLockKey      = "COORD_LOCK_KEY"
-	envFencingToken = "COORD_FENCING_TOKEN"
-	// envFencingScope is the scope the token fences: the lock's name, or
-	// NAME#slot for a semaphore. Set by lock too, so that a lock run inside
-	// a semaphore's command does not inherit the semaphore's scope.
-	envFencingScope = "COORD_FENCING_SCOPE"
-	envSemSlot      = "COORD_SEM_SLOT"
 )
 
 type lockOptions struct {
-	Name      string
-	TTL       time.Duration
-	Timeout   time.Duration
-	Try       bool
-	Read      bool
-	LockDelay time.Duration
-	KillGrace time.Duration
-	Prefix    string
-	Command   []string
+	Name         string
+	TTL          time.Duration
+	Timeout      time.Duration
+	Try          bool
+	Read         bool
+	LockDelay    time.Duration
+	KillGrace    time.Duration
+	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
+	Prefix       string
+	Command      []string
 }
 
 // lockHeld is what coordctl lock prints once it holds the lock (without a
@@ -94,12 +78,12 @@ Without a command, coordctl prints the holder once it has the lock:
   holding lock NAME key=K token=T lease=L      (--read: holding read lock ...)
   (-w json: {"name":NAME,"key":K,"token":T,"lease":"L"}, lease in hex, and
   "shared":true with --read)
-then holds until SIGINT or SIGTERM, releases and exits 0.
+then holds until SIGINT, SIGTERM or SIGHUP, releases and exits 0.
 
 With a command after '--', the command runs in its own process group with
 COORD_LOCK_NAME, COORD_LOCK_KEY, COORD_FENCING_TOKEN and COORD_FENCING_SCOPE
 (the lock's name) set, replacing inherited values; SIGINT and SIGTERM are
-forwarded to it; coordctl releases the lock when it and its whole process
+forwarded to it, SIGHUP as SIGTERM; coordctl releases the lock when it and its whole process
 group have ended, and exits with its status (127 if it could not be
 started). Processes the command leaves in its group when it exits
 (background jobs) get SIGTERM, SIGKILL after --kill-grace, before the
@@ -113,13 +97,24 @@ itself is killed with SIGKILL, the command gets SIGKILL from the kernel
 unfenced once the lease expires; elsewhere the command survives too.
 
 If the lock is lost while held — keepalives failing until the local deadline,
-which comes before etcd can expire the lease; the lease revoked or the key
-deleted; the process frozen (SIGSTOP) past its lease — coordctl says so on
-stderr, sends SIGTERM to the command's group, SIGKILL after --kill-grace,
-and exits 4.
+which comes a margin (a tenth of --ttl, at least 200ms) before etcd can
+expire the lease; the lease revoked or the key deleted; the process frozen
+(SIGSTOP) past its lease — coordctl says so on stderr, sends SIGTERM to the
+command's group and SIGKILL after --kill-grace or at the lease's earliest
+possible expiry on the server, whichever is first, and exits 4. So the
+command is dead before etcd can grant the lock to anyone else, whatever
+--kill-grace says (after a revoke or a deleted key, SIGKILL follows SIGTERM
+at once); a --kill-grace longer than the margin is warned about. If the local
+deadline passed before coordctl saw the command exit (coordctl was frozen
+meanwhile), the exit is 4 too.
+
+A write error on stdout (coordctl lock x | true) ends nothing: it is noted
+once on stderr and nothing more is printed. SIGQUIT is not caught: coordctl
+dumps its stacks and exits 2 without releasing; the lease expires after --ttl.
 
 --try exits 3 at once if the lock is held elsewhere; --timeout exits 3 if it
-is not acquired in time. A wait longer than half a second is reported once on
+is not acquired in time (after one last try, so --timeout 1ns takes a free
+lock). A wait longer than half a second is reported once on
 stderr, naming the holder.
 
 'coordctl lock status NAME' shows who holds and who waits. A lock literally
@@ -138,6 +133,7 @@ named "status" is taken with --name: coordctl lock --name status -- CMD.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name, opts.Command, _ = nameAndCommand("lock", cmd, args, nameFlag)
+			opts.KillGraceSet = cmd.Flags().Changed("kill-grace")
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
 			return runLock(ctx, f, opts)
@@ -150,7 +146,7 @@ named "status" is taken with --name: coordctl lock --name status -- CMD.`,
 	fl.BoolVar(&opts.Try, "try", false, "exit 3 at once if the lock is held elsewhere")
 	fl.BoolVar(&opts.Read, "read", false, "take the lock shared with other readers (default: exclusive, a writer)")
 	fl.DurationVar(&opts.LockDelay, "lock-delay", 0, "after a holder ahead was lost (not released), wait this long before taking the lock (0: off)")
-	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop")
+	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
 	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the lock's keys under this etcd key prefix")
 	fl.StringVar(&nameFlag, "name", "", `the lock's NAME, instead of the argument (for a lock named "status")`)
 	cmd.AddCommand(newLockStatusCmd(f))
@@ -182,102 +178,48 @@ func nameAndCommand(what string, cmd *cobra.Command, args []string, nameFlag str
 }
 
 func (o *lockOptions) validate() error {
-	if strings.TrimSpace(o.Name) == "" {
-		return usageErrorf("lock needs a non-empty NAME")
-	}
-	return validateHoldFlags(o.TTL, o.Timeout, o.Try, o.LockDelay, o.KillGrace)
-}
-
-// validateHoldFlags checks the flags lock and sem share: how long the lease
-// lives, how long to wait, what a lost predecessor costs, how a command is
-// stopped.
-func validateHoldFlags(ttl, timeout time.Duration, try bool, lockDelay, killGrace time.Duration) error {
-	if err := checkLeaseTTL(ttl); err != nil {
+	if err := needName("lock", o.Name); err != nil {
 		return err
 	}
-	switch {
-	case ttl < time.Second:
-		return usageErrorf("invalid --ttl %s: must be at least 1s", ttl)
-	case timeout < 0:
-		return usageErrorf("invalid --timeout %s: must not be negative", timeout)
-	case try && timeout > 0:
-		return usageErrorf("--try and --timeout exclude each other")
-	case lockDelay < 0:
-		return usageErrorf("invalid --lock-delay %s: must not be negative", lockDelay)
-	case killGrace <= 0:
-		return usageErrorf("invalid --kill-grace %s: must be positive", killGrace)
-	}
-	return nil
+	return validateHoldFlags(o.TTL, o.Timeout, o.Try, o.LockDelay, o.KillGrace)
 }
 
 // runLock acquires the lock, then holds it until ctx ends (no command) or
 // the command exits, or until it is lost (exit 4).
 func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	if err := opts.validate(); err != nil {
-		return err
-	}
-	client, err := f.EtcdClient(ctx)
+	p, client, err := f.startEtcd(ctx, opts.validate)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
 
-	lease, err := newHoldLease(ctx, f, client, opts.TTL)
-	if err != nil {
-		return grantFailed(ctx, "lock "+opts.Name, err)
-	}
 	notice := &waitNotice{out: f.IO.ErrOut}
-	lopts := []lock.Option{lock.WithSession(lease.s), lock.WithPrefix(opts.Prefix), lock.WithLockDelay(opts.LockDelay),
+	lopts := []lock.Option{lock.WithTTL(opts.TTL), lock.WithSessionOptions(holdSessionOptions(f)...),
+		lock.WithPrefix(opts.Prefix), lock.WithLockDelay(opts.LockDelay),
 		lock.WithOnWait(func(w lock.Waiting) {
 			notice.waiting(fmt.Sprintf("waiting for lock %s (held by key %s, token %d)...", w.Name, w.HolderKey, w.HolderToken))
 		})}
 	m, err := newLocker(client, opts, lopts)
 	if err != nil {
-		lease.end()
 		return usageErrorf("%v", err)
 	}
-	// The lease is revoked at exit unless the key was released cleanly, so
-	// whatever is left is released; when etcd is gone that cannot succeed,
-	// and exit need not wait for it.
-	defer waitAtMost(lockCloseGrace, func() { _ = m.Close(); lease.end() })
+	// Close revokes the lease unless the key was released cleanly (the
+	// library's release policy), so whatever is left is released; when etcd
+	// is gone that cannot succeed, and exit need not wait for it.
+	defer waitAtMost(lockCloseGrace, func() { _ = m.Close() })
 
-	held, err := acquireLock(ctx, m, opts)
+	held, err := acquireLock(ctx, f, m, opts)
 	notice.stop()
 	if err != nil {
 		return err
 	}
-	h := holding{
-		what: "lock " + opts.Name,
-		lost: held.Lost(),
-		err:  held.Err,
-		release: releaser(ctx, f, held.Err, func(ctx context.Context) error {
-			err := held.Unlock(ctx)
-			if err == nil {
-				lease.released()
-			}
-			if !errors.Is(err, lock.ErrNotHeld) {
-				return err
-			}
-			return nil // lost: reported by the caller
-		}),
-	}
-	if len(opts.Command) == 0 {
-		return h.hold(ctx, p, lockHeld{Name: opts.Name, Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease())), Shared: held.Shared()})
-	}
-	return runUnderLock(f, heldCommand{
-		holding:   h,
+	return f.runHeld(ctx, p, heldRun{
+		what:      "lock " + opts.Name,
+		hold:      keyHold{held, held.HeldKey().Session(), releaser(ctx, f, held, held.Unlock)},
+		out:       lockHeld{Name: opts.Name, Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease())), Shared: held.Shared()},
 		command:   opts.Command,
-		killGrace: opts.KillGrace,
-		env: map[string]string{
-			envLockName:     opts.Name,
-			envLockKey:      held.Key(),
-			envFencingToken: held.Token().String(),
-			envFencingScope: opts.Name,
-		},
+		killGrace: opts.KillGrace, graceSet: opts.KillGraceSet,
+		env: keyEnv(opts.Name, held.Key(), held.Token(), opts.Name),
 	})
 }
 
@@ -309,234 +251,19 @@ func newLocker(client *clientv3.Client, opts *lockOptions, lopts []lock.Option) 
 	return lock.New(client, opts.Name, lopts...)
 }
 
-// holding is what lock and sem hold: a lock or a semaphore's slot.
-type holding struct {
-	what    string // "lock NAME", "semaphore NAME slot I": in messages
-	lost    <-chan struct{}
-	err     func() error // the loss, once lost is closed
-	release func() error // deletes the key; returns nil after a loss (the caller reports it)
-}
-
-// hold prints what is held, then holds it until ctx ends (release, exit 0)
-// or it is lost (exit 4).
-func (h holding) hold(ctx context.Context, p *printer, out any) error {
-	if err := p.Print(out); err != nil {
-		_ = h.release()
-		return err
-	}
-	select {
-	case <-ctx.Done():
-		if err := h.release(); err != nil {
-			return fmt.Errorf("release %s: %w", h.what, err)
-		}
-		return nil
-	case <-h.lost:
-		_ = h.release()
-		return mark(errLost, fmt.Errorf("lost %s: %w", h.what, h.err()))
-	}
-}
-
-// releaser returns the release of a hold: unlock within --command-timeout,
-// and within lockCloseGrace once lost.
-func releaser(ctx context.Context, f *factory, lossErr func() error, unlock func(context.Context) error) func() error {
-	return func() error {
-		uctx, cancel := f.CommandContext(context.WithoutCancel(ctx))
-		defer cancel()
-		if lossErr() != nil {
-			// Lost: removing a key that may still be there only speeds up
-			// the next holder; do not let an unreachable etcd hold up exit.
-			uctx, cancel = context.WithTimeout(uctx, lockCloseGrace)
-			defer cancel()
-		}
-		return unlock(uctx)
-	}
-}
-
-// holdLease is the lease a lock or sem command holds its key on. After a
-// clean release it is left to expire on the server instead of being revoked:
-// a waiter with a lock delay tells a release from a loss by whether the
-// lease of the key it saw deleted still exists, and a revoke sent right
-// after the release could reach etcd before that waiter asks.
-type holdLease struct {
-	s     *session.Session
-	clean atomic.Bool
-}
-
-// newHoldLease grants the lease. Without quorum etcd grants no lease: it
-// fails within --command-timeout instead of waiting for one forever.
-func newHoldLease(ctx context.Context, f *factory, client *clientv3.Client, ttl time.Duration) (*holdLease, error) {
-	s, err := session.New(ctx, client, session.WithTTL(ttl), session.WithGrantTimeout(f.Global.CommandTimeout))
-	if err != nil {
-		return nil, err
-	}
-	return &holdLease{s: s}, nil
-}
-
-// released records that the key was deleted by a clean release.
-func (l *holdLease) released() { l.clean.Store(true) }
-
-// end stops the keepalives; it revokes the lease unless the key was
-// released cleanly (then no key is left on it, and it expires after its TTL).
-func (l *holdLease) end() {
-	if l.clean.Load() {
-		l.s.Orphan()
-		return
-	}
-	_ = l.s.Close()
-}
-
-// grantFailed is the error of a lease grant that failed before the wait.
-func grantFailed(ctx context.Context, what string, err error) error {
-	if ctx.Err() != nil {
-		return mark(errNotAcquired, fmt.Errorf("interrupted while waiting for %s", what))
-	}
-	return fmt.Errorf("acquire %s: %w", what, err)
-}
-
-// lockCloseGrace bounds the clean-up after a loss, when etcd may be gone.
-const lockCloseGrace = time.Second
-
-// waitAtMost runs fn and waits for it at most d.
-func waitAtMost(d time.Duration, fn func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn()
-	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
-}
-
-// waitNoticeAfter is how long a wait lasts before coordctl lock or sem says so.
-const waitNoticeAfter = 500 * time.Millisecond
-
-// waitNotice prints, once, that an acquisition has been waiting for a while
-// and for whom; a short wait goes unmentioned.
-type waitNotice struct {
-	out   io.Writer
-	mu    sync.Mutex
-	timer *time.Timer
-	done  bool
-}
-
-// waiting prints msg after waitNoticeAfter unless stop comes first; only
-// the first call counts.
-func (n *waitNotice) waiting(msg string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.done || n.timer != nil {
-		return
-	}
-	n.timer = time.AfterFunc(waitNoticeAfter, func() {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		if !n.done {
-			fmt.Fprintln(n.out, msg)
-		}
-	})
-}
-
-// stop ends the notice: nothing is printed after it returns.
-func (n *waitNotice) stop() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.done = true
-	if n.timer != nil {
-		n.timer.Stop()
-	}
-}
-
 // acquireLock takes the lock as the flags say; "not acquired" (exit 3) is
 // lock.ErrLocked or errNotAcquired.
-func acquireLock(ctx context.Context, m locker, opts *lockOptions) (*lock.Held, error) {
-	actx := ctx
-	if opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, opts.Timeout)
-		defer cancel()
-	}
-	var held *lock.Held
-	var err error
-	if opts.Try {
-		held, err = m.TryLock(actx)
-	} else {
-		held, err = m.Lock(actx)
-	}
+func acquireLock(ctx context.Context, f *factory, m locker, opts *lockOptions) (*lock.Held, error) {
+	held, timedOut, err := acquireHold(ctx, f, opts.Timeout, opts.Try, m.Lock, m.TryLock)
 	switch {
 	case err == nil:
 		return held, nil
+	case timedOut:
+		return nil, mark(errNotAcquired, fmt.Errorf("lock %s not acquired within %s", opts.Name, opts.Timeout))
 	case errors.Is(err, lock.ErrLocked):
 		return nil, err
 	case ctx.Err() != nil:
 		return nil, mark(errNotAcquired, fmt.Errorf("interrupted while waiting for lock %s", opts.Name))
-	case actx.Err() != nil:
-		return nil, mark(errNotAcquired, fmt.Errorf("lock %s not acquired within %s", opts.Name, opts.Timeout))
 	}
 	return nil, fmt.Errorf("acquire lock %s: %w", opts.Name, err)
-}
-
-// heldCommand is a command to run while a lock or slot is held.
-type heldCommand struct {
-	holding
-	command   []string
-	env       map[string]string
-	killGrace time.Duration
-}
-
-// runUnderLock runs the command while the lock (or slot) is held: signals
-// are forwarded, its exit status passes through, and loss stops it (exit 4).
-// coordctl lock and coordctl sem share it.
-func runUnderLock(f *factory, c heldCommand) error {
-	sigs, stopSigs := f.Signals()
-	defer stopSigs()
-	child, err := childproc.Start(childproc.Config{
-		Path:      c.command[0],
-		Args:      c.command[1:],
-		Env:       c.env,
-		Stdin:     f.IO.In,
-		Stdout:    f.IO.Out,
-		Stderr:    f.IO.ErrOut,
-		KillGrace: c.killGrace,
-	})
-	if err != nil {
-		_ = c.release()
-		return &childStartError{err: err}
-	}
-	for {
-		select {
-		case <-child.Done():
-			// The lock protects everything the command started: what it left
-			// in its group is stopped before the release.
-			if child.GroupAlive() {
-				fmt.Fprintf(f.IO.ErrOut, "coordctl: the command exited leaving processes in its group; stopping them (SIGTERM, SIGKILL after %s) before releasing %s\n", c.killGrace, c.what)
-			}
-			code := child.Stop()
-			select {
-			case <-c.lost:
-				// Lost as the command ended: say so, but its status stands.
-				fmt.Fprintf(f.IO.ErrOut, "coordctl: %s was lost as the command ended: %v\n", c.what, c.err())
-			default:
-			}
-			if err := c.release(); err != nil {
-				fmt.Fprintf(f.IO.ErrOut, "coordctl: release %s: %v\n", c.what, err)
-			}
-			if code == 0 {
-				return nil
-			}
-			return &childExitError{code: code}
-		case sig := <-sigs:
-			if s, ok := sig.(syscall.Signal); ok {
-				_ = child.Signal(s)
-			}
-		case <-c.lost:
-			fmt.Fprintf(f.IO.ErrOut, "coordctl: lost %s: %v; stopping the command (SIGTERM, SIGKILL after %s)\n", c.what, c.err(), c.killGrace)
-			child.Stop()
-			_ = c.release()
-			return reported(errLost)
-		}
-	}
 }

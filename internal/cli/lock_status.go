@@ -43,12 +43,7 @@ This is the status subcommand of 'coordctl lock': to hold a lock named
 		Example: `  coordctl lock status jobs/nightly
   coordctl lock status jobs/nightly -w json
   coordctl lock status jobs/nightly >/dev/null || echo "nobody holds it"`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErrorf(`lock status needs exactly one NAME (to hold a lock named "status": coordctl lock --name status)`)
-			}
-			return nil
-		},
+		Args: statusArgs("lock", "lock"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
 			return runLockStatus(cmd.Context(), f, opts)
@@ -56,6 +51,17 @@ This is the status subcommand of 'coordctl lock': to hold a lock named
 	}
 	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "the etcd key prefix the lock's keys are under (as given to coordctl lock --prefix)")
 	return cmd
+}
+
+// statusArgs checks the one NAME of lock status and sem status; the
+// message says how to hold something named "status".
+func statusArgs(command, noun string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usageErrorf(`%s status needs exactly one NAME (to hold a %s named "status": coordctl %s --name status)`, command, noun, command)
+		}
+		return nil
+	}
 }
 
 // statusEntry is one holder or waiter as lock status and sem status print
@@ -132,14 +138,7 @@ func writeStatus(w io.Writer, what string, rev int64, extra string, holders, wai
 }
 
 func runLockStatus(ctx context.Context, f *factory, opts *lockStatusOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(opts.Name) == "" {
-		return usageErrorf("lock status needs a non-empty NAME")
-	}
-	client, err := f.EtcdClient(ctx)
+	p, client, err := f.startEtcd(ctx, func() error { return needName("lock status", opts.Name) })
 	if err != nil {
 		return err
 	}

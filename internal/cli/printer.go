@@ -25,6 +25,10 @@ type printer struct {
 	mu     sync.Mutex
 	format string
 	out    io.Writer
+	// brokenOut, when set, receives the one note of a failed write, after
+	// which Print prints nothing and returns nil (holdOutput).
+	brokenOut io.Writer
+	broken    bool
 }
 
 func newPrinter(format string, out io.Writer) (*printer, error) {
@@ -43,6 +47,19 @@ func (p *printer) JSON() bool { return p.format == formatJSON }
 func (p *printer) Print(v any) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.broken {
+		return nil
+	}
+	err := p.write(v)
+	if err != nil && p.brokenOut != nil {
+		p.broken = true
+		fmt.Fprintf(p.brokenOut, "coordctl: cannot write to standard output (%v): holding on, printing nothing more there\n", err)
+		return nil
+	}
+	return err
+}
+
+func (p *printer) write(v any) error {
 	if p.format == formatJSON {
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -57,4 +74,12 @@ func (p *printer) Print(v any) error {
 	}
 	_, err := fmt.Fprintln(p.out, v)
 	return err
+}
+
+// keepGoingOnWriteError makes a failed write harmless: it is noted once on
+// errOut and nothing more is printed (see holdOutput).
+func (p *printer) keepGoingOnWriteError(errOut io.Writer) {
+	p.mu.Lock()
+	p.brokenOut = errOut
+	p.mu.Unlock()
 }

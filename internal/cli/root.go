@@ -36,8 +36,8 @@ func run(ctx context.Context, args []string, streams ioStreams, getenv func(stri
 		fmt.Fprintf(streams.ErrOut, "coordctl: %v%s\n", err, hint(err))
 	}
 	if code == exitUsage && cmd != nil {
-		fmt.Fprintln(streams.ErrOut)
-		fmt.Fprint(streams.ErrOut, cmd.UsageString())
+		// The usage line and where to read more; the whole help is --help's.
+		fmt.Fprintf(streams.ErrOut, "Usage: %s\nSee '%s --help' for the flags and examples.\n", cmd.UseLine(), cmd.CommandPath())
 	}
 	return code
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,15 +16,16 @@ import (
 )
 
 type semOptions struct {
-	Name      string
-	Limit     int
-	TTL       time.Duration
-	Timeout   time.Duration
-	Try       bool
-	LockDelay time.Duration
-	KillGrace time.Duration
-	Prefix    string
-	Command   []string
+	Name         string
+	Limit        int
+	TTL          time.Duration
+	Timeout      time.Duration
+	Try          bool
+	LockDelay    time.Duration
+	KillGrace    time.Duration
+	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
+	Prefix       string
+	Command      []string
 }
 
 // semHeld is what coordctl sem prints once it holds a slot. Its JSON form
@@ -68,12 +68,13 @@ stored limit; all users of a name must agree on it.
 Without a command, coordctl prints the holder once it has a slot:
   holding semaphore NAME slot=I scope=NAME#I key=K token=T lease=L
   (-w json: {"name","limit","slot","scope","key","token","lease"}, lease in hex)
-then holds until SIGINT or SIGTERM, releases and exits 0.
+then holds until SIGINT, SIGTERM or SIGHUP, releases and exits 0.
 
 With a command after '--', the command runs in its own process group with
 COORD_LOCK_NAME (NAME), COORD_LOCK_KEY (the slot key), COORD_FENCING_TOKEN,
 COORD_FENCING_SCOPE (NAME#I) and COORD_SEM_SLOT (I) set, replacing inherited
-values; signals, exit status and loss (exit 4) as for 'coordctl lock'.
+values; signals, exit status, loss (exit 4, SIGKILL no later than the
+lease's earliest expiry) and stdout errors as for 'coordctl lock'.
 
 --try exits 3 at once if no slot is free or others wait; --timeout exits 3
 if no slot is acquired in time. --lock-delay D: when a slot's holder was
@@ -95,6 +96,7 @@ is taken with --name: coordctl sem --name status --limit 2 -- CMD.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name, opts.Command, _ = nameAndCommand("sem", cmd, args, nameFlag)
+			opts.KillGraceSet = cmd.Flags().Changed("kill-grace")
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
 			return runSem(ctx, f, opts)
@@ -106,7 +108,7 @@ is taken with --name: coordctl sem --name status --limit 2 -- CMD.`,
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "give up (exit 3) if no slot is acquired within this time (0: wait for ever)")
 	fl.BoolVar(&opts.Try, "try", false, "exit 3 at once if no slot is free")
 	fl.DurationVar(&opts.LockDelay, "lock-delay", 0, "after a slot's holder was lost (not released), wait this long before taking that slot (0: off)")
-	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop")
+	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
 	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the semaphore's keys under this etcd key prefix")
 	fl.StringVar(&nameFlag, "name", "", `the semaphore's NAME, instead of the argument (for one named "status")`)
 	f.addEtcdFlags(cmd.PersistentFlags()) // also for sem status
@@ -115,10 +117,10 @@ is taken with --name: coordctl sem --name status --limit 2 -- CMD.`,
 }
 
 func (o *semOptions) validate() error {
-	switch {
-	case strings.TrimSpace(o.Name) == "":
-		return usageErrorf("sem needs a non-empty NAME")
-	case o.Limit < 1:
+	if err := needName("sem", o.Name); err != nil {
+		return err
+	}
+	if o.Limit < 1 {
 		return usageErrorf("sem needs --limit N with N at least 1")
 	}
 	return validateHoldFlags(o.TTL, o.Timeout, o.Try, o.LockDelay, o.KillGrace)
@@ -126,26 +128,15 @@ func (o *semOptions) validate() error {
 
 // runSem acquires a slot, then holds it as runLock holds a lock.
 func runSem(ctx context.Context, f *factory, opts *semOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	if err := opts.validate(); err != nil {
-		return err
-	}
-	client, err := f.EtcdClient(ctx)
+	p, client, err := f.startEtcd(ctx, opts.validate)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
 
-	lease, err := newHoldLease(ctx, f, client, opts.TTL)
-	if err != nil {
-		return grantFailed(ctx, "semaphore "+opts.Name, err)
-	}
 	notice := &waitNotice{out: f.IO.ErrOut}
 	s, err := semaphore.New(client, opts.Name, opts.Limit,
-		semaphore.WithSession(lease.s), semaphore.WithPrefix(opts.Prefix), semaphore.WithLockDelay(opts.LockDelay),
+		semaphore.WithTTL(opts.TTL), semaphore.WithSessionOptions(holdSessionOptions(f)...), semaphore.WithPrefix(opts.Prefix), semaphore.WithLockDelay(opts.LockDelay),
 		semaphore.WithOnWait(func(w semaphore.Waiting) {
 			why := fmt.Sprintf("all %d slots held", opts.Limit)
 			if w.Ahead {
@@ -154,76 +145,41 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 			notice.waiting(fmt.Sprintf("waiting for semaphore %s (%s)...", w.Name, why))
 		}))
 	if err != nil {
-		lease.end()
 		return usageErrorf("%v", err)
 	}
-	defer waitAtMost(lockCloseGrace, func() { _ = s.Close(); lease.end() })
+	defer waitAtMost(lockCloseGrace, func() { _ = s.Close() }) // as lock's Close
 
-	held, err := acquireSlot(ctx, s, opts)
+	held, err := acquireSlot(ctx, f, s, opts)
 	notice.stop()
 	if err != nil {
 		return err
 	}
-	h := holding{
+	return f.runHeld(ctx, p, heldRun{
 		what: fmt.Sprintf("semaphore %s slot %d", opts.Name, held.Slot()),
-		lost: held.Lost(),
-		err:  held.Err,
-		release: releaser(ctx, f, held.Err, func(ctx context.Context) error {
-			err := held.Release(ctx)
-			if err == nil {
-				lease.released()
-			}
-			if !errors.Is(err, semaphore.ErrNotHeld) {
-				return err
-			}
-			return nil // lost: reported by the caller
-		}),
-	}
-	if len(opts.Command) == 0 {
-		return h.hold(ctx, p, semHeld{Name: opts.Name, Limit: opts.Limit, Slot: held.Slot(), Scope: held.Scope(),
-			Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease()))})
-	}
-	return runUnderLock(f, heldCommand{
-		holding:   h,
+		hold: keyHold{held, held.HeldKey().Session(), releaser(ctx, f, held, held.Release)},
+		out: semHeld{Name: opts.Name, Limit: opts.Limit, Slot: held.Slot(), Scope: held.Scope(),
+			Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease()))},
 		command:   opts.Command,
-		killGrace: opts.KillGrace,
-		env: map[string]string{
-			envLockName:     opts.Name,
-			envLockKey:      held.Key(),
-			envFencingToken: held.Token().String(),
-			envFencingScope: held.Scope(),
-			envSemSlot:      strconv.Itoa(held.Slot()),
-		},
+		killGrace: opts.KillGrace, graceSet: opts.KillGraceSet,
+		env: keyEnv(opts.Name, held.Key(), held.Token(), held.Scope(), envSemSlot, strconv.Itoa(held.Slot())),
 	})
 }
 
 // acquireSlot takes a slot as the flags say; "not acquired" (exit 3) is
 // errNotAcquired.
-func acquireSlot(ctx context.Context, s *semaphore.Semaphore, opts *semOptions) (*semaphore.Held, error) {
-	actx := ctx
-	if opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, opts.Timeout)
-		defer cancel()
-	}
-	var held *semaphore.Held
-	var err error
-	if opts.Try {
-		held, err = s.TryAcquire(actx)
-	} else {
-		held, err = s.Acquire(actx)
-	}
+func acquireSlot(ctx context.Context, f *factory, s *semaphore.Semaphore, opts *semOptions) (*semaphore.Held, error) {
+	held, timedOut, err := acquireHold(ctx, f, opts.Timeout, opts.Try, s.Acquire, s.TryAcquire)
 	switch {
 	case err == nil:
 		return held, nil
+	case timedOut:
+		return nil, mark(errNotAcquired, fmt.Errorf("semaphore %s: no slot acquired within %s", opts.Name, opts.Timeout))
 	case errors.Is(err, semaphore.ErrNoSlot):
 		return nil, mark(errNotAcquired, err)
 	case errors.Is(err, semaphore.ErrLimitMismatch):
 		return nil, fmt.Errorf("acquire semaphore %s: %w (all users of a name must agree; to change the stored limit: coordctl sem set-limit %s N, or coordctl sem delete %s once nobody holds it)", opts.Name, err, opts.Name, opts.Name)
 	case ctx.Err() != nil:
 		return nil, mark(errNotAcquired, fmt.Errorf("interrupted while waiting for semaphore %s", opts.Name))
-	case actx.Err() != nil:
-		return nil, mark(errNotAcquired, fmt.Errorf("semaphore %s: no slot acquired within %s", opts.Name, opts.Timeout))
 	}
 	return nil, fmt.Errorf("acquire semaphore %s: %w", opts.Name, err)
 }
@@ -254,12 +210,7 @@ This is the status subcommand of 'coordctl sem': to hold a semaphore named
 "status", use 'coordctl sem --name status'.`,
 		Example: `  coordctl sem status jobs/encoders
   coordctl sem status jobs/encoders -w json`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErrorf(`sem status needs exactly one NAME (to hold a semaphore named "status": coordctl sem --name status)`)
-			}
-			return nil
-		},
+		Args: statusArgs("sem", "semaphore"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
 			return runSemStatus(cmd.Context(), f, opts)
@@ -288,14 +239,7 @@ func (o semStatusOut) WriteSimple(w io.Writer) error {
 }
 
 func runSemStatus(ctx context.Context, f *factory, opts *semStatusOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(opts.Name) == "" {
-		return usageErrorf("sem status needs a non-empty NAME")
-	}
-	client, err := f.EtcdClient(ctx)
+	p, client, err := f.startEtcd(ctx, func() error { return needName("sem status", opts.Name) })
 	if err != nil {
 		return err
 	}

@@ -16,18 +16,21 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/sidecar"
+	"github.com/coordkit/coordkit/session"
 )
 
 type sidecarOptions struct {
-	Election  string
-	ID        string
-	Prefix    string
-	Listen    string
-	TTL       time.Duration
-	TokenFile string
-	KillGrace time.Duration
-	Command   []string
+	Election     string
+	ID           string
+	Prefix       string
+	Listen       string
+	TTL          time.Duration
+	TokenFile    string
+	KillGrace    time.Duration
+	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
+	Command      []string
 	// APITokenFile holds the token POST /v1/resign requires; needed off loopback.
 	APITokenFile string
 	// Coord are the policy and attribute flags (coord_flags.go).
@@ -124,10 +127,14 @@ web page in a browser cannot make the sidecar resign. A non-loopback
 resign' sends the request (a Kubernetes preStop hook).
 
 With --token-file the token is written there atomically while this instance
-leads and the file is removed on loss. With a COMMAND after '--', the command
+leads and the file is removed on loss, and at start-up, before 'ready' (a
+file left by an earlier run is stale). With a COMMAND after '--', the command
 runs only while this instance leads, with COORD_ELECTION, COORD_LEADER_ID and
 COORD_FENCING_TOKEN set; on loss its process group gets SIGTERM, then
-SIGKILL after --kill-grace. If the command exits by itself the sidecar
+SIGKILL after --kill-grace or at the lease's earliest possible expiry on the
+server, whichever is first (the command is dead before another instance can
+be elected; a --kill-grace longer than the lease's margin, a tenth of --ttl,
+is warned about). If the command exits by itself the sidecar
 resigns and exits with its status. Both are checked before 'ready': a
 --token-file whose directory does not take a new file exits 2, a command
 that is not found or not executable exits 127 or 126.
@@ -138,10 +145,11 @@ semantic one) instead of arrival; a leader that is not the preferred one
 hands over to it (unless --no-preempt), with no other leader in between.
 See docs/sidecar.md for a rolling update with a preStop hook.
 
-SIGTERM or SIGINT stop the command, resign (a standby takes over at once)
+SIGTERM, SIGINT or SIGHUP stop the command, resign (a standby takes over at once)
 and exit 0. A crashed leader is replaced about --ttl after it stopped; a
 leader whose keepalives fail turns unready before its lease can expire on
-the server. See docs/sidecar.md.`,
+the server. A write error on stdout (a log reader gone) ends nothing: it is
+noted once on stderr. See docs/sidecar.md.`,
 		Example: `  coordctl sidecar --election my-service --id "$POD_NAME"
   coordctl sidecar --election my-service --id web-1 --listen :4040 --api-token-file /etc/coordctl/api-token --token-file /run/leader/token
   coordctl sidecar --election cron --id node-a --ttl 3s -- ./run-scheduler.sh
@@ -160,6 +168,7 @@ the server. See docs/sidecar.md.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Command = args
+			opts.KillGraceSet = cmd.Flags().Changed("kill-grace")
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
 			return runSidecar(ctx, f, opts)
@@ -173,7 +182,7 @@ the server. See docs/sidecar.md.`,
 	fl.StringVar(&opts.Listen, "listen", "127.0.0.1:4040", "HTTP address to serve the API on (port 0: any free port)")
 	fl.DurationVar(&opts.TTL, "ttl", sidecar.DefaultTTL, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
 	fl.StringVar(&opts.TokenFile, "token-file", "", "write the fencing token to this file while leading")
-	fl.DurationVar(&opts.KillGrace, "kill-grace", 5*time.Second, "time between SIGTERM and SIGKILL when the command must stop")
+	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
 	opts.Coord.add(fl, "default: this binary's version, if semantic")
 	fl.StringVar(&opts.APITokenFile, "api-token-file", "", "file holding the token POST /v1/resign requires (needed for a non-loopback --listen)")
 	cmd.AddCommand(newSidecarResignCmd(f))
@@ -181,7 +190,7 @@ the server. See docs/sidecar.md.`,
 }
 
 func (o *sidecarOptions) validate() error {
-	if err := checkLeaseTTL(o.TTL); err != nil {
+	if err := checkTTLFlag(o.TTL); err != nil {
 		return err
 	}
 	switch {
@@ -189,8 +198,6 @@ func (o *sidecarOptions) validate() error {
 		return usageErrorf("--election is required")
 	case strings.TrimSpace(o.ID) == "":
 		return usageErrorf("--id is required")
-	case o.TTL < time.Second:
-		return usageErrorf("invalid --ttl %s: must be at least 1s", o.TTL)
 	case o.KillGrace <= 0:
 		return usageErrorf("invalid --kill-grace %s: must be positive", o.KillGrace)
 	}
@@ -230,6 +237,9 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 		if err := sidecar.CheckCommand(opts.Command); err != nil {
 			return &childStartError{err: err}
 		}
+		if opts.KillGraceSet {
+			warnKillGrace(f.IO.ErrOut, opts.KillGrace, session.DefaultMargin(opts.TTL))
+		}
 	}
 	apiToken, err := sidecarAPIToken(opts.Listen, opts.APITokenFile)
 	if err != nil {
@@ -239,6 +249,7 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 	if err != nil {
 		return err
 	}
+	defer f.holdOutput(p)()
 	client, err := f.EtcdClient(ctx)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -130,4 +131,17 @@ func TestEtcdFlagsOnlyOnEtcdCommands(t *testing.T) {
 	require.Contains(t, res.Stdout, "--endpoints")
 	require.Contains(t, res.Stdout, "--dial-timeout")
 	require.NotContains(t, res.Stdout, "--cacert")
+}
+
+// Issue 25 item 17: a usage error prints the error, the usage line and
+// where to read more — not the whole help.
+func TestUsageErrorPrintsTheUsageLineOnly(t *testing.T) {
+	for _, args := range [][]string{{"lock"}, {"sem", "x"}, {"elect"}, {"lock", "x", "--ttl", "10ms"}} {
+		res := runInProcess(context.Background(), nil, args...)
+		require.Equal(t, exitUsage, res.Code, "%v: %s", args, res.Stderr)
+		require.Contains(t, res.Stderr, "Usage: coordctl "+args[0]+" ", "%v", args)
+		require.Contains(t, res.Stderr, "See 'coordctl "+args[0]+" --help'", "%v", args)
+		require.NotContains(t, res.Stderr, "Flags:", "%v", args)
+		require.LessOrEqual(t, strings.Count(res.Stderr, "\n"), 4, "%v: %s", args, res.Stderr)
+	}
 }

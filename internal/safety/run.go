@@ -20,6 +20,7 @@ import (
 	"github.com/coordkit/coordkit/internal/etcdembed"
 	"github.com/coordkit/coordkit/internal/faultproxy"
 	"github.com/coordkit/coordkit/lock"
+	"github.com/coordkit/coordkit/session"
 )
 
 // Errors of Run.
@@ -163,49 +164,70 @@ func (c Config) DefaultKinds() []FaultKind {
 	return kinds
 }
 
-// Validate checks the config.
+// Validate checks the config: every rule of a run is here, and coordctl
+// check builds a Config from its flags and calls it. Errors are
+// *ConfigError (matching ErrBadConfig).
 func (c Config) Validate() error {
 	switch {
 	case c.Target != TargetLock && c.Target != TargetElection:
-		return fmt.Errorf("%w: target %q", ErrBadConfig, c.Target)
+		return badConfig("target", "%q: want lock or election", c.Target)
 	case c.Duration <= 0:
-		return fmt.Errorf("%w: duration must be positive", ErrBadConfig)
-	case c.Clients < 2:
-		return fmt.Errorf("%w: at least 2 clients", ErrBadConfig)
-	case c.TTL < time.Second:
-		return fmt.Errorf("%w: TTL must be at least 1s", ErrBadConfig)
+		return badConfig("duration", "%s: must be positive", c.Duration)
+	case c.Clients < 2 || c.Clients > MaxClients:
+		return badConfig("clients", "%d: want 2..%d", c.Clients, MaxClients)
+	case session.CheckTTL(c.TTL) != nil:
+		return badConfig("ttl", "%v", session.CheckTTL(c.TTL))
 	case c.DataDir == "":
-		return fmt.Errorf("%w: DataDir is required", ErrBadConfig)
+		return badConfig("data-dir", "required")
 	case c.lock() != LockCoordkit && c.lock() != LockRedsync:
-		return fmt.Errorf("%w: lock %q (want coordkit or redsync)", ErrBadConfig, c.Lock)
+		return badConfig("lock", "%q: want coordkit or redsync", c.Lock)
 	case c.kind() != KindMutex && c.kind() != KindRWMutex && c.kind() != KindSemaphore:
-		return fmt.Errorf("%w: kind %q (want mutex, rwmutex or semaphore)", ErrBadConfig, c.Kind)
+		return badConfig("kind", "%q: want mutex, rwmutex or semaphore", c.Kind)
 	case c.Target == TargetElection && (c.kind() != KindMutex || c.lock() != LockCoordkit):
-		return fmt.Errorf("%w: an election is coordkit's, of no kind", ErrBadConfig)
+		return badConfig("kind", "an election is coordkit's, of no kind")
 	case c.Policy != "" && c.Target != TargetElection:
-		return fmt.Errorf("%w: a policy applies to an election", ErrBadConfig)
+		return badConfig("policy", "a policy applies to an election")
 	case c.Policy != "" && !validPolicy(c.Policy):
-		return fmt.Errorf("%w: policy %q", ErrBadConfig, c.Policy)
+		return badConfig("policy", "invalid policy %q: want one of %v", c.Policy, election.Policies)
 	case c.lock() == LockRedsync && c.kind() != KindMutex:
-		return fmt.Errorf("%w: redsync is a mutex", ErrBadConfig)
+		return badConfig("kind", "%s: redsync is a mutex", c.Kind)
 	case c.lock() == LockRedsync && c.RedisAddr == "":
-		return fmt.Errorf("%w: redsync needs a Redis address", ErrBadConfig)
+		return badConfig("redis", "redsync needs a Redis address")
 	case c.lock() == LockRedsync && c.Fencing:
-		return fmt.Errorf("%w: redsync has no fencing token; run it unfenced or with If-Match", ErrBadConfig)
+		return badConfig("no-fencing", "redsync has no fencing token; run it unfenced or with If-Match")
 	case c.kind() == KindSemaphore && (c.limit() < 1 || c.limit() >= c.Clients):
-		return fmt.Errorf("%w: semaphore limit %d: want 1..clients-1", ErrBadConfig, c.limit())
+		return badConfig("limit", "%d: want 1..%d (fewer than the clients)", c.limit(), c.Clients-1)
 	case c.IfMatch && c.Fencing:
-		return fmt.Errorf("%w: If-Match replaces fencing; not both", ErrBadConfig)
+		return badConfig("if-match", "If-Match replaces fencing; not both")
 	case c.IfMatch && c.resource() != ResourceHTTP:
-		return fmt.Errorf("%w: If-Match needs the HTTP resource", ErrBadConfig)
+		return badConfig("resource", "%s: If-Match needs the HTTP resource", c.resource())
 	case c.resource() != ResourceHTTP && c.resource() != ResourceSQL:
-		return fmt.Errorf("%w: resource %q (want http or sql)", ErrBadConfig, c.Resource)
-	case c.resource() == ResourceSQL && c.SQLDriver == "":
-		return fmt.Errorf("%w: the sql resource needs a driver", ErrBadConfig)
+		return badConfig("resource", "%q: want http or sql", c.Resource)
+	case c.resource() == ResourceSQL && c.SQLDriver != "sqlite" && c.SQLDriver != "postgres" && c.SQLDriver != "mysql":
+		return badConfig("driver", "%q: want sqlite, postgres or mysql", c.SQLDriver)
 	case c.resource() == ResourceSQL && c.SQLDriver != "sqlite" && c.SQLDSN == "":
-		return fmt.Errorf("%w: the sql resource on %s needs a DSN", ErrBadConfig, c.SQLDriver)
+		return badConfig("dsn", "the sql resource on %s needs a DSN", c.SQLDriver)
 	}
 	return nil
+}
+
+// MaxClients is the most in-process clients a run takes.
+const MaxClients = 50
+
+// ConfigError is what Validate returns: the Config field that is wrong,
+// named as coordctl check spells its flag, and why. It matches ErrBadConfig.
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("%v: %s: %s", ErrBadConfig, e.Field, e.Reason)
+}
+func (e *ConfigError) Unwrap() error { return ErrBadConfig }
+
+func badConfig(field, format string, args ...any) error {
+	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
 // Report is the outcome of a run: the checker's result and what was done.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/buildinfo"
-	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -109,14 +108,16 @@ func (s *Sidecar) ResignTo(ctx context.Context, to string) error {
 	return s.ask(ctx, resignRequest{l: l, to: &to, done: make(chan error, 1)})
 }
 
-// handOver hands l over to target (an id, or election.Best): the command
-// runs while the candidates before the target step aside, then stops; ended
-// reports that the leadership ended (else it is kept, or was lost: the hold
-// loop sees Lost next). After a handover asked for (standAside) this
-// instance stays out of the queue for a TTL before campaigning again; after
-// one its policy asked for (a yield) it queues again at once: it is not the
-// preferred candidate, so it will not be handed leadership back.
-func (s *Sidecar) handOver(l *election.Leadership, child *childproc.Child, target string, standAside bool) (ended bool, err error) {
+// handOver hands h's leadership over to target (an id, or election.Best):
+// once the handover can be made the command stops (through Supervise) and
+// then the leader resigns, no other candidate leading in between. ended
+// reports that the leadership ended; a handover that could not be made
+// (err, ended false) leaves the leadership and the command as they were.
+// After a handover asked for (standAside) this instance stays out of the
+// queue for one TTL before campaigning again; after one its policy asked
+// for (a yield) it queues again at once: it is not the preferred candidate,
+// so it will not be handed leadership back.
+func (s *Sidecar) handOver(h *leaderHold, target string, standAside bool) (ended bool, err error) {
 	reason := "resigned to " + target
 	switch {
 	case !standAside:
@@ -127,10 +128,13 @@ func (s *Sidecar) handOver(l *election.Leadership, child *childproc.Child, targe
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.TTL+5*time.Second)
 	defer cancel()
 	stopped := false
-	err = l.ResignToWith(ctx, target, func() {
+	err = h.ResignToWith(ctx, target, func() {
 		stopped = true
-		s.stopForHandover(child, reason)
+		h.stopForHandover(reason)
 	})
+	if stopped {
+		h.result <- err // Release returns it to Supervise
+	}
 	if errors.Is(err, election.ErrNotLeader) {
 		err = ErrNotLeader
 	}
@@ -140,13 +144,6 @@ func (s *Sidecar) handOver(l *election.Leadership, child *childproc.Child, targe
 		s.mu.Unlock()
 	}
 	return stopped, err
-}
-
-func (s *Sidecar) stopForHandover(child *childproc.Child, reason string) {
-	s.deposed(reason)
-	if child != nil {
-		child.Stop()
-	}
 }
 
 // waitStandAside waits out the stand-aside after a resign-to; false when

@@ -47,7 +47,8 @@ type Config struct {
 	// election (coordinate.go); the zero value is first-come-first-served.
 	Coordination
 	// TokenFile, if set, holds the fencing token while this instance leads;
-	// it is written atomically on winning and removed on losing.
+	// it is removed by New (a file left by an earlier run is stale), written
+	// atomically on winning and removed on losing.
 	TokenFile string
 	// Command, if set, runs while this instance leads: Command[0] is the
 	// program, the rest its arguments.
@@ -112,7 +113,9 @@ type resignRequest struct {
 	done chan error
 }
 
-// New validates cfg and returns a Sidecar; Run starts it. Errors wrap
+// New validates cfg and returns a Sidecar; Run starts it. It removes a
+// token file left by an earlier run, so that the file exists only while
+// this instance leads. Errors wrap
 // ErrBadConfig, ErrTokenFile (CheckTokenFile) or ErrCommand (CheckCommand),
 // or come from registering the metrics.
 func New(cfg Config) (*Sidecar, error) {
@@ -131,6 +134,12 @@ func New(cfg Config) (*Sidecar, error) {
 	if cfg.TokenFile != "" {
 		if err := CheckTokenFile(cfg.TokenFile); err != nil {
 			return nil, err
+		}
+		// A file left by an earlier run (a leader killed with -9; an
+		// emptyDir outlives its container) must not say "I lead" for an
+		// instance that starts as a standby.
+		if err := RemoveTokenFile(cfg.TokenFile); err != nil {
+			return nil, fmt.Errorf("%w %s: %w", ErrTokenFile, cfg.TokenFile, err)
 		}
 	}
 	if cfg.Command != nil {
@@ -402,10 +411,26 @@ func (s *Sidecar) lead(ctx context.Context, l *election.Leadership) error {
 	}
 	s.apply(Event{Kind: Elected, Token: l.Token(), Alive: l.Alive})
 	s.cfg.Logger.Info("elected", "token", l.Token())
-	var child *childproc.Child
+	return s.hold(ctx, l)
+}
+
+// hold runs the command (if any) while l lasts, through the one
+// hold-and-run path (childproc.Supervise): it returns nil to campaign again
+// (lost, resigned or handed over, or ctx ended) and an error to stop the
+// sidecar (the command exited, or could not start). Whatever ends the
+// leadership, the instance turns unready and the token file goes first,
+// then the command stops, and last the leader key is deleted, so that the
+// next leader starts only after the command is gone.
+func (s *Sidecar) hold(ctx context.Context, l *election.Leadership) error {
+	done := make(chan struct{})
+	h := &leaderHold{Leadership: l, s: s, stop: make(chan struct{}), done: done,
+		reached: make(chan struct{}), result: make(chan error, 1)}
+	served := make(chan *resignRequest, 1)
+	go func() { served <- s.serveResign(ctx, h) }()
+
+	var cmd childproc.Config
 	if len(s.cfg.Command) > 0 {
-		var err error
-		child, err = childproc.Start(childproc.Config{
+		cmd = childproc.Config{
 			Path: s.cfg.Command[0],
 			Args: s.cfg.Command[1:],
 			Env: map[string]string{
@@ -416,74 +441,135 @@ func (s *Sidecar) lead(ctx context.Context, l *election.Leadership) error {
 			Stdout:    s.cfg.Stdout,
 			Stderr:    s.cfg.Stderr,
 			KillGrace: s.cfg.KillGrace,
-		})
-		if err != nil {
-			_ = s.stepDown(l, nil, "cannot start the command")
-			return err
 		}
 	}
-
-	return s.hold(ctx, l, child)
+	o := childproc.Supervise(childproc.Supervision{
+		Hold:    h,
+		What:    "leadership of " + s.cfg.Name,
+		Command: cmd,
+		Stop:    h.stop,
+		Notef:   func(format string, args ...any) { s.cfg.Logger.Warn(fmt.Sprintf(format, args...)) },
+		OnEnd: func(o childproc.Outcome) {
+			switch o.End {
+			case childproc.Lost:
+				s.cfg.Logger.Warn("lost", "token", l.Token(), "err", o.Lost)
+				s.deposed("leadership lost: " + errString(o.Lost))
+			case childproc.Exited:
+				s.deposed(fmt.Sprintf("command exited with status %d", o.Code))
+			case childproc.StartFailed:
+				s.deposed("cannot start the command")
+			case childproc.Stopped:
+				switch reason := h.handoverReason(); {
+				case reason != "":
+					s.deposed(reason)
+				case ctx.Err() != nil:
+					s.deposed("shutting down")
+				default:
+					s.deposed("resigned")
+				}
+			}
+		},
+	})
+	close(done)
+	if req := <-served; req != nil {
+		req.done <- o.ReleaseErr
+	}
+	switch o.End {
+	case childproc.StartFailed:
+		return o.StartErr
+	case childproc.Exited:
+		return &ChildExitError{Code: o.Code}
+	}
+	return nil
 }
 
-// hold waits for the end of a leadership and of its command, if any.
-func (s *Sidecar) hold(ctx context.Context, l *election.Leadership, child *childproc.Child) error {
-	var childDone <-chan struct{}
-	if child != nil {
-		childDone = child.Done()
-	}
-	yield := l.Yield()
+// serveResign answers resignations and handovers while h leads. A plain
+// resignation for it closes h.stop and is returned (its answer is the
+// release's error); a resign-to, or a yield to a preferred candidate, is a
+// handover (handOver), answered here, and a handover that could not be
+// made leaves the leadership and the command as they were. One for an
+// earlier leadership gets ErrNotLeader. The end of ctx closes h.stop too.
+func (s *Sidecar) serveResign(ctx context.Context, h *leaderHold) *resignRequest {
+	yield := h.Yield()
 	for {
 		select {
-		case <-l.Lost():
-			s.cfg.Logger.Warn("lost", "token", l.Token(), "err", l.Err())
-			s.deposed("leadership lost: " + errString(l.Err()))
-			if child != nil {
-				child.Stop()
+		case req := <-s.resign:
+			if req.l != h.Leadership {
+				req.done <- ErrNotLeader // asked of an earlier leadership
+				continue
 			}
-			return nil
+			if req.to == nil {
+				h.stopOnce.Do(func() { close(h.stop) })
+				return &req
+			}
+			ended, err := s.handOver(h, *req.to, true)
+			req.done <- err
+			if ended {
+				return nil
+			}
 		case <-yield:
-			if ended, err := s.handOver(l, child, election.Best, false); ended {
+			if ended, err := s.handOver(h, election.Best, false); ended {
 				return nil
 			} else if err != nil {
 				s.cfg.Logger.Warn("hand over to a preferred candidate", "err", err)
 			}
 			yield = nil // the handover could not be made: keep leading
-		case req := <-s.resign:
-			if req.l != l {
-				req.done <- ErrNotLeader // asked of an earlier leadership
-				continue
-			}
-			if req.to != nil {
-				ended, err := s.handOver(l, child, *req.to, true)
-				req.done <- err
-				if ended {
-					return nil
-				}
-				continue
-			}
-			req.done <- s.stepDown(l, child, "resigned")
-			return nil
-		case <-childDone:
-			code := child.ExitCode()
-			_ = s.stepDown(l, child, fmt.Sprintf("command exited with status %d", code))
-			return &ChildExitError{Code: code}
 		case <-ctx.Done():
-			_ = s.stepDown(l, child, "shutting down")
+			h.stopOnce.Do(func() { close(h.stop) })
+			return nil
+		case <-h.done:
 			return nil
 		}
 	}
 }
 
-// stepDown ends a leadership this instance gives up: unready first, then
-// the token file goes, the command stops, and last the leader key is
-// deleted so that the next leader starts only after the command is gone.
-func (s *Sidecar) stepDown(l *election.Leadership, child *childproc.Child, reason string) error {
-	s.deposed(reason)
-	if child != nil {
-		child.Stop()
+// leaderHold is a leadership as childproc.Supervise sees it. Its release
+// resigns, unless the leadership was lost (nothing is left to give up, and
+// etcd may be gone) — or, during a handover, lets the handover's last step
+// (ResignToWith resigning) go on once the command is stopped, and returns
+// its result.
+type leaderHold struct {
+	*election.Leadership
+	s        *Sidecar
+	stop     chan struct{} // closed: Supervise stops the command and releases
+	stopOnce sync.Once
+	done     <-chan struct{} // closed when Supervise has returned
+
+	mu      sync.Mutex
+	handing string        // the handover's reason, once its stop step began
+	reached chan struct{} // closed by Release during a handover
+	result  chan error    // the handover's result, for Release
+}
+
+func (h *leaderHold) Release() error {
+	if h.handoverReason() != "" {
+		close(h.reached)
+		return <-h.result
 	}
-	return s.release(l)
+	if h.Err() != nil {
+		return nil
+	}
+	return h.s.release(h.Leadership)
+}
+
+func (h *leaderHold) handoverReason() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.handing
+}
+
+// stopForHandover is a handover's stop step (ResignToWith's hook): the
+// command stops through Supervise, which then calls Release; the hook
+// returns once it has, so that the leader key goes only after the command.
+func (h *leaderHold) stopForHandover(reason string) {
+	h.mu.Lock()
+	h.handing = reason
+	h.mu.Unlock()
+	h.stopOnce.Do(func() { close(h.stop) })
+	select {
+	case <-h.reached:
+	case <-h.done: // Supervise ended first (lost, the command exited)
+	}
 }
 
 func (s *Sidecar) release(l *election.Leadership) error {

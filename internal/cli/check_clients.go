@@ -1,0 +1,226 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/safety"
+	"github.com/coordkit/coordkit/session"
+)
+
+// The hidden commands lock-safety's process clients run: rmw (one fenced
+// read-modify-write) under 'coordctl lock' or 'coordctl sidecar', and
+// redsync-lock, the supervisor role of 'coordctl lock' with redsync.
+
+// ---- rmw: the command the process clients run under `coordctl lock` ----
+
+type rmwOptions struct {
+	URL     string
+	Key     string
+	ID      string
+	Work    time.Duration
+	Fence   bool
+	IfMatch bool
+}
+
+func newCheckRMWCmd(f *factory) *cobra.Command {
+	opts := &rmwOptions{}
+	cmd := &cobra.Command{
+		Use:    "rmw --url URL --key KEY --id ID",
+		Short:  "One fenced read-modify-write of a counter (run by lock-safety under 'coordctl lock')",
+		Hidden: true,
+		Long: `Fence with $COORD_FENCING_TOKEN, read the counter KEY, wait --work, write the
+value + 1 tagged with ID.TOKEN; print what happened as one JSON line. Exit 5 if the
+write was rejected as stale, 1 on other errors.`,
+		Example: `  coordctl lock safety -- coordctl check rmw --url http://127.0.0.1:7070 --key counter --id x-1`,
+		Args:    argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCheckRMW(cmd.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.URL, "url", "", "URL of the protected resource")
+	fl.StringVar(&opts.Key, "key", "counter", "the counter's key")
+	fl.StringVar(&opts.ID, "id", "", "id stored with the write")
+	fl.DurationVar(&opts.Work, "work", 0, "time between the read and the write")
+	fl.BoolVar(&opts.Fence, "fence", true, "fence before reading")
+	fl.BoolVar(&opts.IfMatch, "if-match", false, "write only if the counter's version is still the one read")
+	return cmd
+}
+
+type rmwResult safety.RMWResult
+
+func (r rmwResult) WriteSimple(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "id=%s token=%d fence=%s read=%d wrote=%d write=%s %s\n", r.ID, r.Token, r.Fence, r.Read, r.Wrote, r.Write, r.Message)
+	return err
+}
+
+func rmwOutcome(err error) safety.Outcome {
+	var api *fencing.APIError
+	switch {
+	case err == nil:
+		return safety.OK
+	case errors.Is(err, fencing.ErrStale):
+		return safety.Stale
+	case errors.Is(err, fencing.ErrVersionMismatch):
+		return safety.Conflict
+	case errors.As(err, &api):
+		return safety.Fail
+	}
+	return safety.Unknown
+}
+
+func runCheckRMW(ctx context.Context, f *factory, opts *rmwOptions) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	if opts.URL == "" || opts.ID == "" {
+		return usageErrorf("--url and --id are required")
+	}
+	tok, err := parseTokenFlag(f.Getenv(envFencingToken))
+	if err != nil {
+		return usageErrorf("$%s: %v", envFencingToken, err)
+	}
+	scope := envScope(f)
+	if err := checkScopeFlag(scope); err != nil {
+		return err
+	}
+	hc := &http.Client{Timeout: f.Global.CommandTimeout}
+	defer hc.CloseIdleConnections()
+	fc := fencing.Client{BaseURL: opts.URL, HTTP: hc}
+	// The id names the tenure: a sidecar runs its command again, with the
+	// same arguments, each time it is elected.
+	res := rmwResult{ID: fmt.Sprintf("%s.%d", opts.ID, tok), Token: uint64(tok)}
+	finish := func(err error) error {
+		if err != nil {
+			res.Message = err.Error()
+		}
+		if perr := p.Print(res); perr != nil {
+			return perr
+		}
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, fencing.ErrStale):
+			return reported(err)
+		}
+		return reported(mark(errFailed, err))
+	}
+	if opts.Fence {
+		_, err := fc.Fence(ctx, tok, scope)
+		if res.Fence = rmwOutcome(err); err != nil {
+			return finish(err)
+		}
+	}
+	e, err := fc.Get(ctx, opts.Key)
+	var version uint64
+	switch {
+	case err == nil:
+		version = e.Version
+		if res.Read, _, err = safety.ParseValue(e.Value); err != nil {
+			return finish(err)
+		}
+	case errors.Is(err, fencing.ErrNotFound):
+	default:
+		return finish(err)
+	}
+	res.ReadOK = true
+	if opts.Work > 0 {
+		select {
+		case <-time.After(opts.Work):
+		case <-ctx.Done():
+			return finish(ctx.Err())
+		}
+	}
+	res.Wrote = res.Read + 1
+	var putOpts []fencing.PutOption
+	if opts.IfMatch {
+		putOpts = append(putOpts, fencing.IfMatch(version))
+	}
+	_, err = fc.Put(ctx, opts.Key, safety.FormatValue(res.Wrote, res.ID), tok, scope, putOpts...)
+	res.Write = rmwOutcome(err)
+	return finish(err)
+}
+
+// ---- redsync-lock: `coordctl lock` for the redsync process clients ----
+
+type redsyncLockOptions struct {
+	Redis   string
+	Prefix  string
+	TTL     time.Duration
+	Timeout time.Duration
+	Command []string
+}
+
+func newCheckRedsyncLockCmd(f *factory) *cobra.Command {
+	opts := &redsyncLockOptions{}
+	cmd := &cobra.Command{
+		Use:    "redsync-lock --redis ADDR --prefix P -- COMMAND [ARG...]",
+		Short:  "Run a command while holding a check's redsync lock (run by lock-safety --lock redsync)",
+		Hidden: true,
+		Long: `Take the redsync lock of a lock-safety run (keys under --prefix on --redis), run
+the command with $COORD_LOCK_NAME and $COORD_FENCING_TOKEN (the grant's number:
+redsync has no token), unlock when it exits, and exit with its status. Like a
+user's wrapper around redsync, nothing stops the command when the lock expires.`,
+		Example: `  coordctl check redsync-lock --redis 127.0.0.1:6379 --prefix coordkit-safety-x/ -- coordctl check rmw --url URL --id x-1`,
+		Args:    argsUsage(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Command = args
+			return runCheckRedsyncLock(cmd.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Redis, "redis", "", "the Redis server, host:port")
+	fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "time to wait for Redis to answer")
+	fl.StringVar(&opts.Prefix, "prefix", "", "the run's key prefix")
+	fl.DurationVar(&opts.TTL, "ttl", 2*time.Second, "the lock's expiry")
+	fl.DurationVar(&opts.Timeout, "timeout", 5*time.Second, "give up acquiring after this long")
+	return cmd
+}
+
+func runCheckRedsyncLock(ctx context.Context, f *factory, opts *redsyncLockOptions) error {
+	if opts.Redis == "" || opts.Prefix == "" {
+		return usageErrorf("--redis and --prefix are required")
+	}
+	actx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	hold, err := safety.HoldRedsync(actx, opts.Redis, opts.Prefix, opts.TTL, f.Global.DialTimeout)
+	switch {
+	case errors.Is(err, safety.ErrRedisUnreachable):
+		return err
+	case err != nil:
+		return mark(errNotAcquired, err)
+	}
+	release := func() error {
+		rctx, rcancel := context.WithTimeout(context.Background(), f.Global.CommandTimeout)
+		defer rcancel()
+		return hold.Release(rctx)
+	}
+	return f.runHeld(ctx, nil, heldRun{
+		what:      "redsync lock " + safety.Scope,
+		hold:      redsyncHold{release: release},
+		command:   opts.Command,
+		killGrace: childproc.DefaultKillGrace,
+		env:       map[string]string{envLockName: safety.Scope, envFencingToken: hold.Token().String()},
+	})
+}
+
+// redsyncHold is a redsync lock as childproc.Supervise sees it: never
+// known to be lost (nothing stops the command when it expires), on no
+// session.
+type redsyncHold struct{ release func() error }
+
+func (redsyncHold) Lost() <-chan struct{}     { return nil }
+func (redsyncHold) Err() error                { return nil }
+func (redsyncHold) Alive() bool               { return true }
+func (redsyncHold) Session() *session.Session { return nil }
+func (h redsyncHold) Release() error          { return h.release() }

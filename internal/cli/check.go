@@ -46,7 +46,7 @@ the clients' history. See docs/safety.md.`,
 		Args: argsUsage(cobra.NoArgs),
 	}
 	cmd.AddCommand(newCheckSafetyCmd(f, safety.TargetLock), newCheckSafetyCmd(f, safety.TargetElection), newCheckRMWCmd(f),
-		newCheckRedsyncLockCmd(f))
+		newCheckRedsyncLockCmd(f), newCheckPGLockCmd(f))
 	return cmd
 }
 

@@ -377,21 +377,21 @@ func Connect(ctx context.Context, dsn string, timeout time.Duration) (*pgx.Conn,
 	return conn, nil
 }
 
-// Waiting reports whether a session other than holder's waits for key: a
-// row of pg_locks for it that is not granted (a waiter blocked in
-// pg_advisory_lock). db is any connection to the same database.
-func Waiting(ctx context.Context, db *pgx.Conn, key int64) (bool, error) {
+// Sessions counts the sessions of the current database that hold key
+// (granted) and that wait for it in pg_advisory_lock (waiting), from
+// pg_locks. db is any connection to the same database.
+func Sessions(ctx context.Context, db *pgx.Conn, key int64) (granted, waiting int, err error) {
 	// A bigint key is stored as classid (high 32 bits) and objid (low),
 	// objsubid 1.
 	hi, lo := uint32(uint64(key)>>32), uint32(uint64(key))
-	var n int
-	err := db.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-		AND classid = $1::bigint::oid AND objid = $2::bigint::oid AND objsubid = 1 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
-		int64(hi), int64(lo)).Scan(&n)
+	err = db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE granted), count(*) FILTER (WHERE NOT granted) FROM pg_locks
+		WHERE locktype = 'advisory' AND classid = $1::bigint::oid AND objid = $2::bigint::oid AND objsubid = 1
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+		int64(hi), int64(lo)).Scan(&granted, &waiting)
 	if err != nil {
-		return false, fmt.Errorf("pglock: read pg_locks: %w", err)
+		return 0, 0, fmt.Errorf("pglock: read pg_locks: %w", err)
 	}
-	return n > 0, nil
+	return granted, waiting, nil
 }
 
 // Terminate ends the server process pid (pg_terminate_backend) and returns

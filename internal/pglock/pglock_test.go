@@ -221,9 +221,10 @@ func TestCloseEndsABlockedLock(t *testing.T) {
 func waitWaiting(t *testing.T, db *pgx.Conn, key int64) {
 	t.Helper()
 	for {
-		w, err := pglock.Waiting(context.Background(), db, key)
+		g, w, err := pglock.Sessions(context.Background(), db, key)
 		require.NoError(t, err)
-		if w {
+		require.Equal(t, 1, g, "one holder")
+		if w > 0 {
 			return
 		}
 		time.Sleep(5 * time.Millisecond) // pg_locks has no event to wait on

@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/pglock"
+)
+
+// ---- pg-advisory-lock: `coordctl lock` for a PostgreSQL advisory lock ----
+
+type pgLockOptions struct {
+	DSN      string
+	Name     string
+	Sequence string
+	Via      string
+	Timeout  time.Duration
+	Command  []string
+}
+
+func newCheckPGLockCmd(f *factory) *cobra.Command {
+	opts := &pgLockOptions{}
+	cmd := &cobra.Command{
+		Use:    "pg-advisory-lock --dsn DSN --name NAME [--sequence SEQ] [--via HOST:PORT] [-- COMMAND [ARG...]]",
+		Short:  "Hold a PostgreSQL advisory lock, alone or while a command runs (run by bench lock and lock-safety --lock pg-advisory)",
+		Hidden: true,
+		Long: `Open a lock connection to --dsn (through --via HOST:PORT when given: a fault
+proxy), take pg_advisory_lock of NAME's key (the first 8 bytes of SHA-256 of
+NAME, see internal/pglock), and with --sequence take a token, nextval(SEQ), on
+the lock connection. Without a command print {"name","key","pid","token"} and
+hold until SIGINT or SIGTERM; with one run it with $COORD_LOCK_NAME and
+$COORD_FENCING_TOKEN, unlock when it exits, and exit with its status. Like a
+user's wrapper around an advisory lock, nothing stops the command when the
+server ends the lock's session. The lock connection's keepalives are
+` + pglock.DefaultKeepalive.String() + `.`,
+		Example: `  coordctl check pg-advisory-lock --dsn postgres://root@127.0.0.1:5432/test --name jobs
+  coordctl check pg-advisory-lock --dsn DSN --name safety --sequence s_tokens -- coordctl check sql-rmw ...`,
+		Args: argsUsage(cobra.ArbitraryArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Command = args
+			ctx, cancel := f.NotifyContext(cmd.Context())
+			defer cancel()
+			return runCheckPGLock(ctx, f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.DSN, "dsn", "", "the PostgreSQL database (a pgx DSN: URL or key=value)")
+	fl.StringVar(&opts.Name, "name", "", "the lock's name")
+	fl.StringVar(&opts.Sequence, "sequence", "", "take a token from this sequence after acquiring")
+	fl.StringVar(&opts.Via, "via", "", "dial the lock connection to this host:port instead (a proxy)")
+	fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "time to wait for PostgreSQL to answer")
+	fl.DurationVar(&opts.Timeout, "timeout", 5*time.Second, "give up acquiring after this long (0: wait without end)")
+	return cmd
+}
+
+// pgHeld is what pg-advisory-lock prints once it holds, without a command.
+type pgHeld struct {
+	Name  string `json:"name"`
+	Key   int64  `json:"key"`
+	PID   uint32 `json:"pid"`
+	Token uint64 `json:"token,omitempty"`
+}
+
+func (h pgHeld) WriteSimple(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "holding %s (key %d, server pid %d, token %d)\n", h.Name, h.Key, h.PID, h.Token)
+	return err
+}
+
+func runCheckPGLock(ctx context.Context, f *factory, opts *pgLockOptions) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	if opts.DSN == "" || opts.Name == "" {
+		return usageErrorf("--dsn and --name are required")
+	}
+	lopts := []pglock.Option{pglock.WithDialTimeout(f.Global.DialTimeout), pglock.WithKeepalive(pglock.DefaultKeepalive)}
+	if opts.Via != "" {
+		if _, _, err := net.SplitHostPort(opts.Via); err != nil {
+			return usageErrorf("invalid --via %q: want host:port", opts.Via)
+		}
+		d := &net.Dialer{Timeout: f.Global.DialTimeout, KeepAliveConfig: keepaliveConfig(pglock.DefaultKeepalive)}
+		lopts = append(lopts, pglock.WithDialFunc(func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "tcp", opts.Via)
+		}))
+	}
+	l, err := pglock.Open(ctx, opts.DSN, opts.Name, lopts...)
+	if err != nil {
+		if errors.Is(err, pglock.ErrInvalid) {
+			return usageErrorf("%v", err)
+		}
+		return err
+	}
+	defer func() { _ = l.Close() }()
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if opts.Timeout > 0 {
+		actx, cancel = context.WithTimeout(ctx, opts.Timeout)
+	}
+	err = l.Lock(actx)
+	cancel()
+	if err != nil {
+		return mark(errNotAcquired, err)
+	}
+	var token uint64
+	if opts.Sequence != "" {
+		if token, err = l.Token(ctx, opts.Sequence); err != nil {
+			return mark(errLost, err)
+		}
+	}
+	release := func() {
+		rctx, rcancel := context.WithTimeout(context.Background(), f.Global.CommandTimeout)
+		defer rcancel()
+		_ = l.Unlock(rctx)
+	}
+	if len(opts.Command) == 0 {
+		if err := p.Print(pgHeld{Name: opts.Name, Key: l.Key(), PID: l.PID(), Token: token}); err != nil {
+			release()
+			return err
+		}
+		<-ctx.Done()
+		release()
+		return nil
+	}
+	sigs, stopSigs := f.Signals()
+	defer stopSigs()
+	child, err := childproc.Start(childproc.Config{
+		Path: opts.Command[0], Args: opts.Command[1:],
+		Env:   map[string]string{envLockName: opts.Name, envFencingToken: strconv.FormatUint(token, 10)},
+		Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut, KillGrace: childproc.DefaultKillGrace,
+	})
+	if err != nil {
+		release()
+		return &childStartError{err: err}
+	}
+	for {
+		select {
+		case <-child.Done():
+			release()
+			if code := child.ExitCode(); code != 0 {
+				return &childExitError{code: code}
+			}
+			return nil
+		case sig := <-sigs:
+			if s, ok := sig.(syscall.Signal); ok {
+				_ = child.Signal(s)
+			}
+		}
+	}
+}
+
+// keepaliveConfig is k for a client socket.
+func keepaliveConfig(k pglock.Keepalive) net.KeepAliveConfig {
+	return net.KeepAliveConfig{Enable: true, Idle: k.Idle, Interval: k.Interval, Count: k.Count}
+}

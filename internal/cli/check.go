@@ -46,7 +46,7 @@ the clients' history. See docs/safety.md.`,
 		Args: argsUsage(cobra.NoArgs),
 	}
 	cmd.AddCommand(newCheckSafetyCmd(f, safety.TargetLock), newCheckSafetyCmd(f, safety.TargetElection), newCheckRMWCmd(f),
-		newCheckRedsyncLockCmd(f), newCheckPGLockCmd(f))
+		newCheckRedsyncLockCmd(f), newCheckPGLockCmd(f), newCheckSQLRMWCmd(f))
 	return cmd
 }
 
@@ -117,6 +117,16 @@ lock-safety only:
   sigstop-child apply (the process clients run 'coordctl check redsync-lock');
   the etcd faults do not. Redis keys go under a random per-run prefix and are
   deleted at the end.
+  --lock pg-advisory --dsn DSN runs a PostgreSQL advisory lock (a session-level
+  pg_advisory_lock on each client's own lock connection, through a fault proxy;
+  the counter in the same database through a pool) twice, unfenced and fenced
+  (token: nextval of a per-run sequence on the lock connection after acquiring;
+  writes through fencing/sqlfence), and coordkit's lock fenced on the same
+  database, and prints one table. Faults: freeze-client and cut-lock-conn (the
+  lock connection held in its proxy while the holder works; after the keepalive
+  bound, 4s, its server process is ended, as the server does when its
+  keepalives give up; the holder's data connections stay up); coordkit's run
+  gets freeze-client and cut-client-link. See docs/safety.md.
   --resource sql --driver sqlite|postgres|mysql [--dsn DSN] protects a counter
   row in a SQL database, fenced with fencing/sqlfence (tables with a random
   per-run prefix, dropped at the end; SQLite defaults to a file in the data dir).
@@ -131,6 +141,7 @@ Progress goes to stderr.`, what),
   coordctl check %[1]s-safety --seeds 1..10 --duration 60s -w json
   coordctl check lock-safety --kind semaphore --limit 3 --duration 30s
   coordctl check lock-safety --lock redsync --redis 127.0.0.1:6379 --duration 60s
+  coordctl check lock-safety --lock pg-advisory --dsn postgres://root@127.0.0.1:5432/test --duration 60s
   coordctl check lock-safety --resource sql --driver postgres --dsn postgres://root@127.0.0.1:5432/test`, target),
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -156,11 +167,11 @@ Progress goes to stderr.`, what),
 	fl.StringVar(&opts.Seeds, "seeds", "", "run one check per seed of the range A..B (inclusive)")
 	fl.StringVar(&opts.Resource, "resource", "http", "protected resource: http (coordkit's reference resource) or sql")
 	fl.StringVar(&opts.Driver, "driver", "", "with --resource sql: sqlite, postgres or mysql")
-	fl.StringVar(&opts.DSN, "dsn", "", "with --resource sql: the database (default for sqlite: a file in the data dir)")
+	fl.StringVar(&opts.DSN, "dsn", "", "with --resource sql or --lock pg-advisory: the database (default for sqlite: a file in the data dir)")
 	if target == safety.TargetLock {
 		fl.StringVar(&opts.Kind, "kind", "mutex", "lock kind: mutex, rwmutex or semaphore")
 		fl.IntVar(&opts.Limit, "limit", 2, "with --kind semaphore: holders at once (1..clients-1)")
-		fl.StringVar(&opts.Lock, "lock", "coordkit", "lock under test: coordkit or redsync (with --redis)")
+		fl.StringVar(&opts.Lock, "lock", "coordkit", "lock under test: coordkit, redsync (with --redis) or pg-advisory (with --dsn)")
 		fl.StringVar(&opts.Redis, "redis", "", "with --lock redsync: the Redis server, host:port")
 		fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "with --lock redsync: time to wait for Redis to answer")
 	}
@@ -206,8 +217,8 @@ func (o *checkOptions) validate() error {
 		return usageErrorf("--limit applies to --kind semaphore only")
 	case o.Kind == "semaphore" && (o.Limit < 1 || o.Limit >= o.Clients):
 		return usageErrorf("invalid --limit %d: want 1..%d (fewer than --clients)", o.Limit, o.Clients-1)
-	case o.Lock != "" && o.Lock != "coordkit" && o.Lock != "redsync":
-		return usageErrorf("invalid --lock %q: want coordkit or redsync", o.Lock)
+	case o.Lock != "" && o.Lock != "coordkit" && o.Lock != "redsync" && o.Lock != lockPG:
+		return usageErrorf("invalid --lock %q: want coordkit, redsync or pg-advisory", o.Lock)
 	case o.Lock == "redsync" && o.Redis == "":
 		return usageErrorf("--lock redsync needs --redis ADDR")
 	case o.Lock != "redsync" && o.Redis != "":
@@ -222,10 +233,13 @@ func (o *checkOptions) validate() error {
 		return usageErrorf("invalid --driver %q: want sqlite, postgres or mysql", o.Driver)
 	case o.Resource == "sql" && o.Driver != "sqlite" && o.DSN == "":
 		return usageErrorf("--driver %s needs --dsn", o.Driver)
-	case o.Resource != "sql" && (changed("driver") || changed("dsn")):
+	case o.Resource != "sql" && o.Lock != lockPG && (changed("driver") || changed("dsn")):
 		return usageErrorf("--driver and --dsn apply to --resource sql only")
 	case o.Resource == "sql" && o.Lock == "redsync":
 		return usageErrorf("--lock redsync compares with the HTTP resource's If-Match mode; --resource sql does not apply")
+	}
+	if err := o.validatePG(); err != nil {
+		return err
 	}
 	if o.Seeds != "" {
 		lo, hi, err := parseSeeds(o.Seeds)
@@ -304,6 +318,9 @@ func replayCommand(o *checkOptions, seed int64) string {
 	if o.Lock == "redsync" {
 		s += " --lock redsync --redis " + o.Redis
 	}
+	if o.Lock == lockPG {
+		s += " --lock pg-advisory --dsn DSN"
+	}
 	if o.Resource == "sql" {
 		s += " --resource sql --driver " + o.Driver
 		if o.DSN != "" {
@@ -327,7 +344,7 @@ type checkRow struct{ safety.Report }
 
 func (r checkRow) MarshalJSON() ([]byte, error) { return json.Marshal(r.Report) }
 
-const checkRowFormat = "%-6s %-9s %-9s %-9s %8s %11s %6s %7s %6s %6s %10s  %s\n"
+const checkRowFormat = "%-6s %-11s %-9s %-12s %8s %11s %6s %7s %6s %6s %10s  %s\n"
 
 func checkTableHeader() string {
 	return fmt.Sprintf(checkRowFormat, "seed", "lock", "kind", "mode", "acquired", "overlapping", "lost", "holders", "faults", "frozen", "violations", "verdict")
@@ -389,6 +406,9 @@ func (s *checkSummary) add(r safety.Report) {
 // clients, sigstop-child: the others are faults of etcd).
 func (o *checkOptions) configs(seed int64, base safety.Config) []safety.Config {
 	base.Seed = seed
+	if o.Lock == lockPG {
+		return o.pgConfigs(base)
+	}
 	if o.Lock != "redsync" {
 		return []safety.Config{base}
 	}
@@ -423,7 +443,7 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 			seeds = append(seeds, s)
 		}
 	}
-	if opts.History != "" && (len(seeds) > 1 || opts.Lock == "redsync") {
+	if opts.History != "" && (len(seeds) > 1 || opts.Lock == "redsync" || opts.Lock == lockPG) {
 		return usageErrorf("--history records one run: not with --seeds or --lock redsync")
 	}
 	if opts.DataDir != "" {

@@ -12,8 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/pglock"
+	"github.com/coordkit/coordkit/internal/safety"
 )
 
 // ---- pg-advisory-lock: `coordctl lock` for a PostgreSQL advisory lock ----
@@ -160,4 +162,108 @@ func runCheckPGLock(ctx context.Context, f *factory, opts *pgLockOptions) error 
 // keepaliveConfig is k for a client socket.
 func keepaliveConfig(k pglock.Keepalive) net.KeepAliveConfig {
 	return net.KeepAliveConfig{Enable: true, Idle: k.Idle, Interval: k.Interval, Count: k.Count}
+}
+
+// lockPG is --lock's value for the PostgreSQL advisory lock.
+const lockPG = "pg-advisory"
+
+// validatePG checks the flags of --lock pg-advisory.
+func (o *checkOptions) validatePG() error {
+	changed := o.changed
+	if changed == nil {
+		changed = func(string) bool { return false }
+	}
+	switch {
+	case o.Lock != lockPG:
+		return nil
+	case o.DSN == "":
+		return usageErrorf("--lock pg-advisory needs --dsn DSN (its PostgreSQL database)")
+	case o.Kind != "mutex" && o.Kind != "":
+		return usageErrorf("--lock pg-advisory is a mutex; --kind %s does not apply", o.Kind)
+	case o.NoFencing || o.NoFenceFirst:
+		return usageErrorf("--lock pg-advisory runs its own modes (unfenced, fenced, and coordkit fenced); --no-fencing and --no-fence-first do not apply")
+	case changed("resource") || changed("driver"):
+		return usageErrorf("--lock pg-advisory protects a counter in its own database; --resource and --driver do not apply")
+	}
+	return nil
+}
+
+// pgConfigs are the three runs of one seed with --lock pg-advisory: the
+// advisory lock unfenced and fenced, and coordkit's lock fenced, all with
+// the counter in the same PostgreSQL database.
+func (o *checkOptions) pgConfigs(base safety.Config) []safety.Config {
+	base.Resource, base.SQLDriver, base.SQLDSN = safety.ResourceSQL, "postgres", o.DSN
+	unfenced := base
+	unfenced.Lock, unfenced.Fencing = safety.LockPGAdvisory, false
+	fenced := unfenced
+	fenced.Fencing = true
+	coord := base
+	coord.Lock, coord.Fencing, coord.Kinds = safety.LockCoordkit, true, []safety.FaultKind{safety.FaultFreezeClient, safety.FaultCutClient}
+	return []safety.Config{unfenced, fenced, coord}
+}
+
+// ---- sql-rmw: the command the pg-advisory process clients run ----
+
+type sqlRMWOptions struct {
+	DSN    string
+	Prefix string
+	ID     string
+	Work   time.Duration
+	Fenced bool
+}
+
+func newCheckSQLRMWCmd(f *factory) *cobra.Command {
+	opts := &sqlRMWOptions{}
+	cmd := &cobra.Command{
+		Use:    "sql-rmw --dsn DSN --prefix P --id ID [--fenced]",
+		Short:  "One read-modify-write of a lock-safety run's SQL counter (run by lock-safety --lock pg-advisory)",
+		Hidden: true,
+		Long: `With --fenced, fence the scope "safety" with $COORD_FENCING_TOKEN (fencing/sqlfence);
+read the counter of the run whose tables are under --prefix, wait --work, write the
+value + 1 tagged with ID.TOKEN (fenced: in sqlfence's transaction); print what
+happened as one JSON line. Exit 5 if the write was refused as stale, 1 on other errors.`,
+		Example: `  coordctl check pg-advisory-lock --dsn DSN --name N --sequence S -- coordctl check sql-rmw --dsn DSN --prefix coordkit_safety_1a2b3c4d --id x-1 --fenced`,
+		Args:    argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCheckSQLRMW(cmd.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.DSN, "dsn", "", "the run's PostgreSQL database")
+	fl.StringVar(&opts.Prefix, "prefix", "", "the run's table prefix")
+	fl.StringVar(&opts.ID, "id", "", "id stored with the write")
+	fl.DurationVar(&opts.Work, "work", 0, "time between the read and the write")
+	fl.BoolVar(&opts.Fenced, "fenced", false, "fence, and write through sqlfence with the token")
+	fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "time to wait for the database to answer")
+	return cmd
+}
+
+func runCheckSQLRMW(ctx context.Context, f *factory, opts *sqlRMWOptions) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	if opts.DSN == "" || opts.Prefix == "" || opts.ID == "" {
+		return usageErrorf("--dsn, --prefix and --id are required")
+	}
+	tok, err := parseTokenFlag(f.Getenv(envFencingToken))
+	if err != nil {
+		return usageErrorf("$%s: %v", envFencingToken, err)
+	}
+	c, err := safety.OpenSQLCounter(ctx, opts.DSN, opts.Prefix, opts.Fenced, f.Global.DialTimeout)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
+	res := c.RMW(ctx, opts.ID, uint64(tok), opts.Work)
+	if err := p.Print(rmwResult(res)); err != nil {
+		return err
+	}
+	switch {
+	case res.Write == safety.OK:
+		return nil
+	case res.Write == safety.Stale || res.Fence == safety.Stale:
+		return reported(fmt.Errorf("%s: %w", res.Message, fencing.ErrStale))
+	}
+	return reported(mark(errFailed, errors.New(res.Message)))
 }

@@ -291,6 +291,9 @@ func (l *Lock) Close() error {
 	return l.conn.Close(ctx)
 }
 
+// Usable reports whether the lock connection is not known to be closed.
+func (l *Lock) Usable() bool { return !l.conn.IsClosed() }
+
 func (l *Lock) usable() error {
 	if l.conn.IsClosed() {
 		return fmt.Errorf("%w: %s", ErrClosed, l.name)

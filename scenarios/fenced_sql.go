@@ -142,6 +142,12 @@ func (r *sqlRun) setup(ctx context.Context) error {
 	if r.cliB, err = conn.Client(ctx); err != nil {
 		return err
 	}
+	return r.setupDB(ctx)
+}
+
+// setupDB opens the database and creates the two tables (see setup).
+func (r *sqlRun) setupDB(ctx context.Context) error {
+	var err error
 	if r.dialect, err = r.env.sqlDialect(); err != nil {
 		return err
 	}

@@ -251,11 +251,17 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 				rep.Summary = s.Summary
 			}
 			rep.Seed, rep.Scale, rep.Error = opts.Seed, string(scale), err.Error()
+			if errors.Is(err, scenarios.ErrSkipped) {
+				rep.Error, rep.Skipped = "", err.Error()
+			}
 			rep.Elapsed = report.Millis(time.Since(start))
 			rep.Finish()
 		}
 		verdict := "PASS"
-		if !rep.Passed {
+		switch {
+		case rep.Skipped != "":
+			verdict = "SKIPPED"
+		case !rep.Passed:
 			verdict = "FAIL"
 		}
 		fmt.Fprintf(f.IO.ErrOut, "scenario %s: %s in %s\n", name, verdict, rep.Elapsed.D().Round(1e6))
@@ -283,7 +289,7 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 
 	var failed []string
 	for _, r := range reports {
-		if !r.Passed {
+		if !r.Passed && r.Skipped == "" {
 			failed = append(failed, r.Name)
 		}
 	}

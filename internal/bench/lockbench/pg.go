@@ -24,8 +24,9 @@ const colPG = "pg_advisory"
 const AgainstPG = "pg-advisory"
 
 // CrashTTL is the lease TTL of the coordkit holder process in the crash
-// handoff: a killed holder's lock is free when its lease expires, 2/3 to
-// all of the TTL after the kill (keepalives go every TTL/3).
+// handoff: a killed holder's lock is free when its lease expires, up to the
+// TTL after its last keepalive (they go every TTL/3) plus etcd's expiry
+// check (every 500ms).
 const CrashTTL = 2 * time.Second
 
 // pgImpl is the advisory lock: each locker its own lock connection, with

@@ -3,7 +3,6 @@ package scenarios
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -146,15 +145,8 @@ func (r *advRun) act(ctx context.Context) error {
 	}
 	r.rec.State("A", report.StateHolder)
 	r.rec.Step("A", "acquired", fmt.Sprintf("holds the advisory lock on its lock connection (server pid %d), token %d", r.pidA, r.tokA), uint64(r.tokA))
-	r.readA = map[int]int64{}
-	for _, row := range sqlRows {
-		call := time.Now()
-		v, err := r.balance(ctx, r.db, row.id)
-		r.op("A", "SELECT "+row.name+" balance (pool)", call, err)
-		if err != nil {
-			return err
-		}
-		r.readA[row.id] = v
+	if err := r.readBalancesA(ctx); err != nil {
+		return err
 	}
 	r.rec.Step("A", "read", fmt.Sprintf("reads balance=%d through its pool and plans UPDATE ... SET balance = %d", r.readA[sqlFencedRow], r.readA[sqlFencedRow]+depositA), uint64(r.tokA))
 	r.rec.FaultStart("A's lock connection cut")
@@ -184,16 +176,7 @@ func (r *advRun) act(ctx context.Context) error {
 	r.believesA = !r.lockA.IsClosed()
 	r.rec.State("B", report.StateHolder)
 	r.rec.Step("B", "acquired", fmt.Sprintf("holds the lock with token %d; A's lock connection is closed as far as A knows: %t", r.tokB, !r.believesA), uint64(r.tokB))
-	r.writeB, r.writeA = map[int]error{}, map[int]error{}
-	for _, row := range sqlRows {
-		call := time.Now()
-		err := r.deposit(ctx, row.id, row.id == sqlFencedRow, r.tokB, func(tx *sql.Tx) (int64, error) {
-			v, err := r.balance(ctx, tx, row.id)
-			return v + depositB, err
-		})
-		r.op("B", fmt.Sprintf("%s: balance += %d (token %d)", row.name, depositB, r.tokB), call, err)
-		r.writeB[row.id] = err
-	}
+	r.depositB(ctx, r.tokB)
 	r.rec.Step("B", "write", fmt.Sprintf("writes balance=%d: %s through the fence, %s without it",
 		initialBalance+depositB, sqlVerdict(r.writeB[sqlFencedRow]), sqlVerdict(r.writeB[sqlUnfencedRow])), uint64(r.tokB))
 
@@ -201,13 +184,7 @@ func (r *advRun) act(ctx context.Context) error {
 	r.rec.Heading("3. A, still believing, sends the UPDATE it planned through its pool")
 	r.rec.FaultEnd("A's lock connection cut")
 	r.rec.State("A", report.StateHolder)
-	for _, row := range sqlRows {
-		planned := r.readA[row.id] + depositA
-		call := time.Now()
-		err := r.deposit(ctx, row.id, row.id == sqlFencedRow, r.tokA, func(*sql.Tx) (int64, error) { return planned, nil })
-		r.op("A", fmt.Sprintf("late %s: balance = %d (token %d)", row.name, planned, r.tokA), call, err)
-		r.writeA[row.id] = err
-	}
+	r.lateWritesA(ctx, r.tokA)
 	call = time.Now()
 	_, r.learnedA = r.lockA.Exec(ctx, "SELECT pg_advisory_unlock($1)", r.key)
 	r.op("A", "pg_advisory_unlock on its lock connection: only now does it learn", call, r.learnedA)
@@ -216,16 +193,7 @@ func (r *advRun) act(ctx context.Context) error {
 		return fmt.Errorf("unlock by B: %w", err)
 	}
 	r.rec.State("B", report.StateIdle)
-	r.final = map[int]int64{}
-	for _, row := range sqlRows {
-		if r.final[row.id], err = r.balance(ctx, r.db, row.id); err != nil {
-			return err
-		}
-	}
-	if r.floor, err = r.fence.Floor(ctx, sqlScope); err != nil {
-		return err
-	}
-	return nil
+	return r.finalBalances(ctx)
 }
 
 func (r *advRun) judge() {

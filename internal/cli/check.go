@@ -12,13 +12,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/fencing"
-	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/safety"
 )
 
@@ -723,29 +721,5 @@ func runCheckRedsyncLock(ctx context.Context, f *factory, opts *redsyncLockOptio
 		defer rcancel()
 		_ = hold.Release(rctx)
 	}
-	sigs, stopSigs := f.Signals()
-	defer stopSigs()
-	child, err := childproc.Start(childproc.Config{
-		Path: opts.Command[0], Args: opts.Command[1:],
-		Env:   map[string]string{envLockName: safety.Scope, envFencingToken: strconv.FormatUint(uint64(hold.Token()), 10)},
-		Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut, KillGrace: childproc.DefaultKillGrace,
-	})
-	if err != nil {
-		release()
-		return &childStartError{err: err}
-	}
-	for {
-		select {
-		case <-child.Done():
-			release()
-			if code := child.ExitCode(); code != 0 {
-				return &childExitError{code: code}
-			}
-			return nil
-		case sig := <-sigs:
-			if s, ok := sig.(syscall.Signal); ok {
-				_ = child.Signal(s)
-			}
-		}
-	}
+	return runHeldCommand(f, opts.Command, safety.Scope, hold.Token(), release)
 }

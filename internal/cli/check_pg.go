@@ -112,7 +112,7 @@ func runCheckPGLock(ctx context.Context, f *factory, opts *pgLockOptions) error 
 	if err != nil {
 		return mark(errNotAcquired, err)
 	}
-	var token uint64
+	var token fencing.Token
 	if opts.Sequence != "" {
 		if token, err = l.Token(ctx, opts.Sequence); err != nil {
 			return mark(errLost, err)
@@ -124,7 +124,7 @@ func runCheckPGLock(ctx context.Context, f *factory, opts *pgLockOptions) error 
 		_ = l.Unlock(rctx)
 	}
 	if len(opts.Command) == 0 {
-		if err := p.Print(pgHeld{Name: opts.Name, Key: l.Key(), PID: l.PID(), Token: token}); err != nil {
+		if err := p.Print(pgHeld{Name: opts.Name, Key: l.Key(), PID: l.PID(), Token: uint64(token)}); err != nil {
 			release()
 			return err
 		}
@@ -132,11 +132,20 @@ func runCheckPGLock(ctx context.Context, f *factory, opts *pgLockOptions) error 
 		release()
 		return nil
 	}
+	return runHeldCommand(f, opts.Command, opts.Name, token, release)
+}
+
+// runHeldCommand runs command while the caller holds an anchor's lock
+// (redsync, an advisory lock): with $COORD_LOCK_NAME and
+// $COORD_FENCING_TOKEN, SIGINT and SIGTERM forwarded; when it exits,
+// release, then its exit status. Like a user's wrapper around such a lock,
+// nothing stops the command when the lock is lost: these locks tell no one.
+func runHeldCommand(f *factory, command []string, name string, token fencing.Token, release func()) error {
 	sigs, stopSigs := f.Signals()
 	defer stopSigs()
 	child, err := childproc.Start(childproc.Config{
-		Path: opts.Command[0], Args: opts.Command[1:],
-		Env:   map[string]string{envLockName: opts.Name, envFencingToken: strconv.FormatUint(token, 10)},
+		Path: command[0], Args: command[1:],
+		Env:   map[string]string{envLockName: name, envFencingToken: strconv.FormatUint(uint64(token), 10)},
 		Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut, KillGrace: childproc.DefaultKillGrace,
 	})
 	if err != nil {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/coordkit/coordkit/fencing"
 )
 
 // Errors of this package, matched with errors.Is.
@@ -221,7 +223,7 @@ func (l *Lock) TryLock(ctx context.Context) (bool, error) {
 // token is larger. seq is a sequence's name (see CreateSequence). It
 // returns ErrNotHeld without a holding, ErrClosed when the connection is
 // closed, and the server's error, wrapped.
-func (l *Lock) Token(ctx context.Context, seq string) (uint64, error) {
+func (l *Lock) Token(ctx context.Context, seq string) (fencing.Token, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.usable(); err != nil {
@@ -234,7 +236,7 @@ func (l *Lock) Token(ctx context.Context, seq string) (uint64, error) {
 	if err := l.conn.QueryRow(ctx, "SELECT nextval($1::regclass)", seq).Scan(&n); err != nil {
 		return 0, fmt.Errorf("pglock: token of %s from %s: %w", l.name, seq, err)
 	}
-	return uint64(n), nil
+	return fencing.Token(n), nil
 }
 
 // Unlock is pg_advisory_unlock. It returns ErrNotHeld when this handle does

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/faultproxy"
 	"github.com/coordkit/coordkit/internal/pglock"
 	"github.com/coordkit/coordkit/lock"
@@ -161,10 +162,10 @@ func (a *pgLock) Close() error {
 
 type pgTenure struct {
 	c     *pglock.Lock
-	token uint64
+	token fencing.Token
 }
 
-func (t pgTenure) Token() uint64 { return t.token }
+func (t pgTenure) Token() fencing.Token { return t.token }
 func (t pgTenure) Scope() string { return Scope }
 func (t pgTenure) Slot() int     { return 0 }
 func (t pgTenure) Reader() bool  { return false }

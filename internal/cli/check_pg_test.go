@@ -44,14 +44,8 @@ func TestCheckPGAdvisoryBinary(t *testing.T) {
 		t.Skip("three 5-second checks")
 	}
 	db := sqltest.Open(t, sqlfence.Postgres)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, coordctlBinary(t), "-w", "json", "check", "lock-safety", "--lock", "pg-advisory", "--dsn", db.DSN,
+	out, stderr := runBinaryLong(t, "-w", "json", "check", "lock-safety", "--lock", "pg-advisory", "--dsn", db.DSN,
 		"--duration", "5s", "--seed", "1")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, stderr.String())
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	require.Len(t, lines, 4, string(out))
 	want := []struct{ lock, mode string }{{"pg-advisory", "unfenced"}, {"pg-advisory", "fenced"}, {"coordkit", "fenced"}}
@@ -71,8 +65,25 @@ func TestCheckPGAdvisoryBinary(t *testing.T) {
 		}
 	}
 	require.Contains(t, lines[3], `"summary":true`)
-	require.NotContains(t, string(out)+stderr.String(), db.DSN, "the DSN is not printed")
+	require.NotContains(t, string(out)+stderr, db.DSN, "the DSN is not printed")
 	var left int
 	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM pg_class WHERE relname LIKE 'coordkit_safety_%'").Scan(&left))
 	require.Zero(t, left, "the runs drop their tables and sequences")
+}
+
+// runBinaryLong runs the built coordctl (built before the clock starts) for
+// up to 5 minutes, requires exit 0 and returns its stdout and stderr: the
+// runs against PostgreSQL start an etcd or a cluster and hold processes,
+// which on a loaded machine takes longer than runBinary allows.
+func runBinaryLong(t *testing.T, args ...string) (stdout []byte, stderr string) {
+	t.Helper()
+	bin := coordctlBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	require.NoError(t, err, errb.String())
+	return out, errb.String()
 }

@@ -166,9 +166,9 @@ type pgTenure struct {
 }
 
 func (t pgTenure) Token() fencing.Token { return t.token }
-func (t pgTenure) Scope() string { return Scope }
-func (t pgTenure) Slot() int     { return 0 }
-func (t pgTenure) Reader() bool  { return false }
+func (t pgTenure) Scope() string        { return Scope }
+func (t pgTenure) Slot() int            { return 0 }
+func (t pgTenure) Reader() bool         { return false }
 
 // Alive is the holder's belief: its lock connection is not known closed.
 func (t pgTenure) Alive() bool { return t.c.Alive() }

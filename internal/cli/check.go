@@ -120,7 +120,9 @@ lock-safety only:
   the counter in the same database through a pool) twice, unfenced and fenced
   (token: nextval of a per-run sequence on the lock connection after acquiring;
   writes through fencing/sqlfence), and coordkit's lock fenced on the same
-  database, and prints one table. Faults: freeze-client and cut-lock-conn (the
+  database, and prints one table. Faults: freeze-client, sigstop-child (the
+  process clients run 'coordctl check pg-advisory-lock -- coordctl check
+  sql-rmw'), and cut-lock-conn (the
   lock connection held in its proxy while the holder works; after the keepalive
   bound, 4s, its server process is ended, as the server does when its
   keepalives give up; the holder's data connections stay up); coordkit's run
@@ -171,7 +173,7 @@ Progress goes to stderr.`, what),
 		fl.IntVar(&opts.Limit, "limit", 2, "with --kind semaphore: holders at once (1..clients-1)")
 		fl.StringVar(&opts.Lock, "lock", "coordkit", "lock under test: coordkit, redsync (with --redis) or pg-advisory (with --dsn)")
 		fl.StringVar(&opts.Redis, "redis", "", "with --lock redsync: the Redis server, host:port")
-		fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "with --lock redsync: time to wait for Redis to answer")
+		fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "with --lock redsync or pg-advisory: time to wait for Redis or PostgreSQL to answer")
 	}
 	return cmd
 }

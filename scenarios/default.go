@@ -2,7 +2,7 @@ package scenarios
 
 // Default returns a new registry holding every scenario coordkit ships, in a
 // fixed order: the lab cluster's availability and consistency first (1-7),
-// then locks and leaders on etcd (8-9), then clocks and commit (10-12), then fencing in a SQL database (13).
+// then locks and leaders on etcd (8-9), then clocks and commit (10-12), then fencing in a SQL database (13-14).
 // An error (wrapping ErrInvalid or ErrDuplicate) means a shipped scenario is
 // malformed: a bug, which the tests catch.
 func Default() (*Registry, error) {
@@ -30,5 +30,6 @@ func all() []Scenario {
 		twoPhaseCommit(),     // 11
 		lamportClocks(),      // 12
 		fencedSQL(),          // 13
+		advisoryLock(),       // 14
 	}
 }

@@ -39,6 +39,7 @@
 //	two-phase-commit      2PC blocks on its coordinator; a decision through consensus does not
 //	lamport-clocks        the clock rules, causality, and what vector clocks add
 //	fenced-sql            the frozen holder's late UPDATE in SQLite/PostgreSQL/MySQL, with and without the fence check
+//	advisory-lock         a PostgreSQL advisory lock's cut connection: two holders, the lost update, the sequence token fenced
 //
 // What is guaranteed: every registered scenario states at least two claims
 // (Register refuses fewer), each checked by the run (Registry.Run refuses a

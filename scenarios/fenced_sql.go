@@ -142,6 +142,12 @@ func (r *sqlRun) setup(ctx context.Context) error {
 	if r.cliB, err = conn.Client(ctx); err != nil {
 		return err
 	}
+	return r.setupDB(ctx)
+}
+
+// setupDB opens the database and creates the two tables (see setup).
+func (r *sqlRun) setupDB(ctx context.Context) error {
+	var err error
 	if r.dialect, err = r.env.sqlDialect(); err != nil {
 		return err
 	}
@@ -271,15 +277,8 @@ func (r *sqlRun) act(ctx context.Context) error {
 	r.rec.State("A", report.StateHolder)
 	r.op("A", "lock → token "+tokA.String(), call, nil)
 	r.rec.Step("A", "acquired", fmt.Sprintf("holds the lock with fencing token %d", tokA), uint64(tokA))
-	r.readA = map[int]int64{}
-	for _, row := range sqlRows {
-		call := time.Now()
-		v, err := r.balance(ctx, r.db, row.id)
-		r.op("A", "SELECT "+row.name+" balance", call, err)
-		if err != nil {
-			return err
-		}
-		r.readA[row.id] = v
+	if err := r.readBalancesA(ctx); err != nil {
+		return err
 	}
 	r.rec.Step("A", "read", fmt.Sprintf("reads balance=%d and plans UPDATE ... SET balance = %d", r.readA[sqlFencedRow], r.readA[sqlFencedRow]+depositA), uint64(tokA))
 	r.rec.State("A", report.StatePaused)
@@ -298,16 +297,7 @@ func (r *sqlRun) act(ctx context.Context) error {
 	r.rec.State("B", report.StateHolder)
 	r.op("B", "lock → token "+tokB.String(), call, nil)
 	r.rec.Step("B", "acquired", fmt.Sprintf("holds the lock with token %d, %s after A got it", tokB, r.acquiredB.Sub(r.acquiredA).Round(time.Millisecond)), uint64(tokB))
-	r.writeB, r.writeA = map[int]error{}, map[int]error{}
-	for _, row := range sqlRows {
-		call := time.Now()
-		err := r.deposit(ctx, row.id, row.id == sqlFencedRow, tokB, func(tx *sql.Tx) (int64, error) {
-			v, err := r.balance(ctx, tx, row.id)
-			return v + depositB, err
-		})
-		r.op("B", fmt.Sprintf("%s: balance += %d (token %d)", row.name, depositB, tokB), call, err)
-		r.writeB[row.id] = err
-	}
+	r.depositB(ctx, tokB)
 	r.rec.Step("B", "write", fmt.Sprintf("reads and writes balance=%d in one transaction: %s through the fence, %s without it",
 		initialBalance+depositB, sqlVerdict(r.writeB[sqlFencedRow]), sqlVerdict(r.writeB[sqlUnfencedRow])), uint64(tokB))
 	if err := r.heldB.Unlock(ctx); err != nil {
@@ -319,22 +309,10 @@ func (r *sqlRun) act(ctx context.Context) error {
 	r.rec.Heading("3. A wakes and sends the UPDATE it planned")
 	r.rec.FaultEnd("A frozen")
 	r.rec.State("A", report.StateHolder)
-	for _, row := range sqlRows {
-		planned := r.readA[row.id] + depositA
-		call := time.Now()
-		err := r.deposit(ctx, row.id, row.id == sqlFencedRow, tokA, func(*sql.Tx) (int64, error) { return planned, nil })
-		r.op("A", fmt.Sprintf("late %s: balance = %d (token %d)", row.name, planned, tokA), call, err)
-		r.writeA[row.id] = err
-	}
+	r.lateWritesA(ctx, tokA)
 	_ = r.heldA.Unlock(ctx) // lost: it only cleans up
 	r.rec.State("A", report.StateIdle)
-	r.final = map[int]int64{}
-	for _, row := range sqlRows {
-		if r.final[row.id], err = r.balance(ctx, r.db, row.id); err != nil {
-			return err
-		}
-	}
-	if r.floor, err = r.fence.Floor(ctx, sqlScope); err != nil {
+	if err := r.finalBalances(ctx); err != nil {
 		return err
 	}
 	var stale *fencing.StaleError
@@ -410,6 +388,62 @@ func (r *sqlRun) judge() {
   is lost. Serially it would be %s.`, tokA, tokB, r.final[sqlFencedRow], r.final[sqlUnfencedRow], serial))
 	rep.Timeline = r.rec.Timeline()
 	rep.Steps = r.rec.Steps()
+}
+
+// readBalancesA is A's read of every row, through the pool.
+func (r *sqlRun) readBalancesA(ctx context.Context) error {
+	r.readA = map[int]int64{}
+	for _, row := range sqlRows {
+		call := time.Now()
+		v, err := r.balance(ctx, r.db, row.id)
+		r.op("A", "SELECT "+row.name+" balance", call, err)
+		if err != nil {
+			return err
+		}
+		r.readA[row.id] = v
+	}
+	return nil
+}
+
+// depositB is B's deposit on every row with token tok: through the fence
+// on the fenced row, plainly on the other.
+func (r *sqlRun) depositB(ctx context.Context, tok fencing.Token) {
+	r.writeB, r.writeA = map[int]error{}, map[int]error{}
+	for _, row := range sqlRows {
+		call := time.Now()
+		err := r.deposit(ctx, row.id, row.id == sqlFencedRow, tok, func(tx *sql.Tx) (int64, error) {
+			v, err := r.balance(ctx, tx, row.id)
+			return v + depositB, err
+		})
+		r.op("B", fmt.Sprintf("%s: balance += %d (token %d)", row.name, depositB, tok), call, err)
+		r.writeB[row.id] = err
+	}
+}
+
+// lateWritesA is A's late UPDATE of every row with token tok: the balance
+// it planned from its read.
+func (r *sqlRun) lateWritesA(ctx context.Context, tok fencing.Token) {
+	for _, row := range sqlRows {
+		planned := r.readA[row.id] + depositA
+		call := time.Now()
+		err := r.deposit(ctx, row.id, row.id == sqlFencedRow, tok, func(*sql.Tx) (int64, error) { return planned, nil })
+		r.op("A", fmt.Sprintf("late %s: balance = %d (token %d)", row.name, planned, tok), call, err)
+		r.writeA[row.id] = err
+	}
+}
+
+// finalBalances reads every row and the scope's floor at the end.
+func (r *sqlRun) finalBalances(ctx context.Context) error {
+	r.final = map[int]int64{}
+	for _, row := range sqlRows {
+		var err error
+		if r.final[row.id], err = r.balance(ctx, r.db, row.id); err != nil {
+			return err
+		}
+	}
+	var err error
+	r.floor, err = r.fence.Floor(ctx, sqlScope)
+	return err
 }
 
 func sqlVerdict(err error) string {

@@ -26,6 +26,10 @@ var (
 	// ErrNoEtcd is returned (wrapped) by a run of a scenario that needs etcd
 	// when Env has neither EtcdEndpoints nor StartEtcd.
 	ErrNoEtcd = errors.New("scenarios: no etcd")
+	// ErrSkipped is returned (wrapped) by a run of a scenario that needs a
+	// server the Env does not name (advisory-lock without PostgreSQL): not
+	// a failure; the error says what to give.
+	ErrSkipped = errors.New("scenarios: skipped")
 	// ErrClaims is wrapped by *ClaimsError, returned by Registry.Run when a
 	// run did not check exactly the claims its scenario declares.
 	ErrClaims = errors.New("scenarios: claims checked differ from those declared")

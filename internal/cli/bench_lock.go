@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,8 +13,8 @@ import (
 func newBenchLockCmd(f *factory) *cobra.Command {
 	opts := lockbench.Options{}
 	cmd := &cobra.Command{
-		Use:   "lock [--iterations N] [--handoffs N] [--duration D] [--hold D] [--workers 2,8,32] [--unsafe-no-fsync] [--against redsync --redis ADDR]",
-		Short: "Compare coordkit's lock with etcd's concurrency.Mutex (and redsync on Redis)",
+		Use:   "lock [--iterations N] [--handoffs N] [--duration D] [--hold D] [--workers 2,8,32] [--unsafe-no-fsync] [--against redsync --redis ADDR] [--against pg-advisory --dsn DSN]",
+		Short: "Compare coordkit's lock with etcd's concurrency.Mutex (and redsync on Redis, PostgreSQL advisory locks)",
 		Long: `Start an embedded single-member etcd in a temporary directory (fsync on, as a
 user would run it, unless --unsafe-no-fsync) and measure, side by side in one
 run, coordkit's lock and go.etcd.io/etcd/client/v3/concurrency.Mutex:
@@ -47,13 +48,29 @@ contended_N_lock_failed count the Lock calls that gave up (redsync.ErrFailed
 or "lock already taken"), each retried. An ADDR that does not answer within
 3s is an error (exit 1) before anything runs.
 
+--against pg-advisory --dsn DSN adds the column pg_advisory: a session-level
+pg_advisory_lock(key) on PostgreSQL, each client on its own lock connection
+(key: the first 8 bytes of SHA-256 of a random per-run name; TCP keepalives
+idle 2s, interval 1s, count 2 on both ends, set with SET tcp_keepalives_* on
+the server). A waiter blocks in pg_advisory_lock and the server wakes it. It
+adds two rows, crash_handoff_p50_ms and crash_handoff_max_ms (--crash-handoffs
+samples): a holder process ('coordctl check pg-advisory-lock', or 'coordctl
+lock --ttl 2s' for coordkit) is killed with SIGKILL while a waiter queues, and
+the waiter's wait from the kill is measured; etcd_concurrency has no holder
+process there ("-", null in JSON). PostgreSQL sees a killed client's socket
+close at once; a partitioned one only when its keepalives give up (4s with
+these settings, two hours and more with the defaults), which is not measured.
+A DSN that does not answer within 3s is an error (exit 1).
+
 -w json prints {"benchmark":"lock","fsync":BOOL,"rows":[{"metric","coordkit",
 "etcd_concurrency","unit"}...]}; against redsync the object also has
-"redis":ADDR and each row "redsync" and "redsync_min_retry".`,
+"redis":ADDR and each row "redsync" and "redsync_min_retry"; against
+pg-advisory "postgres":"HOST:PORT/DB", "keepalive" and each row "pg_advisory".`,
 		Example: `  coordctl bench lock
   coordctl bench lock -w json
   coordctl bench lock --iterations 500 --handoffs 300 --duration 5s
-  coordctl bench lock --against redsync --redis 127.0.0.1:6379`,
+  coordctl bench lock --against redsync --redis 127.0.0.1:6379
+  coordctl bench lock --against pg-advisory --dsn postgres://root@127.0.0.1:5432/test`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := f.NotifyContext(cmd.Context())
@@ -68,8 +85,10 @@ or "lock already taken"), each retried. An ADDR that does not answer within
 	fl.DurationVar(&opts.Hold, "hold", time.Millisecond, "in the handoff test, how long the holder keeps the lock after the waiter queued")
 	fl.IntSliceVar(&opts.Workers, "workers", []int{2, 8, 32}, "contending clients of each contended run (2..256)")
 	fl.BoolVar(&opts.NoFsync, "unsafe-no-fsync", false, "run etcd without fsync (faster, not what users run)")
-	fl.StringSliceVar(&opts.Against, "against", nil, "also measure these locks: redsync (needs --redis)")
+	fl.StringSliceVar(&opts.Against, "against", nil, "also measure these locks: redsync (needs --redis), pg-advisory (needs --dsn)")
 	fl.StringVar(&opts.Redis, "redis", "", "the Redis server (host:port) of --against redsync")
+	fl.StringVar(&opts.DSN, "dsn", "", "the PostgreSQL database of --against pg-advisory")
+	fl.IntVar(&opts.CrashHandoffs, "crash-handoffs", 5, "against pg-advisory: crash handoffs measured per lock")
 	return cmd
 }
 
@@ -79,6 +98,11 @@ func runBenchLock(ctx context.Context, f *factory, opts lockbench.Options) error
 		return err
 	}
 	opts.Progress = f.IO.ErrOut
+	if opts.DSN != "" && opts.Coordctl == "" {
+		if opts.Coordctl, err = f.Executable(); err != nil {
+			return fmt.Errorf("find coordctl for the crash handoff's holder processes: %w", err)
+		}
+	}
 	res, err := lockbench.Run(ctx, opts)
 	if err != nil {
 		return benchError(ctx, "lock", lockbench.ErrOptions, err)

@@ -42,7 +42,7 @@ the clients' history. See docs/safety.md.`,
 		Args: argsUsage(cobra.NoArgs),
 	}
 	cmd.AddCommand(newCheckSafetyCmd(f, safety.TargetLock), newCheckSafetyCmd(f, safety.TargetElection), newCheckRMWCmd(f),
-		newCheckRedsyncLockCmd(f))
+		newCheckRedsyncLockCmd(f), newCheckPGLockCmd(f), newCheckSQLRMWCmd(f))
 	return cmd
 }
 
@@ -121,6 +121,18 @@ lock-safety only:
   sigstop-child apply (the process clients run 'coordctl check redsync-lock');
   the etcd faults do not. Redis keys go under a random per-run prefix and are
   deleted at the end.
+  --lock pg-advisory --dsn DSN runs a PostgreSQL advisory lock (a session-level
+  pg_advisory_lock on each client's own lock connection, through a fault proxy;
+  the counter in the same database through a pool) twice, unfenced and fenced
+  (token: nextval of a per-run sequence on the lock connection after acquiring;
+  writes through fencing/sqlfence), and coordkit's lock fenced on the same
+  database, and prints one table. Faults: freeze-client, sigstop-child (the
+  process clients run 'coordctl check pg-advisory-lock -- coordctl check
+  sql-rmw'), and cut-lock-conn (the
+  lock connection held in its proxy while the holder works; after the keepalive
+  bound, 4s, its server process is ended, as the server does when its
+  keepalives give up; the holder's data connections stay up); coordkit's run
+  gets freeze-client and cut-client-link. See docs/safety.md.
   --resource sql --driver sqlite|postgres|mysql [--dsn DSN] protects a counter
   row in a SQL database, fenced with fencing/sqlfence (tables with a random
   per-run prefix, dropped at the end; SQLite defaults to a file in the data dir).
@@ -135,6 +147,7 @@ Progress goes to stderr.`, what),
   coordctl check %[1]s-safety --seeds 1..10 --duration 60s -w json
   coordctl check lock-safety --kind semaphore --limit 3 --duration 30s
   coordctl check lock-safety --lock redsync --redis 127.0.0.1:6379 --duration 60s
+  coordctl check lock-safety --lock pg-advisory --dsn postgres://root@127.0.0.1:5432/test --duration 60s
   coordctl check lock-safety --resource sql --driver postgres --dsn postgres://root@127.0.0.1:5432/test`, target),
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -160,13 +173,13 @@ Progress goes to stderr.`, what),
 	fl.StringVar(&opts.Seeds, "seeds", "", "run one check per seed of the range A..B (inclusive)")
 	fl.StringVar(&opts.Resource, "resource", "http", "protected resource: http (coordkit's reference resource) or sql")
 	fl.StringVar(&opts.Driver, "driver", "", "with --resource sql: sqlite, postgres or mysql")
-	fl.StringVar(&opts.DSN, "dsn", "", "with --resource sql: the database (default for sqlite: a file in the data dir)")
+	fl.StringVar(&opts.DSN, "dsn", "", "with --resource sql or --lock pg-advisory: the database (default for sqlite: a file in the data dir)")
 	if target == safety.TargetLock {
 		fl.StringVar(&opts.Kind, "kind", "mutex", "lock kind: mutex, rwmutex or semaphore")
 		fl.IntVar(&opts.Limit, "limit", 2, "with --kind semaphore: holders at once (1..clients-1)")
-		fl.StringVar(&opts.Lock, "lock", "coordkit", "lock under test: coordkit or redsync (with --redis)")
+		fl.StringVar(&opts.Lock, "lock", "coordkit", "lock under test: coordkit, redsync (with --redis) or pg-advisory (with --dsn)")
 		fl.StringVar(&opts.Redis, "redis", "", "with --lock redsync: the Redis server, host:port")
-		fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "with --lock redsync: time to wait for Redis to answer")
+		fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "with --lock redsync or pg-advisory: time to wait for Redis or PostgreSQL to answer")
 	}
 	if target == safety.TargetElection {
 		fl.StringVar(&opts.Policy, "policy", "", "coordinated election: "+policyNames()+
@@ -212,8 +225,11 @@ func (o *checkOptions) validate() error {
 		return usageErrorf("--redis applies to --lock redsync only")
 	case o.Lock == "redsync" && (o.NoFencing || o.NoFenceFirst):
 		return usageErrorf("--lock redsync runs its own modes (unfenced, If-Match, and coordkit fenced); --no-fencing and --no-fence-first do not apply")
-	case o.Resource != "sql" && (changed("driver") || changed("dsn")):
+	case o.Resource != "sql" && o.Lock != lockPG && (changed("driver") || changed("dsn")):
 		return usageErrorf("--driver and --dsn apply to --resource sql only")
+	}
+	if err := o.validatePG(); err != nil {
+		return err
 	}
 	if o.Seeds != "" {
 		lo, hi, err := parseSeeds(o.Seeds)
@@ -258,6 +274,9 @@ func (o *checkOptions) config(f *factory) safety.Config {
 // clients, sigstop-child: the others are faults of etcd).
 func (o *checkOptions) configs(seed int64, base safety.Config) []safety.Config {
 	base.Seed = seed
+	if o.Lock == lockPG {
+		return o.pgConfigs(base)
+	}
 	if o.Lock != "redsync" {
 		return []safety.Config{base}
 	}
@@ -292,7 +311,7 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 			seeds = append(seeds, s)
 		}
 	}
-	if opts.History != "" && (len(seeds) > 1 || opts.Lock == "redsync") {
+	if opts.History != "" && (len(seeds) > 1 || opts.Lock == "redsync" || opts.Lock == lockPG) {
 		return usageErrorf("--history records one run: not with --seeds or --lock redsync")
 	}
 	if opts.DataDir != "" {

@@ -207,20 +207,21 @@ func runCheckRedsyncLock(ctx context.Context, f *factory, opts *redsyncLockOptio
 	}
 	return f.runHeld(ctx, nil, heldRun{
 		what:      "redsync lock " + safety.Scope,
-		hold:      redsyncHold{release: release},
+		hold:      anchorHold{release: release},
 		command:   opts.Command,
 		killGrace: childproc.DefaultKillGrace,
 		env:       map[string]string{envLockName: safety.Scope, envFencingToken: hold.Token().String()},
 	})
 }
 
-// redsyncHold is a redsync lock as childproc.Supervise sees it: never
-// known to be lost (nothing stops the command when it expires), on no
-// session.
-type redsyncHold struct{ release func() error }
+// anchorHold is an anchor's lock (redsync, a PostgreSQL advisory lock) as
+// childproc.Supervise sees it: never known to be lost — like a user's
+// wrapper around such a lock, nothing stops the command when it expires or
+// its connection dies: these locks tell no one — and on no session.
+type anchorHold struct{ release func() error }
 
-func (redsyncHold) Lost() <-chan struct{}     { return nil }
-func (redsyncHold) Err() error                { return nil }
-func (redsyncHold) Alive() bool               { return true }
-func (redsyncHold) Session() *session.Session { return nil }
-func (h redsyncHold) Release() error          { return h.release() }
+func (anchorHold) Lost() <-chan struct{}     { return nil }
+func (anchorHold) Err() error                { return nil }
+func (anchorHold) Alive() bool               { return true }
+func (anchorHold) Session() *session.Session { return nil }
+func (h anchorHold) Release() error          { return h.release() }

@@ -85,6 +85,9 @@ func replayCommand(o *checkOptions, seed int64) string {
 	if o.Lock == "redsync" {
 		s += " --lock redsync --redis " + o.Redis
 	}
+	if o.Lock == lockPG {
+		s += " --lock pg-advisory --dsn DSN"
+	}
 	if o.Resource == "sql" {
 		s += " --resource sql --driver " + o.Driver
 		if o.DSN != "" {
@@ -111,7 +114,7 @@ type checkRow struct{ safety.Report }
 
 func (r checkRow) MarshalJSON() ([]byte, error) { return json.Marshal(r.Report) }
 
-const checkRowFormat = "%-6s %-9s %-9s %-9s %8s %11s %6s %7s %6s %6s %10s  %s\n"
+const checkRowFormat = "%-6s %-11s %-9s %-12s %8s %11s %6s %7s %6s %6s %10s  %s\n"
 
 func checkTableHeader() string {
 	return fmt.Sprintf(checkRowFormat, "seed", "lock", "kind", "mode", "acquired", "overlapping", "lost", "holders", "faults", "frozen", "violations", "verdict")

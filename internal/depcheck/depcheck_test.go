@@ -64,6 +64,15 @@ func TestCheckRules(t *testing.T) {
 		{"a public package imports an internal one of its layer", []Package{pkg("scenarios", "internal/etcdembed")}, []string{
 			"scenarios imports internal/etcdembed: a public package imports an internal one",
 		}},
+		// The advisory-lock scenario computes pglock's key itself: it may
+		// not import the anchor.
+		{"the scenarios import the PostgreSQL anchor", []Package{pkg("scenarios", "internal/pglock")}, []string{
+			"scenarios imports internal/pglock: a public package imports an internal one",
+		}},
+		{"the bench and the check use the anchors", []Package{
+			pkg("internal/bench/lockbench", "internal/pglock", "internal/redislock"),
+			pkg("internal/safety", "internal/pglock", "internal/faultproxy"),
+		}, nil},
 		{"a leaf depends on etcd", []Package{pkg("lamport", "go.etcd.io/etcd/client/v3")}, []string{
 			"lamport imports go.etcd.io/etcd/client/v3: a leaf (fencing, lamport) depends on etcd",
 		}},

@@ -21,7 +21,13 @@
 // slot) and Election, or redsync on Redis (no token: the harness numbers
 // the grants with a Redis INCR to order them, and never fences with that
 // number; the etcd faults do not apply, only freeze-client and
-// sigstop-child). Resource is the protected resource: coordkit's reference
+// sigstop-child), or a PostgreSQL advisory lock (internal/pglock: one lock
+// connection per client through a fault proxy, the counter in the same
+// database through a pool; its token is nextval of a run's sequence taken
+// on the lock connection, used to fence only in fenced mode; faults
+// freeze-client, sigstop-child and cut-lock-conn, which holds the lock
+// connection in its proxy and, after the keepalive bound, ends its server
+// process as the server does when its keepalives give up). Resource is the protected resource: coordkit's reference
 // store (fenced, unfenced, or If-Match: each write conditional on the
 // version read) or a counter row per slot in a SQL database, fenced with
 // fencing/sqlfence.

@@ -54,6 +54,8 @@ func (r *run) execOnce(ctx context.Context, id string) {
 	bin := r.cfg.Coordctl
 	var args []string
 	switch {
+	case r.pg != nil:
+		args = r.pgExecArgs(bin, id)
 	case r.redsync != nil:
 		// The same supervisor role as `coordctl lock`, with redsync: no
 		// loss detection, so nothing stops the command when the lock
@@ -73,9 +75,11 @@ func (r *run) execOnce(ctx context.Context, id string) {
 		args = append(args, r.etcdFlags()...)
 		args = append(args, "lock", Scope, "--ttl", r.cfg.TTL.String(), "--timeout", "5s", "--kill-grace", "500ms")
 	}
-	args = append(args, "--", bin, "check", "rmw", "--url", r.resURL, "--key", counterKey, "--id", id,
-		"--work", rmwWork.String(), "--fence="+strconv.FormatBool(!r.cfg.NoFenceFirst && !r.tokenless()),
-		"--if-match="+strconv.FormatBool(r.cfg.IfMatch), "-w", "json")
+	if r.pg == nil {
+		args = append(args, "--", bin, "check", "rmw", "--url", r.resURL, "--key", counterKey, "--id", id,
+			"--work", rmwWork.String(), "--fence="+strconv.FormatBool(!r.cfg.NoFenceFirst && !r.tokenless()),
+			"--if-match="+strconv.FormatBool(r.cfg.IfMatch), "-w", "json")
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var out bytes.Buffer
@@ -210,6 +214,9 @@ func (r *run) sigstop(ctx context.Context, s Step) func() {
 	what := map[Target]string{TargetLock: "lock", TargetElection: "sidecar"}[r.cfg.Target]
 	if r.redsync != nil {
 		what = "check redsync-lock"
+	}
+	if r.pg != nil {
+		what = "check pg-advisory-lock"
 	}
 	r.progressf("SIGSTOP coordctl %s (pid %d) and its command (pid %d) for %s", what, pid, child, s.Hold.Round(time.Millisecond))
 	return func() {

@@ -143,7 +143,7 @@ func (c Config) dialTimeout() time.Duration {
 // coordctl binary, a mutex (coordkit's or redsync) or an election, and the
 // HTTP resource (their command, `coordctl check rmw`, speaks HTTP).
 func (c Config) ProcessClients() bool {
-	return c.Coordctl != "" && c.kind() == KindMutex && c.resource() == ResourceHTTP
+	return c.Coordctl != "" && c.kind() == KindMutex && (c.resource() == ResourceHTTP || c.lock() == LockPGAdvisory)
 }
 
 // DefaultKinds are the faults that apply to cfg: all of them for
@@ -151,6 +151,9 @@ func (c Config) ProcessClients() bool {
 // freeze-client and sigstop-child, because the others are faults of the
 // etcd cluster.
 func (c Config) DefaultKinds() []FaultKind {
+	if c.lock() == LockPGAdvisory {
+		return c.pgKinds()
+	}
 	if c.lock() == LockRedsync {
 		if c.ProcessClients() {
 			return []FaultKind{FaultFreezeClient, FaultSigstop}
@@ -179,8 +182,8 @@ func (c Config) Validate() error {
 		return badConfig("ttl", "%v", session.CheckTTL(c.TTL))
 	case c.DataDir == "":
 		return badConfig("data-dir", "required")
-	case c.lock() != LockCoordkit && c.lock() != LockRedsync:
-		return badConfig("lock", "%q: want coordkit or redsync", c.Lock)
+	case c.lock() != LockCoordkit && c.lock() != LockRedsync && c.lock() != LockPGAdvisory:
+		return badConfig("lock", "%q: want coordkit, redsync or pg-advisory", c.Lock)
 	case c.kind() != KindMutex && c.kind() != KindRWMutex && c.kind() != KindSemaphore:
 		return badConfig("kind", "%q: want mutex, rwmutex or semaphore", c.Kind)
 	case c.Target == TargetElection && (c.kind() != KindMutex || c.lock() != LockCoordkit):
@@ -208,7 +211,7 @@ func (c Config) Validate() error {
 	case c.resource() == ResourceSQL && c.SQLDriver != "sqlite" && c.SQLDSN == "":
 		return badConfig("dsn", "the sql resource on %s needs a DSN", c.SQLDriver)
 	}
-	return nil
+	return c.validatePG()
 }
 
 // MaxClients is the most in-process clients a run takes.
@@ -279,7 +282,7 @@ func (r Report) FaultTotal() int {
 func NewReport(cfg Config, elapsed time.Duration, faults map[string]int, r Result) Report {
 	rep := Report{
 		Check: string(cfg.Target) + "-safety", Lock: cfg.lock(), Kind: cfg.kind(), Limit: cfg.limit(), Resource: cfg.resource(),
-		Mode: cfg.Mode(), Seed: cfg.Seed, Fencing: cfg.Fencing, FenceFirst: !cfg.NoFenceFirst && cfg.lock() == LockCoordkit,
+		Mode: cfg.Mode(), Seed: cfg.Seed, Fencing: cfg.Fencing, FenceFirst: !cfg.NoFenceFirst && cfg.lock() != LockRedsync,
 		DurationS: float64(elapsed.Round(10*time.Millisecond)) / float64(time.Second),
 		Ops:       r.Ops, Acquisitions: r.Acquisitions, Writes: r.Writes, FinalValue: r.FinalValue,
 		Faults: faults, StaleRejected: r.StaleRejected, Conflicts: r.Conflicts, OverlappingHolders: r.OverlappingHolders,
@@ -333,6 +336,13 @@ func Run(ctx context.Context, cfg Config) (Report, History, error) {
 		}
 		defer rl.Close()
 		r.locks, r.redsync = rl.lockFor, rl
+	case LockPGAdvisory:
+		pl, err := openPGLocks(ctx, cfg)
+		if err != nil {
+			return Report{}, History{}, err
+		}
+		defer pl.Close()
+		r.locks, r.pg = pl.lockFor, pl
 	default:
 		cluster, err := etcdembed.StartCluster(ctx, etcdembed.ClusterConfig{
 			DataDir: filepath.Join(cfg.DataDir, "etcd"), UnsafeNoFsync: true,
@@ -412,6 +422,7 @@ type run struct {
 	resURL  string // the HTTP resource's URL, for the process clients
 	workers []*worker
 	redsync *redsyncLocks // the redsync lock's Redis, if that is the lock
+	pg      *pgLocks      // the advisory lock's database, if that is the lock
 	holder  atomic.Int64  // the client holding the lock now, 0 if none known
 	granted atomic.Uint64 // the largest token granted so far
 
@@ -719,6 +730,9 @@ func (w *worker) read(ctx context.Context, t Tenure) {
 // lease but not the cluster's next grant tests nothing, and after some
 // faults the cluster takes seconds to grant again.
 func (w *worker) freezePoint(ctx context.Context, token uint64) {
+	if w.cutPoint(ctx, token) {
+		return
+	}
 	select {
 	case d := <-w.freeze:
 		w.r.countFault(FaultFreezeClient)
@@ -795,7 +809,7 @@ func (r *run) healAll() {
 // apply applies one step and returns what undoes it.
 func (r *run) apply(ctx context.Context, s Step) (undo func()) {
 	heal := func() { r.cluster.Heal() }
-	if r.cluster == nil && s.Kind != FaultFreezeClient && s.Kind != FaultSigstop {
+	if r.cluster == nil && s.Kind != FaultFreezeClient && s.Kind != FaultSigstop && s.Kind != FaultCutLock {
 		r.progressf("%s: no etcd cluster in this run, skipped", s.Kind)
 		return func() {}
 	}
@@ -854,6 +868,8 @@ func (r *run) apply(ctx context.Context, s Step) (undo func()) {
 		return func() {}
 	case FaultSigstop:
 		return r.sigstop(ctx, s)
+	case FaultCutLock:
+		return r.cutLock(s)
 	}
 	return func() {}
 }

@@ -47,6 +47,22 @@ type sqlResource struct {
 }
 
 func openSQLResource(ctx context.Context, cfg Config) (*sqlResource, error) {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	r, err := dialSQLResource(ctx, cfg, "coordkit_safety_"+hex.EncodeToString(b))
+	if err != nil {
+		return nil, err
+	}
+	if err := r.create(ctx); err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// dialSQLResource opens the resource of cfg's database whose tables are
+// under prefix, without creating them.
+func dialSQLResource(ctx context.Context, cfg Config, prefix string) (*sqlResource, error) {
 	d, err := sqlfence.ParseDialect(cfg.SQLDriver)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
@@ -68,18 +84,12 @@ func openSQLResource(ctx context.Context, cfg Config) (*sqlResource, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("%w (%s): %w", ErrDatabaseUnreachable, d, err)
 	}
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	r := &sqlResource{db: db, dialect: d, prefix: "coordkit_safety_" + hex.EncodeToString(b), slots: cfg.limit()}
+	r := &sqlResource{db: db, dialect: d, prefix: prefix, slots: cfg.limit()}
 	if cfg.Fencing {
 		if r.fence, err = sqlfence.New(db, d, sqlfence.WithTable(r.prefix+"_fence")); err != nil {
 			_ = db.Close()
 			return nil, err
 		}
-	}
-	if err := r.create(ctx); err != nil {
-		_ = r.Close()
-		return nil, err
 	}
 	return r, nil
 }

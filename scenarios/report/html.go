@@ -87,6 +87,9 @@ func (p *htmlWriter) report(r *Report) {
 	if r.Error != "" {
 		p.f("<p><strong>The experiment could not be carried out:</strong> %s</p>\n", esc(r.Error))
 	}
+	if r.Skipped != "" {
+		p.f("<p><strong>Skipped:</strong> %s</p>\n", esc(r.Skipped))
+	}
 
 	p.raw("<h3>Claims</h3>\n<table class=\"grid\"><thead><tr><th>claim</th><th>theory predicts</th><th>observed</th><th>holds</th></tr></thead><tbody>\n")
 	for _, c := range r.Claims {

@@ -35,6 +35,10 @@ type Report struct {
 	// Error says why the experiment could not be carried out; such a
 	// report has no verdicts and does not pass.
 	Error string `json:"error,omitempty"`
+	// Skipped says why the scenario did not run: a server it needs was not
+	// given. Such a report has no verdicts, does not pass, and is not a
+	// failure.
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // Claim is one prediction of theory and what the run saw. ID and Kind

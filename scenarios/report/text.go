@@ -30,7 +30,10 @@ func WriteText(w io.Writer, r *Report) error {
 
 func writeText(bw *bytes.Buffer, r *Report) {
 	verdict := "PASS"
-	if !r.Passed {
+	switch {
+	case r.Skipped != "":
+		verdict = "SKIPPED"
+	case !r.Passed:
 		verdict = "FAIL"
 	}
 	fmt.Fprintf(bw, "%s  %s\n", verdict, r.Name)
@@ -45,6 +48,9 @@ func writeText(bw *bytes.Buffer, r *Report) {
 	fmt.Fprintf(bw, "  %s\n", strings.Join(meta, ", "))
 	if r.Error != "" {
 		fmt.Fprintf(bw, "\nError: the experiment could not be carried out: %s\n", r.Error)
+	}
+	if r.Skipped != "" {
+		fmt.Fprintf(bw, "\nSkipped: %s\n", r.Skipped)
 	}
 
 	fmt.Fprintf(bw, "\nClaims\n")

@@ -4,7 +4,10 @@
 // Options.NoFsync), and, against redsync, against the Redis lock people use
 // instead: github.com/go-redsync/redsync/v4 over go-redis v9 on a Redis
 // server the caller names, with its default options and with its retry
-// delay at 0 (the least it accepts).
+// delay at 0 (the least it accepts), and, against pg-advisory, a
+// PostgreSQL session-level advisory lock (internal/pglock), one lock
+// connection per client, with the crash handoff: holder processes killed,
+// the waiter's wait measured, for the advisory lock and coordkit.
 //
 // Run measures, per implementation: uncontended lock+unlock (median), the
 // handoff from a holder's Unlock to the waiter's Lock returning (median

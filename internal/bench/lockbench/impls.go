@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 
+	"github.com/coordkit/coordkit/internal/pglock"
 	"github.com/coordkit/coordkit/internal/redislock"
 	"github.com/coordkit/coordkit/lock"
 )
@@ -42,6 +44,8 @@ type impl struct {
 	label string
 	// redis: the lockers poll Redis; a waiter leaves no key in etcd.
 	redis bool
+	// pg: the lockers are advisory locks; a waiter shows in pg_locks.
+	pg bool
 	// new makes a locker; a waiter that must not give up (the handoff
 	// test) asks for patient ones.
 	new func(ctx context.Context, e *env, name string, patient bool) (locker, error)
@@ -191,6 +195,13 @@ type env struct {
 	redis        *redis.Client // for cleanup
 	keyspace     redislock.Keyspace
 	redisClients []*redis.Client
+
+	pgDSN   string
+	pgWhere string    // host:port/database, for the title (no password)
+	pgAdmin *pgx.Conn // pg_locks, for the handoff's "the other waits"
+	pgMu    sync.Mutex
+	pgNS    pglock.Namespace
+	watcher *clientv3.Client // the crash handoff's view of etcd
 }
 
 // dialRedis checks that addr answers and sets up the run's keyspace.
@@ -239,6 +250,9 @@ func (e *env) close() {
 	}
 	if e.redis != nil {
 		_ = e.redis.Close()
+	}
+	if e.pgAdmin != nil {
+		_ = e.pgAdmin.Close(context.Background())
 	}
 }
 

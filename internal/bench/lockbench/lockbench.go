@@ -2,13 +2,16 @@ package lockbench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"time"
 
 	"github.com/coordkit/coordkit/internal/bench"
+	"github.com/coordkit/coordkit/internal/pglock"
 	"github.com/coordkit/coordkit/internal/redislock"
 )
 
@@ -33,6 +36,16 @@ type Options struct {
 	// Redis is the Redis server's host:port; required with AgainstRedsync,
 	// and only with it.
 	Redis string
+	// DSN is the PostgreSQL database of AgainstPG (a pgx DSN); required
+	// with it, and only with it.
+	DSN string
+	// Coordctl is a coordctl binary: with it, against pg-advisory, the
+	// crash handoff is measured (holder processes killed), for the advisory
+	// lock and for coordkit.
+	Coordctl string
+	// CrashHandoffs is the number of crash handoffs measured per
+	// implementation (default 5 when zero).
+	CrashHandoffs int
 	// RedisKeyspace holds the run's Redis keys, all deleted at the end; a
 	// fresh random "coordkit:bench-lock:..." keyspace when zero.
 	RedisKeyspace redislock.Keyspace
@@ -60,9 +73,17 @@ func (o Options) Validate() error {
 		}
 	}
 	for _, a := range o.Against {
-		if a != AgainstRedsync {
-			return fmt.Errorf("%w: against %q: the only other lock measured is %q", ErrOptions, a, AgainstRedsync)
+		if a != AgainstRedsync && a != AgainstPG {
+			return fmt.Errorf("%w: against %q: the other locks measured are %q and %q", ErrOptions, a, AgainstRedsync, AgainstPG)
 		}
+	}
+	switch pg := slices.Contains(o.Against, AgainstPG); {
+	case pg && o.DSN == "":
+		return fmt.Errorf("%w: against %s needs a PostgreSQL DSN", ErrOptions, AgainstPG)
+	case !pg && o.DSN != "":
+		return fmt.Errorf("%w: a DSN is only used against %s", ErrOptions, AgainstPG)
+	case o.CrashHandoffs < 0:
+		return fmt.Errorf("%w: crash handoffs %d: must not be negative", ErrOptions, o.CrashHandoffs)
 	}
 	switch redsync := slices.Contains(o.Against, AgainstRedsync); {
 	case redsync && o.Redis == "":
@@ -81,7 +102,48 @@ type Row struct {
 	EtcdConcurrency float64  `json:"etcd_concurrency"`
 	Redsync         *float64 `json:"redsync,omitempty"`
 	RedsyncMinRetry *float64 `json:"redsync_min_retry,omitempty"`
+	PGAdvisory      *float64 `json:"pg_advisory,omitempty"`
 	Unit            string   `json:"unit"`
+}
+
+// MarshalJSON writes a value that was not measured (NaN: the crash
+// handoff of a lock without a holder process) as null.
+func (r Row) MarshalJSON() ([]byte, error) {
+	type plain Row
+	num := func(v float64) *float64 {
+		if math.IsNaN(v) {
+			return nil
+		}
+		return &v
+	}
+	type out struct {
+		plain
+		Coordkit        *float64  `json:"coordkit"`
+		EtcdConcurrency *float64  `json:"etcd_concurrency"`
+		Redsync         *nullable `json:"redsync,omitempty"`
+		RedsyncMinRetry *nullable `json:"redsync_min_retry,omitempty"`
+		PGAdvisory      *nullable `json:"pg_advisory,omitempty"`
+	}
+	o := out{plain: plain(r), Coordkit: num(r.Coordkit), EtcdConcurrency: num(r.EtcdConcurrency)}
+	o.Redsync, o.RedsyncMinRetry, o.PGAdvisory = nullOf(r.Redsync), nullOf(r.RedsyncMinRetry), nullOf(r.PGAdvisory)
+	return json.Marshal(o)
+}
+
+// nullable is a present column's value, null when not measured.
+type nullable struct{ v float64 }
+
+func nullOf(v *float64) *nullable {
+	if v == nil {
+		return nil
+	}
+	return &nullable{*v}
+}
+
+func (n nullable) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(n.v) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(n.v)
 }
 
 // value is the row's value of the column named key.
@@ -101,6 +163,11 @@ func (r *Row) value(key string) *float64 {
 			r.RedsyncMinRetry = new(float64)
 		}
 		return r.RedsyncMinRetry
+	case colPG:
+		if r.PGAdvisory == nil {
+			r.PGAdvisory = new(float64)
+		}
+		return r.PGAdvisory
 	}
 	panic("lockbench: unknown column " + key)
 }
@@ -112,7 +179,12 @@ type Result struct {
 	Fsync     bool   `json:"fsync"`
 	// Redis is the Redis server of the redsync columns, absent without them.
 	Redis string `json:"redis,omitempty"`
-	Rows  []Row  `json:"rows"`
+	// Postgres is the PostgreSQL server (host:port/database) of the
+	// pg_advisory column, and Keepalive its lock connections' settings;
+	// absent without it.
+	Postgres  string `json:"postgres,omitempty"`
+	Keepalive string `json:"keepalive,omitempty"`
+	Rows      []Row  `json:"rows"`
 }
 
 // Table is the result in the form every bench command prints.
@@ -128,6 +200,10 @@ func (r Result) Table() bench.Table {
 	if r.Redis != "" {
 		t.Title += fmt.Sprintf("; redsync %s on Redis %s (redsync: default options; redsync_min_retry: retry delay 0)", redsyncVersion, r.Redis)
 		t.Columns = append(t.Columns, colRedsync, colRedsyncMin)
+	}
+	if r.Postgres != "" {
+		t.Title += fmt.Sprintf("; pg_advisory: session-level pg_advisory_lock on PostgreSQL %s, one lock connection per client (keepalives %s); crash_handoff: the holder process SIGKILLed, coordkit's holder with TTL %s", r.Postgres, r.Keepalive, CrashTTL)
+		t.Columns = append(t.Columns, colPG)
 	}
 	for _, c := range t.Columns[1:] {
 		t.Ratios = append(t.Ratios, bench.Ratio{Of: colCoordkit, To: c})
@@ -172,6 +248,12 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 			}
 		}()
 	}
+	if o.DSN != "" {
+		if err := e.dialPG(ctx, o.DSN); err != nil {
+			return Result{}, fmt.Errorf("lockbench: %w", err)
+		}
+		progress("PostgreSQL %s answers; lock names under %s", e.pgWhere, e.pgNS.Prefix())
+	}
 	srv, stop, err := bench.StartEtcd(ctx, "lock", o.NoFsync, o.Progress)
 	if err != nil {
 		return Result{}, err
@@ -183,6 +265,10 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	res = Result{Benchmark: "lock", Fsync: !o.NoFsync, Redis: o.Redis}
 	if o.Redis != "" {
 		impls = append(slices.Clone(impls), redsyncImpls...)
+	}
+	if o.DSN != "" {
+		impls = append(slices.Clone(impls), pgImpl)
+		res.Postgres, res.Keepalive = e.pgWhere, pglock.DefaultKeepalive.String()
 	}
 	row := func(metric, unit string) int {
 		r := Row{Metric: metric, Unit: unit}
@@ -212,6 +298,30 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		}
 		set(p50, im, bench.Ms(bench.Percentile(d, 0.50)))
 		set(p99, im, bench.Ms(bench.Percentile(d, 0.99)))
+	}
+	if o.DSN != "" && o.Coordctl != "" {
+		n := o.CrashHandoffs
+		if n == 0 {
+			n = 5
+		}
+		c50, cmax := row("crash_handoff_p50_ms", "ms"), row("crash_handoff_max_ms", "ms")
+		res.Rows[c50].EtcdConcurrency, res.Rows[cmax].EtcdConcurrency = math.NaN(), math.NaN()
+		for _, im := range impls {
+			if _, ok := crashHolders[im.key]; !ok {
+				if im.key != colEtcd {
+					set(c50, im, math.NaN())
+					set(cmax, im, math.NaN())
+				}
+				continue
+			}
+			progress("crash handoff, %s: the holder process killed, %d times", im.label, n)
+			d, err := crashHandoff(ctx, e, im, o.Coordctl, n)
+			if err != nil {
+				return Result{}, fmt.Errorf("lockbench: crash handoff, %s: %w", im.label, err)
+			}
+			set(c50, im, bench.Ms(bench.Percentile(d, 0.50)))
+			set(cmax, im, bench.Ms(slices.Max(d)))
+		}
 	}
 	for _, w := range o.Workers {
 		r := row(fmt.Sprintf("contended_%d_per_s", w), "per_s")

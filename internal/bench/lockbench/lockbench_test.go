@@ -33,6 +33,9 @@ func TestValidate(t *testing.T) {
 		"against nosuch":   func(o *Options) { o.Against = []string{"nosuch"} },
 		"redsync, no addr": func(o *Options) { o.Against = []string{AgainstRedsync} },
 		"addr, no redsync": func(o *Options) { o.Redis = "127.0.0.1:6379" },
+		"pg, no dsn":       func(o *Options) { o.Against = []string{AgainstPG} },
+		"dsn, no pg":       func(o *Options) { o.DSN = "postgres://127.0.0.1/x" },
+		"negative crashes": func(o *Options) { o.CrashHandoffs = -1 },
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := tiny()

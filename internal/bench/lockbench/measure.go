@@ -58,8 +58,9 @@ const handoffJitter = 100 * time.Millisecond
 // without end) so that a waiter never gives up here.
 //
 // "The other waits" is the other's key under the lock's prefix in etcd
-// (the etcd locks), or a SET NX of the other's answered "taken" since this
-// holder got the lock (redsync, whose waiters leave no trace).
+// (the etcd locks), a SET NX of the other's answered "taken" since this
+// holder got the lock (redsync, whose waiters leave no trace), or a lock
+// of the key in pg_locks that is not granted (the advisory lock).
 func handoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([]time.Duration, error) {
 	name := e.name("handoff")
 	ls, err := e.lockers(ctx, im, name, 2, true)
@@ -68,7 +69,7 @@ func handoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([
 		return nil, err
 	}
 	var watcher *clientv3.Client
-	if !im.redis {
+	if !im.redis && !im.pg {
 		if watcher, err = e.client(); err != nil {
 			return nil, err
 		}
@@ -89,6 +90,10 @@ func handoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([
 	waiting := func(i int, triesAtLock int64) bool {
 		if im.redis {
 			return ls[1-i].(*redsyncLocker).hook.n.Load() > triesAtLock
+		}
+		if im.pg {
+			_, w, err := e.pgSessions(wctx, name)
+			return err == nil && w > 0
 		}
 		resp, err := watcher.Get(wctx, name+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 		return err == nil && resp.Count >= 2

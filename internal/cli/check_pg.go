@@ -1,0 +1,241 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/pglock"
+	"github.com/coordkit/coordkit/internal/safety"
+)
+
+// ---- pg-advisory-lock: `coordctl lock` for a PostgreSQL advisory lock ----
+
+type pgLockOptions struct {
+	DSN      string
+	Name     string
+	Sequence string
+	Via      string
+	Timeout  time.Duration
+	Command  []string
+}
+
+func newCheckPGLockCmd(f *factory) *cobra.Command {
+	opts := &pgLockOptions{}
+	cmd := &cobra.Command{
+		Use:    "pg-advisory-lock --dsn DSN --name NAME [--sequence SEQ] [--via HOST:PORT] [-- COMMAND [ARG...]]",
+		Short:  "Hold a PostgreSQL advisory lock, alone or while a command runs (run by bench lock and lock-safety --lock pg-advisory)",
+		Hidden: true,
+		Long: `Open a lock connection to --dsn (through --via HOST:PORT when given: a fault
+proxy), take pg_advisory_lock of NAME's key (the first 8 bytes of SHA-256 of
+NAME, see internal/pglock), and with --sequence take a token, nextval(SEQ), on
+the lock connection. Without a command print {"name","key","pid","token"} and
+hold until SIGINT or SIGTERM; with one run it with $COORD_LOCK_NAME and
+$COORD_FENCING_TOKEN, unlock when it exits, and exit with its status. Like a
+user's wrapper around an advisory lock, nothing stops the command when the
+server ends the lock's session. The lock connection's keepalives are
+` + pglock.DefaultKeepalive.String() + `.`,
+		Example: `  coordctl check pg-advisory-lock --dsn postgres://root@127.0.0.1:5432/test --name jobs
+  coordctl check pg-advisory-lock --dsn DSN --name safety --sequence s_tokens -- coordctl check sql-rmw ...`,
+		Args: argsUsage(cobra.ArbitraryArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Command = args
+			ctx, cancel := f.NotifyContext(cmd.Context())
+			defer cancel()
+			return runCheckPGLock(ctx, f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.DSN, "dsn", "", "the PostgreSQL database (a pgx DSN: URL or key=value)")
+	fl.StringVar(&opts.Name, "name", "", "the lock's name")
+	fl.StringVar(&opts.Sequence, "sequence", "", "take a token from this sequence after acquiring")
+	fl.StringVar(&opts.Via, "via", "", "dial the lock connection to this host:port instead (a proxy)")
+	fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "time to wait for PostgreSQL to answer")
+	fl.DurationVar(&opts.Timeout, "timeout", 5*time.Second, "give up acquiring after this long (0: wait without end)")
+	return cmd
+}
+
+// pgHeld is what pg-advisory-lock prints once it holds, without a command.
+type pgHeld struct {
+	Name  string `json:"name"`
+	Key   int64  `json:"key"`
+	PID   uint32 `json:"pid"`
+	Token uint64 `json:"token,omitempty"`
+}
+
+func (h pgHeld) WriteSimple(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "holding %s (key %d, server pid %d, token %d)\n", h.Name, h.Key, h.PID, h.Token)
+	return err
+}
+
+func runCheckPGLock(ctx context.Context, f *factory, opts *pgLockOptions) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	if opts.DSN == "" || opts.Name == "" {
+		return usageErrorf("--dsn and --name are required")
+	}
+	lopts := []pglock.Option{pglock.WithDialTimeout(f.Global.DialTimeout), pglock.WithKeepalive(pglock.DefaultKeepalive)}
+	if opts.Via != "" {
+		if _, _, err := net.SplitHostPort(opts.Via); err != nil {
+			return usageErrorf("invalid --via %q: want host:port", opts.Via)
+		}
+		d := &net.Dialer{Timeout: f.Global.DialTimeout, KeepAliveConfig: keepaliveConfig(pglock.DefaultKeepalive)}
+		lopts = append(lopts, pglock.WithDialFunc(func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "tcp", opts.Via)
+		}))
+	}
+	l, err := pglock.Open(ctx, opts.DSN, opts.Name, lopts...)
+	if err != nil {
+		if errors.Is(err, pglock.ErrInvalid) {
+			return usageErrorf("%v", err)
+		}
+		return err
+	}
+	defer func() { _ = l.Close() }()
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if opts.Timeout > 0 {
+		actx, cancel = context.WithTimeout(ctx, opts.Timeout)
+	}
+	err = l.Lock(actx)
+	cancel()
+	if err != nil {
+		return mark(errNotAcquired, err)
+	}
+	var token fencing.Token
+	if opts.Sequence != "" {
+		if token, err = l.Token(ctx, opts.Sequence); err != nil {
+			return mark(errLost, err)
+		}
+	}
+	release := func() error {
+		rctx, rcancel := context.WithTimeout(context.Background(), f.Global.CommandTimeout)
+		defer rcancel()
+		return l.Unlock(rctx)
+	}
+	return f.runHeld(ctx, p, heldRun{
+		what:      "pg-advisory lock " + opts.Name,
+		hold:      anchorHold{release: release},
+		out:       pgHeld{Name: opts.Name, Key: l.Key(), PID: l.PID(), Token: uint64(token)},
+		command:   opts.Command,
+		killGrace: childproc.DefaultKillGrace,
+		env:       map[string]string{envLockName: opts.Name, envFencingToken: token.String()},
+	})
+}
+
+// keepaliveConfig is k for a client socket.
+func keepaliveConfig(k pglock.Keepalive) net.KeepAliveConfig {
+	return net.KeepAliveConfig{Enable: true, Idle: k.Idle, Interval: k.Interval, Count: k.Count}
+}
+
+// lockPG is --lock's value for the PostgreSQL advisory lock.
+const lockPG = "pg-advisory"
+
+// validatePG checks the flags of --lock pg-advisory.
+func (o *checkOptions) validatePG() error {
+	changed := o.changed
+	if changed == nil {
+		changed = func(string) bool { return false }
+	}
+	switch {
+	case o.Lock != lockPG:
+		return nil
+	case o.DSN == "":
+		return usageErrorf("--lock pg-advisory needs --dsn DSN (its PostgreSQL database)")
+	case o.Kind != "mutex" && o.Kind != "":
+		return usageErrorf("--lock pg-advisory is a mutex; --kind %s does not apply", o.Kind)
+	case o.NoFencing || o.NoFenceFirst:
+		return usageErrorf("--lock pg-advisory runs its own modes (unfenced, fenced, and coordkit fenced); --no-fencing and --no-fence-first do not apply")
+	case changed("resource") || changed("driver"):
+		return usageErrorf("--lock pg-advisory protects a counter in its own database; --resource and --driver do not apply")
+	}
+	return nil
+}
+
+// pgConfigs are the three runs of one seed with --lock pg-advisory: the
+// advisory lock unfenced and fenced, and coordkit's lock fenced, all with
+// the counter in the same PostgreSQL database.
+func (o *checkOptions) pgConfigs(base safety.Config) []safety.Config {
+	base.Resource, base.SQLDriver, base.SQLDSN = safety.ResourceSQL, "postgres", o.DSN
+	unfenced := base
+	unfenced.Lock, unfenced.Fencing = safety.LockPGAdvisory, false
+	fenced := unfenced
+	fenced.Fencing = true
+	coord := base
+	coord.Lock, coord.Fencing, coord.Kinds = safety.LockCoordkit, true, []safety.FaultKind{safety.FaultFreezeClient, safety.FaultCutClient}
+	return []safety.Config{unfenced, fenced, coord}
+}
+
+// ---- sql-rmw: the command the pg-advisory process clients run ----
+
+type sqlRMWOptions struct {
+	DSN    string
+	Prefix string
+	ID     string
+	Work   time.Duration
+	Fenced bool
+}
+
+func newCheckSQLRMWCmd(f *factory) *cobra.Command {
+	opts := &sqlRMWOptions{}
+	cmd := &cobra.Command{
+		Use:    "sql-rmw --dsn DSN --prefix P --id ID [--fenced]",
+		Short:  "One read-modify-write of a lock-safety run's SQL counter (run by lock-safety --lock pg-advisory)",
+		Hidden: true,
+		Long: `With --fenced, fence the scope "safety" with $COORD_FENCING_TOKEN (fencing/sqlfence);
+read the counter of the run whose tables are under --prefix, wait --work, write the
+value + 1 tagged with ID.TOKEN (fenced: in sqlfence's transaction); print what
+happened as one JSON line. Exit 5 if the write was refused as stale, 1 on other errors.`,
+		Example: `  coordctl check pg-advisory-lock --dsn DSN --name N --sequence S -- coordctl check sql-rmw --dsn DSN --prefix coordkit_safety_1a2b3c4d --id x-1 --fenced`,
+		Args:    argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCheckSQLRMW(cmd.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.DSN, "dsn", "", "the run's PostgreSQL database")
+	fl.StringVar(&opts.Prefix, "prefix", "", "the run's table prefix")
+	fl.StringVar(&opts.ID, "id", "", "id stored with the write")
+	fl.DurationVar(&opts.Work, "work", 0, "time between the read and the write")
+	fl.BoolVar(&opts.Fenced, "fenced", false, "fence, and write through sqlfence with the token")
+	fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "time to wait for the database to answer")
+	return cmd
+}
+
+func runCheckSQLRMW(ctx context.Context, f *factory, opts *sqlRMWOptions) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	if opts.DSN == "" || opts.Prefix == "" || opts.ID == "" {
+		return usageErrorf("--dsn, --prefix and --id are required")
+	}
+	tok, err := parseTokenFlag(f.Getenv(envFencingToken))
+	if err != nil {
+		return usageErrorf("$%s: %v", envFencingToken, err)
+	}
+	c, err := safety.OpenSQLCounter(ctx, opts.DSN, opts.Prefix, opts.Fenced, f.Global.DialTimeout)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
+	res := c.RMW(ctx, opts.ID, uint64(tok), opts.Work)
+	if err := p.Print(rmwResult(res)); err != nil {
+		return err
+	}
+	switch {
+	case res.Write == safety.OK:
+		return nil
+	case res.Write == safety.Stale || res.Fence == safety.Stale:
+		return reported(fmt.Errorf("%s: %w", res.Message, fencing.ErrStale))
+	}
+	return reported(mark(errFailed, errors.New(res.Message)))
+}

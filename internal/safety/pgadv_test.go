@@ -1,0 +1,57 @@
+package safety
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/fencing/sqlfence"
+	"github.com/coordkit/coordkit/fencing/sqlfence/sqltest"
+)
+
+func TestPGAdvisoryConfig(t *testing.T) {
+	ok := Config{Target: TargetLock, Duration: 1, Clients: 2, TTL: 1e9, DataDir: "d", Lock: LockPGAdvisory,
+		Resource: ResourceSQL, SQLDriver: "postgres", SQLDSN: "postgres://x"}
+	require.NoError(t, ok.Validate())
+	require.Equal(t, []FaultKind{FaultFreezeClient, FaultCutLock}, ok.DefaultKinds())
+	withProc := ok
+	withProc.Coordctl = "/bin/coordctl"
+	require.True(t, withProc.ProcessClients(), "process clients write to the SQL counter")
+	require.Contains(t, withProc.DefaultKinds(), FaultSigstop)
+	for name, mod := range map[string]func(*Config){
+		"http resource": func(c *Config) { c.Resource = ResourceHTTP },
+		"mysql":         func(c *Config) { c.SQLDriver = "mysql" },
+		"no dsn":        func(c *Config) { c.SQLDSN = "" },
+		"semaphore":     func(c *Config) { c.Kind = KindSemaphore },
+		"election":      func(c *Config) { c.Target = TargetElection },
+	} {
+		c := ok
+		mod(&c)
+		require.ErrorIs(t, c.Validate(), ErrBadConfig, name)
+	}
+}
+
+// The advisory lock under cut-lock-conn alone, on a fresh database: the
+// server ends a cut holder's session and grants the lock to the next while
+// the cut holder still believes it holds. Fenced with a sequence token it
+// passes; unfenced the nemesis bites.
+func TestPGAdvisoryCutLockConn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("12-second runs on PostgreSQL")
+	}
+	for _, fenced := range []bool{true, false} {
+		t.Run(map[bool]string{true: "fenced", false: "unfenced"}[fenced], func(t *testing.T) {
+			db := sqltest.Open(t, sqlfence.Postgres)
+			rep := shortRun(t, Config{Lock: LockPGAdvisory, Resource: ResourceSQL, SQLDriver: "postgres", SQLDSN: db.DSN,
+				Fencing: fenced, Duration: 12e9, Kinds: []FaultKind{FaultCutLock}})
+			require.Equal(t, LockPGAdvisory, rep.Lock)
+			require.NotZero(t, rep.Faults[string(FaultCutLock)], "no holder's lock connection was cut")
+			if fenced {
+				require.Zero(t, rep.Violations)
+				require.Positive(t, rep.StaleRejected, "the cut holder's late writes are refused")
+				return
+			}
+			require.Positive(t, rep.OverlappingHolders+rep.LostUpdates, "the nemesis did not bite")
+		})
+	}
+}

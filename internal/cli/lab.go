@@ -81,6 +81,7 @@ serving until interrupted. Only loopback addresses may go without
 			return runLab(ctx, f, opts)
 		},
 	}
+	cmd.AddCommand(newLabSweepCmd(f), newLabFigure16Cmd(f))
 	fl := cmd.Flags()
 	fl.IntVar(&opts.Nodes, "nodes", 5, "number of Raft nodes, 1 to 7")
 	fl.DurationVar(&opts.Delay, "delay", time.Millisecond, "one-way delay of every link")

@@ -69,6 +69,10 @@ type checkOptions struct {
 	Resource       string
 	Driver         string
 	DSN            string
+	Schedule       string
+	Record         string
+	Shrink         bool
+	ShrinkRuns     int
 	seedSet        bool
 	limitSet       bool
 	changed        func(string) bool
@@ -154,6 +158,10 @@ Progress goes to stderr.`, what),
 		"also run 'coordctl lock|sidecar ... -- coordctl check rmw' processes, which the nemesis SIGSTOPs")
 	fl.StringVar(&opts.History, "history", "", "write the recorded history (ops and the resource's log) as JSON to this file (one run only)")
 	fl.StringVar(&opts.Seeds, "seeds", "", "run one check per seed of the range A..B (inclusive)")
+	fl.StringVar(&opts.Schedule, "schedule", "", "replay the fault schedule recorded in this file (a failed run prints one)")
+	fl.StringVar(&opts.Record, "record", "", "write the schedule as it ran to this file (default: a failed run writes one to the temporary directory)")
+	fl.BoolVar(&opts.Shrink, "shrink", false, "if the run fails, delta-debug its fault schedule to a smallest one that still fails")
+	fl.IntVar(&opts.ShrinkRuns, "shrink-runs", safety.DefaultShrinkRuns, "with --shrink: runs per candidate schedule (it still fails if any run fails)")
 	fl.StringVar(&opts.Resource, "resource", "http", "protected resource: http (coordkit's reference resource) or sql")
 	fl.StringVar(&opts.Driver, "driver", "", "with --resource sql: sqlite, postgres or mysql")
 	fl.StringVar(&opts.DSN, "dsn", "", "with --resource sql: the database (default for sqlite: a file in the data dir)")
@@ -240,7 +248,8 @@ func (o *checkOptions) validate() error {
 // checkReport is the result of a check as coordctl prints it.
 type checkReport struct {
 	safety.Report
-	replay string
+	replay   string
+	recorded string // the schedule file the replay reads, if written
 }
 
 func (r checkReport) MarshalJSON() ([]byte, error) { return json.Marshal(r.Report) }
@@ -288,7 +297,7 @@ func (r checkReport) WriteSimple(w io.Writer) error {
 		fmt.Fprintf(&b, "    %s: %s\n", v.Kind, v.Detail)
 	}
 	fmt.Fprintf(&b, "  linearizable:        %s\n", yes[r.Linearizable])
-	fmt.Fprintf(&b, "replay: %s\n", r.replay)
+	writeEffects(&b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -362,14 +371,15 @@ type checkSummary struct {
 	Runs        int  `json:"runs"`
 	Failed      int  `json:"failed"`
 	Faults      int  `json:"faults"`
+	Effective   int  `json:"effective_faults"`
 	Violations  int  `json:"violations"`
 	LostUpdates int  `json:"lost_updates"`
 	Overlapping int  `json:"overlapping_holders"`
 }
 
 func (s checkSummary) WriteSimple(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "summary: %d runs, %d failed, %d faults, %d violations (%d lost updates, %d overlapping holders in all)\n",
-		s.Runs, s.Failed, s.Faults, s.Violations, s.LostUpdates, s.Overlapping)
+	_, err := fmt.Fprintf(w, "summary: %d runs, %d failed, %d faults (%d effective), %d violations (%d lost updates, %d overlapping holders in all)\n",
+		s.Runs, s.Failed, s.Faults, s.Effective, s.Violations, s.LostUpdates, s.Overlapping)
 	return err
 }
 
@@ -379,6 +389,7 @@ func (s *checkSummary) add(r safety.Report) {
 		s.Failed++
 	}
 	s.Faults += r.FaultTotal()
+	s.Effective += r.EffectiveFaults
 	s.Violations += r.Violations
 	s.LostUpdates += r.LostUpdates
 	s.Overlapping += r.OverlappingHolders
@@ -413,6 +424,10 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 	if err := opts.validate(); err != nil {
 		return err
 	}
+	schedule, err := opts.loadSchedule()
+	if err != nil {
+		return err
+	}
 	seeds := []int64{opts.Seed}
 	if !opts.seedSet {
 		seeds[0] = time.Now().UnixNano() % 1_000_000
@@ -443,6 +458,10 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 			return fmt.Errorf("find coordctl for the process clients: %w", err)
 		}
 		base.Coordctl = exe
+	}
+	base.Schedule = schedule
+	if opts.Shrink {
+		return runCheckShrink(ctx, f, opts, base)
 	}
 	var runs []safety.Config
 	for _, seed := range seeds {
@@ -483,7 +502,11 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 			}
 		}
 		sum.add(rep)
-		var out any = checkReport{Report: rep, replay: replayCommand(opts, cfg.Seed)}
+		cr, err := newCheckReport(opts, cfg, rep)
+		if err != nil {
+			return err
+		}
+		var out any = cr
 		if table {
 			out = checkRow{rep}
 			if n == 0 && !p.JSON() {
@@ -494,6 +517,9 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 		}
 		if err := p.Print(out); err != nil {
 			return err
+		}
+		if table && cr.recorded != "" && !p.JSON() {
+			fmt.Fprintf(f.IO.Out, "  replay seed %d: %s\n", cfg.Seed, cr.replay)
 		}
 	}
 	if table {

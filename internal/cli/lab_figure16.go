@@ -21,14 +21,15 @@ import (
 )
 
 type labFigure16Options struct {
-	Trials   int
-	TrialsAt []string
-	Timeouts []string
-	PreVote  []string
-	Delay    time.Duration
-	Results  string
-	CSV      string
-	SVG      string
+	Trials     int
+	TrialsAt   []string
+	ReportOnly bool
+	Timeouts   []string
+	PreVote    []string
+	Delay      time.Duration
+	Results    string
+	CSV        string
+	SVG        string
 }
 
 // The Raft paper's stated numbers for Figure 16 (§9.3, bottom panel).
@@ -75,6 +76,7 @@ makes the run resumable (see 'coordctl lab sweep').`,
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&opts.Trials, "trials", 20, "crashes per range and pre-vote setting (the paper: 1000)")
+	fl.BoolVar(&opts.ReportOnly, "report-only", false, "run nothing: print and draw what --results holds")
 	fl.StringArrayVar(&opts.TrialsAt, "trials-at", nil, "another number of trials for one range, T=N (e.g. 12ms=200; repeatable)")
 	fl.StringSliceVar(&opts.Timeouts, "timeouts", []string{"12ms", "25ms", "50ms", "100ms", "150ms"}, "T of each range [T, 2T)")
 	fl.StringSliceVar(&opts.PreVote, "prevote", []string{"off", "on"}, "pre-vote settings: off (the paper's Raft) and/or on (hashicorp/raft's default)")
@@ -151,12 +153,15 @@ func runLabFigure16(ctx context.Context, f *factory, opts *labFigure16Options) e
 	if err != nil {
 		return err
 	}
+	if opts.ReportOnly && opts.Results == "" {
+		return usageErrorf("--report-only summarises --results FILE: give one")
+	}
 	load0 := loadAverage()
 	start := time.Now()
 	out := figure16Output{Delay: opts.Delay.String(), LoadStart: load0}
 	var results []sweep.Result
 	for _, spec := range specs {
-		run, err := runSweep(ctx, f, spec, sweepExperiments["election"], 1, opts.Results, "")
+		run, err := runSweep(ctx, f, spec, sweepExperiments["election"], 1, opts.Results, "", opts.ReportOnly)
 		if err != nil {
 			return err
 		}

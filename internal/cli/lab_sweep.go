@@ -33,6 +33,7 @@ type labSweepOptions struct {
 	SVG        string
 	Metric     string
 	Curve      string
+	ReportOnly bool
 }
 
 func newLabSweepCmd(f *factory) *cobra.Command {
@@ -97,6 +98,7 @@ A spec file holds the same in lines:
 	fl.StringVar(&opts.CSV, "csv", "", "write every result to this CSV file")
 	fl.StringVar(&opts.SVG, "svg", "", "draw the results to this SVG file")
 	fl.StringVar(&opts.Metric, "metric", "", "metric summarised and drawn (default: the experiment's, downtime_ms for election)")
+	fl.BoolVar(&opts.ReportOnly, "report-only", false, "run nothing: summarise and draw what --results holds")
 	fl.StringVar(&opts.Curve, "curve", "", "with --svg: percentiles against this numeric parameter instead of CDFs")
 	return cmd
 }
@@ -282,7 +284,7 @@ type sweepRun struct {
 
 // runSweep runs spec's pending trials (resuming from resultsPath when
 // given) and writes the CSV; the caller prints.
-func runSweep(ctx context.Context, f *factory, spec sweep.Spec, exp sweepExperiment, parallel int, resultsPath, csvPath string) (sweepRun, error) {
+func runSweep(ctx context.Context, f *factory, spec sweep.Spec, exp sweepExperiment, parallel int, resultsPath, csvPath string, reportOnly bool) (sweepRun, error) {
 	run := sweepRun{Spec: spec}
 	for _, p := range spec.Params {
 		if !slices.Contains(exp.params, p.Name) {
@@ -318,6 +320,9 @@ func runSweep(ctx context.Context, f *factory, spec sweep.Spec, exp sweepExperim
 	}
 	pending := sweep.Pending(spec, old)
 	run.Skipped = len(spec.Trials()) - len(pending)
+	if reportOnly {
+		pending = nil
+	}
 	e, err := exp.open(f)
 	if err != nil {
 		return run, err
@@ -326,7 +331,7 @@ func runSweep(ctx context.Context, f *factory, spec sweep.Spec, exp sweepExperim
 	if fh, ok := f.IO.ErrOut.(*os.File); ok {
 		tty = readline.IsTerminal(int(fh.Fd()))
 	}
-	if run.Skipped > 0 {
+	if run.Skipped > 0 && !reportOnly {
 		fmt.Fprintf(f.IO.ErrOut, "sweep %s: %d of %d trials already in %s, running %d\n", spec.Experiment, run.Skipped, run.Skipped+len(pending), resultsPath, len(pending))
 	}
 	prog := sweep.NewProgress(f.IO.ErrOut, tty, "sweep "+spec.Experiment, len(pending), nil)
@@ -378,7 +383,10 @@ func runLabSweep(ctx context.Context, f *factory, opts *labSweepOptions) error {
 	if opts.Curve != "" && opts.SVG == "" {
 		return usageErrorf("--curve draws into --svg: give --svg FILE")
 	}
-	run, err := runSweep(ctx, f, spec, exp, opts.Parallel, opts.Results, opts.CSV)
+	if opts.ReportOnly && opts.Results == "" {
+		return usageErrorf("--report-only summarises --results FILE: give one")
+	}
+	run, err := runSweep(ctx, f, spec, exp, opts.Parallel, opts.Results, opts.CSV, opts.ReportOnly)
 	if err != nil {
 		return err
 	}

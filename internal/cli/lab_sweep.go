@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/bench"
+	"github.com/coordkit/coordkit/internal/safety"
 	"github.com/coordkit/coordkit/internal/sweep"
 	"github.com/coordkit/coordkit/scenarios"
 	"github.com/coordkit/coordkit/scenarios/report"
@@ -55,6 +56,13 @@ Experiments and their parameters (defaults in brackets):
              entry), settle [2T]
   scenario   a scenario of 'coordctl scenario list' per seed: name (required),
              scale [small]; metrics are the report's, plus claims_failed
+  lock-safety, election-safety
+             'coordctl check' per seed, each on a fresh three-member etcd:
+             fencing [on|off, on], fence-first [on|off, on], duration [20s],
+             clients [5], ttl [2s], kind (lock-safety: mutex, rwmutex,
+             semaphore); in-process clients only. Metrics lost_updates
+             (default), overlapping_holders, violations, faults,
+             effective_faults, acquisitions, writes, passed, failed
 
 --parallel runs that many points at once. It defaults to 1 because trials
 in parallel share the CPUs: on this kind of experiment (timeouts of tens
@@ -79,7 +87,8 @@ A spec file holds the same in lines:
 		Example: `  coordctl lab sweep --experiment election --param timeout=50ms,150ms --seeds 1..20
   coordctl lab sweep --spec fig.spec --results fig.jsonl --svg fig.svg --csv fig.csv
   coordctl lab sweep --experiment election --param timeout=25ms,50ms,100ms --seeds 1..50 --curve timeout --svg curve.svg
-  coordctl lab sweep --experiment scenario --set name=stale-read --seeds 1..5 --metric stale_reads`,
+  coordctl lab sweep --experiment scenario --set name=stale-read --seeds 1..5 --metric stale_reads
+  coordctl lab sweep --experiment lock-safety --param fencing=on,off --set duration=20s --seeds 1..5 --results chk.jsonl`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := f.NotifyContext(cmd.Context())
@@ -89,7 +98,7 @@ A spec file holds the same in lines:
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Spec, "spec", "", "read the experiment, parameters and seeds from this file")
-	fl.StringVar(&opts.Experiment, "experiment", "", "experiment to run: election or scenario")
+	fl.StringVar(&opts.Experiment, "experiment", "", "experiment to run: election, scenario, lock-safety or election-safety")
 	fl.StringArrayVar(&opts.Params, "param", nil, "a swept parameter and its values, name=v1,v2 (repeatable)")
 	fl.StringArrayVar(&opts.Sets, "set", nil, "a parameter held fixed, name=value (repeatable)")
 	fl.StringVar(&opts.Seeds, "seeds", "", "seeds of every point: A..B or a list 1,2,3 (default 1..10)")
@@ -162,6 +171,8 @@ type sweepExperiment struct {
 // sweepExperiments is the one table of experiments: lab sweep and lab
 // figure16 read it.
 var sweepExperiments = map[string]sweepExperiment{
+	"lock-safety":     checkExperiment(safety.TargetLock),
+	"election-safety": checkExperiment(safety.TargetElection),
 	"election": {
 		params: []string{"nodes", "timeout", "delay", "prevote", "lagging", "settle"},
 		metric: "downtime_ms", unit: "ms",
@@ -192,6 +203,91 @@ var sweepExperiments = map[string]sweepExperiment{
 			}), nil
 		},
 	},
+}
+
+// checkExperiment is a safety check per seed: params fencing [on|off, on],
+// fence-first [on|off, on], duration [20s], clients [5], ttl [2s], kind
+// [mutex|rwmutex|semaphore]; in-process clients only (no sigstop-child).
+func checkExperiment(target safety.Target) sweepExperiment {
+	return sweepExperiment{
+		params: []string{"fencing", "fence-first", "duration", "clients", "ttl", "kind"},
+		metric: "lost_updates",
+		open: func(f *factory) (sweep.Experiment, error) {
+			return sweep.OpenFunc(func(ctx context.Context, p sweep.Point) (sweep.Fixture, error) {
+				cfg, err := checkConfig(target, p)
+				if err != nil {
+					return nil, err
+				}
+				return sweep.TrialFunc(func(ctx context.Context, seed int64) (map[string]float64, error) {
+					dir, err := os.MkdirTemp("", "coordctl-sweep-check-")
+					if err != nil {
+						return nil, err
+					}
+					defer os.RemoveAll(dir)
+					c := cfg
+					c.Seed, c.DataDir = seed, dir
+					rep, _, err := safety.Run(ctx, c)
+					if err != nil {
+						return nil, err
+					}
+					return checkMetrics(rep), nil
+				}), nil
+			}), nil
+		},
+	}
+}
+
+// checkConfig reads a check point; safety.Config.Validate checks the values.
+func checkConfig(target safety.Target, p sweep.Point) (safety.Config, error) {
+	cfg := safety.Config{Target: target, Duration: 20 * time.Second, Clients: 5, TTL: 2 * time.Second, Fencing: true, DataDir: "-"}
+	onOff := func(v string) (bool, error) {
+		switch v {
+		case "on", "true":
+			return true, nil
+		case "off", "false":
+			return false, nil
+		}
+		return false, errors.New("want on or off")
+	}
+	for k, v := range p {
+		var err error
+		switch k {
+		case "fencing":
+			cfg.Fencing, err = onOff(v)
+		case "fence-first":
+			var on bool
+			on, err = onOff(v)
+			cfg.NoFenceFirst = !on
+		case "duration":
+			cfg.Duration, err = time.ParseDuration(v)
+		case "ttl":
+			cfg.TTL, err = time.ParseDuration(v)
+		case "clients":
+			cfg.Clients, err = strconv.Atoi(v)
+		case "kind":
+			cfg.Kind = safety.Kind(v)
+		}
+		if err != nil {
+			return cfg, fmt.Errorf("%w: %s=%q: %v", sweep.ErrSpec, k, v, err)
+		}
+	}
+	return cfg, cfg.Validate()
+}
+
+// checkMetrics is a check's report as numbers.
+func checkMetrics(rep safety.Report) map[string]float64 {
+	b := func(v bool) float64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	return map[string]float64{
+		"lost_updates": float64(rep.LostUpdates), "overlapping_holders": float64(rep.OverlappingHolders),
+		"violations": float64(rep.Violations), "faults": float64(rep.FaultTotal()), "effective_faults": float64(rep.EffectiveFaults),
+		"acquisitions": float64(rep.Acquisitions), "writes": float64(rep.Writes), "stale_rejected": float64(rep.StaleRejected),
+		"passed": b(rep.Passed), "linearizable": b(rep.Linearizable), "failed": b(checkFailed(rep)),
+	}
 }
 
 type electionFixture struct{ lab *scenarios.ElectionLab }

@@ -172,7 +172,10 @@ func runLab(ctx context.Context, f *factory, opts *labOptions) error {
 			return err
 		}
 		defer srv.Close()
-		fmt.Fprintf(f.IO.ErrOut, "ready url=%s\n", srv.URL())
+		// On every interface the listener's own address (0.0.0.0) cannot
+		// be opened: name this machine, and carry the token.
+		host, _ := os.Hostname()
+		fmt.Fprintf(f.IO.ErrOut, "ready url=%s\n", srv.OpenURL(host))
 	}
 	leader, term := c.Leader()
 	fmt.Fprintf(f.IO.ErrOut, "lab: %d nodes, storage %s, delay %s, leader %d (term %d); type help\n",
@@ -219,6 +222,9 @@ func (o *labOptions) token() (string, error) {
 	t := strings.TrimSpace(string(b))
 	if t == "" {
 		return "", usageErrorf("--http-token %s: the file is empty", o.HTTPToken)
+	}
+	if len(t) < labweb.MinTokenLen {
+		return "", usageErrorf("--http-token %s: the token is %d bytes, at least %d are needed (e.g. head -c 24 /dev/urandom | base64 > %s)", o.HTTPToken, len(t), labweb.MinTokenLen, o.HTTPToken)
 	}
 	return t, nil
 }

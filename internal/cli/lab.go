@@ -157,6 +157,9 @@ func runLab(ctx context.Context, f *factory, opts *labOptions) error {
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	c, err := cluster.New(startCtx, cfg)
 	cancel()
+	if errors.Is(err, cluster.ErrInvalidConfig) {
+		return usageErrorf("%v", strings.TrimPrefix(err.Error(), cluster.ErrInvalidConfig.Error()+": "))
+	}
 	if err != nil {
 		return fmt.Errorf("lab: start cluster: %w", err)
 	}

@@ -35,3 +35,20 @@ func TestLabHTTPOpenURLAndShortToken(t *testing.T) {
 	require.Contains(t, res.Stderr, "/?token=a-token-of-24-bytes-long")
 	require.False(t, strings.Contains(res.Stderr, "0.0.0.0"), res.Stderr)
 }
+
+// A --data-dir made with another --nodes is refused at start, naming the
+// stored size (it used to sit silent for 20 s and blame etcd).
+func TestLabDataDirOfAnotherSize(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "s")
+	require.NoError(t, os.WriteFile(script, []byte("exit\n"), 0o644))
+	data := filepath.Join(dir, "data")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res := runInProcess(ctx, nil, "lab", "--nodes", "1", "--storage", "disk", "--data-dir", data, "--script", script)
+	require.Equal(t, exitOK, res.Code, res.Stderr)
+	res = runInProcess(ctx, nil, "lab", "--nodes", "3", "--storage", "disk", "--data-dir", data, "--script", script)
+	require.Equal(t, exitUsage, res.Code, res.Stderr)
+	require.Contains(t, res.Stderr, "holds a 1-node cluster, not 3")
+	require.NotContains(t, res.Stderr, "etcd")
+}

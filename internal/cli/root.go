@@ -31,7 +31,7 @@ func run(ctx context.Context, args []string, streams ioStreams, getenv func(stri
 	}
 	code := exitCode(err)
 	if !silent(err) && !(code == exitOK && errors.Is(err, context.Canceled)) {
-		fmt.Fprintf(streams.ErrOut, "coordctl: %v%s\n", err, hint(err))
+		fmt.Fprintf(streams.ErrOut, "coordctl: %v%s\n", err, hint(cmd, err))
 	}
 	if code == exitUsage && cmd != nil {
 		fmt.Fprintln(streams.ErrOut)
@@ -40,9 +40,12 @@ func run(ctx context.Context, args []string, streams ioStreams, getenv func(stri
 	return code
 }
 
-// hint explains errors whose own text does not say what to do.
-func hint(err error) string {
-	if errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "quorum") {
+// hint explains errors whose own text does not say what to do: a
+// deadline of a command that asks etcd (it has --endpoints) is etcd's
+// silence; another command's (resource put, the lab) says nothing of etcd.
+func hint(cmd *cobra.Command, err error) string {
+	asksEtcd := cmd != nil && cmd.Flags().Lookup("endpoints") != nil
+	if asksEtcd && errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "quorum") {
 		return " (etcd did not answer within --command-timeout: the cluster may have lost its quorum or be unreachable)"
 	}
 	return ""

@@ -239,8 +239,9 @@ func (l *ElectionLab) Trial(ctx context.Context, seed int64) (ElectionTrial, err
 	t.Broadcast = committed.Sub(start)
 	term := c.Term(leader)
 	offset := time.Duration(rng.Int63n(int64(max(l.cfg.HeartbeatInterval(), 1))))
-	if !sleepUntil(ctx, committed.Add(offset)) {
-		return t, ctx.Err()
+	sleepCtx(ctx, time.Until(committed.Add(offset)))
+	if err := ctx.Err(); err != nil {
+		return t, err
 	}
 	crashAt := time.Now()
 	t.CrashOffset, t.Crashed = crashAt.Sub(committed), leader
@@ -321,8 +322,9 @@ func (l *ElectionLab) waitStable(ctx context.Context) (cluster.NodeID, int, erro
 		if time.Now().After(deadline) {
 			return 0, churn, fmt.Errorf("election trial: %w after %s (%d leader changes)", errUnsettled, time.Since(start).Round(time.Millisecond), churn)
 		}
-		if !sleepUntil(ctx, time.Now().Add(time.Millisecond)) {
-			return 0, churn, ctx.Err()
+		sleepCtx(ctx, time.Millisecond)
+		if err := ctx.Err(); err != nil {
+			return 0, churn, err
 		}
 	}
 }
@@ -350,21 +352,5 @@ func (l *ElectionLab) waitAgreed(ctx context.Context, old cluster.NodeID, surviv
 		// A quarter of a millisecond: fine enough against downtimes of
 		// tens of milliseconds, cheap enough not to load the machine.
 		time.Sleep(250 * time.Microsecond)
-	}
-}
-
-// sleepUntil waits until t or ctx ends; it reports whether t came.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

@@ -200,7 +200,7 @@ func runLabFigure16(ctx context.Context, f *factory, opts *labFigure16Options) e
 		}
 		dt := "downtime_ms"
 		row("trials", "", dt, func(s sweep.Summary) float64 { return float64(s.N) })
-		row("no stable leader to crash", "", dt, func(s sweep.Summary) float64 { return float64(s.Errors) })
+		row("not measured (no stable leader)", "", dt, func(s sweep.Summary) float64 { return float64(s.Errors) })
 		row("downtime mean", "ms", dt, func(s sweep.Summary) float64 { return s.Mean })
 		row("downtime p50", "ms", dt, func(s sweep.Summary) float64 { return s.P50 })
 		row("downtime p90", "ms", dt, func(s sweep.Summary) float64 { return s.P90 })

@@ -240,15 +240,6 @@ func checkExperiment(target safety.Target) sweepExperiment {
 // checkConfig reads a check point; safety.Config.Validate checks the values.
 func checkConfig(target safety.Target, p sweep.Point) (safety.Config, error) {
 	cfg := safety.Config{Target: target, Duration: 20 * time.Second, Clients: 5, TTL: 2 * time.Second, Fencing: true, DataDir: "-"}
-	onOff := func(v string) (bool, error) {
-		switch v {
-		case "on", "true":
-			return true, nil
-		case "off", "false":
-			return false, nil
-		}
-		return false, errors.New("want on or off")
-	}
 	for k, v := range p {
 		var err error
 		switch k {
@@ -272,6 +263,17 @@ func checkConfig(target safety.Target, p sweep.Point) (safety.Config, error) {
 		}
 	}
 	return cfg, cfg.Validate()
+}
+
+// onOff reads a sweep's on/off parameter value.
+func onOff(v string) (bool, error) {
+	switch v {
+	case "on", "true":
+		return true, nil
+	case "off", "false":
+		return false, nil
+	}
+	return false, errors.New("want on or off")
 }
 
 // checkMetrics is a check's report as numbers.
@@ -315,14 +317,7 @@ func electionConfig(p sweep.Point) (scenarios.ElectionConfig, error) {
 		case "settle":
 			cfg.Settle, err = time.ParseDuration(v)
 		case "prevote":
-			switch v {
-			case "on", "true":
-				cfg.PreVote = true
-			case "off", "false":
-				cfg.PreVote = false
-			default:
-				err = errors.New("want on or off")
-			}
+			cfg.PreVote, err = onOff(v)
 		}
 		if err != nil {
 			return cfg, fmt.Errorf("%w: %s=%q: %v", sweep.ErrSpec, k, v, err)

@@ -176,8 +176,13 @@ func (l *ElectionLab) TrialMetrics(ctx context.Context, seed int64) (map[string]
 	return t.Metrics(), nil
 }
 
-// errUnsettled: the cluster did not settle on one leader in time.
-var errUnsettled = errors.New("no stable leader")
+// Why a trial could not measure.
+var (
+	// errUnsettled: the cluster did not settle on one leader in time.
+	errUnsettled = errors.New("no stable leader")
+	// errMoved: leadership moved on its own between the settle and the crash.
+	errMoved = errors.New("leadership moved before the crash")
+)
 
 // Trial crashes the leader once and measures the downtime:
 //
@@ -232,16 +237,25 @@ func (l *ElectionLab) Trial(ctx context.Context, seed int64) (ElectionTrial, err
 	}()
 	l.n++
 	start := time.Now()
-	if _, err := c.NewClient(leader).Put(ctx, "figure16", strconv.Itoa(l.n)); err != nil {
+	res, err := c.NewClient(leader).Put(ctx, "figure16", strconv.Itoa(l.n))
+	if err != nil {
 		return t, fmt.Errorf("election trial: the write before the crash: %w", err)
 	}
 	committed := time.Now()
+	if res.Node != leader {
+		// The client found another leader: leadership moved while the
+		// write was under way, and crashing the old one measures nothing.
+		return t, fmt.Errorf("election trial: %w: node %d committed the write, not %d", errMoved, res.Node, leader)
+	}
 	t.Broadcast = committed.Sub(start)
 	term := c.Term(leader)
 	offset := time.Duration(rng.Int63n(int64(max(l.cfg.HeartbeatInterval(), 1))))
 	sleepCtx(ctx, time.Until(committed.Add(offset)))
 	if err := ctx.Err(); err != nil {
 		return t, err
+	}
+	if c.LeaderOf(leader) != leader || c.Term(leader) != term {
+		return t, fmt.Errorf("election trial: %w: node %d stepped down (term %d) before it could be crashed", errMoved, leader, c.Term(leader))
 	}
 	crashAt := time.Now()
 	t.CrashOffset, t.Crashed = crashAt.Sub(committed), leader
@@ -279,6 +293,10 @@ func (l *ElectionLab) Trial(ctx context.Context, seed int64) (ElectionTrial, err
 		top = max(top, c.Term(id))
 	}
 	t.Elections = int(top - term)
+	if t.Elections < 1 {
+		// No new term: the winner was elected before the crash.
+		return t, fmt.Errorf("election trial: %w: node %d led in term %d before the crash", errMoved, winner, top)
+	}
 	return t, nil
 }
 

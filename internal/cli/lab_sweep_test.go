@@ -87,3 +87,32 @@ func TestLabSweepUsage(t *testing.T) {
 		}
 	}
 }
+
+// lab figure16 end to end on one small range: the structure of its JSON
+// and the SVG, never the timings.
+func TestLabFigure16Small(t *testing.T) {
+	dir := t.TempDir()
+	svg := filepath.Join(dir, "f.svg")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := runInProcess(ctx, nil, "lab", "figure16", "--trials", "2", "--timeouts", "40ms", "--prevote", "on", "--svg", svg, "-w", "json")
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	var out struct {
+		Points []struct {
+			PreVote, Range string
+			Trials, Errors int
+		}
+		Paper map[string]float64
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil {
+		t.Fatalf("%v: %s", err, r.Stdout)
+	}
+	if len(out.Points) != 1 || out.Points[0].Range != "40-80ms" || out.Points[0].Trials+out.Points[0].Errors != 2 || out.Paper["mean_ms_12_24"] != 35 {
+		t.Errorf("output %+v", out)
+	}
+	if s, _ := os.ReadFile(svg); strings.Count(string(s), "<svg") != 2 {
+		t.Errorf("svg: want one chart: %.80q", s)
+	}
+}

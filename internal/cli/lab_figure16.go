@@ -130,6 +130,11 @@ func (o *labFigure16Options) specs() ([]sweep.Spec, error) {
 		if err := s.Validate(); err != nil {
 			return nil, usageErrorf("%v", err)
 		}
+		for _, p := range s.Grid() {
+			if err := sweepExperiments["election"].check(p); err != nil {
+				return nil, usageErrorf("%s: %v", t, err)
+			}
+		}
 		out = append(out, s)
 	}
 	return out, nil

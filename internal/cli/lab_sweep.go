@@ -166,6 +166,9 @@ type sweepExperiment struct {
 	metric string // default metric
 	unit   string
 	open   func(f *factory) (sweep.Experiment, error)
+	// check, if set, reads a point as open would: a bad value is a usage
+	// error before anything runs, not an error in every trial.
+	check func(p sweep.Point) error
 }
 
 // sweepExperiments is the one table of experiments: lab sweep and lab
@@ -176,6 +179,7 @@ var sweepExperiments = map[string]sweepExperiment{
 	"election": {
 		params: []string{"nodes", "timeout", "delay", "prevote", "lagging", "settle"},
 		metric: "downtime_ms", unit: "ms",
+		check: func(p sweep.Point) error { _, err := electionConfig(p); return err },
 		open: func(f *factory) (sweep.Experiment, error) {
 			return sweep.OpenFunc(func(ctx context.Context, p sweep.Point) (sweep.Fixture, error) {
 				cfg, err := electionConfig(p)
@@ -212,6 +216,7 @@ func checkExperiment(target safety.Target) sweepExperiment {
 	return sweepExperiment{
 		params: []string{"fencing", "fence-first", "duration", "clients", "ttl", "kind"},
 		metric: "lost_updates",
+		check:  func(p sweep.Point) error { _, err := checkConfig(target, p); return err },
 		open: func(f *factory) (sweep.Experiment, error) {
 			return sweep.OpenFunc(func(ctx context.Context, p sweep.Point) (sweep.Fixture, error) {
 				cfg, err := checkConfig(target, p)
@@ -389,6 +394,13 @@ func runSweep(ctx context.Context, f *factory, spec sweep.Spec, exp sweepExperim
 	}
 	if parallel < 1 {
 		return run, usageErrorf("--parallel %d: want at least 1", parallel)
+	}
+	if exp.check != nil {
+		for _, p := range spec.Grid() {
+			if err := exp.check(p); err != nil {
+				return run, usageErrorf("%s: %v", spec.Label(p), err)
+			}
+		}
 	}
 	var old []sweep.Result
 	var out io.Writer

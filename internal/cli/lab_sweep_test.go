@@ -78,9 +78,14 @@ func TestLabSweepUsage(t *testing.T) {
 		{"lab", "sweep", "--experiment", "election", "--parallel", "0"},
 		{"lab", "sweep", "--experiment", "election", "--param", "prevote=on,off", "--curve", "prevote"},
 		{"lab", "sweep", "--experiment", "election", "--spec", "x.spec"},
+		{"lab", "sweep", "--experiment", "election", "--param", "timeout=1ms"},
+		{"lab", "sweep", "--experiment", "election", "--param", "prevote=maybe"},
+		{"lab", "sweep", "--experiment", "lock-safety", "--param", "clients=1"},
 		{"lab", "figure16", "--trials", "0"},
 		{"lab", "figure16", "--prevote", "maybe"},
 		{"lab", "figure16", "--trials-at", "13ms=5"},
+		{"lab", "figure16", "--timeouts", "4ms"},
+		{"lab", "figure16", "--delay", "-1ms"},
 	} {
 		if r := runInProcess(ctx, nil, args...); r.Code != exitUsage {
 			t.Errorf("%v: exit %d, want %d (%s)", args, r.Code, exitUsage, r.Stderr)

@@ -412,7 +412,14 @@ func (c *Cluster) forward(ctx context.Context, from, to NodeID, op Op) (reply, *
 	case a := <-ch:
 		return a.r, a.oe
 	case <-fctx.Done():
-		return reply{}, &opError{err: fmt.Errorf("forwarded from node %d to leader %d, no answer: %w", from, to, ErrTimeout), unknown: true}
+		err := fmt.Errorf("forwarded from node %d to leader %d, no answer: %w", from, to, ErrTimeout)
+		if !c.nw.connected(from, to) {
+			// The usual case right after a partition: the follower has
+			// not timed out yet and still believes in the leader it can
+			// no longer reach.
+			err = fmt.Errorf("%w (node %d still believes node %d leads, across a cut link: the request was lost on the way or its answer on the way back; the majority side elects a new leader once its followers time out — 'wait leader', then retry)", err, from, to)
+		}
+		return reply{}, &opError{err: err, unknown: true}
 	}
 }
 

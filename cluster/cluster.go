@@ -56,6 +56,17 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	c.start = c.clock.Now()
 	c.timeline = &timeline{now: c.nowNs, maxIndex: cfg.TimelineIndexSamples}
+	if cfg.Storage == StorageDisk && cfg.DataDir != "" {
+		// A store made with another --nodes would start a cluster that
+		// never agrees with itself: its nodes' configurations name others.
+		n, err := StoredNodes(cfg.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		if n != 0 && n != cfg.Nodes {
+			return nil, fmt.Errorf("%w: data dir %s holds a %d-node cluster, not %d: start it with %d nodes, or use another data dir", ErrInvalidConfig, cfg.DataDir, n, cfg.Nodes, n)
+		}
+	}
 	if cfg.Storage == StorageDisk {
 		c.dir = cfg.DataDir
 		if c.dir == "" {

@@ -97,6 +97,11 @@ type Config struct {
 	// is added too (6x to Election: a vote costs several fsyncs).
 	Timing        Timing
 	ScaleTimeouts bool
+	// PreVoteDisabled turns off Raft's pre-vote round (hashicorp/raft
+	// v1.7+ has it on by default): a node that times out then stands for
+	// election at once, raising its term, instead of first asking whether
+	// it could win.
+	PreVoteDisabled bool
 	// OpTimeout bounds one client operation: it fails (or ends unknown)
 	// within it, never hangs.
 	OpTimeout time.Duration

@@ -61,8 +61,11 @@ type network struct {
 	mu    sync.Mutex
 	links [][]*link // [from][to], 1-based
 	rng   *rand.Rand
-	done  chan struct{}
-	wg    sync.WaitGroup
+	// lagging[id]: AppendEntries carrying entries to id are dropped
+	// (SetLagging). Nil until first set.
+	lagging []bool
+	done    chan struct{}
+	wg      sync.WaitGroup
 }
 
 func newNetwork(n int, cfg LinkConfig, seed int64) *network {

@@ -71,6 +71,7 @@ func (c *Cluster) raftConfig(id NodeID, out io.Writer) *raft.Config {
 	rc.ElectionTimeout = t.Election
 	rc.LeaderLeaseTimeout = t.LeaderLease
 	rc.CommitTimeout = t.Commit
+	rc.PreVoteDisabled = c.cfg.PreVoteDisabled
 	if c.cfg.SnapshotThreshold > 0 {
 		rc.SnapshotThreshold = c.cfg.SnapshotThreshold
 	}

@@ -1,10 +1,13 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -108,4 +111,27 @@ func (s *slowStore) SetUint64(k []byte, v uint64) error {
 	err := s.mem.SetUint64(k, v)
 	s.sync()
 	return err
+}
+
+// StoredNodes returns the size of the cluster whose disk store is in dir:
+// the highest N with a dir/nodeN/raft.db, 0 for none (or no dir).
+func StoredNodes(dir string) (int, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cluster: data dir: %w", err)
+	}
+	n := 0
+	for _, e := range entries {
+		id, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "node"))
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "node") || err != nil || id < 1 {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, e.Name(), "raft.db")); err == nil {
+			n = max(n, id)
+		}
+	}
+	return n, nil
 }

@@ -169,6 +169,9 @@ func (t *simTransport) tryDeliverTo(to NodeID, rpc raft.RPC) func() bool {
 
 // sendRPC sends rpc from this node to node to.
 func (t *simTransport) sendRPC(to NodeID, rpc raft.RPC) {
+	if t.nw.dropsEntries(t.id, to, rpc.Command) {
+		return
+	}
 	t.nw.sendTry(t.id, to, t.deliverTo(to, rpc), t.tryDeliverTo(to, rpc))
 }
 

@@ -66,6 +66,10 @@ type checkOptions struct {
 	Driver         string
 	DSN            string
 	Policy         string
+	Schedule       string
+	Record         string
+	Shrink         bool
+	ShrinkRuns     int
 	seedSet        bool
 	limitSet       bool
 	changed        func(string) bool
@@ -171,6 +175,10 @@ Progress goes to stderr.`, what),
 		"also run 'coordctl lock|sidecar ... -- coordctl check rmw' processes, which the nemesis SIGSTOPs")
 	fl.StringVar(&opts.History, "history", "", "write the recorded history (ops and the resource's log) as JSON to this file (one run only)")
 	fl.StringVar(&opts.Seeds, "seeds", "", "run one check per seed of the range A..B (inclusive)")
+	fl.StringVar(&opts.Schedule, "schedule", "", "replay the fault schedule recorded in this file (a failed run prints one)")
+	fl.StringVar(&opts.Record, "record", "", "write the schedule as it ran to this file (default: a failed run writes one to the temporary directory)")
+	fl.BoolVar(&opts.Shrink, "shrink", false, "if the run fails, delta-debug its fault schedule to a smallest one that still fails")
+	fl.IntVar(&opts.ShrinkRuns, "shrink-runs", safety.DefaultShrinkRuns, "with --shrink: runs per candidate schedule (it still fails if any run fails)")
 	fl.StringVar(&opts.Resource, "resource", "http", "protected resource: http (coordkit's reference resource) or sql")
 	fl.StringVar(&opts.Driver, "driver", "", "with --resource sql: sqlite, postgres or mysql")
 	fl.StringVar(&opts.DSN, "dsn", "", "with --resource sql or --lock pg-advisory: the database (default for sqlite: a file in the data dir)")
@@ -301,6 +309,10 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 	if err := opts.validate(); err != nil {
 		return err
 	}
+	schedule, err := opts.loadSchedule()
+	if err != nil {
+		return err
+	}
 	seeds := []int64{opts.Seed}
 	if !opts.seedSet {
 		seeds[0] = time.Now().UnixNano() % 1_000_000
@@ -326,6 +338,10 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 			return fmt.Errorf("find coordctl for the process clients: %w", err)
 		}
 		base.Coordctl = exe
+	}
+	base.Schedule = schedule
+	if opts.Shrink {
+		return runCheckShrink(ctx, f, opts, base)
 	}
 	var runs []safety.Config
 	for _, seed := range seeds {
@@ -366,7 +382,11 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 			}
 		}
 		sum.add(rep)
-		var out any = checkReport{Report: rep, replay: replayCommand(opts, cfg.Seed)}
+		cr, err := newCheckReport(opts, cfg, rep)
+		if err != nil {
+			return err
+		}
+		var out any = cr
 		if table {
 			out = checkRow{rep}
 			if n == 0 && !p.JSON() {
@@ -377,6 +397,9 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
 		}
 		if err := p.Print(out); err != nil {
 			return err
+		}
+		if table && cr.recorded != "" && !p.JSON() {
+			fmt.Fprintf(f.IO.Out, "  replay seed %d: %s\n", cfg.Seed, cr.replay)
 		}
 	}
 	if table {

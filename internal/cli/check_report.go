@@ -17,7 +17,8 @@ import (
 // checkReport is the result of a check as coordctl prints it.
 type checkReport struct {
 	safety.Report
-	replay string
+	replay   string
+	recorded string // the schedule file the replay reads, if written
 }
 
 func (r checkReport) MarshalJSON() ([]byte, error) { return json.Marshal(r.Report) }
@@ -69,7 +70,7 @@ func (r checkReport) WriteSimple(w io.Writer) error {
 		fmt.Fprintf(&b, "    %s: %s\n", v.Kind, v.Detail)
 	}
 	fmt.Fprintf(&b, "  linearizable:        %s\n", yes[r.Linearizable])
-	fmt.Fprintf(&b, "replay: %s\n", r.replay)
+	writeEffects(&b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -149,14 +150,15 @@ type checkSummary struct {
 	Runs        int  `json:"runs"`
 	Failed      int  `json:"failed"`
 	Faults      int  `json:"faults"`
+	Effective   int  `json:"effective_faults"`
 	Violations  int  `json:"violations"`
 	LostUpdates int  `json:"lost_updates"`
 	Overlapping int  `json:"overlapping_holders"`
 }
 
 func (s checkSummary) WriteSimple(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "summary: %d runs, %d failed, %d faults, %d violations (%d lost updates, %d overlapping holders in all)\n",
-		s.Runs, s.Failed, s.Faults, s.Violations, s.LostUpdates, s.Overlapping)
+	_, err := fmt.Fprintf(w, "summary: %d runs, %d failed, %d faults (%d effective), %d violations (%d lost updates, %d overlapping holders in all)\n",
+		s.Runs, s.Failed, s.Faults, s.Effective, s.Violations, s.LostUpdates, s.Overlapping)
 	return err
 }
 
@@ -166,6 +168,7 @@ func (s *checkSummary) add(r safety.Report) {
 		s.Failed++
 	}
 	s.Faults += r.FaultTotal()
+	s.Effective += r.EffectiveFaults
 	s.Violations += r.Violations
 	s.LostUpdates += r.LostUpdates
 	s.Overlapping += r.OverlappingHolders

@@ -324,13 +324,13 @@ func TestCheckRowSimple(t *testing.T) {
 	r := checkRow{safety.Report{Seed: 4, Lock: safety.LockRedsync, Kind: safety.KindMutex, Mode: safety.ModeIfMatch, Acquisitions: 12,
 		OverlappingHolders: 2, MaxHolders: 1, Faults: map[string]int{"freeze-client": 3}, Passed: true}}
 	require.NoError(t, r.WriteSimple(&b))
-	require.NoError(t, checkSummary{Runs: 3, Faults: 9, Violations: 1, Failed: 1}.WriteSimple(&b))
+	require.NoError(t, checkSummary{Runs: 3, Faults: 9, Effective: 4, Violations: 1, Failed: 1}.WriteSimple(&b))
 	t.Log("\n" + b.String())
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	require.Len(t, lines, 3)
 	require.Equal(t, []string{"seed", "lock", "kind", "mode", "acquired", "overlapping", "lost", "holders", "faults", "frozen", "violations", "verdict"}, strings.Fields(lines[0]))
 	require.Equal(t, []string{"4", "redsync", "mutex", "if-match", "12", "2", "0", "1", "3", "3", "0", "passed"}, strings.Fields(lines[1]))
-	require.Contains(t, lines[2], "3 runs, 1 failed, 9 faults, 1 violations")
+	require.Contains(t, lines[2], "3 runs, 1 failed, 9 faults (4 effective), 1 violations")
 }
 
 // checkLines runs a check in process and decodes its JSON lines: the

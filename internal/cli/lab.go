@@ -82,6 +82,7 @@ serving until interrupted. Only loopback addresses may go without
 			return runLab(ctx, f, opts)
 		},
 	}
+	cmd.AddCommand(newLabSweepCmd(f), newLabFigure16Cmd(f))
 	fl := cmd.Flags()
 	fl.IntVar(&opts.Nodes, "nodes", 5, "number of Raft nodes, 1 to 7")
 	fl.DurationVar(&opts.Delay, "delay", time.Millisecond, "one-way delay of every link")
@@ -157,6 +158,9 @@ func runLab(ctx context.Context, f *factory, opts *labOptions) error {
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	c, err := cluster.New(startCtx, cfg)
 	cancel()
+	if errors.Is(err, cluster.ErrInvalidConfig) {
+		return usageErrorf("%v", strings.TrimPrefix(err.Error(), cluster.ErrInvalidConfig.Error()+": "))
+	}
 	if err != nil {
 		return fmt.Errorf("lab: start cluster: %w", err)
 	}
@@ -172,7 +176,10 @@ func runLab(ctx context.Context, f *factory, opts *labOptions) error {
 			return err
 		}
 		defer srv.Close()
-		fmt.Fprintf(f.IO.ErrOut, "ready url=%s\n", srv.URL())
+		// On every interface the listener's own address (0.0.0.0) cannot
+		// be opened: name this machine, and carry the token.
+		host, _ := os.Hostname()
+		fmt.Fprintf(f.IO.ErrOut, "ready url=%s\n", srv.OpenURL(host))
 	}
 	leader, term := c.Leader()
 	fmt.Fprintf(f.IO.ErrOut, "lab: %d nodes, storage %s, delay %s, leader %d (term %d); type help\n",
@@ -218,6 +225,9 @@ func (o *labOptions) token() (string, error) {
 	}
 	if err != nil {
 		return "", fmt.Errorf("lab: %w", err)
+	}
+	if len(t) < labweb.MinTokenLen {
+		return "", usageErrorf("--http-token %s: the token is %d bytes, at least %d are needed (e.g. head -c 24 /dev/urandom | base64 > %s)", o.HTTPToken, len(t), labweb.MinTokenLen, o.HTTPToken)
 	}
 	return t, nil
 }

@@ -33,7 +33,7 @@ func run(ctx context.Context, args []string, streams ioStreams, getenv func(stri
 	}
 	code := exitCode(err)
 	if !silent(err) && !(code == exitOK && errors.Is(err, context.Canceled)) {
-		fmt.Fprintf(streams.ErrOut, "coordctl: %v%s\n", err, hint(err))
+		fmt.Fprintf(streams.ErrOut, "coordctl: %v%s\n", err, hint(cmd, err))
 	}
 	if code == exitUsage && cmd != nil {
 		// The usage line and where to read more; the whole help is --help's.
@@ -49,8 +49,11 @@ func run(ctx context.Context, args []string, streams ioStreams, getenv func(stri
 // The figure is a heuristic: the hint says "if".
 const restoreGap = 1000
 
-// hint explains errors whose own text does not say what to do.
-func hint(err error) string {
+// hint explains errors whose own text does not say what to do: a stale
+// token far below the floor (a restored etcd), and a deadline of a command
+// that asks etcd (it has --endpoints), which is etcd's silence; another
+// command's deadline (resource put, the lab) says nothing of etcd.
+func hint(cmd *cobra.Command, err error) string {
 	var se *fencing.StaleError
 	if errors.As(err, &se) && se.Floor > se.Token && se.Floor-se.Token > restoreGap {
 		return fmt.Sprintf(" (token %d is %d below the floor, far more than a predecessor's usually is: "+
@@ -58,7 +61,8 @@ func hint(err error) string {
 			"restore it with 'etcdutl snapshot restore --bump-revision N --mark-compacted', N above the highest floor "+
 			"('coordctl resource floors', 'coordctl sql floor --all'); see docs/operations.md)", se.Token, se.Floor-se.Token)
 	}
-	if errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "quorum") {
+	asksEtcd := cmd != nil && cmd.Flags().Lookup("endpoints") != nil
+	if asksEtcd && errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "quorum") {
 		return " (etcd did not answer within --command-timeout: the cluster may have lost its quorum or be unreachable)"
 	}
 	return ""

@@ -47,6 +47,7 @@ func TestCheckRules(t *testing.T) {
 			pkg("internal/labweb", "internal/httpguard", "cluster"),
 			pkg("internal/etcdembed", "internal/faultproxy", "go.etcd.io/etcd/server/v3/embed"),
 			pkg("scenarios", "claim", "cluster", "scenarios/report"),
+			pkg("internal/sweep", "internal/bench", "scenarios/report"),
 			pkg("lock", "fencing", "session", "go.etcd.io/etcd/client/v3"),
 			pkg("fencing", "=net/http"),
 		}, nil},

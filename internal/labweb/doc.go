@@ -25,13 +25,18 @@
 //     them all, a "state" event (id = the last event it includes) and
 //     then every event after it. A new reader starts with a state event.
 //     Readers never slow the lab: each reads the ring at its own pace and
-//     one that falls behind by more than the ring gets a state event.
+//     one that falls behind by more than the ring gets a state event. A
+//     Last-Event-ID this run never reached (a tab left open while the lab
+//     restarted on the same address) also gets a state event; State.Run
+//     names the run, so the page starts over when it changes.
+//   - A command body is one JSON object of at most 64 KiB: a larger one
+//     is answered 413 naming the limit, bytes after the object 400.
 //   - A line that does not parse is answered 400 with the shell's error
 //     and changes nothing; a command that ran and failed (no quorum) is
 //     answered 200 with "ok":false, as the shell prints it.
 //   - Without a token the server listens only on loopback addresses and
-//     answers only requests whose Host is a loopback name; with one, every
-//     request must carry it. POST needs a JSON content type, which a form
+//     answers only requests whose Host is a loopback name; with one (at
+//     least 16 bytes), every request must carry it. POST needs a JSON content type, which a form
 //     on another site cannot send.
 //
 // What is not: the stream shows the cluster at the polling rate, so a

@@ -1,6 +1,8 @@
 package labweb
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"sync"
 
@@ -45,6 +47,9 @@ type LoadEvent struct {
 // "shell" or "script"; Output is the shell's JSON result ({"cmd","ok",
 // "error"?, …}); Ms is how long it ran.
 type CommandEvent struct {
+	// N numbers the commands of this run from 1; the page's command log
+	// shows it, so the numbers stay right once old lines scroll away.
+	N      uint64          `json:"n"`
 	AtNs   int64           `json:"at_ns"`
 	Source string          `json:"source"`
 	Line   string          `json:"line"`
@@ -55,6 +60,9 @@ type CommandEvent struct {
 // State is what GET /api/state returns and the stream's "state" event
 // carries: Seq is the last event it includes.
 type State struct {
+	// Run identifies this run of the lab: a page that sees it change (the
+	// lab restarted on the same address) starts over.
+	Run         string           `json:"run"`
 	Seq         uint64           `json:"seq"`
 	Nodes       int              `json:"nodes"`
 	BaseDelayMs float64          `json:"base_delay_ms"`
@@ -69,27 +77,38 @@ const keptCommands = 50
 // Hub is the event stream: a bounded Ring of events and the State they
 // add up to, shared by every reader. Safe for concurrent use.
 type Hub struct {
-	mu      sync.Mutex
-	ring    *Ring
-	state   State
-	changed chan struct{} // closed and replaced on every publish
+	mu       sync.Mutex
+	ring     *Ring
+	state    State
+	commands uint64        // commands published, numbering CommandEvent.N
+	changed  chan struct{} // closed and replaced on every publish
 }
 
 // NewHub returns a hub keeping the last ringSize events.
 func NewHub(ringSize int, base State) *Hub {
 	base.Commands = []CommandEvent{}
+	if base.Run == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		base.Run = hex.EncodeToString(b[:])
+	}
 	return &Hub{ring: NewRing(ringSize), state: base, changed: make(chan struct{})}
 }
 
 // publish adds one event (a *Snapshot, LoadEvent or CommandEvent) and
 // folds it into the state. It returns the event's sequence number.
 func (h *Hub) publish(typ string, v any) (uint64, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c, ok := v.(CommandEvent); ok {
+		h.commands++
+		c.N = h.commands
+		v = c
+	}
 	data, err := json.Marshal(v)
 	if err != nil {
 		return 0, err
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	switch x := v.(type) {
 	case *Snapshot:
 		h.state.Snapshot = x
@@ -132,6 +151,12 @@ func (h *Hub) read(after uint64, fresh bool) (evs []Event, wait <-chan struct{},
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	wait = h.changed
+	if after > h.ring.Head() {
+		// A sequence this hub never reached: the reader saw another run
+		// of the lab on the same address (a browser tab after a restart).
+		// It gets the state, whose run id differs, to start over.
+		fresh = true
+	}
 	if !fresh {
 		var complete bool
 		evs, complete = h.ring.Since(after)

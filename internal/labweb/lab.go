@@ -21,6 +21,9 @@ var (
 	ErrNilCluster = errors.New("labweb: nil cluster")
 	// ErrTokenRequired: a server on a non-loopback address needs a token.
 	ErrTokenRequired = errors.New("labweb: a non-loopback address needs a token (--http-token FILE)")
+	// ErrTokenShort: a token shorter than MinTokenLen bytes, which could be
+	// guessed.
+	ErrTokenShort = errors.New("labweb: the token must be at least 16 bytes")
 	// ErrNotFromWeb: the command is the shell's alone (exit), or names a
 	// file outside the export directory.
 	ErrNotFromWeb = errors.New("labweb: not from the page")

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,9 @@ var static embed.FS
 
 // maxLine bounds a command's JSON body.
 const maxLine = 64 << 10
+
+// MinTokenLen is the shortest token NewServer accepts, in bytes.
+const MinTokenLen = 16
 
 // ServerConfig says where to listen and who may talk.
 type ServerConfig struct {
@@ -53,6 +57,9 @@ func NewServer(lab *Lab, cfg ServerConfig) (*Server, error) {
 		}
 		return nil, fmt.Errorf("labweb: %w", err)
 	}
+	if cfg.Token != "" && len(cfg.Token) < MinTokenLen {
+		return nil, fmt.Errorf("%w: %d bytes", ErrTokenShort, len(cfg.Token))
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("labweb: %w", err)
@@ -70,6 +77,28 @@ func NewServer(lab *Lab, cfg ServerConfig) (*Server, error) {
 
 // URL is the page's address, e.g. http://127.0.0.1:7071/.
 func (s *Server) URL() string { return "http://" + s.ln.Addr().String() + "/" }
+
+// OpenURL is an address a browser can open, token included: a server on
+// every interface (0.0.0.0, ::) is named by host (this machine's name,
+// for other machines; "" means 127.0.0.1), as the bare listener address
+// cannot be opened.
+func (s *Server) OpenURL(host string) string {
+	h, port, err := net.SplitHostPort(s.ln.Addr().String())
+	if err != nil {
+		return s.URL()
+	}
+	if ip := net.ParseIP(h); ip != nil && ip.IsUnspecified() {
+		h = host
+		if h == "" {
+			h = "127.0.0.1"
+		}
+	}
+	u := "http://" + net.JoinHostPort(h, port) + "/"
+	if s.cfg.Token != "" {
+		u += "?token=" + url.QueryEscape(s.cfg.Token)
+	}
+	return u
+}
 
 // Close ends open event streams and stops the server.
 func (s *Server) Close() error {
@@ -143,7 +172,21 @@ func (s *Server) command(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req CommandRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxLine)).Decode(&req); err != nil {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxLine))
+	err := dec.Decode(&req)
+	if err == nil {
+		// One JSON object and nothing after it: trailing bytes are a
+		// client bug, not a second command.
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("trailing data after the JSON object")
+		}
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("labweb: body over the %d KiB limit", maxLine>>10))
+		return
+	case err != nil:
 		httpError(w, http.StatusBadRequest, "labweb: body: "+err.Error())
 		return
 	}

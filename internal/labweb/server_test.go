@@ -328,7 +328,7 @@ func TestTokenOffLoopback(t *testing.T) {
 	_, err := NewServer(ctxLab, ServerConfig{Addr: "0.0.0.0:0"})
 	require.True(t, errors.Is(err, ErrTokenRequired), "%v", err)
 
-	srv, err := NewServer(ctxLab, ServerConfig{Addr: "0.0.0.0:0", Token: "s3cret"})
+	srv, err := NewServer(ctxLab, ServerConfig{Addr: "0.0.0.0:0", Token: "s3cret-s3cret-s3cret"})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, srv.Close()) }()
 	port := srv.ln.Addr().String()[strings.LastIndex(srv.ln.Addr().String(), ":"):]
@@ -347,9 +347,9 @@ func TestTokenOffLoopback(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, get(p, ""), p)
 		require.Equal(t, http.StatusUnauthorized, get(p+"?token=wrong", ""), p)
 	}
-	require.Equal(t, http.StatusOK, get("/api/state?token=s3cret", ""))
-	require.Equal(t, http.StatusOK, get("/api/state", "Bearer s3cret"))
-	require.Equal(t, http.StatusOK, get("/?token=s3cret", ""))
+	require.Equal(t, http.StatusOK, get("/api/state?token=s3cret-s3cret-s3cret", ""))
+	require.Equal(t, http.StatusOK, get("/api/state", "Bearer s3cret-s3cret-s3cret"))
+	require.Equal(t, http.StatusOK, get("/?token=s3cret-s3cret-s3cret", ""))
 	resp, err := client.Post(base+"/api/command", "application/json", strings.NewReader(`{"line":"crash 1"}`))
 	require.NoError(t, err)
 	resp.Body.Close()

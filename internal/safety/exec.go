@@ -178,7 +178,7 @@ const (
 // continues the command 50ms before its supervisor: the race between the
 // command's write and the supervisor's SIGTERM on loss then goes to the
 // write, the worst case, which is the case the check is for.
-func (r *run) sigstop(ctx context.Context, s Step) func() {
+func (r *run) sigstop(ctx context.Context, i int, s Step) func() {
 	deadline := time.Now().Add(s.Hold)
 	var pid, child int
 	var seen time.Time
@@ -211,6 +211,8 @@ func (r *run) sigstop(ctx context.Context, s Step) func() {
 	_ = syscall.Kill(pid, syscall.SIGSTOP)
 	_ = syscall.Kill(-child, syscall.SIGSTOP)
 	r.countFault(FaultSigstop)
+	r.touched(i, fmt.Sprintf("process client pid %d (holding the lock)", pid))
+	r.effective(i, "stopped a coordctl process client while it held the lock")
 	what := map[Target]string{TargetLock: "lock", TargetElection: "sidecar"}[r.cfg.Target]
 	if r.redsync != nil {
 		what = "check redsync-lock"

@@ -29,6 +29,10 @@ type Step struct {
 	Client int           `json:"client,omitempty"`
 	Hold   time.Duration `json:"hold"`
 	Quiet  time.Duration `json:"quiet"`
+	// At, when set, is the offset from the start of the run at which the
+	// step is applied (a recorded or compacted schedule); zero: right after
+	// the previous step's quiet time. JSON writes durations as "1.5s".
+	At time.Duration `json:"at,omitempty"`
 }
 
 // Schedule returns the fault schedule for seed: rounds in which every kind

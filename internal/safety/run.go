@@ -85,6 +85,9 @@ type Config struct {
 	Coordctl string
 	// Kinds are the faults to apply; nil means all that apply.
 	Kinds []FaultKind
+	// Schedule, when not nil, is the fault schedule to apply instead of the
+	// one the seed generates (a recorded one, to replay; a shrunk one).
+	Schedule []Step
 	// Progress receives one line per fault; nil discards.
 	Progress io.Writer
 }
@@ -265,6 +268,13 @@ type Report struct {
 	Handovers *HandoverCounts `json:"handovers,omitempty"`
 	// Examples are the first few violations.
 	Examples []Violation `json:"examples,omitempty"`
+	// Effects say what each applied fault touched, in schedule order;
+	// EffectiveFaults counts those that mattered (see Effect).
+	Effects         []Effect `json:"effects,omitempty"`
+	EffectiveFaults int      `json:"effective_faults"`
+	// Schedule is the schedule as it ran: each step with the offset it
+	// was applied at, for --schedule to replay.
+	Schedule []Step `json:"schedule,omitempty"`
 }
 
 // FaultTotal is the number of faults applied.
@@ -308,6 +318,9 @@ func NewReport(cfg Config, elapsed time.Duration, faults map[string]int, r Resul
 // history.
 func Run(ctx context.Context, cfg Config) (Report, History, error) {
 	if err := cfg.Validate(); err != nil {
+		return Report{}, History{}, err
+	}
+	if err := ValidateSchedule(cfg.Schedule, cfg.Clients); err != nil {
 		return Report{}, History{}, err
 	}
 	r := &run{cfg: cfg, faults: map[string]int{}, execSpans: map[string][2]int64{}}
@@ -376,6 +389,10 @@ func Run(ctx context.Context, cfg Config) (Report, History, error) {
 		members = r.cluster.Size()
 	}
 	steps := Schedule(cfg.Seed, kinds, members, cfg.Clients, cfg.TTL, cfg.Duration)
+	if cfg.Schedule != nil {
+		steps = cfg.Schedule
+	}
+	r.steps = steps
 
 	rctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
@@ -409,6 +426,12 @@ func Run(ctx context.Context, cfg Config) (Report, History, error) {
 		counts := r.handovers.snapshot()
 		rep.Handovers = &counts
 	}
+	rep.Effects, rep.Schedule = r.effectsOf(h), r.ranSchedule()
+	for _, e := range rep.Effects {
+		if e.Effective {
+			rep.EffectiveFaults++
+		}
+	}
 	return rep, h, nil
 }
 
@@ -432,6 +455,8 @@ type run struct {
 	proc      *execProc           // the running `coordctl lock` client, if any
 	execSpans map[string][2]int64 // process client write id → its process's life
 	handovers handoverCounter     // with a policy: how leaderships ended
+	steps     []Step              // the schedule the nemesis applies
+	applied   []appliedStep       // what it did, in order (schedule.go)
 }
 
 func (r *run) now() int64 { return time.Since(r.start).Nanoseconds() }
@@ -492,13 +517,13 @@ type worker struct {
 	proxies []*faultproxy.Pausable
 	cli     *clientv3.Client
 	lk      Lock
-	freeze  chan time.Duration
+	freeze  chan freezeOrder
 	seq     int
 	rng     *rand.Rand
 }
 
 func (r *run) newWorker(id int) (*worker, error) {
-	w := &worker{r: r, id: id, freeze: make(chan time.Duration, 1),
+	w := &worker{r: r, id: id, freeze: make(chan freezeOrder, 1),
 		rng: rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(id)))}
 	if r.cluster == nil {
 		lk, err := r.locks(nil, id)
@@ -684,7 +709,7 @@ func (w *worker) hold(ctx context.Context, t Tenure) {
 		if op.Outcome != OK {
 			return
 		}
-		w.freezePoint(ctx, tok)
+		frozen := w.freezePoint(ctx, tok)
 
 		w.seq++
 		id := fmt.Sprintf("c%d-%d", w.id, w.seq)
@@ -694,6 +719,9 @@ func (w *worker) hold(ctx context.Context, t Tenure) {
 		cancel()
 		wop.Return, wop.Outcome = w.r.now(), res.Outcome(err)
 		w.r.record(wop)
+		if frozen >= 0 {
+			w.r.lateWrite(frozen, wop)
+		}
 		if err != nil {
 			return
 		}
@@ -729,13 +757,17 @@ func (w *worker) read(ctx context.Context, t Tenure) {
 // granted the lock (at most supersedeWait more): a pause that outlives the
 // lease but not the cluster's next grant tests nothing, and after some
 // faults the cluster takes seconds to grant again.
-func (w *worker) freezePoint(ctx context.Context, token uint64) {
+//
+// It returns the index of the applied step that froze it, or -1.
+func (w *worker) freezePoint(ctx context.Context, token uint64) int {
 	if w.cutPoint(ctx, token) {
-		return
+		return -1
 	}
 	select {
-	case d := <-w.freeze:
+	case order := <-w.freeze:
+		d := order.hold
 		w.r.countFault(FaultFreezeClient)
+		w.r.frozeHolder(order.step, w.id, token)
 		w.r.progressf("freeze client %d for %s (holding token %d)", w.id, d.Round(time.Millisecond), token)
 		w.pause(true)
 		select {
@@ -756,8 +788,11 @@ func (w *worker) freezePoint(ctx context.Context, token uint64) {
 			poll.Stop()
 		}
 		w.pause(false)
+		w.r.thawed(order.step, w.r.granted.Load() > token)
+		return order.step
 	default:
 	}
+	return -1
 }
 
 // supersedeWait bounds how long a freeze waits, after its duration, for a
@@ -773,16 +808,25 @@ func (r *run) nemesis(ctx context.Context, steps []Step) {
 		return
 	case <-time.After(time.Second):
 	}
-	for _, s := range steps {
+	for i, s := range steps {
 		if ctx.Err() != nil {
 			return
 		}
-		undo := r.apply(ctx, s)
+		if s.At > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Until(r.start.Add(s.At))):
+			}
+		}
+		r.stepStarts(i, s)
+		undo := r.apply(ctx, i, s)
 		select {
 		case <-ctx.Done():
 		case <-time.After(s.Hold):
 		}
 		undo()
+		r.stepEnds(i)
 		select {
 		case <-ctx.Done():
 			return
@@ -807,7 +851,7 @@ func (r *run) healAll() {
 }
 
 // apply applies one step and returns what undoes it.
-func (r *run) apply(ctx context.Context, s Step) (undo func()) {
+func (r *run) apply(ctx context.Context, i int, s Step) (undo func()) {
 	heal := func() { r.cluster.Heal() }
 	if r.cluster == nil && s.Kind != FaultFreezeClient && s.Kind != FaultSigstop && s.Kind != FaultCutLock {
 		r.progressf("%s: no etcd cluster in this run, skipped", s.Kind)
@@ -817,6 +861,7 @@ func (r *run) apply(ctx context.Context, s Step) (undo func()) {
 	case FaultIsolateMember:
 		if r.cluster.Isolate(s.Member) == nil {
 			r.countFault(s.Kind)
+			r.touched(i, fmt.Sprintf("member %d", s.Member))
 			r.progressf("isolate member %d for %s", s.Member, s.Hold.Round(time.Millisecond))
 		}
 		return heal
@@ -828,12 +873,14 @@ func (r *run) apply(ctx context.Context, s Step) (undo func()) {
 		}
 		if r.cluster.Isolate(l) == nil {
 			r.countFault(s.Kind)
+			r.touched(i, fmt.Sprintf("member %d (the leader)", l))
 			r.progressf("isolate leader (member %d) for %s", l, s.Hold.Round(time.Millisecond))
 		}
 		return heal
 	case FaultCutClient:
 		if r.cluster.BlackholeClient(s.Member) == nil {
 			r.countFault(s.Kind)
+			r.touched(i, fmt.Sprintf("the client link of member %d", s.Member))
 			r.progressf("cut the client link of member %d for %s", s.Member, s.Hold.Round(time.Millisecond))
 		}
 		return heal
@@ -842,6 +889,7 @@ func (r *run) apply(ctx context.Context, s Step) (undo func()) {
 			return func() {}
 		}
 		r.countFault(s.Kind)
+		r.touched(i, fmt.Sprintf("member %d", s.Member))
 		r.progressf("stop member %d for %s", s.Member, s.Hold.Round(time.Millisecond))
 		return func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -859,7 +907,8 @@ func (r *run) apply(ctx context.Context, s Step) (undo func()) {
 		}
 		w := r.workers[c-1]
 		select {
-		case w.freeze <- s.Hold:
+		case w.freeze <- freezeOrder{hold: s.Hold, step: i}:
+			r.touched(i, fmt.Sprintf("client %d", c))
 		default:
 		}
 		// A freeze the client has not reached yet stays pending: when
@@ -867,7 +916,7 @@ func (r *run) apply(ctx context.Context, s Step) (undo func()) {
 		// freezes instead.
 		return func() {}
 	case FaultSigstop:
-		return r.sigstop(ctx, s)
+		return r.sigstop(ctx, i, s)
 	case FaultCutLock:
 		return r.cutLock(s)
 	}

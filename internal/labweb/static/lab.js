@@ -193,6 +193,12 @@ function linkMenu(ev, a, b) {
 
 // ---- state from the stream ----------------------------------------------------
 function applyState(s) {
+  if (lab.run && s.run !== lab.run) {
+    // Another run of the lab on this address: what the page drew is gone.
+    for (const k of Object.keys(tl)) tl[k] = Array.isArray(tl[k]) ? [] : {};
+    firstNs = null; lab.serverNs = 0; lab.snap = null;
+  }
+  lab.run = s.run;
   lab.nodes = s.nodes; lab.baseDelay = s.base_delay_ms;
   const via = $('via');
   if (via.options.length !== lab.nodes + 1) {
@@ -259,6 +265,7 @@ function applyCommand(c, replay) {
   seen(c.at_ns);
   const o = c.output || {};
   const li = document.createElement('li');
+  if (c.n) li.value = c.n;
   const src = document.createElement('span'); src.className = 'src'; src.textContent = '[' + c.source + '] ';
   li.appendChild(src);
   li.appendChild(document.createTextNode(c.line + ' → ' + (o.ok ? summarize(o) : 'error: ' + o.error)));

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -182,32 +181,6 @@ func TestScenarioCmdBrokenScenarioExits1(t *testing.T) {
 	assert.Equal(t, exitError, exitCode(err))
 	assert.Contains(t, out.String(), "could not be carried out")
 	assert.Contains(t, errOut.String(), "permission denied")
-}
-
-func TestScenarioCmdEndToEnd(t *testing.T) {
-	bin := coordctlBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	page := filepath.Join(t.TempDir(), "report.html")
-	cmd := exec.CommandContext(ctx, bin, "scenario", "run", "lamport-clocks", "--report", page, "-w", "json")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), stderr.String())
-	var got map[string]any
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got))
-	assert.Equal(t, true, got["passed"])
-	assert.Contains(t, stderr.String(), "scenario lamport-clocks: PASS")
-	_, err := os.Stat(page)
-	require.NoError(t, err)
-
-	cmd = exec.CommandContext(ctx, bin, "scenario", "run", "no-such-scenario")
-	stderr.Reset()
-	cmd.Stderr = &stderr
-	err = cmd.Run()
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, exitUsage, ee.ExitCode())
-	assert.Contains(t, stderr.String(), "lamport-clocks")
 }
 
 func TestScenarioCmdInterrupted(t *testing.T) {

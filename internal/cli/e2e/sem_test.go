@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"context"
@@ -11,11 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
-
-	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
 // holdUntil is a shell command that prints its line, then runs until the
@@ -48,7 +47,7 @@ func TestSemE2ELimitTwoThreeProcesses(t *testing.T) {
 	env := append(lockEnv(srv.Endpoints()[0]), "COORD_FENCING_SCOPE=inherited", "COORD_SEM_SLOT=9")
 	dir := t.TempDir()
 	line := `$COORD_SEM_SLOT|$COORD_FENCING_SCOPE|$COORD_FENCING_TOKEN|$COORD_LOCK_NAME`
-	start := func(i int) *lockProc {
+	start := func(i int) *proc {
 		return startCoordctl(t, env, append([]string{"sem", "e2e/pool", "--limit", "2", "--"},
 			holdUntil(line, filepath.Join(dir, "stop"+strconv.Itoa(i)))...)...)
 	}

@@ -1,113 +1,21 @@
-package cli
+package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
-
-// lockProc is a coordctl process started by an end-to-end test.
-type lockProc struct {
-	cmd    *exec.Cmd
-	lines  chan string // stdout, line by line
-	stderr *lockOutBuffer
-	done   chan struct{}
-	code   int
-}
-
-type lockOutBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *lockOutBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *lockOutBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func startCoordctl(t *testing.T, env []string, args ...string) *lockProc {
-	t.Helper()
-	cmd := exec.Command(coordctlBinary(t), args...)
-	cmd.Env = append(cmd.Environ(), env...)
-	p := &lockProc{cmd: cmd, lines: make(chan string, 64), stderr: &lockOutBuffer{}, done: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			select {
-			case p.lines <- sc.Text():
-			default: // nobody reads that much; never block the process on it
-			}
-		}
-		close(p.lines)
-		err := cmd.Wait()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			p.code = ee.ExitCode()
-		} else if err != nil {
-			p.code = -1
-		}
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		<-p.done
-	})
-	return p
-}
-
-func (p *lockProc) line(t *testing.T) string {
-	t.Helper()
-	select {
-	case l, ok := <-p.lines:
-		require.True(t, ok, "coordctl closed stdout; stderr: %s", p.stderr.String())
-		return l
-	case <-time.After(20 * time.Second):
-		t.Fatalf("no output line within 20s; stderr: %s", p.stderr.String())
-		return ""
-	}
-}
-
-func (p *lockProc) wait(t *testing.T, within time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.done:
-		return p.code
-	case <-time.After(within):
-		t.Fatalf("coordctl did not exit within %s; stderr: %s", within, p.stderr.String())
-		return 0
-	}
-}
-
-func lockEnv(endpoint string) []string {
-	return []string{"COORDCTL_ENDPOINTS=" + endpoint}
-}
 
 // A second coordctl lock --try on the same name: its exit code.
 func tryLock(t *testing.T, env []string, name string) int {

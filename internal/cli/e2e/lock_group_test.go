@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli
+package e2e
 
 import (
 	"errors"
@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
-
-	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
 // pidExited reports whether pid has exited (a zombie counts) without

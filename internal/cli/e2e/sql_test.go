@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bytes"
@@ -11,12 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/coordkit/coordkit/fencing/sqlfence"
 	"github.com/coordkit/coordkit/fencing/sqlfence/sqltest"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // processStopped reports whether pid is stopped (state T in /proc).
@@ -96,4 +95,11 @@ func TestSQLE2ELockFrozenHolder(t *testing.T) {
 		require.NoError(t, a.cmd.Process.Signal(syscall.SIGCONT))
 		require.Equal(t, exitLost, a.wait(t, 30*time.Second), a.stderr.String())
 	})
+}
+
+func reportBody(t *testing.T, db *sqltest.DB) string {
+	t.Helper()
+	var body string
+	require.NoError(t, db.QueryRow("SELECT body FROM report WHERE id = 1").Scan(&body))
+	return body
 }

@@ -8,7 +8,11 @@ import (
 	"github.com/coordkit/coordkit/internal/bench/electbench"
 )
 
-func newBenchElectCmd(f *factory) *cobra.Command {
+func newBenchElectCmd(f *factory) *cobra.Command { return newBenchElectCmdRun(f, electbench.Run) }
+
+// newBenchElectCmdRun is newBenchElectCmd with the harness passed in
+// (cli/cli's runF): tests pass one that records the options it gets.
+func newBenchElectCmdRun(f *factory, harness func(context.Context, electbench.Options) (electbench.Result, error)) *cobra.Command {
 	opts := electbench.Options{}
 	cmd := &cobra.Command{
 		Use:   "elect [--rounds N] [--crash-rounds N]",
@@ -38,7 +42,7 @@ The default run takes under a minute.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
-			return runBenchElect(ctx, f, opts)
+			return runBenchElect(ctx, f, opts, harness)
 		},
 	}
 	cmd.Flags().IntVar(&opts.Rounds, "rounds", 40, "handovers measured per implementation")
@@ -46,13 +50,13 @@ The default run takes under a minute.`,
 	return cmd
 }
 
-func runBenchElect(ctx context.Context, f *factory, opts electbench.Options) error {
+func runBenchElect(ctx context.Context, f *factory, opts electbench.Options, harness func(context.Context, electbench.Options) (electbench.Result, error)) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
 	}
 	opts.Progress = f.IO.ErrOut
-	res, err := electbench.Run(ctx, opts)
+	res, err := harness(ctx, opts)
 	if err != nil {
 		return benchError(ctx, "elect", electbench.ErrOptions, err)
 	}

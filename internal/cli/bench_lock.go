@@ -9,7 +9,11 @@ import (
 	"github.com/coordkit/coordkit/internal/bench/lockbench"
 )
 
-func newBenchLockCmd(f *factory) *cobra.Command {
+func newBenchLockCmd(f *factory) *cobra.Command { return newBenchLockCmdRun(f, lockbench.Run) }
+
+// newBenchLockCmdRun is newBenchLockCmd with the harness passed in
+// (cli/cli's runF): tests pass one that records the options it gets.
+func newBenchLockCmdRun(f *factory, harness func(context.Context, lockbench.Options) (lockbench.Result, error)) *cobra.Command {
 	opts := lockbench.Options{}
 	cmd := &cobra.Command{
 		Use:   "lock [--iterations N] [--handoffs N] [--duration D] [--hold D] [--workers 2,8,32] [--unsafe-no-fsync] [--against redsync --redis ADDR]",
@@ -58,7 +62,7 @@ or "lock already taken"), each retried. An ADDR that does not answer within
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
-			return runBenchLock(ctx, f, opts)
+			return runBenchLock(ctx, f, opts, harness)
 		},
 	}
 	fl := cmd.Flags()
@@ -73,13 +77,13 @@ or "lock already taken"), each retried. An ADDR that does not answer within
 	return cmd
 }
 
-func runBenchLock(ctx context.Context, f *factory, opts lockbench.Options) error {
+func runBenchLock(ctx context.Context, f *factory, opts lockbench.Options, harness func(context.Context, lockbench.Options) (lockbench.Result, error)) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
 	}
 	opts.Progress = f.IO.ErrOut
-	res, err := lockbench.Run(ctx, opts)
+	res, err := harness(ctx, opts)
 	if err != nil {
 		return benchError(ctx, "lock", lockbench.ErrOptions, err)
 	}

@@ -3,6 +3,8 @@ package rwlockbench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,6 +55,11 @@ func TestRunTiny(t *testing.T) {
 	require.Equal(t, []string{"read_batch_admit_p50_ms", "read_batch_admit_p99_ms", "writer_handoff_p50_ms",
 		"writer_handoff_p99_ms", "mixed_8r2w_per_s", "mixed_8r2w_writes_per_s"}, metrics)
 	require.Contains(t, progress.String(), "bench rwlock: starting embedded etcd")
+	// The -w json contract (coordctl bench rwlock prints this form).
+	b, err := json.Marshal(res)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"fsync":false`)
+	require.Equal(t, len(res.Rows), strings.Count(string(b), `"etcd_recipes":`))
 	// Admission is measured from the writer's Unlock call: it cannot come
 	// before the hold, whatever the load.
 	var out bytes.Buffer

@@ -8,6 +8,7 @@ import (
 )
 
 func TestBenchElectUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"bench", "elect", "--rounds", "0"},
 		{"bench", "elect", "--crash-rounds", "-1"},

@@ -11,6 +11,7 @@ import (
 )
 
 func TestBenchLabJSON(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res := runInProcess(ctx, nil, "bench", "lab", "--duration", "300ms", "--nodes", "3", "--writers", "1,4", "-w", "json")
@@ -37,6 +38,7 @@ func TestBenchLabJSON(t *testing.T) {
 }
 
 func TestBenchLabModelSimple(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res := runInProcess(ctx, nil, "bench", "lab", "--model", "--nodes", "3", "--delays", "2ms", "--writes", "5")

@@ -9,6 +9,7 @@ import (
 )
 
 func TestBenchLockBadFlags(t *testing.T) {
+	t.Parallel()
 	cases := [][]string{
 		{"bench", "lock", "--iterations", "0"},
 		{"bench", "lock", "--handoffs", "-1"},
@@ -24,6 +25,7 @@ func TestBenchLockBadFlags(t *testing.T) {
 }
 
 func TestBenchLockAgainstBadInput(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"bench", "lock", "--against", "nosuch"},
 		{"bench", "lock", "--against", "redsync"},
@@ -37,6 +39,7 @@ func TestBenchLockAgainstBadInput(t *testing.T) {
 
 // An address nobody answers on: exit 1 naming it, before etcd starts.
 func TestBenchLockRedisUnreachable(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()

@@ -71,6 +71,7 @@ func requirePrinted(t *testing.T, format string, res any, tab bench.Table, out s
 }
 
 func TestBenchLockFlagsReachTheHarness(t *testing.T) {
+	t.Parallel()
 	h := &recorder[lockbench.Options, lockbench.Result]{res: lockbench.Result{Benchmark: "lock", Rows: []lockbench.Row{
 		{Metric: "handoff_p50_ms", Coordkit: 1.5, EtcdConcurrency: 30, Unit: "ms"}}}}
 	mk := func(f *factory) *cobra.Command { return newBenchLockCmdRun(f, h.run) }
@@ -96,6 +97,7 @@ func TestBenchLockFlagsReachTheHarness(t *testing.T) {
 // A harness's errors: invalid options are usage errors (exit 2), others
 // exit 1 naming the bench, and nothing is printed on stdout.
 func TestBenchHarnessErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err  error
 		code int
@@ -113,6 +115,7 @@ func TestBenchHarnessErrors(t *testing.T) {
 }
 
 func TestBenchElectFlagsReachTheHarness(t *testing.T) {
+	t.Parallel()
 	h := &recorder[electbench.Options, electbench.Result]{res: electbench.Result{Benchmark: "elect", Rows: []electbench.Row{
 		{Metric: "handover_p50_ms", Coordkit: 2, EtcdConcurrency: 101, Unit: "ms"}}}}
 	mk := func(f *factory) *cobra.Command { return newBenchElectCmdRun(f, h.run) }
@@ -133,6 +136,7 @@ func TestBenchElectFlagsReachTheHarness(t *testing.T) {
 }
 
 func TestBenchRWLockFlagsReachTheHarness(t *testing.T) {
+	t.Parallel()
 	h := &recorder[rwlockbench.Options, rwlockbench.Result]{res: rwlockbench.Result{Benchmark: "rwlock", Rows: []rwlockbench.Row{
 		{Metric: "readers_batch_p50_ms", Coordkit: 4, EtcdRecipes: 40, Unit: "ms"}}}}
 	mk := func(f *factory) *cobra.Command { return newBenchRWLockCmdRun(f, h.run) }
@@ -154,6 +158,7 @@ func TestBenchRWLockFlagsReachTheHarness(t *testing.T) {
 }
 
 func TestBenchSemFlagsReachTheHarness(t *testing.T) {
+	t.Parallel()
 	ten := 10.0
 	h := &recorder[sembench.Options, sembench.Result]{res: sembench.Result{Benchmark: "sem", Rows: []sembench.Row{
 		{Metric: "limit_1_acq_per_s", Coordkit: 20, EtcdConcurrency: &ten, Unit: "1/s"},

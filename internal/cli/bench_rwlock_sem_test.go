@@ -8,6 +8,7 @@ import (
 )
 
 func TestBenchRWLockAndSemBadFlags(t *testing.T) {
+	t.Parallel()
 	cases := [][]string{
 		{"bench", "rwlock", "--batches", "0"},
 		{"bench", "rwlock", "--readers", "65"},

@@ -12,6 +12,7 @@ import (
 
 // resource serve on a taken port fails before it creates its data dir.
 func TestResourceServeBusyPortCreatesNothing(t *testing.T) {
+	t.Parallel()
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer busy.Close()

@@ -17,6 +17,7 @@ import (
 )
 
 func TestCheckUsageErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string
@@ -54,6 +55,7 @@ func TestCheckUsageErrors(t *testing.T) {
 }
 
 func TestCheckRMW(t *testing.T) {
+	t.Parallel()
 	url := startTestResource(t)
 	ctx := context.Background()
 	env := map[string]string{"COORD_FENCING_TOKEN": "5", "COORD_LOCK_NAME": "safety"}
@@ -86,6 +88,7 @@ func TestCheckRMW(t *testing.T) {
 }
 
 func TestCheckReportSimple(t *testing.T) {
+	t.Parallel()
 	r := checkReport{Report: safety.Report{
 		Check: "lock-safety", Seed: 7, Fencing: false, DurationS: 20, Ops: 100, Acquisitions: 10, Writes: 30, FinalValue: 25,
 		Faults: map[string]int{"freeze-client": 1, "isolate-member": 2}, OverlappingHolders: 1, LostUpdates: 5, Violations: 1,
@@ -110,6 +113,7 @@ func TestCheckReportSimple(t *testing.T) {
 }
 
 func TestParseSeeds(t *testing.T) {
+	t.Parallel()
 	lo, hi, err := parseSeeds("3..7")
 	require.NoError(t, err)
 	require.Equal(t, []int64{3, 7}, []int64{lo, hi})
@@ -126,6 +130,7 @@ func TestParseSeeds(t *testing.T) {
 }
 
 func TestCheckRowSimple(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString(checkTableHeader())
 	r := checkRow{safety.Report{Seed: 4, Lock: safety.LockRedsync, Kind: safety.KindMutex, Mode: safety.ModeIfMatch, Acquisitions: 12,
@@ -164,7 +169,7 @@ func checkLines(t *testing.T, args ...string) (int, []safety.Report, checkSummar
 }
 
 func TestCheckSeeds(t *testing.T) {
-	t.Parallel() // its own cluster; see TestCheckE2ESafety20s
+	t.Parallel() // its own cluster
 	if testing.Short() {
 		t.Skip("two runs on a three-member cluster")
 	}
@@ -179,12 +184,13 @@ func TestCheckSeeds(t *testing.T) {
 }
 
 func TestCheckKinds(t *testing.T) {
-	t.Parallel() // its own cluster; see TestCheckE2ESafety20s
+	t.Parallel() // its own cluster
 	if testing.Short() {
 		t.Skip("runs on a three-member cluster")
 	}
 	for _, args := range [][]string{{"--kind", "semaphore", "--limit", "2"}, {"--kind", "rwmutex"}} {
 		t.Run(args[1], func(t *testing.T) {
+			t.Parallel() // each run has its own cluster
 			code, reps, _, stderr := checkLines(t, append(args, "--seed", "1")...)
 			require.Equal(t, exitOK, code, stderr)
 			require.Len(t, reps, 1)
@@ -197,7 +203,7 @@ func TestCheckKinds(t *testing.T) {
 }
 
 func TestCheckSQLResourceSQLite(t *testing.T) {
-	t.Parallel() // its own cluster; see TestCheckE2ESafety20s
+	t.Parallel() // its own cluster
 	if testing.Short() {
 		t.Skip("a run on a three-member cluster")
 	}
@@ -210,6 +216,7 @@ func TestCheckSQLResourceSQLite(t *testing.T) {
 }
 
 func TestCheckRedsyncUnreachable(t *testing.T) {
+	t.Parallel()
 	res := runInProcess(context.Background(), nil, "check", "lock-safety", "--lock", "redsync", "--redis", "127.0.0.1:1",
 		"--dial-timeout", "1s", "--duration", "5s")
 	require.Equal(t, exitError, res.Code, res.Stderr)
@@ -221,6 +228,7 @@ func TestCheckRedsyncUnreachable(t *testing.T) {
 // (COORDKIT_TEST_REDIS_ADDR): three runs of one seed, the If-Match one
 // without lost updates and coordkit fenced without violations.
 func TestCheckRedsync(t *testing.T) {
+	t.Parallel()
 	addr := os.Getenv("COORDKIT_TEST_REDIS_ADDR")
 	if addr == "" {
 		t.Skip("COORDKIT_TEST_REDIS_ADDR is not set: no Redis to run redsync against")
@@ -259,6 +267,7 @@ func keys(m map[string]int) []string {
 // from one Redis key, gives the command the number and the scope, and
 // passes the command's exit status through.
 func TestCheckRedsyncLock(t *testing.T) {
+	t.Parallel()
 	addr := os.Getenv("COORDKIT_TEST_REDIS_ADDR")
 	if addr == "" {
 		t.Skip("COORDKIT_TEST_REDIS_ADDR is not set: no Redis to run redsync against")

@@ -40,6 +40,7 @@ func claimTestCtx(t *testing.T) context.Context {
 }
 
 func TestClaimCLIExitCodesAndJSON(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t)
 	env := map[string]string{"COORDCTL_ENDPOINTS": srv.Endpoints()[0]}
 	ctx := claimTestCtx(t)
@@ -106,6 +107,7 @@ func TestClaimCLIExitCodesAndJSON(t *testing.T) {
 }
 
 func TestClaimCLITTLAndPrefix(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := map[string]string{"COORDCTL_ENDPOINTS": srv.Endpoints()[0]}
 	ctx := claimTestCtx(t)
@@ -135,6 +137,7 @@ func TestClaimCLITTLAndPrefix(t *testing.T) {
 }
 
 func TestClaimCLIUsageAndUnreachable(t *testing.T) {
+	t.Parallel()
 	dead := freeAddr(t)
 	env := map[string]string{"COORDCTL_ENDPOINTS": dead}
 	ctx := claimTestCtx(t)

@@ -102,6 +102,7 @@ func decodeElect(t *testing.T, line string) electJSON {
 }
 
 func TestElectCmdUsageErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string
@@ -125,6 +126,7 @@ func TestElectCmdUsageErrors(t *testing.T) {
 }
 
 func TestElectCmdUnreachableEtcdExits1InTime(t *testing.T) {
+	t.Parallel()
 	dead := freeAddr(t)
 	start := time.Now()
 	res := runInProcess(context.Background(), nil, "--endpoints", dead, "--dial-timeout", "500ms", "elect", "svc")
@@ -134,6 +136,7 @@ func TestElectCmdUnreachableEtcdExits1InTime(t *testing.T) {
 }
 
 func TestElectCmdHoldsThenResignsOnSignal(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	ep := srv.Endpoints()[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -165,6 +168,7 @@ func TestElectCmdHoldsThenResignsOnSignal(t *testing.T) {
 }
 
 func TestElectCmdSignalWhileWaitingWithdraws(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -184,6 +188,7 @@ func TestElectCmdSignalWhileWaitingWithdraws(t *testing.T) {
 }
 
 func TestElectCmdProposalAndSimpleOutput(t *testing.T) {
+	t.Parallel()
 	srv, _ := etcdtest.StartWithClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -196,6 +201,7 @@ func TestElectCmdProposalAndSimpleOutput(t *testing.T) {
 }
 
 func TestElectCmdLossExits4(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -214,6 +220,7 @@ func TestElectCmdLossExits4(t *testing.T) {
 }
 
 func TestElectCmdObserve(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

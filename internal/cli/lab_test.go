@@ -37,6 +37,7 @@ func runLabScript(t *testing.T, script string, args ...string) (cliResult, []map
 }
 
 func TestLabScriptJSON(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	hist := filepath.Join(dir, "h.json")
 	html := filepath.Join(dir, "h.html")
@@ -152,6 +153,7 @@ timeline ` + filepath.Join(dir, "t.json") + `
 }
 
 func TestLabScriptSimpleAndErrors(t *testing.T) {
+	t.Parallel()
 	res, _ := func() (cliResult, any) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -178,6 +180,7 @@ func TestLabScriptSimpleAndErrors(t *testing.T) {
 // "leader" and "paused" work inside a partition spec, as they do for every
 // other node argument.
 func TestLabPartitionNamesTheLeader(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	path := filepath.Join(t.TempDir(), "s")
@@ -198,6 +201,7 @@ func TestLabPartitionNamesTheLeader(t *testing.T) {
 // The shell prints nothing for blank lines and comments, stops at exit,
 // and describes the commands in its help from labcmd's one table.
 func TestLabShellExitAndHelp(t *testing.T) {
+	t.Parallel()
 	res, lines := runLabScript(t, "\n# comment\nleader\nexit\nleader\n", "--nodes", "1", "-w", "json")
 	require.Equal(t, exitOK, res.Code, res.Stderr)
 	require.Len(t, lines, 1, res.Stdout)
@@ -212,6 +216,7 @@ func TestLabShellExitAndHelp(t *testing.T) {
 // token file; when the commands run out it keeps serving until
 // interrupted.
 func TestLabHTTPFlags(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	script := filepath.Join(dir, "s")
 	require.NoError(t, os.WriteFile(script, []byte("put a 1\nexit\n"), 0o644))

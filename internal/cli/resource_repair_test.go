@@ -17,6 +17,7 @@ import (
 // refuses to start, repair without --yes lists it and exits 2, with --yes it
 // drops it and keeps the floor at 900.
 func TestResourceRepairCmd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	res, err := fencing.NewResource(fencing.ResourceConfig{DataDir: dir})
 	require.NoError(t, err)
@@ -62,6 +63,7 @@ func TestResourceRepairCmd(t *testing.T) {
 }
 
 func TestResourceCmdTokenWithLeadingZero(t *testing.T) {
+	t.Parallel()
 	res := runInProcess(context.Background(), nil, "resource", "put", "k", "v", "--token", "05", "--scope", "s", "--url", "http://127.0.0.1:1")
 	require.Equal(t, exitUsage, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, "leading zeros")

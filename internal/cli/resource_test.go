@@ -27,6 +27,7 @@ func startTestResource(t *testing.T) string {
 }
 
 func TestResourceCmdUsageErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string
@@ -60,6 +61,7 @@ func TestResourceCmdUsageErrors(t *testing.T) {
 }
 
 func TestResourceCmdClientsInProcess(t *testing.T) {
+	t.Parallel()
 	url := startTestResource(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -133,6 +135,7 @@ writes=2 rejected=2
 }
 
 func TestResourceCmdValueFromStdin(t *testing.T) {
+	t.Parallel()
 	url := startTestResource(t)
 	var out, errOut strings.Builder
 	code := run(context.Background(), []string{"resource", "put", "k", "-", "--token", "1", "--scope", "s", "--url", url},
@@ -143,6 +146,7 @@ func TestResourceCmdValueFromStdin(t *testing.T) {
 }
 
 func TestResourceCmdUnreachableURL(t *testing.T) {
+	t.Parallel()
 	dead := "http://" + freeAddr(t)
 	res := runInProcess(context.Background(), nil, "resource", "get", "k", "--url", dead)
 	require.Equal(t, exitError, res.Code)
@@ -152,6 +156,7 @@ func TestResourceCmdUnreachableURL(t *testing.T) {
 // A child of `coordctl lock` or `coordctl sidecar` can write with the token
 // and scope it finds in its environment, without repeating them.
 func TestResourceCmdTokenAndScopeFromEnvironment(t *testing.T) {
+	t.Parallel()
 	url := startTestResource(t)
 	ctx := context.Background()
 	env := map[string]string{"COORD_FENCING_TOKEN": "12", "COORD_LOCK_NAME": "jobs/env"}

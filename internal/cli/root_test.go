@@ -10,6 +10,7 @@ import (
 )
 
 func TestGlobalFlagErrorsAreUsageErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string
@@ -32,6 +33,7 @@ func TestGlobalFlagErrorsAreUsageErrors(t *testing.T) {
 }
 
 func TestUnreachableEtcdFailsFastNamingEndpoints(t *testing.T) {
+	t.Parallel()
 	f := newFactory(ioStreams{})
 	dead := freeAddr(t) // nothing listens there
 	f.Global = globalOptions{Endpoints: []string{dead}, DialTimeout: 500 * time.Millisecond, CommandTimeout: 5 * time.Second, WriteOut: "simple"}

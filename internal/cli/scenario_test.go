@@ -19,6 +19,7 @@ import (
 )
 
 func TestScenarioCmdList(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	res := runInProcess(ctx, nil, "scenario", "list", "-w", "json")
@@ -40,6 +41,7 @@ func TestScenarioCmdList(t *testing.T) {
 }
 
 func TestScenarioCmdRunLamportClocks(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	page := filepath.Join(t.TempDir(), "r.html")
@@ -74,6 +76,7 @@ func TestScenarioCmdRunLamportClocks(t *testing.T) {
 }
 
 func TestScenarioCmdUsage(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, tc := range []struct {
@@ -126,6 +129,7 @@ func fakeRegistry(t *testing.T) *scenarios.Registry {
 }
 
 func TestScenarioCmdRunAllExitCodes(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, tc := range []struct {
@@ -171,6 +175,7 @@ func TestScenarioCmdRunAllExitCodes(t *testing.T) {
 }
 
 func TestScenarioCmdBrokenScenarioExits1(t *testing.T) {
+	t.Parallel()
 	r := scenarios.NewRegistry()
 	mustRegister(t, r, scenarios.Scenario{Name: "broken", Summary: "s", Claims: fakeClaims,
 		Run: func(context.Context, scenarios.Env) (*report.Report, error) { return nil, os.ErrPermission }})
@@ -184,6 +189,7 @@ func TestScenarioCmdBrokenScenarioExits1(t *testing.T) {
 }
 
 func TestScenarioCmdInterrupted(t *testing.T) {
+	t.Parallel()
 	r := scenarios.NewRegistry()
 	mustRegister(t, r, scenarios.Scenario{Name: "slow", Summary: "s", Claims: fakeClaims,
 		Run: func(ctx context.Context, _ scenarios.Env) (*report.Report, error) {
@@ -210,6 +216,7 @@ func TestScenarioCmdInterrupted(t *testing.T) {
 // --redis with an address nobody answers on: the scenario fails (exit 1)
 // naming it, without starting etcd.
 func TestScenarioCmdRedisUnreachable(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()

@@ -13,6 +13,7 @@ import (
 )
 
 func TestSidecarCLIUsageAndUnreachable(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cases := []struct {
@@ -48,6 +49,7 @@ func TestSidecarCLIUsageAndUnreachable(t *testing.T) {
 }
 
 func TestSidecarCLISimpleOutput(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -53,6 +53,7 @@ func shortRun(t *testing.T, cfg Config) Report {
 }
 
 func TestKindSemaphoreFenced(t *testing.T) {
+	t.Parallel() // each run has a cluster of its own
 	if testing.Short() {
 		t.Skip("a three-member cluster")
 	}
@@ -62,6 +63,7 @@ func TestKindSemaphoreFenced(t *testing.T) {
 }
 
 func TestKindRWMutexFenced(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("a three-member cluster")
 	}
@@ -74,9 +76,11 @@ func TestKindRWMutexFenced(t *testing.T) {
 // (COORDKIT_TEST_REDIS_ADDR): If-Match must lose nothing; unfenced is
 // the baseline. Its keys are deleted at the end.
 func TestRedsync(t *testing.T) {
+	t.Parallel()
 	addr := redisAddr(t)
 	for _, ifMatch := range []bool{true, false} {
 		t.Run(map[bool]string{true: "if-match", false: "unfenced"}[ifMatch], func(t *testing.T) {
+			t.Parallel()
 			rep := shortRun(t, Config{Lock: LockRedsync, RedisAddr: addr, IfMatch: ifMatch})
 			require.Equal(t, LockRedsync, rep.Lock)
 			require.NotZero(t, rep.Acquisitions)
@@ -132,9 +136,12 @@ func TestSQLResource(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a three-member cluster")
 	}
+	t.Parallel()
 	sqltest.Each(t, func(t *testing.T, db *sqltest.DB) {
 		for _, fenced := range []bool{true, false} {
 			t.Run(map[bool]string{true: "fenced", false: "unfenced"}[fenced], func(t *testing.T) {
+				t.Parallel()
+				db := sqltest.Open(t, db.Dialect) // a database of its own: the runs are parallel
 				rep := shortRun(t, Config{Resource: ResourceSQL, SQLDriver: db.Dialect.String(), SQLDSN: db.DSN, Fencing: fenced})
 				require.Equal(t, ResourceSQL, rep.Resource)
 				require.NotZero(t, rep.Writes)
@@ -148,6 +155,8 @@ func TestSQLResource(t *testing.T) {
 		}
 		if db.Dialect == sqlfence.SQLite {
 			t.Run("semaphore", func(t *testing.T) {
+				t.Parallel()
+				db := sqltest.Open(t, db.Dialect)
 				shortRun(t, Config{Kind: KindSemaphore, Limit: 2, Resource: ResourceSQL, SQLDriver: "sqlite", SQLDSN: db.DSN, Fencing: true})
 			})
 		}

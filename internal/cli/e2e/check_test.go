@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,21 +17,28 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestCheckE2ESafety20s runs the built coordctl as a user would, with the
-// process clients (coordctl lock / coordctl sidecar) that the nemesis
-// SIGSTOPs. Seed 1 puts an isolate-leader, a SIGSTOP and an in-process
-// freeze in the first 12s.
+// TestCheckE2ESafety20s is the one 20-second safety suite: each check, with
+// and without fencing, for 20 seconds against a real three-member cluster,
+// through the built coordctl as a user runs it. Besides the in-process
+// clients that the nemesis freezes, it has the process clients (coordctl
+// lock / coordctl sidecar running coordctl check rmw) that it SIGSTOPs.
+// Seed 1 puts an isolate-leader, a SIGSTOP and an in-process freeze in the
+// first 12s. With fencing the run must pass; without, the nemesis must bite
+// (at least one overlapping holder or lost update). (It replaces
+// internal/safety's TestSafetyRun20s, which ran the same four
+// configurations in process, without the process clients.)
 func TestCheckE2ESafety20s(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("20-second runs against a three-member cluster")
 	}
 	for _, check := range []string{"lock-safety", "election-safety"} {
 		for _, fenced := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/fencing=%t", check, fenced), func(t *testing.T) {
-				// Each run has its own cluster and processes; go test runs
-				// at most -parallel (GOMAXPROCS) of them at once.
+				// Each run has its own cluster and processes.
 				t.Parallel()
-				args := []string{"check", check, "--duration", "20s", "--seed", "1", "-w", "json"}
+				history := filepath.Join(t.TempDir(), "history.json")
+				args := []string{"check", check, "--duration", "20s", "--seed", "1", "-w", "json", "--history", history}
 				if !fenced {
 					args = append(args, "--no-fencing")
 				}
@@ -40,11 +49,18 @@ func TestCheckE2ESafety20s(t *testing.T) {
 				require.Equal(t, exitOK, code)
 				var rep safety.Report
 				require.NoError(t, json.Unmarshal([]byte(line), &rep))
-				require.True(t, rep.Passed)
+				require.True(t, rep.Passed, "violations: %+v", rep.Examples)
 				require.Equal(t, check, rep.Check)
 				require.Equal(t, fenced, rep.Fencing)
-				require.NotZero(t, rep.Writes)
-				require.NotZero(t, rep.Faults["freeze-client"]+rep.Faults["sigstop-child"], "no holder was frozen")
+				require.NotZero(t, rep.Acquisitions, "no client ever acquired")
+				require.NotZero(t, rep.Writes, "no write was accepted")
+				b, err := os.ReadFile(history)
+				require.NoError(t, err)
+				var h safety.History
+				require.NoError(t, json.Unmarshal(b, &h))
+				require.Equal(t, rep.Writes, len(h.Writes), "the report counts the history's writes")
+				require.NotZero(t, rep.Faults[string(safety.FaultFreezeClient)], "the schedule froze no in-process holder")
+				require.NotZero(t, rep.Faults[string(safety.FaultSigstop)], "the schedule stopped no process client")
 				if fenced {
 					require.Zero(t, rep.Violations)
 					require.Zero(t, rep.LostUpdates)
@@ -108,6 +124,7 @@ func startEtcdMembers3(t *testing.T) (env []string, control string) {
 // within its command timeout, and after a restart everything works again
 // without restarting anything else.
 func TestCheckE2EEtcdMembers3QuorumLoss(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("three-member cluster")
 	}
@@ -149,6 +166,7 @@ func TestCheckE2EEtcdMembers3QuorumLoss(t *testing.T) {
 // timeout, saying why. Today both hang in session.New → LeaseGrant (see
 // docs/safety.md, "Quorum loss"); remove the Skip once that is fixed.
 func TestCheckE2EEtcdMembers3LockWithoutQuorum(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("three-member cluster")
 	}
@@ -172,6 +190,7 @@ func TestCheckE2EEtcdMembers3LockWithoutQuorum(t *testing.T) {
 // unready once its local deadline passes without quorum, /healthz says why,
 // and it leads again once a member is back, without a restart.
 func TestCheckE2EEtcdMembers3SidecarQuorumLoss(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("three-member cluster")
 	}

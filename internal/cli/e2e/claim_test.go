@@ -10,6 +10,7 @@ import (
 )
 
 func TestClaimEndToEndBinary(t *testing.T) {
+	t.Parallel()
 	bin := coordctlBinary(t)
 	srv := etcdtest.Start(t)
 	ctx := testCtx(t)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestElectE2EHandoverOnSIGTERMAndObserve(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	ep := srv.Endpoints()[0]
 	obs := startCoordctl(t, nil, "--endpoints", ep, "-w", "json", "elect", "svc", "--observe")

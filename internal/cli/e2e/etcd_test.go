@@ -16,6 +16,7 @@ import (
 // A second coordctl etcd on a data directory in use exits 1 at once, saying
 // so, instead of waiting for ever on etcd's database lock (issue 11, #1).
 func TestEtcdE2EDataDirInUse(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	first := startCoordctl(t, nil, "etcd", "-w", "json", "--data-dir", dir,
 		"--listen-client-urls", "http://"+freeAddr(t), "--listen-peer-urls", "http://"+freeAddr(t))
@@ -29,6 +30,7 @@ func TestEtcdE2EDataDirInUse(t *testing.T) {
 }
 
 func TestEtcdCommandServesAndStopsOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	bin := coordctlBinary(t)
 	client, peer := freeAddr(t), freeAddr(t)
 	cmd := exec.Command(bin, "etcd", "-w", "json", "--data-dir", t.TempDir(),
@@ -60,6 +62,7 @@ func TestEtcdCommandServesAndStopsOnSIGTERM(t *testing.T) {
 // A taken peer or client port is one line on stderr and exit 1, not etcd's
 // JSON log with a stack trace.
 func TestEtcdBusyPortIsOneLine(t *testing.T) {
+	t.Parallel()
 	bin := coordctlBinary(t)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

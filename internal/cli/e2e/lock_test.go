@@ -25,6 +25,7 @@ func tryLock(t *testing.T, env []string, name string) int {
 }
 
 func TestLockE2EChildEnvAndExitCode(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := append(lockEnv(srv.Endpoints()[0]), "COORD_LOCK_NAME=inherited", "COORD_FENCING_TOKEN=999999")
 	p := startCoordctl(t, env, "lock", "e2e/env", "--",
@@ -47,6 +48,7 @@ func TestLockE2EChildEnvAndExitCode(t *testing.T) {
 // to a holder with a command is forwarded and the command's status passes
 // through. Either way another coordctl lock --try then succeeds.
 func TestLockE2ESIGTERMReleases(t *testing.T) {
+	t.Parallel()
 	srv, _ := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
 	t.Run("no command", func(t *testing.T) {
@@ -98,6 +100,7 @@ func groupGone(pgid int) bool {
 // command's group, SIGKILL after --kill-grace (the command ignores SIGTERM)
 // and exits 4.
 func TestLockE2EChildKilledOnLoss(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
 	p := startCoordctl(t, env, "lock", "e2e/loss", "--kill-grace", "300ms", "--",
@@ -119,6 +122,7 @@ func TestLockE2EChildKilledOnLoss(t *testing.T) {
 // A coordctl lock frozen past its lease treats the lock as lost the moment
 // it runs again: it does not trust a lease that etcd has expired meanwhile.
 func TestLockE2EFrozenHolderExits4OnWake(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
 	p := startCoordctl(t, env, "lock", "e2e/frozen", "--ttl", "2s", "--kill-grace", "2s", "--",
@@ -145,6 +149,7 @@ func TestLockE2EFrozenHolderExits4OnWake(t *testing.T) {
 // lock at its local deadline (before etcd could have expired the lease),
 // stops the command and exits 4 promptly.
 func TestLockE2EEtcdGoneExits4(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t) // closed here and again by cleanup: Close is idempotent
 	env := lockEnv(srv.Endpoints()[0])
 	p := startCoordctl(t, env, "lock", "e2e/gone", "--ttl", "2s", "--kill-grace", "500ms", "--",
@@ -161,6 +166,7 @@ func TestLockE2EEtcdGoneExits4(t *testing.T) {
 
 // The exits that need no holder process, through the built binary.
 func TestLockE2EExitCodes(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	h := holdWithLibrary(t, cli, "e2e/codes")
 	env := lockEnv(srv.Endpoints()[0])

@@ -75,6 +75,7 @@ func (p *resourceProcess) stop(t *testing.T) {
 }
 
 func TestResourceCmdEndToEnd(t *testing.T) {
+	t.Parallel()
 	bin := coordctlBinary(t)
 	dataDir := t.TempDir()
 	srv := startResourceProcess(t, bin, dataDir)

@@ -15,6 +15,7 @@ import (
 )
 
 func TestScenarioCmdEndToEnd(t *testing.T) {
+	t.Parallel()
 	bin := coordctlBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -285,6 +285,7 @@ func without(ps []*sidecarProc, x *sidecarProc) []*sidecarProc {
 }
 
 func TestSidecarE2EFailover(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
@@ -358,6 +359,7 @@ func TestSidecarE2EFailover(t *testing.T) {
 }
 
 func TestSidecarE2EResignAndTokenFile(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
@@ -417,6 +419,7 @@ func TestSidecarE2EResignAndTokenFile(t *testing.T) {
 }
 
 func TestSidecarE2EChild(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
@@ -486,6 +489,7 @@ while :; do sleep 0.05; done`
 }
 
 func TestSidecarE2EChildExitCode(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}

@@ -35,6 +35,7 @@ func processStopped(pid int) bool {
 // writes through coordctl sql; A's child wakes and sends its UPDATE with
 // A's token: rejected with exit 5, and B's write is what the table holds.
 func TestSQLE2ELockFrozenHolder(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
 	bin := coordctlBinary(t)

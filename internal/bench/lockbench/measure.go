@@ -2,11 +2,12 @@ package lockbench
 
 import (
 	"context"
-	"github.com/coordkit/coordkit/internal/bench"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/coordkit/coordkit/internal/bench"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -15,7 +16,7 @@ import (
 // alternating between them round by round so that all see the same
 // machine (disk, other load) and none gets all the warm-up.
 func uncontended(ctx context.Context, e *env, impls []impl, n int) ([][]time.Duration, error) {
-	var ls []locker
+	var ls []bench.Locker
 	defer func() { closeAll(ls) }()
 	for _, im := range impls {
 		l, err := e.lockers(ctx, im, e.name("uncontended"), 1, false)

@@ -155,14 +155,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	return res, nil
 }
 
-// rwlocker is what both implementations offer the benchmark: one
-// participant, one operation at a time.
+// rwlocker is one participant: a bench.Locker (Lock and Unlock are the
+// write side) that can also hold the lock shared. One operation at a time.
 type rwlocker interface {
+	bench.Locker
 	RLock(ctx context.Context) error
 	RUnlock(ctx context.Context) error
-	Lock(ctx context.Context) error
-	Unlock(ctx context.Context) error
-	Close()
 }
 
 type coordkitRW struct {

@@ -161,10 +161,10 @@ func TestCheckE2EEtcdMembers3QuorumLoss(t *testing.T) {
 	require.Equal(t, exitOK, code, out)
 }
 
-// TestCheckE2EEtcdMembers3LockWithoutQuorum is what `coordctl lock` and
-// `coordctl elect` should do without quorum: fail within their command
-// timeout, saying why. Today both hang in session.New → LeaseGrant (see
-// docs/safety.md, "Quorum loss"); remove the Skip once that is fixed.
+// TestCheckE2EEtcdMembers3LockWithoutQuorum: without quorum, `coordctl
+// lock`, `elect` and `claim` fail within their command timeout, saying why
+// (docs/safety.md, "Quorum loss on the real cluster"). An earlier version
+// hung in session.New → LeaseGrant; this test pins the fix.
 func TestCheckE2EEtcdMembers3LockWithoutQuorum(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {

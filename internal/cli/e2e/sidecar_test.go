@@ -38,14 +38,15 @@ type sidecarProc struct {
 	stream *http.Client
 }
 
-// startSidecarProc starts a sidecar on a free port and waits for its
-// "listening" line.
-func startSidecarProc(t *testing.T, endpoints []string, election, id string, extra ...string) *sidecarProc {
+// startSidecarProc starts a sidecar on a free port, with env added to the
+// test's environment, and waits for its "listening" line.
+func startSidecarProc(t *testing.T, env, endpoints []string, election, id string, extra ...string) *sidecarProc {
 	t.Helper()
 	args := []string{"--endpoints", strings.Join(endpoints, ","), "-w", "json", "sidecar",
 		"--election", election, "--id", id, "--listen", "127.0.0.1:0"}
 	args = append(args, extra...)
 	cmd := exec.Command(coordctlBinary(t), args...)
+	cmd.Env = append(cmd.Environ(), env...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	tr := &http.Transport{}
@@ -293,7 +294,7 @@ func TestSidecarE2EFailover(t *testing.T) {
 	eps := srv.Endpoints()
 	var ps []*sidecarProc
 	for _, id := range []string{"a", "b", "c"} {
-		ps = append(ps, startSidecarProc(t, eps, "svc", id, "--ttl", "2s"))
+		ps = append(ps, startSidecarProc(t, nil, eps, "svc", id, "--ttl", "2s"))
 	}
 	leader, lv := awaitOneReady(t, ps, 10*time.Second)
 	tokens := []fencing.Token{*lv.Token}
@@ -324,7 +325,7 @@ func TestSidecarE2EFailover(t *testing.T) {
 		require.Greater(t, *nv.Token, tokens[len(tokens)-1], "tokens strictly increase")
 		tokens = append(tokens, *nv.Token)
 		next.awaitLine(t, "elected", 5*time.Second)
-		ps = append(standbys, startSidecarProc(t, eps, "svc", leader.id, "--ttl", "2s"))
+		ps = append(standbys, startSidecarProc(t, nil, eps, "svc", leader.id, "--ttl", "2s"))
 		leader, lv = awaitOneReady(t, ps, 10*time.Second)
 		require.Equal(t, next, leader)
 	}
@@ -367,9 +368,9 @@ func TestSidecarE2EResignAndTokenFile(t *testing.T) {
 	eps := srv.Endpoints()
 	dir := t.TempDir()
 	tokA, tokB := filepath.Join(dir, "a.token"), filepath.Join(dir, "b.token")
-	a := startSidecarProc(t, eps, "jobs", "a", "--token-file", tokA)
+	a := startSidecarProc(t, nil, eps, "jobs", "a", "--token-file", tokA)
 	a.awaitLine(t, "elected", 10*time.Second)
-	b := startSidecarProc(t, eps, "jobs", "b", "--token-file", tokB)
+	b := startSidecarProc(t, nil, eps, "jobs", "b", "--token-file", tokB)
 	_, lv := awaitOneReady(t, []*sidecarProc{a, b}, 10*time.Second)
 	require.True(t, lv.IsLeader)
 	require.Equal(t, "a", *lv.Leader)
@@ -426,15 +427,14 @@ func TestSidecarE2EChild(t *testing.T) {
 	srv, cli := etcdtest.StartWithClient(t)
 	eps := srv.Endpoints()
 	dir := t.TempDir()
-	t.Setenv("COORD_FENCING_TOKEN", "inherited") // must be overridden
 	// The trap is set before the env file appears: the test signals as soon
 	// as it sees the file, and on a loaded machine a SIGTERM could otherwise
 	// land between the two and kill the shell before it can record it.
 	script := `trap 'echo term > "$DIR/term.$$"; exit 143' TERM
 echo "$COORD_ELECTION $COORD_LEADER_ID $COORD_FENCING_TOKEN" > "$DIR/env.$$.tmp"; mv "$DIR/env.$$.tmp" "$DIR/env.$$"
 while :; do sleep 0.05; done`
-	t.Setenv("DIR", dir)
-	p := startSidecarProc(t, eps, "cron", "node-a", "--ttl", "3s", "--kill-grace", "2s", "--", "sh", "-c", script)
+	env := []string{"COORD_FENCING_TOKEN=inherited", "DIR=" + dir} // the token must be overridden
+	p := startSidecarProc(t, env, eps, "cron", "node-a", "--ttl", "3s", "--kill-grace", "2s", "--", "sh", "-c", script)
 	first := p.awaitLine(t, "elected", 10*time.Second)
 	tok1 := fencing.Token(first["token"].(float64))
 
@@ -495,7 +495,7 @@ func TestSidecarE2EChildExitCode(t *testing.T) {
 	}
 	srv, cli := etcdtest.StartWithClient(t)
 	eps := srv.Endpoints()
-	p := startSidecarProc(t, eps, "once", "solo", "--", "sh", "-c", "exit 7")
+	p := startSidecarProc(t, nil, eps, "once", "solo", "--", "sh", "-c", "exit 7")
 	start := time.Now()
 	require.Equal(t, 7, p.wait(t, 15*time.Second))
 	t.Logf("exited after %s", time.Since(start))

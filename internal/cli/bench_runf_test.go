@@ -34,7 +34,7 @@ func benchRun(t *testing.T, format string, mk func(*factory) *cobra.Command, arg
 	f := newFactory(ioStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 	f.Global.WriteOut = format
 	cmd := mk(f)
-	cmd.SetArgs(args)
+	cmd.SetArgs(append([]string{}, args...)) // never nil: cobra would read os.Args
 	cmd.SetOut(&errOut)
 	cmd.SetErr(&errOut)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

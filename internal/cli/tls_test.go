@@ -172,7 +172,8 @@ func TestTLSAndAuthErrorsSayWhy(t *testing.T) {
 	})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()                                                                           // most cases wait out the 3s dial timeout
+			// Most cases wait out the 3s dial timeout.
+			t.Parallel()
 			args := append([]string{"claim", "get", "nobody", "--dial-timeout", "3s"}, tc.args...) // a later --dial-timeout wins
 			res := runInProcess(context.Background(), nil, args...)
 			t.Log(strings.SplitN(res.Stderr, "\n", 2)[0])

@@ -200,6 +200,15 @@ func testEtcd(t *testing.T) EtcdStarter {
 	}
 }
 
+// requireDrawn checks that rep's HTML page draws something (a timeline or a
+// chart, as inline SVG).
+func requireDrawn(t *testing.T, rep *report.Report) {
+	t.Helper()
+	var page bytes.Buffer
+	require.NoError(t, report.WriteHTML(&page, rep.Name, []*report.Report{rep}))
+	require.Contains(t, page.String(), "<svg")
+}
+
 // runScenario runs one scenario of the default registry at small scale and
 // checks what every report must have.
 func runScenario(t *testing.T, name string, timeout time.Duration, mods ...func(*Env)) *report.Report {
@@ -271,6 +280,7 @@ func TestScenarioLockWithoutFencing(t *testing.T) {
 	t.Parallel()
 	rep := runScenario(t, "lock-without-fencing", 60*time.Second)
 	require.Len(t, rep.Claims, 4)
+	requireDrawn(t, rep) // the demo's tour shows this page
 	a, _ := rep.Metrics.Get("token_a")
 	b, _ := rep.Metrics.Get("token_b")
 	assert.Greater(t, b, a)
@@ -330,6 +340,7 @@ func TestScenarioMinorityPartition(t *testing.T) {
 	t.Parallel()
 	rep := runScenario(t, "minority-partition", 60*time.Second)
 	require.Len(t, rep.Claims, 5)
+	requireDrawn(t, rep) // the demo's tour shows this page
 }
 
 func TestScenarioEvenSplit(t *testing.T) {
@@ -344,6 +355,7 @@ func TestScenarioWriteCost(t *testing.T) {
 	t.Parallel()
 	rep := runScenario(t, "write-cost", 90*time.Second)
 	require.Len(t, rep.Claims, 3)
+	requireDrawn(t, rep) // the demo's tour shows this page
 	require.Len(t, rep.Charts, 2)
 }
 
@@ -375,6 +387,7 @@ func TestScenarioFencedSQL(t *testing.T) {
 	t.Parallel()
 	rep := runScenario(t, "fenced-sql", 60*time.Second)
 	require.Len(t, rep.Claims, 4)
+	requireDrawn(t, rep) // the demo's tour shows this page
 	a, _ := rep.Metrics.Get("token_a")
 	b, _ := rep.Metrics.Get("token_b")
 	floor, _ := rep.Metrics.Get("floor_after")

@@ -300,8 +300,12 @@ func TestElectionNoPhantomWin(t *testing.T) {
 		start := time.Now()
 		r := await(t, campaignAsync(ctx, w, "b"), "campaign to fail")
 		require.ErrorIs(t, r.err, election.ErrSessionExpired)
+		// The local deadline ended it (not the server's expiry, which
+		// would delete the key instead). That the deadline comes before
+		// the server's is session's (TestDeadlineNeverOutlivesServerLease);
+		// how soon after it the campaign returns depends on the load.
 		require.ErrorIs(t, r.err, session.ErrExpired)
-		require.Less(t, time.Since(start), 2*time.Second, "reported before the server could expire the lease")
+		t.Logf("reported %s after the campaign started (TTL 2s)", time.Since(start).Round(time.Millisecond))
 		resp, err := cli.Get(ctx, "phantom-deadline/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 		require.NoError(t, err)
 		require.EqualValues(t, 1, resp.Count, "the failed candidate removed its key")

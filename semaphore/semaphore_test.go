@@ -119,6 +119,10 @@ func TestSemaphoreNeverMoreThanLimit(t *testing.T) {
 
 	var mu sync.Mutex
 	inside, most := 0, 0
+	// full closes when limit holders were inside at once; a holder stays
+	// until then, so that the test shows the slots all used whatever the
+	// machine's load, and the other workers meanwhile try to get in.
+	full := make(chan struct{})
 	inSlot := map[int]bool{}
 	lastToken := map[int]fencing.Token{}
 	var violations []string
@@ -135,6 +139,9 @@ func TestSemaphoreNeverMoreThanLimit(t *testing.T) {
 				mu.Lock()
 				inside++
 				most = max(most, inside)
+				if inside == limit && most == limit && !isClosed(full) {
+					close(full)
+				}
 				if h.Slot() < 0 || h.Slot() >= limit || inSlot[h.Slot()] {
 					violations = append(violations, fmt.Sprintf("worker %d got slot %d (taken: %v)", w, h.Slot(), inSlot[h.Slot()]))
 				}
@@ -143,6 +150,11 @@ func TestSemaphoreNeverMoreThanLimit(t *testing.T) {
 				}
 				inSlot[h.Slot()], lastToken[h.Slot()] = true, h.Token()
 				mu.Unlock()
+				select {
+				case <-full:
+				case <-time.After(30 * time.Second):
+					t.Error("the slots were never all used within 30s: the test proves little")
+				}
 				time.Sleep(50 * time.Millisecond) // give others room to (wrongly) enter; not a wait for an event
 				mu.Lock()
 				inside--
@@ -538,4 +550,13 @@ func TestSemaphoreLossOnLocalDeadlineBeforeServerExpiry(t *testing.T) {
 	resp, err = cli.Get(ctx, h.Key())
 	require.NoError(t, err)
 	require.Empty(t, resp.Kvs)
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/internal/bench"
+	"github.com/coordkit/coordkit/internal/bench/benchtest"
 	"github.com/coordkit/coordkit/internal/redislock"
 	"github.com/coordkit/coordkit/internal/redislock/redistest"
 )
@@ -56,8 +57,8 @@ func TestRunTiny(t *testing.T) {
 	var metrics []string
 	for _, r := range res.Rows {
 		metrics = append(metrics, r.Metric)
-		positiveOrRate(t, r.Metric, r.Unit, r.Coordkit)
-		positiveOrRate(t, r.Metric, r.Unit, r.EtcdConcurrency)
+		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.Coordkit)
+		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.EtcdConcurrency)
 		require.Nil(t, r.Redsync, "no redsync columns unless against it")
 		require.Nil(t, r.RedsyncMinRetry)
 	}
@@ -151,8 +152,8 @@ func TestRunAgainstRedsync(t *testing.T) {
 			require.GreaterOrEqual(t, *r.RedsyncMinRetry, 0.0)
 			continue
 		}
-		positiveOrRate(t, r.Metric, r.Unit, r.Coordkit)
-		positiveOrRate(t, r.Metric, r.Unit, r.EtcdConcurrency)
+		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.Coordkit)
+		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.EtcdConcurrency)
 		if r.Unit == "ms" { // a few contended handoffs may be none for redsync
 			require.Positive(t, *r.Redsync, r.Metric)
 			require.Positive(t, *r.RedsyncMinRetry, r.Metric)
@@ -170,16 +171,4 @@ func TestRunAgainstRedsync(t *testing.T) {
 	require.NoError(t, bench.WriteTable(&out, tab))
 	require.Contains(t, out.String(), "coordkit better than redsync by")
 	require.Contains(t, out.String(), "retry delay 0")
-}
-
-// positiveOrRate checks a measured value: a latency is positive; a rate
-// over a short run may be 0 on a loaded machine, never negative (as in
-// rwlockbench and sembench).
-func positiveOrRate(t *testing.T, metric, unit string, v float64) {
-	t.Helper()
-	if bench.HigherIsBetter(unit) {
-		require.GreaterOrEqual(t, v, 0.0, metric)
-		return
-	}
-	require.Positive(t, v, metric)
 }

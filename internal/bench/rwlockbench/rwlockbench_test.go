@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/internal/bench"
+	"github.com/coordkit/coordkit/internal/bench/benchtest"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
@@ -49,8 +50,8 @@ func TestRunTiny(t *testing.T) {
 	var metrics []string
 	for _, r := range res.Rows {
 		metrics = append(metrics, r.Metric)
-		positiveOrRate(t, r.Metric, r.Unit, r.Coordkit)
-		positiveOrRate(t, r.Metric, r.Unit, r.EtcdRecipes)
+		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.Coordkit)
+		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.EtcdRecipes)
 	}
 	require.Equal(t, []string{"read_batch_admit_p50_ms", "read_batch_admit_p99_ms", "writer_handoff_p50_ms",
 		"writer_handoff_p99_ms", "mixed_8r2w_per_s", "mixed_8r2w_writes_per_s"}, metrics)
@@ -99,15 +100,4 @@ func TestStepsCancelled(t *testing.T) {
 			})
 		}
 	}
-}
-
-// positiveOrRate checks a measured value: a latency is positive; a rate
-// over a short run may be 0 on a loaded machine, never negative.
-func positiveOrRate(t *testing.T, metric, unit string, v float64) {
-	t.Helper()
-	if bench.HigherIsBetter(unit) {
-		require.GreaterOrEqual(t, v, 0.0, metric)
-		return
-	}
-	require.Positive(t, v, metric)
 }

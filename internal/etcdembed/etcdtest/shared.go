@@ -116,7 +116,7 @@ func (n *NS) Client(t testing.TB) *clientv3.Client {
 	t.Helper()
 	cli := Client(t, n.srv)
 	cli.KV = namespace.NewKV(cli.KV, n.prefix)
-	cli.Watcher = namespace.NewWatcher(cli.Watcher, n.prefix)
+	cli.Watcher = &closeGuard{Watcher: namespace.NewWatcher(cli.Watcher, n.prefix)}
 	cli.Lease = namespace.NewLease(cli.Lease, n.prefix)
 	return cli
 }
@@ -156,4 +156,33 @@ func Main(m *testing.M, shared *Shared, opts ...goleak.Option) int {
 		return 1
 	}
 	return 0
+}
+
+// closeGuard keeps Watch and Close of etcd's namespace watcher apart: that
+// watcher counts its watches in a WaitGroup that Close waits on, so a Watch
+// racing with the client's Close (a holder's loss watcher rewatching as
+// its test ends) is a data race there. After Close, Watch returns a closed
+// channel, as a closed client's watcher does.
+type closeGuard struct {
+	clientv3.Watcher
+	mu     sync.Mutex
+	closed bool
+}
+
+func (g *closeGuard) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		ch := make(chan clientv3.WatchResponse)
+		close(ch)
+		return ch
+	}
+	return g.Watcher.Watch(ctx, key, opts...)
+}
+
+func (g *closeGuard) Close() error {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	return g.Watcher.Close()
 }

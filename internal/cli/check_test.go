@@ -212,7 +212,10 @@ func TestCheckSQLResourceSQLite(t *testing.T) {
 	require.Len(t, reps, 1)
 	require.Equal(t, safety.ResourceSQL, reps[0].Resource)
 	require.Zero(t, reps[0].Violations)
-	require.NotZero(t, reps[0].Writes)
+	require.True(t, reps[0].Passed)
+	// How many writes a 5s run gets through depends on the load (none at
+	// load 30); internal/safety's TestSQLResource asserts they happen.
+	t.Logf("%d writes", reps[0].Writes)
 }
 
 func TestCheckRedsyncUnreachable(t *testing.T) {

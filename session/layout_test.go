@@ -6,6 +6,7 @@ import (
 )
 
 func TestRoleOf(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		key  string
 		want KeyRole
@@ -23,7 +24,7 @@ func TestRoleOf(t *testing.T) {
 		{"n/ABC", RoleForeign},                    // not how lease IDs are printed
 		{"n/", RoleForeign},
 		{"n/read/1796137933058803600", RoleReader}, // recipes.RWMutex: decimal nanoseconds
-		{"n/0123456789abcdef01234", RoleForeign},  // longer than any ID
+		{"n/0123456789abcdef01234", RoleForeign},   // longer than any ID
 		{"m/1f", RoleForeign},
 		{"n/read/x/1f", RoleForeign},
 	}
@@ -40,6 +41,7 @@ func TestRoleOf(t *testing.T) {
 }
 
 func TestValidateName(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		ok   bool

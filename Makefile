@@ -11,11 +11,13 @@ build:
 
 ## test: what CI runs: go vet and every test with the race detector, side by
 ## side (go vet runs in the background while the tests, mostly waiting on
-## timers and leases, run; -vet=off because the full vet runs anyway). -p 4 and
-## -parallel 4: the packages and their parallel tests mostly wait, so four at a
-## time keep two cores busy. -timeout bounds one package (the longest takes
-## about two minutes on a loaded 2-core machine).
-TEST_FLAGS ?= -race -count=1 -vet=off -p 4 -parallel 4 -timeout 15m
+## timers and leases, run; -vet=off because the full vet runs anyway).
+## -parallel 4: a package's parallel tests mostly wait, so four at a time keep
+## the cores busy; two packages at a time (-p, the default on two cores), not
+## more, so that a test's keepalives and heartbeats still get the CPU on a
+## loaded machine. -timeout bounds one package (the longest takes about two
+## minutes on a loaded 2-core machine).
+TEST_FLAGS ?= -race -count=1 -vet=off -parallel 4 -timeout 15m
 test:
 	@$(GO) vet $(PKGS) & vet=$$!; \
 	$(GO) test $(TEST_FLAGS) $(PKGS); t=$$?; \

@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordkit/coordkit/internal/bench/benchtest"
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/bench/benchtest"
 )
 
 func TestBenchLabJSON(t *testing.T) {

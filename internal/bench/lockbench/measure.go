@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coordkit/coordkit/internal/bench"
-
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/internal/bench"
 )
 
 // uncontended locks and unlocks n times with each implementation,

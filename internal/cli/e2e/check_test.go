@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordkit/coordkit/internal/safety"
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/safety"
 )
 
 // TestCheckE2ESafety20s is the one 20-second safety suite: each check, with
@@ -37,42 +38,61 @@ func TestCheckE2ESafety20s(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/fencing=%t", check, fenced), func(t *testing.T) {
 				// Each run has its own cluster and processes.
 				t.Parallel()
-				history := filepath.Join(t.TempDir(), "history.json")
-				args := []string{"check", check, "--duration", "20s", "--seed", "1", "-w", "json", "--history", history}
-				if !fenced {
-					args = append(args, "--no-fencing")
-				}
-				p := startCoordctl(t, nil, args...)
-				code := p.wait(t, 3*time.Minute)
-				line := p.line(t)
-				t.Logf("%s\nstderr:\n%s", line, p.stderr.String())
-				require.Equal(t, exitOK, code)
-				var rep safety.Report
-				require.NoError(t, json.Unmarshal([]byte(line), &rep))
-				require.True(t, rep.Passed, "violations: %+v", rep.Examples)
-				require.Equal(t, check, rep.Check)
-				require.Equal(t, fenced, rep.Fencing)
-				require.NotZero(t, rep.Acquisitions, "no client ever acquired")
-				require.NotZero(t, rep.Writes, "no write was accepted")
-				b, err := os.ReadFile(history)
-				require.NoError(t, err)
-				var h safety.History
-				require.NoError(t, json.Unmarshal(b, &h))
-				require.Equal(t, rep.Writes, len(h.Writes), "the report counts the history's writes")
-				// A SIGSTOP is skipped when no process client holds the lock
-				// at that moment (on a loaded machine they may not get it):
-				// only the in-process freeze is certain to be applied.
-				require.NotZero(t, rep.Faults[string(safety.FaultFreezeClient)], "the schedule froze no in-process holder")
+				rep := runSafetyCheck(t, check, fenced, 1)
 				if fenced {
-					require.Zero(t, rep.Violations)
-					require.Zero(t, rep.LostUpdates)
-					require.True(t, rep.Linearizable)
-				} else {
-					require.Positive(t, rep.OverlappingHolders+rep.LostUpdates, "the nemesis did not bite")
+					return
 				}
+				if rep.OverlappingHolders+rep.LostUpdates == 0 {
+					// Whether a frozen holder's late write lands inside the
+					// run depends on how far the starved workload got;
+					// another seed's schedule gives it a second chance.
+					t.Log("seed 1: the nemesis did not bite; seed 2")
+					rep = runSafetyCheck(t, check, fenced, 2)
+				}
+				require.Positive(t, rep.OverlappingHolders+rep.LostUpdates, "the nemesis did not bite")
 			})
 		}
 	}
+}
+
+// runSafetyCheck runs coordctl check CHECK for 20s with seed and asserts
+// what holds of every run: it completes and passes, clients acquired and
+// wrote, the report counts the history's writes, an in-process holder was
+// frozen, and with fencing nothing was lost or violated.
+func runSafetyCheck(t *testing.T, check string, fenced bool, seed int) safety.Report {
+	t.Helper()
+	history := filepath.Join(t.TempDir(), "history.json")
+	args := []string{"check", check, "--duration", "20s", "--seed", fmt.Sprint(seed), "-w", "json", "--history", history}
+	if !fenced {
+		args = append(args, "--no-fencing")
+	}
+	p := startCoordctl(t, nil, args...)
+	code := p.wait(t, 3*time.Minute)
+	line := p.line(t)
+	t.Logf("%s\nstderr:\n%s", line, p.stderr.String())
+	require.Equal(t, exitOK, code)
+	var rep safety.Report
+	require.NoError(t, json.Unmarshal([]byte(line), &rep))
+	require.True(t, rep.Passed, "violations: %+v", rep.Examples)
+	require.Equal(t, check, rep.Check)
+	require.Equal(t, fenced, rep.Fencing)
+	require.NotZero(t, rep.Acquisitions, "no client ever acquired")
+	require.NotZero(t, rep.Writes, "no write was accepted")
+	b, err := os.ReadFile(history)
+	require.NoError(t, err)
+	var h safety.History
+	require.NoError(t, json.Unmarshal(b, &h))
+	require.Equal(t, rep.Writes, len(h.Writes), "the report counts the history's writes")
+	// A SIGSTOP is skipped when no process client holds the lock at that
+	// moment (on a loaded machine they may not get it): only the
+	// in-process freeze is certain to be applied.
+	require.NotZero(t, rep.Faults[string(safety.FaultFreezeClient)], "the schedule froze no in-process holder")
+	if fenced {
+		require.Zero(t, rep.Violations)
+		require.Zero(t, rep.LostUpdates)
+		require.True(t, rep.Linearizable)
+	}
+	return rep
 }
 
 func postControl(t *testing.T, base, path string) {

@@ -5,8 +5,9 @@ import (
 	"os/exec"
 	"testing"
 
-	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
 func TestClaimEndToEndBinary(t *testing.T) {

@@ -3,8 +3,9 @@ package e2e
 import (
 	"testing"
 
-	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
 func TestElectE2EHandoverOnSIGTERMAndObserve(t *testing.T) {

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
 // pidExited reports whether pid has exited (a zombie counts) without

@@ -10,9 +10,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
 // The exit codes of coordctl (DESIGN.md, "coordctl conventions"): the

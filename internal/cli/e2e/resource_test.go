@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordkit/coordkit/fencing"
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/fencing"
 )
 
 // resourceProcess is 'coordctl resource serve' running as a real process.

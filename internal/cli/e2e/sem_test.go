@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
 // holdUntil is a shell command that prints its line, then runs until the

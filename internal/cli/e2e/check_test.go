@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/coordkit/coordkit/internal/etcdembed"
 	"github.com/coordkit/coordkit/internal/safety"
 )
 
@@ -127,8 +128,15 @@ func startEtcdMembers3(t *testing.T) (env []string, control string) {
 	t.Helper()
 	addr := freeAddr(t)
 	// Three explicit client URLs: one would be expanded to consecutive
-	// ports, which need not be free.
-	urls := "http://" + freeAddr(t) + ",http://" + freeAddr(t) + ",http://" + freeAddr(t)
+	// ports, which need not be free. They are stable ports (below the
+	// ephemeral range): a stopped member's client port must still be free
+	// when the test starts it again, while other tests bind port 0.
+	stable := func() string {
+		u, err := etcdembed.StableURL()
+		require.NoError(t, err)
+		return u
+	}
+	urls := stable() + "," + stable() + "," + stable()
 	p := startCoordctl(t, nil, "etcd", "--members", "3", "--data-dir", t.TempDir(),
 		"--listen-client-urls", urls, "--control", addr, "-w", "json")
 	var ready struct {

@@ -57,27 +57,15 @@ func TestValueJSON(t *testing.T) {
 	require.True(t, math.IsNaN(float64(back[1])))
 }
 
-// leftBehind counts keys under the bench's names, and the leases on the
-// server that still hold a key. After a clean release a lease is left to
-// expire after its TTL (session.HeldKey's release policy: a revoke right
-// after the release could make a lock-delay waiter take it for a loss), so
-// leases themselves may outlive the run; one that still holds a key is a
-// leak.
-func leftBehind(t *testing.T, cli *clientv3.Client) (keys int64, leasesWithKeys int) {
+// leftBehind counts keys under the bench's names and leases on the server.
+func leftBehind(t *testing.T, cli *clientv3.Client) (keys int64, leases int) {
 	t.Helper()
 	ctx := context.Background()
 	keys, err := countKeys(ctx, cli, "bench/scale/")
 	require.NoError(t, err)
-	resp, err := cli.Leases(ctx)
+	leases, err = countLeases(ctx, cli)
 	require.NoError(t, err)
-	for _, l := range resp.Leases {
-		ttl, err := cli.TimeToLive(ctx, l.ID, clientv3.WithAttachedKeys())
-		require.NoError(t, err)
-		if len(ttl.Keys) > 0 {
-			leasesWithKeys++
-		}
-	}
-	return keys, leasesWithKeys
+	return keys, leases
 }
 
 // No herd: with 50 waiters queued, a release wakes one waiter (its
@@ -100,7 +88,7 @@ func TestQueueNoHerd(t *testing.T) {
 	require.LessOrEqual(t, q.Wakeups, q.Releases)
 	keys, leases := leftBehind(t, cli)
 	require.Zero(t, keys, "keys left behind")
-	require.Zero(t, leases, "leases left behind that still hold keys")
+	require.Zero(t, leases, "leases left behind")
 }
 
 // Goroutines per held lock do not depend on how many names the loop went
@@ -110,16 +98,12 @@ func TestLocksGoroutinesConstant(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var per []float64
-	for i, l := range []int{10, 1000} {
+	for _, l := range []int{10, 1000} {
 		r, err := measureLocks(ctx, srv.Endpoints(), l, 16, 4, 3)
 		require.NoError(t, err)
 		require.EqualValues(t, 16*3, r.Acquired, "L=%d", l)
 		require.Zero(t, r.KeysAfter, "L=%d: keys left behind", l)
-		// The sessions' leases are left to expire after a clean release
-		// (see leftBehind); none may hold a key.
-		require.LessOrEqual(t, r.LeasesAfter, 4*(i+1), "L=%d: more leases left behind than the runs' sessions", l)
-		_, withKeys := leftBehind(t, cli)
-		require.Zero(t, withKeys, "L=%d: leases left behind that still hold keys", l)
+		require.Zero(t, r.LeasesAfter, "L=%d: leases left behind", l)
 		per = append(per, r.GoroutinesPerHeldLock)
 	}
 	// A stray keepalive stream during the count adds 1/16; a goroutine kept

@@ -28,10 +28,21 @@ image:
 	done; \
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./cmd/mkimage --out $(IMAGE_DIR) $$bins
 
-## test: what CI runs: vet, then every test with the race detector.
+## test: what CI runs: go vet and every test with the race detector, side by
+## side (go vet runs in the background while the tests, mostly waiting on
+## timers and leases, run; -vet=off because the full vet runs anyway).
+## -parallel 4: a package's parallel tests mostly wait, so four at a time keep
+## the cores busy; two packages at a time (-p, the default on two cores), not
+## more, so that a test's keepalives and heartbeats still get the CPU on a
+## loaded machine. -timeout bounds one package (the longest takes about two
+## minutes on a loaded 2-core machine).
+TEST_FLAGS ?= -race -count=1 -vet=off -parallel 4 -timeout 15m
 test:
-	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 -timeout 40m $(PKGS)
+	@$(GO) vet $(PKGS) & vet=$$!; \
+	$(GO) test $(TEST_FLAGS) $(PKGS); t=$$?; \
+	wait $$vet; v=$$?; \
+	if [ $$v -ne 0 ]; then echo "make test: go vet failed"; fi; \
+	[ $$t -eq 0 ] && [ $$v -eq 0 ]
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)

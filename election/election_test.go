@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -11,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
-	"go.uber.org/goleak"
 
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/fencing"
@@ -19,9 +19,11 @@ import (
 	"github.com/coordkit/coordkit/session"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, etcdtest.IgnoreEtcdGoroutines()...)
-}
+// etcd is the member this package's tests share, each under a prefix of
+// its own; Examples use it too.
+var etcd etcdtest.Shared
+
+func TestMain(m *testing.M) { os.Exit(etcdtest.Main(m, &etcd)) }
 
 const waitLimit = 10 * time.Second
 
@@ -94,7 +96,8 @@ func waitCandidates(t *testing.T, cli *clientv3.Client, prefix string, n int) []
 }
 
 func TestElectionLeaderAndNoLeader(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	e := newElection(t, cli, "svc")
 	_, err := e.Leader(ctx)
@@ -122,7 +125,8 @@ func TestElectionLeaderAndNoLeader(t *testing.T) {
 }
 
 func TestElectionNewRejectsBadInput(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	_, err := election.New(cli, "")
 	require.ErrorIs(t, err, election.ErrBadName)
 	_, err = election.New(cli, "x", election.WithTTL(100*time.Millisecond))
@@ -132,7 +136,8 @@ func TestElectionNewRejectsBadInput(t *testing.T) {
 }
 
 func TestElectionPrefix(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	e := newElection(t, cli, "svc", election.WithPrefix("team/"))
 	l, err := e.Campaign(ctx, "a")
@@ -146,7 +151,8 @@ func TestElectionPrefix(t *testing.T) {
 // coordkit and etcd's concurrency.Election (what `etcdctl elect` uses)
 // campaign against each other on one name, in create-revision order.
 func TestElectionInteropWithConcurrency(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	ours := newElection(t, cli, "interop")
 	l1, err := ours.Campaign(ctx, "coordkit-1")
@@ -192,7 +198,8 @@ func TestElectionInteropWithConcurrency(t *testing.T) {
 }
 
 func TestElectionTokensStrictlyIncrease(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	type waiter struct {
 		e   *election.Election
@@ -240,7 +247,8 @@ func TestElectionTokensStrictlyIncrease(t *testing.T) {
 // steps down. etcd's concurrency.Election does win — a phantom leader with
 // no key — and coordkit returns ErrSessionExpired.
 func TestElectionNoPhantomWin(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 
 	t.Run("concurrency.Election wins without a key", func(t *testing.T) {
@@ -292,8 +300,12 @@ func TestElectionNoPhantomWin(t *testing.T) {
 		start := time.Now()
 		r := await(t, campaignAsync(ctx, w, "b"), "campaign to fail")
 		require.ErrorIs(t, r.err, election.ErrSessionExpired)
+		// The local deadline ended it (not the server's expiry, which
+		// would delete the key instead). That the deadline comes before
+		// the server's is session's (TestDeadlineNeverOutlivesServerLease);
+		// how soon after it the campaign returns depends on the load.
 		require.ErrorIs(t, r.err, session.ErrExpired)
-		require.Less(t, time.Since(start), 2*time.Second, "reported before the server could expire the lease")
+		t.Logf("reported %s after the campaign started (TTL 2s)", time.Since(start).Round(time.Millisecond))
 		resp, err := cli.Get(ctx, "phantom-deadline/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 		require.NoError(t, err)
 		require.EqualValues(t, 1, resp.Count, "the failed candidate removed its key")
@@ -316,7 +328,8 @@ func TestElectionNoPhantomWin(t *testing.T) {
 }
 
 func TestElectionCampaignCancelRemovesCandidate(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	e := newElection(t, cli, "cancel")
 	l, err := e.Campaign(ctx, "a")
@@ -332,7 +345,8 @@ func TestElectionCampaignCancelRemovesCandidate(t *testing.T) {
 }
 
 func TestElectionCloseEndsCampaignsAndLeaderships(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	e, err := election.New(cli, "close")
 	require.NoError(t, err)
@@ -353,7 +367,8 @@ func TestElectionCloseEndsCampaignsAndLeaderships(t *testing.T) {
 }
 
 func TestElectionResignIsFenced(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	s, err := session.New(ctx, cli)
 	require.NoError(t, err)
@@ -384,7 +399,8 @@ func TestElectionResignIsFenced(t *testing.T) {
 }
 
 func TestElectionProclaim(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	e := newElection(t, cli, "proclaim")
 	l, err := e.Campaign(ctx, "v1")
@@ -401,7 +417,8 @@ func TestElectionProclaim(t *testing.T) {
 }
 
 func TestElectionLossSignalled(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 
 	t.Run("lease revoked", func(t *testing.T) {
@@ -445,7 +462,8 @@ func TestElectionLossSignalled(t *testing.T) {
 }
 
 func TestElectionObserve(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	e := newElection(t, cli, "observe")
 	octx, cancel := context.WithCancel(ctx)
@@ -494,8 +512,10 @@ func TestElectionObserve(t *testing.T) {
 }
 
 func TestElectionObserveReportsError(t *testing.T) {
-	srv := etcdtest.Start(t)
-	cli := etcdtest.Client(t, srv)
+	t.Parallel()
+	// A server of its own and a plain client: closing a namespaced client
+	// while it watches races in etcd's namespace package.
+	cli := etcdtest.Client(t, etcdtest.Start(t))
 	e := newElection(t, cli, "obs-err")
 	ctx := testCtx(t)
 	obs := e.Observe(ctx)
@@ -515,7 +535,8 @@ func TestElectionObserveReportsError(t *testing.T) {
 // depends on the machine's load, so `coordctl bench elect` measures it; this
 // test asserts the order and logs the latencies.
 func TestElectionHandoverGoesToTheWaiter(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	es := [2]*election.Election{newElection(t, cli, "fast"), newElection(t, cli, "fast")}
 	l, err := es[0].Campaign(ctx, "a")
@@ -546,7 +567,8 @@ func TestElectionHandoverGoesToTheWaiter(t *testing.T) {
 // A Resign whose delete failed can be retried: on a shared session nothing
 // else would ever remove the key.
 func TestElectionResignRetriesAfterFailure(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	s, err := session.New(ctx, cli)
 	require.NoError(t, err)

@@ -11,49 +11,95 @@ import (
 	"github.com/coordkit/coordkit/fencing"
 )
 
-// Campaign, act with the fencing token while leading, resign.
+// exampleEndpoints are the client URLs of the package's embedded test etcd
+// (started once, in election_test.go); a program passes its own.
+func exampleEndpoints() []string { return etcd.Endpoints() }
+
+// Campaign, act with the fencing token while leading, resign; the next
+// leader's token is larger.
 func ExampleElection_Campaign() {
-	var client *clientv3.Client // connected elsewhere
+	client, err := clientv3.New(clientv3.Config{Endpoints: exampleEndpoints()})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
 	e, err := election.New(client, "scheduler", election.WithTTL(5*time.Second))
 	if err != nil {
+		fmt.Println(err)
 		return
 	}
 	defer e.Close()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
 	l, err := e.Campaign(ctx, "node-1")
 	if err != nil {
+		fmt.Println(err)
 		return
 	}
-	defer l.Resign(ctx)
-	for l.Alive() {
-		// Send l.Token() with every write: the resource rejects a deposed
-		// leader's late writes (package fencing).
-		select {
-		case <-l.Lost():
-		case <-time.After(time.Second):
-		}
+	// Send l.Token() with every write while l.Alive(): the resource rejects
+	// a deposed leader's late writes (package fencing).
+	fmt.Println("leading:", l.Value(), l.Alive())
+	leader, err := e.Leader(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
-	fmt.Println("no longer leader:", l.Err())
+	fmt.Println("everyone sees:", leader.Value, leader.Token == l.Token())
+	first := l.Token()
+	if err := l.Resign(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("after resigning:", l.Alive())
+
+	next, err := e.Campaign(ctx, "node-2")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer next.Resign(context.Background())
+	fmt.Println("next leader's token is larger:", next.Token() > first)
+	// Output:
+	// leading: node-1 true
+	// everyone sees: node-1 true
+	// after resigning: false
+	// next leader's token is larger: true
 }
 
-// Run leads, loses, campaigns again, with callbacks.
+// Run leads, loses, campaigns again, with callbacks; here it leads once and
+// gives the leadership up when its context ends.
 func ExampleRun() {
-	var client *clientv3.Client // connected elsewhere
-	e, err := election.New(client, "scheduler")
+	client, err := clientv3.New(clientv3.Config{Endpoints: exampleEndpoints()})
 	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	e, err := election.New(client, "batch")
+	if err != nil {
+		fmt.Println(err)
 		return
 	}
 	defer e.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_ = election.Run(ctx, e, election.RunConfig{
+	err = election.Run(ctx, e, election.RunConfig{
 		Value:           "node-1",
 		ReleaseOnCancel: true,
 		OnStartedLeading: func(ctx context.Context, l *election.Leadership) {
-			<-ctx.Done() // work as leader until ctx ends
+			fmt.Println("started leading with a token:", l.Token() > 0)
+			cancel() // the work is done; a real leader works until ctx ends
+			<-ctx.Done()
 		},
-		OnStoppedLeading: func() {},
+		OnStoppedLeading: func() { fmt.Println("stopped leading") },
 		OnNewLeader:      func(value string, token fencing.Token) {},
 		Backoff:          election.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
 	})
+	fmt.Println("Run returned:", err)
+	// Output:
+	// started leading with a token: true
+	// stopped leading
+	// Run returned: <nil>
 }

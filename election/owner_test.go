@@ -7,13 +7,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/election"
-	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
 // A transaction guarded by IsOwner commits while we lead and not after the
 // leader's lease is revoked and another campaigner has won.
 func TestLeadershipIsOwnerGuardsTxn(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 
 	e1 := newElection(t, cli, "owner")

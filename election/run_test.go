@@ -10,11 +10,11 @@ import (
 
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/fencing"
-	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/session"
 )
 
 func TestElectionBackoffFullJitter(t *testing.T) {
+	t.Parallel()
 	b := election.Backoff{Initial: 100 * time.Millisecond, Max: time.Second}
 	cases := []struct {
 		n    int
@@ -103,7 +103,8 @@ func runAsync(ctx context.Context, e *election.Election, cfg election.RunConfig)
 }
 
 func TestElectionRunLeadsLosesAndCampaignsAgain(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	e := newElection(t, cli, "run")
 	rec := newRecorder()
@@ -173,7 +174,8 @@ func TestElectionRunLeadsLosesAndCampaignsAgain(t *testing.T) {
 }
 
 func TestElectionRunReleaseOnCancelAfterCallbackReturns(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	e := newElection(t, cli, "release")
 	var held []bool
@@ -206,7 +208,8 @@ func TestElectionRunReleaseOnCancelAfterCallbackReturns(t *testing.T) {
 }
 
 func TestElectionRunResignChannel(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	type node struct {
 		resign chan struct{}
@@ -243,7 +246,8 @@ func TestElectionRunResignChannel(t *testing.T) {
 }
 
 func TestElectionRunBacksOffOnErrorsAndStops(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	// Every campaign fails: no session can have a margin above its TTL.
 	e := newElection(t, cli, "backoff", election.WithTTL(time.Second),
 		election.WithSessionOptions(session.WithMargin(time.Hour)))

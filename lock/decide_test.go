@@ -8,6 +8,7 @@ import (
 )
 
 func TestLockJudgeWait(t *testing.T) {
+	t.Parallel()
 	kv := func(key string, rev int64) *mvccpb.KeyValue {
 		return &mvccpb.KeyValue{Key: []byte(key), CreateRevision: rev}
 	}
@@ -43,12 +44,14 @@ func TestLockJudgeWait(t *testing.T) {
 }
 
 func TestLockPredecessorGone(t *testing.T) {
+	t.Parallel()
 	if predecessorGone([]*mvccpb.Event{{Type: mvccpb.PUT}}) || !predecessorGone([]*mvccpb.Event{{Type: mvccpb.PUT}, {Type: mvccpb.DELETE}}) {
 		t.Fatal("predecessorGone")
 	}
 }
 
 func TestLockBlockingRanges(t *testing.T) {
+	t.Parallel()
 	in := func(rs []keyRange, key string) bool {
 		for _, r := range rs {
 			if key >= r.start && key < r.end {
@@ -82,6 +85,7 @@ func TestLockBlockingRanges(t *testing.T) {
 }
 
 func TestLockHolderCount(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		shared []bool
@@ -102,6 +106,7 @@ func TestLockHolderCount(t *testing.T) {
 }
 
 func TestLockBlockersAndPredecessor(t *testing.T) {
+	t.Parallel()
 	kv := func(key string, rev int64) *mvccpb.KeyValue {
 		return &mvccpb.KeyValue{Key: []byte(key), CreateRevision: rev}
 	}
@@ -121,6 +126,7 @@ func TestLockBlockersAndPredecessor(t *testing.T) {
 }
 
 func TestLockDelayLeft(t *testing.T) {
+	t.Parallel()
 	t0 := time.Unix(1000, 0)
 	cases := []struct {
 		name   string

@@ -9,7 +9,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
-	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/lock"
 	"github.com/coordkit/coordkit/session"
 )
@@ -19,9 +18,10 @@ import (
 // for the delay; "no delay" is shown by a delay far longer than the test's
 // whole context.
 func TestLockDelay(t *testing.T) {
+	t.Parallel()
 	const d = 700 * time.Millisecond
 	const never = time.Hour
-	srv, cli := etcdtest.StartWithClient(t)
+	srv, cli := etcd.StartWithClient(t)
 	type lockFn func(context.Context) (*lock.Held, error)
 	kinds := []struct {
 		name string
@@ -29,18 +29,18 @@ func TestLockDelay(t *testing.T) {
 		make func(t *testing.T, name string, delay time.Duration) (hold, wait lockFn, waiting <-chan lock.Waiting)
 	}{
 		{"mutex", func(t *testing.T, name string, delay time.Duration) (lockFn, lockFn, <-chan lock.Waiting) {
-			a := newMutex(t, etcdtest.Client(t, srv), name)
-			b, w := waitingMutex(t, etcdtest.Client(t, srv), name, lock.WithLockDelay(delay))
+			a := newMutex(t, srv.Client(t), name)
+			b, w := waitingMutex(t, srv.Client(t), name, lock.WithLockDelay(delay))
 			return a.Lock, b.Lock, w
 		}},
 		{"rwmutex writer after reader", func(t *testing.T, name string, delay time.Duration) (lockFn, lockFn, <-chan lock.Waiting) {
-			a := newRW(t, etcdtest.Client(t, srv), name)
-			b, w := waitingRW(t, etcdtest.Client(t, srv), name, lock.WithLockDelay(delay))
+			a := newRW(t, srv.Client(t), name)
+			b, w := waitingRW(t, srv.Client(t), name, lock.WithLockDelay(delay))
 			return a.RLock, b.Lock, w
 		}},
 		{"rwmutex reader after writer", func(t *testing.T, name string, delay time.Duration) (lockFn, lockFn, <-chan lock.Waiting) {
-			a := newRW(t, etcdtest.Client(t, srv), name)
-			b, w := waitingRW(t, etcdtest.Client(t, srv), name, lock.WithLockDelay(delay))
+			a := newRW(t, srv.Client(t), name)
+			b, w := waitingRW(t, srv.Client(t), name, lock.WithLockDelay(delay))
 			return a.Lock, b.RLock, w
 		}},
 	}
@@ -81,12 +81,13 @@ func TestLockDelay(t *testing.T) {
 // revoked, then R2 releases cleanly: the writer must still wait the delay
 // for R1's loss, which it did not watch.
 func TestLockDelayUnwatchedLoss(t *testing.T) {
+	t.Parallel()
 	const d = 700 * time.Millisecond
-	srv, cli := etcdtest.StartWithClient(t)
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
-	r1 := newRW(t, etcdtest.Client(t, srv), "unwatched")
-	r2 := newRW(t, etcdtest.Client(t, srv), "unwatched")
-	w, waiting := waitingRW(t, etcdtest.Client(t, srv), "unwatched", lock.WithLockDelay(d))
+	r1 := newRW(t, srv.Client(t), "unwatched")
+	r2 := newRW(t, srv.Client(t), "unwatched")
+	w, waiting := waitingRW(t, srv.Client(t), "unwatched", lock.WithLockDelay(d))
 	h1, err := r1.RLock(ctx)
 	require.NoError(t, err)
 	h2, err := r2.RLock(ctx)
@@ -105,7 +106,8 @@ func TestLockDelayUnwatchedLoss(t *testing.T) {
 }
 
 func TestLockDelayRejectsNegative(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	_, err := lock.New(cli, "x", lock.WithLockDelay(-time.Second))
 	require.Error(t, err)
 }
@@ -113,7 +115,8 @@ func TestLockDelayRejectsNegative(t *testing.T) {
 // Status reads holders and waiters of a lock taken by concurrency.Mutex and
 // of an RWMutex.
 func TestLockStatus(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 
 	st, err := lock.Status(ctx, cli, "nobody")
@@ -121,12 +124,12 @@ func TestLockStatus(t *testing.T) {
 	require.False(t, st.Held())
 	require.Empty(t, st.Waiters)
 
-	es, err := concurrency.NewSession(etcdtest.Client(t, srv), concurrency.WithTTL(30))
+	es, err := concurrency.NewSession(srv.Client(t), concurrency.WithTTL(30))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = es.Close() })
 	em := concurrency.NewMutex(es, "st")
 	require.NoError(t, em.Lock(ctx))
-	m, waiting := waitingMutex(t, etcdtest.Client(t, srv), "st")
+	m, waiting := waitingMutex(t, srv.Client(t), "st")
 	got := acquireAsync(ctx, m.Lock)
 	w := recv(t, waiting, "waiter")
 
@@ -148,10 +151,10 @@ func TestLockStatus(t *testing.T) {
 	require.NoError(t, r.h.Unlock(ctx))
 
 	// Two readers hold, a writer and a reader wait behind them.
-	r1 := newRW(t, etcdtest.Client(t, srv), "st-rw")
-	r2 := newRW(t, etcdtest.Client(t, srv), "st-rw")
-	wr, wWaiting := waitingRW(t, etcdtest.Client(t, srv), "st-rw")
-	r3, r3Waiting := waitingRW(t, etcdtest.Client(t, srv), "st-rw")
+	r1 := newRW(t, srv.Client(t), "st-rw")
+	r2 := newRW(t, srv.Client(t), "st-rw")
+	wr, wWaiting := waitingRW(t, srv.Client(t), "st-rw")
+	r3, r3Waiting := waitingRW(t, srv.Client(t), "st-rw")
 	h1, err := r1.RLock(ctx)
 	require.NoError(t, err)
 	h2, err := r2.RLock(ctx)
@@ -191,14 +194,15 @@ func entryKeys(es []lock.Entry) []string {
 // the lease expires on the server, which the waiter reads as a loss, so it
 // waits the delay after the expiry, which is after the holder went silent.
 func TestLockDelayAfterExpiry(t *testing.T) {
+	t.Parallel()
 	const d = 500 * time.Millisecond
-	srv, cli := etcdtest.StartWithClient(t)
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
-	s, err := session.New(ctx, etcdtest.Client(t, srv), session.WithTTL(2*time.Second))
+	s, err := session.New(ctx, srv.Client(t), session.WithTTL(2*time.Second))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	a := newMutex(t, etcdtest.Client(t, srv), "expiry", lock.WithSession(s))
-	b, waiting := waitingMutex(t, etcdtest.Client(t, srv), "expiry", lock.WithLockDelay(d))
+	a := newMutex(t, srv.Client(t), "expiry", lock.WithSession(s))
+	b, waiting := waitingMutex(t, srv.Client(t), "expiry", lock.WithLockDelay(d))
 	ha, err := a.Lock(ctx)
 	require.NoError(t, err)
 	got := acquireAsync(ctx, b.Lock)

@@ -5,7 +5,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/lock"
 	"github.com/coordkit/coordkit/semaphore"
 	"github.com/coordkit/coordkit/session"
@@ -15,21 +14,22 @@ import (
 // name's, and neither hold nor block the lock nest — not as its holder, not
 // as the predecessor of one of its waiters — nor show in its status.
 func TestLockNestedNamesDoNotAlias(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 
-	child := newMutex(t, etcdtest.Client(t, srv), "nest/child")
+	child := newMutex(t, srv.Client(t), "nest/child")
 	hc, err := child.Lock(ctx)
 	require.NoError(t, err)
-	a := newMutex(t, etcdtest.Client(t, srv), "nest")
+	a := newMutex(t, srv.Client(t), "nest")
 	ha, err := a.TryLock(ctx)
 	require.NoError(t, err, "a holder of nest/child must not block nest")
 
 	// A waiter whose predecessor by create revision is the nested key.
-	child2 := newMutex(t, etcdtest.Client(t, srv), "nest/child2")
+	child2 := newMutex(t, srv.Client(t), "nest/child2")
 	hc2, err := child2.Lock(ctx)
 	require.NoError(t, err)
-	b, waiting := waitingMutex(t, etcdtest.Client(t, srv), "nest")
+	b, waiting := waitingMutex(t, srv.Client(t), "nest")
 	got := make(chan *lock.Held, 1)
 	go func() {
 		h, err := b.Lock(ctx)
@@ -59,17 +59,18 @@ func TestLockNestedNamesDoNotAlias(t *testing.T) {
 // the key that shows it, instead of waiting for ever behind the lease-less
 // limit key; and the reverse.
 func TestLockAndSemaphoreNamesExcludeEachOther(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 
-	s, err := semaphore.New(etcdtest.Client(t, srv), "mixed", 2)
+	s, err := semaphore.New(srv.Client(t), "mixed", 2)
 	require.NoError(t, err)
 	defer s.Close()
 	h, err := s.Acquire(ctx)
 	require.NoError(t, err)
 	require.NoError(t, h.Release(ctx)) // the limit key stays
 
-	m := newMutex(t, etcdtest.Client(t, srv), "mixed")
+	m := newMutex(t, srv.Client(t), "mixed")
 	_, err = m.Lock(ctx)
 	require.ErrorIs(t, err, session.ErrNameInUse)
 	require.ErrorContains(t, err, "mixed/limit")
@@ -77,10 +78,10 @@ func TestLockAndSemaphoreNamesExcludeEachOther(t *testing.T) {
 	require.ErrorIs(t, err, session.ErrNameInUse)
 	require.Empty(t, keys(t, cli, "mixed/slots/"))
 
-	l := newMutex(t, etcdtest.Client(t, srv), "plain")
+	l := newMutex(t, srv.Client(t), "plain")
 	hl, err := l.Lock(ctx)
 	require.NoError(t, err)
-	s2, err := semaphore.New(etcdtest.Client(t, srv), "plain", 3)
+	s2, err := semaphore.New(srv.Client(t), "plain", 3)
 	require.NoError(t, err)
 	defer s2.Close()
 	_, err = s2.Acquire(ctx)
@@ -94,7 +95,8 @@ func TestLockAndSemaphoreNamesExcludeEachOther(t *testing.T) {
 
 // Names whose keys would be another name's layout are refused.
 func TestLockReservedNames(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	for _, name := range []string{"nest2/read", "nest2/write", "pool/limit", "pool/queue", "pool/slots"} {
 		_, err := lock.New(cli, name)
 		require.ErrorIs(t, err, lock.ErrInvalidName, name)

@@ -6,17 +6,17 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/lock"
 )
 
 // A transaction guarded by IsOwner commits while the lock is held and not
 // after the holder's lease is revoked, even when a new holder has the lock.
 func TestHeldIsOwnerGuardsTxn(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 
-	a := newMutex(t, etcdtest.Client(t, srv), "owner")
+	a := newMutex(t, srv.Client(t), "owner")
 	ha, err := a.Lock(ctx)
 	require.NoError(t, err)
 
@@ -30,7 +30,7 @@ func TestHeldIsOwnerGuardsTxn(t *testing.T) {
 	require.NoError(t, err)
 	// A successor takes the lock: the old holder's key name may come back
 	// (not here: another session), but never with the old create revision.
-	b := newMutex(t, etcdtest.Client(t, srv), "owner")
+	b := newMutex(t, srv.Client(t), "owner")
 	hb, err := b.Lock(ctx)
 	require.NoError(t, err)
 	require.Greater(t, hb.Token(), ha.Token())
@@ -54,7 +54,8 @@ func TestHeldIsOwnerGuardsTxn(t *testing.T) {
 // The same session locking again gets the same key with a new create
 // revision: the first acquisition's guard must not pass for the second.
 func TestHeldIsOwnerAfterRelock(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	m := newMutex(t, cli, "relock")
 	h1, err := m.Lock(ctx)

@@ -13,7 +13,6 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	recipe "go.etcd.io/etcd/client/v3/experimental/recipes"
 
-	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/lock"
 )
 
@@ -59,7 +58,8 @@ func notYet(t *testing.T, ch <-chan result, what string) {
 // Readers and writers on many clients: a writer is never inside with anyone
 // else, and readers do get in together.
 func TestRWMutexReadersShareWriterExcludes(t *testing.T) {
-	srv, _ := etcdtest.StartWithClient(t)
+	t.Parallel()
+	srv, _ := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	var mu sync.Mutex
 	var readers, writers, maxReaders int
@@ -68,7 +68,7 @@ func TestRWMutexReadersShareWriterExcludes(t *testing.T) {
 	var wg sync.WaitGroup
 	run := func(i int, write bool) {
 		defer wg.Done()
-		rw := newRW(t, etcdtest.Client(t, srv), "rw")
+		rw := newRW(t, srv.Client(t), "rw")
 		for range rounds {
 			var h *lock.Held
 			var err error
@@ -125,12 +125,13 @@ func TestRWMutexReadersShareWriterExcludes(t *testing.T) {
 // Readers share at once; a writer that arrives holds back readers that come
 // after it (FIFO, no writer starvation); writer tokens grow.
 func TestRWMutexFIFO(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	r1 := newRW(t, cli, "fifo-rw")
-	r2 := newRW(t, etcdtest.Client(t, srv), "fifo-rw")
-	w, wWaiting := waitingRW(t, etcdtest.Client(t, srv), "fifo-rw")
-	r3, r3Waiting := waitingRW(t, etcdtest.Client(t, srv), "fifo-rw")
+	r2 := newRW(t, srv.Client(t), "fifo-rw")
+	w, wWaiting := waitingRW(t, srv.Client(t), "fifo-rw")
+	r3, r3Waiting := waitingRW(t, srv.Client(t), "fifo-rw")
 
 	h1, err := r1.RLock(ctx)
 	require.NoError(t, err)
@@ -173,11 +174,12 @@ func TestRWMutexFIFO(t *testing.T) {
 // Here the revoked waiter gets ErrSessionExpired and there is never a
 // second writer.
 func TestRWMutexRevokedWaitingWriter(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	w1 := newRW(t, cli, "16221")
-	w2, w2Waiting := waitingRW(t, etcdtest.Client(t, srv), "16221")
-	w3, w3Waiting := waitingRW(t, etcdtest.Client(t, srv), "16221")
+	w2, w2Waiting := waitingRW(t, srv.Client(t), "16221")
+	w3, w3Waiting := waitingRW(t, srv.Client(t), "16221")
 	h1, err := w1.Lock(ctx)
 	require.NoError(t, err)
 	got2 := acquireAsync(ctx, w2.Lock)
@@ -210,10 +212,11 @@ func TestRWMutexRevokedWaitingWriter(t *testing.T) {
 // A plain Mutex (and so concurrency.Mutex and etcdctl lock) on the name of
 // an RWMutex is a writer for it.
 func TestRWMutexMutexIsAWriter(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	rw := newRW(t, cli, "mixed")
-	m := newMutex(t, etcdtest.Client(t, srv), "mixed")
+	m := newMutex(t, srv.Client(t), "mixed")
 	hr, err := rw.RLock(ctx)
 	require.NoError(t, err)
 	_, err = m.TryLock(ctx)
@@ -232,9 +235,10 @@ func TestRWMutexMutexIsAWriter(t *testing.T) {
 // The key layouts are the same as etcd's recipes.RWMutex (name/read/...,
 // name/write/...): the two exclude each other both ways.
 func TestRWMutexInteropWithRecipe(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
-	es, err := concurrency.NewSession(etcdtest.Client(t, srv), concurrency.WithTTL(5))
+	es, err := concurrency.NewSession(srv.Client(t), concurrency.WithTTL(5))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = es.Close() })
 	rw := newRW(t, cli, "recipe")
@@ -302,7 +306,8 @@ func TestRWMutexInteropWithRecipe(t *testing.T) {
 // A release wakes one waiter: with a queue of writers, each unlock makes
 // exactly one waiter look again.
 func TestRWMutexNoHerd(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	var looks sync.Map // key -> *atomic.Int32
 	hook := lock.WithLookHook(func(key string) {
@@ -315,7 +320,7 @@ func TestRWMutexNoHerd(t *testing.T) {
 	const n = 4
 	gots := make([]<-chan result, n)
 	for i := range n {
-		w, waiting := waitingRW(t, etcdtest.Client(t, srv), "herd", hook)
+		w, waiting := waitingRW(t, srv.Client(t), "herd", hook)
 		gots[i] = acquireAsync(ctx, w.Lock)
 		recv(t, waiting, "waiter")
 	}

@@ -13,6 +13,7 @@ import (
 // A SQLite DSN given as a plain path, as a user types it: the run takes it
 // (through sqlfence.NormalizeDSN) and its claims hold there.
 func TestFencedSQLOnSQLitePath(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "given.db")
 	rep := runScenario(t, "fenced-sql", 60*time.Second, func(e *Env) { e.SQLDriver, e.SQLDSN = "sqlite", path })
 	require.True(t, rep.Passed)
@@ -22,6 +23,7 @@ func TestFencedSQLOnSQLitePath(t *testing.T) {
 // A SQLite DSN under which the check is not safe is refused (ErrInvalid)
 // instead of run.
 func TestFencedSQLRefusesDeferredSQLite(t *testing.T) {
+	t.Parallel()
 	reg, err := Default()
 	require.NoError(t, err)
 	for _, dsn := range []string{"file:" + filepath.Join(t.TempDir(), "x.db") + "?_txlock=deferred", ":memory:"} {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestScenarioLabTimeline(t *testing.T) {
+	t.Parallel()
 	ms := func(n int64) int64 { return n * int64(time.Millisecond) }
 	m := func(n int64) report.Millis { return report.Millis(n * int64(time.Millisecond)) }
 	ev := []cluster.Event{
@@ -65,6 +66,7 @@ func TestScenarioLabTimeline(t *testing.T) {
 }
 
 func TestScenarioScale(t *testing.T) {
+	t.Parallel()
 	s, err := ParseScale("full")
 	require.NoError(t, err)
 	assert.Equal(t, 2, Pick(s, 1, 2))

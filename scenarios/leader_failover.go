@@ -9,6 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/coordkit/coordkit/chart"
 	"github.com/coordkit/coordkit/cluster"
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/fencing"
@@ -277,8 +278,8 @@ func (r *failoverRun) judge(o failoverObs) {
 	rep.Metric("token_a", float64(o.a.l.Token()), "")
 	rep.Metric("token_b", float64(o.b.l.Token()), "")
 	rep.Metric("token_c", float64(o.c.l.Token()), "")
-	rep.AddChart(report.Chart{Title: "Failover time", YLabel: "ms", Categories: []string{"crash (lease expiry)", "graceful resign"},
-		Series: []report.Series{{Name: "measured", Points: []report.Point{{X: 0, Y: cluster.Ms(o.crashFailover)}, {X: 1, Y: cluster.Ms(o.gracefulFailover)}}}}})
+	rep.AddChart(chart.Chart{Title: "Failover time", YLabel: "ms", Categories: []string{"crash (lease expiry)", "graceful resign"},
+		Series: []chart.Series{{Name: "measured", Points: []chart.Point{{X: 0, Y: cluster.Ms(o.crashFailover)}, {X: 1, Y: cluster.Ms(o.gracefulFailover)}}}}})
 	rep.Note("A crashed leader is replaced only when its lease expires on the server, so the TTL is the price of failover after a crash; a shorter TTL fails over faster but makes a slow keepalive look like a crash. A leader that resigns deletes its key and the next candidate, watching it, takes over at once.")
 	rep.Note("Here A was not dead but frozen: its session stopped sending keepalives. When it woke and wrote, the resource had already seen B's larger token.")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/coordkit/coordkit/chart"
 	"github.com/coordkit/coordkit/cluster"
 	"github.com/coordkit/coordkit/scenarios/report"
 )
@@ -292,8 +293,8 @@ func runEvenSplit(ctx context.Context, env Env) (*report.Report, error) {
 
 	maxN := 7
 	tbl := report.Table{Title: "Quorum and tolerated failures by cluster size", Columns: []string{"N", "quorum N/2+1", "tolerates (N-1)/2", "observed: crashes survived", "agrees"}}
-	chart := report.Chart{Title: "Failures tolerated by cluster size", XLabel: "nodes", YLabel: "failures tolerated",
-		Series: []report.Series{{Name: "observed"}, {Name: "(N-1)/2", Dashed: true}}}
+	ch := chart.Chart{Title: "Failures tolerated by cluster size", XLabel: "nodes", YLabel: "failures tolerated",
+		Series: []chart.Series{{Name: "observed"}, {Name: "(N-1)/2", Dashed: true}}}
 	agree := 0
 	observed := map[int]int{}
 	for n := 1; n <= maxN; n++ {
@@ -309,12 +310,12 @@ func runEvenSplit(ctx context.Context, env Env) (*report.Report, error) {
 			agree++
 		}
 		tbl.Rows = append(tbl.Rows, []string{fmt.Sprint(n), fmt.Sprint(n/2 + 1), fmt.Sprint(want), fmt.Sprint(got), yesNo(ok)})
-		chart.Series[0].Points = append(chart.Series[0].Points, report.Point{X: float64(n), Y: float64(got)})
-		chart.Series[1].Points = append(chart.Series[1].Points, report.Point{X: float64(n), Y: float64(want)})
+		ch.Series[0].Points = append(ch.Series[0].Points, chart.Point{X: float64(n), Y: float64(got)})
+		ch.Series[1].Points = append(ch.Series[1].Points, chart.Point{X: float64(n), Y: float64(want)})
 		rep.Metric(fmt.Sprintf("tolerated_n%d", n), float64(got), "")
 	}
 	rep.AddTable(tbl)
-	rep.AddChart(chart)
+	rep.AddChart(ch)
 	check(rep, claimToleratesHalf, fmt.Sprintf("writes survive (N-1)/2 crashes and stop at the next, for N = 1..%d", maxN),
 		fmt.Sprintf("%d of %d sizes agree", agree, maxN),
 		agree == maxN)

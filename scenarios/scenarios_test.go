@@ -39,6 +39,7 @@ func judged(holds map[ClaimID]bool, ids ...ClaimID) func(context.Context, Env) (
 }
 
 func TestScenarioRegistry(t *testing.T) {
+	t.Parallel()
 	r := NewRegistry()
 	run := func(context.Context, Env) (*report.Report, error) { return report.New("x", ""), nil }
 	require.NoError(t, r.Register(Scenario{Name: "b", Claims: twoClaims, Run: judged(nil, "a", "b")}))
@@ -68,6 +69,7 @@ func TestScenarioRegistry(t *testing.T) {
 }
 
 func TestScenarioRegisterRejectsBadClaims(t *testing.T) {
+	t.Parallel()
 	run := judged(nil)
 	for name, claims := range map[string][]Claim{
 		"one claim":   twoClaims[:1],
@@ -85,6 +87,7 @@ func TestScenarioRegisterRejectsBadClaims(t *testing.T) {
 }
 
 func TestScenarioRunJudgesClaimsByID(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name             string
 		checked          []ClaimID
@@ -121,6 +124,7 @@ func TestScenarioRunJudgesClaimsByID(t *testing.T) {
 }
 
 func TestScenarioSafetyFailed(t *testing.T) {
+	t.Parallel()
 	r := NewRegistry()
 	require.NoError(t, r.Register(Scenario{Name: "s", Claims: twoClaims, Run: judged(map[ClaimID]bool{"b": true}, "a", "b")}))
 	rep, err := r.Run(context.Background(), "s", Env{})
@@ -131,6 +135,7 @@ func TestScenarioSafetyFailed(t *testing.T) {
 }
 
 func TestScenarioRegistryRunError(t *testing.T) {
+	t.Parallel()
 	r := NewRegistry()
 	boom := errors.New("boom")
 	require.NoError(t, r.Register(Scenario{Name: "x", Claims: twoClaims, Run: func(context.Context, Env) (*report.Report, error) { return nil, boom }}))
@@ -139,6 +144,7 @@ func TestScenarioRegistryRunError(t *testing.T) {
 }
 
 func TestScenarioEnvValidate(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		env Env
 		ok  bool
@@ -166,6 +172,7 @@ func TestScenarioEnvValidate(t *testing.T) {
 }
 
 func TestScenarioNeedsEtcd(t *testing.T) {
+	t.Parallel()
 	reg, err := Default()
 	require.NoError(t, err)
 	_, err = reg.Run(context.Background(), "lock-without-fencing", Env{TempDir: t.TempDir()})
@@ -173,6 +180,7 @@ func TestScenarioNeedsEtcd(t *testing.T) {
 }
 
 func TestScenarioDefaultRegistry(t *testing.T) {
+	t.Parallel()
 	a, err := Default()
 	require.NoError(t, err)
 	b, err := Default()
@@ -190,6 +198,15 @@ func testEtcd(t *testing.T) EtcdStarter {
 	return func(context.Context, string) ([]string, func(), error) {
 		return etcdtest.Start(t).Endpoints(), func() {}, nil
 	}
+}
+
+// requireDrawn checks that rep's HTML page draws something (a timeline or a
+// chart, as inline SVG).
+func requireDrawn(t *testing.T, rep *report.Report) {
+	t.Helper()
+	var page bytes.Buffer
+	require.NoError(t, report.WriteHTML(&page, rep.Name, []*report.Report{rep}))
+	require.Contains(t, page.String(), "<svg")
 }
 
 // runScenario runs one scenario of the default registry at small scale and
@@ -243,6 +260,7 @@ func runScenario(t *testing.T, name string, timeout time.Duration, mods ...func(
 }
 
 func TestScenarioLamportClocks(t *testing.T) {
+	t.Parallel()
 	rep := runScenario(t, "lamport-clocks", 30*time.Second)
 	v, _ := rep.Metrics.Get("order_violations")
 	assert.Zero(t, v)
@@ -250,6 +268,7 @@ func TestScenarioLamportClocks(t *testing.T) {
 }
 
 func TestScenarioLamportUniqueness(t *testing.T) {
+	t.Parallel()
 	rep := runScenario(t, "lamport-uniqueness", 60*time.Second)
 	require.Len(t, rep.Claims, 4)
 	require.NotNil(t, rep.Timeline)
@@ -258,8 +277,10 @@ func TestScenarioLamportUniqueness(t *testing.T) {
 }
 
 func TestScenarioLockWithoutFencing(t *testing.T) {
+	t.Parallel()
 	rep := runScenario(t, "lock-without-fencing", 60*time.Second)
 	require.Len(t, rep.Claims, 4)
+	requireDrawn(t, rep) // the demo's tour shows this page
 	a, _ := rep.Metrics.Get("token_a")
 	b, _ := rep.Metrics.Get("token_b")
 	assert.Greater(t, b, a)
@@ -272,6 +293,7 @@ func TestScenarioLockWithoutFencing(t *testing.T) {
 // The Redis round on the real Redis: the same two writers, the report says
 // so, and the run's keys are gone.
 func TestScenarioLockWithoutFencingRealRedis(t *testing.T) {
+	t.Parallel()
 	addr := redistest.Addr(t)
 	rep := runScenario(t, "lock-without-fencing", 60*time.Second, func(e *Env) { e.Redis = addr })
 	require.Len(t, rep.Claims, 4)
@@ -288,6 +310,7 @@ func TestScenarioLockWithoutFencingRealRedis(t *testing.T) {
 }
 
 func TestScenarioLockWithoutFencingRedisUnreachable(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()
@@ -300,6 +323,7 @@ func TestScenarioLockWithoutFencingRedisUnreachable(t *testing.T) {
 }
 
 func TestScenarioStaleRead(t *testing.T) {
+	t.Parallel()
 	rep := runScenario(t, "stale-read", 60*time.Second)
 	require.Len(t, rep.Claims, 4)
 	require.NotNil(t, rep.Timeline)
@@ -307,16 +331,20 @@ func TestScenarioStaleRead(t *testing.T) {
 }
 
 func TestScenarioQuorumLoss(t *testing.T) {
+	t.Parallel()
 	rep := runScenario(t, "quorum-loss", 60*time.Second)
 	require.Len(t, rep.Claims, 5)
 }
 
 func TestScenarioMinorityPartition(t *testing.T) {
+	t.Parallel()
 	rep := runScenario(t, "minority-partition", 60*time.Second)
 	require.Len(t, rep.Claims, 5)
+	requireDrawn(t, rep) // the demo's tour shows this page
 }
 
 func TestScenarioEvenSplit(t *testing.T) {
+	t.Parallel()
 	rep := runScenario(t, "even-split", 90*time.Second)
 	require.Len(t, rep.Claims, 4)
 	require.Len(t, rep.Tables, 1)
@@ -324,34 +352,42 @@ func TestScenarioEvenSplit(t *testing.T) {
 }
 
 func TestScenarioWriteCost(t *testing.T) {
+	t.Parallel()
 	rep := runScenario(t, "write-cost", 90*time.Second)
 	require.Len(t, rep.Claims, 3)
+	requireDrawn(t, rep) // the demo's tour shows this page
 	require.Len(t, rep.Charts, 2)
 }
 
 func TestScenarioTwoDC(t *testing.T) {
+	t.Parallel()
 	rep := runScenario(t, "two-dc", 60*time.Second)
 	require.Len(t, rep.Claims, 3)
 }
 
 func TestScenarioReadLadder(t *testing.T) {
+	t.Parallel()
 	rep := runScenario(t, "read-ladder", 60*time.Second)
 	require.Len(t, rep.Claims, 4)
 }
 
 func TestScenarioTwoPhaseCommit(t *testing.T) {
+	t.Parallel()
 	rep := runScenario(t, "two-phase-commit", 60*time.Second)
 	require.Len(t, rep.Claims, 4)
 }
 
 func TestScenarioLeaderFailover(t *testing.T) {
+	t.Parallel()
 	rep := runScenario(t, "leader-failover", 60*time.Second)
 	require.Len(t, rep.Claims, 4)
 }
 
 func TestScenarioFencedSQL(t *testing.T) {
+	t.Parallel()
 	rep := runScenario(t, "fenced-sql", 60*time.Second)
 	require.Len(t, rep.Claims, 4)
+	requireDrawn(t, rep) // the demo's tour shows this page
 	a, _ := rep.Metrics.Get("token_a")
 	b, _ := rep.Metrics.Get("token_b")
 	floor, _ := rep.Metrics.Get("floor_after")
@@ -362,6 +398,7 @@ func TestScenarioFencedSQL(t *testing.T) {
 // fenced-sql on the shared servers, each in a fresh database: the tables it
 // creates there are dropped at the end.
 func TestScenarioFencedSQLServers(t *testing.T) {
+	t.Parallel()
 	for _, d := range []sqlfence.Dialect{sqlfence.Postgres, sqlfence.MySQL} {
 		t.Run(d.String(), func(t *testing.T) {
 			db := sqltest.Open(t, d)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coordkit/coordkit/chart"
 	"github.com/coordkit/coordkit/cluster"
 	"github.com/coordkit/coordkit/scenarios/report"
 )
@@ -123,13 +124,13 @@ func runTwoDC(ctx context.Context, env Env) (*report.Report, error) {
 	twoSites := siteLayout{names: []string{"site A", "site B"}, nodes: [][]cluster.NodeID{{1, 2}, {3}}, short: "2+1"}
 	threeSites := siteLayout{names: []string{"site A", "site B", "witness site"}, nodes: [][]cluster.NodeID{{1, 2}, {3, 4}, {5}}, short: "2+2+1"}
 	tbl := report.Table{Title: "Losing one site", Columns: []string{"layout", "site lost", "leader there", "nodes left", "quorum", "writes", "first write after"}}
-	chart := report.Chart{Title: "Nodes left after losing one site, against the quorum", YLabel: "nodes",
-		Series: []report.Series{{Name: "nodes left"}, {Name: "quorum", Dashed: true}}}
+	ch := chart.Chart{Title: "Nodes left after losing one site, against the quorum", YLabel: "nodes",
+		Series: []chart.Series{{Name: "nodes left"}, {Name: "quorum", Dashed: true}}}
 	row := func(l siteLayout, lose int, r siteLoss) {
-		j := float64(len(chart.Categories))
-		chart.Categories = append(chart.Categories, fmt.Sprintf("%s, %s lost", l.short, strings.TrimPrefix(l.names[lose], "site ")))
-		chart.Series[0].Points = append(chart.Series[0].Points, report.Point{X: j, Y: float64(r.left)})
-		chart.Series[1].Points = append(chart.Series[1].Points, report.Point{X: j, Y: float64(l.size()/2 + 1)})
+		j := float64(len(ch.Categories))
+		ch.Categories = append(ch.Categories, fmt.Sprintf("%s, %s lost", l.short, strings.TrimPrefix(l.names[lose], "site ")))
+		ch.Series[0].Points = append(ch.Series[0].Points, chart.Point{X: j, Y: float64(r.left)})
+		ch.Series[1].Points = append(ch.Series[1].Points, chart.Point{X: j, Y: float64(l.size()/2 + 1)})
 		w := "continue"
 		if !r.wrote {
 			w = "stop: " + shortErr(r.err)
@@ -181,7 +182,7 @@ func runTwoDC(ctx context.Context, env Env) (*report.Report, error) {
 		strings.Join(survived, "; "),
 		all)
 	rep.AddTable(tbl)
-	rep.AddChart(chart)
+	rep.AddChart(ch)
 	rep.Note("Two sites cannot both survive the loss of either: one of them holds a majority, and losing it stops everything. The witness can be a small machine: it only needs to vote and keep the log.")
 	rep.Note("Sites are %s apart one way; within a site links are fast.", interSite)
 	return rep, nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coordkit/coordkit/chart"
 	"github.com/coordkit/coordkit/cluster"
 	"github.com/coordkit/coordkit/scenarios/report"
 )
@@ -277,24 +278,24 @@ func (w *writeCostRun) judgeWrites(rows []costRow) {
 		strings.Join(bySize, ", "), sizeOK && len(bySize) == 3)
 
 	// The chart: p50 against one-way delay, fsync off and on, with the model.
-	chart := report.Chart{Title: "Write latency p50 against one-way delay (3 nodes)", XLabel: "one-way delay (ms)", YLabel: "write latency (ms)"}
+	ch := chart.Chart{Title: "Write latency p50 against one-way delay (3 nodes)", XLabel: "one-way delay (ms)", YLabel: "write latency (ms)"}
 	for _, fsync := range []bool{false, true} {
 		name := "fsync off"
 		if fsync {
 			name = "fsync on"
 		}
-		meas := report.Series{Name: name + ", measured p50"}
-		model := report.Series{Name: name + ", model", Dashed: true}
+		meas := chart.Series{Name: name + ", measured p50"}
+		model := chart.Series{Name: name + ", model", Dashed: true}
 		for _, r := range rows {
 			if r.nodes == 3 && r.fsync == fsync {
 				x := cluster.Ms(r.delay)
-				meas.Points = append(meas.Points, report.Point{X: x, Y: cluster.Ms(r.p50)})
-				model.Points = append(model.Points, report.Point{X: x, Y: cluster.Ms(r.model)})
+				meas.Points = append(meas.Points, chart.Point{X: x, Y: cluster.Ms(r.p50)})
+				model.Points = append(model.Points, chart.Point{X: x, Y: cluster.Ms(r.model)})
 			}
 		}
-		chart.Series = append(chart.Series, meas, model)
+		ch.Series = append(ch.Series, meas, model)
 	}
-	rep.AddChart(chart)
+	rep.AddChart(ch)
 	for _, r := range rows {
 		fs := "nofsync"
 		if r.fsync {
@@ -332,9 +333,9 @@ func (w *writeCostRun) measureReads(ctx context.Context, c *cluster.Cluster) ([]
 func (w *writeCostRun) judgeReads(costs []readCost) {
 	rep := w.rep
 	rtt := 2 * w.region().d
-	readChart := report.Chart{Title: fmt.Sprintf("Read latency p50 by mode (region links, %s one way)", w.region().d), YLabel: "read latency (ms)"}
-	measured := report.Series{Name: "measured p50"}
-	expected := report.Series{Name: "model", Dashed: true}
+	readChart := chart.Chart{Title: fmt.Sprintf("Read latency p50 by mode (region links, %s one way)", w.region().d), YLabel: "read latency (ms)"}
+	measured := chart.Series{Name: "measured p50"}
+	expected := chart.Series{Name: "model", Dashed: true}
 	readTbl := report.Table{Title: "Read cost by mode (client next to the leader)", Columns: []string{"mode", "p50", "p99", "model", "why"}}
 	readOK := true
 	var readObs []string
@@ -350,8 +351,8 @@ func (w *writeCostRun) judgeReads(costs []readCost) {
 			model, why = rtt, "a log entry: a round trip to a majority (fsync off here)"
 		}
 		readChart.Categories = append(readChart.Categories, string(mode))
-		measured.Points = append(measured.Points, report.Point{X: float64(i), Y: cluster.Ms(p50)})
-		expected.Points = append(expected.Points, report.Point{X: float64(i), Y: cluster.Ms(model)})
+		measured.Points = append(measured.Points, chart.Point{X: float64(i), Y: cluster.Ms(p50)})
+		expected.Points = append(expected.Points, chart.Point{X: float64(i), Y: cluster.Ms(model)})
 		readTbl.Rows = append(readTbl.Rows, []string{string(mode), fmtMs(p50), fmtMs(rc.p99), fmtMs(model), why})
 		rep.Metric("read_p50_ms_"+string(mode), cluster.Ms(p50), "ms")
 		readObs = append(readObs, fmt.Sprintf("%s %s", mode, fmtMs(p50)))
@@ -365,7 +366,7 @@ func (w *writeCostRun) judgeReads(costs []readCost) {
 			readOK = readOK && p50 >= rtt*8/10
 		}
 	}
-	readChart.Series = []report.Series{measured, expected}
+	readChart.Series = []chart.Series{measured, expected}
 	rep.AddTable(readTbl)
 	rep.AddChart(readChart)
 	check(rep, claimReadCostByRung, fmt.Sprintf("stale and lease under a quarter of the round trip (%s); verify and readindex at most the round trip (+20%%); log at least 80%% of it", fmtMs(rtt)),
@@ -395,5 +396,5 @@ func fmtMs(d time.Duration) string {
 	if d < 100*time.Microsecond {
 		return fmt.Sprintf("%.1f µs", float64(d.Nanoseconds())/1000)
 	}
-	return report.FormatValue(cluster.Ms(d)) + " ms"
+	return chart.FormatValue(cluster.Ms(d)) + " ms"
 }

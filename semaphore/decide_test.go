@@ -6,6 +6,7 @@ import (
 )
 
 func TestSemaphoreChooseSlot(t *testing.T) {
+	t.Parallel()
 	t0 := time.Unix(1000, 0)
 	set := func(is ...int) map[int]bool {
 		m := map[int]bool{}
@@ -42,6 +43,7 @@ func TestSemaphoreChooseSlot(t *testing.T) {
 }
 
 func TestSemaphoreSlotOf(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		key  string
 		slot int

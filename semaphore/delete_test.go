@@ -6,17 +6,17 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/semaphore"
 )
 
 // A limit chosen by mistake is not fixed for ever: SetLimit changes it, and
 // Delete frees the name — refused while held, unless forced.
 func TestSemDeleteAndSetLimit(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 
-	typo := newSem(t, etcdtest.Client(t, srv), "typo", 99999999)
+	typo := newSem(t, srv.Client(t), "typo", 99999999)
 	h, err := typo.Acquire(ctx)
 	require.NoError(t, err)
 
@@ -37,13 +37,13 @@ func TestSemDeleteAndSetLimit(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, deleted, "nothing left to delete")
 
-	two := newSem(t, etcdtest.Client(t, srv), "typo", 2)
+	two := newSem(t, srv.Client(t), "typo", 2)
 	h2, err := two.Acquire(ctx)
 	require.NoError(t, err, "the name is free for another limit")
 
 	// SetLimit while held: the next Acquire with the old limit is refused.
 	require.NoError(t, semaphore.SetLimit(ctx, cli, "typo", 3))
-	other := newSem(t, etcdtest.Client(t, srv), "typo", 2)
+	other := newSem(t, srv.Client(t), "typo", 2)
 	_, err = other.Acquire(ctx)
 	require.ErrorIs(t, err, semaphore.ErrLimitMismatch)
 

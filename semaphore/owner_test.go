@@ -6,17 +6,17 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/semaphore"
 )
 
 // A transaction guarded by a slot's IsOwner commits while the slot is held
 // and never after it is lost, even once a successor holds the same slot.
 func TestSemHeldIsOwnerGuardsTxn(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 
-	a := newSem(t, etcdtest.Client(t, srv), "owner", 1)
+	a := newSem(t, srv.Client(t), "owner", 1)
 	ha, err := a.Acquire(ctx)
 	require.NoError(t, err)
 	_, err = ha.Txn(ctx, clientv3.OpPut("data", "a1"))
@@ -25,7 +25,7 @@ func TestSemHeldIsOwnerGuardsTxn(t *testing.T) {
 	_, err = cli.Revoke(ctx, ha.Lease())
 	require.NoError(t, err)
 	<-ha.Lost()
-	b := newSem(t, etcdtest.Client(t, srv), "owner", 1)
+	b := newSem(t, srv.Client(t), "owner", 1)
 	hb, err := b.Acquire(ctx)
 	require.NoError(t, err)
 	require.Equal(t, ha.Slot(), hb.Slot())

@@ -3,6 +3,7 @@ package semaphore_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -11,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/goleak"
 
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
@@ -19,9 +19,11 @@ import (
 	"github.com/coordkit/coordkit/session"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, etcdtest.IgnoreEtcdGoroutines()...)
-}
+// etcd is the member this package's tests share, each under a prefix of
+// its own; Examples use it too.
+var etcd etcdtest.Shared
+
+func TestMain(m *testing.M) { os.Exit(etcdtest.Main(m, &etcd)) }
 
 func testCtx(t *testing.T) context.Context {
 	t.Helper()
@@ -107,7 +109,8 @@ func countHolders(t *testing.T, cli *clientv3.Client, slotsPfx string, rev int64
 // by replaying etcd's revisions), never two in one slot, and tokens grow per
 // slot.
 func TestSemaphoreNeverMoreThanLimit(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	const limit, workers, rounds = 3, 7, 3
 	start, err := cli.Get(ctx, "x")
@@ -116,12 +119,16 @@ func TestSemaphoreNeverMoreThanLimit(t *testing.T) {
 
 	var mu sync.Mutex
 	inside, most := 0, 0
+	// full closes when limit holders were inside at once; a holder stays
+	// until then, so that the test shows the slots all used whatever the
+	// machine's load, and the other workers meanwhile try to get in.
+	full := make(chan struct{})
 	inSlot := map[int]bool{}
 	lastToken := map[int]fencing.Token{}
 	var violations []string
 	var wg sync.WaitGroup
 	for w := range workers {
-		s := newSem(t, etcdtest.Client(t, srv), "sem", limit)
+		s := newSem(t, srv.Client(t), "sem", limit)
 		wg.Go(func() {
 			for range rounds {
 				h, err := s.Acquire(ctx)
@@ -132,6 +139,9 @@ func TestSemaphoreNeverMoreThanLimit(t *testing.T) {
 				mu.Lock()
 				inside++
 				most = max(most, inside)
+				if inside == limit && most == limit && !isClosed(full) {
+					close(full)
+				}
 				if h.Slot() < 0 || h.Slot() >= limit || inSlot[h.Slot()] {
 					violations = append(violations, fmt.Sprintf("worker %d got slot %d (taken: %v)", w, h.Slot(), inSlot[h.Slot()]))
 				}
@@ -140,6 +150,11 @@ func TestSemaphoreNeverMoreThanLimit(t *testing.T) {
 				}
 				inSlot[h.Slot()], lastToken[h.Slot()] = true, h.Token()
 				mu.Unlock()
+				select {
+				case <-full:
+				case <-time.After(30 * time.Second):
+					t.Error("the slots were never all used within 30s: the test proves little")
+				}
 				time.Sleep(50 * time.Millisecond) // give others room to (wrongly) enter; not a wait for an event
 				mu.Lock()
 				inside--
@@ -159,7 +174,8 @@ func TestSemaphoreNeverMoreThanLimit(t *testing.T) {
 }
 
 func TestSemaphoreFIFO(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	a := newSem(t, cli, "fifo", 2)
 	b := newSem(t, cli, "fifo", 2)
@@ -173,7 +189,7 @@ func TestSemaphoreFIFO(t *testing.T) {
 	order := make(chan int, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		s, waiting := waitingSem(t, etcdtest.Client(t, srv), "fifo", 2)
+		s, waiting := waitingSem(t, srv.Client(t), "fifo", 2)
 		wg.Go(func() {
 			h, err := s.Acquire(ctx)
 			if err != nil {
@@ -205,7 +221,8 @@ func TestSemaphoreFIFO(t *testing.T) {
 // A release wakes the head of the queue only, and its grant wakes the next
 // waiter only: waiters further back never look again until their turn.
 func TestSemaphoreNoHerd(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	var mu sync.Mutex
 	looks := map[string]int{}
@@ -226,7 +243,7 @@ func TestSemaphoreNoHerd(t *testing.T) {
 	gots := make([]<-chan result, n)
 	keys := make([]string, n)
 	for i := range n {
-		s, waiting := waitingSem(t, etcdtest.Client(t, srv), "herd", 1, hook)
+		s, waiting := waitingSem(t, srv.Client(t), "herd", 1, hook)
 		gots[i] = acquireAsync(ctx, s)
 		keys[i] = recv(t, waiting, "waiter").Key
 	}
@@ -243,7 +260,8 @@ func TestSemaphoreNoHerd(t *testing.T) {
 }
 
 func TestSemaphoreTryAcquireTokenScope(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	a := newSem(t, cli, "try", 1, semaphore.WithPrefix("ns/"))
 	b := newSem(t, cli, "try", 1, semaphore.WithPrefix("ns/"))
@@ -275,16 +293,17 @@ func TestSemaphoreTryAcquireTokenScope(t *testing.T) {
 // A conflicting limit is refused; SetLimit changes it for new grants while
 // holders keep their slots.
 func TestSemaphoreLimitChange(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	a := newSem(t, cli, "limit", 2)
-	b := newSem(t, etcdtest.Client(t, srv), "limit", 2)
+	b := newSem(t, srv.Client(t), "limit", 2)
 	ha, err := a.Acquire(ctx)
 	require.NoError(t, err)
 	hb, err := b.Acquire(ctx)
 	require.NoError(t, err)
 
-	c3 := newSem(t, etcdtest.Client(t, srv), "limit", 3)
+	c3 := newSem(t, srv.Client(t), "limit", 3)
 	_, err = c3.Acquire(ctx)
 	var le *semaphore.LimitError
 	require.ErrorAs(t, err, &le)
@@ -293,7 +312,7 @@ func TestSemaphoreLimitChange(t *testing.T) {
 
 	require.NoError(t, semaphore.SetLimit(ctx, cli, "limit", 1))
 	require.True(t, ha.Alive() && hb.Alive(), "holders keep their slots")
-	c1, waiting := waitingSem(t, etcdtest.Client(t, srv), "limit", 1)
+	c1, waiting := waitingSem(t, srv.Client(t), "limit", 1)
 	got := acquireAsync(ctx, c1)
 	recv(t, waiting, "c1 waiting")
 	require.NoError(t, ha.Release(ctx))
@@ -314,10 +333,11 @@ func TestSemaphoreLimitChange(t *testing.T) {
 // Revoking a holder's lease: it learns of the loss, the next waiter gets the
 // slot with a larger token, and a late Release does not touch it.
 func TestSemaphoreLoss(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	a := newSem(t, cli, "loss", 1)
-	b, waiting := waitingSem(t, etcdtest.Client(t, srv), "loss", 1)
+	b, waiting := waitingSem(t, srv.Client(t), "loss", 1)
 	ha, err := a.Acquire(ctx)
 	require.NoError(t, err)
 	got := acquireAsync(ctx, b)
@@ -353,13 +373,14 @@ func TestSemaphoreLoss(t *testing.T) {
 // A waiter whose lease is revoked gets ErrSessionExpired, never a slot; a
 // cancelled Acquire leaves no key behind.
 func TestSemaphoreWaiterEnds(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	a := newSem(t, cli, "wend", 1)
 	ha, err := a.Acquire(ctx)
 	require.NoError(t, err)
 
-	b, waiting := waitingSem(t, etcdtest.Client(t, srv), "wend", 1)
+	b, waiting := waitingSem(t, srv.Client(t), "wend", 1)
 	got := acquireAsync(ctx, b)
 	w := recv(t, waiting, "b waiting")
 	resp, err := cli.Get(ctx, w.Key)
@@ -370,7 +391,7 @@ func TestSemaphoreWaiterEnds(t *testing.T) {
 	require.ErrorIs(t, r.err, semaphore.ErrSessionExpired)
 	require.Nil(t, r.h)
 
-	c, cWaiting := waitingSem(t, etcdtest.Client(t, srv), "wend", 1)
+	c, cWaiting := waitingSem(t, srv.Client(t), "wend", 1)
 	cctx, cancel := context.WithCancel(ctx)
 	got = acquireAsync(cctx, c)
 	recv(t, cWaiting, "c waiting")
@@ -384,12 +405,13 @@ func TestSemaphoreWaiterEnds(t *testing.T) {
 }
 
 func TestSemaphoreLockDelay(t *testing.T) {
+	t.Parallel()
 	const d = 700 * time.Millisecond
-	srv, cli := etcdtest.StartWithClient(t)
+	srv, cli := etcd.StartWithClient(t)
 	t.Run("lost", func(t *testing.T) {
 		ctx := testCtx(t)
-		a := newSem(t, etcdtest.Client(t, srv), "delay-lost", 1)
-		b, waiting := waitingSem(t, etcdtest.Client(t, srv), "delay-lost", 1, semaphore.WithLockDelay(d))
+		a := newSem(t, srv.Client(t), "delay-lost", 1)
+		b, waiting := waitingSem(t, srv.Client(t), "delay-lost", 1, semaphore.WithLockDelay(d))
 		ha, err := a.Acquire(ctx)
 		require.NoError(t, err)
 		got := acquireAsync(ctx, b)
@@ -405,8 +427,8 @@ func TestSemaphoreLockDelay(t *testing.T) {
 	t.Run("released", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		a := newSem(t, etcdtest.Client(t, srv), "delay-rel", 1)
-		b, waiting := waitingSem(t, etcdtest.Client(t, srv), "delay-rel", 1, semaphore.WithLockDelay(time.Hour))
+		a := newSem(t, srv.Client(t), "delay-rel", 1)
+		b, waiting := waitingSem(t, srv.Client(t), "delay-rel", 1, semaphore.WithLockDelay(time.Hour))
 		ha, err := a.Acquire(ctx)
 		require.NoError(t, err)
 		got := acquireAsync(ctx, b)
@@ -419,18 +441,19 @@ func TestSemaphoreLockDelay(t *testing.T) {
 }
 
 func TestSemaphoreStatus(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	st, err := semaphore.Status(ctx, cli, "st")
 	require.NoError(t, err)
 	require.False(t, st.Held())
 	a := newSem(t, cli, "st", 2, semaphore.WithTTL(30*time.Second))
-	b := newSem(t, etcdtest.Client(t, srv), "st", 2)
+	b := newSem(t, srv.Client(t), "st", 2)
 	ha, err := a.Acquire(ctx)
 	require.NoError(t, err)
 	hb, err := b.Acquire(ctx)
 	require.NoError(t, err)
-	c, waiting := waitingSem(t, etcdtest.Client(t, srv), "st", 2)
+	c, waiting := waitingSem(t, srv.Client(t), "st", 2)
 	got := acquireAsync(ctx, c)
 	w := recv(t, waiting, "c waiting")
 
@@ -454,7 +477,8 @@ func TestSemaphoreStatus(t *testing.T) {
 }
 
 func TestSemaphoreNewValidates(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	_, err := semaphore.New(cli, "", 1)
 	require.ErrorIs(t, err, semaphore.ErrInvalid)
 	_, err = semaphore.New(cli, "x", 0)
@@ -467,15 +491,16 @@ func TestSemaphoreNewValidates(t *testing.T) {
 // 0 that lost its slot is refused once the next holder of slot 0 fenced;
 // the holder of slot 1 is not affected.
 func TestSemaphoreFencingPerSlot(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	res, err := fencing.StartLocal(fencing.ResourceConfig{DataDir: t.TempDir()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = res.Close() })
 	rc := res.Client(10 * time.Second)
 
-	a := newSem(t, etcdtest.Client(t, srv), "fenced", 2)
-	b := newSem(t, etcdtest.Client(t, srv), "fenced", 2)
+	a := newSem(t, srv.Client(t), "fenced", 2)
+	b := newSem(t, srv.Client(t), "fenced", 2)
 	ha, err := a.Acquire(ctx)
 	require.NoError(t, err)
 	hb, err := b.Acquire(ctx)
@@ -487,7 +512,7 @@ func TestSemaphoreFencingPerSlot(t *testing.T) {
 	_, err = rc.Put(ctx, "b", "1", hb.Token(), hb.Scope())
 	require.NoError(t, err)
 
-	c, waiting := waitingSem(t, etcdtest.Client(t, srv), "fenced", 2)
+	c, waiting := waitingSem(t, srv.Client(t), "fenced", 2)
 	got := acquireAsync(ctx, c)
 	recv(t, waiting, "c waiting")
 	_, err = cli.Revoke(ctx, ha.Lease()) // a is frozen; its slot goes to c
@@ -509,7 +534,8 @@ func TestSemaphoreFencingPerSlot(t *testing.T) {
 // With keepalives that never get through, the holder is told at its local
 // deadline, while etcd still has its slot key: nobody else can have the slot.
 func TestSemaphoreLossOnLocalDeadlineBeforeServerExpiry(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	s := newSem(t, cli, "deadline", 1, semaphore.WithTTL(2*time.Second),
 		semaphore.WithSessionOptions(session.WithKeepAliveInterval(time.Hour)))
@@ -524,4 +550,13 @@ func TestSemaphoreLossOnLocalDeadlineBeforeServerExpiry(t *testing.T) {
 	resp, err = cli.Get(ctx, h.Key())
 	require.NoError(t, err)
 	require.Empty(t, resp.Kvs)
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }

@@ -8,6 +8,7 @@ import (
 )
 
 func TestDeadlineRenewal(t *testing.T) {
+	t.Parallel()
 	t0 := time.Unix(1000, 0)
 	ttl, margin := 10*time.Second, time.Second
 	cases := []struct {
@@ -40,6 +41,7 @@ func TestDeadlineRenewal(t *testing.T) {
 }
 
 func TestDeadlineOnceLostStaysLost(t *testing.T) {
+	t.Parallel()
 	t0 := time.Unix(0, 0)
 	d := NewDeadline(t0, 5*time.Second, time.Second)
 	if !d.Alive(t0.Add(3999 * time.Millisecond)) {
@@ -62,6 +64,7 @@ func TestDeadlineOnceLostStaysLost(t *testing.T) {
 // expire the lease: for any sequence of keepalives (server resets expiry to
 // receipt + ttl, receipt ≥ send), while Alive(now) is true, now < server expiry.
 func TestDeadlineNeverOutlivesServerLease(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		ttl := time.Duration(rapid.IntRange(1, 30).Draw(t, "ttl_s")) * time.Second
 		margin := time.Duration(rapid.Int64Range(1, int64(ttl)-1).Draw(t, "margin"))

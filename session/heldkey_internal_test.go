@@ -8,6 +8,7 @@ import (
 )
 
 func TestDeletedAfter(t *testing.T) {
+	t.Parallel()
 	del := func(rev int64) *clientv3.Event {
 		return &clientv3.Event{Type: mvccpb.DELETE, Kv: &mvccpb.KeyValue{ModRevision: rev}}
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -29,7 +28,8 @@ func leaseExists(t *testing.T, cli *clientv3.Client, id clientv3.LeaseID) bool {
 }
 
 func TestHeldKeyReleaseCleanLeavesLeaseToExpire(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := context.Background()
 	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
 	require.NoError(t, err)
@@ -57,7 +57,8 @@ func TestHeldKeyReleaseCleanLeavesLeaseToExpire(t *testing.T) {
 }
 
 func TestHeldKeyCloseWhileHeldRevokes(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := context.Background()
 	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
 	require.NoError(t, err)
@@ -72,7 +73,8 @@ func TestHeldKeyCloseWhileHeldRevokes(t *testing.T) {
 }
 
 func TestHeldKeyLostWhenDeletedBehindItsBack(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := context.Background()
 	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
 	require.NoError(t, err)
@@ -93,7 +95,8 @@ func TestHeldKeyLostWhenDeletedBehindItsBack(t *testing.T) {
 // The watch starts from the create revision + 1: a delete between the put
 // and Hold (the gap in which nothing watches yet) is replayed, not missed.
 func TestHeldKeyDeleteInTheGapIsSeen(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := context.Background()
 	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
 	require.NoError(t, err)
@@ -109,7 +112,8 @@ func TestHeldKeyDeleteInTheGapIsSeen(t *testing.T) {
 }
 
 func TestHeldKeyTxnGuardedByOwnership(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := context.Background()
 	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
 	require.NoError(t, err)
@@ -129,7 +133,8 @@ func TestHeldKeyTxnGuardedByOwnership(t *testing.T) {
 }
 
 func TestHeldKeyOnEndedSessionIsLostAtOnce(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := context.Background()
 	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
 	require.NoError(t, err)
@@ -143,7 +148,8 @@ func TestHeldKeyOnEndedSessionIsLostAtOnce(t *testing.T) {
 // A key held without WithReleaseKeepsLease (a leadership): Close after its
 // clean release revokes as before.
 func TestHeldKeyReleaseWithoutKeepRevokes(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := context.Background()
 	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
 	require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestRoleOf(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		key  string
 		want KeyRole
@@ -40,6 +41,7 @@ func TestRoleOf(t *testing.T) {
 }
 
 func TestValidateName(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		ok   bool

@@ -3,24 +3,27 @@ package session_test
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/lease"
-	"go.uber.org/goleak"
 
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/session"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, etcdtest.IgnoreEtcdGoroutines()...)
-}
+// etcd is the member this package's tests share, each under a prefix of
+// its own.
+var etcd etcdtest.Shared
+
+func TestMain(m *testing.M) { os.Exit(etcdtest.Main(m, &etcd)) }
 
 func TestSessionKeepsLeaseAliveAndCloseRevokes(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := context.Background()
 	var renewals int
 	renewed := make(chan struct{}, 100)
@@ -58,7 +61,8 @@ func TestSessionKeepsLeaseAliveAndCloseRevokes(t *testing.T) {
 }
 
 func TestSessionRevokedBehindItsBack(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := context.Background()
 	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second), session.WithKeepAliveInterval(100*time.Millisecond))
 	require.NoError(t, err)
@@ -78,7 +82,8 @@ func TestSessionRevokedBehindItsBack(t *testing.T) {
 // deadline, while the server still holds the lease: before anyone else could
 // be granted what the session holds.
 func TestSessionSignalsLossBeforeServerExpiry(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := context.Background()
 	start := time.Now()
 	s, err := session.New(ctx, cli, session.WithTTL(2*time.Second), session.WithKeepAliveInterval(time.Hour))
@@ -100,13 +105,15 @@ func TestSessionSignalsLossBeforeServerExpiry(t *testing.T) {
 }
 
 func TestSessionRejectsBadTTL(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	_, err := session.New(context.Background(), cli, session.WithTTL(500*time.Millisecond))
 	require.True(t, errors.Is(err, session.ErrBadTTL), err)
 }
 
 func TestSessionAdoptsAnExistingLease(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := context.Background()
 	grant, err := cli.Grant(ctx, 3)
 	require.NoError(t, err)

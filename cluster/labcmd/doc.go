@@ -2,8 +2,10 @@
 // types at `coordctl lab` ("put x 1", "partition 1,2|3,4,5", "get x --node 3
 // --mode stale"), parsed into a Command and run against a *cluster.Cluster.
 //
-// The shell, the scenarios and any other front end (a web page posting one
-// line at a time) drive the lab through the same two steps:
+// The shell (`coordctl lab`, internal/cli/lab.go) and the live web page
+// (internal/labweb, which posts one line at a time) drive the lab through the
+// same two steps; the scenarios drive a *cluster.Cluster directly, not
+// through this language:
 //
 //	cmd, err := labcmd.Parse(line)   // syntax only: no cluster needed
 //	res, err := sess.Exec(ctx, cmd)  // resolves nodes, runs, returns a Result

@@ -1,15 +1,21 @@
-// Package bench holds what coordctl's benchmark harnesses share: the result
-// table every bench command prints (Table, Row, Ratio, WriteTable) and the
-// statistics they quote (Percentile, Ms).
+// Package bench holds what coordctl's benchmark harnesses share: the one
+// participant interface every harness measures through (Locker, with
+// CoordkitMutex and EtcdMutex for the two mutexes), a run's etcd clients
+// and fresh names (Clients), the result table every bench command prints
+// (Table, Row, Ratio, WriteTable) and the statistics they quote
+// (Percentile, Ms).
 //
 // The harnesses are its subpackages, one per subject, each with
 // Run(ctx, Options) (Result, error): lockbench (coordkit's lock against
-// etcd's concurrency.Mutex), electbench (coordkit's election against
-// concurrency.Election), labbench (the Raft lab against bare
-// hashicorp/raft and against docs/lab.md's latency model), sqlbench (a SQL
-// transaction with fencing/sqlfence's check against the same without) and
-// scalebench (how the cost grows with waiters, locks and candidates). A Result's JSON
-// form is the -w json contract; its Table method gives the text form.
+// etcd's concurrency.Mutex, and redsync), rwlockbench (coordkit's
+// read-write lock against etcd's recipes.RWMutex), sembench (coordkit's
+// semaphore against concurrency.Mutex at limit 1), electbench (coordkit's
+// election against concurrency.Election), labbench (the Raft lab against
+// bare hashicorp/raft and against docs/lab.md's latency model), sqlbench (a
+// SQL transaction with fencing/sqlfence's check against the same without)
+// and scalebench (how the cost grows with waiters, locks and candidates;
+// its charts are drawn by package chart). A Result's JSON form is the -w
+// json contract; its Table method gives the text form.
 //
 // Figures depend on the machine: these machines are shared and noisy, so a
 // harness measures every implementation side by side in one run and the

@@ -8,7 +8,11 @@ import (
 	"github.com/coordkit/coordkit/internal/bench/electbench"
 )
 
-func newBenchElectCmd(f *factory) *cobra.Command {
+func newBenchElectCmd(f *factory) *cobra.Command { return newBenchElectCmdRun(f, electbench.Run) }
+
+// newBenchElectCmdRun is newBenchElectCmd with the harness passed in
+// (cli/cli's runF): tests pass one that records the options it gets.
+func newBenchElectCmdRun(f *factory, harness func(context.Context, electbench.Options) (electbench.Result, error)) *cobra.Command {
 	opts := electbench.Options{}
 	var rolling *benchRollingFlags
 	cmd := &cobra.Command{
@@ -68,7 +72,7 @@ writes the same as a page).`,
 			if cmd.Flags().Changed("rolling") {
 				return runBenchElectRolling(ctx, f, rolling)
 			}
-			return runBenchElect(ctx, f, opts)
+			return runBenchElect(ctx, f, opts, harness)
 		},
 	}
 	rolling = addRollingFlags(cmd)
@@ -77,13 +81,13 @@ writes the same as a page).`,
 	return cmd
 }
 
-func runBenchElect(ctx context.Context, f *factory, opts electbench.Options) error {
+func runBenchElect(ctx context.Context, f *factory, opts electbench.Options, harness func(context.Context, electbench.Options) (electbench.Result, error)) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
 	}
 	opts.Progress = f.IO.ErrOut
-	res, err := electbench.Run(ctx, opts)
+	res, err := harness(ctx, opts)
 	if err != nil {
 		return benchError(ctx, "elect", electbench.ErrOptions, err)
 	}

@@ -8,9 +8,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/bench/benchtest"
 )
 
 func TestBenchLabJSON(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res := runInProcess(ctx, nil, "bench", "lab", "--duration", "300ms", "--nodes", "3", "--writers", "1,4", "-w", "json")
@@ -31,12 +34,14 @@ func TestBenchLabJSON(t *testing.T) {
 	require.Equal(t, "n3_concurrent4_writes_per_s", out.Rows[1].Metric)
 	for _, r := range out.Rows {
 		require.True(t, strings.HasSuffix(r.Metric, "_writes_per_s"))
-		require.Positive(t, r.Lab)
-		require.Positive(t, r.BareRaft)
+		// A rate over 300ms may be 0 on a starved machine, never negative.
+		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.Lab)
+		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.BareRaft)
 	}
 }
 
 func TestBenchLabModelSimple(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res := runInProcess(ctx, nil, "bench", "lab", "--model", "--nodes", "3", "--delays", "2ms", "--writes", "5")

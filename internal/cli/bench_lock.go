@@ -10,7 +10,11 @@ import (
 	"github.com/coordkit/coordkit/internal/bench/lockbench"
 )
 
-func newBenchLockCmd(f *factory) *cobra.Command {
+func newBenchLockCmd(f *factory) *cobra.Command { return newBenchLockCmdRun(f, lockbench.Run) }
+
+// newBenchLockCmdRun is newBenchLockCmd with the harness passed in
+// (cli/cli's runF): tests pass one that records the options it gets.
+func newBenchLockCmdRun(f *factory, harness func(context.Context, lockbench.Options) (lockbench.Result, error)) *cobra.Command {
 	opts := lockbench.Options{}
 	cmd := &cobra.Command{
 		Use:   "lock [--iterations N] [--handoffs N] [--duration D] [--hold D] [--workers 2,8,32] [--unsafe-no-fsync] [--against redsync --redis ADDR] [--against pg-advisory --dsn DSN]",
@@ -75,7 +79,7 @@ pg-advisory "postgres":"HOST:PORT/DB", "keepalive" and each row "pg_advisory".`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
-			return runBenchLock(ctx, f, opts)
+			return runBenchLock(ctx, f, opts, harness)
 		},
 	}
 	fl := cmd.Flags()
@@ -92,7 +96,7 @@ pg-advisory "postgres":"HOST:PORT/DB", "keepalive" and each row "pg_advisory".`,
 	return cmd
 }
 
-func runBenchLock(ctx context.Context, f *factory, opts lockbench.Options) error {
+func runBenchLock(ctx context.Context, f *factory, opts lockbench.Options, harness func(context.Context, lockbench.Options) (lockbench.Result, error)) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
@@ -103,7 +107,7 @@ func runBenchLock(ctx context.Context, f *factory, opts lockbench.Options) error
 			return fmt.Errorf("find coordctl for the crash handoff's holder processes: %w", err)
 		}
 	}
-	res, err := lockbench.Run(ctx, opts)
+	res, err := harness(ctx, opts)
 	if err != nil {
 		return benchError(ctx, "lock", lockbench.ErrOptions, err)
 	}

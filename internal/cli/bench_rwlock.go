@@ -9,7 +9,11 @@ import (
 	"github.com/coordkit/coordkit/internal/bench/rwlockbench"
 )
 
-func newBenchRWLockCmd(f *factory) *cobra.Command {
+func newBenchRWLockCmd(f *factory) *cobra.Command { return newBenchRWLockCmdRun(f, rwlockbench.Run) }
+
+// newBenchRWLockCmdRun is newBenchRWLockCmd with the harness passed in
+// (cli/cli's runF): tests pass one that records the options it gets.
+func newBenchRWLockCmdRun(f *factory, harness func(context.Context, rwlockbench.Options) (rwlockbench.Result, error)) *cobra.Command {
 	opts := rwlockbench.Options{}
 	cmd := &cobra.Command{
 		Use:   "rwlock [--batches N] [--readers N] [--handoffs N] [--duration D] [--hold D] [--unsafe-no-fsync]",
@@ -44,7 +48,7 @@ to stderr. The ratio column is how many times better coordkit did.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
-			return runBenchRWLock(ctx, f, opts)
+			return runBenchRWLock(ctx, f, opts, harness)
 		},
 	}
 	fl := cmd.Flags()
@@ -57,13 +61,13 @@ to stderr. The ratio column is how many times better coordkit did.
 	return cmd
 }
 
-func runBenchRWLock(ctx context.Context, f *factory, opts rwlockbench.Options) error {
+func runBenchRWLock(ctx context.Context, f *factory, opts rwlockbench.Options, harness func(context.Context, rwlockbench.Options) (rwlockbench.Result, error)) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
 	}
 	opts.Progress = f.IO.ErrOut
-	res, err := rwlockbench.Run(ctx, opts)
+	res, err := harness(ctx, opts)
 	if err != nil {
 		return benchError(ctx, "rwlock", rwlockbench.ErrOptions, err)
 	}

@@ -13,6 +13,7 @@ import (
 )
 
 func TestBenchScaleBadFlags(t *testing.T) {
+	t.Parallel()
 	cases := [][]string{
 		{"bench", "scale", "--waiters", "0"},
 		{"bench", "scale", "--members", "2"},
@@ -30,6 +31,7 @@ func TestBenchScaleBadFlags(t *testing.T) {
 // A tiny run: the JSON contract, then the same result drawn from the file
 // with --from and --svg, and printed as tables.
 func TestBenchScaleJSONAndSVG(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	res := runInProcess(ctx, nil, "-w", "json", "bench", "scale", "--unsafe-no-fsync", "--members", "1",

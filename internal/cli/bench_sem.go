@@ -9,7 +9,11 @@ import (
 	"github.com/coordkit/coordkit/internal/bench/sembench"
 )
 
-func newBenchSemCmd(f *factory) *cobra.Command {
+func newBenchSemCmd(f *factory) *cobra.Command { return newBenchSemCmdRun(f, sembench.Run) }
+
+// newBenchSemCmdRun is newBenchSemCmd with the harness passed in
+// (cli/cli's runF): tests pass one that records the options it gets.
+func newBenchSemCmdRun(f *factory, harness func(context.Context, sembench.Options) (sembench.Result, error)) *cobra.Command {
 	opts := sembench.Options{}
 	cmd := &cobra.Command{
 		Use:   "sem [--limits 1,3,10] [--duration D] [--handoffs N] [--hold D] [--unsafe-no-fsync]",
@@ -38,7 +42,7 @@ stderr. The ratio column is how many times better coordkit did.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
-			return runBenchSem(ctx, f, opts)
+			return runBenchSem(ctx, f, opts, harness)
 		},
 	}
 	fl := cmd.Flags()
@@ -50,13 +54,13 @@ stderr. The ratio column is how many times better coordkit did.
 	return cmd
 }
 
-func runBenchSem(ctx context.Context, f *factory, opts sembench.Options) error {
+func runBenchSem(ctx context.Context, f *factory, opts sembench.Options, harness func(context.Context, sembench.Options) (sembench.Result, error)) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
 	}
 	opts.Progress = f.IO.ErrOut
-	res, err := sembench.Run(ctx, opts)
+	res, err := harness(ctx, opts)
 	if err != nil {
 		return benchError(ctx, "sem", sembench.ErrOptions, err)
 	}

@@ -9,6 +9,7 @@ import (
 )
 
 func TestBenchSQLBadFlags(t *testing.T) {
+	t.Parallel()
 	cases := [][]string{
 		{"bench", "sql", "--driver", "oracle"},
 		{"bench", "sql", "--driver", "postgres"}, // no --dsn
@@ -27,6 +28,7 @@ func TestBenchSQLBadFlags(t *testing.T) {
 
 // An unreachable server: exit 1, the host named, the password not.
 func TestBenchSQLUnreachable(t *testing.T) {
+	t.Parallel()
 	addr := freeAddr(t)
 	res := runInProcess(context.Background(), nil, "bench", "sql", "--driver", "postgres", "--dsn", "postgres://root:s3cret@"+addr+"/x")
 	require.Equal(t, exitError, res.Code, res.Stderr)
@@ -36,6 +38,7 @@ func TestBenchSQLUnreachable(t *testing.T) {
 
 // A tiny run on a SQLite file: the JSON contract, not performance.
 func TestBenchSQLJSON(t *testing.T) {
+	t.Parallel()
 	res := runInProcess(context.Background(), nil, "-w", "json", "bench", "sql", "--dsn", t.TempDir()+"/b.db",
 		"--iterations", "4", "--per-writer", "2", "--writers", "3", "--rounds", "2")
 	require.Equal(t, exitOK, res.Code, res.Stderr)

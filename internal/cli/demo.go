@@ -55,8 +55,13 @@ against one-way delays of a rack, a region and a cross-region link and
 compares the median with that model.`},
 }
 
-func newDemoCmd(f *factory) *cobra.Command {
-	opts := &demoOptions{}
+func newDemoCmd(f *factory) *cobra.Command { return newDemoCmdWith(f, nil) }
+
+// newDemoCmdWith is newDemoCmd with the scenarios passed in (nil:
+// scenarios.Default), as cli/cli passes a runF: tests give it scenarios
+// that record the Env the flags made.
+func newDemoCmdWith(f *factory, reg *scenarios.Registry) *cobra.Command {
+	opts := &demoOptions{Registry: reg}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "A guided tour: why a lock needs a fencing token, and what consensus costs",

@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -105,6 +102,7 @@ func decodeElect(t *testing.T, line string) electJSON {
 }
 
 func TestElectCmdUsageErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string
@@ -128,6 +126,7 @@ func TestElectCmdUsageErrors(t *testing.T) {
 }
 
 func TestElectCmdUnreachableEtcdExits1InTime(t *testing.T) {
+	t.Parallel()
 	dead := freeAddr(t)
 	start := time.Now()
 	res := runInProcess(context.Background(), nil, "--endpoints", dead, "--dial-timeout", "500ms", "elect", "svc")
@@ -137,6 +136,7 @@ func TestElectCmdUnreachableEtcdExits1InTime(t *testing.T) {
 }
 
 func TestElectCmdHoldsThenResignsOnSignal(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	ep := srv.Endpoints()[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -168,6 +168,7 @@ func TestElectCmdHoldsThenResignsOnSignal(t *testing.T) {
 }
 
 func TestElectCmdSignalWhileWaitingWithdraws(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -187,6 +188,7 @@ func TestElectCmdSignalWhileWaitingWithdraws(t *testing.T) {
 }
 
 func TestElectCmdProposalAndSimpleOutput(t *testing.T) {
+	t.Parallel()
 	srv, _ := etcdtest.StartWithClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -199,6 +201,7 @@ func TestElectCmdProposalAndSimpleOutput(t *testing.T) {
 }
 
 func TestElectCmdLossExits4(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -217,6 +220,7 @@ func TestElectCmdLossExits4(t *testing.T) {
 }
 
 func TestElectCmdObserve(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -256,91 +260,4 @@ func waitForKeys(t *testing.T, cli *clientv3.Client, prefix string, n int) *clie
 		}
 		time.Sleep(5 * time.Millisecond) // polling etcd: no event to await from outside coordctl
 	}
-}
-
-// electProc is a coordctl process with its stdout read line by line.
-type electProc struct {
-	cmd    *exec.Cmd
-	lines  chan string
-	stderr *electBuffer
-	done   chan error
-}
-
-func startElectProc(t *testing.T, endpoint string, args ...string) *electProc {
-	t.Helper()
-	cmd := exec.Command(coordctlBinary(t), append([]string{"--endpoints", endpoint}, args...)...)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	p := &electProc{cmd: cmd, lines: make(chan string, 100), stderr: newElectBuffer(), done: make(chan error, 1)}
-	cmd.Stderr = p.stderr
-	require.NoError(t, cmd.Start())
-	scanned := make(chan struct{})
-	go func() {
-		defer close(scanned)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			p.lines <- sc.Text()
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	go func() {
-		<-scanned
-		p.done <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-scanned
-	})
-	return p
-}
-
-func (p *electProc) line(t *testing.T) string {
-	t.Helper()
-	select {
-	case l := <-p.lines:
-		return l
-	case <-time.After(20 * time.Second):
-		t.Fatalf("no line from coordctl within 20s; stderr %q", p.stderr.String())
-		return ""
-	}
-}
-
-func (p *electProc) stop(t *testing.T) int {
-	t.Helper()
-	require.NoError(t, p.cmd.Process.Signal(sigterm))
-	select {
-	case <-p.done:
-		return p.cmd.ProcessState.ExitCode()
-	case <-time.After(20 * time.Second):
-		t.Fatal("coordctl did not exit within 20s of SIGTERM")
-		return -1
-	}
-}
-
-func TestElectE2EHandoverOnSIGTERMAndObserve(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
-	ep := srv.Endpoints()[0]
-	obs := startElectProc(t, ep, "-w", "json", "elect", "svc", "--observe")
-	require.Equal(t, electJSON{Event: "leader"}, decodeElect(t, obs.line(t)))
-
-	a := startElectProc(t, ep, "-w", "json", "elect", "svc", "--id", "a", "--ttl", "5s")
-	ea := decodeElect(t, a.line(t))
-	require.Equal(t, electJSON{Event: "elected", Name: "svc", ID: "a", Token: ea.Token}, ea)
-	ev := decodeElect(t, obs.line(t))
-	require.Equal(t, "a", *ev.Leader)
-	require.Equal(t, ea.Token, ev.Token)
-
-	b := startElectProc(t, ep, "-w", "json", "elect", "svc", "--id", "b", "--ttl", "5s")
-	waitForKeys(t, cli, "svc/", 2)
-	require.Equal(t, exitOK, a.stop(t), a.stderr.String())
-	eb := decodeElect(t, b.line(t))
-	require.Equal(t, "elected", eb.Event)
-	require.Greater(t, eb.Token, ea.Token)
-	ev = decodeElect(t, obs.line(t))
-	require.Equal(t, "b", *ev.Leader)
-
-	require.Equal(t, exitOK, b.stop(t), b.stderr.String())
-	ev = decodeElect(t, obs.line(t))
-	require.Nil(t, ev.Leader, "observe reports no leader")
-	require.Equal(t, exitOK, obs.stop(t))
 }

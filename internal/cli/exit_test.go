@@ -16,6 +16,7 @@ import (
 )
 
 func TestExitCode(t *testing.T) {
+	t.Parallel()
 	stale := &fencing.StaleError{Scope: "s", Token: 1, Floor: 2}
 	for _, tc := range []struct {
 		name   string

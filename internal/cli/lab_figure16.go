@@ -15,9 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coordkit/coordkit/chart"
 	"github.com/coordkit/coordkit/internal/bench"
 	"github.com/coordkit/coordkit/internal/sweep"
-	"github.com/coordkit/coordkit/scenarios/report"
 )
 
 type labFigure16Options struct {
@@ -179,7 +179,7 @@ func runLabFigure16(ctx context.Context, f *factory, opts *labFigure16Options) e
 			return err
 		}
 	}
-	var charts []report.Chart
+	var charts []chart.Chart
 	for _, pv := range opts.PreVote {
 		// One summary per range: each range's spec narrowed to pv.
 		sums := map[string][]sweep.Summary{}

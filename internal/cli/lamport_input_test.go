@@ -13,6 +13,7 @@ import (
 // Untrusted event files: a line over 64 KiB and a NUL in a node name are
 // usage errors naming the line (exit 2); a byte order mark is stripped.
 func TestLamportTraceCmdBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)

@@ -46,6 +46,7 @@ func runWithStdin(stdin string, args ...string) cliResult {
 }
 
 func TestLamportTraceExampleGolden(t *testing.T) {
+	t.Parallel()
 	res := runInProcess(context.Background(), nil, "lamport", "trace")
 	require.Equal(t, exitOK, res.Code, res.Stderr)
 	require.Empty(t, res.Stderr)
@@ -57,6 +58,7 @@ func TestLamportTraceExampleGolden(t *testing.T) {
 }
 
 func TestLamportTraceJSON(t *testing.T) {
+	t.Parallel()
 	res := runInProcess(context.Background(), nil, "lamport", "trace", "-w", "json")
 	require.Equal(t, exitOK, res.Code, res.Stderr)
 	require.Equal(t, 1, strings.Count(res.Stdout, "\n"), "one JSON object on one line")
@@ -97,6 +99,7 @@ func TestLamportTraceJSON(t *testing.T) {
 }
 
 func TestLamportTraceInputs(t *testing.T) {
+	t.Parallel()
 	script := "# causal chain, then one message left in flight\nA send B\nB recv A\nB send C\nC recv B\nC send A\n"
 	file := filepath.Join(t.TempDir(), "trace.txt")
 	require.NoError(t, os.WriteFile(file, []byte(script), 0o644))
@@ -116,6 +119,7 @@ func TestLamportTraceInputs(t *testing.T) {
 }
 
 func TestLamportTraceErrors(t *testing.T) {
+	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "nope.txt")
 	cases := []struct {
 		name  string
@@ -145,6 +149,7 @@ func TestLamportTraceErrors(t *testing.T) {
 
 // docs/lamport.md quotes the example's output; keep it true.
 func TestLamportDocQuotesExampleOutput(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "lamport.md"))
 	require.NoError(t, err)
 	golden, err := os.ReadFile(filepath.Join("testdata", "lamport_trace_example.golden"))

@@ -15,6 +15,7 @@ import (
 )
 
 func TestLockCmdBadFlagsAreUsageErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string
@@ -43,6 +44,7 @@ func TestLockCmdBadFlagsAreUsageErrors(t *testing.T) {
 }
 
 func TestLockCmdUnreachableEtcdExits1InTime(t *testing.T) {
+	t.Parallel()
 	dead := freeAddr(t)
 	start := time.Now()
 	res := runInProcess(context.Background(), map[string]string{"COORDCTL_ENDPOINTS": dead},
@@ -65,6 +67,7 @@ func holdWithLibrary(t *testing.T, cli *clientv3.Client, name string) *lock.Held
 }
 
 func TestLockCmdNotAcquiredExits3(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := map[string]string{"COORDCTL_ENDPOINTS": srv.Endpoints()[0]}
 	h := holdWithLibrary(t, cli, "busy")
@@ -111,6 +114,7 @@ func waitForKey(t *testing.T, cli *clientv3.Client, prefix string) *clientv3.Get
 // Without a command, lock prints the holder, holds until interrupted and
 // releases (exit 0), or exits 4 when the lock is lost.
 func TestLockCmdHoldsWithoutCommand(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := map[string]string{"COORDCTL_ENDPOINTS": srv.Endpoints()[0]}
 

@@ -3,10 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -17,9 +14,6 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
 	if code == 0 {
 		if err := goleak.Find(etcdtest.IgnoreEtcdGoroutines()...); err != nil {
 			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
@@ -27,34 +21,6 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
-}
-
-var (
-	buildOnce sync.Once
-	binDir    string
-	binPath   string
-	buildErr  error
-)
-
-// coordctlBinary builds cmd/coordctl once per test binary and returns its path,
-// for end-to-end tests that drive coordctl as a user would.
-func coordctlBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "coordctl-e2e-")
-		if buildErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "coordctl")
-		cmd := exec.Command("go", "build", "-race", "-o", binPath, "github.com/coordkit/coordkit/cmd/coordctl")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build coordctl: %v", buildErr)
-	}
-	return binPath
 }
 
 // cliResult is what an in-process coordctl invocation produced.

@@ -43,6 +43,7 @@ func damagedResourceLog(t *testing.T) (dir, path string, data []byte) {
 // refuses to start, repair without --yes lists it and exits 1, with --yes it
 // drops it and keeps the floor at 900.
 func TestResourceRepairCmd(t *testing.T) {
+	t.Parallel()
 	dir, path, data := damagedResourceLog(t)
 	ctx := context.Background()
 
@@ -71,6 +72,7 @@ func TestResourceRepairCmd(t *testing.T) {
 }
 
 func TestResourceCmdTokenWithLeadingZero(t *testing.T) {
+	t.Parallel()
 	res := runInProcess(context.Background(), nil, "resource", "put", "k", "v", "--token", "05", "--scope", "s", "--url", "http://127.0.0.1:1")
 	require.Equal(t, exitUsage, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, "leading zeros")

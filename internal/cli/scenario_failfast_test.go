@@ -17,6 +17,7 @@ import (
 
 // A scenario that fails reports how long it ran, not "0s".
 func TestScenarioCmdFailedRunReportsElapsed(t *testing.T) {
+	t.Parallel()
 	const work = 50 * time.Millisecond
 	r := scenarios.NewRegistry()
 	mustRegister(t, r, scenarios.Scenario{Name: "slowfail", Summary: "s", Claims: fakeClaims,
@@ -37,6 +38,7 @@ func TestScenarioCmdFailedRunReportsElapsed(t *testing.T) {
 
 // --endpoints that nothing answers fail within --dial-timeout, saying so.
 func TestScenarioCmdUnreachableEndpointsUseDialTimeout(t *testing.T) {
+	t.Parallel()
 	dead := freeAddr(t)
 	res := runInProcess(context.Background(), nil, "scenario", "run", "lock-without-fencing",
 		"--endpoints", dead, "--dial-timeout", "300ms")

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +19,7 @@ import (
 )
 
 func TestScenarioCmdList(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	res := runInProcess(ctx, nil, "scenario", "list", "-w", "json")
@@ -41,6 +41,7 @@ func TestScenarioCmdList(t *testing.T) {
 }
 
 func TestScenarioCmdRunLamportClocks(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	page := filepath.Join(t.TempDir(), "r.html")
@@ -75,6 +76,7 @@ func TestScenarioCmdRunLamportClocks(t *testing.T) {
 }
 
 func TestScenarioCmdUsage(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, tc := range []struct {
@@ -127,6 +129,7 @@ func fakeRegistry(t *testing.T) *scenarios.Registry {
 }
 
 func TestScenarioCmdRunAllExitCodes(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, tc := range []struct {
@@ -172,6 +175,7 @@ func TestScenarioCmdRunAllExitCodes(t *testing.T) {
 }
 
 func TestScenarioCmdBrokenScenarioExits1(t *testing.T) {
+	t.Parallel()
 	r := scenarios.NewRegistry()
 	mustRegister(t, r, scenarios.Scenario{Name: "broken", Summary: "s", Claims: fakeClaims,
 		Run: func(context.Context, scenarios.Env) (*report.Report, error) { return nil, os.ErrPermission }})
@@ -184,33 +188,8 @@ func TestScenarioCmdBrokenScenarioExits1(t *testing.T) {
 	assert.Contains(t, errOut.String(), "permission denied")
 }
 
-func TestScenarioCmdEndToEnd(t *testing.T) {
-	bin := coordctlBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	page := filepath.Join(t.TempDir(), "report.html")
-	cmd := exec.CommandContext(ctx, bin, "scenario", "run", "lamport-clocks", "--report", page, "-w", "json")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), stderr.String())
-	var got map[string]any
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got))
-	assert.Equal(t, true, got["passed"])
-	assert.Contains(t, stderr.String(), "scenario lamport-clocks: PASS")
-	_, err := os.Stat(page)
-	require.NoError(t, err)
-
-	cmd = exec.CommandContext(ctx, bin, "scenario", "run", "no-such-scenario")
-	stderr.Reset()
-	cmd.Stderr = &stderr
-	err = cmd.Run()
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, exitUsage, ee.ExitCode())
-	assert.Contains(t, stderr.String(), "lamport-clocks")
-}
-
 func TestScenarioCmdInterrupted(t *testing.T) {
+	t.Parallel()
 	r := scenarios.NewRegistry()
 	mustRegister(t, r, scenarios.Scenario{Name: "slow", Summary: "s", Claims: fakeClaims,
 		Run: func(ctx context.Context, _ scenarios.Env) (*report.Report, error) {
@@ -237,6 +216,7 @@ func TestScenarioCmdInterrupted(t *testing.T) {
 // --redis with an address nobody answers on: the scenario fails (exit 1)
 // naming it, without starting etcd.
 func TestScenarioCmdRedisUnreachable(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()

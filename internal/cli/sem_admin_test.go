@@ -13,6 +13,7 @@ import (
 // waits for ever behind the lease-less limit key, and lock status does not
 // call it held; a typo'd limit can be changed or the semaphore deleted.
 func TestSemNameAsLockAndAdmin(t *testing.T) {
+	t.Parallel()
 	srv, _ := etcdtest.StartWithClient(t)
 	env := map[string]string{"COORDCTL_ENDPOINTS": srv.Endpoints()[0]}
 	ctx := context.Background()

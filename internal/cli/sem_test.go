@@ -16,6 +16,7 @@ import (
 )
 
 func TestSemAndLockNewFlagsAreUsageErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string
@@ -48,6 +49,7 @@ func TestSemAndLockNewFlagsAreUsageErrors(t *testing.T) {
 // "coordctl lock status" is the subcommand; a lock named "status" is still
 // reachable with --name.
 func TestLockNamedStatusThroughNameFlag(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := map[string]string{"COORDCTL_ENDPOINTS": srv.Endpoints()[0]}
 	res := runInProcess(context.Background(), env, "lock", "--name", "status", "--try", "--",
@@ -65,6 +67,7 @@ func TestLockNamedStatusThroughNameFlag(t *testing.T) {
 // A child of coordctl sem fences per slot: resource put takes NAME#slot
 // from COORD_FENCING_SCOPE before COORD_LOCK_NAME.
 func TestResourceCmdScopeFromFencingScope(t *testing.T) {
+	t.Parallel()
 	url := startTestResource(t)
 	env := map[string]string{"COORD_FENCING_TOKEN": "12", "COORD_LOCK_NAME": "pool", "COORD_FENCING_SCOPE": "pool#1", "COORD_SEM_SLOT": "1"}
 	res := runInProcess(context.Background(), env, "resource", "put", "k", "v", "--url", url, "-w", "json")
@@ -109,6 +112,7 @@ func decodeStatus(t *testing.T, out string) statusJSON {
 // lock status reads a lock taken by etcd's own concurrency.Mutex: holder
 // with its lease and TTL, the waiter behind it; exit 0 held, 3 free.
 func TestLockStatusOfConcurrencyMutex(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := map[string]string{"COORDCTL_ENDPOINTS": srv.Endpoints()[0]}
 	ctx := context.Background()
@@ -167,6 +171,7 @@ func TestLockStatusOfConcurrencyMutex(t *testing.T) {
 
 // sem status: limit, holders by slot with their scope, waiters in order.
 func TestSemStatusInProcess(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := map[string]string{"COORDCTL_ENDPOINTS": srv.Endpoints()[0]}
 	ctx := context.Background()
@@ -234,6 +239,7 @@ func TestSemStatusInProcess(t *testing.T) {
 // A --limit that differs from the stored one is an error (exit 1) that
 // names the stored limit; it neither waits nor takes a slot.
 func TestSemCmdLimitMismatch(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := map[string]string{"COORDCTL_ENDPOINTS": srv.Endpoints()[0]}
 	s, err := semaphore.New(cli, "mis", 2)

@@ -17,6 +17,7 @@ import (
 // wins: a token file it cannot write, a command it cannot run. Both fail
 // before 'ready', against a live etcd where the sidecar would lead.
 func TestSidecarChecksFlagsBeforeReady(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "file")

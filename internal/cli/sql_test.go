@@ -16,6 +16,7 @@ import (
 )
 
 func TestSQLBadFlags(t *testing.T) {
+	t.Parallel()
 	dsn := t.TempDir() + "/x.db"
 	base := []string{"sql", "--driver", "sqlite", "--dsn", dsn}
 	long := strings.Repeat("s", 513)
@@ -85,6 +86,7 @@ func reportBody(t *testing.T, db *sqltest.DB) string {
 // committed), a failing statement (exit 1, rolled back, the floor did not
 // move), fence and floor, and the defaults from the environment.
 func TestSQLEngines(t *testing.T) {
+	t.Parallel()
 	sqltest.Each(t, func(t *testing.T, db *sqltest.DB) {
 		createReport(t, db)
 		floor := func() string {
@@ -153,6 +155,7 @@ func TestSQLEngines(t *testing.T) {
 // A DSN that does not connect: exit 1, naming the host and not the
 // password, in each DSN form.
 func TestSQLUnreachable(t *testing.T) {
+	t.Parallel()
 	addr := freeAddr(t)
 	host, port, err := net.SplitHostPort(addr)
 	require.NoError(t, err)
@@ -176,6 +179,7 @@ func TestSQLUnreachable(t *testing.T) {
 // A server that accepts connections and never answers: exit 1 when
 // --command-timeout passes, saying so, not blaming etcd.
 func TestSQLNoAnswerWithinCommandTimeout(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	var conns []net.Conn
@@ -214,6 +218,7 @@ func TestSQLNoAnswerWithinCommandTimeout(t *testing.T) {
 }
 
 func TestScenarioRunSQLFlags(t *testing.T) {
+	t.Parallel()
 	for name, args := range map[string][]string{
 		"driver without dsn": {"scenario", "run", "fenced-sql", "--driver", "postgres"},
 		"dsn without driver": {"scenario", "run", "fenced-sql", "--dsn", "x.db"},
@@ -229,6 +234,7 @@ func TestScenarioRunSQLFlags(t *testing.T) {
 
 // scenario run fenced-sql on a database the user names: a SQLite path.
 func TestScenarioRunFencedSQLOnGivenDatabase(t *testing.T) {
+	t.Parallel()
 	path := t.TempDir() + "/given.db"
 	res := runInProcess(context.Background(), nil, "scenario", "run", "fenced-sql", "--driver", "sqlite", "--dsn", path, "-w", "json")
 	require.Equal(t, exitOK, res.Code, res.Stderr)
@@ -250,6 +256,7 @@ func TestScenarioRunFencedSQLOnGivenDatabase(t *testing.T) {
 // Interrupted (SIGINT cancels the context): nothing committed, exit 1 — not
 // the exit 0 of an interrupted wait.
 func TestSQLInterrupted(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var out, errOut strings.Builder

@@ -96,6 +96,7 @@ func writePEM(t *testing.T, file, typ string, der []byte) {
 // every way of getting the connection wrong is reported with its cause,
 // and that "unreachable" is kept for an endpoint where nothing answers.
 func TestTLSAndAuthErrorsSayWhy(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ca := newTestCA(t, dir, "etcd-ca")
 	other := newTestCA(t, dir, "other-ca")
@@ -171,6 +172,8 @@ func TestTLSAndAuthErrorsSayWhy(t *testing.T) {
 	})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			// Most cases wait out the 3s dial timeout.
+			t.Parallel()
 			args := append([]string{"claim", "get", "nobody", "--dial-timeout", "3s"}, tc.args...) // a later --dial-timeout wins
 			res := runInProcess(context.Background(), nil, args...)
 			t.Log(strings.SplitN(res.Stderr, "\n", 2)[0])

@@ -14,6 +14,7 @@ import (
 // the closest command, also when flags follow them; a group alone prints
 // its help.
 func TestUnknownSubcommandsAreUsageErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		args    []string
@@ -59,6 +60,7 @@ func TestUnknownSubcommandsAreUsageErrors(t *testing.T) {
 // Flags whose values can never work are usage errors found before
 // anything is dialed or created.
 func TestBadFlagValuesAreUsageErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	notPEM := filepath.Join(dir, "ca.txt")
 	require.NoError(t, os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600))
@@ -100,6 +102,7 @@ func TestBadFlagValuesAreUsageErrors(t *testing.T) {
 
 // The etcd flags are on the commands that talk to etcd and nowhere else.
 func TestEtcdFlagsOnlyOnEtcdCommands(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"resource", "get", "k", "--endpoints", "127.0.0.1:2379"},
 		{"resource", "serve", "--cacert", "x"},

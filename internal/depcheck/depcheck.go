@@ -24,13 +24,13 @@ func Arrow() []Layer {
 		{Name: "internal/cli", Rank: 3, Prefixes: []string{"internal/cli"}},
 		{Name: "{scenarios, internal/*}", Rank: 2, Prefixes: []string{"scenarios", "internal"}},
 		{Name: "{lock, semaphore, election, claim, cluster, lamport}", Rank: 1, Prefixes: []string{"lock", "semaphore", "election", "claim", "cluster", "lamport"}},
-		{Name: "{session, fencing}", Rank: 0, Prefixes: []string{"session", "fencing"}},
+		{Name: "{session, fencing, chart}", Rank: 0, Prefixes: []string{"session", "fencing", "chart"}},
 	}
 }
 
 // Leaves returns the packages that import nothing from the module and
 // nothing from etcd, directly or not.
-func Leaves() []string { return []string{"fencing", "lamport"} }
+func Leaves() []string { return []string{"fencing", "lamport", "chart"} }
 
 // forbiddenInLeaves are the path prefixes (besides the module) a leaf may
 // not depend on.

@@ -60,7 +60,7 @@ func TestCheckRules(t *testing.T) {
 			"lock imports internal/cli: layer {lock, semaphore, election, claim, cluster, lamport} imports layer internal/cli, which is above it",
 		}},
 		{"session imports lock", []Package{pkg("session", "lock")}, []string{
-			"session imports lock: layer {session, fencing} imports layer {lock, semaphore, election, claim, cluster, lamport}, which is above it",
+			"session imports lock: layer {session, fencing, chart} imports layer {lock, semaphore, election, claim, cluster, lamport}, which is above it",
 		}},
 		{"a public package imports an internal one of its layer", []Package{pkg("scenarios", "internal/etcdembed")}, []string{
 			"scenarios imports internal/etcdembed: a public package imports an internal one",
@@ -75,10 +75,10 @@ func TestCheckRules(t *testing.T) {
 			pkg("internal/safety", "internal/pglock", "internal/faultproxy"),
 		}, nil},
 		{"a leaf depends on etcd", []Package{pkg("lamport", "go.etcd.io/etcd/client/v3")}, []string{
-			"lamport imports go.etcd.io/etcd/client/v3: a leaf (fencing, lamport) depends on etcd",
+			"lamport imports go.etcd.io/etcd/client/v3: a leaf (fencing, lamport, chart) depends on etcd",
 		}},
 		{"a leaf depends on the module", []Package{pkg("fencing", "session")}, []string{
-			"fencing imports session: a leaf (fencing, lamport) depends on this module",
+			"fencing imports session: a leaf (fencing, lamport, chart) depends on this module",
 		}},
 		{"a package in no layer", []Package{pkg("util")}, []string{
 			"util: in no layer of the arrow; place it in depcheck.Arrow",

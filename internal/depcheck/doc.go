@@ -4,10 +4,10 @@
 //
 // The arrow (DESIGN.md, README "Layout and docs"):
 //
-//	cmd → internal/cli → {scenarios, internal/*} → {lock, election, claim, cluster, lamport} → {session, fencing}
+//	cmd → internal/cli → {scenarios, internal/*} → {lock, semaphore, election, claim, cluster, lamport} → {session, fencing, chart}
 //
 // A package may import packages of its own layer or below, never above; no
-// public package imports an internal one; fencing and lamport import
+// public package imports an internal one; fencing, lamport and chart import
 // nothing from this module and nothing from etcd, directly or not. Every
 // package of the module must be in a layer, so a new package is placed
 // deliberately. Test files are not checked: tests may import anything (an

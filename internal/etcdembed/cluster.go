@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -263,11 +264,10 @@ func expandClientURLs(urls []string, n int) ([]*url.URL, error) {
 	switch len(urls) {
 	case 0:
 		for range n {
-			raw, err := FreeURL()
+			u, err := stableURL()
 			if err != nil {
 				return nil, err
 			}
-			u, _ := url.Parse(raw)
 			out = append(out, u)
 		}
 	case 1:
@@ -311,6 +311,39 @@ func freeURL() (*url.URL, error) {
 	return url.Parse(raw)
 }
 
+// Stable ports are drawn from [stablePortMin, stablePortMax): below the
+// kernel's ephemeral range (Linux: 32768-60999), where a listen or dial on
+// port 0 never lands.
+const stablePortMin, stablePortMax = 20000, 32000
+
+// StableURL returns a free loopback URL for a listener that a stopped
+// member gives up and its restart binds again (its peer and client ports
+// and their proxies', and the client URLs a caller picks for a cluster it
+// will stop members of). A port from the ephemeral range could be taken
+// meanwhile by anyone's port-0 listener or outgoing connection (seen in
+// full test runs: "bind: address already in use" on restart); one from
+// below it only by another stable pick, which probes first.
+func StableURL() (string, error) {
+	for range 200 {
+		port := stablePortMin + rand.IntN(stablePortMax-stablePortMin)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return "http://" + l.Addr().String(), nil
+	}
+	return FreeURL()
+}
+
+func stableURL() (*url.URL, error) {
+	raw, err := StableURL()
+	if err != nil {
+		return nil, err
+	}
+	return url.Parse(raw)
+}
+
 // peerURLsOf returns the advertised peer URLs (the peer proxies) of the
 // cluster in dataDir. They are part of the membership etcd persists, so a
 // restart on the same directory must advertise the same ones: they are
@@ -344,7 +377,7 @@ func peerURLsOf(dataDir string, n int) ([]*url.URL, error) {
 	}
 	var out []*url.URL
 	for len(out) < n {
-		u, err := freeURL()
+		u, err := stableURL()
 		if err != nil {
 			return nil, err
 		}
@@ -371,10 +404,10 @@ func newMember(i int, dataDir string, clientURL, peerURL *url.URL) (*member, err
 		return nil, fmt.Errorf("etcdembed: %w", err)
 	}
 	var err error
-	if m.listenPeer, err = freeURL(); err != nil {
+	if m.listenPeer, err = stableURL(); err != nil {
 		return nil, err
 	}
-	if m.listenCli, err = freeURL(); err != nil {
+	if m.listenCli, err = stableURL(); err != nil {
 		return nil, err
 	}
 	return m, nil

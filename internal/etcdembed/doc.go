@@ -4,7 +4,7 @@
 //   - Start: one member, the etcd that `coordctl etcd` serves in the
 //     foreground and that integration tests (through etcdtest) start.
 //   - StartCluster: a cluster of 3 (up to 7) members in one process for
-//     `coordctl etcd cluster`, the safety checks and the fault scenarios.
+//     `coordctl etcd --members 3`, the safety checks and the fault scenarios.
 //     Every member's peer and client listener sits behind a fault proxy
 //     (internal/faultproxy), so members can be stopped, isolated, cut per
 //     directed link, delayed or blackholed from clients; Status reports the

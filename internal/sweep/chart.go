@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coordkit/coordkit/scenarios/report"
+	"github.com/coordkit/coordkit/chart"
 )
 
 // ErrNotNumeric: a percentile curve against a parameter whose values are
@@ -23,20 +23,20 @@ const cdfPoints = 50
 
 // CDFChart draws one cumulative distribution per summary, as the Raft
 // paper's Figure 16: x the metric, y the percentage of trials at or below.
-func CDFChart(title, xlabel string, sums []Summary) report.Chart {
-	c := report.Chart{Title: title, XLabel: xlabel, YLabel: "% of trials"}
+func CDFChart(title, xlabel string, sums []Summary) chart.Chart {
+	c := chart.Chart{Title: title, XLabel: xlabel, YLabel: "% of trials"}
 	for _, s := range sums {
 		if s.N == 0 {
 			continue
 		}
-		ser := report.Series{Name: s.Label}
+		ser := chart.Series{Name: s.Label}
 		for i := 0; i <= cdfPoints; i++ {
 			p := float64(i) / cdfPoints
 			v := Quantile(s.Values, p)
 			if i == 0 {
 				v = s.Values[0]
 			}
-			ser.Points = append(ser.Points, report.Point{X: v, Y: 100 * p})
+			ser.Points = append(ser.Points, chart.Point{X: v, Y: 100 * p})
 		}
 		c.Series = append(c.Series, ser)
 	}
@@ -56,11 +56,11 @@ func Number(v string) (float64, bool) {
 // PercentileChart draws p50, p90, p99 and max of the summaries against
 // the numeric parameter param, one set of lines per combination of the
 // other swept parameters.
-func PercentileChart(title, ylabel string, s Spec, param string, sums []Summary) (report.Chart, error) {
-	c := report.Chart{Title: title, XLabel: param, YLabel: ylabel}
+func PercentileChart(title, ylabel string, s Spec, param string, sums []Summary) (chart.Chart, error) {
+	c := chart.Chart{Title: title, XLabel: param, YLabel: ylabel}
 	type group struct {
 		name   string
-		series [4]report.Series
+		series [4]chart.Series
 	}
 	var groups []*group
 	byName := map[string]*group{}
@@ -89,7 +89,7 @@ func PercentileChart(title, ylabel string, s Spec, param string, sums []Summary)
 			continue
 		}
 		for i, v := range []float64{sm.P50, sm.P90, sm.P99, sm.Max} {
-			g.series[i].Points = append(g.series[i].Points, report.Point{X: x, Y: v})
+			g.series[i].Points = append(g.series[i].Points, chart.Point{X: x, Y: v})
 		}
 	}
 	for _, g := range groups {
@@ -99,7 +99,7 @@ func PercentileChart(title, ylabel string, s Spec, param string, sums []Summary)
 }
 
 // WriteSVG writes the charts stacked in one SVG image, each under its title.
-func WriteSVG(w io.Writer, charts ...report.Chart) error {
+func WriteSVG(w io.Writer, charts ...chart.Chart) error {
 	const width, height, titleH = 720, 320, 24
 	total := len(charts) * (height + titleH)
 	var b bytes.Buffer
@@ -109,7 +109,7 @@ func WriteSVG(w io.Writer, charts ...report.Chart) error {
 		y := i * (height + titleH)
 		fmt.Fprintf(&b, "<text x=\"10\" y=\"%d\" font-size=\"14\" font-family=\"sans-serif\" font-weight=\"bold\">%s</text>\n", y+17, escape(c.Title))
 		fmt.Fprintf(&b, "<g transform=\"translate(0,%d)\">\n", y+titleH)
-		if err := report.WriteSVG(&b, c); err != nil {
+		if err := chart.WriteSVG(&b, c); err != nil {
 			return err
 		}
 		b.WriteString("</g>\n")

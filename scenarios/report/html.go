@@ -8,6 +8,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/coordkit/coordkit/chart"
 )
 
 // WriteHTML writes one self-contained HTML page with every report: inline
@@ -107,16 +109,12 @@ func (p *htmlWriter) report(r *Report) {
 	}
 	for _, c := range r.Charts {
 		p.f("<h3>%s</h3>\n", esc(c.Title))
-		if len(c.Categories) > 0 {
-			p.barChart(c)
-		} else {
-			p.lineChart(c)
-		}
+		_ = chart.WriteSVG(p.w, c)
 	}
 	if len(r.Metrics) > 0 {
 		p.raw("<h3>Metrics</h3>\n<table class=\"grid\"><tbody>\n")
 		for _, m := range r.Metrics {
-			p.f("<tr><td>%s</td><td class=\"num\">%s</td><td>%s</td></tr>\n", esc(m.Name), esc(FormatValue(m.Value)), esc(m.Unit))
+			p.f("<tr><td>%s</td><td class=\"num\">%s</td><td>%s</td></tr>\n", esc(m.Name), esc(chart.FormatValue(m.Value)), esc(m.Unit))
 		}
 		p.raw("</tbody></table>\n")
 	}
@@ -173,8 +171,6 @@ var outcomeColor = map[string]string{
 	OutcomeFail:    "#e53935",
 	OutcomeUnknown: "#9e9e9e",
 }
-
-var palette = []string{"#1565c0", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00838f", "#6d4c41", "#546e7a"}
 
 // timeline draws lanes (node states), shaded fault windows, marks and
 // client operations on one time axis.
@@ -335,7 +331,7 @@ func (p *htmlWriter) timeline(tl *Timeline) {
 
 	// Time axis.
 	p.f("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#444\"/>\n", left, plotBottom+4, width-right, plotBottom+4)
-	step := niceStep(float64(end), 8)
+	step := chart.NiceStep(float64(end), 8)
 	if tl.Unit == UnitStep {
 		step = math.Max(step, float64(time.Millisecond))
 	}
@@ -384,203 +380,4 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
-}
-
-// niceStep returns a round step (1, 2 or 5 times a power of ten) that cuts
-// span into about n intervals.
-func niceStep(span float64, n int) float64 {
-	if span <= 0 || n <= 0 {
-		return 1
-	}
-	raw := span / float64(n)
-	mag := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if raw <= m*mag {
-			return m * mag
-		}
-	}
-	return 10 * mag
-}
-
-type chartFrame struct {
-	width, height, left, right, top, bottom int
-}
-
-func (c chartFrame) plotW() float64 { return float64(c.width - c.left - c.right) }
-func (c chartFrame) plotH() float64 { return float64(c.height - c.top - c.bottom) }
-
-func (p *htmlWriter) chartStart(fr chartFrame, c Chart, ymax float64) (y func(float64) float64) {
-	p.f("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\">\n", fr.width, fr.height, fr.width, fr.height)
-	p.f("<title>%s</title>\n", esc(c.Title))
-	p.f("<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", fr.width, fr.height)
-	y = func(v float64) float64 { return float64(fr.top) + fr.plotH()*(1-v/ymax) }
-	step := niceStep(ymax, 5)
-	for v := 0.0; v <= ymax*1.0001; v += step {
-		yy := y(v)
-		p.f("<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/><text x=\"%d\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%s</text>\n",
-			fr.left, yy, fr.width-fr.right, yy, fr.left-4, yy+3, esc(FormatValue(v)))
-	}
-	p.f("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#444\"/>\n", fr.left, fr.top, fr.left, fr.height-fr.bottom)
-	p.f("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#444\"/>\n", fr.left, fr.height-fr.bottom, fr.width-fr.right, fr.height-fr.bottom)
-	if c.YLabel != "" {
-		p.f("<text x=\"14\" y=\"%d\" font-size=\"11\" transform=\"rotate(-90 14 %d)\" text-anchor=\"middle\">%s</text>\n", fr.top+int(fr.plotH()/2), fr.top+int(fr.plotH()/2), esc(c.YLabel))
-	}
-	if c.XLabel != "" {
-		p.f("<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">%s</text>\n", fr.left+int(fr.plotW()/2), fr.height-fr.bottom+32, esc(c.XLabel))
-	}
-	return y
-}
-
-func (p *htmlWriter) legend(fr chartFrame, series []Series) {
-	lx, ly := fr.left+8, fr.top+4
-	colors := seriesColors(series)
-	for i, s := range series {
-		color := colors[i]
-		dash := ""
-		name := s.Name
-		if s.Dashed {
-			dash = " stroke-dasharray=\"6,4\""
-			if !strings.Contains(name, "model") {
-				name += " (model)"
-			}
-		}
-		p.f("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"3\"%s/><text x=\"%d\" y=\"%d\" font-size=\"11\">%s</text>\n",
-			lx, ly+i*15+4, lx+18, ly+i*15+4, color, dash, lx+22, ly+i*15+8, esc(name))
-	}
-}
-
-func (p *htmlWriter) lineChart(c Chart) {
-	fr := chartFrame{width: 720, height: 320, left: 60, right: 20, top: 16, bottom: 44}
-	xmin, xmax, ymax := math.Inf(1), math.Inf(-1), 0.0
-	for _, s := range c.Series {
-		for _, pt := range s.Points {
-			xmin, xmax, ymax = math.Min(xmin, pt.X), math.Max(xmax, pt.X), math.Max(ymax, pt.Y)
-		}
-	}
-	if math.IsInf(xmin, 0) {
-		xmin, xmax = 0, 1
-	}
-	if xmax == xmin {
-		xmax = xmin + 1
-	}
-	if xmin > 0 && xmin < (xmax-xmin) {
-		xmin = 0
-	}
-	if ymax <= 0 {
-		ymax = 1
-	}
-	ymax = niceCeil(ymax * 1.1)
-	y := p.chartStart(fr, c, ymax)
-	x := func(v float64) float64 { return float64(fr.left) + fr.plotW()*(v-xmin)/(xmax-xmin) }
-	step := niceStep(xmax-xmin, 8)
-	for v := math.Ceil(xmin/step) * step; v <= xmax*1.0001; v += step {
-		xx := x(v)
-		p.f("<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#444\"/><text x=\"%.1f\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">%s</text>\n",
-			xx, fr.height-fr.bottom, xx, fr.height-fr.bottom+4, xx, fr.height-fr.bottom+16, esc(FormatValue(v)))
-	}
-	colors := seriesColors(c.Series)
-	for i, s := range c.Series {
-		color := colors[i]
-		pts := make([]string, 0, len(s.Points))
-		for _, pt := range s.Points {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(pt.X), y(pt.Y)))
-		}
-		dash := ""
-		if s.Dashed {
-			dash = " stroke-dasharray=\"6,4\""
-		}
-		if len(pts) > 1 {
-			p.f("<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s/>\n", strings.Join(pts, " "), color, dash)
-		}
-		for _, pt := range s.Points {
-			p.f("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>%s: %s → %s</title></circle>\n",
-				x(pt.X), y(pt.Y), color, esc(s.Name), esc(FormatValue(pt.X)), esc(FormatValue(pt.Y)))
-		}
-	}
-	p.legend(fr, c.Series)
-	p.raw("</svg>\n")
-}
-
-func (p *htmlWriter) barChart(c Chart) {
-	fr := chartFrame{width: 720, height: 320, left: 60, right: 20, top: 16, bottom: 44}
-	ymax := 0.0
-	for _, s := range c.Series {
-		for _, pt := range s.Points {
-			ymax = math.Max(ymax, pt.Y)
-		}
-	}
-	if ymax <= 0 {
-		ymax = 1
-	}
-	ymax = niceCeil(ymax * 1.1)
-	y := p.chartStart(fr, c, ymax)
-	n := len(c.Categories)
-	groupW := fr.plotW() / float64(n)
-	ns := max(len(c.Series), 1)
-	barW := groupW * 0.8 / float64(ns)
-	colors := seriesColors(c.Series)
-	for j, cat := range c.Categories {
-		gx := float64(fr.left) + groupW*float64(j)
-		p.f("<text x=\"%.1f\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">%s</text>\n", gx+groupW/2, fr.height-fr.bottom+14, esc(cat))
-		for i, s := range c.Series {
-			for _, pt := range s.Points {
-				if int(pt.X) != j {
-					continue
-				}
-				bx := gx + groupW*0.1 + barW*float64(i)
-				by := y(pt.Y)
-				style := ""
-				if s.Dashed {
-					style = fmt.Sprintf(" fill-opacity=\"0.3\" stroke=\"%s\" stroke-dasharray=\"4,3\"", colors[i])
-				}
-				p.f("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"%s><title>%s, %s: %s</title></rect>\n",
-					bx, by, math.Max(barW-1, 1), math.Max(float64(fr.height-fr.bottom)-by, 0), colors[i], style, esc(s.Name), esc(cat), esc(FormatValue(pt.Y)))
-			}
-		}
-	}
-	p.legend(fr, c.Series)
-	p.raw("</svg>\n")
-}
-
-// niceCeil rounds v up to 1, 2 or 5 times a power of ten.
-func niceCeil(v float64) float64 {
-	if v <= 0 {
-		return 1
-	}
-	mag := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10} {
-		if v <= m*mag {
-			return m * mag
-		}
-	}
-	return 10 * mag
-}
-
-// seriesColors gives each series a color; a dashed series (a model) that
-// follows a solid one (its measurement) shares its color.
-func seriesColors(series []Series) []string {
-	out := make([]string, len(series))
-	k := 0
-	for i, s := range series {
-		if s.Dashed && i > 0 && !series[i-1].Dashed {
-			out[i] = out[i-1]
-			continue
-		}
-		out[i] = palette[k%len(palette)]
-		k++
-	}
-	return out
-}
-
-// WriteSVG writes c alone as an SVG image, drawn as WriteHTML draws it:
-// grouped bars when c has categories, lines otherwise.
-func WriteSVG(w io.Writer, c Chart) error {
-	bw := bufio.NewWriter(w)
-	p := &htmlWriter{w: bw}
-	if len(c.Categories) > 0 {
-		p.barChart(c)
-	} else {
-		p.lineChart(c)
-	}
-	return bw.Flush()
 }

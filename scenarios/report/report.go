@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/coordkit/coordkit/chart"
 )
 
 // Report is what one scenario run observed. Its JSON encoding is the stable
@@ -25,9 +27,9 @@ type Report struct {
 	Tables  []Table `json:"tables,omitempty"`
 	// Timeline is the picture of the run: nodes' roles over time, fault
 	// windows and client operations. Nil when the scenario has none.
-	Timeline *Timeline `json:"timeline,omitempty"`
-	Charts   []Chart   `json:"charts,omitempty"`
-	Notes    []string  `json:"notes,omitempty"`
+	Timeline *Timeline     `json:"timeline,omitempty"`
+	Charts   []chart.Chart `json:"charts,omitempty"`
+	Notes    []string      `json:"notes,omitempty"`
 	// Steps tell the run as a story, in the order things happened; a
 	// scenario that has a story to tell records them (coordctl demo
 	// narrates them). Nil otherwise.
@@ -253,30 +255,6 @@ type Mark struct {
 	Label string `json:"label"`
 }
 
-// Chart is a line chart (Categories empty: X is numeric) or a grouped bar
-// chart (Categories set: point j of every series is the bar of category j).
-type Chart struct {
-	Title      string   `json:"title"`
-	XLabel     string   `json:"x_label,omitempty"`
-	YLabel     string   `json:"y_label,omitempty"`
-	Categories []string `json:"categories,omitempty"`
-	Series     []Series `json:"series"`
-}
-
-// Series is one named line or set of bars. Dashed marks a model (what
-// theory predicts) rather than a measurement.
-type Series struct {
-	Name   string  `json:"name"`
-	Dashed bool    `json:"dashed,omitempty"`
-	Points []Point `json:"points"`
-}
-
-// Point is one (x, y) value.
-type Point struct {
-	X float64 `json:"x"`
-	Y float64 `json:"y"`
-}
-
 // New returns an empty report for the named scenario.
 func New(name, summary string) *Report {
 	return &Report{Name: name, Summary: summary, Claims: []Claim{}, Metrics: Metrics{}}
@@ -305,7 +283,7 @@ func (r *Report) Metric(name string, value float64, unit string) {
 func (r *Report) AddTable(t Table) { r.Tables = append(r.Tables, t) }
 
 // AddChart appends a chart.
-func (r *Report) AddChart(c Chart) { r.Charts = append(r.Charts, c) }
+func (r *Report) AddChart(c chart.Chart) { r.Charts = append(r.Charts, c) }
 
 // Note appends a line of commentary.
 func (r *Report) Note(format string, args ...any) {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coordkit/coordkit/chart"
 	"github.com/coordkit/coordkit/scenarios/report/reporttest"
 )
 
@@ -45,12 +46,12 @@ func fixture() *Report {
 		},
 		Marks: []Mark{{At: ms(600), Lane: "n2", Label: "elected, term 2"}, {At: ms(700), Label: "healed"}},
 	}
-	r.AddChart(Chart{Title: "Write latency", XLabel: "one-way delay (ms)", YLabel: "latency (ms)", Series: []Series{
-		{Name: "p50", Points: []Point{{0.5, 1.2}, {10, 21}, {50, 101.5}}},
-		{Name: "model", Dashed: true, Points: []Point{{0.5, 1}, {10, 20}, {50, 100}}},
+	r.AddChart(chart.Chart{Title: "Write latency", XLabel: "one-way delay (ms)", YLabel: "latency (ms)", Series: []chart.Series{
+		{Name: "p50", Points: []chart.Point{{X: 0.5, Y: 1.2}, {X: 10, Y: 21}, {X: 50, Y: 101.5}}},
+		{Name: "model", Dashed: true, Points: []chart.Point{{X: 0.5, Y: 1}, {X: 10, Y: 20}, {X: 50, Y: 100}}},
 	}})
-	r.AddChart(Chart{Title: "Read cost by mode", YLabel: "µs", Categories: []string{"stale", "lease", "readindex"}, Series: []Series{
-		{Name: "p50", Points: []Point{{0, 5}, {1, 6}, {2, 900}}},
+	r.AddChart(chart.Chart{Title: "Read cost by mode", YLabel: "µs", Categories: []string{"stale", "lease", "readindex"}, Series: []chart.Series{
+		{Name: "p50", Points: []chart.Point{{X: 0, Y: 5}, {X: 1, Y: 6}, {X: 2, Y: 900}}},
 	}})
 	r.Note("fsync was %s", "off")
 	r.Finish()
@@ -194,10 +195,4 @@ func TestReportRecorderSteps(t *testing.T) {
 	b, err := json.Marshal(rec.Steps()[1])
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"at_ms":20,"actor":"A","event":"acquired","text":"holds it","token":7}`, string(b))
-}
-
-func TestReportFormatValue(t *testing.T) {
-	for in, want := range map[float64]string{0: "0", 3: "3", 1.25: "1.25", 0.0001: "0", 2.0 / 3: "0.667", -4: "-4"} {
-		assert.Equal(t, want, FormatValue(in), "%v", in)
-	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/coordkit/coordkit/chart"
 )
 
 // laneWidth is the number of columns of the text timeline.
@@ -68,7 +70,7 @@ func writeText(bw *bytes.Buffer, r *Report) {
 		fmt.Fprintf(bw, "\nMetrics\n")
 		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 		for _, m := range r.Metrics {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", m.Name, FormatValue(m.Value), m.Unit)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", m.Name, chart.FormatValue(m.Value), m.Unit)
 		}
 		_ = tw.Flush()
 	}
@@ -282,7 +284,7 @@ func writeTimelineText(w io.Writer, tl *Timeline) {
 	}
 }
 
-func writeChartText(w io.Writer, c Chart) {
+func writeChartText(w io.Writer, c chart.Chart) {
 	fmt.Fprintf(w, "\nChart: %s\n", c.Title)
 	if c.YLabel != "" {
 		fmt.Fprintf(w, "  (y: %s)\n", c.YLabel)
@@ -296,7 +298,7 @@ func writeChartText(w io.Writer, c Chart) {
 				v := "-"
 				for _, p := range s.Points {
 					if int(p.X) == j {
-						v = FormatValue(p.Y)
+						v = chart.FormatValue(p.Y)
 					}
 				}
 				row = append(row, v)
@@ -332,12 +334,12 @@ func writeChartText(w io.Writer, c Chart) {
 	}
 	var rows [][]string
 	for _, x := range xs {
-		row := []string{FormatValue(x)}
+		row := []string{chart.FormatValue(x)}
 		for _, s := range c.Series {
 			v := "-"
 			for _, p := range s.Points {
 				if p.X == x {
-					v = FormatValue(p.Y)
+					v = chart.FormatValue(p.Y)
 				}
 			}
 			row = append(row, v)
@@ -353,17 +355,6 @@ func sortFloats(xs []float64) {
 			xs[j], xs[j-1] = xs[j-1], xs[j]
 		}
 	}
-}
-
-// FormatValue prints a number compactly: integers without decimals, others
-// with three significant digits after the point at most.
-func FormatValue(v float64) string {
-	if v == float64(int64(v)) && v < 1e15 && v > -1e15 {
-		return strconv.FormatInt(int64(v), 10)
-	}
-	s := strconv.FormatFloat(v, 'f', 3, 64)
-	s = strings.TrimRight(s, "0")
-	return strings.TrimSuffix(s, ".")
 }
 
 func fmtDuration(d time.Duration) string {

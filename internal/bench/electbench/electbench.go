@@ -108,17 +108,17 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	for i, impl := range impls {
 		progress("%s: %d handovers to a candidate that just queued", impl.name, o.Rounds)
-		if res[i].fresh, err = b.rounds(ctx, impl.name+"-fresh", impl.make, 10*time.Second, o.Rounds, 10*time.Millisecond, leader.resign); err != nil {
+		if res[i].fresh, err = b.rounds(ctx, impl.name+"-fresh", impl.make, 10*time.Second, o.Rounds, 10*time.Millisecond, candidate.Unlock); err != nil {
 			return Result{}, fmt.Errorf("electbench: %s handover: %w", impl.name, err)
 		}
 		progress("%s: %d handovers to a candidate that waited 200ms", impl.name, o.Rounds/2+1)
-		if res[i].queued, err = b.rounds(ctx, impl.name+"-queued", impl.make, 10*time.Second, o.Rounds/2+1, 200*time.Millisecond, leader.resign); err != nil {
+		if res[i].queued, err = b.rounds(ctx, impl.name+"-queued", impl.make, 10*time.Second, o.Rounds/2+1, 200*time.Millisecond, candidate.Unlock); err != nil {
 			return Result{}, fmt.Errorf("electbench: %s handover: %w", impl.name, err)
 		}
 	}
 	for i, impl := range impls {
 		progress("%s: %d crash failovers at TTL 2s", impl.name, o.CrashRounds)
-		if res[i].crash, err = b.rounds(ctx, impl.name+"-crash", impl.make, 2*time.Second, o.CrashRounds, 200*time.Millisecond, leader.crash); err != nil {
+		if res[i].crash, err = b.rounds(ctx, impl.name+"-crash", impl.make, 2*time.Second, o.CrashRounds, 200*time.Millisecond, candidate.crash); err != nil {
 			return Result{}, fmt.Errorf("electbench: %s crash failover: %w", impl.name, err)
 		}
 	}
@@ -135,15 +135,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}}, nil
 }
 
-// candidate campaigns in one election; leader is what it won.
+// candidate is one candidate of an election as a bench.Locker: Lock
+// campaigns until it leads, Unlock resigns at once; crash stops keeping
+// the lease of the leadership it holds alive without revoking it. The
+// run's cleanups close what candidates open, so Close does nothing.
 type candidate interface {
-	campaign(ctx context.Context) (leader, error)
-}
-
-type leader interface {
-	// resign gives the leadership up at once.
-	resign(ctx context.Context) error
-	// crash stops keeping the lease alive without revoking it.
+	bench.Locker
 	crash(ctx context.Context) error
 }
 
@@ -177,7 +174,7 @@ func (b *run) closeAll() {
 // rounds measures n leadership changes between two candidates of a fresh
 // election: the leader ends (resign or crash) once the other has queued
 // and waited settle; the time is until the other's Campaign returns.
-func (b *run) rounds(ctx context.Context, name string, mk func(time.Duration) (candidate, error), ttl time.Duration, n int, settle time.Duration, end func(leader, context.Context) error) ([]time.Duration, error) {
+func (b *run) rounds(ctx context.Context, name string, mk func(time.Duration) (candidate, error), ttl time.Duration, n int, settle time.Duration, end func(candidate, context.Context) error) ([]time.Duration, error) {
 	b.name = "bench/" + name
 	var cands [2]candidate
 	for i := range cands {
@@ -189,12 +186,12 @@ func (b *run) rounds(ctx context.Context, name string, mk func(time.Duration) (c
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	lead, err := cands[0].campaign(cctx)
-	if err != nil {
+	lead := cands[0]
+	if err := lead.Lock(cctx); err != nil {
 		return nil, err
 	}
 	type won struct {
-		l   leader
+		l   candidate
 		err error
 		at  time.Time
 	}
@@ -203,8 +200,8 @@ func (b *run) rounds(ctx context.Context, name string, mk func(time.Duration) (c
 	for i := 0; i < n; i++ {
 		res := make(chan won, 1)
 		go func(c candidate) {
-			l, err := c.campaign(cctx)
-			res <- won{l, err, time.Now()}
+			err := c.Lock(cctx)
+			res <- won{c, err, time.Now()}
 		}(cands[next])
 		if err := b.waitCandidates(cctx, b.name+"/", 2); err != nil {
 			cancel()
@@ -237,7 +234,7 @@ func (b *run) rounds(ctx context.Context, name string, mk func(time.Duration) (c
 	}
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer rcancel()
-	return samples, lead.resign(rctx)
+	return samples, lead.Unlock(rctx)
 }
 
 // waitCandidates polls until n candidates are queued under prefix: the
@@ -258,9 +255,10 @@ func (b *run) waitCandidates(ctx context.Context, prefix string, n int64) error 
 }
 
 // coordkit: one client per candidate, a new session per campaign.
-type coordkitCandidate struct{ e *election.Election }
-
-type coordkitLeader struct{ l *election.Leadership }
+type coordkitCandidate struct {
+	e *election.Election
+	l *election.Leadership
+}
 
 func (b *run) coordkitCandidate(ttl time.Duration) (candidate, error) {
 	c, err := b.client()
@@ -272,21 +270,19 @@ func (b *run) coordkitCandidate(ttl time.Duration) (candidate, error) {
 		return nil, err
 	}
 	b.cleanups = append(b.cleanups, func() { _ = e.Close() })
-	return coordkitCandidate{e}, nil
+	return &coordkitCandidate{e: e}, nil
 }
 
-func (c coordkitCandidate) campaign(ctx context.Context) (leader, error) {
-	l, err := c.e.Campaign(ctx, "coordkit")
-	if err != nil {
-		return nil, err
-	}
-	return coordkitLeader{l}, nil
+func (c *coordkitCandidate) Lock(ctx context.Context) (err error) {
+	c.l, err = c.e.Campaign(ctx, "coordkit")
+	return err
 }
 
-func (l coordkitLeader) resign(ctx context.Context) error { return l.l.Resign(ctx) }
+func (c *coordkitCandidate) Unlock(ctx context.Context) error { return c.l.Resign(ctx) }
+func (c *coordkitCandidate) Close()                           {}
 
-func (l coordkitLeader) crash(context.Context) error {
-	l.l.Session().Orphan()
+func (c *coordkitCandidate) crash(context.Context) error {
+	c.l.Session().Orphan()
 	return nil
 }
 
@@ -297,41 +293,39 @@ type concurrencyCandidate struct {
 	ttl  time.Duration
 	cli  *clientv3.Client
 	sess *concurrency.Session
-}
-
-type concurrencyLeader struct {
-	c *concurrencyCandidate
-	e *concurrency.Election
+	e    *concurrency.Election // the one it leads
 }
 
 func (b *run) concurrencyCandidate(ttl time.Duration) (candidate, error) {
 	return &concurrencyCandidate{b: b, ttl: ttl}, nil
 }
 
-func (c *concurrencyCandidate) campaign(ctx context.Context) (leader, error) {
+func (c *concurrencyCandidate) Lock(ctx context.Context) error {
 	if c.sess == nil {
 		cli, err := c.b.client()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		sess, err := concurrency.NewSession(cli, concurrency.WithTTL(int(c.ttl/time.Second)), concurrency.WithContext(context.WithoutCancel(ctx)))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.cli, c.sess = cli, sess
 		c.b.cleanups = append(c.b.cleanups, func() { _ = sess.Close() })
 	}
 	e := concurrency.NewElection(c.sess, c.b.name)
 	if err := e.Campaign(ctx, "etcd"); err != nil {
-		return nil, err
+		return err
 	}
-	return concurrencyLeader{c, e}, nil
+	c.e = e
+	return nil
 }
 
-func (l concurrencyLeader) resign(ctx context.Context) error { return l.e.Resign(ctx) }
+func (c *concurrencyCandidate) Unlock(ctx context.Context) error { return c.e.Resign(ctx) }
+func (c *concurrencyCandidate) Close()                           {}
 
-func (l concurrencyLeader) crash(context.Context) error {
-	err := l.c.cli.Close() // keepalives stop; the lease is not revoked
-	l.c.sess, l.c.cli = nil, nil
+func (c *concurrencyCandidate) crash(context.Context) error {
+	err := c.cli.Close() // keepalives stop; the lease is not revoked
+	c.sess, c.cli = nil, nil
 	return err
 }

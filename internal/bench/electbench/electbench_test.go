@@ -3,6 +3,7 @@ package electbench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -46,6 +47,11 @@ func TestRunShort(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"handover_p50_ms", "handover_p99_ms", "handover_queued_200ms_p50_ms", "crash_failover_ttl2_ms"}, metrics)
+	// The -w json contract (coordctl bench elect prints this form).
+	b, err := json.Marshal(res)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"benchmark":"elect"`)
+	require.Equal(t, len(res.Rows), strings.Count(string(b), `"etcd_concurrency":`))
 
 	var out bytes.Buffer
 	require.NoError(t, bench.WriteTable(&out, res.Table()))

@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 
+	"github.com/coordkit/coordkit/internal/bench"
 	"github.com/coordkit/coordkit/internal/pglock"
 	"github.com/coordkit/coordkit/internal/redislock"
 	"github.com/coordkit/coordkit/lock"
@@ -31,13 +32,6 @@ const (
 // redsyncVersion is the version go.mod requires, for the table's title.
 const redsyncVersion = "v4.18.1"
 
-// locker is what every implementation offers the benchmark.
-type locker interface {
-	Lock(ctx context.Context) error
-	Unlock(ctx context.Context) error
-	Close()
-}
-
 // impl builds lockers of one implementation on a name.
 type impl struct {
 	key   string // the column
@@ -48,12 +42,12 @@ type impl struct {
 	pg bool
 	// new makes a locker; a waiter that must not give up (the handoff
 	// test) asks for patient ones.
-	new func(ctx context.Context, e *env, name string, patient bool) (locker, error)
+	new func(ctx context.Context, e *env, name string, patient bool) (bench.Locker, error)
 }
 
 // etcdImpls are always measured, in this order.
 var etcdImpls = []impl{
-	{key: colCoordkit, label: "coordkit", new: func(ctx context.Context, e *env, name string, _ bool) (locker, error) {
+	{key: colCoordkit, label: "coordkit", new: func(ctx context.Context, e *env, name string, _ bool) (bench.Locker, error) {
 		cli, err := e.client()
 		if err != nil {
 			return nil, err
@@ -72,9 +66,9 @@ var etcdImpls = []impl{
 			_ = m.Close()
 			return nil, err
 		}
-		return &coordkitLocker{m: m}, nil
+		return &bench.CoordkitMutex{M: m}, nil
 	}},
-	{key: colEtcd, label: "etcd concurrency", new: func(ctx context.Context, e *env, name string, _ bool) (locker, error) {
+	{key: colEtcd, label: "etcd concurrency", new: func(ctx context.Context, e *env, name string, _ bool) (bench.Locker, error) {
 		cli, err := e.client()
 		if err != nil {
 			return nil, err
@@ -83,7 +77,7 @@ var etcdImpls = []impl{
 		if err != nil {
 			return nil, err
 		}
-		return &etcdLocker{s: s, m: concurrency.NewMutex(s, name)}, nil
+		return &bench.EtcdMutex{S: s, M: concurrency.NewMutex(s, name)}, nil
 	}},
 }
 
@@ -101,8 +95,8 @@ const patientTries = 1 << 30
 
 // newRedsyncLocker makes redsync lockers with redsync's own default expiry
 // (8s) and tries (32) unless patient, and opts.
-func newRedsyncLocker(opts ...redsync.Option) func(context.Context, *env, string, bool) (locker, error) {
-	return func(_ context.Context, e *env, name string, patient bool) (locker, error) {
+func newRedsyncLocker(opts ...redsync.Option) func(context.Context, *env, string, bool) (bench.Locker, error) {
+	return func(_ context.Context, e *env, name string, patient bool) (bench.Locker, error) {
 		c := e.redisClient()
 		l := &redsyncLocker{}
 		c.AddHook(&l.hook)
@@ -118,29 +112,6 @@ func newRedsyncLocker(opts ...redsync.Option) func(context.Context, *env, string
 		return l, nil
 	}
 }
-
-type coordkitLocker struct {
-	m    *lock.Mutex
-	held *lock.Held
-}
-
-func (l *coordkitLocker) Lock(ctx context.Context) error {
-	h, err := l.m.Lock(ctx)
-	l.held = h
-	return err
-}
-
-func (l *coordkitLocker) Unlock(ctx context.Context) error { return l.held.Unlock(ctx) }
-func (l *coordkitLocker) Close()                           { _ = l.m.Close() }
-
-type etcdLocker struct {
-	s *concurrency.Session
-	m *concurrency.Mutex
-}
-
-func (l *etcdLocker) Lock(ctx context.Context) error   { return l.m.Lock(ctx) }
-func (l *etcdLocker) Unlock(ctx context.Context) error { return l.m.Unlock(ctx) }
-func (l *etcdLocker) Close()                           { _ = l.s.Close() }
 
 // redsyncLocker is a redsync lock on its own go-redis client, whose hook
 // counts the SET NX tries that found the lock taken: the only sign, seen
@@ -262,8 +233,8 @@ func (e *env) name(what string) string {
 }
 
 // lockers makes n lockers of im on one name.
-func (e *env) lockers(ctx context.Context, im impl, name string, n int, patient bool) ([]locker, error) {
-	out := make([]locker, 0, n)
+func (e *env) lockers(ctx context.Context, im impl, name string, n int, patient bool) ([]bench.Locker, error) {
+	out := make([]bench.Locker, 0, n)
 	for range n {
 		l, err := im.new(ctx, e, name, patient)
 		if err != nil {
@@ -274,7 +245,7 @@ func (e *env) lockers(ctx context.Context, im impl, name string, n int, patient 
 	return out, nil
 }
 
-func closeAll(ls []locker) {
+func closeAll(ls []bench.Locker) {
 	for _, l := range ls {
 		l.Close()
 	}

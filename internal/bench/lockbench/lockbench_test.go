@@ -3,6 +3,7 @@ package lockbench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/internal/bench"
+	"github.com/coordkit/coordkit/internal/bench/benchtest"
 	"github.com/coordkit/coordkit/internal/redislock"
 	"github.com/coordkit/coordkit/internal/redislock/redistest"
 )
@@ -58,13 +60,19 @@ func TestRunTiny(t *testing.T) {
 	var metrics []string
 	for _, r := range res.Rows {
 		metrics = append(metrics, r.Metric)
-		require.Positive(t, r.Coordkit, r.Metric)
-		require.Positive(t, r.EtcdConcurrency, r.Metric)
+		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.Coordkit)
+		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.EtcdConcurrency)
 		require.Nil(t, r.Redsync, "no redsync columns unless against it")
 		require.Nil(t, r.RedsyncMinRetry)
 	}
 	require.Equal(t, []string{"uncontended_p50_ms", "handoff_p50_ms", "handoff_p99_ms", "contended_2_per_s", "contended_3_per_s"}, metrics)
 	require.Contains(t, progress.String(), "bench lock: starting embedded etcd")
+	// The -w json contract (coordctl bench lock prints this form).
+	b, err := json.Marshal(res)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"fsync":false`)
+	require.Contains(t, string(b), `"etcd_concurrency":`)
+	require.NotContains(t, string(b), "redsync", "without Against the form is as before")
 
 	tab := res.Table()
 	require.Equal(t, []string{"coordkit", "etcd_concurrency"}, tab.Columns)
@@ -123,9 +131,18 @@ func TestRunAgainstRedsync(t *testing.T) {
 	c, ks := redistest.Client(t, "bench-lock-test")
 	o := tiny()
 	o.Against, o.Redis, o.RedisKeyspace = []string{AgainstRedsync}, c.Options().Addr, ks
+	var progress bytes.Buffer
+	o.Progress = &progress
 	res, err := Run(context.Background(), o)
 	require.NoError(t, err)
 	require.Equal(t, c.Options().Addr, res.Redis)
+	require.Contains(t, progress.String(), "deleted at the end")
+	b, err := json.Marshal(res)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"redis":"`+c.Options().Addr+`"`)
+	for _, k := range []string{`"coordkit":`, `"etcd_concurrency":`, `"redsync":`, `"redsync_min_retry":`} {
+		require.Equal(t, len(res.Rows), strings.Count(string(b), k), "every row has %s", k)
+	}
 	var metrics []string
 	for _, r := range res.Rows {
 		metrics = append(metrics, r.Metric)
@@ -138,8 +155,8 @@ func TestRunAgainstRedsync(t *testing.T) {
 			require.GreaterOrEqual(t, *r.RedsyncMinRetry, 0.0)
 			continue
 		}
-		require.Positive(t, r.Coordkit, r.Metric)
-		require.Positive(t, r.EtcdConcurrency, r.Metric)
+		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.Coordkit)
+		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.EtcdConcurrency)
 		if r.Unit == "ms" { // a few contended handoffs may be none for redsync
 			require.Positive(t, *r.Redsync, r.Metric)
 			require.Positive(t, *r.RedsyncMinRetry, r.Metric)

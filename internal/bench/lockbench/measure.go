@@ -2,20 +2,21 @@ package lockbench
 
 import (
 	"context"
-	"github.com/coordkit/coordkit/internal/bench"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/internal/bench"
 )
 
 // uncontended locks and unlocks n times with each implementation,
 // alternating between them round by round so that all see the same
 // machine (disk, other load) and none gets all the warm-up.
 func uncontended(ctx context.Context, e *env, impls []impl, n int) ([][]time.Duration, error) {
-	var ls []locker
+	var ls []bench.Locker
 	defer func() { closeAll(ls) }()
 	for _, im := range impls {
 		l, err := e.lockers(ctx, im, e.name("uncontended"), 1, false)

@@ -13,6 +13,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/coordkit/coordkit/internal/bench"
 	"github.com/coordkit/coordkit/internal/pglock"
 	"github.com/coordkit/coordkit/lock"
 )
@@ -33,7 +34,7 @@ const CrashTTL = 2 * time.Second
 // pglock.DefaultKeepalive. A waiter blocks in pg_advisory_lock and the
 // server wakes it on release.
 var pgImpl = impl{key: colPG, label: "pg_advisory_lock", pg: true,
-	new: func(ctx context.Context, e *env, name string, _ bool) (locker, error) {
+	new: func(ctx context.Context, e *env, name string, _ bool) (bench.Locker, error) {
 		l, err := pglock.Open(ctx, e.pgDSN, e.pgName(name), pglock.WithKeepalive(pglock.DefaultKeepalive))
 		if err != nil {
 			return nil, err

@@ -155,14 +155,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	return res, nil
 }
 
-// rwlocker is what both implementations offer the benchmark: one
-// participant, one operation at a time.
+// rwlocker is one participant: a bench.Locker (Lock and Unlock are the
+// write side) that can also hold the lock shared. One operation at a time.
 type rwlocker interface {
+	bench.Locker
 	RLock(ctx context.Context) error
 	RUnlock(ctx context.Context) error
-	Lock(ctx context.Context) error
-	Unlock(ctx context.Context) error
-	Close()
 }
 
 type coordkitRW struct {
@@ -306,7 +304,8 @@ const queueJitter = 100 * time.Millisecond
 // readBatches has a writer hold the lock while readers queue behind it,
 // then release; each sample is the time from the writer's Unlock call to
 // one reader's RLock returning.
-func readBatches(ctx context.Context, e *env, im impl, batches, readers int, hold time.Duration) ([]time.Duration, error) {
+func readBatches(ctx context.Context, e *env, im impl, batches, readers int, hold time.Duration) (_ []time.Duration, err error) {
+	defer cancelled(ctx, &err)
 	name := e.Name("readbatch")
 	// The readers' goroutines end once wctx is cancelled (coordkit) or the
 	// clients are closed (the recipe); this wait, deferred first, runs after
@@ -373,7 +372,8 @@ func readBatches(ctx context.Context, e *env, im impl, batches, readers int, hol
 // other has queued, holds for hold, then releases; the handoff is the time
 // from its Unlock call to the other's Lock returning. A writer queues again
 // after a random pause (see queueJitter).
-func writerHandoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([]time.Duration, error) {
+func writerHandoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) (_ []time.Duration, err error) {
+	defer cancelled(ctx, &err)
 	name := e.Name("handoff")
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -449,6 +449,7 @@ func writerHandoff(ctx context.Context, e *env, im impl, n int, hold time.Durati
 // mixed has MixedReaders readers and MixedWriters writers lock and unlock
 // as fast as they can for d; it returns reads and writes per second.
 func mixed(ctx context.Context, e *env, im impl, d time.Duration) (reads, writes float64, err error) {
+	defer cancelled(ctx, &err)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, err := e.participants(wctx, im, e.Name("mixed"), MixedReaders+MixedWriters)
@@ -502,4 +503,14 @@ func mixed(ctx context.Context, e *env, im impl, d time.Duration) (reads, writes
 		return 0, 0, err
 	}
 	return float64(nr.Load()) / d.Seconds(), float64(nw.Load()) / d.Seconds(), nil
+}
+
+// cancelled makes a step's error ctx's once ctx has ended: the recipe takes
+// no context, so a cancelled step ends by closing its clients, and the
+// error its calls then return ("the client connection is closing") is the
+// cancellation's doing.
+func cancelled(ctx context.Context, err *error) {
+	if *err != nil && ctx.Err() != nil {
+		*err = ctx.Err()
+	}
 }

@@ -3,12 +3,15 @@ package rwlockbench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/internal/bench"
+	"github.com/coordkit/coordkit/internal/bench/benchtest"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
@@ -47,12 +50,17 @@ func TestRunTiny(t *testing.T) {
 	var metrics []string
 	for _, r := range res.Rows {
 		metrics = append(metrics, r.Metric)
-		positiveOrRate(t, r.Metric, r.Unit, r.Coordkit)
-		positiveOrRate(t, r.Metric, r.Unit, r.EtcdRecipes)
+		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.Coordkit)
+		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.EtcdRecipes)
 	}
 	require.Equal(t, []string{"read_batch_admit_p50_ms", "read_batch_admit_p99_ms", "writer_handoff_p50_ms",
 		"writer_handoff_p99_ms", "mixed_8r2w_per_s", "mixed_8r2w_writes_per_s"}, metrics)
 	require.Contains(t, progress.String(), "bench rwlock: starting embedded etcd")
+	// The -w json contract (coordctl bench rwlock prints this form).
+	b, err := json.Marshal(res)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"fsync":false`)
+	require.Equal(t, len(res.Rows), strings.Count(string(b), `"etcd_recipes":`))
 	// Admission is measured from the writer's Unlock call: it cannot come
 	// before the hold, whatever the load.
 	var out bytes.Buffer
@@ -92,15 +100,4 @@ func TestStepsCancelled(t *testing.T) {
 			})
 		}
 	}
-}
-
-// positiveOrRate checks a measured value: a latency is positive; a rate
-// over a short run may be 0 on a loaded machine, never negative.
-func positiveOrRate(t *testing.T, metric, unit string, v float64) {
-	t.Helper()
-	if bench.HigherIsBetter(unit) {
-		require.GreaterOrEqual(t, v, 0.0, metric)
-		return
-	}
-	require.Positive(t, v, metric)
 }

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/coordkit/coordkit/scenarios/report"
+	"github.com/coordkit/coordkit/chart"
 )
 
 // ShapeStrings returns the shapes as ParseShape reads them ("1x500").
@@ -55,7 +55,7 @@ func (r Result) Merge(b Result) Result {
 // per keepalive by idle sessions N):
 // each point of the curve a category, one series per implementation and
 // cluster size with a measured value.
-func (r Result) Charts() []report.Chart {
+func (r Result) Charts() []chart.Chart {
 	type spec struct {
 		curve, metric, title, ylabel string
 	}
@@ -65,7 +65,7 @@ func (r Result) Charts() []report.Chart {
 		{CurveCandidates, "failover_max_ms", "Many candidates: failover after the leader's crash, max (TTL " + r.ttl() + ")", "ms"},
 		{CurveSessions, "cpu_us_per_keepalive", "Idle sessions on one client: process CPU per keepalive, shared streams vs KeepAliveOnce", "us"},
 	}
-	var out []report.Chart
+	var out []chart.Chart
 	for _, sp := range specs {
 		var rows []Row
 		for _, row := range r.Rows {
@@ -88,10 +88,10 @@ func (r Result) Charts() []report.Chart {
 				members = append(members, row.Members)
 			}
 		}
-		c := report.Chart{Title: sp.title, YLabel: sp.ylabel, Categories: cats}
+		c := chart.Chart{Title: sp.title, YLabel: sp.ylabel, Categories: cats}
 		for _, m := range members {
 			for impl, name := range []string{"coordkit", "etcd concurrency", "KeepAliveOnce"} {
-				s := report.Series{Name: fmt.Sprintf("%s, %d member", name, m)}
+				s := chart.Series{Name: fmt.Sprintf("%s, %d member", name, m)}
 				if m > 1 {
 					s.Name += "s"
 				}
@@ -106,7 +106,7 @@ func (r Result) Charts() []report.Chart {
 						v = math.NaN()
 					}
 					if row.Members == m && !math.IsNaN(v) {
-						s.Points = append(s.Points, report.Point{X: float64(slices.Index(cats, row.Point)), Y: v})
+						s.Points = append(s.Points, chart.Point{X: float64(slices.Index(cats, row.Point)), Y: v})
 					}
 				}
 				if len(s.Points) > 0 {
@@ -147,7 +147,7 @@ func WriteSVG(w io.Writer, r Result) error {
 		_ = xmlEscape(&title, c.Title)
 		fmt.Fprintf(w, "<text x=\"10\" y=\"%d\" font-size=\"14\" font-family=\"sans-serif\" font-weight=\"bold\">%s</text>\n", y+17, title.String())
 		fmt.Fprintf(w, "<g transform=\"translate(0,%d)\">\n", y+titleH)
-		if err := report.WriteSVG(w, c); err != nil {
+		if err := chart.WriteSVG(w, c); err != nil {
 			return err
 		}
 		fmt.Fprintln(w, "</g>")

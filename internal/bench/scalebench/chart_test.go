@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coordkit/coordkit/chart"
 	"github.com/coordkit/coordkit/internal/bench/scalebench"
-	"github.com/coordkit/coordkit/scenarios/report"
 )
 
 var nan = scalebench.Value(math.NaN())
@@ -89,15 +89,15 @@ func TestCharts(t *testing.T) {
 		{Curve: scalebench.CurveCosts, Members: 1, Metric: "commit_ms", Coordkit: 1, EtcdConcurrency: nan},
 	}, Targets: []scalebench.Target{{Name: "failover", Target: 6000, Unit: "ms", AtMost: true}}}
 
-	want := []report.Chart{
-		{Title: "Queue depth: handoff p50 by waiters W", YLabel: "ms", Categories: []string{"W=1", "W=10"}, Series: []report.Series{
-			{Name: "coordkit, 1 member", Points: []report.Point{{X: 0, Y: 2}, {X: 1, Y: 4}}},
-			{Name: "etcd concurrency, 1 member", Points: []report.Point{{X: 0, Y: 3}}},
-			{Name: "coordkit, 3 members", Points: []report.Point{{X: 1, Y: 5}}},
+	want := []chart.Chart{
+		{Title: "Queue depth: handoff p50 by waiters W", YLabel: "ms", Categories: []string{"W=1", "W=10"}, Series: []chart.Series{
+			{Name: "coordkit, 1 member", Points: []chart.Point{{X: 0, Y: 2}, {X: 1, Y: 4}}},
+			{Name: "etcd concurrency, 1 member", Points: []chart.Point{{X: 0, Y: 3}}},
+			{Name: "coordkit, 3 members", Points: []chart.Point{{X: 1, Y: 5}}},
 		}},
 		// The TTL is read back from the failover target (TTL + 1s).
-		{Title: "Many candidates: failover after the leader's crash, max (TTL 5s)", YLabel: "ms", Categories: []string{"1x50"}, Series: []report.Series{
-			{Name: "coordkit, 1 member", Points: []report.Point{{X: 0, Y: 2100}}},
+		{Title: "Many candidates: failover after the leader's crash, max (TTL 5s)", YLabel: "ms", Categories: []string{"1x50"}, Series: []chart.Series{
+			{Name: "coordkit, 1 member", Points: []chart.Point{{X: 0, Y: 2100}}},
 		}},
 	}
 	assert.Equal(t, want, res.Charts())

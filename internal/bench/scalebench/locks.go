@@ -66,15 +66,15 @@ func (s *shared) put(i int) {
 // locker makes a locker on name for one acquisition (coordkit: a Mutex on
 // the shared session, closed after Unlock; concurrency: a Mutex on the
 // shared concurrency.Session).
-func (s *shared) locker(im int, name string) (locker, error) {
+func (s *shared) locker(im int, name string) (bench.Locker, error) {
 	if im == 0 {
 		m, err := lock.New(s.client, name, lock.WithSession(s.ck))
 		if err != nil {
 			return nil, err
 		}
-		return &coordkitLocker{m: m}, nil
+		return &bench.CoordkitMutex{M: m}, nil
 	}
-	return &etcdLocker{m: concurrency.NewMutex(s.etcd, name)}, nil
+	return &bench.EtcdMutex{M: concurrency.NewMutex(s.etcd, name)}, nil
 }
 
 // locksRun is a many-locks measurement for tests (coordkit only).
@@ -297,7 +297,7 @@ func locksOnce(ctx context.Context, e *env, im, l, workers, sessions, minEach in
 // connection, not per lock), then h more, and returns the goroutines those
 // h added, divided by h.
 func heldGoroutines(ctx context.Context, ss []*shared, im, h int, lockName func(int) string) (float64, error) {
-	var ls []locker
+	var ls []bench.Locker
 	defer func() {
 		for _, l := range ls {
 			_ = l.Unlock(context.WithoutCancel(ctx))

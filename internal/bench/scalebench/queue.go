@@ -15,40 +15,6 @@ import (
 	"github.com/coordkit/coordkit/lock"
 )
 
-// locker is what both implementations offer the queue and lock curves.
-type locker interface {
-	Lock(ctx context.Context) error
-	Unlock(ctx context.Context) error
-	Close()
-}
-
-type coordkitLocker struct {
-	m    *lock.Mutex
-	held *lock.Held
-}
-
-func (l *coordkitLocker) Lock(ctx context.Context) error {
-	h, err := l.m.Lock(ctx)
-	l.held = h
-	return err
-}
-
-func (l *coordkitLocker) Unlock(ctx context.Context) error { return l.held.Unlock(ctx) }
-func (l *coordkitLocker) Close()                           { _ = l.m.Close() }
-
-type etcdLocker struct {
-	s *concurrency.Session // closed by Close if set
-	m *concurrency.Mutex
-}
-
-func (l *etcdLocker) Lock(ctx context.Context) error   { return l.m.Lock(ctx) }
-func (l *etcdLocker) Unlock(ctx context.Context) error { return l.m.Unlock(ctx) }
-func (l *etcdLocker) Close() {
-	if l.s != nil {
-		_ = l.s.Close()
-	}
-}
-
 // herdCounter counts wake-ups: reads of a waiter's predecessor after the
 // first one of each Lock call.
 type herdCounter struct {
@@ -179,7 +145,7 @@ func queueOnce(ctx context.Context, e *env, im, w, handoffs int, hold time.Durat
 		return st, err
 	}
 	observer := clients[n]
-	ls := make([]locker, n)
+	ls := make([]bench.Locker, n)
 	defer func() {
 		for _, l := range ls {
 			if l != nil {
@@ -193,13 +159,13 @@ func queueOnce(ctx context.Context, e *env, im, w, handoffs int, hold time.Durat
 			if err != nil {
 				return st, err
 			}
-			ls[i] = &coordkitLocker{m: m}
+			ls[i] = &bench.CoordkitMutex{M: m}
 		} else {
 			s, err := concurrency.NewSession(clients[i], concurrency.WithTTL(10), concurrency.WithContext(context.WithoutCancel(ctx)))
 			if err != nil {
 				return st, err
 			}
-			ls[i] = &etcdLocker{s: s, m: concurrency.NewMutex(s, name)}
+			ls[i] = &bench.EtcdMutex{S: s, M: concurrency.NewMutex(s, name)}
 		}
 	}
 	if err := ls[0].Lock(ctx); err != nil {

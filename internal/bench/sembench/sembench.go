@@ -148,40 +148,25 @@ func (r *Row) set(im impl, v float64) {
 	}
 }
 
-// acquirer is what both implementations offer the benchmark: one worker,
-// one slot at a time.
-type acquirer interface {
-	Acquire(ctx context.Context) error
-	Release(ctx context.Context) error
-	Close()
-}
-
-type semAcquirer struct {
+// semLocker is a bench.Locker on one worker's coordkit semaphore: Lock
+// takes a slot.
+type semLocker struct {
 	s    *semaphore.Semaphore
 	held *semaphore.Held
 }
 
-func (a *semAcquirer) Acquire(ctx context.Context) (err error) {
+func (a *semLocker) Lock(ctx context.Context) (err error) {
 	a.held, err = a.s.Acquire(ctx)
 	return err
 }
-func (a *semAcquirer) Release(ctx context.Context) error { return a.held.Release(ctx) }
-func (a *semAcquirer) Close()                            { _ = a.s.Close() }
-
-type mutexAcquirer struct {
-	s *concurrency.Session
-	m *concurrency.Mutex
-}
-
-func (a *mutexAcquirer) Acquire(ctx context.Context) error { return a.m.Lock(ctx) }
-func (a *mutexAcquirer) Release(ctx context.Context) error { return a.m.Unlock(ctx) }
-func (a *mutexAcquirer) Close()                            { _ = a.s.Close() }
+func (a *semLocker) Unlock(ctx context.Context) error { return a.held.Release(ctx) }
+func (a *semLocker) Close()                           { _ = a.s.Close() }
 
 // impl builds workers of one implementation on a name.
 type impl struct {
 	label string
 	mutex bool // concurrency.Mutex: limit 1 only
-	new   func(ctx context.Context, cli *clientv3.Client, name string, limit int) (acquirer, error)
+	new   func(ctx context.Context, cli *clientv3.Client, name string, limit int) (bench.Locker, error)
 	// waiting is the key prefix under which a waiter has a key (and how
 	// many keys there are once one waits).
 	waiting func(name string) (prefix string, n int)
@@ -189,30 +174,30 @@ type impl struct {
 
 // impls are measured in this order.
 var impls = []impl{
-	{"coordkit", false, func(ctx context.Context, cli *clientv3.Client, name string, limit int) (acquirer, error) {
+	{"coordkit", false, func(ctx context.Context, cli *clientv3.Client, name string, limit int) (bench.Locker, error) {
 		s, err := semaphore.New(cli, name, limit, semaphore.WithTTL(10*time.Second))
 		if err != nil {
 			return nil, err
 		}
-		a := &semAcquirer{s: s}
+		a := &semLocker{s: s}
 		// Create the session now, outside the timed part (the name is
 		// free while workers are made).
-		if err := a.Acquire(ctx); err != nil {
+		if err := a.Lock(ctx); err != nil {
 			a.Close()
 			return nil, err
 		}
-		if err := a.Release(ctx); err != nil {
+		if err := a.Unlock(ctx); err != nil {
 			a.Close()
 			return nil, err
 		}
 		return a, nil
 	}, func(name string) (string, int) { return name + "/queue/", 1 }},
-	{"etcd concurrency", true, func(ctx context.Context, cli *clientv3.Client, name string, _ int) (acquirer, error) {
+	{"etcd concurrency", true, func(ctx context.Context, cli *clientv3.Client, name string, _ int) (bench.Locker, error) {
 		s, err := concurrency.NewSession(cli, concurrency.WithTTL(10), concurrency.WithContext(ctx))
 		if err != nil {
 			return nil, err
 		}
-		return &mutexAcquirer{s: s, m: concurrency.NewMutex(s, name)}, nil
+		return &bench.EtcdMutex{S: s, M: concurrency.NewMutex(s, name)}, nil
 	}, func(name string) (string, int) { return name + "/", 2 }},
 }
 
@@ -220,8 +205,8 @@ var impls = []impl{
 type env struct{ bench.Clients }
 
 // workers makes n workers of im on one name, each with its own client.
-func (e *env) workers(ctx context.Context, im impl, name string, limit, n int) ([]acquirer, error) {
-	out := make([]acquirer, 0, n)
+func (e *env) workers(ctx context.Context, im impl, name string, limit, n int) ([]bench.Locker, error) {
+	out := make([]bench.Locker, 0, n)
 	for range n {
 		c, err := e.Client()
 		if err != nil {
@@ -236,7 +221,7 @@ func (e *env) workers(ctx context.Context, im impl, name string, limit, n int) (
 	return out, nil
 }
 
-func closeAll(as []acquirer) {
+func closeAll(as []bench.Locker) {
 	for _, a := range as {
 		a.Close()
 	}
@@ -262,7 +247,7 @@ func throughput(ctx context.Context, e *env, im impl, limit int, d time.Duration
 		go func() {
 			defer wg.Done()
 			for wctx.Err() == nil {
-				if err := a.Acquire(wctx); err != nil {
+				if err := a.Lock(wctx); err != nil {
 					if wctx.Err() == nil {
 						errMu.Lock()
 						firstErr = err
@@ -273,7 +258,7 @@ func throughput(ctx context.Context, e *env, im impl, limit int, d time.Duration
 				if time.Now().Before(start.Add(d)) {
 					count.Add(1)
 				}
-				if err := a.Release(context.WithoutCancel(wctx)); err != nil {
+				if err := a.Unlock(context.WithoutCancel(wctx)); err != nil {
 					errMu.Lock()
 					firstErr = err
 					errMu.Unlock()
@@ -343,7 +328,7 @@ func handoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([
 		go func() {
 			defer wg.Done()
 			for !done() {
-				if err := a.Acquire(wctx); err != nil {
+				if err := a.Lock(wctx); err != nil {
 					fail(err)
 					return
 				}
@@ -367,7 +352,7 @@ func handoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([
 				mu.Lock()
 				released = time.Now()
 				mu.Unlock()
-				if err := a.Release(context.WithoutCancel(wctx)); err != nil {
+				if err := a.Unlock(context.WithoutCancel(wctx)); err != nil {
 					fail(err)
 					return
 				}

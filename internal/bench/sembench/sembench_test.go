@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/internal/bench"
+	"github.com/coordkit/coordkit/internal/bench/benchtest"
 )
 
 func tiny() Options {
@@ -47,12 +48,12 @@ func TestRunTiny(t *testing.T) {
 	var metrics []string
 	for _, r := range res.Rows {
 		metrics = append(metrics, r.Metric)
-		positiveOrRate(t, r.Metric, r.Unit, r.Coordkit)
+		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.Coordkit)
 		if r.Metric == "limit_2_acq_per_s" {
 			require.Nil(t, r.EtcdConcurrency, r.Metric)
 		} else {
 			require.NotNil(t, r.EtcdConcurrency, r.Metric)
-			positiveOrRate(t, r.Metric, r.Unit, *r.EtcdConcurrency)
+			benchtest.PositiveOrRate(t, r.Metric, r.Unit, *r.EtcdConcurrency)
 		}
 	}
 	require.Equal(t, []string{"limit_1_acq_per_s", "limit_2_acq_per_s", "handoff_p50_ms", "handoff_p99_ms"}, metrics)
@@ -74,15 +75,4 @@ func TestRunCancelled(t *testing.T) {
 	time.AfterFunc(2*time.Second, cancel) // mid-run: the run lasts hours otherwise
 	_, err := Run(ctx, o)
 	require.ErrorIs(t, err, context.Canceled)
-}
-
-// positiveOrRate checks a measured value: a latency is positive; a rate
-// over a short run may be 0 on a loaded machine, never negative.
-func positiveOrRate(t *testing.T, metric, unit string, v float64) {
-	t.Helper()
-	if bench.HigherIsBetter(unit) {
-		require.GreaterOrEqual(t, v, 0.0, metric)
-		return
-	}
-	require.Positive(t, v, metric)
 }

@@ -1,8 +1,7 @@
-package cli
+package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -33,7 +31,7 @@ type sidecarProc struct {
 	cmd    *exec.Cmd
 	url    string
 	lines  chan map[string]any // stdout JSON lines after "listening"
-	stderr *sidecarBuf
+	stderr *syncBuffer
 	done   chan struct{}
 	code   int
 	// http has a transport of its own, closed by the test's cleanup, so
@@ -42,35 +40,19 @@ type sidecarProc struct {
 	stream *http.Client
 }
 
-type sidecarBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *sidecarBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *sidecarBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// startSidecarProc starts a sidecar on a free port and waits for its
-// "listening" line.
-func startSidecarProc(t *testing.T, endpoints []string, election, id string, extra ...string) *sidecarProc {
+// startSidecarProc starts a sidecar on a free port, with env added to the
+// test's environment, and waits for its "listening" line.
+func startSidecarProc(t *testing.T, env, endpoints []string, election, id string, extra ...string) *sidecarProc {
 	t.Helper()
 	args := []string{"--endpoints", strings.Join(endpoints, ","), "-w", "json", "sidecar",
 		"--election", election, "--id", id, "--listen", "127.0.0.1:0"}
 	args = append(args, extra...)
 	cmd := exec.Command(coordctlBinary(t), args...)
+	cmd.Env = append(cmd.Environ(), env...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	tr := &http.Transport{}
-	p := &sidecarProc{id: id, cmd: cmd, lines: make(chan map[string]any, 256), stderr: &sidecarBuf{}, done: make(chan struct{}),
+	p := &sidecarProc{id: id, cmd: cmd, lines: make(chan map[string]any, 256), stderr: &syncBuffer{}, done: make(chan struct{}),
 		http: &http.Client{Transport: tr, Timeout: 5 * time.Second}, stream: &http.Client{Transport: tr}}
 	t.Cleanup(tr.CloseIdleConnections)
 	cmd.Stderr = p.stderr
@@ -306,6 +288,7 @@ func without(ps []*sidecarProc, x *sidecarProc) []*sidecarProc {
 }
 
 func TestSidecarE2EFailover(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
@@ -313,7 +296,7 @@ func TestSidecarE2EFailover(t *testing.T) {
 	eps := srv.Endpoints()
 	var ps []*sidecarProc
 	for _, id := range []string{"a", "b", "c"} {
-		ps = append(ps, startSidecarProc(t, eps, "svc", id, "--ttl", "2s"))
+		ps = append(ps, startSidecarProc(t, nil, eps, "svc", id, "--ttl", "2s"))
 	}
 	leader, lv := awaitOneReady(t, ps, 10*time.Second)
 	tokens := []fencing.Token{*lv.Token}
@@ -344,7 +327,7 @@ func TestSidecarE2EFailover(t *testing.T) {
 		require.Greater(t, *nv.Token, tokens[len(tokens)-1], "tokens strictly increase")
 		tokens = append(tokens, *nv.Token)
 		next.awaitLine(t, "elected", 5*time.Second)
-		ps = append(standbys, startSidecarProc(t, eps, "svc", leader.id, "--ttl", "2s"))
+		ps = append(standbys, startSidecarProc(t, nil, eps, "svc", leader.id, "--ttl", "2s"))
 		leader, lv = awaitOneReady(t, ps, 10*time.Second)
 		require.Equal(t, next, leader)
 	}
@@ -379,6 +362,7 @@ func TestSidecarE2EFailover(t *testing.T) {
 }
 
 func TestSidecarE2EResignAndTokenFile(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
@@ -386,9 +370,9 @@ func TestSidecarE2EResignAndTokenFile(t *testing.T) {
 	eps := srv.Endpoints()
 	dir := t.TempDir()
 	tokA, tokB := filepath.Join(dir, "a.token"), filepath.Join(dir, "b.token")
-	a := startSidecarProc(t, eps, "jobs", "a", "--token-file", tokA)
+	a := startSidecarProc(t, nil, eps, "jobs", "a", "--token-file", tokA)
 	a.awaitLine(t, "elected", 10*time.Second)
-	b := startSidecarProc(t, eps, "jobs", "b", "--token-file", tokB)
+	b := startSidecarProc(t, nil, eps, "jobs", "b", "--token-file", tokB)
 	_, lv := awaitOneReady(t, []*sidecarProc{a, b}, 10*time.Second)
 	require.True(t, lv.IsLeader)
 	require.Equal(t, "a", *lv.Leader)
@@ -438,21 +422,21 @@ func TestSidecarE2EResignAndTokenFile(t *testing.T) {
 }
 
 func TestSidecarE2EChild(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
 	srv, cli := etcdtest.StartWithClient(t)
 	eps := srv.Endpoints()
 	dir := t.TempDir()
-	t.Setenv("COORD_FENCING_TOKEN", "inherited") // must be overridden
 	// The trap is set before the env file appears: the test signals as soon
 	// as it sees the file, and on a loaded machine a SIGTERM could otherwise
 	// land between the two and kill the shell before it can record it.
 	script := `trap 'echo term > "$DIR/term.$$"; exit 143' TERM
 echo "$COORD_ELECTION $COORD_LEADER_ID $COORD_FENCING_TOKEN" > "$DIR/env.$$.tmp"; mv "$DIR/env.$$.tmp" "$DIR/env.$$"
 while :; do sleep 0.05; done`
-	t.Setenv("DIR", dir)
-	p := startSidecarProc(t, eps, "cron", "node-a", "--ttl", "3s", "--kill-grace", "2s", "--", "sh", "-c", script)
+	env := []string{"COORD_FENCING_TOKEN=inherited", "DIR=" + dir} // the token must be overridden
+	p := startSidecarProc(t, env, eps, "cron", "node-a", "--ttl", "3s", "--kill-grace", "2s", "--", "sh", "-c", script)
 	first := p.awaitLine(t, "elected", 10*time.Second)
 	tok1 := fencing.Token(first["token"].(float64))
 
@@ -508,12 +492,13 @@ while :; do sleep 0.05; done`
 }
 
 func TestSidecarE2EChildExitCode(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
 	srv, cli := etcdtest.StartWithClient(t)
 	eps := srv.Endpoints()
-	p := startSidecarProc(t, eps, "once", "solo", "--", "sh", "-c", "exit 7")
+	p := startSidecarProc(t, nil, eps, "once", "solo", "--", "sh", "-c", "exit 7")
 	start := time.Now()
 	require.Equal(t, 7, p.wait(t, 15*time.Second))
 	t.Logf("exited after %s", time.Since(start))
@@ -523,76 +508,4 @@ func TestSidecarE2EChildExitCode(t *testing.T) {
 	defer cancel()
 	_, err = e.Leader(ctx)
 	require.ErrorIs(t, err, election.ErrNoLeader, "resigned before exiting")
-}
-
-func TestSidecarCLIUsageAndUnreachable(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cases := []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"no election", []string{"sidecar", "--id", "a"}, "--election is required"},
-		{"no id", []string{"sidecar", "--election", "e"}, "--id is required"},
-		{"short ttl", []string{"sidecar", "--election", "e", "--id", "a", "--ttl", "500ms"}, "at least 1s"},
-		{"bad listen", []string{"sidecar", "--election", "e", "--id", "a", "--listen", "nonsense"}, "invalid --listen"},
-		{"bad port", []string{"sidecar", "--election", "e", "--id", "a", "--listen", "127.0.0.1:99999"}, "bad port"},
-		{"bad grace", []string{"sidecar", "--election", "e", "--id", "a", "--kill-grace", "0s"}, "--kill-grace"},
-		{"args without dash", []string{"sidecar", "--election", "e", "--id", "a", "sleep", "1"}, "after --"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			res := runInProcess(ctx, nil, tc.args...)
-			require.Equal(t, exitUsage, res.Code, res.Stderr)
-			require.Contains(t, res.Stderr, tc.want)
-		})
-	}
-	t.Run("unreachable etcd", func(t *testing.T) {
-		start := time.Now()
-		res := runInProcess(ctx, nil, "--endpoints", "127.0.0.1:1", "--dial-timeout", "500ms",
-			"sidecar", "--election", "e", "--id", "a", "--listen", "127.0.0.1:0")
-		require.Equal(t, exitError, res.Code, res.Stderr)
-		require.Contains(t, res.Stderr, "127.0.0.1:1")
-		// Well under the 5s command timeout: the 500ms dial timeout was used.
-		require.Less(t, time.Since(start), 4*time.Second)
-		require.Empty(t, res.Stdout, "no ready line without etcd")
-	})
-}
-
-func TestSidecarCLISimpleOutput(t *testing.T) {
-	srv, cli := etcdtest.StartWithClient(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	var out, errOut sidecarBuf
-	codec := make(chan int, 1)
-	go func() {
-		codec <- run(runCtx, []string{"--endpoints", strings.Join(srv.Endpoints(), ","),
-			"sidecar", "--election", "simple", "--id", "a", "--listen", "127.0.0.1:0"},
-			ioStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, func(string) string { return "" })
-	}()
-	require.Eventually(t, func() bool { return strings.Contains(out.String(), "elected id=a") }, 10*time.Second, 10*time.Millisecond)
-	e, err := election.New(cli, "simple")
-	require.NoError(t, err)
-	l, err := e.Leader(ctx)
-	require.NoError(t, err)
-	stop()
-	select {
-	case code := <-codec:
-		require.Equal(t, exitOK, code, errOut.String())
-	case <-time.After(15 * time.Second):
-		t.Fatal("sidecar did not stop")
-	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	require.Regexp(t, `^ready url=http://127\.0\.0\.1:\d+$`, lines[0])
-	tok := l.Token.String()
-	require.Contains(t, lines, "elected id=a token="+tok)
-	require.Contains(t, lines, "leader id=a token="+tok)
-	require.Contains(t, lines, `lost id=a reason="shutting down"`)
-	require.Equal(t, "leader none", lines[len(lines)-1])
-	require.Contains(t, errOut.String(), "coordctl sidecar: connected")
-	_, err = e.Leader(ctx)
-	require.ErrorIs(t, err, election.ErrNoLeader)
 }

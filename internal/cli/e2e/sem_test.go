@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"context"
@@ -44,11 +44,12 @@ func statusOf(t *testing.T, env []string, kind, name string) (statusJSON, int) {
 // 0 and 1, each with its scope in the environment), the third waits, and
 // gets the slot the first one released, with a larger token.
 func TestSemE2ELimitTwoThreeProcesses(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := append(lockEnv(srv.Endpoints()[0]), "COORD_FENCING_SCOPE=inherited", "COORD_SEM_SLOT=9")
 	dir := t.TempDir()
 	line := `$COORD_SEM_SLOT|$COORD_FENCING_SCOPE|$COORD_FENCING_TOKEN|$COORD_LOCK_NAME`
-	start := func(i int) *lockProc {
+	start := func(i int) *proc {
 		return startCoordctl(t, env, append([]string{"sem", "e2e/pool", "--limit", "2", "--"},
 			holdUntil(line, filepath.Join(dir, "stop"+strconv.Itoa(i)))...)...)
 	}
@@ -105,6 +106,7 @@ func TestSemE2ELimitTwoThreeProcesses(t *testing.T) {
 
 // sem --try with both slots taken exits 3; with a free slot it runs.
 func TestSemE2ETry(t *testing.T) {
+	t.Parallel()
 	srv, _ := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
 	p := startCoordctl(t, env, "sem", "e2e/try", "--limit", "1", "-w", "json")
@@ -120,6 +122,7 @@ func TestSemE2ETry(t *testing.T) {
 // Two coordctl lock --read processes hold the lock together; a writer
 // (coordctl lock without --read) waits behind them and runs once both left.
 func TestLockE2EReadersShareWriterWaits(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
 	dir := t.TempDir()
@@ -162,6 +165,7 @@ func TestLockE2EReadersShareWriterWaits(t *testing.T) {
 // followed no earlier than the expiry + the delay; a clean release hands
 // over without it (an hour's delay would not end within the test).
 func TestLockE2ELockDelay(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
 	const delay = 2 * time.Second
@@ -227,6 +231,7 @@ func TestLockE2ELockDelay(t *testing.T) {
 // lock (exit 0, the JSON object matches what the holder printed), held by
 // concurrency.Mutex (exit 0), free again (exit 3).
 func TestLockStatusE2E(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
 	p := startCoordctl(t, env, "lock", "status", "e2e/st")

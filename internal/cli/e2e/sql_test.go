@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bytes"
@@ -36,6 +36,7 @@ func processStopped(pid int) bool {
 // writes through coordctl sql; A's child wakes and sends its UPDATE with
 // A's token: rejected with exit 5, and B's write is what the table holds.
 func TestSQLE2ELockFrozenHolder(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
 	bin := coordctlBinary(t)
@@ -96,4 +97,11 @@ func TestSQLE2ELockFrozenHolder(t *testing.T) {
 		require.NoError(t, a.cmd.Process.Signal(syscall.SIGCONT))
 		require.Equal(t, exitLost, a.wait(t, 30*time.Second), a.stderr.String())
 	})
+}
+
+func reportBody(t *testing.T, db *sqltest.DB) string {
+	t.Helper()
+	var body string
+	require.NoError(t, db.QueryRow("SELECT body FROM report WHERE id = 1").Scan(&body))
+	return body
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli
+package e2e
 
 import (
 	"errors"
@@ -43,6 +43,7 @@ func pollPidfd(t *testing.T, pid, timeoutMs int) bool {
 // The command exits 0 at once, leaving a background job: coordctl stops the
 // job before it releases the lock and exits (issue 11, #4).
 func TestLockE2EBackgroundJobEndsBeforeRelease(t *testing.T) {
+	t.Parallel()
 	srv, _ := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
 	p := startCoordctl(t, env, "lock", "e2e/bg", "--", "sh", "-c", `sleep 100 & echo $!; exit 0`)
@@ -57,6 +58,7 @@ func TestLockE2EBackgroundJobEndsBeforeRelease(t *testing.T) {
 // SIGINT is forwarded; sh dies of it but its background job ignores SIGINT:
 // coordctl ends the job (SIGTERM to the group) before it releases and exits 130.
 func TestLockE2ESIGINTEndsTheBackgroundJobBeforeRelease(t *testing.T) {
+	t.Parallel()
 	srv, _ := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
 	p := startCoordctl(t, env, "lock", "e2e/int", "--", "sh", "-c", `sleep 100 & echo $!; wait`)
@@ -71,6 +73,7 @@ func TestLockE2ESIGINTEndsTheBackgroundJobBeforeRelease(t *testing.T) {
 // kill -9 of coordctl: the command it runs dies with it (parent-death
 // signal) instead of running on unfenced.
 func TestLockE2ECommandDiesWithCoordctl(t *testing.T) {
+	t.Parallel()
 	srv, _ := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
 	p := startCoordctl(t, env, "lock", "e2e/kill9", "--", "sh", "-c", `echo $$; exec sleep 300`)

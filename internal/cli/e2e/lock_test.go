@@ -1,16 +1,13 @@
-package cli
+package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,94 +18,6 @@ import (
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
-// lockProc is a coordctl process started by an end-to-end test.
-type lockProc struct {
-	cmd    *exec.Cmd
-	lines  chan string // stdout, line by line
-	stderr *lockOutBuffer
-	done   chan struct{}
-	code   int
-}
-
-type lockOutBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *lockOutBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *lockOutBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func startCoordctl(t *testing.T, env []string, args ...string) *lockProc {
-	t.Helper()
-	cmd := exec.Command(coordctlBinary(t), args...)
-	cmd.Env = append(cmd.Environ(), env...)
-	p := &lockProc{cmd: cmd, lines: make(chan string, 64), stderr: &lockOutBuffer{}, done: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			select {
-			case p.lines <- sc.Text():
-			default: // nobody reads that much; never block the process on it
-			}
-		}
-		close(p.lines)
-		err := cmd.Wait()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			p.code = ee.ExitCode()
-		} else if err != nil {
-			p.code = -1
-		}
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		<-p.done
-	})
-	return p
-}
-
-func (p *lockProc) line(t *testing.T) string {
-	t.Helper()
-	select {
-	case l, ok := <-p.lines:
-		require.True(t, ok, "coordctl closed stdout; stderr: %s", p.stderr.String())
-		return l
-	case <-time.After(20 * time.Second):
-		t.Fatalf("no output line within 20s; stderr: %s", p.stderr.String())
-		return ""
-	}
-}
-
-func (p *lockProc) wait(t *testing.T, within time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.done:
-		return p.code
-	case <-time.After(within):
-		t.Fatalf("coordctl did not exit within %s; stderr: %s", within, p.stderr.String())
-		return 0
-	}
-}
-
-func lockEnv(endpoint string) []string {
-	return []string{"COORDCTL_ENDPOINTS=" + endpoint}
-}
-
 // A second coordctl lock --try on the same name: its exit code.
 func tryLock(t *testing.T, env []string, name string) int {
 	t.Helper()
@@ -117,6 +26,7 @@ func tryLock(t *testing.T, env []string, name string) int {
 }
 
 func TestLockE2EChildEnvAndExitCode(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := append(lockEnv(srv.Endpoints()[0]), "COORD_LOCK_NAME=inherited", "COORD_FENCING_TOKEN=999999")
 	p := startCoordctl(t, env, "lock", "e2e/env", "--",
@@ -139,6 +49,7 @@ func TestLockE2EChildEnvAndExitCode(t *testing.T) {
 // to a holder with a command is forwarded and the command's status passes
 // through. Either way another coordctl lock --try then succeeds.
 func TestLockE2ESIGTERMReleases(t *testing.T) {
+	t.Parallel()
 	srv, _ := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
 	t.Run("no command", func(t *testing.T) {
@@ -190,6 +101,7 @@ func groupGone(pgid int) bool {
 // command's group, SIGKILL after --kill-grace (the command ignores SIGTERM)
 // and exits 4.
 func TestLockE2EChildKilledOnLoss(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
 	p := startCoordctl(t, env, "lock", "e2e/loss", "--kill-grace", "300ms", "--",
@@ -211,6 +123,7 @@ func TestLockE2EChildKilledOnLoss(t *testing.T) {
 // A coordctl lock frozen past its lease treats the lock as lost the moment
 // it runs again: it does not trust a lease that etcd has expired meanwhile.
 func TestLockE2EFrozenHolderExits4OnWake(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
 	p := startCoordctl(t, env, "lock", "e2e/frozen", "--ttl", "2s", "--kill-grace", "2s", "--",
@@ -237,6 +150,7 @@ func TestLockE2EFrozenHolderExits4OnWake(t *testing.T) {
 // lock at its local deadline (before etcd could have expired the lease),
 // stops the command and exits 4 promptly.
 func TestLockE2EEtcdGoneExits4(t *testing.T) {
+	t.Parallel()
 	srv := etcdtest.Start(t) // closed here and again by cleanup: Close is idempotent
 	env := lockEnv(srv.Endpoints()[0])
 	p := startCoordctl(t, env, "lock", "e2e/gone", "--ttl", "2s", "--kill-grace", "500ms", "--",
@@ -253,6 +167,7 @@ func TestLockE2EEtcdGoneExits4(t *testing.T) {
 
 // The exits that need no holder process, through the built binary.
 func TestLockE2EExitCodes(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	h := holdWithLibrary(t, cli, "e2e/codes")
 	env := lockEnv(srv.Endpoints()[0])
@@ -267,7 +182,10 @@ func TestLockE2EExitCodes(t *testing.T) {
 	}{
 		{"try", env, []string{"lock", "e2e/codes", "--try", "--", "true"}, exitNotAcquired, 10 * time.Second, h.Key()},
 		{"timeout", env, []string{"lock", "e2e/codes", "--timeout", "500ms", "--", "true"}, exitNotAcquired, 10 * time.Second, "not acquired within 500ms"},
-		{"unreachable", lockEnv(dead), []string{"--dial-timeout", "1s", "lock", "x", "--", "true"}, exitError, 2 * time.Second, dead},
+		// The dial timeout (1s) is used, not the command timeout (60s):
+		// the bound sits between the two, far from both, as process
+		// start-up (a -race binary) on a loaded machine takes its time.
+		{"unreachable", lockEnv(dead), []string{"--dial-timeout", "1s", "--command-timeout", "60s", "lock", "x", "--", "true"}, exitError, 30 * time.Second, dead},
 		{"bad ttl", env, []string{"lock", "x", "--ttl", "100ms", "--", "true"}, exitUsage, 10 * time.Second, "Usage:"},
 		{"command not found", env, []string{"lock", "e2e/nf", "--", "/nonexistent/cmd"}, 127, 10 * time.Second, "/nonexistent/cmd"},
 	}
@@ -277,7 +195,6 @@ func TestLockE2EExitCodes(t *testing.T) {
 			p := startCoordctl(t, tc.env, tc.args...)
 			require.Equal(t, tc.code, p.wait(t, 20*time.Second), p.stderr.String())
 			require.Contains(t, p.stderr.String(), tc.stderr)
-			// "unreachable" counts process start-up (a -race binary) in its bound.
 			require.Less(t, time.Since(start), tc.within)
 		})
 	}

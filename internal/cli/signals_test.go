@@ -1,5 +1,0 @@
-package cli
-
-import "syscall"
-
-var sigterm = syscall.SIGTERM

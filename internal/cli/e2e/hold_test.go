@@ -1,4 +1,6 @@
-package cli
+//go:build linux
+
+package e2e
 
 import (
 	"context"
@@ -57,6 +59,7 @@ const stubborn = `trap '' TERM; echo $$; while :; do sleep 0.05; done`
 // the over-long grace is warned about, naming both figures. For lock, sem,
 // elect and the sidecar's command.
 func TestHoldE2EKillByTheLeasesEarliestExpiry(t *testing.T) {
+	t.Parallel()
 	srv, _ := etcdtest.StartWithClient(t)
 	cases := []struct {
 		name string
@@ -99,6 +102,7 @@ func TestHoldE2EKillByTheLeasesEarliestExpiry(t *testing.T) {
 // lease expired and whose command exited meanwhile, exits 4 and says so
 // when it wakes, whichever event it reads first.
 func TestLockE2ELostWhileFrozenThenCommandExitedExits4(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
 	for i := range 3 {
@@ -122,6 +126,7 @@ func TestLockE2ELostWhileFrozenThenCommandExitedExits4(t *testing.T) {
 // Issue 25 item 6: SIGHUP is SIGTERM — released, the command stopped — with
 // and without a command.
 func TestLockE2ESIGHUPReleases(t *testing.T) {
+	t.Parallel()
 	srv, _ := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
 	t.Run("no command", func(t *testing.T) {
@@ -148,16 +153,17 @@ func TestLockE2ESIGHUPReleases(t *testing.T) {
 // the failed write is noted on stderr and the hold goes on until SIGTERM.
 // The same for a sidecar, which keeps serving.
 func TestHoldE2EClosedStdoutKillsNoHolder(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
-	start := func(t *testing.T, args ...string) (*exec.Cmd, *lockOutBuffer) {
+	start := func(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
 		r, w, err := os.Pipe()
 		require.NoError(t, err)
 		require.NoError(t, r.Close()) // nobody will ever read: every write is EPIPE
 		cmd := exec.Command(coordctlBinary(t), args...)
 		cmd.Env = append(cmd.Environ(), env...)
 		cmd.Stdout = w
-		stderr := &lockOutBuffer{}
+		stderr := &syncBuffer{}
 		cmd.Stderr = stderr
 		require.NoError(t, cmd.Start())
 		require.NoError(t, w.Close())
@@ -177,7 +183,7 @@ func TestHoldE2EClosedStdoutKillsNoHolder(t *testing.T) {
 		listen := freeAddr(t)
 		cmd, stderr := start(t, "sidecar", "--election", "e2e/pipe-sc", "--id", "a", "--listen", listen)
 		require.Eventually(t, func() bool { return strings.Contains(stderr.String(), note) }, 20*time.Second, 10*time.Millisecond, "stderr: %s", stderr.String())
-		waitForKey(t, cli, "e2e/pipe-sc/")
+		waitForKeys(t, cli, "e2e/pipe-sc/", 1)
 		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 		require.NoError(t, cmd.Wait(), stderr.String())
 	})
@@ -186,6 +192,7 @@ func TestHoldE2EClosedStdoutKillsNoHolder(t *testing.T) {
 // Issue 25 item 7: a token file left by an earlier run is gone once the
 // sidecar is ready, though it starts as a standby.
 func TestSidecarE2EStaleTokenFileRemovedBeforeReady(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	e, err := election.New(cli, "e2e/stale-token")
 	require.NoError(t, err)
@@ -209,6 +216,7 @@ func TestSidecarE2EStaleTokenFileRemovedBeforeReady(t *testing.T) {
 // and, once the leader's lease must have expired, "no leader known"; when
 // etcd answers again it shows the leader.
 func TestElectE2EObserveReportsAnOutage(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	e, err := election.New(cli, "e2e/observe-outage", election.WithTTL(2*time.Second))
 	require.NoError(t, err)
@@ -220,11 +228,7 @@ func TestElectE2EObserveReportsAnOutage(t *testing.T) {
 
 	px := startCutProxy(t, srv.Endpoints()[0])
 	p := startCoordctl(t, lockEnv(px.endpoint), "--command-timeout", "1s", "-w", "json", "elect", "e2e/observe-outage", "--observe")
-	decode := func(line string) leaderEvent {
-		var ev leaderEvent
-		require.NoError(t, json.Unmarshal([]byte(line), &ev), line)
-		return ev
-	}
+	decode := func(line string) electJSON { return decodeElect(t, line) }
 	ev := decode(p.line(t))
 	require.Equal(t, "leader", ev.Event)
 	require.NotNil(t, ev.Leader)
@@ -249,6 +253,7 @@ func TestElectE2EObserveReportsAnOutage(t *testing.T) {
 // the election's variables; its status passes through and the leadership
 // is given up; on loss the command is stopped and coordctl exits 4.
 func TestElectE2ECommand(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := append(lockEnv(srv.Endpoints()[0]), "COORD_FENCING_TOKEN=999999", "COORD_FENCING_SCOPE=inherited#0")
 	t.Run("env and status", func(t *testing.T) {
@@ -271,7 +276,7 @@ func TestElectE2ECommand(t *testing.T) {
 		p := startCoordctl(t, env, "elect", "e2e/elect-loss", "--kill-grace", "300ms", "--", "sh", "-c", stubborn)
 		pid, err := strconv.Atoi(p.line(t))
 		require.NoError(t, err)
-		resp := waitForKey(t, cli, "e2e/elect-loss/")
+		resp := waitForKeys(t, cli, "e2e/elect-loss/", 1)
 		_, err = cli.Revoke(context.Background(), clientv3.LeaseID(resp.Kvs[0].Lease))
 		require.NoError(t, err)
 		require.Equal(t, exitLost, p.wait(t, 20*time.Second), p.stderr.String())
@@ -283,6 +288,7 @@ func TestElectE2ECommand(t *testing.T) {
 // Issue 25 item 17: --timeout 1ns on a free lock (or a free slot) tries once
 // and takes it.
 func TestLockE2EShortestTimeoutTriesOnce(t *testing.T) {
+	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
 	p := startCoordctl(t, env, "lock", "e2e/1ns", "--timeout", "1ns", "--", "true")

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"context"
@@ -126,16 +126,17 @@ func noLine(t *testing.T, p *sidecarProc, event string) {
 }
 
 func TestCoordE2EResignToAndCandidates(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
 	srv := etcdtest.Start(t)
 	eps := srv.Endpoints()
 	log := followLeaders(t, etcdtest.Client(t, srv), "rt")
-	a := startSidecarProc(t, eps, "rt", "a", "--version", "1.0.0", "--label", "zone=z1")
+	a := startSidecarProc(t, nil, eps, "rt", "a", "--version", "1.0.0", "--label", "zone=z1")
 	el := a.awaitLine(t, "elected", 10*time.Second)
-	b := startSidecarProc(t, eps, "rt", "b", "--version", "1.0.0")
-	c := startSidecarProc(t, eps, "rt", "c", "--version", "1.1.0")
+	b := startSidecarProc(t, nil, eps, "rt", "b", "--version", "1.0.0")
+	c := startSidecarProc(t, nil, eps, "rt", "c", "--version", "1.1.0")
 	cs := b.awaitQueued(t, 3)
 	require.Equal(t, []string{"a", "b", "c"}, []string{cs[0].ID(), cs[1].ID(), cs[2].ID()})
 	require.True(t, cs[0].Leader)
@@ -163,17 +164,18 @@ func TestCoordE2EResignToAndCandidates(t *testing.T) {
 }
 
 func TestCoordE2EPreemption(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
 	srv := etcdtest.Start(t)
 	eps := srv.Endpoints()
 	log := followLeaders(t, etcdtest.Client(t, srv), "pre")
-	a := startSidecarProc(t, eps, "pre", "a", "--policy", "priority", "--priority", "1")
+	a := startSidecarProc(t, nil, eps, "pre", "a", "--policy", "priority", "--priority", "1")
 	el := a.awaitLine(t, "elected", 10*time.Second)
-	b := startSidecarProc(t, eps, "pre", "b", "--policy", "priority", "--priority", "1")
+	b := startSidecarProc(t, nil, eps, "pre", "b", "--policy", "priority", "--priority", "1")
 	b.awaitQueued(t, 2)
-	c := startSidecarProc(t, eps, "pre", "c", "--policy", "priority", "--priority", "5")
+	c := startSidecarProc(t, nil, eps, "pre", "c", "--policy", "priority", "--priority", "5")
 	cl := c.awaitLine(t, "elected", 10*time.Second)
 	require.Greater(t, cl["token"].(float64), el["token"].(float64))
 	lost := a.awaitLine(t, "lost", 5*time.Second)
@@ -181,7 +183,7 @@ func TestCoordE2EPreemption(t *testing.T) {
 	require.Equal(t, []string{"a", "c"}, log.until(t, "c", 10*time.Second), "b, queued between, did not lead")
 	noLine(t, b, "elected")
 	// With --no-preempt a preferred one waits for a resign-to-best.
-	d := startSidecarProc(t, eps, "pre", "d", "--policy", "priority", "--priority", "9", "--no-preempt")
+	d := startSidecarProc(t, nil, eps, "pre", "d", "--policy", "priority", "--priority", "9", "--no-preempt")
 	d.awaitQueued(t, 4) // a is back in the queue too
 	require.Equal(t, 200, c.status(t, "/readyz"), "a no-preempt candidate does not take over")
 	st, body := c.post(t, "/v1/resign?to=best")
@@ -196,6 +198,7 @@ func TestCoordE2EPreemption(t *testing.T) {
 // Then the same with the leader killed -9 while it waits: the target leads
 // once both leases expired, and nobody else in between.
 func TestCoordE2ECrashMidHandover(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
@@ -206,11 +209,11 @@ func TestCoordE2ECrashMidHandover(t *testing.T) {
 		name := map[bool]string{false: "frozen", true: "killed"}[killLeader]
 		t.Run(name, func(t *testing.T) {
 			log := followLeaders(t, cli, name)
-			a := startSidecarProc(t, eps, name, "a", "--ttl", "2s")
+			a := startSidecarProc(t, nil, eps, name, "a", "--ttl", "2s")
 			el := a.awaitLine(t, "elected", 10*time.Second)
-			b := startSidecarProc(t, eps, name, "b", "--ttl", "2s")
+			b := startSidecarProc(t, nil, eps, name, "b", "--ttl", "2s")
 			b.awaitQueued(t, 2)
-			c := startSidecarProc(t, eps, name, "c", "--ttl", "2s")
+			c := startSidecarProc(t, nil, eps, name, "c", "--ttl", "2s")
 			c.awaitQueued(t, 3)
 			b.signal(t, syscall.SIGSTOP)
 			defer b.signal(t, syscall.SIGCONT)
@@ -264,6 +267,7 @@ func awaitHandoverRecord(t *testing.T, cli *clientv3.Client, name string) {
 // not make our leader hand over past it; once it is gone, the preferred
 // one takes over.
 func TestCoordE2EForeignParticipant(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
@@ -277,7 +281,7 @@ func TestCoordE2EForeignParticipant(t *testing.T) {
 	defer sess.Close()
 	theirs := concurrency.NewElection(sess, "mixed")
 	require.NoError(t, theirs.Campaign(ctx, "etcdctl"))
-	a := startSidecarProc(t, eps, "mixed", "a", "--policy", "priority", "--priority", "1")
+	a := startSidecarProc(t, nil, eps, "mixed", "a", "--policy", "priority", "--priority", "1")
 	cs := a.awaitQueued(t, 2)
 	require.True(t, cs[0].Foreign())
 	require.Equal(t, 503, a.status(t, "/readyz"), "no sidecar leads while etcdctl does")
@@ -288,7 +292,7 @@ func TestCoordE2EForeignParticipant(t *testing.T) {
 	theirWin := make(chan error, 1)
 	go func() { theirWin <- theirs.Campaign(ctx, "etcdctl") }()
 	a.awaitQueued(t, 2)
-	c := startSidecarProc(t, eps, "mixed", "c", "--policy", "priority", "--priority", "9")
+	c := startSidecarProc(t, nil, eps, "mixed", "c", "--policy", "priority", "--priority", "9")
 	a.awaitQueued(t, 3)
 	st, body := a.post(t, "/v1/resign?to=c")
 	require.Equal(t, http.StatusConflict, st, "a handover past a foreign candidate is refused: %s", body)
@@ -313,6 +317,7 @@ func TestCoordE2EForeignParticipant(t *testing.T) {
 // leader, newest-version at most twice; no overlap; tokens in order), the
 // table's rows and a timeline per roll.
 func TestCoordE2EBenchRolling(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}

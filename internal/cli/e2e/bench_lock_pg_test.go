@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"encoding/json"
@@ -18,6 +18,7 @@ import (
 // coordkit's killed holder keeps the lock until its lease expires, at
 // least 2/3 of its 2s TTL.
 func TestBenchLockAgainstPGAdvisoryBinary(t *testing.T) {
+	t.Parallel()
 	db := sqltest.Open(t, sqlfence.Postgres)
 	stdout, _ := runBinaryLong(t, "-w", "json", "bench", "lock", "--unsafe-no-fsync", "--against", "pg-advisory", "--dsn", db.DSN,
 		"--iterations", "3", "--handoffs", "2", "--duration", "300ms", "--workers", "2", "--crash-handoffs", "1")

@@ -4,14 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/coordkit/coordkit/fencing"
-	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
 // 'resource get' printed the value and a newline, so what put wrote and
@@ -32,7 +27,7 @@ func TestResourceGetRoundTripsTheValue(t *testing.T) {
 }
 
 // COORDCTL_RESOURCE_URL is the resource's address when --url is not given,
-// as COORDCTL_ENDPOINTS is etcd's; a child of 'coordctl lock' inherits it.
+// as COORDCTL_ENDPOINTS is etcd's.
 func TestResourceURLFromTheEnvironment(t *testing.T) {
 	url := startTestResource(t)
 	ctx := context.Background()
@@ -45,17 +40,8 @@ func TestResourceURLFromTheEnvironment(t *testing.T) {
 	// --url still wins.
 	res = runInProcess(ctx, env, "resource", "get", "k", "--url", "http://127.0.0.1:1")
 	require.Equal(t, exitError, res.Code)
-
-	etcd := etcdtest.Start(t)
-	cmd := exec.CommandContext(ctx, coordctlBinary(t), "--endpoints", etcd.Endpoints()[0], "lock", "env-url", "--",
-		coordctlBinary(t), "resource", "put", "child", "inherited")
-	cmd.Env = append(os.Environ(), envResourceURL+"="+url)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	e, err := (&fencing.Client{BaseURL: url}).Get(ctx, "child")
-	require.NoError(t, err)
-	require.Equal(t, "inherited", e.Value)
-	require.Equal(t, "env-url", e.Scope, "token and scope from the lock, the URL from the inherited variable")
+	// That a child of the built 'coordctl lock' inherits it is
+	// TestResourceE2EURLInheritedByALockCommand in internal/cli/e2e.
 }
 
 // 'repair -w json' printed "Scope","Token","Floor" in refence, and a dry

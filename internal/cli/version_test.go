@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,15 +27,4 @@ func TestVersionJSONAndSimple(t *testing.T) {
 
 	bad := runInProcess(ctx, nil, "version", "extra")
 	require.Equal(t, exitUsage, bad.Code)
-}
-
-// A test binary's build information lists no dependencies; the built
-// coordctl's does, so the etcd versions are checked there.
-func TestVersionOfTheBuiltBinaryNamesEtcd(t *testing.T) {
-	out, err := exec.Command(coordctlBinary(t), "version", "-w", "json").Output()
-	require.NoError(t, err)
-	var got buildinfo.Info
-	require.NoError(t, json.Unmarshal(out, &got), string(out))
-	require.Regexp(t, `^v3\.`, got.EtcdClient, "the etcd client is linked into coordctl")
-	require.Regexp(t, `^v3\.`, got.EtcdServer, "the embedded etcd server is linked into coordctl")
 }

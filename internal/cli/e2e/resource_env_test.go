@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,20 +12,13 @@ import (
 
 // COORDCTL_RESOURCE_URL is the resource's address when --url is not given
 // (internal/cli's TestResourceURLFromTheEnvironment); a child of the built
-// 'coordctl lock' inherits it and writes with the lock's token and scope.
+// 'coordctl lock' inherits it and writes, with the lock's token and scope,
+// to a 'coordctl resource serve'.
 func TestResourceE2EURLInheritedByALockCommand(t *testing.T) {
 	t.Parallel()
-	res, err := fencing.NewResource(fencing.ResourceConfig{DataDir: t.TempDir()})
-	require.NoError(t, err)
-	rs := httptest.NewServer(res)
-	t.Cleanup(func() {
-		rs.Close()
-		res.Close()
-	})
-	url := rs.URL
-
-	etcd := etcdtest.Start(t)
 	bin := coordctlBinary(t)
+	url := startResourceProcess(t, bin, t.TempDir()).url
+	etcd := etcdtest.Start(t)
 	code, out, _ := runBinary(t, []string{"COORDCTL_RESOURCE_URL=" + url},
 		"--endpoints", etcd.Endpoints()[0], "lock", "env-url", "--", bin, "resource", "put", "child", "inherited")
 	require.Equal(t, exitOK, code, out)

@@ -26,13 +26,19 @@ type resourceClientOptions struct {
 }
 
 func (o *resourceClientOptions) addFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.URL, "url", defaultResourceURL, "URL of the resource ('resource serve' prints it)")
+	cmd.Flags().StringVar(&o.URL, "url", "", "URL of the resource ('resource serve' prints it; default $"+envResourceURL+", else "+defaultResourceURL+")")
 	cmd.Flags().DurationVar(&o.Timeout, "command-timeout", defaultCommandTimeout, "time limit of one request to the resource")
 }
 
 // client validates --url and returns a client whose requests are bounded by
 // --command-timeout, and a function that releases its connections.
 func (o *resourceClientOptions) client(f *factory) (*fencing.Client, func(), error) {
+	if o.URL == "" {
+		o.URL = f.Getenv(envResourceURL)
+	}
+	if o.URL == "" {
+		o.URL = defaultResourceURL
+	}
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, nil, usageErrorf("invalid --url %q: want http://host:port", o.URL)
@@ -182,9 +188,10 @@ type resourceGetOptions struct {
 
 type resourceGetResult struct{ fencing.Entry }
 
-// WriteSimple prints the value alone, for scripts; -w json has the metadata.
+// WriteSimple prints the value alone and exactly, without a newline of
+// its own, so that put and get round-trip; -w json has the metadata.
 func (r resourceGetResult) WriteSimple(w io.Writer) error {
-	_, err := fmt.Fprintln(w, r.Value)
+	_, err := io.WriteString(w, r.Value)
 	return err
 }
 
@@ -193,7 +200,9 @@ func newResourceGetCmd(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get KEY",
 		Short: "Read a key of the protected resource",
-		Long: `Print the value of KEY. With -w json it prints the key, value, version and
+		Long: `Print the value of KEY exactly as it was put: no newline is added, so
+'resource get KEY > f' gives back the bytes 'resource put KEY - < f' wrote
+(values are UTF-8 text). With -w json it prints the key, value, version and
 the token and scope of the write that set it. A key never written exits 1.`,
 		Example: `  coordctl resource get config
   coordctl resource get config -w json --url http://127.0.0.1:7070`,

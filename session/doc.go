@@ -62,7 +62,12 @@
 // before. Deadlines move only with answered keepalives: a session whose
 // deadline passes first is lost, as with any keepalive that does not get
 // through. Closing a session stops only its own keepalives; the streams
-// close with the last session and reopen with the next.
+// close with the last session and reopen with the next. A member that
+// stops gracefully refuses new RPCs at once but serves a stream already
+// open until its gRPC server closes it (about 8s for the embedded etcd):
+// those renewals are real, so the session keeps its lease until the member
+// is gone, and loses it by its deadline after that; with KeepAliveOnce the
+// loss came right at the start of the stop.
 //
 // A client's sessions share one stream per 128 sessions, up to 64: etcd
 // serves a stream's renewals one after another, and on a loaded server one

@@ -83,7 +83,7 @@ func TestBenchLockFlagsReachTheHarness(t *testing.T) {
 		require.Same(t, errOut, got.Progress, "progress goes to stderr")
 		got.Progress = nil
 		require.Equal(t, lockbench.Options{Iterations: 200, Handoffs: 100, Duration: 3 * time.Second, Hold: time.Millisecond,
-			Workers: []int{2, 8, 32}}, got, "the defaults")
+			Workers: []int{2, 8, 32}, CrashHandoffs: 5}, got, "the defaults")
 	}
 	_, _, err := benchRun(t, formatJSON, mk, "--unsafe-no-fsync", "--iterations", "5", "--handoffs", "3", "--duration", "300ms",
 		"--hold", "2ms", "--workers", "2,3", "--against", "redsync", "--redis", "127.0.0.1:6379")
@@ -91,7 +91,15 @@ func TestBenchLockFlagsReachTheHarness(t *testing.T) {
 	got := h.got[len(h.got)-1]
 	got.Progress = nil
 	require.Equal(t, lockbench.Options{Iterations: 5, Handoffs: 3, Duration: 300 * time.Millisecond, Hold: 2 * time.Millisecond,
-		Workers: []int{2, 3}, NoFsync: true, Against: []string{"redsync"}, Redis: "127.0.0.1:6379"}, got)
+		Workers: []int{2, 3}, NoFsync: true, Against: []string{"redsync"}, Redis: "127.0.0.1:6379", CrashHandoffs: 5}, got)
+
+	_, _, err = benchRun(t, formatJSON, mk, "--against", "pg-advisory", "--dsn", "postgres://u@127.0.0.1:5432/db", "--crash-handoffs", "2")
+	require.NoError(t, err)
+	got = h.got[len(h.got)-1]
+	require.Equal(t, []string{"pg-advisory"}, got.Against)
+	require.Equal(t, "postgres://u@127.0.0.1:5432/db", got.DSN)
+	require.Equal(t, 2, got.CrashHandoffs)
+	require.NotEmpty(t, got.Coordctl, "the crash handoff's holder processes are this binary")
 }
 
 // A harness's errors: invalid options are usage errors (exit 2), others

@@ -53,7 +53,7 @@ func TestCheckRules(t *testing.T) {
 		}, nil},
 		{"the image builder is no library's dependency", []Package{pkg("fencing/sqlfence", "internal/image")}, []string{
 			"fencing/sqlfence imports internal/image: a public package imports an internal one",
-			"fencing/sqlfence imports internal/image: layer {session, fencing} imports layer {scenarios, internal/*}, which is above it",
+			"fencing/sqlfence imports internal/image: layer {session, fencing, chart} imports layer {scenarios, internal/*}, which is above it",
 		}},
 		{"an import upwards", []Package{pkg("lock", "internal/cli")}, []string{
 			"lock imports internal/cli: a public package imports an internal one",

@@ -36,6 +36,7 @@ func TestPGAdvisoryConfig(t *testing.T) {
 // the cut holder still believes it holds. Fenced with a sequence token it
 // passes; unfenced the nemesis bites.
 func TestPGAdvisoryCutLockConn(t *testing.T) {
+	t.Parallel() // a cluster and a database of its own
 	if testing.Short() {
 		t.Skip("12-second runs on PostgreSQL")
 	}

@@ -12,6 +12,7 @@ import (
 // schedule is those steps, each applied no earlier than its offset, and
 // each has an effect that names what it touched. Counts and order only.
 func TestSafetyReplaySchedule(t *testing.T) {
+	t.Parallel() // a cluster and a database of its own
 	if testing.Short() {
 		t.Skip("a 10-second run against a three-member cluster")
 	}

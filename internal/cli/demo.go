@@ -157,7 +157,7 @@ func (d tourDone) WriteSimple(w io.Writer) error {
 	if len(d.Reports) == 0 {
 		return nil
 	}
-	_, err := fmt.Fprintf(w, "\nThe reports are in %s — open them in a browser. 'coordctl scenario list' has nine more experiments.\n", filepath.Dir(d.Reports[0]))
+	_, err := fmt.Fprintf(w, "\nThe reports are in %s — open them in a browser. 'coordctl scenario list' names the other experiments.\n", filepath.Dir(d.Reports[0]))
 	return err
 }
 

@@ -303,14 +303,6 @@ func expandClientURLs(urls []string, n int) ([]*url.URL, error) {
 	return out, nil
 }
 
-func freeURL() (*url.URL, error) {
-	raw, err := FreeURL()
-	if err != nil {
-		return nil, err
-	}
-	return url.Parse(raw)
-}
-
 // Stable ports are drawn from [stablePortMin, stablePortMax): below the
 // kernel's ephemeral range (Linux: 32768-60999), where a listen or dial on
 // port 0 never lands.

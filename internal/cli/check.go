@@ -2,26 +2,32 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/safety"
+	"github.com/coordkit/coordkit/internal/sweep"
 )
 
 // errCheckFailed: the check ran and found a violation; its report says which.
 var errCheckFailed = fmt.Errorf("check failed: %w", errFailed)
 
 func newCheckCmd(f *factory) *cobra.Command {
+	return newCheckCmdRun(f, checkRunners{suite: safety.RunSuite, shrink: safety.ShrinkCheck})
+}
+
+// checkRunners are what the safety checks call (cli/cli's runF): tests
+// pass recording ones; what a run does is internal/safety's to test.
+type checkRunners struct {
+	suite  func(context.Context, safety.Suite, func(safety.SuiteRun) error) (safety.Summary, error)
+	shrink func(context.Context, safety.ShrinkConfig) (safety.ShrinkReport, error)
+}
+
+func newCheckCmdRun(f *factory, run checkRunners) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Jepsen-style safety checks of fenced locks and elections on a real etcd cluster",
@@ -41,43 +47,26 @@ the clients' history. See docs/safety.md.`,
   coordctl check election-safety --duration 60s`,
 		Args: argsUsage(cobra.NoArgs),
 	}
-	cmd.AddCommand(newCheckSafetyCmd(f, safety.TargetLock), newCheckSafetyCmd(f, safety.TargetElection), newCheckRMWCmd(f),
+	cmd.AddCommand(newCheckSafetyCmd(f, safety.TargetLock, run), newCheckSafetyCmd(f, safety.TargetElection, run), newCheckRMWCmd(f),
 		newCheckRedsyncLockCmd(f), newCheckPGLockCmd(f), newCheckSQLRMWCmd(f))
 	return cmd
 }
 
+// checkOptions are the flags of a safety check: the run's safety.Config
+// and safety.Suite, bound directly, and what only the command reads.
 type checkOptions struct {
-	Target         safety.Target
-	Duration       time.Duration
-	Clients        int
-	TTL            time.Duration
-	Seed           int64
-	Seeds          string
-	NoFencing      bool
-	NoFenceFirst   bool
-	DataDir        string
-	ProcessClients bool
-	History        string
-	Kind           string
-	Limit          int
-	Lock           string
-	Redis          string
-	Resource       string
-	Driver         string
-	DSN            string
-	Policy         string
-	Schedule       string
-	Record         string
-	Shrink         bool
-	ShrinkRuns     int
-	seedSet        bool
-	limitSet       bool
-	changed        func(string) bool
-	seedLo, seedHi int64
+	safety.Suite
+	Seed                        int64
+	SeedRange, Schedule, Policy string
+	NoFencing                   bool
+	ProcessClients              bool
+	changed                     func(string) bool
 }
 
-func newCheckSafetyCmd(f *factory, target safety.Target) *cobra.Command {
-	opts := &checkOptions{Target: target}
+func newCheckSafetyCmd(f *factory, target safety.Target, run checkRunners) *cobra.Command {
+	opts := &checkOptions{}
+	opts.Base.Target = target
+	cfg := &opts.Base
 	what := map[safety.Target]string{safety.TargetLock: "lock", safety.TargetElection: "leader election"}[target]
 	cmd := &cobra.Command{
 		Use:   string(target) + "-safety",
@@ -101,9 +90,14 @@ With --no-fencing the same workload and schedule run against a resource that
 does not check tokens; the run passes when it completes, and its counts of
 overlapping holders and lost updates are the finding.
 
---seeds A..B runs one check per seed, one after the other, each on a fresh
-cluster, and prints a row per seed (-w json: one object per seed) and a
-summary line: runs, total faults, total violations.
+--seeds A..B (or a list 1,5,9) runs one check per seed, each on a fresh
+cluster, on the engine of 'coordctl lab sweep' (a grid of one parameter, the
+seed), and prints a row per seed (-w json: one object per seed) and a summary
+line: runs, total faults, total violations. --parallel N runs N at once; it
+defaults to 1 because the check is timing-sensitive (a frozen holder races its
+lease's TTL, a late write races the next grant): runs in parallel share the
+CPUs and find what a loaded machine does, and their rows come in the order they
+finish.
 
 election-safety only:
   --policy priority|newest-version|oldest-version makes the election
@@ -155,38 +149,37 @@ Progress goes to stderr.`, what),
   coordctl check lock-safety --resource sql --driver postgres --dsn postgres://root@127.0.0.1:5432/test`, target),
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.seedSet = cmd.Flags().Changed("seed")
-			opts.limitSet = cmd.Flags().Changed("limit")
 			opts.changed = cmd.Flags().Changed
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
-			return runCheckSafety(ctx, f, opts)
+			return runCheckSafety(ctx, f, opts, run)
 		},
 	}
 	fl := cmd.Flags()
-	fl.DurationVar(&opts.Duration, "duration", 60*time.Second, "how long the clients and the nemesis run")
-	fl.IntVar(&opts.Clients, "clients", 5, "number of in-process clients (at least 2)")
-	fl.DurationVar(&opts.TTL, "ttl", 2*time.Second, "lease TTL of each client (at least 1s)")
+	fl.DurationVar(&cfg.Duration, "duration", 60*time.Second, "how long the clients and the nemesis run")
+	fl.IntVar(&cfg.Clients, "clients", 5, "number of in-process clients (at least 2)")
+	fl.DurationVar(&cfg.TTL, "ttl", 2*time.Second, "lease TTL of each client (at least 1s)")
 	fl.Int64Var(&opts.Seed, "seed", 0, "seed of the fault schedule (default: from the clock; printed for replay)")
 	fl.BoolVar(&opts.NoFencing, "no-fencing", false, "run against a resource that does not check tokens (the baseline)")
-	fl.BoolVar(&opts.NoFenceFirst, "no-fence-first", false, "holders skip the fence before their first read (shows the window it closes)")
-	fl.StringVar(&opts.DataDir, "data-dir", "", "directory for the cluster and resource data; must be empty or absent (default: a temporary directory, removed after)")
+	fl.BoolVar(&cfg.NoFenceFirst, "no-fence-first", false, "holders skip the fence before their first read (shows the window it closes)")
+	fl.StringVar(&cfg.DataDir, "data-dir", "", "directory for the cluster and resource data; must be empty or absent (default: a temporary directory, removed after)")
 	fl.BoolVar(&opts.ProcessClients, "process-clients", true,
 		"also run 'coordctl lock|sidecar ... -- coordctl check rmw' processes, which the nemesis SIGSTOPs")
 	fl.StringVar(&opts.History, "history", "", "write the recorded history (ops and the resource's log) as JSON to this file (one run only)")
-	fl.StringVar(&opts.Seeds, "seeds", "", "run one check per seed of the range A..B (inclusive)")
+	fl.StringVar(&opts.SeedRange, "seeds", "", "run one check per seed of the range A..B (inclusive) or the list 1,5,9")
+	fl.IntVar(&opts.Parallel, "parallel", 1, "with --seeds: runs at once (1 keeps timing honest)")
 	fl.StringVar(&opts.Schedule, "schedule", "", "replay the fault schedule recorded in this file (a failed run prints one)")
 	fl.StringVar(&opts.Record, "record", "", "write the schedule as it ran to this file (default: a failed run writes one to the temporary directory)")
 	fl.BoolVar(&opts.Shrink, "shrink", false, "if the run fails, delta-debug its fault schedule to a smallest one that still fails")
 	fl.IntVar(&opts.ShrinkRuns, "shrink-runs", safety.DefaultShrinkRuns, "with --shrink: runs per candidate schedule (it still fails if any run fails)")
-	fl.StringVar(&opts.Resource, "resource", "http", "protected resource: http (coordkit's reference resource) or sql")
-	fl.StringVar(&opts.Driver, "driver", "", "with --resource sql: sqlite, postgres or mysql")
-	fl.StringVar(&opts.DSN, "dsn", "", "with --resource sql or --lock pg-advisory: the database (default for sqlite: a file in the data dir)")
+	fl.StringVar((*string)(&cfg.Resource), "resource", "http", "protected resource: http (coordkit's reference resource) or sql")
+	fl.StringVar(&cfg.SQLDriver, "driver", "", "with --resource sql: sqlite, postgres or mysql")
+	fl.StringVar(&cfg.SQLDSN, "dsn", "", "with --resource sql or --lock pg-advisory: the database (default for sqlite: a file in the data dir)")
 	if target == safety.TargetLock {
-		fl.StringVar(&opts.Kind, "kind", "mutex", "lock kind: mutex, rwmutex or semaphore")
-		fl.IntVar(&opts.Limit, "limit", 2, "with --kind semaphore: holders at once (1..clients-1)")
-		fl.StringVar(&opts.Lock, "lock", "coordkit", "lock under test: coordkit, redsync (with --redis) or pg-advisory (with --dsn)")
-		fl.StringVar(&opts.Redis, "redis", "", "with --lock redsync: the Redis server, host:port")
+		fl.StringVar((*string)(&cfg.Kind), "kind", "mutex", "lock kind: mutex, rwmutex or semaphore")
+		fl.IntVar(&cfg.Limit, "limit", 2, "with --kind semaphore: holders at once (1..clients-1)")
+		fl.StringVar((*string)(&cfg.Lock), "lock", "coordkit", "lock under test: coordkit, redsync (with --redis) or pg-advisory (with --dsn)")
+		fl.StringVar(&cfg.RedisAddr, "redis", "", "with --lock redsync: the Redis server, host:port")
 		fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "with --lock redsync or pg-advisory: time to wait for Redis or PostgreSQL to answer")
 	}
 	if target == safety.TargetElection {
@@ -196,230 +189,107 @@ Progress goes to stderr.`, what),
 	return cmd
 }
 
-// parseSeeds reads "A..B" (A <= B, at most 1000 seeds) or "A".
-func parseSeeds(s string) (lo, hi int64, err error) {
-	a, b, ok := strings.Cut(s, "..")
-	if !ok {
-		b = a
+// suite is the safety.Suite the flags describe, validated (Suite.Validate
+// has every rule, those about which flags go together too).
+func (o *checkOptions) suite(f *factory) (safety.Suite, error) {
+	s := o.Suite
+	if s.Given = o.changed; s.Given == nil {
+		s.Given = func(string) bool { return false }
 	}
-	lo, err1 := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
-	hi, err2 := strconv.ParseInt(strings.TrimSpace(b), 10, 64)
-	switch {
-	case err1 != nil || err2 != nil:
-		return 0, 0, usageErrorf("invalid --seeds %q: want A..B, two integers", s)
-	case hi < lo:
-		return 0, 0, usageErrorf("invalid --seeds %q: %d is below %d", s, hi, lo)
-	case hi-lo >= 1000:
-		return 0, 0, usageErrorf("invalid --seeds %q: at most 1000 seeds", s)
-	}
-	return lo, hi, nil
-}
-
-func (o *checkOptions) validate() error {
-	changed := o.changed
-	if changed == nil {
-		changed = func(string) bool { return false }
-	}
-	// The rules of a run are safety.Config.Validate's (below); these are
-	// about flags alone.
-	switch {
-	case o.Duration < 5*time.Second:
-		return usageErrorf("invalid --duration %s: must be at least 5s", o.Duration)
-	case o.Seeds != "" && o.seedSet:
-		return usageErrorf("--seed and --seeds: give one")
-	case o.Kind != "semaphore" && o.limitSet:
-		return usageErrorf("--limit applies to --kind semaphore only")
-	case o.Lock != "redsync" && o.Redis != "":
-		return usageErrorf("--redis applies to --lock redsync only")
-	case o.Lock == "redsync" && (o.NoFencing || o.NoFenceFirst):
-		return usageErrorf("--lock redsync runs its own modes (unfenced, If-Match, and coordkit fenced); --no-fencing and --no-fence-first do not apply")
-	case o.Resource != "sql" && o.Lock != lockPG && (changed("driver") || changed("dsn")):
-		return usageErrorf("--driver and --dsn apply to --resource sql only")
-	}
-	if err := o.validatePG(); err != nil {
-		return err
-	}
-	if o.Seeds != "" {
-		lo, hi, err := parseSeeds(o.Seeds)
+	s.Base.Fencing, s.Base.Policy = !o.NoFencing, election.Policy(o.Policy)
+	s.Base.Progress, s.Base.DialTimeout, s.Progress, s.TTY = f.IO.ErrOut, f.Global.DialTimeout, f.IO.ErrOut, sweep.Terminal(f.IO.ErrOut)
+	seed, seedSet := o.Seed, s.Given("seed")
+	if o.Schedule != "" {
+		sf, err := safety.LoadSchedule(o.Schedule, s.Base.Target, s.Base.Clients)
 		if err != nil {
-			return err
+			return s, usageErrorf("%v", err)
 		}
-		o.seedLo, o.seedHi = lo, hi
-	}
-	base := o.config(nil)
-	if base.DataDir == "" {
-		base.DataDir = os.TempDir() // each run gets a directory of its own later
-	}
-	for _, cfg := range o.configs(0, base) {
-		var ce *safety.ConfigError
-		if err := cfg.Validate(); errors.As(err, &ce) {
-			return usageErrorf("invalid --%s: %s", ce.Field, ce.Reason)
-		} else if err != nil {
-			return usageErrorf("%v", err)
+		if s.Base.Schedule = sf.Steps; !seedSet {
+			seed, seedSet = sf.Seed, true
 		}
 	}
-	return nil
+	if !seedSet {
+		seed = time.Now().UnixNano() % 1_000_000
+	}
+	s.Seeds = []int64{seed}
+	if o.SeedRange != "" && !s.Given("seed") {
+		var err error
+		if s.Seeds, err = sweep.ParseSeeds(o.SeedRange); err != nil {
+			return s, usageErrorf("invalid --seeds %q: %v", o.SeedRange, err)
+		}
+	}
+	var ue interface{ Usage() string } // *safety.UsageError, *safety.ConfigError
+	if err := s.Validate(); errors.As(err, &ue) {
+		return s, usageErrorf("%s", ue.Usage())
+	} else if err != nil {
+		return s, usageErrorf("%v", err)
+	}
+	if o.ProcessClients {
+		exe, err := f.Executable()
+		if err != nil {
+			return s, fmt.Errorf("find coordctl for the process clients: %w", err)
+		}
+		s.Base.Coordctl = exe
+	}
+	return s, nil
 }
 
-// config is the safety.Config the flags describe (before the per-seed
-// variants of configs).
-func (o *checkOptions) config(f *factory) safety.Config {
-	cfg := safety.Config{
-		Target: o.Target, Duration: o.Duration, Clients: o.Clients, TTL: o.TTL,
-		Fencing: !o.NoFencing, NoFenceFirst: o.NoFenceFirst, DataDir: o.DataDir,
-		Kind: safety.Kind(o.Kind), Limit: o.Limit, Lock: safety.LockImpl(o.Lock), RedisAddr: o.Redis,
-		Resource: safety.ResourceImpl(o.Resource), SQLDriver: o.Driver, SQLDSN: o.DSN,
-		Policy: election.Policy(o.Policy),
+// checkFailed is Report.Failed, for lab sweep's metrics of a check.
+func checkFailed(rep safety.Report) bool { return rep.Failed() }
+
+// checkError maps a run's error to its exit: Redis or the database
+// unreachable, or an interrupted check, is a failure (1).
+func checkError(err error) error {
+	switch {
+	case errors.Is(err, safety.ErrNothingToShrink), errors.Is(err, safety.ErrRedisUnreachable), errors.Is(err, safety.ErrDatabaseUnreachable):
+		return mark(errFailed, err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return mark(errFailed, errors.New("check interrupted"))
 	}
-	if f != nil {
-		cfg.Progress, cfg.DialTimeout = f.IO.ErrOut, f.Global.DialTimeout
-	}
-	return cfg
+	return err
 }
 
-// configs are the runs of one seed: one, or for --lock redsync the three
-// of its comparison under the same faults (freeze-client and, with process
-// clients, sigstop-child: the others are faults of etcd).
-func (o *checkOptions) configs(seed int64, base safety.Config) []safety.Config {
-	base.Seed = seed
-	if o.Lock == lockPG {
-		return o.pgConfigs(base)
-	}
-	if o.Lock != "redsync" {
-		return []safety.Config{base}
-	}
-	faults := []safety.FaultKind{safety.FaultFreezeClient}
-	if base.Coordctl != "" {
-		faults = append(faults, safety.FaultSigstop)
-	}
-	unfenced := base
-	unfenced.Lock, unfenced.RedisAddr, unfenced.Fencing, unfenced.Kinds = safety.LockRedsync, o.Redis, false, faults
-	ifMatch := unfenced
-	ifMatch.IfMatch = true
-	coord := base
-	coord.Lock, coord.RedisAddr, coord.Fencing, coord.Kinds = safety.LockCoordkit, "", true, faults
-	return []safety.Config{unfenced, ifMatch, coord}
-}
-
-func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions) error {
+func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions, run checkRunners) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
 	}
-	if err := opts.validate(); err != nil {
-		return err
-	}
-	schedule, err := opts.loadSchedule()
+	suite, err := opts.suite(f)
 	if err != nil {
 		return err
 	}
-	seeds := []int64{opts.Seed}
-	if !opts.seedSet {
-		seeds[0] = time.Now().UnixNano() % 1_000_000
-	}
-	if opts.Seeds != "" {
-		seeds = nil
-		for s := opts.seedLo; s <= opts.seedHi; s++ {
-			seeds = append(seeds, s)
-		}
-	}
-	if opts.History != "" && (len(seeds) > 1 || opts.Lock == "redsync" || opts.Lock == lockPG) {
-		return usageErrorf("--history records one run: not with --seeds or --lock redsync")
-	}
-	if opts.DataDir != "" {
-		if entries, err := os.ReadDir(opts.DataDir); err == nil && len(entries) > 0 {
-			return usageErrorf("--data-dir %s is not empty: the check needs a fresh cluster", opts.DataDir)
-		}
-	}
-	base := opts.config(f)
-	if opts.ProcessClients {
-		exe, err := f.Executable()
+	if suite.Shrink {
+		base := suite.Base
+		base.Seed = suite.Seeds[0]
+		rep, err := run.shrink(ctx, safety.ShrinkConfig{Base: base, Runs: suite.ShrinkRuns, Record: suite.Record, Progress: f.IO.ErrOut})
 		if err != nil {
-			return fmt.Errorf("find coordctl for the process clients: %w", err)
+			return checkError(err)
 		}
-		base.Coordctl = exe
+		if err := p.Print(rep); err != nil {
+			return err
+		}
+		if !rep.FirstPassed {
+			return reported(errCheckFailed) // as the check: the unfenced baseline passes
+		}
+		return nil
 	}
-	base.Schedule = schedule
-	if opts.Shrink {
-		return runCheckShrink(ctx, f, opts, base)
-	}
-	var runs []safety.Config
-	for _, seed := range seeds {
-		runs = append(runs, opts.configs(seed, base)...)
-	}
-	table := len(runs) > 1
-	var sum checkSummary
-	for n, cfg := range runs {
-		dir := opts.DataDir
-		if dir == "" {
-			if dir, err = os.MkdirTemp("", "coordctl-check-"); err != nil {
+	printAll := func(vs []any) error {
+		for _, v := range vs {
+			if err := p.Print(v); err != nil {
 				return err
 			}
-		} else if table {
-			dir = filepath.Join(dir, strconv.Itoa(n+1))
 		}
-		cfg.DataDir = dir
-		fmt.Fprintf(f.IO.ErrOut, "run %d/%d: lock %s, mode %s, seed %d...\n", n+1, len(runs), or(string(cfg.Lock), "coordkit"), cfg.Mode(), cfg.Seed)
-		rep, h, err := safety.Run(ctx, cfg)
-		if opts.DataDir == "" {
-			_ = os.RemoveAll(dir)
-		}
-		switch {
-		case errors.Is(err, safety.ErrRedisUnreachable), errors.Is(err, safety.ErrDatabaseUnreachable):
-			return mark(errFailed, err)
-		case err != nil:
-			return err
-		case ctx.Err() != nil:
-			return mark(errFailed, errors.New("check interrupted"))
-		}
-		if opts.History != "" {
-			b, err := json.Marshal(h)
-			if err == nil {
-				err = os.WriteFile(opts.History, b, 0o644)
-			}
-			if err != nil {
-				return fmt.Errorf("write --history: %w", err)
-			}
-		}
-		sum.add(rep)
-		cr, err := newCheckReport(opts, cfg, rep)
-		if err != nil {
-			return err
-		}
-		var out any = cr
-		if table {
-			out = checkRow{rep}
-			if n == 0 && !p.JSON() {
-				if _, err := io.WriteString(f.IO.Out, checkTableHeader()); err != nil {
-					return err
-				}
-			}
-		}
-		if err := p.Print(out); err != nil {
-			return err
-		}
-		if table && cr.recorded != "" && !p.JSON() {
-			fmt.Fprintf(f.IO.Out, "  replay seed %d: %s\n", cfg.Seed, cr.replay)
-		}
+		return nil
 	}
-	if table {
-		sum.Summary = true
-		if err := p.Print(sum); err != nil {
-			return err
-		}
-		if !p.JSON() {
-			fmt.Fprintf(f.IO.Out, "replay one: %s\n", replayCommand(opts, seeds[0]))
-		}
+	sum, err := run.suite(ctx, suite, func(r safety.SuiteRun) error { return printAll(r.Printed(!p.JSON())) })
+	if err != nil {
+		return checkError(err)
+	}
+	if err := printAll(suite.Closing(sum, !p.JSON())); err != nil {
+		return err
 	}
 	if sum.Failed > 0 {
 		return reported(errCheckFailed)
 	}
 	return nil
-}
-
-func or(s, dflt string) string {
-	if s == "" {
-		return dflt
-	}
-	return s
 }

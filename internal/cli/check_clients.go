@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -23,12 +21,9 @@ import (
 // ---- rmw: the command the process clients run under `coordctl lock` ----
 
 type rmwOptions struct {
-	URL     string
-	Key     string
-	ID      string
-	Work    time.Duration
-	Fence   bool
-	IfMatch bool
+	URL, Key, ID   string
+	Work           time.Duration
+	Fence, IfMatch bool
 }
 
 func newCheckRMWCmd(f *factory) *cobra.Command {
@@ -56,28 +51,6 @@ write was rejected as stale, 1 on other errors.`,
 	return cmd
 }
 
-type rmwResult safety.RMWResult
-
-func (r rmwResult) WriteSimple(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "id=%s token=%d fence=%s read=%d wrote=%d write=%s %s\n", r.ID, r.Token, r.Fence, r.Read, r.Wrote, r.Write, r.Message)
-	return err
-}
-
-func rmwOutcome(err error) safety.Outcome {
-	var api *fencing.APIError
-	switch {
-	case err == nil:
-		return safety.OK
-	case errors.Is(err, fencing.ErrStale):
-		return safety.Stale
-	case errors.Is(err, fencing.ErrVersionMismatch):
-		return safety.Conflict
-	case errors.As(err, &api):
-		return safety.Fail
-	}
-	return safety.Unknown
-}
-
 func runCheckRMW(ctx context.Context, f *factory, opts *rmwOptions) error {
 	p, err := f.Printer()
 	if err != nil {
@@ -96,69 +69,31 @@ func runCheckRMW(ctx context.Context, f *factory, opts *rmwOptions) error {
 	}
 	hc := &http.Client{Timeout: f.Global.CommandTimeout}
 	defer hc.CloseIdleConnections()
-	fc := fencing.Client{BaseURL: opts.URL, HTTP: hc}
-	// The id names the tenure: a sidecar runs its command again, with the
-	// same arguments, each time it is elected.
-	res := rmwResult{ID: fmt.Sprintf("%s.%d", opts.ID, tok), Token: uint64(tok)}
-	finish := func(err error) error {
-		if err != nil {
-			res.Message = err.Error()
-		}
-		if perr := p.Print(res); perr != nil {
-			return perr
-		}
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, fencing.ErrStale):
-			return reported(err)
-		}
-		return reported(mark(errFailed, err))
+	res, err := safety.HTTPRMW(ctx, fencing.Client{BaseURL: opts.URL, HTTP: hc}, safety.RMWOptions{
+		Key: opts.Key, ID: opts.ID, Token: tok, Scope: scope, Work: opts.Work, Fence: opts.Fence, IfMatch: opts.IfMatch})
+	if perr := p.Print(res); perr != nil {
+		return perr
 	}
-	if opts.Fence {
-		_, err := fc.Fence(ctx, tok, scope)
-		if res.Fence = rmwOutcome(err); err != nil {
-			return finish(err)
-		}
-	}
-	e, err := fc.Get(ctx, opts.Key)
-	var version uint64
+	return rmwExit(err)
+}
+
+// rmwExit is the exit of rmw and sql-rmw: 0 written, 5 stale, 1 otherwise.
+func rmwExit(err error) error {
 	switch {
 	case err == nil:
-		version = e.Version
-		if res.Read, _, err = safety.ParseValue(e.Value); err != nil {
-			return finish(err)
-		}
-	case errors.Is(err, fencing.ErrNotFound):
-	default:
-		return finish(err)
+		return nil
+	case errors.Is(err, fencing.ErrStale):
+		return reported(err)
 	}
-	res.ReadOK = true
-	if opts.Work > 0 {
-		select {
-		case <-time.After(opts.Work):
-		case <-ctx.Done():
-			return finish(ctx.Err())
-		}
-	}
-	res.Wrote = res.Read + 1
-	var putOpts []fencing.PutOption
-	if opts.IfMatch {
-		putOpts = append(putOpts, fencing.IfMatch(version))
-	}
-	_, err = fc.Put(ctx, opts.Key, safety.FormatValue(res.Wrote, res.ID), tok, scope, putOpts...)
-	res.Write = rmwOutcome(err)
-	return finish(err)
+	return reported(mark(errFailed, err))
 }
 
 // ---- redsync-lock: `coordctl lock` for the redsync process clients ----
 
 type redsyncLockOptions struct {
-	Redis   string
-	Prefix  string
-	TTL     time.Duration
-	Timeout time.Duration
-	Command []string
+	Redis, Prefix string
+	TTL, Timeout  time.Duration
+	Command       []string
 }
 
 func newCheckRedsyncLockCmd(f *factory) *cobra.Command {
@@ -200,17 +135,20 @@ func runCheckRedsyncLock(ctx context.Context, f *factory, opts *redsyncLockOptio
 	case err != nil:
 		return mark(errNotAcquired, err)
 	}
-	release := func() error {
-		rctx, rcancel := context.WithTimeout(context.Background(), f.Global.CommandTimeout)
-		defer rcancel()
-		return hold.Release(rctx)
-	}
-	return f.runHeld(ctx, nil, heldRun{
-		what:      "redsync lock " + safety.Scope,
-		hold:      anchorHold{release: release},
-		command:   opts.Command,
-		killGrace: childproc.DefaultKillGrace,
-		env:       map[string]string{envLockName: safety.Scope, envFencingToken: hold.Token().String()},
+	return runAnchorHeld(ctx, f, nil, nil, "redsync lock", safety.Scope, hold.Token(), hold.Release, opts.Command)
+}
+
+// runAnchorHeld runs command (or, without one, prints out and waits) while
+// an anchor's lock on name is held, and releases it with release.
+func runAnchorHeld(ctx context.Context, f *factory, p *printer, out any, what, name string, tok fencing.Token, release func(context.Context) error, command []string) error {
+	return f.runHeld(ctx, p, heldRun{
+		what: what + " " + name, out: out, command: command, killGrace: childproc.DefaultKillGrace,
+		hold: anchorHold{release: func() error {
+			rctx, cancel := context.WithTimeout(context.Background(), f.Global.CommandTimeout)
+			defer cancel()
+			return release(rctx)
+		}},
+		env: map[string]string{envLockName: name, envFencingToken: tok.String()},
 	})
 }
 

@@ -3,15 +3,12 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"net"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/fencing"
-	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/pglock"
 	"github.com/coordkit/coordkit/internal/safety"
 )
@@ -19,12 +16,9 @@ import (
 // ---- pg-advisory-lock: `coordctl lock` for a PostgreSQL advisory lock ----
 
 type pgLockOptions struct {
-	DSN      string
-	Name     string
-	Sequence string
-	Via      string
-	Timeout  time.Duration
-	Command  []string
+	DSN, Name, Sequence, Via string
+	Timeout                  time.Duration
+	Command                  []string
 }
 
 func newCheckPGLockCmd(f *factory) *cobra.Command {
@@ -62,19 +56,6 @@ server ends the lock's session. The lock connection's keepalives are
 	return cmd
 }
 
-// pgHeld is what pg-advisory-lock prints once it holds, without a command.
-type pgHeld struct {
-	Name  string `json:"name"`
-	Key   int64  `json:"key"`
-	PID   uint32 `json:"pid"`
-	Token uint64 `json:"token,omitempty"`
-}
-
-func (h pgHeld) WriteSimple(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "holding %s (key %d, server pid %d, token %d)\n", h.Name, h.Key, h.PID, h.Token)
-	return err
-}
-
 func runCheckPGLock(ctx context.Context, f *factory, opts *pgLockOptions) error {
 	p, err := f.Printer()
 	if err != nil {
@@ -88,10 +69,7 @@ func runCheckPGLock(ctx context.Context, f *factory, opts *pgLockOptions) error 
 		if _, _, err := net.SplitHostPort(opts.Via); err != nil {
 			return usageErrorf("invalid --via %q: want host:port", opts.Via)
 		}
-		d := &net.Dialer{Timeout: f.Global.DialTimeout, KeepAliveConfig: keepaliveConfig(pglock.DefaultKeepalive)}
-		lopts = append(lopts, pglock.WithDialFunc(func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "tcp", opts.Via)
-		}))
+		lopts = append(lopts, pglock.WithVia(opts.Via))
 	}
 	l, err := pglock.Open(ctx, opts.DSN, opts.Name, lopts...)
 	if err != nil {
@@ -116,72 +94,15 @@ func runCheckPGLock(ctx context.Context, f *factory, opts *pgLockOptions) error 
 			return mark(errLost, err)
 		}
 	}
-	release := func() error {
-		rctx, rcancel := context.WithTimeout(context.Background(), f.Global.CommandTimeout)
-		defer rcancel()
-		return l.Unlock(rctx)
-	}
-	return f.runHeld(ctx, p, heldRun{
-		what:      "pg-advisory lock " + opts.Name,
-		hold:      anchorHold{release: release},
-		out:       pgHeld{Name: opts.Name, Key: l.Key(), PID: l.PID(), Token: uint64(token)},
-		command:   opts.Command,
-		killGrace: childproc.DefaultKillGrace,
-		env:       map[string]string{envLockName: opts.Name, envFencingToken: token.String()},
-	})
-}
-
-// keepaliveConfig is k for a client socket.
-func keepaliveConfig(k pglock.Keepalive) net.KeepAliveConfig {
-	return net.KeepAliveConfig{Enable: true, Idle: k.Idle, Interval: k.Interval, Count: k.Count}
-}
-
-// lockPG is --lock's value for the PostgreSQL advisory lock.
-const lockPG = "pg-advisory"
-
-// validatePG checks the flags of --lock pg-advisory.
-func (o *checkOptions) validatePG() error {
-	changed := o.changed
-	if changed == nil {
-		changed = func(string) bool { return false }
-	}
-	switch {
-	case o.Lock != lockPG:
-		return nil
-	case o.DSN == "":
-		return usageErrorf("--lock pg-advisory needs --dsn DSN (its PostgreSQL database)")
-	case o.Kind != "mutex" && o.Kind != "":
-		return usageErrorf("--lock pg-advisory is a mutex; --kind %s does not apply", o.Kind)
-	case o.NoFencing || o.NoFenceFirst:
-		return usageErrorf("--lock pg-advisory runs its own modes (unfenced, fenced, and coordkit fenced); --no-fencing and --no-fence-first do not apply")
-	case changed("resource") || changed("driver"):
-		return usageErrorf("--lock pg-advisory protects a counter in its own database; --resource and --driver do not apply")
-	}
-	return nil
-}
-
-// pgConfigs are the three runs of one seed with --lock pg-advisory: the
-// advisory lock unfenced and fenced, and coordkit's lock fenced, all with
-// the counter in the same PostgreSQL database.
-func (o *checkOptions) pgConfigs(base safety.Config) []safety.Config {
-	base.Resource, base.SQLDriver, base.SQLDSN = safety.ResourceSQL, "postgres", o.DSN
-	unfenced := base
-	unfenced.Lock, unfenced.Fencing = safety.LockPGAdvisory, false
-	fenced := unfenced
-	fenced.Fencing = true
-	coord := base
-	coord.Lock, coord.Fencing, coord.Kinds = safety.LockCoordkit, true, []safety.FaultKind{safety.FaultFreezeClient, safety.FaultCutClient}
-	return []safety.Config{unfenced, fenced, coord}
+	return runAnchorHeld(ctx, f, p, l.Holding(token), "pg-advisory lock", opts.Name, token, l.Unlock, opts.Command)
 }
 
 // ---- sql-rmw: the command the pg-advisory process clients run ----
 
 type sqlRMWOptions struct {
-	DSN    string
-	Prefix string
-	ID     string
-	Work   time.Duration
-	Fenced bool
+	DSN, Prefix, ID string
+	Work            time.Duration
+	Fenced          bool
 }
 
 func newCheckSQLRMWCmd(f *factory) *cobra.Command {
@@ -228,14 +149,8 @@ func runCheckSQLRMW(ctx context.Context, f *factory, opts *sqlRMWOptions) error 
 	}
 	defer func() { _ = c.Close() }()
 	res := c.RMW(ctx, opts.ID, uint64(tok), opts.Work)
-	if err := p.Print(rmwResult(res)); err != nil {
+	if err := p.Print(res); err != nil {
 		return err
 	}
-	switch {
-	case res.Write == safety.OK:
-		return nil
-	case res.Write == safety.Stale || res.Fence == safety.Stale:
-		return reported(fmt.Errorf("%s: %w", res.Message, fencing.ErrStale))
-	}
-	return reported(mark(errFailed, errors.New(res.Message)))
+	return rmwExit(res.Err())
 }

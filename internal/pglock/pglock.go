@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"regexp"
 	"strconv"
@@ -83,6 +84,7 @@ type options struct {
 	dialTimeout time.Duration
 	keepalive   Keepalive
 	dial        pgconn.DialFunc
+	via         string
 }
 
 // WithDialTimeout bounds the dial and the first answer (DefaultDialTimeout
@@ -97,6 +99,11 @@ func WithKeepalive(k Keepalive) Option { return func(o *options) { o.keepalive =
 // net.Dialer (to route it through a fault proxy); the keepalives are then
 // the dial function's business on the client side.
 func WithDialFunc(dial pgconn.DialFunc) Option { return func(o *options) { o.dial = dial } }
+
+// WithVia dials the lock connection's socket to addr (host:port: a fault
+// proxy in front of the server) instead of the DSN's host, with the dial
+// timeout and, on the client side, the keepalives of the other options.
+func WithVia(addr string) Option { return func(o *options) { o.via = addr } }
 
 // Lock is the advisory lock on one name, over its own lock connection.
 type Lock struct {
@@ -134,10 +141,15 @@ func Open(ctx context.Context, dsn, name string, opts ...Option) (*Lock, error) 
 	switch {
 	case o.dial != nil:
 		cfg.DialFunc = o.dial
-	case !o.keepalive.zero():
-		d := &net.Dialer{Timeout: o.dialTimeout, KeepAliveConfig: net.KeepAliveConfig{
-			Enable: true, Idle: o.keepalive.Idle, Interval: o.keepalive.Interval, Count: o.keepalive.Count}}
+	case !o.keepalive.zero() || o.via != "":
+		d := &net.Dialer{Timeout: o.dialTimeout}
+		if !o.keepalive.zero() {
+			d.KeepAliveConfig = net.KeepAliveConfig{Enable: true, Idle: o.keepalive.Idle, Interval: o.keepalive.Interval, Count: o.keepalive.Count}
+		}
 		cfg.DialFunc = d.DialContext
+		if o.via != "" {
+			cfg.DialFunc = func(ctx context.Context, _, _ string) (net.Conn, error) { return d.DialContext(ctx, "tcp", o.via) }
+		}
 	}
 	dctx, cancel := context.WithTimeout(ctx, o.dialTimeout)
 	defer cancel()
@@ -157,6 +169,27 @@ func Open(ctx context.Context, dsn, name string, opts ...Option) (*Lock, error) 
 		}
 	}
 	return &Lock{name: name, key: Key(name), conn: conn, pid: conn.PgConn().PID()}, nil
+}
+
+// Holding is what a holder of the lock reports (coordctl check
+// pg-advisory-lock prints it): the lock's name and key, the server process
+// of its lock connection, and its token if it took one.
+type Holding struct {
+	Name  string `json:"name"`
+	Key   int64  `json:"key"`
+	PID   uint32 `json:"pid"`
+	Token uint64 `json:"token,omitempty"`
+}
+
+// Holding is the lock's Holding with token.
+func (l *Lock) Holding(token fencing.Token) Holding {
+	return Holding{Name: l.name, Key: l.key, PID: l.pid, Token: uint64(token)}
+}
+
+// WriteSimple writes h as a line.
+func (h Holding) WriteSimple(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "holding %s (key %d, server pid %d, token %d)\n", h.Name, h.Key, h.PID, h.Token)
+	return err
 }
 
 // Name is the lock's name, Key its advisory key.

@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/coordkit/coordkit/fencing"
 )
 
 // RMWResult is the line `coordctl check rmw` prints: what one
@@ -247,4 +251,83 @@ func childOf(pid int) int {
 		}
 	}
 	return 0
+}
+
+// RMWOptions is one read-modify-write of `coordctl check rmw`.
+type RMWOptions struct {
+	Key, ID string // the counter's key; the write's id, tagged .TOKEN
+	Token   fencing.Token
+	Scope   string
+	Work    time.Duration // between the read and the write
+	Fence   bool          // fence before reading
+	IfMatch bool          // write only if the version is still the one read
+}
+
+// HTTPRMW is what a process client does under its lock: fence (with
+// o.Fence), read the counter, wait o.Work, write the value + 1 with the
+// token; it returns what happened and the error that ended it, if any
+// (fencing.ErrStale when refused as stale).
+func HTTPRMW(ctx context.Context, fc fencing.Client, o RMWOptions) (RMWResult, error) {
+	// The id names the tenure: a sidecar runs its command again, with the
+	// same arguments, each time it is elected.
+	res := RMWResult{ID: fmt.Sprintf("%s.%d", o.ID, o.Token), Token: uint64(o.Token)}
+	fail := func(err error) (RMWResult, error) {
+		res.Message = err.Error()
+		return res, err
+	}
+	if o.Fence {
+		_, err := fc.Fence(ctx, o.Token, o.Scope)
+		if res.Fence = outcomeOf(err); err != nil {
+			return fail(err)
+		}
+	}
+	e, err := fc.Get(ctx, o.Key)
+	var version uint64
+	switch {
+	case err == nil:
+		version = e.Version
+		if res.Read, _, err = ParseValue(e.Value); err != nil {
+			return fail(err)
+		}
+	case errors.Is(err, fencing.ErrNotFound):
+	default:
+		return fail(err)
+	}
+	res.ReadOK = true
+	if o.Work > 0 {
+		select {
+		case <-time.After(o.Work):
+		case <-ctx.Done():
+			return fail(ctx.Err())
+		}
+	}
+	res.Wrote = res.Read + 1
+	var putOpts []fencing.PutOption
+	if o.IfMatch {
+		putOpts = append(putOpts, fencing.IfMatch(version))
+	}
+	_, err = fc.Put(ctx, o.Key, FormatValue(res.Wrote, res.ID), o.Token, o.Scope, putOpts...)
+	if res.Write = outcomeOf(err); err != nil {
+		return fail(err)
+	}
+	return res, nil
+}
+
+// WriteSimple writes the result as `coordctl check rmw` prints it.
+func (r RMWResult) WriteSimple(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "id=%s token=%d fence=%s read=%d wrote=%d write=%s %s\n", r.ID, r.Token, r.Fence, r.Read, r.Wrote, r.Write, r.Message)
+	return err
+}
+
+// Err is what ended the read-modify-write: nil when its write was
+// accepted, an error matching fencing.ErrStale when its fence or write was
+// refused as stale, another error (its Message) otherwise.
+func (r RMWResult) Err() error {
+	switch {
+	case r.Write == OK:
+		return nil
+	case r.Write == Stale || r.Fence == Stale:
+		return fmt.Errorf("%s: %w", r.Message, fencing.ErrStale)
+	}
+	return errors.New(r.Message)
 }

@@ -120,14 +120,7 @@ type pgLock struct {
 	cutToken uint64
 }
 
-func (a *pgLock) via() pglock.Option {
-	addr := a.proxy.URL()[len("http://"):]
-	d := &net.Dialer{Timeout: 2 * time.Second, KeepAliveConfig: net.KeepAliveConfig{
-		Enable: true, Idle: PGKeepalive.Idle, Interval: PGKeepalive.Interval, Count: PGKeepalive.Count}}
-	return pglock.WithDialFunc(func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return d.DialContext(ctx, "tcp", addr)
-	})
-}
+func (a *pgLock) via() pglock.Option { return pglock.WithVia(a.proxy.URL()[len("http://"):]) }
 
 func (a *pgLock) Acquire(ctx context.Context) (Tenure, error) {
 	if a.conn != nil && !a.conn.Usable() {
@@ -135,7 +128,7 @@ func (a *pgLock) Acquire(ctx context.Context) (Tenure, error) {
 		a.conn = nil
 	}
 	if a.conn == nil {
-		c, err := pglock.Open(ctx, a.l.dsn, a.l.name, pglock.WithKeepalive(PGKeepalive), a.via())
+		c, err := pglock.Open(ctx, a.l.dsn, a.l.name, pglock.WithKeepalive(PGKeepalive), pglock.WithDialTimeout(2*time.Second), a.via())
 		if err != nil {
 			return nil, err
 		}

@@ -232,6 +232,9 @@ func (e *ConfigError) Error() string {
 }
 func (e *ConfigError) Unwrap() error { return ErrBadConfig }
 
+// Usage is the error as coordctl check prints it: "invalid --FIELD: REASON".
+func (e *ConfigError) Usage() string { return fmt.Sprintf("invalid --%s: %s", e.Field, e.Reason) }
+
 func badConfig(field, format string, args ...any) error {
 	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }

@@ -3,9 +3,12 @@ package sweep
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/chzyer/readline"
 )
 
 // Progress is the progress line on stderr: done/total, a bar, the elapsed
@@ -84,4 +87,11 @@ func (p *Progress) Done() {
 	if p.tty && p.done > 0 {
 		fmt.Fprintln(p.w)
 	}
+}
+
+// Terminal reports whether w is a terminal (the progress line then
+// redraws one line).
+func Terminal(w io.Writer) bool {
+	fh, ok := w.(*os.File)
+	return ok && readline.IsTerminal(int(fh.Fd()))
 }

@@ -121,13 +121,17 @@ func TestCheckFlagsReachTheSuite(t *testing.T) {
 		{"sql", []string{"lock-safety", "--seed", "1", "--resource", "sql", "--driver", "sqlite"},
 			func(c *safety.Config) { c.Resource, c.SQLDriver = safety.ResourceSQL, "sqlite" }, []int64{1}, nil},
 		{"redsync", []string{"lock-safety", "--seed", "2", "--lock", "redsync", "--redis", "127.0.0.1:6379", "--dial-timeout", "1s"},
-			func(c *safety.Config) { c.Lock, c.RedisAddr, c.DialTimeout = safety.LockRedsync, "127.0.0.1:6379", time.Second }, []int64{2},
+			func(c *safety.Config) {
+				c.Lock, c.RedisAddr, c.DialTimeout = safety.LockRedsync, "127.0.0.1:6379", time.Second
+			}, []int64{2},
 			func(t *testing.T, s safety.Suite) { require.Equal(t, 3, s.Runs(), "redsync's three runs of one seed") }},
 		{"pg-advisory", []string{"lock-safety", "--seed", "2", "--lock", "pg-advisory", "--dsn", "postgres://x"},
 			func(c *safety.Config) { c.Lock, c.SQLDSN = safety.LockPGAdvisory, "postgres://x" }, []int64{2},
 			func(t *testing.T, s safety.Suite) { require.Equal(t, 3, s.Runs()) }},
 		{"election policy", []string{"election-safety", "--seed", "3", "--policy", "priority"},
-			func(c *safety.Config) { c.Target, c.Kind, c.Limit, c.Lock, c.Policy = safety.TargetElection, "", 0, "", election.Policy("priority") }, []int64{3}, nil},
+			func(c *safety.Config) {
+				c.Target, c.Kind, c.Limit, c.Lock, c.Policy = safety.TargetElection, "", 0, "", election.Policy("priority")
+			}, []int64{3}, nil},
 		{"seeds", []string{"lock-safety", "--seeds", "3..5", "--parallel", "2"}, func(c *safety.Config) {}, []int64{3, 4, 5},
 			func(t *testing.T, s safety.Suite) { require.Equal(t, 2, s.Parallel) }},
 		{"seed list", []string{"lock-safety", "--seeds", "9,2"}, func(c *safety.Config) {}, []int64{9, 2},

@@ -86,6 +86,14 @@ func TestParseSeeds(t *testing.T) {
 		{"a..b", nil, true},
 		{"1,x", nil, true},
 		{"1..2000000", nil, true},
+		// (moved from internal/cli's TestParseSeeds)
+		{"-2..-2", []int64{-2}, false},
+		{"", nil, true},
+		{"..", nil, true},
+		{"1..", nil, true},
+		{"..2", nil, true},
+		{"1...3", nil, true},
+		{"x", nil, true},
 	}
 	for _, c := range cases {
 		got, err := ParseSeeds(c.in)

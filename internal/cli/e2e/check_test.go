@@ -253,3 +253,68 @@ func TestCheckE2EEtcdMembers3SidecarQuorumLoss(t *testing.T) {
 	require.Eventually(t, func() bool { c, _ := get("/readyz"); return c == http.StatusOK }, 30*time.Second, 50*time.Millisecond)
 	t.Logf("readyz 200 again %s after a member restarted", time.Since(back).Round(10*time.Millisecond))
 }
+
+// TestCheckE2ESeedsReplay runs a seed range of the unfenced lock check
+// through the built coordctl, on the sweep engine (its progress line on
+// stderr): each seed's run whose frozen holder lost an update is followed
+// by the one command that replays it (seed 2's schedule starts with a
+// freeze of the holder past its TTL), and that command, run as printed,
+// applies the recorded faults again.
+func TestCheckE2ESeedsReplay(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("10-second runs against three-member clusters")
+	}
+	var replays []string
+	var out, stderr string
+	for _, seeds := range []string{"1..2", "10..12"} {
+		b, e := runBinaryLong(t, "check", "lock-safety", "--no-fencing", "--seeds", seeds, "--duration", "10s", "--process-clients=false")
+		out, stderr = string(b), e
+		t.Logf("stdout:\n%s", out)
+		require.Contains(t, stderr, "check lock-safety [", "the sweep engine's progress line")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		require.Equal(t, "seed", strings.Fields(lines[0])[0], out)
+		for i, l := range lines {
+			f := strings.Fields(l)
+			if len(f) != 12 || f[0] == "seed" || (f[11] != "passed" && f[11] != "FAILED") {
+				continue
+			}
+			lost := f[6] != "0"
+			next := ""
+			if i+1 < len(lines) {
+				next = lines[i+1]
+			}
+			prefix := "  replay seed " + f[0] + ": "
+			require.Equal(t, lost, strings.HasPrefix(next, prefix), "a row with lost updates, and only such a row, is followed by its replay: %q then %q", l, next)
+			if lost {
+				replays = append(replays, strings.TrimPrefix(next, prefix))
+			}
+		}
+		require.Contains(t, out, "replay one: coordctl check lock-safety")
+		if len(replays) > 0 {
+			break
+		}
+		t.Logf("seeds %s: no frozen holder lost an update (stderr:\n%s); more seeds", seeds, stderr)
+	}
+	require.NotEmpty(t, replays, "no seed's unfenced run lost an update")
+	args := strings.Fields(replays[0])
+	require.Equal(t, "coordctl", args[0])
+	require.Contains(t, args, "--schedule")
+	sched := args[len(args)-1]
+	t.Cleanup(func() { os.Remove(sched) })
+	b, err := os.ReadFile(sched)
+	require.NoError(t, err)
+	var sf safety.ScheduleFile
+	require.NoError(t, json.Unmarshal(b, &sf))
+	require.NotEmpty(t, sf.Steps)
+
+	b, _ = runBinaryLong(t, append(args[1:], "-w", "json")...)
+	var rep safety.Report
+	require.NoError(t, json.Unmarshal(b, &rep), string(b))
+	require.Equal(t, sf.Seed, rep.Seed)
+	require.Equal(t, len(sf.Steps), len(rep.Schedule), "the replay applied the recorded faults")
+	for i, s := range rep.Schedule {
+		require.Equal(t, sf.Steps[i].Kind, s.Kind)
+		require.GreaterOrEqual(t, s.At, sf.Steps[i].At, "no earlier than recorded")
+	}
+}

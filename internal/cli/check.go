@@ -193,33 +193,14 @@ Progress goes to stderr.`, what),
 // has every rule, those about which flags go together too).
 func (o *checkOptions) suite(f *factory) (safety.Suite, error) {
 	s := o.Suite
-	if s.Given = o.changed; s.Given == nil {
-		s.Given = func(string) bool { return false }
-	}
+	s.Given = o.changed
 	s.Base.Fencing, s.Base.Policy = !o.NoFencing, election.Policy(o.Policy)
 	s.Base.Progress, s.Base.DialTimeout, s.Progress, s.TTY = f.IO.ErrOut, f.Global.DialTimeout, f.IO.ErrOut, sweep.Terminal(f.IO.ErrOut)
-	seed, seedSet := o.Seed, s.Given("seed")
-	if o.Schedule != "" {
-		sf, err := safety.LoadSchedule(o.Schedule, s.Base.Target, s.Base.Clients)
-		if err != nil {
-			return s, usageErrorf("%v", err)
-		}
-		if s.Base.Schedule = sf.Steps; !seedSet {
-			seed, seedSet = sf.Seed, true
-		}
+	err := s.Choose(o.SeedRange, o.Seed, o.Schedule, time.Now())
+	if err == nil {
+		err = s.Validate()
 	}
-	if !seedSet {
-		seed = time.Now().UnixNano() % 1_000_000
-	}
-	s.Seeds = []int64{seed}
-	if o.SeedRange != "" && !s.Given("seed") {
-		var err error
-		if s.Seeds, err = sweep.ParseSeeds(o.SeedRange); err != nil {
-			return s, usageErrorf("invalid --seeds %q: %v", o.SeedRange, err)
-		}
-	}
-	var ue interface{ Usage() string } // *safety.UsageError, *safety.ConfigError
-	if err := s.Validate(); errors.As(err, &ue) {
+	if ue := (interface{ Usage() string })(nil); errors.As(err, &ue) { // *safety.UsageError, *safety.ConfigError
 		return s, usageErrorf("%s", ue.Usage())
 	} else if err != nil {
 		return s, usageErrorf("%v", err)

@@ -79,13 +79,7 @@ func runCheckPGLock(ctx context.Context, f *factory, opts *pgLockOptions) error 
 		return err
 	}
 	defer func() { _ = l.Close() }()
-	actx, cancel := ctx, context.CancelFunc(func() {})
-	if opts.Timeout > 0 {
-		actx, cancel = context.WithTimeout(ctx, opts.Timeout)
-	}
-	err = l.Lock(actx)
-	cancel()
-	if err != nil {
+	if err := l.LockWithin(ctx, opts.Timeout); err != nil {
 		return mark(errNotAcquired, err)
 	}
 	var token fencing.Token

@@ -202,6 +202,16 @@ func (l *Lock) Key() int64 { return l.key }
 // pg_terminate_backend's argument).
 func (l *Lock) PID() uint32 { return l.pid }
 
+// LockWithin is Lock giving up after d (0: waiting without end).
+func (l *Lock) LockWithin(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return l.Lock(ctx)
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return l.Lock(ctx)
+}
+
 // Lock blocks in pg_advisory_lock until this session holds the key. It
 // returns ErrHeld when it holds already, ErrClosed when the connection is
 // closed, and, when ctx ends first or the statement fails, an error

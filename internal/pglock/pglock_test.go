@@ -2,7 +2,9 @@ package pglock_test
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -229,4 +231,28 @@ func waitWaiting(t *testing.T, db *pgx.Conn, key int64) {
 		}
 		time.Sleep(5 * time.Millisecond) // pg_locks has no event to wait on
 	}
+}
+
+// LockWithin gives up after its bound while another session holds the key;
+// WithVia dials the given address instead of the DSN's host (here the
+// server itself behind a DSN naming a closed port); Holding reports the
+// lock as coordctl check pg-advisory-lock prints it.
+func TestLockWithinViaAndHolding(t *testing.T) {
+	dsn := fresh(t)
+	ctx := context.Background()
+	cfg, err := pgx.ParseConfig(dsn)
+	require.NoError(t, err)
+	server := net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port))
+	closed := strings.Replace(dsn, server, "127.0.0.1:1", 1)
+	require.NotEqual(t, dsn, closed, "the DSN names %s", server)
+	a := open(t, closed, "w", pglock.WithVia(server), pglock.WithKeepalive(pglock.DefaultKeepalive))
+	b := open(t, dsn, "w")
+	require.NoError(t, a.LockWithin(ctx, 0))
+	err = b.LockWithin(ctx, 200*time.Millisecond)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "b waited past its bound while a held")
+	h := a.Holding(7)
+	require.Equal(t, pglock.Holding{Name: "w", Key: pglock.Key("w"), PID: a.PID(), Token: 7}, h)
+	var sb strings.Builder
+	require.NoError(t, h.WriteSimple(&sb))
+	require.Equal(t, fmt.Sprintf("holding w (key %d, server pid %d, token 7)\n", pglock.Key("w"), a.PID()), sb.String())
 }

@@ -170,10 +170,7 @@ func (s Suite) Runs() int { return len(s.Seeds) * len(s.Arms(0)) }
 // *UsageError or *ConfigError (both match ErrBadConfig).
 func (s Suite) Validate() error {
 	b, pg, redsync := s.Base, s.Base.lock() == LockPGAdvisory, s.Base.lock() == LockRedsync
-	given := s.Given
-	if given == nil {
-		given = func(string) bool { return false }
-	}
+	given := s.given()
 	switch {
 	case given("seeds") && given("seed"):
 		return usage("--seed and --seeds: give one")
@@ -223,6 +220,41 @@ func (s Suite) Validate() error {
 		}
 		if err := cfg.Validate(); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+func (s Suite) given() func(string) bool {
+	if s.Given == nil {
+		return func(string) bool { return false }
+	}
+	return s.Given
+}
+
+// Choose sets the suite's seeds, and for a replay its schedule, as
+// coordctl check's flags give them: seeds ("A..B" or a list,
+// sweep.ParseSeeds) unless --seed was given too (Validate says so); else
+// seed when given; else the seed the schedule file records (LoadSchedule);
+// else one from now. Its errors are *UsageError.
+func (s *Suite) Choose(seeds string, seed int64, schedule string, now time.Time) error {
+	given := s.given()
+	if schedule != "" {
+		sf, err := LoadSchedule(schedule, s.Base.Target, s.Base.Clients)
+		if err != nil {
+			return usage("%v", err)
+		}
+		if s.Base.Schedule = sf.Steps; !given("seed") {
+			seed = sf.Seed
+		}
+	} else if !given("seed") {
+		seed = now.UnixNano() % 1_000_000
+	}
+	s.Seeds = []int64{seed}
+	if seeds != "" && !given("seed") {
+		var err error
+		if s.Seeds, err = sweep.ParseSeeds(seeds); err != nil {
+			return usage("invalid --seeds %q: %v", seeds, err)
 		}
 	}
 	return nil

@@ -56,6 +56,17 @@
 // admitted whatever its token, so stale-admitted is not checked there; lost
 // updates are.
 //
+// Suite is what coordctl check runs: a run per seed (three per seed for
+// the redsync and pg-advisory comparisons, Arms), on the internal/sweep
+// engine that coordctl lab sweep drives, the seed the grid's one parameter
+// (RunSuite). Verdict, Row and Summary are how a run and a table of runs
+// print; a failed run records its schedule and prints the one command that
+// replays it (ReplayCommand, RecordSchedule, LoadSchedule); ShrinkCheck
+// delta-debugs a failing run's schedule (Shrink). Suite.Validate holds every
+// rule of the check's flags, so the command restates none. Runs in
+// parallel (Suite.Parallel) share the CPUs and so change what a
+// timing-sensitive check finds; one at a time is the default.
+//
 // What it guarantees: a fenced run that reports no violations saw none in
 // the history it recorded, for the faults it injected. What it does not:
 // it is a test, not a proof. Schedules replay exactly from a seed, but which

@@ -41,6 +41,8 @@ func TestCheckUsageErrors(t *testing.T) {
 		{"driver", []string{"check", "lock-safety", "--resource", "sql", "--driver", "oracle"}, "--driver"},
 		{"dsn missing", []string{"check", "lock-safety", "--resource", "sql", "--driver", "postgres"}, "--dsn"},
 		{"dsn without sql", []string{"check", "lock-safety", "--dsn", "x"}, "--resource sql"},
+		{"parallel 0", []string{"check", "lock-safety", "--seeds", "1..2", "--parallel", "0"}, "--parallel"},
+		{"seeds over 1000", []string{"check", "lock-safety", "--seeds", "0..1000"}, "at most 1000 seeds"},
 		{"history with seeds", []string{"check", "lock-safety", "--seeds", "1..2", "--history", "h.json"}, "--history"},
 		{"kind on election", []string{"check", "election-safety", "--kind", "semaphore"}, "unknown flag"},
 	}

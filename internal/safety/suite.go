@@ -200,7 +200,7 @@ func (s Suite) Validate() error {
 		return usage("--schedule and --shrink take one run; --lock redsync runs three")
 	case s.Shrink && (s.ShrinkRuns < 1 || s.ShrinkRuns > 20):
 		return usage("invalid --shrink-runs %d: want 1..20", s.ShrinkRuns)
-	case s.Parallel < 0:
+	case s.Parallel < 0 || (given("parallel") && s.Parallel < 1):
 		return usage("invalid --parallel %d: want at least 1", s.Parallel)
 	case len(s.Seeds) == 0:
 		return badConfig("seeds", "no seeds")

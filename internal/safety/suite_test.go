@@ -83,6 +83,8 @@ func TestSuiteValidate(t *testing.T) {
 		"shrink seeds":   func(s *Suite) { s.Shrink, s.ShrinkRuns, s.Given = true, 3, given("seeds") },
 		"shrink runs":    func(s *Suite) { s.Shrink, s.ShrinkRuns = true, 21 },
 		"history":        func(s *Suite) { s.History, s.Seeds = "h.json", []int64{1, 2} },
+		"parallel 0":     func(s *Suite) { s.Given = given("parallel") },
+		"parallel -1":    func(s *Suite) { s.Parallel = -1 },
 		"data dir":       func(s *Suite) { s.Base.DataDir = full },
 		"config":         func(s *Suite) { s.Base.Clients = 1 },
 	} {

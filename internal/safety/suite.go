@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -206,6 +207,8 @@ func (s Suite) Validate() error {
 		return badConfig("seeds", "no seeds")
 	case len(s.Seeds) > MaxSeeds:
 		return badConfig("seeds", "at most %d seeds", MaxSeeds)
+	case len(s.Seeds) != len(slices.Compact(slices.Sorted(slices.Values(s.Seeds)))):
+		return badConfig("seeds", "a seed given twice")
 	case s.History != "" && s.Runs() > 1:
 		return usage("--history records one run: not with --seeds or --lock redsync")
 	}

@@ -68,6 +68,7 @@ func TestSuiteValidate(t *testing.T) {
 		"short":          func(s *Suite) { s.Base.Duration = 4 * time.Second },
 		"no seeds":       func(s *Suite) { s.Seeds = nil },
 		"1001 seeds":     func(s *Suite) { s.Seeds = make([]int64, 1001) },
+		"seed twice":     func(s *Suite) { s.Seeds = []int64{3, 1, 3} },
 		"seed and seeds": func(s *Suite) { s.Given = given("seed", "seeds") },
 		"limit":          func(s *Suite) { s.Given = given("limit") },
 		"dsn":            func(s *Suite) { s.Given = given("dsn") },

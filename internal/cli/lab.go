@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -352,17 +353,21 @@ func (sh *labShell) echo(ev labweb.CommandEvent, out labcmd.Output) {
 	if !sh.p.JSON() {
 		fmt.Fprintf(sh.p.out, "[web] %s\n", ev.Line)
 	}
-	_ = sh.p.Print(labOutput{out})
+	_ = sh.p.Print(textOutput{out})
 }
 
-// labOutput prints a labcmd.Output through the printer: JSON as labcmd
-// marshals it, simple as the shell's text.
-type labOutput struct{ labcmd.Output }
+// textOutput prints a result that writes its own text (labcmd.Output, a
+// sweep's or the demo's reports) through the printer: JSON as the value
+// marshals, simple as its WriteText.
+type textOutput struct{ v textWriter }
 
-func (o labOutput) WriteSimple(w io.Writer) error { return o.WriteText(w) }
+type textWriter interface{ WriteText(io.Writer) error }
+
+func (o textOutput) MarshalJSON() ([]byte, error)  { return json.Marshal(o.v) }
+func (o textOutput) WriteSimple(w io.Writer) error { return o.v.WriteText(w) }
 
 func (sh *labShell) print(o labcmd.Output) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	_ = sh.p.Print(labOutput{o})
+	_ = sh.p.Print(textOutput{o})
 }

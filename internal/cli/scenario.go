@@ -2,13 +2,10 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -223,57 +220,14 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 		_ = cli.Close()
 	}
 
-	var reports []*report.Report
-	interrupted := func(name string) error {
-		return mark(errFailed, fmt.Errorf("scenario %s: interrupted", name))
+	env := scenarios.Env{Seed: opts.Seed, Scale: scale, EtcdEndpoints: opts.Endpoints, StartEtcd: etcdembed.Scratch,
+		SQLDriver: sqlDriver, SQLDSN: sqlDSN, Redis: opts.Redis}
+	reports, err := reg.RunAll(ctx, names, env, f.IO.ErrOut)
+	if err != nil {
+		return mark(errFailed, err)
 	}
-	for _, name := range names {
-		if ctx.Err() != nil {
-			return interrupted(name)
-		}
-		fmt.Fprintf(f.IO.ErrOut, "scenario %s: running (seed %d, scale %s)\n", name, opts.Seed, scale)
-		env := scenarios.Env{
-			Progress:      prefixWriter{w: f.IO.ErrOut, prefix: "  "},
-			Seed:          opts.Seed,
-			Scale:         scale,
-			EtcdEndpoints: opts.Endpoints,
-			StartEtcd:     embeddedEtcd,
-			SQLDriver:     sqlDriver,
-			SQLDSN:        sqlDSN,
-			Redis:         opts.Redis,
-		}
-		start := time.Now()
-		rep, err := reg.Run(ctx, name, env)
-		if ctx.Err() != nil {
-			// A run cut short proves nothing either way.
-			return interrupted(name)
-		}
-		if err != nil {
-			fmt.Fprintf(f.IO.ErrOut, "scenario %s: %v\n", name, err)
-			rep = report.New(name, "")
-			if s, ok := reg.Lookup(name); ok {
-				rep.Summary = s.Summary
-			}
-			rep.Seed, rep.Scale, rep.Error = opts.Seed, string(scale), err.Error()
-			if errors.Is(err, scenarios.ErrSkipped) {
-				rep.Error, rep.Skipped = "", err.Error()
-			}
-			rep.Elapsed = report.Millis(time.Since(start))
-			rep.Finish()
-		}
-		verdict := "PASS"
-		switch {
-		case rep.Skipped != "":
-			verdict = "SKIPPED"
-		case !rep.Passed:
-			verdict = "FAIL"
-		}
-		fmt.Fprintf(f.IO.ErrOut, "scenario %s: %s in %s\n", name, verdict, rep.Elapsed.D().Round(1e6))
-		reports = append(reports, rep)
-	}
-
 	if opts.Report != "" {
-		if err := writeHTMLReport(opts.Report, reports); err != nil {
+		if err := report.WriteHTMLFile(opts.Report, reports); err != nil {
 			return err
 		}
 		fmt.Fprintf(f.IO.ErrOut, "report written to %s\n", opts.Report)
@@ -340,52 +294,3 @@ func (s scenarioTexts) WriteSimple(w io.Writer) error {
 	}
 	return report.WriteText(w, s.reports[0])
 }
-
-func writeHTMLReport(path string, reports []*report.Report) error {
-	title := "coordkit scenario " + reports[0].Name
-	if len(reports) > 1 {
-		title = "coordkit scenarios"
-	}
-	tmp := path + ".tmp"
-	fh, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	werr := report.WriteHTML(fh, title, reports)
-	cerr := fh.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write report: %w", err)
-	}
-	return nil
-}
-
-// prefixWriter indents each write of progress; scenarios write whole lines.
-type prefixWriter struct {
-	w      io.Writer
-	prefix string
-}
-
-func (p prefixWriter) Write(b []byte) (int, error) {
-	if _, err := io.WriteString(p.w, p.prefix+string(b)); err != nil {
-		return 0, err
-	}
-	return len(b), nil
-}
-
-// embeddedEtcd is the scenarios' etcd when no --endpoints are given: a
-// single embedded member in dir, fsync off (the scenarios test ordering and
-// leases, not durability).
-func embeddedEtcd(ctx context.Context, dir string) ([]string, func(), error) {
-	srv, err := etcdembed.Start(ctx, etcdembed.Config{Name: "scenario", DataDir: dir, UnsafeNoFsync: true})
-	if err != nil {
-		return nil, nil, err
-	}
-	return srv.Endpoints(), srv.Close, nil
-}
-
-var _ scenarios.EtcdStarter = embeddedEtcd

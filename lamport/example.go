@@ -13,16 +13,16 @@ A send B
 B recv A
 `
 
-// ExampleIntro and ExampleOutro are what `coordctl lamport trace` prints
-// before and after ExampleScript's trace: the theory's reading of it.
+// exampleIntro and exampleOutro frame ExampleScript's trace in a Report:
+// the theory's reading of it.
 const (
-	ExampleIntro = `The example from the theory: A does two operations, (1,A) and (2,A); the
+	exampleIntro = `The example from the theory: A does two operations, (1,A) and (2,A); the
 second sends A's counter 2 to B. B has done one local operation, so its
 counter is 1. On receipt B takes the maximum and adds one: max(1,2)+1 = 3,
 and the receive is (3,B).
 
 `
-	ExampleOutro = `
+	exampleOutro = `
 In words: B's local operation (1,B) is concurrent with both of A's
 operations. No message connects them, so neither could have influenced the
 other, yet the total order puts (1,B) between (1,A) and (2,A). Lamport order

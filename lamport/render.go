@@ -1,6 +1,7 @@
 package lamport
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -127,4 +128,30 @@ func (e Event) Rule() string {
 		return fmt.Sprintf("receive: max(%d,%d)+1", e.Prior, e.Received)
 	}
 	return fmt.Sprintf("local: %d+1", e.Prior)
+}
+
+// Report is a trace as `coordctl lamport trace` prints it: as JSON its
+// View; as text WriteText, framed for the textbook example (Example set)
+// by the theory's reading of it.
+type Report struct {
+	Trace   *Trace
+	Example bool
+}
+
+// MarshalJSON writes the trace's View.
+func (r Report) MarshalJSON() ([]byte, error) { return json.Marshal(r.Trace.View()) }
+
+// WriteText writes the trace, with the example's introduction and
+// conclusion when Example is set.
+func (r Report) WriteText(w io.Writer) error {
+	if r.Example {
+		if _, err := io.WriteString(w, exampleIntro); err != nil {
+			return err
+		}
+	}
+	if err := r.Trace.WriteText(w); err != nil || !r.Example {
+		return err
+	}
+	_, err := io.WriteString(w, exampleOutro)
+	return err
 }

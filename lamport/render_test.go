@@ -59,3 +59,21 @@ func TestWriteText(t *testing.T) {
 	require.NoError(t, mustTrace(t, "# nothing\n").WriteText(&b))
 	require.Contains(t, b.String(), "(no events)")
 }
+
+// A Report frames the textbook example, and only the example, with the
+// theory's reading; its JSON is the View.
+func TestReport(t *testing.T) {
+	tr := mustTrace(t, ExampleScript)
+	var b strings.Builder
+	require.NoError(t, Report{Trace: tr, Example: true}.WriteText(&b))
+	require.True(t, strings.HasPrefix(b.String(), "The example from the theory"))
+	require.True(t, strings.HasSuffix(b.String(), "See 'coordctl claim'.\n"))
+	b.Reset()
+	require.NoError(t, Report{Trace: tr}.WriteText(&b))
+	require.True(t, strings.HasPrefix(b.String(), "Events, in script order:\n"))
+	got, err := json.Marshal(Report{Trace: tr})
+	require.NoError(t, err)
+	want, err := json.Marshal(tr.View())
+	require.NoError(t, err)
+	require.JSONEq(t, string(want), string(got))
+}

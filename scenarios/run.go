@@ -5,10 +5,69 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"text/tabwriter"
 	"time"
 
 	"github.com/coordkit/coordkit/scenarios/report"
 )
+
+// Errors of Select.
+var (
+	// ErrNoName: neither a scenario's name nor all of them.
+	ErrNoName = errors.New("scenarios: no scenario named")
+	// ErrNameAndAll: a scenario's name and all of them.
+	ErrNameAndAll = errors.New("scenarios: a name and all scenarios")
+)
+
+// Select returns the names to run: every scenario, in registration order,
+// with all; otherwise name alone. Errors: ErrNameAndAll, ErrNoName, or an
+// *UnknownError for a name not registered.
+func (r *Registry) Select(name string, all bool) ([]string, error) {
+	switch {
+	case all && name != "":
+		return nil, ErrNameAndAll
+	case all:
+		var names []string
+		for _, s := range r.list {
+			names = append(names, s.Name)
+		}
+		return names, nil
+	case name == "":
+		return nil, ErrNoName
+	}
+	if _, ok := r.Lookup(name); !ok {
+		return nil, &UnknownError{Name: name, Known: r.Names()}
+	}
+	return []string{name}, nil
+}
+
+// Listing is the scenarios' names and summaries, in registration order:
+// `coordctl scenario list`; as JSON an array of {"name","summary"}.
+type Listing []ListItem
+
+// ListItem is one line of a Listing.
+type ListItem struct {
+	Name    string `json:"name"`
+	Summary string `json:"summary"`
+}
+
+// Listing returns r's Listing.
+func (r *Registry) Listing() Listing {
+	l := Listing{}
+	for _, s := range r.list {
+		l = append(l, ListItem{Name: s.Name, Summary: s.Summary})
+	}
+	return l
+}
+
+// WriteText writes a line per scenario, name and summary in columns.
+func (l Listing) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, s := range l {
+		fmt.Fprintf(tw, "%s\t%s\n", s.Name, s.Summary)
+	}
+	return tw.Flush()
+}
 
 // InterruptedError is RunAll's error when its context ends: a run cut
 // short proves nothing either way, so no report is returned for it.

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -110,28 +109,5 @@ func runLamportTrace(f *factory, opts *lamportTraceOptions) error {
 		}
 		return fmt.Errorf("%s: %w", source, err)
 	}
-	return p.Print(lamportTraceResult{tr: tr, example: opts.File == ""})
-}
-
-// lamportTraceResult prints a trace: as JSON its lamport.View (the stable
-// contract), as text lamport's, framed by the theory's reading of the
-// example.
-type lamportTraceResult struct {
-	tr      *lamport.Trace
-	example bool
-}
-
-func (r lamportTraceResult) MarshalJSON() ([]byte, error) { return json.Marshal(r.tr.View()) }
-
-func (r lamportTraceResult) WriteSimple(w io.Writer) error {
-	if r.example {
-		if _, err := io.WriteString(w, lamport.ExampleIntro); err != nil {
-			return err
-		}
-	}
-	if err := r.tr.WriteText(w); err != nil || !r.example {
-		return err
-	}
-	_, err := io.WriteString(w, lamport.ExampleOutro)
-	return err
+	return p.Print(textOutput{lamport.Report{Trace: tr, Example: opts.File == ""}})
 }

@@ -2,10 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -40,22 +39,6 @@ unless --endpoints is given explicitly.`,
 	return cmd
 }
 
-// scenarioListItem is one line of 'scenario list'; its JSON is the contract.
-type scenarioListItem struct {
-	Name    string `json:"name"`
-	Summary string `json:"summary"`
-}
-
-type scenarioList []scenarioListItem
-
-func (l scenarioList) WriteSimple(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, s := range l {
-		fmt.Fprintf(tw, "%s\t%s\n", s.Name, s.Summary)
-	}
-	return tw.Flush()
-}
-
 func newScenarioListCmd(f *factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
@@ -80,11 +63,7 @@ func runScenarioList(f *factory, reg *scenarios.Registry) error {
 	if err != nil {
 		return err
 	}
-	list := scenarioList{}
-	for _, s := range reg.List() {
-		list = append(list, scenarioListItem{Name: s.Name, Summary: s.Summary})
-	}
-	return p.Print(list)
+	return p.Print(textOutput{reg.Listing()})
 }
 
 type scenarioRunOptions struct {
@@ -186,21 +165,14 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 	if err != nil {
 		return usageErrorf("invalid --scale %q: want small or full", opts.Scale)
 	}
-	var names []string
+	names, err := reg.Select(opts.Name, opts.All)
 	switch {
-	case opts.All && opts.Name != "":
+	case errors.Is(err, scenarios.ErrNameAndAll):
 		return usageErrorf("give a scenario name or --all, not both")
-	case opts.All:
-		for _, s := range reg.List() {
-			names = append(names, s.Name)
-		}
-	case opts.Name == "":
+	case errors.Is(err, scenarios.ErrNoName):
 		return usageErrorf("give a scenario name or --all; scenarios are: %s", strings.Join(reg.Names(), ", "))
-	default:
-		if _, ok := reg.Lookup(opts.Name); !ok {
-			return usageErrorf("unknown scenario %q; scenarios are: %s", opts.Name, strings.Join(reg.Names(), ", "))
-		}
-		names = []string{opts.Name}
+	case err != nil:
+		return usageErrorf("%v", err)
 	}
 	sqlDriver, sqlDSN, err := scenarioSQL(opts)
 	if err != nil {
@@ -233,25 +205,11 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 		fmt.Fprintf(f.IO.ErrOut, "report written to %s\n", opts.Report)
 	}
 
-	var out any = scenarioTexts{reports: reports, all: opts.All}
-	if p.JSON() {
-		if opts.All {
-			out = reports
-		} else {
-			out = reports[0]
-		}
-	}
-	if err := p.Print(out); err != nil {
+	res := report.Results{Reports: reports, All: opts.All}
+	if err := p.Print(textOutput{res}); err != nil {
 		return err
 	}
-
-	var failed []string
-	for _, r := range reports {
-		if !r.Passed && r.Skipped == "" {
-			failed = append(failed, r.Name)
-		}
-	}
-	if len(failed) > 0 {
+	if failed := res.Failed(); len(failed) > 0 {
 		return fmt.Errorf("%d of %d scenarios failed: %s", len(failed), len(reports), strings.Join(failed, ", "))
 	}
 	return nil
@@ -280,17 +238,4 @@ func scenarioSQL(opts *scenarioRunOptions) (driver, dsn string, err error) {
 		return "", "", usageErrorf("--driver %s needs --dsn", d)
 	}
 	return d.String(), dsn, nil
-}
-
-// scenarioTexts is the simple rendering of one or more reports.
-type scenarioTexts struct {
-	reports []*report.Report
-	all     bool
-}
-
-func (s scenarioTexts) WriteSimple(w io.Writer) error {
-	if s.all {
-		return report.WriteTextAll(w, s.reports)
-	}
-	return report.WriteText(w, s.reports[0])
 }

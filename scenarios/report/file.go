@@ -1,8 +1,10 @@
 package report
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -31,4 +33,40 @@ func WriteHTMLFile(path string, reports []*Report) error {
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil
+}
+
+// Results is the reports of one run of one or All scenarios: as text
+// WriteText (WriteTextAll with All), as JSON the report (with All, the
+// array of them).
+type Results struct {
+	Reports []*Report
+	All     bool
+}
+
+// MarshalJSON writes the report, or with All the array.
+func (r Results) MarshalJSON() ([]byte, error) {
+	if r.All {
+		return json.Marshal(r.Reports)
+	}
+	return json.Marshal(r.Reports[0])
+}
+
+// WriteText writes the report, or with All every report.
+func (r Results) WriteText(w io.Writer) error {
+	if r.All {
+		return WriteTextAll(w, r.Reports)
+	}
+	return WriteText(w, r.Reports[0])
+}
+
+// Failed returns the names of the reports that did not pass and were not
+// skipped, in order.
+func (r Results) Failed() []string {
+	var out []string
+	for _, rep := range r.Reports {
+		if !rep.Passed && rep.Skipped == "" {
+			out = append(out, rep.Name)
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -107,4 +108,62 @@ func TestIndent(t *testing.T) {
 	require.Equal(t, 4, n, "the bytes given, not the bytes written")
 	_, _ = w.Write([]byte("two\n"))
 	require.Equal(t, "  one\n  two\n", b.String())
+}
+
+func TestSelect(t *testing.T) {
+	t.Parallel()
+	r := NewRegistry()
+	for _, n := range []string{"zeta", "alpha"} {
+		require.NoError(t, r.Register(Scenario{Name: n, Summary: n + " summary", Claims: twoClaims, Run: judged(nil)}))
+	}
+	names, err := r.Select("", true)
+	require.NoError(t, err)
+	require.Equal(t, []string{"zeta", "alpha"}, names, "all, in registration order")
+	names, err = r.Select("alpha", false)
+	require.NoError(t, err)
+	require.Equal(t, []string{"alpha"}, names)
+	_, err = r.Select("alpha", true)
+	require.ErrorIs(t, err, ErrNameAndAll)
+	_, err = r.Select("", false)
+	require.ErrorIs(t, err, ErrNoName)
+	_, err = r.Select("beta", false)
+	require.ErrorIs(t, err, ErrUnknownScenario)
+	require.EqualError(t, err, `unknown scenario "beta"; scenarios are: alpha, zeta`)
+
+	l := r.Listing()
+	require.Equal(t, Listing{{"zeta", "zeta summary"}, {"alpha", "alpha summary"}}, l)
+	var b strings.Builder
+	require.NoError(t, l.WriteText(&b))
+	require.Equal(t, "zeta   zeta summary\nalpha  alpha summary\n", b.String())
+	js, err := json.Marshal(NewRegistry().Listing())
+	require.NoError(t, err)
+	require.Equal(t, "[]", string(js), "an empty listing is an empty array")
+}
+
+// Results: one report or all, as text and JSON; Failed names the reports
+// that neither passed nor were skipped.
+func TestResults(t *testing.T) {
+	t.Parallel()
+	pass, fail, skip := report.New("pass", ""), report.New("fail", ""), report.New("skip", "")
+	pass.Check("c", "1", "1", true)
+	fail.Check("c", "1", "2", false)
+	skip.Skipped = "no server"
+	for _, r := range []*report.Report{pass, fail, skip} {
+		r.Finish()
+	}
+	one := report.Results{Reports: []*report.Report{pass}}
+	b, err := json.Marshal(one)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(b), `{"name":"pass"`), string(b))
+	all := report.Results{Reports: []*report.Report{pass, fail, skip}, All: true}
+	b, err = json.Marshal(all)
+	require.NoError(t, err)
+	var arr []map[string]any
+	require.NoError(t, json.Unmarshal(b, &arr))
+	require.Len(t, arr, 3)
+	require.Equal(t, []string{"fail"}, all.Failed())
+	require.Empty(t, one.Failed())
+	var text strings.Builder
+	require.NoError(t, one.WriteText(&text))
+	require.True(t, strings.HasPrefix(text.String(), "PASS  pass\n"), text.String())
 }

@@ -175,7 +175,7 @@ func runLab(ctx context.Context, f *factory, opts *labOptions) error {
 	fmt.Fprintf(f.IO.ErrOut, "lab: %d nodes, storage %s, delay %s, leader %d (term %d); type help\n",
 		cfg.Nodes, cfg.Storage, cfg.Link.Delay, leader, term)
 
-	if opts.Script == "" && labweb.IsTerminal(script) {
+	if opts.Script == "" && isTerminal(script) {
 		history := ""
 		if home, _ := os.UserHomeDir(); home != "" {
 			history = home + "/.coordctl_lab_history"

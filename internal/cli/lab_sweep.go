@@ -200,7 +200,8 @@ func runLabSweep(ctx context.Context, f *factory, opts *labSweepOptions) error {
 	return p.Print(textOutput{rep})
 }
 
-// isTerminal reports whether w is a terminal (progress lines then redraw).
+// isTerminal reports whether w is a terminal: stdin then gets line
+// editing, and stderr's progress line redraws itself.
 func isTerminal(w any) bool {
 	fh, ok := w.(*os.File)
 	return ok && readline.IsTerminal(int(fh.Fd()))

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 
 	"github.com/chzyer/readline"
@@ -123,12 +122,6 @@ func (sh *Shell) Script(ctx context.Context, r io.Reader) error {
 		}
 	}
 	return sc.Err()
-}
-
-// IsTerminal reports whether r is a terminal, which Terminal reads.
-func IsTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	return ok && readline.IsTerminal(int(f.Fd()))
 }
 
 // Terminal runs lines read from the terminal with line editing and

@@ -155,6 +155,21 @@ func DefaultConfig() Config {
 	}
 }
 
+// DefaultSessionConfig is DefaultConfig bounded in memory for a session
+// that runs for minutes or hours, a write load and all (coordctl lab; see
+// docs/lab.md, "Memory"): the history keeps 65,536 operations in memory
+// and spills older ones to a temporary file; Raft snapshots (and so
+// truncates its in-memory log) every 5s once 8192 entries have piled up,
+// instead of every two minutes; the timeline keeps 50,000 index samples
+// (about eight minutes of five nodes under a load) and thins the older.
+func DefaultSessionConfig() Config {
+	c := DefaultConfig()
+	c.HistoryInMemory = 1 << 16
+	c.SnapshotInterval = 5 * time.Second
+	c.TimelineIndexSamples = 50000
+	return c
+}
+
 // Validate reports the first problem with c, or nil.
 func (c Config) Validate() error {
 	if c.Nodes < 1 || c.Nodes > MaxNodes {

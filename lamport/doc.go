@@ -21,7 +21,7 @@
 // other. Uniqueness needs consensus (see coordctl claim, one compare-and-set
 // in etcd).
 //
-// The package is pure: no I/O beyond the io.Reader that ParseTrace reads, no
-// time, no goroutines. Clock is safe for concurrent use and ready at its zero
+// The package is pure: no I/O beyond the io.Reader that ParseTrace reads and
+// the io.Writer that Trace.WriteText writes, no time, no goroutines. Clock is safe for concurrent use and ready at its zero
 // value; Vector is an immutable value, so copies never alias.
 package lamport

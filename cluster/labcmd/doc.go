@@ -2,7 +2,7 @@
 // types at `coordctl lab` ("put x 1", "partition 1,2|3,4,5", "get x --node 3
 // --mode stale"), parsed into a Command and run against a *cluster.Cluster.
 //
-// The shell (`coordctl lab`, internal/cli/lab.go) and the live web page
+// The shell (`coordctl lab`, internal/labweb.Shell) and the live web page
 // (internal/labweb, which posts one line at a time) drive the lab through the
 // same two steps; the scenarios drive a *cluster.Cluster directly, not
 // through this language:

@@ -2,17 +2,13 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"strings"
+	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/coordkit/coordkit/internal/demo"
 	"github.com/coordkit/coordkit/scenarios"
-	"github.com/coordkit/coordkit/scenarios/report"
 )
 
 type demoOptions struct {
@@ -24,35 +20,6 @@ type demoOptions struct {
 	Redis     string // a Redis server for the story's Redis round; "" for the model
 	// Registry supplies the tour's scenarios; scenarios.Default when nil.
 	Registry *scenarios.Registry
-}
-
-// storyScenario is the scenario whose recorded steps the demo narrates
-// first; it is also the tour's first stop.
-const storyScenario = "lock-without-fencing"
-
-// tourStops are the scenarios of the guided tour, each with the paragraph
-// that says what to look for.
-var tourStops = []struct{ name, intro string }{
-	{storyScenario, `The story above was a run of this experiment; here are its verdicts. Its
-third contender, a "Redis-style" lock (a lease and no token), shows that a
-lease is an optimisation that makes overlaps rare; only the token makes the
-resource refuse them.`},
-	{"fenced-sql", `The same pause against a SQL database (SQLite here; PostgreSQL or MySQL
-with 'coordctl scenario run fenced-sql --driver postgres --dsn ...'). The
-fence check is one UPDATE on a fence table, first in the transaction that
-writes: A's late UPDATE is refused and rolled back, B's deposit stays; the
-row written without the check loses it. From a shell, 'coordctl lock NAME --
-coordctl sql --driver D --dsn DSN -e "UPDATE ..."' does the same, and exits 5
-when stale.`},
-	{"minority-partition", `Now consensus itself. Five Raft nodes (real hashicorp/raft, on a simulated
-network) are split 2|3. The two-node minority cannot commit anything: it has
-no quorum. The three-node majority elects a leader and keeps writing. When
-the partition heals, the minority catches up, and porcupine checks that the
-whole history is linearizable and that no acknowledged write was lost.`},
-	{"write-cost", `What does one consensus write cost? A round trip from the leader to a
-majority of followers plus the log writes on the way. The lab measures it
-against one-way delays of a rack, a region and a cross-region link and
-compares the median with that model.`},
 }
 
 func newDemoCmd(f *factory) *cobra.Command { return newDemoCmdWith(f, nil) }
@@ -102,150 +69,22 @@ With -w json every step is one JSON object on its own line.`,
 	return cmd
 }
 
-// storyStep is one recorded step of the story, printed as a line of the
-// narrative (JSON: the step itself).
-type storyStep struct{ report.Step }
-
-func (s storyStep) WriteSimple(w io.Writer) error {
-	var err error
-	switch s.Event {
-	case report.EventHeading:
-		_, err = fmt.Fprintf(w, "\n%s\n", s.Text)
-	case report.EventExplain:
-		_, err = fmt.Fprintf(w, "%s\n", s.Text)
-	default:
-		_, err = fmt.Fprintf(w, "  [%6.2fs] %-8s %s\n", s.At.D().Seconds(), s.Actor, s.Text)
-	}
-	return err
-}
-
-// tourResult is the JSON line of one experiment of the tour.
-type tourResult struct {
-	Event  string         `json:"event"`
-	Name   string         `json:"name"`
-	Passed bool           `json:"passed"`
-	Report string         `json:"report"`
-	Claims []report.Claim `json:"claims"`
-	intro  string
-}
-
-func (r tourResult) WriteSimple(w io.Writer) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n%s\n", r.Name)
-	for _, line := range strings.Split(r.intro, "\n") {
-		fmt.Fprintf(&b, "  %s\n", line)
-	}
-	for _, c := range r.Claims {
-		mark := "holds"
-		if !c.Holds {
-			mark = "FAILS"
-		}
-		fmt.Fprintf(&b, "  [%s] %s\n          observed: %s\n", mark, c.Claim, c.Observed)
-	}
-	fmt.Fprintf(&b, "  report: %s\n", r.Report)
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-type tourDone struct {
-	Event   string   `json:"event"`
-	Reports []string `json:"reports"`
-	Passed  bool     `json:"passed"`
-}
-
-func (d tourDone) WriteSimple(w io.Writer) error {
-	if len(d.Reports) == 0 {
-		return nil
-	}
-	_, err := fmt.Fprintf(w, "\nThe reports are in %s — open them in a browser. 'coordctl scenario list' names the other experiments.\n", filepath.Dir(d.Reports[0]))
-	return err
-}
-
 func runDemo(ctx context.Context, f *factory, opts *demoOptions) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
 	}
-	if opts.TTL < 2*time.Second || opts.TTL%time.Second != 0 {
+	cfg := demo.Config{TTL: opts.TTL, DataDir: opts.DataDir, Out: opts.Out, StoryOnly: opts.StoryOnly, Seed: opts.Seed,
+		Redis: opts.Redis, Registry: opts.Registry, Progress: f.IO.ErrOut}
+	switch err := cfg.Validate(); {
+	case errors.Is(err, demo.ErrTTL):
 		return usageErrorf("invalid --ttl %s: want whole seconds, at least 2s", opts.TTL)
-	}
-	if !opts.StoryOnly && opts.Out == "" {
+	case errors.Is(err, demo.ErrNoOut):
 		return usageErrorf("--out must not be empty")
 	}
-	dir := opts.DataDir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "coordkit-demo-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
+	err = demo.Run(ctx, cfg, func(ev demo.Event) error { return p.Print(textOutput{ev}) })
+	if errors.Is(err, demo.ErrInterrupted) || errors.Is(err, demo.ErrClaimFailed) {
+		return mark(errFailed, err)
 	}
-	reg := opts.Registry
-	if reg == nil {
-		if reg, err = scenarios.Default(); err != nil {
-			return err
-		}
-	}
-	env := func(name string) scenarios.Env {
-		return scenarios.Env{
-			Progress:  prefixWriter{w: f.IO.ErrOut, prefix: "  "},
-			Seed:      opts.Seed,
-			Scale:     scenarios.ScaleSmall,
-			TempDir:   filepath.Join(dir, name),
-			StartEtcd: embeddedEtcd,
-			LockTTL:   opts.TTL,
-			Redis:     opts.Redis,
-		}
-	}
-
-	fmt.Fprintf(f.IO.ErrOut, "playing the story (experiment %s) ...\n", storyScenario)
-	story, err := reg.Run(ctx, storyScenario, env(storyScenario))
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	rejected := false
-	for _, s := range story.Steps {
-		rejected = rejected || s.Actor == "fenced" && s.Event == "rejected"
-		if err := p.Print(storyStep{s}); err != nil {
-			return err
-		}
-	}
-	if !rejected {
-		return fmt.Errorf("demo: the fenced resource accepted the late write — this is a bug, please report it")
-	}
-	if opts.StoryOnly {
-		return nil
-	}
-
-	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	done := tourDone{Event: "done", Passed: true}
-	for _, stop := range tourStops {
-		if ctx.Err() != nil {
-			return mark(errFailed, fmt.Errorf("demo: interrupted"))
-		}
-		rep := story
-		if stop.name != storyScenario {
-			fmt.Fprintf(f.IO.ErrOut, "running experiment %s ...\n", stop.name)
-			if rep, err = reg.Run(ctx, stop.name, env(stop.name)); err != nil {
-				return fmt.Errorf("demo: experiment %s: %w", stop.name, err)
-			}
-		}
-		path := filepath.Join(opts.Out, stop.name+".html")
-		if err := writeHTMLReport(path, []*report.Report{rep}); err != nil {
-			return err
-		}
-		done.Reports = append(done.Reports, path)
-		done.Passed = done.Passed && rep.Passed
-		if err := p.Print(tourResult{Event: "scenario", Name: stop.name, Passed: rep.Passed, Report: path, Claims: rep.Claims, intro: stop.intro}); err != nil {
-			return err
-		}
-	}
-	if err := p.Print(done); err != nil {
-		return err
-	}
-	if !done.Passed {
-		return mark(errFailed, fmt.Errorf("demo: an experiment's claim did not hold; see its report"))
-	}
-	return nil
+	return err
 }

@@ -1,17 +1,15 @@
 package cli
 
 import (
-	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/chzyer/readline"
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/cluster"
@@ -100,16 +98,8 @@ serving until interrupted. Only loopback addresses may go without
 	return cmd
 }
 
-// Memory bounds of a lab session (see docs/lab.md, "Memory").
-const (
-	labHistoryInMemory  = 1 << 16
-	labSnapshotInterval = 5 * time.Second
-	// About eight minutes of index samples of five nodes under a load.
-	labTimelineIndexSamples = 50000
-)
-
 func (o *labOptions) config() (cluster.Config, error) {
-	cfg := cluster.DefaultConfig()
+	cfg := cluster.DefaultSessionConfig()
 	cfg.Nodes = o.Nodes
 	cfg.Link = cluster.LinkConfig{Delay: o.Delay, Jitter: o.Jitter, Loss: o.Loss}
 	cfg.Storage = cluster.Storage(o.Storage)
@@ -118,15 +108,6 @@ func (o *labOptions) config() (cluster.Config, error) {
 	cfg.Seed = o.Seed
 	cfg.OpTimeout = o.OpTimeout
 	cfg.NoPipeline = o.NoPipeline
-	// A long session (a write load for minutes) stays bounded in memory:
-	// the history keeps labHistoryInMemory operations in memory and spills
-	// older ones to a temporary file; Raft snapshots (and so truncates its
-	// in-memory log) every few seconds once 8192 entries have piled up,
-	// instead of every two minutes; the timeline thins its oldest index
-	// samples.
-	cfg.HistoryInMemory = labHistoryInMemory
-	cfg.SnapshotInterval = labSnapshotInterval
-	cfg.TimelineIndexSamples = labTimelineIndexSamples
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageErrorf("%v", strings.TrimPrefix(err.Error(), cluster.ErrInvalidConfig.Error()+": "))
 	}
@@ -165,17 +146,26 @@ func runLab(ctx context.Context, f *factory, opts *labOptions) error {
 		return fmt.Errorf("lab: start cluster: %w", err)
 	}
 	defer c.Close()
-	sh, err := newLabShell(c, p)
+	sh, err := labweb.NewShell(c, labweb.ShellConfig{
+		Print: func(o labcmd.Output) { _ = p.Print(textOutput{o}) },
+		Echo: func(ev labweb.CommandEvent, o labcmd.Output) {
+			if !p.JSON() {
+				fmt.Fprintf(p.out, "[web] %s\n", ev.Line)
+			}
+			_ = p.Print(textOutput{o})
+		},
+	})
 	if err != nil {
 		return err
 	}
-	defer sh.close()
+	defer sh.Close()
 	if opts.HTTP != "" {
-		srv, err := sh.serve(opts.HTTP, token, opts.Script != "")
-		if err != nil {
-			return err
+		srv, err := sh.Serve(labweb.ServerConfig{Addr: opts.HTTP, Token: token}, opts.Script != "")
+		if errors.Is(err, labweb.ErrTokenRequired) {
+			return usageErrorf("--http %s is not a loopback address: it needs --http-token FILE", opts.HTTP)
+		} else if err != nil {
+			return fmt.Errorf("lab: %w", err)
 		}
-		defer srv.Close()
 		// On every interface the listener's own address (0.0.0.0) cannot
 		// be opened: name this machine, and carry the token.
 		host, _ := os.Hostname()
@@ -185,24 +175,18 @@ func runLab(ctx context.Context, f *factory, opts *labOptions) error {
 	fmt.Fprintf(f.IO.ErrOut, "lab: %d nodes, storage %s, delay %s, leader %d (term %d); type help\n",
 		cfg.Nodes, cfg.Storage, cfg.Link.Delay, leader, term)
 
-	if in, ok := script.(*os.File); ok && opts.Script == "" && readline.IsTerminal(int(in.Fd())) {
-		if err := sh.interactive(ctx, f); err != nil || sh.exited || opts.HTTP == "" {
+	if opts.Script == "" && isTerminal(script) {
+		history := ""
+		if home, _ := os.UserHomeDir(); home != "" {
+			history = home + "/.coordctl_lab_history"
+		}
+		if err := sh.Terminal(ctx, history, f.IO.Out, f.IO.ErrOut); err != nil || sh.Exited() || opts.HTTP == "" {
 			return err
 		}
-	} else {
-		sc := bufio.NewScanner(script)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		for sc.Scan() {
-			if ctx.Err() != nil {
-				return nil
-			}
-			if sh.line(ctx, sc.Text()) {
-				return nil
-			}
-		}
-		if err := sc.Err(); err != nil {
-			return fmt.Errorf("lab: read commands: %w", err)
-		}
+	} else if err := sh.Script(ctx, script); err != nil {
+		return fmt.Errorf("lab: read commands: %w", err)
+	} else if sh.Exited() || ctx.Err() != nil {
+		return nil
 	}
 	if opts.HTTP != "" && ctx.Err() == nil {
 		fmt.Fprintf(f.IO.ErrOut, "lab: commands done; serving the page until interrupted\n")
@@ -232,137 +216,12 @@ func (o *labOptions) token() (string, error) {
 	return t, nil
 }
 
-func (sh *labShell) interactive(ctx context.Context, f *factory) error {
-	home, _ := os.UserHomeDir()
-	hist := ""
-	if home != "" {
-		hist = home + "/.coordctl_lab_history"
-	}
-	rl, err := readline.NewEx(&readline.Config{
-		Prompt:          "lab> ",
-		HistoryFile:     hist,
-		InterruptPrompt: "^C",
-		EOFPrompt:       "exit",
-		Stdout:          f.IO.Out,
-		Stderr:          f.IO.ErrOut,
-	})
-	if err != nil {
-		return fmt.Errorf("lab: terminal: %w", err)
-	}
-	defer rl.Close()
-	for ctx.Err() == nil {
-		line, err := rl.Readline()
-		if errors.Is(err, readline.ErrInterrupt) {
-			if line == "" {
-				return nil
-			}
-			continue
-		}
-		if err != nil {
-			return nil // EOF
-		}
-		if sh.line(ctx, line) {
-			return nil
-		}
-	}
-	return nil
-}
+// textOutput prints a result that writes its own text (labcmd.Output, a
+// sweep's or the demo's reports) through the printer: JSON as the value
+// marshals, simple as its WriteText.
+type textOutput struct{ v textWriter }
 
-// labShell reads command lines and prints their results; the language
-// itself is cluster/labcmd. With --http the commands go through the
-// labweb.Lab the page uses, so that both see the same session.
-type labShell struct {
-	sess   *labcmd.Session
-	web    *labweb.Lab
-	source string
-	p      *printer
-	mu     sync.Mutex // the page's commands print from another goroutine
-	exited bool
-}
+type textWriter interface{ WriteText(io.Writer) error }
 
-func newLabShell(c *cluster.Cluster, p *printer) (*labShell, error) {
-	sess, err := labcmd.NewSession(c)
-	if err != nil {
-		return nil, err
-	}
-	return &labShell{sess: sess, p: p, source: labweb.SourceShell}, nil
-}
-
-// serve starts the page's lab and server on c; from now on the shell's
-// commands go through it.
-func (sh *labShell) serve(addr, token string, script bool) (*labweb.Server, error) {
-	lab, err := labweb.New(sh.sess.Cluster(), labweb.Options{Echo: sh.echo})
-	if err != nil {
-		return nil, fmt.Errorf("lab: %w", err)
-	}
-	srv, err := labweb.NewServer(lab, labweb.ServerConfig{Addr: addr, Token: token})
-	if errors.Is(err, labweb.ErrTokenRequired) {
-		lab.Close()
-		return nil, usageErrorf("--http %s is not a loopback address: it needs --http-token FILE", addr)
-	}
-	if err != nil {
-		lab.Close()
-		return nil, fmt.Errorf("lab: %w", err)
-	}
-	sh.web = lab
-	if script {
-		sh.source = labweb.SourceScript
-	}
-	return srv, nil
-}
-
-func (sh *labShell) close() {
-	if sh.web != nil {
-		sh.web.Close()
-	}
-	sh.sess.Close()
-}
-
-// line runs one command line and prints its result; it reports whether
-// the shell should exit.
-func (sh *labShell) line(ctx context.Context, line string) bool {
-	cmd, err := labcmd.Parse(line)
-	if err == nil && cmd.Exit() {
-		sh.exited = true
-		return true
-	}
-	if err == nil && cmd.Name == "" {
-		return false
-	}
-	if sh.web != nil {
-		out, _, _ := sh.web.Run(ctx, sh.source, line)
-		sh.print(out)
-		return false
-	}
-	if err != nil {
-		var pe *labcmd.ParseError
-		errors.As(err, &pe)
-		sh.print(labcmd.Output{Cmd: pe.Cmd, Err: err})
-		return false
-	}
-	res, err := sh.sess.Exec(ctx, cmd)
-	sh.print(labcmd.Output{Cmd: cmd.Name, Result: res, Err: err})
-	return false
-}
-
-// echo prints a command the page ran.
-func (sh *labShell) echo(ev labweb.CommandEvent, out labcmd.Output) {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if !sh.p.JSON() {
-		fmt.Fprintf(sh.p.out, "[web] %s\n", ev.Line)
-	}
-	_ = sh.p.Print(labOutput{out})
-}
-
-// labOutput prints a labcmd.Output through the printer: JSON as labcmd
-// marshals it, simple as the shell's text.
-type labOutput struct{ labcmd.Output }
-
-func (o labOutput) WriteSimple(w io.Writer) error { return o.WriteText(w) }
-
-func (sh *labShell) print(o labcmd.Output) {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	_ = sh.p.Print(labOutput{o})
-}
+func (o textOutput) MarshalJSON() ([]byte, error)  { return json.Marshal(o.v) }
+func (o textOutput) WriteSimple(w io.Writer) error { return o.v.WriteText(w) }

@@ -2,10 +2,7 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -13,8 +10,8 @@ import (
 	"github.com/chzyer/readline"
 	"github.com/spf13/cobra"
 
-	"github.com/coordkit/coordkit/internal/bench"
 	"github.com/coordkit/coordkit/internal/sweep"
+	"github.com/coordkit/coordkit/internal/sweep/experiments"
 )
 
 type labSweepOptions struct {
@@ -154,97 +151,32 @@ func (o *labSweepOptions) spec() (sweep.Spec, error) {
 	return s, nil
 }
 
-// sweepRun is a finished sweep: every result of its spec.
-type sweepRun struct {
-	Spec    sweep.Spec
-	Results []sweep.Result
-	Ran     int // trials this invocation ran
-	Skipped int // trials the results file already held
-}
-
-// runSweep runs spec's pending trials (resuming from resultsPath when
-// given) and writes the CSV; the caller prints.
-func runSweep(ctx context.Context, f *factory, spec sweep.Spec, exp sweepExperiment, parallel int, resultsPath, csvPath string, reportOnly bool) (sweepRun, error) {
-	run := sweepRun{Spec: spec}
-	for _, p := range spec.Params {
-		if !slices.Contains(exp.params, p.Name) {
-			return run, usageErrorf("experiment %s has no parameter %q (it has %s)", spec.Experiment, p.Name, strings.Join(exp.params, ", "))
-		}
-	}
-	for k := range spec.Fixed {
-		if !slices.Contains(exp.params, k) {
-			return run, usageErrorf("experiment %s has no parameter %q (it has %s)", spec.Experiment, k, strings.Join(exp.params, ", "))
-		}
-	}
-	if parallel < 1 {
-		return run, usageErrorf("--parallel %d: want at least 1", parallel)
-	}
-	if exp.check != nil {
-		for _, p := range spec.Grid() {
-			if err := exp.check(p); err != nil {
-				return run, usageErrorf("%s: %v", spec.Label(p), err)
-			}
-		}
-	}
-	var old []sweep.Result
-	var out io.Writer
-	if resultsPath != "" {
-		if b, err := os.Open(resultsPath); err == nil {
-			old, err = sweep.ReadResults(b)
-			b.Close()
-			if err != nil {
-				return run, fmt.Errorf("--results %s: %w", resultsPath, err)
-			}
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return run, err
-		}
-		fh, err := os.OpenFile(resultsPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			return run, err
-		}
-		defer fh.Close()
-		out = fh
-	}
-	pending := sweep.Pending(spec, old)
-	run.Skipped = len(spec.Trials()) - len(pending)
-	if reportOnly {
-		pending = nil
-	}
-	e, err := exp.open(f)
+// config is the sweep's config: the spec, its experiment and the flags.
+func (o *labSweepOptions) config(f *factory) (experiments.SweepConfig, error) {
+	spec, err := o.spec()
 	if err != nil {
-		return run, err
+		return experiments.SweepConfig{}, err
 	}
-	tty := false
-	if fh, ok := f.IO.ErrOut.(*os.File); ok {
-		tty = readline.IsTerminal(int(fh.Fd()))
-	}
-	if run.Skipped > 0 && !reportOnly {
-		fmt.Fprintf(f.IO.ErrOut, "sweep %s: %d of %d trials already in %s, running %d\n", spec.Experiment, run.Skipped, run.Skipped+len(pending), resultsPath, len(pending))
-	}
-	prog := sweep.NewProgress(f.IO.ErrOut, tty, "sweep "+spec.Experiment, len(pending), nil)
-	res, err := sweep.Run(ctx, spec.Experiment, e, pending, sweep.Options{Parallel: parallel, Results: out, Progress: prog})
-	run.Ran = len(res)
-	run.Results = sweep.Latest(spec, append(old, res...))
+	exp, err := experiments.Lookup(spec.Experiment)
 	if err != nil {
-		if ctx.Err() != nil {
-			return run, mark(errFailed, fmt.Errorf("sweep %s: interrupted after %d trials (rerun with the same --results to resume)", spec.Experiment, run.Ran))
-		}
-		return run, err
+		return experiments.SweepConfig{}, usageErrorf("%v", err)
 	}
-	if csvPath != "" {
-		fh, err := os.Create(csvPath)
-		if err != nil {
-			return run, err
-		}
-		if err := sweep.WriteCSV(fh, run.Results); err != nil {
-			fh.Close()
-			return run, err
-		}
-		if err := fh.Close(); err != nil {
-			return run, err
-		}
+	switch {
+	case o.Curve != "" && !slices.ContainsFunc(spec.Params, func(p sweep.Param) bool { return p.Name == o.Curve }):
+		return experiments.SweepConfig{}, usageErrorf("--curve %q: not a swept parameter", o.Curve)
+	case o.Curve != "" && o.SVG == "":
+		return experiments.SweepConfig{}, usageErrorf("--curve draws into --svg: give --svg FILE")
+	case o.ReportOnly && o.Results == "":
+		return experiments.SweepConfig{}, usageErrorf("--report-only summarises --results FILE: give one")
 	}
-	return run, nil
+	cfg := experiments.SweepConfig{Spec: spec, Experiment: exp, Parallel: o.Parallel, Results: o.Results, CSV: o.CSV,
+		ReportOnly: o.ReportOnly, Metric: o.Metric, SVG: o.SVG, Curve: o.Curve, Progress: f.IO.ErrOut, TTY: isTerminal(f.IO.ErrOut)}
+	if err := cfg.Validate(); errors.Is(err, experiments.ErrParallel) {
+		return cfg, usageErrorf("--parallel %d: want at least 1", o.Parallel)
+	} else if err != nil {
+		return cfg, usageErrorf("%v", err)
+	}
+	return cfg, nil
 }
 
 func runLabSweep(ctx context.Context, f *factory, opts *labSweepOptions) error {
@@ -252,115 +184,25 @@ func runLabSweep(ctx context.Context, f *factory, opts *labSweepOptions) error {
 	if err != nil {
 		return err
 	}
-	spec, err := opts.spec()
+	cfg, err := opts.config(f)
 	if err != nil {
 		return err
 	}
-	exp, ok := sweepExperiments[spec.Experiment]
-	if !ok {
-		return usageErrorf("unknown experiment %q: want %s", spec.Experiment, strings.Join(sweepExperimentNames(), " or "))
-	}
-	metric := opts.Metric
-	if metric == "" {
-		metric = exp.metric
-	}
-	if opts.Curve != "" && !slices.ContainsFunc(spec.Params, func(p sweep.Param) bool { return p.Name == opts.Curve }) {
-		return usageErrorf("--curve %q: not a swept parameter", opts.Curve)
-	}
-	if opts.Curve != "" && opts.SVG == "" {
-		return usageErrorf("--curve draws into --svg: give --svg FILE")
-	}
-	if opts.ReportOnly && opts.Results == "" {
-		return usageErrorf("--report-only summarises --results FILE: give one")
-	}
-	run, err := runSweep(ctx, f, spec, exp, opts.Parallel, opts.Results, opts.CSV, opts.ReportOnly)
-	if err != nil {
+	rep, err := experiments.Sweep(ctx, cfg)
+	switch {
+	case errors.Is(err, experiments.ErrInterrupted):
+		return mark(errFailed, err)
+	case errors.Is(err, sweep.ErrNotNumeric):
+		return usageErrorf("--curve: %v", err)
+	case err != nil:
 		return err
 	}
-	sums := sweep.Summarize(spec, run.Results, metric)
-	if opts.SVG != "" {
-		title := fmt.Sprintf("%s: %s", spec.Experiment, metric)
-		c := sweep.CDFChart(title, metric, sums)
-		if opts.Curve != "" {
-			if c, err = sweep.PercentileChart(title+" against "+opts.Curve, metric, spec, opts.Curve, sums); err != nil {
-				return usageErrorf("--curve: %v", err)
-			}
-		}
-		if err := writeFileWith(opts.SVG, func(w io.Writer) error { return sweep.WriteSVG(w, c) }); err != nil {
-			return err
-		}
-	}
-	title := fmt.Sprintf("sweep %s: %d points x %d seeds (%d run now, %d from %s)", spec.Experiment, len(spec.Grid()), len(spec.Seeds), run.Ran, run.Skipped, orNone(opts.Results))
-	return p.Print(sweepOutput{run: run, metric: metric, table: sweep.Table(title, metric, exp.unit, sums), sums: sums})
+	return p.Print(textOutput{rep})
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "no results file"
-	}
-	return s
+// isTerminal reports whether w is a terminal: stdin then gets line
+// editing, and stderr's progress line redraws itself.
+func isTerminal(w any) bool {
+	fh, ok := w.(*os.File)
+	return ok && readline.IsTerminal(int(fh.Fd()))
 }
-
-func sweepExperimentNames() []string {
-	var out []string
-	for k := range sweepExperiments {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// writeFileWith creates path and writes it with fn.
-func writeFileWith(path string, fn func(io.Writer) error) error {
-	fh, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := fn(fh); err != nil {
-		fh.Close()
-		return err
-	}
-	return fh.Close()
-}
-
-// sweepOutput prints a sweep: the table as text; as JSON one object with
-// the spec, the metric and a summary per point.
-type sweepOutput struct {
-	run    sweepRun
-	metric string
-	table  bench.Table
-	sums   []sweep.Summary
-}
-
-type sweepPointJSON struct {
-	Label  string      `json:"label"`
-	Point  sweep.Point `json:"point"`
-	N      int         `json:"trials"`
-	Errors int         `json:"errors"`
-	Mean   *float64    `json:"mean"`
-	P50    *float64    `json:"p50"`
-	P90    *float64    `json:"p90"`
-	P99    *float64    `json:"p99"`
-	Max    *float64    `json:"max"`
-}
-
-func finite(v float64) *float64 {
-	if v != v { // NaN: nothing measured
-		return nil
-	}
-	return &v
-}
-
-func (o sweepOutput) MarshalJSON() ([]byte, error) {
-	pts := make([]sweepPointJSON, 0, len(o.sums))
-	for _, s := range o.sums {
-		pts = append(pts, sweepPointJSON{Label: s.Label, Point: s.Point, N: s.N, Errors: s.Errors,
-			Mean: finite(s.Mean), P50: finite(s.P50), P90: finite(s.P90), P99: finite(s.P99), Max: finite(s.Max)})
-	}
-	return json.Marshal(map[string]any{
-		"experiment": o.run.Spec.Experiment, "metric": o.metric, "seeds": len(o.run.Spec.Seeds),
-		"ran": o.run.Ran, "skipped": o.run.Skipped, "points": pts,
-	})
-}
-
-func (o sweepOutput) WriteSimple(w io.Writer) error { return bench.WriteTable(w, o.table) }

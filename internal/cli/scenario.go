@@ -4,11 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -43,22 +39,6 @@ unless --endpoints is given explicitly.`,
 	return cmd
 }
 
-// scenarioListItem is one line of 'scenario list'; its JSON is the contract.
-type scenarioListItem struct {
-	Name    string `json:"name"`
-	Summary string `json:"summary"`
-}
-
-type scenarioList []scenarioListItem
-
-func (l scenarioList) WriteSimple(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, s := range l {
-		fmt.Fprintf(tw, "%s\t%s\n", s.Name, s.Summary)
-	}
-	return tw.Flush()
-}
-
 func newScenarioListCmd(f *factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
@@ -83,11 +63,7 @@ func runScenarioList(f *factory, reg *scenarios.Registry) error {
 	if err != nil {
 		return err
 	}
-	list := scenarioList{}
-	for _, s := range reg.List() {
-		list = append(list, scenarioListItem{Name: s.Name, Summary: s.Summary})
-	}
-	return p.Print(list)
+	return p.Print(textOutput{reg.Listing()})
 }
 
 type scenarioRunOptions struct {
@@ -189,21 +165,14 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 	if err != nil {
 		return usageErrorf("invalid --scale %q: want small or full", opts.Scale)
 	}
-	var names []string
+	names, err := reg.Select(opts.Name, opts.All)
 	switch {
-	case opts.All && opts.Name != "":
+	case errors.Is(err, scenarios.ErrNameAndAll):
 		return usageErrorf("give a scenario name or --all, not both")
-	case opts.All:
-		for _, s := range reg.List() {
-			names = append(names, s.Name)
-		}
-	case opts.Name == "":
+	case errors.Is(err, scenarios.ErrNoName):
 		return usageErrorf("give a scenario name or --all; scenarios are: %s", strings.Join(reg.Names(), ", "))
-	default:
-		if _, ok := reg.Lookup(opts.Name); !ok {
-			return usageErrorf("unknown scenario %q; scenarios are: %s", opts.Name, strings.Join(reg.Names(), ", "))
-		}
-		names = []string{opts.Name}
+	case err != nil:
+		return usageErrorf("%v", err)
 	}
 	sqlDriver, sqlDSN, err := scenarioSQL(opts)
 	if err != nil {
@@ -223,81 +192,24 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 		_ = cli.Close()
 	}
 
-	var reports []*report.Report
-	interrupted := func(name string) error {
-		return mark(errFailed, fmt.Errorf("scenario %s: interrupted", name))
+	env := scenarios.Env{Seed: opts.Seed, Scale: scale, EtcdEndpoints: opts.Endpoints, StartEtcd: etcdembed.Scratch,
+		SQLDriver: sqlDriver, SQLDSN: sqlDSN, Redis: opts.Redis}
+	reports, err := reg.RunAll(ctx, names, env, f.IO.ErrOut)
+	if err != nil {
+		return mark(errFailed, err)
 	}
-	for _, name := range names {
-		if ctx.Err() != nil {
-			return interrupted(name)
-		}
-		fmt.Fprintf(f.IO.ErrOut, "scenario %s: running (seed %d, scale %s)\n", name, opts.Seed, scale)
-		env := scenarios.Env{
-			Progress:      prefixWriter{w: f.IO.ErrOut, prefix: "  "},
-			Seed:          opts.Seed,
-			Scale:         scale,
-			EtcdEndpoints: opts.Endpoints,
-			StartEtcd:     embeddedEtcd,
-			SQLDriver:     sqlDriver,
-			SQLDSN:        sqlDSN,
-			Redis:         opts.Redis,
-		}
-		start := time.Now()
-		rep, err := reg.Run(ctx, name, env)
-		if ctx.Err() != nil {
-			// A run cut short proves nothing either way.
-			return interrupted(name)
-		}
-		if err != nil {
-			fmt.Fprintf(f.IO.ErrOut, "scenario %s: %v\n", name, err)
-			rep = report.New(name, "")
-			if s, ok := reg.Lookup(name); ok {
-				rep.Summary = s.Summary
-			}
-			rep.Seed, rep.Scale, rep.Error = opts.Seed, string(scale), err.Error()
-			if errors.Is(err, scenarios.ErrSkipped) {
-				rep.Error, rep.Skipped = "", err.Error()
-			}
-			rep.Elapsed = report.Millis(time.Since(start))
-			rep.Finish()
-		}
-		verdict := "PASS"
-		switch {
-		case rep.Skipped != "":
-			verdict = "SKIPPED"
-		case !rep.Passed:
-			verdict = "FAIL"
-		}
-		fmt.Fprintf(f.IO.ErrOut, "scenario %s: %s in %s\n", name, verdict, rep.Elapsed.D().Round(1e6))
-		reports = append(reports, rep)
-	}
-
 	if opts.Report != "" {
-		if err := writeHTMLReport(opts.Report, reports); err != nil {
+		if err := report.WriteHTMLFile(opts.Report, reports); err != nil {
 			return err
 		}
 		fmt.Fprintf(f.IO.ErrOut, "report written to %s\n", opts.Report)
 	}
 
-	var out any = scenarioTexts{reports: reports, all: opts.All}
-	if p.JSON() {
-		if opts.All {
-			out = reports
-		} else {
-			out = reports[0]
-		}
-	}
-	if err := p.Print(out); err != nil {
+	res := report.Results{Reports: reports, All: opts.All}
+	if err := p.Print(textOutput{res}); err != nil {
 		return err
 	}
-
-	var failed []string
-	for _, r := range reports {
-		if !r.Passed && r.Skipped == "" {
-			failed = append(failed, r.Name)
-		}
-	}
-	if len(failed) > 0 {
+	if failed := res.Failed(); len(failed) > 0 {
 		return fmt.Errorf("%d of %d scenarios failed: %s", len(failed), len(reports), strings.Join(failed, ", "))
 	}
 	return nil
@@ -327,65 +239,3 @@ func scenarioSQL(opts *scenarioRunOptions) (driver, dsn string, err error) {
 	}
 	return d.String(), dsn, nil
 }
-
-// scenarioTexts is the simple rendering of one or more reports.
-type scenarioTexts struct {
-	reports []*report.Report
-	all     bool
-}
-
-func (s scenarioTexts) WriteSimple(w io.Writer) error {
-	if s.all {
-		return report.WriteTextAll(w, s.reports)
-	}
-	return report.WriteText(w, s.reports[0])
-}
-
-func writeHTMLReport(path string, reports []*report.Report) error {
-	title := "coordkit scenario " + reports[0].Name
-	if len(reports) > 1 {
-		title = "coordkit scenarios"
-	}
-	tmp := path + ".tmp"
-	fh, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	werr := report.WriteHTML(fh, title, reports)
-	cerr := fh.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write report: %w", err)
-	}
-	return nil
-}
-
-// prefixWriter indents each write of progress; scenarios write whole lines.
-type prefixWriter struct {
-	w      io.Writer
-	prefix string
-}
-
-func (p prefixWriter) Write(b []byte) (int, error) {
-	if _, err := io.WriteString(p.w, p.prefix+string(b)); err != nil {
-		return 0, err
-	}
-	return len(b), nil
-}
-
-// embeddedEtcd is the scenarios' etcd when no --endpoints are given: a
-// single embedded member in dir, fsync off (the scenarios test ordering and
-// leases, not durability).
-func embeddedEtcd(ctx context.Context, dir string) ([]string, func(), error) {
-	srv, err := etcdembed.Start(ctx, etcdembed.Config{Name: "scenario", DataDir: dir, UnsafeNoFsync: true})
-	if err != nil {
-		return nil, nil, err
-	}
-	return srv.Endpoints(), srv.Close, nil
-}
-
-var _ scenarios.EtcdStarter = embeddedEtcd

@@ -116,11 +116,13 @@ func (c *candidate) run(ctx context.Context, value string) (*Leadership, error) 
 	c.hold()
 
 	for {
-		// One consistent read: our immediate predecessor (keys only: etcd
-		// serves a sorted keys-only range from its index, why: lock/mutex.go,
-		// blockerOps), our own key, and the handover record.
+		// One consistent read: the keys created before ours, newest first
+		// (keys only: etcd serves a sorted keys-only range from its index,
+		// why: lock/mutex.go, blockerOps), of which the first candidate is
+		// our immediate predecessor; our own key; and the handover record.
 		check, err := cli.Txn(ctx).Then(append([]clientv3.Op{
-			clientv3.OpGet(c.e.keyPrefix, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(int64(c.token)-1), clientv3.WithKeysOnly())...),
+			clientv3.OpGet(c.e.keyPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
+				clientv3.WithMaxCreateRev(int64(c.token)-1), clientv3.WithKeysOnly()),
 			clientv3.OpGet(c.key),
 		}, c.handoverOps()...)...).Commit()
 		if err != nil {
@@ -130,7 +132,10 @@ func (c *candidate) run(ctx context.Context, value string) (*Leadership, error) 
 		if len(ours) == 0 || ours[0].CreateRevision != int64(c.token) {
 			return nil, fmt.Errorf("%w: %w", ErrSessionExpired, errKeyGone)
 		}
-		preds := check.Responses[0].GetResponseRange().Kvs
+		preds, err := candidatesOf(c.e.name, c.e.keyPrefix, check.Responses[0].GetResponseRange().Kvs)
+		if err != nil {
+			return nil, err
+		}
 		if len(preds) == 0 {
 			// Never a phantom win: the lease must still be trusted now.
 			if !c.k.Alive() {

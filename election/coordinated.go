@@ -107,13 +107,20 @@ func (e *Election) readView(ctx context.Context) (View, int64, error) {
 	if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
 		h = kvs[0]
 	}
-	v := buildView(e.keyPrefix, resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs, h)
+	cands, err := candidatesOf(e.name, e.keyPrefix, resp.Responses[0].GetResponseRange().Kvs)
+	if err != nil {
+		return View{}, 0, err
+	}
+	v := buildView(e.keyPrefix, cands, resp.Responses[1].GetResponseRange().Kvs, h)
 	return v, resp.Header.Revision, nil
 }
 
 // Candidates returns the queue in create-revision order, the leader first,
 // each with its attributes (nil for a foreign candidate such as `etcdctl
-// elect`). It reads all keys under the election's prefix in one request.
+// elect`). It reads all keys under the election's prefix in one request;
+// only keys NAME/<lease hex> are candidates. A *session.NameInUseError
+// (session.ErrNameInUse) when the name is a semaphore's or a read-write
+// lock's.
 func (e *Election) Candidates(ctx context.Context) ([]Candidate, error) {
 	v, _, err := e.readView(ctx)
 	return v.Queue, err
@@ -300,9 +307,10 @@ func (l *Leadership) handOver(ctx context.Context, target Candidate, stop func()
 	if err := l.Resign(ctx); err != nil {
 		return err
 	}
-	first, err := l.e.client.Get(ctx, l.e.keyPrefix, clientv3.WithFirstCreate()...)
-	if err == nil && (len(first.Kvs) == 0 || first.Kvs[0].CreateRevision != int64(target.Token)) {
-		return fmt.Errorf("%w: %s (token %d); resigned, the next in line leads", ErrTargetGone, target.ID(), target.Token)
+	if resp, err := l.e.client.Get(ctx, l.e.keyPrefix, queueKeysRead...); err == nil {
+		if first, err := l.e.firstCandidate(resp.Kvs); err == nil && (first == nil || first.CreateRevision != int64(target.Token)) {
+			return fmt.Errorf("%w: %s (token %d); resigned, the next in line leads", ErrTargetGone, target.ID(), target.Token)
+		}
 	}
 	return nil
 }
@@ -359,7 +367,7 @@ func (c *candidate) handoverOps() []clientv3.Op {
 	if !c.e.cfg.coordinated() {
 		return nil
 	}
-	return []clientv3.Op{clientv3.OpGet(c.e.keyPrefix, clientv3.WithFirstCreate()...), clientv3.OpGet(c.e.handoverKey())}
+	return []clientv3.Op{clientv3.OpGet(c.e.keyPrefix, queueKeysRead...), clientv3.OpGet(c.e.handoverKey())}
 }
 
 // stepAside re-queues when the check (with handoverOps) shows a handover
@@ -368,16 +376,16 @@ func (c *candidate) stepAside(ctx context.Context, value string, check *clientv3
 	if len(check.Responses) < 4 {
 		return false, nil
 	}
-	first := check.Responses[2].GetResponseRange().Kvs
+	first, err := c.e.firstCandidate(check.Responses[2].GetResponseRange().Kvs)
 	hkv := check.Responses[3].GetResponseRange().Kvs
-	if len(first) == 0 || len(hkv) == 0 {
-		return false, nil
+	if err != nil || first == nil || len(hkv) == 0 {
+		return false, err
 	}
 	var h Handover
 	if json.Unmarshal(hkv[0].Value, &h) != nil {
 		return false, nil
 	}
-	v := View{Queue: []Candidate{{Key: string(first[0].Key), Token: fencing.Token(first[0].CreateRevision)}, {Key: c.key, Token: c.token}}, Handover: &h}
+	v := View{Queue: []Candidate{{Key: string(first.Key), Token: fencing.Token(first.CreateRevision)}, {Key: c.key, Token: c.token}}, Handover: &h}
 	if c.e.cfg.pref.Next(v, c.token).Action != ActRequeue {
 		return false, nil
 	}

@@ -37,6 +37,19 @@ func WithAttributes(a Attributes) Option {
 	}
 }
 
+// WithCoordination is WithPolicy, WithNoPreempt (if p says so) and
+// WithAttributes in one option: a candidate's place in a coordinated
+// election.
+func WithCoordination(p Preference, a Attributes) Option {
+	return func(c *config) {
+		WithPolicy(p.Policy)(c)
+		if p.NoPreempt {
+			WithNoPreempt()(c)
+		}
+		WithAttributes(a)(c)
+	}
+}
+
 func cloneLabels(m map[string]string) map[string]string {
 	if m == nil {
 		return nil

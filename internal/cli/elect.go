@@ -230,7 +230,7 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 	}
 	defer e.Close()
 	if opts.Observe {
-		return observeElection(ctx, f, p, client, e)
+		return observeElection(ctx, f, p, e)
 	}
 	if opts.Candidates {
 		return printCandidates(ctx, f, p, e)
@@ -276,7 +276,7 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 	}
 	return f.runHeld(hctx, p, heldRun{
 		what: "leadership of " + opts.Name,
-		hold: keyHold{l, l.Session(), release},
+		hold: childproc.KeyHold{Liveness: l, Sess: l.Session(), ReleaseFunc: release},
 		stop: l.Yield(),
 		out:  elected,
 		onEnd: func(o childproc.Outcome) {
@@ -286,12 +286,8 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 		},
 		command:   opts.Command,
 		killGrace: opts.KillGrace, graceSet: opts.KillGraceSet,
-		env: map[string]string{
-			envElection:     opts.Name,
-			envLeaderID:     id,
-			envFencingToken: l.Token().String(),
-			envFencingScope: opts.Name,
-		},
+		env: map[string]string{childproc.EnvElection: opts.Name, childproc.EnvLeaderID: id,
+			childproc.EnvFencingToken: l.Token().String(), childproc.EnvFencingScope: opts.Name},
 	})
 }
 
@@ -299,7 +295,7 @@ func resignLeadership(ctx context.Context, f *factory, l *election.Leadership) e
 	rctx, cancel := f.CommandContext(context.WithoutCancel(ctx))
 	defer cancel()
 	if l.Err() != nil {
-		rctx, cancel = context.WithTimeout(rctx, lockCloseGrace) // lost: etcd may be gone
+		rctx, cancel = context.WithTimeout(rctx, childproc.CloseGrace) // lost: etcd may be gone
 		defer cancel()
 	}
 	err := l.Resign(rctx)

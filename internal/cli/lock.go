@@ -193,11 +193,11 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 	}
 	defer client.Close()
 
-	notice := &waitNotice{out: f.IO.ErrOut}
+	notice := &childproc.WaitNotice{Out: f.IO.ErrOut}
 	lopts := []lock.Option{lock.WithTTL(opts.TTL), lock.WithSessionOptions(holdSessionOptions(f)...),
 		lock.WithPrefix(opts.Prefix), lock.WithLockDelay(opts.LockDelay),
 		lock.WithOnWait(func(w lock.Waiting) {
-			notice.waiting(fmt.Sprintf("waiting for lock %s (held by key %s, token %d)...", w.Name, w.HolderKey, w.HolderToken))
+			notice.Waiting(fmt.Sprintf("waiting for lock %s (held by key %s, token %d)...", w.Name, w.HolderKey, w.HolderToken))
 		})}
 	m, err := newLocker(client, opts, lopts)
 	if err != nil {
@@ -206,20 +206,20 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 	// Close revokes the lease unless the key was released cleanly (the
 	// library's release policy), so whatever is left is released; when etcd
 	// is gone that cannot succeed, and exit need not wait for it.
-	defer waitAtMost(lockCloseGrace, func() { _ = m.Close() })
+	defer childproc.WaitAtMost(childproc.CloseGrace, func() { _ = m.Close() })
 
 	held, err := acquireLock(ctx, f, m, opts)
-	notice.stop()
+	notice.Stop()
 	if err != nil {
 		return err
 	}
 	return f.runHeld(ctx, p, heldRun{
 		what:      "lock " + opts.Name,
-		hold:      keyHold{held, held.HeldKey().Session(), releaser(ctx, f, held, held.Unlock)},
+		hold:      childproc.KeyHold{Liveness: held, Sess: held.HeldKey().Session(), ReleaseFunc: f.releaser(ctx, held, held.Unlock)},
 		out:       lockHeld{Name: opts.Name, Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease())), Shared: held.Shared()},
 		command:   opts.Command,
 		killGrace: opts.KillGrace, graceSet: opts.KillGraceSet,
-		env: keyEnv(opts.Name, held.Key(), held.Token(), opts.Name),
+		env: childproc.KeyEnv(opts.Name, held.Key(), held.Token(), opts.Name),
 	})
 }
 
@@ -254,7 +254,7 @@ func newLocker(client *clientv3.Client, opts *lockOptions, lopts []lock.Option) 
 // acquireLock takes the lock as the flags say; "not acquired" (exit 3) is
 // lock.ErrLocked or errNotAcquired.
 func acquireLock(ctx context.Context, f *factory, m locker, opts *lockOptions) (*lock.Held, error) {
-	held, timedOut, err := acquireHold(ctx, f, opts.Timeout, opts.Try, m.Lock, m.TryLock)
+	held, timedOut, err := childproc.Acquire(ctx, f.acquisition(opts.Timeout, opts.Try), m.Lock, m.TryLock)
 	switch {
 	case err == nil:
 		return held, nil

@@ -134,7 +134,7 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 	}
 	defer client.Close()
 
-	notice := &waitNotice{out: f.IO.ErrOut}
+	notice := &childproc.WaitNotice{Out: f.IO.ErrOut}
 	s, err := semaphore.New(client, opts.Name, opts.Limit,
 		semaphore.WithTTL(opts.TTL), semaphore.WithSessionOptions(holdSessionOptions(f)...), semaphore.WithPrefix(opts.Prefix), semaphore.WithLockDelay(opts.LockDelay),
 		semaphore.WithOnWait(func(w semaphore.Waiting) {
@@ -142,33 +142,33 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 			if w.Ahead {
 				why = "others wait ahead"
 			}
-			notice.waiting(fmt.Sprintf("waiting for semaphore %s (%s)...", w.Name, why))
+			notice.Waiting(fmt.Sprintf("waiting for semaphore %s (%s)...", w.Name, why))
 		}))
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	defer waitAtMost(lockCloseGrace, func() { _ = s.Close() }) // as lock's Close
+	defer childproc.WaitAtMost(childproc.CloseGrace, func() { _ = s.Close() }) // as lock's Close
 
 	held, err := acquireSlot(ctx, f, s, opts)
-	notice.stop()
+	notice.Stop()
 	if err != nil {
 		return err
 	}
 	return f.runHeld(ctx, p, heldRun{
 		what: fmt.Sprintf("semaphore %s slot %d", opts.Name, held.Slot()),
-		hold: keyHold{held, held.HeldKey().Session(), releaser(ctx, f, held, held.Release)},
+		hold: childproc.KeyHold{Liveness: held, Sess: held.HeldKey().Session(), ReleaseFunc: f.releaser(ctx, held, held.Release)},
 		out: semHeld{Name: opts.Name, Limit: opts.Limit, Slot: held.Slot(), Scope: held.Scope(),
 			Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease()))},
 		command:   opts.Command,
 		killGrace: opts.KillGrace, graceSet: opts.KillGraceSet,
-		env: keyEnv(opts.Name, held.Key(), held.Token(), held.Scope(), envSemSlot, strconv.Itoa(held.Slot())),
+		env: childproc.KeyEnv(opts.Name, held.Key(), held.Token(), held.Scope(), childproc.EnvSemSlot, strconv.Itoa(held.Slot())),
 	})
 }
 
 // acquireSlot takes a slot as the flags say; "not acquired" (exit 3) is
 // errNotAcquired.
 func acquireSlot(ctx context.Context, f *factory, s *semaphore.Semaphore, opts *semOptions) (*semaphore.Held, error) {
-	held, timedOut, err := acquireHold(ctx, f, opts.Timeout, opts.Try, s.Acquire, s.TryAcquire)
+	held, timedOut, err := childproc.Acquire(ctx, f.acquisition(opts.Timeout, opts.Try), s.Acquire, s.TryAcquire)
 	switch {
 	case err == nil:
 		return held, nil
@@ -220,24 +220,6 @@ This is the status subcommand of 'coordctl sem': to hold a semaphore named
 	return cmd
 }
 
-// semStatusOut is what coordctl sem status prints.
-type semStatusOut struct {
-	Name     string        `json:"name"`
-	Revision int64         `json:"revision"`
-	Limit    int           `json:"limit"`
-	Held     bool          `json:"held"`
-	Holders  []statusEntry `json:"holders"`
-	Waiters  []statusEntry `json:"waiters"`
-}
-
-func (o semStatusOut) WriteSimple(w io.Writer) error {
-	limit := ", no limit stored"
-	if o.Limit > 0 {
-		limit = fmt.Sprintf(", limit %d", o.Limit)
-	}
-	return writeStatus(w, "semaphore "+o.Name, o.Revision, limit, o.Holders, o.Waiters)
-}
-
 func runSemStatus(ctx context.Context, f *factory, opts *semStatusOptions) error {
 	p, client, err := f.startEtcd(ctx, func() error { return needName("sem status", opts.Name) })
 	if err != nil {
@@ -250,21 +232,11 @@ func runSemStatus(ctx context.Context, f *factory, opts *semStatusOptions) error
 	if err != nil {
 		return fmt.Errorf("sem status %s: %w", opts.Name, err)
 	}
-	out := semStatusOut{Name: opts.Name, Revision: st.Revision, Limit: st.Limit, Held: st.Held(), Holders: []statusEntry{}, Waiters: []statusEntry{}}
-	for _, e := range st.Holders {
-		se := newStatusEntry(e.Key, e.Token, e.Lease)
-		slot := e.Slot
-		// The scope a holder fences with is NAME#i, without the prefix.
-		se.Slot, se.Scope, se.TTL = &slot, semaphore.Scope(opts.Name, e.Slot), ttlSeconds(e.TTL)
-		out.Holders = append(out.Holders, se)
-	}
-	for _, e := range st.Waiters {
-		out.Waiters = append(out.Waiters, newStatusEntry(e.Key, e.Token, e.Lease))
-	}
-	if err := p.Print(out); err != nil {
+	st = st.Named(opts.Name) // printed without the prefix: scopes NAME#i
+	if err := p.Print(st); err != nil {
 		return err
 	}
-	if !out.Held {
+	if !st.Held() {
 		return reported(mark(errNotAcquired, fmt.Errorf("semaphore %s: no slot held", opts.Name)))
 	}
 	return nil

@@ -429,14 +429,33 @@ func (c *candidate) handoverSince(ctx context.Context, created, rev int64) (bool
 }
 
 // yieldLeadership hands over to the best other candidate once the holder
-// has stopped; if the handover cannot be made it resigns plainly, since the
-// holder has stopped acting already.
+// has stopped (StepDown).
 func yieldLeadership(ctx context.Context, l *Leadership) {
 	rctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 	defer cancel()
-	if err := l.ResignTo(rctx, Best); err != nil && l.Context().Err() == nil {
-		_ = l.Resign(rctx)
+	_, _, _ = l.StepDown(rctx)
+}
+
+// StepDown ends the leadership of a holder that has stopped acting. When
+// Yield is closed (a preferred candidate should lead) it hands over to the
+// candidate the policy prefers (ResignTo(ctx, Best)) and, if that cannot be
+// made, resigns plainly, since the holder has stopped already: yielded is
+// true and handoverErr says why the handover failed (nil: it was made).
+// Otherwise it resigns. A leadership already lost is no error; err is
+// Resign's other errors.
+func (l *Leadership) StepDown(ctx context.Context) (yielded bool, handoverErr, err error) {
+	select {
+	case <-l.Yield():
+		yielded = true
+		if handoverErr = l.ResignTo(ctx, Best); handoverErr == nil || l.Context().Err() != nil {
+			return yielded, handoverErr, nil
+		}
+	default:
 	}
+	if err := l.Resign(ctx); err != nil && !errors.Is(err, ErrNotLeader) {
+		return yielded, handoverErr, err
+	}
+	return yielded, handoverErr, nil
 }
 
 // Candidates returns the election's queue as Election.Candidates does.

@@ -173,23 +173,13 @@ func runClaimGet(ctx context.Context, f *factory, opts *claimOptions) error {
 // prints its result.
 func runClaimOp(ctx context.Context, f *factory, opts *claimOptions, op claim.Op,
 	fn func(context.Context, *clientv3.Client) (claim.Result, error)) (claim.Result, error) {
-	p, err := f.Printer()
-	if err != nil {
-		return claim.Result{}, err
-	}
-	if err := validateClaimArgs(opts, op != claim.OpGet); err != nil {
-		return claim.Result{}, err
-	}
-	cli, err := f.EtcdClient(ctx)
-	if err != nil {
-		return claim.Result{}, err
-	}
-	defer cli.Close()
-	cctx, cancel := f.CommandContext(ctx)
-	defer cancel()
-	res, err := fn(cctx, cli)
-	if err != nil {
-		return res, claimErr(err)
-	}
-	return res, p.Print(res.Report(op))
+	var res claim.Result
+	err := f.etcdCall(ctx, func() error { return validateClaimArgs(opts, op != claim.OpGet) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+		var err error
+		if res, err = fn(ctx, c); err != nil {
+			return claimErr(err)
+		}
+		return p.Print(res.Report(op))
+	})
+	return res, err
 }

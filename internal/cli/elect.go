@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -266,13 +265,22 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 		case <-hctx.Done():
 		}
 	}()
-	release := func() error {
-		select {
-		case <-l.Yield():
-			return handOverElect(ctx, f, p, opts, id, l)
-		default:
-			return resignLeadership(ctx, f, l)
+	release := func() error { // a policy's handover, else a resignation
+		rctx, cancel := f.CommandContext(context.WithoutCancel(ctx))
+		defer cancel()
+		if l.Err() != nil {
+			rctx, cancel = context.WithTimeout(rctx, childproc.CloseGrace) // lost: etcd may be gone
+			defer cancel()
 		}
+		yielded, herr, err := l.StepDown(rctx)
+		if !yielded || err != nil {
+			return err
+		}
+		reason := "a preferred candidate joined: handed over to it"
+		if herr != nil {
+			reason = "a preferred candidate joined, but the handover failed (" + herr.Error() + "): resigned"
+		}
+		return p.Print(electEvent{Event: "handed-over", Name: opts.Name, ID: id, Token: l.Token(), Reason: reason})
 	}
 	return f.runHeld(hctx, p, heldRun{
 		what: "leadership of " + opts.Name,
@@ -289,18 +297,4 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 		env: map[string]string{childproc.EnvElection: opts.Name, childproc.EnvLeaderID: id,
 			childproc.EnvFencingToken: l.Token().String(), childproc.EnvFencingScope: opts.Name},
 	})
-}
-
-func resignLeadership(ctx context.Context, f *factory, l *election.Leadership) error {
-	rctx, cancel := f.CommandContext(context.WithoutCancel(ctx))
-	defer cancel()
-	if l.Err() != nil {
-		rctx, cancel = context.WithTimeout(rctx, childproc.CloseGrace) // lost: etcd may be gone
-		defer cancel()
-	}
-	err := l.Resign(rctx)
-	if errors.Is(err, election.ErrNotLeader) {
-		return nil // lost meanwhile: reported by the caller
-	}
-	return err
 }

@@ -118,6 +118,24 @@ func (f *factory) startEtcd(ctx context.Context, validate func() error) (*printe
 	return p, client, nil
 }
 
+// etcdCall is how the one-request commands run (lock status, sem status,
+// set-limit, delete, claim): the printer, the arguments checked (validate,
+// may be nil) before anything is dialed, then fn with a client and a
+// context bounded by --command-timeout.
+func (f *factory) etcdCall(ctx context.Context, validate func() error, fn func(context.Context, *printer, *clientv3.Client) error) error {
+	if validate == nil {
+		validate = func() error { return nil }
+	}
+	p, client, err := f.startEtcd(ctx, validate)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	cctx, cancel := f.CommandContext(ctx)
+	defer cancel()
+	return fn(cctx, p, client)
+}
+
 // needName is the usage error of an empty NAME ("" when it is not).
 func needName(command, name string) error {
 	if strings.TrimSpace(name) == "" {

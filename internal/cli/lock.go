@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
@@ -156,25 +155,11 @@ named "status" is taken with --name: coordctl lock --name status -- CMD.`,
 // nameAndCommand splits the arguments of lock and sem: NAME (or --name),
 // then the command after '--'. what names the command in errors.
 func nameAndCommand(what string, cmd *cobra.Command, args []string, nameFlag string) (string, []string, error) {
-	dash := cmd.ArgsLenAtDash()
-	if nameFlag != "" {
-		switch {
-		case dash < 0 && len(args) > 0:
-			return "", nil, usageErrorf("unexpected argument %q: with --name, put the command after --", args[0])
-		case dash > 0:
-			return "", nil, usageErrorf("unexpected argument %q: give the NAME once (--name or argument), then the command after --", args[0])
-		}
-		return nameFlag, args, nil
+	name, command, err := childproc.NameAndCommand(what, args, cmd.ArgsLenAtDash(), nameFlag)
+	if err != nil {
+		return "", nil, &usageError{err: err}
 	}
-	switch {
-	case len(args) == 0 || dash == 0:
-		return "", nil, usageErrorf("%s needs a NAME", what)
-	case dash < 0 && len(args) > 1:
-		return "", nil, usageErrorf("unexpected argument %q: put the command after --", args[1])
-	case dash > 1:
-		return "", nil, usageErrorf("unexpected argument %q: give one NAME, then the command after --", args[1])
-	}
-	return args[0], args[1:], nil
+	return name, command, nil
 }
 
 func (o *lockOptions) validate() error {
@@ -199,7 +184,13 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 		lock.WithOnWait(func(w lock.Waiting) {
 			notice.Waiting(fmt.Sprintf("waiting for lock %s (held by key %s, token %d)...", w.Name, w.HolderKey, w.HolderToken))
 		})}
-	m, err := newLocker(client, opts, lopts)
+	// A writer is a plain Mutex (NAME/<lease>), which every RWMutex reader
+	// counts as a writer: 'coordctl lock NAME' keeps its meaning and layout.
+	newMutex := lock.New
+	if opts.Read {
+		newMutex = lock.NewReader
+	}
+	m, err := newMutex(client, opts.Name, lopts...)
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
@@ -223,37 +214,9 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 	})
 }
 
-// locker is a Mutex, or one mode of an RWMutex.
-type locker interface {
-	Lock(ctx context.Context) (*lock.Held, error)
-	TryLock(ctx context.Context) (*lock.Held, error)
-	Close() error
-}
-
-// readLocker is the read mode of an RWMutex.
-type readLocker struct{ rw *lock.RWMutex }
-
-func (r readLocker) Lock(ctx context.Context) (*lock.Held, error)    { return r.rw.RLock(ctx) }
-func (r readLocker) TryLock(ctx context.Context) (*lock.Held, error) { return r.rw.TryRLock(ctx) }
-func (r readLocker) Close() error                                    { return r.rw.Close() }
-
-// newLocker returns the lock the flags ask for. A writer is a plain Mutex
-// (NAME/<lease>), which every RWMutex reader counts as a writer, so that
-// 'coordctl lock NAME' keeps its meaning and its layout.
-func newLocker(client *clientv3.Client, opts *lockOptions, lopts []lock.Option) (locker, error) {
-	if opts.Read {
-		rw, err := lock.NewRWMutex(client, opts.Name, lopts...)
-		if err != nil {
-			return nil, err
-		}
-		return readLocker{rw}, nil
-	}
-	return lock.New(client, opts.Name, lopts...)
-}
-
 // acquireLock takes the lock as the flags say; "not acquired" (exit 3) is
 // lock.ErrLocked or errNotAcquired.
-func acquireLock(ctx context.Context, f *factory, m locker, opts *lockOptions) (*lock.Held, error) {
+func acquireLock(ctx context.Context, f *factory, m *lock.Mutex, opts *lockOptions) (*lock.Held, error) {
 	held, timedOut, err := childproc.Acquire(ctx, f.acquisition(opts.Timeout, opts.Try), m.Lock, m.TryLock)
 	switch {
 	case err == nil:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/lock"
 )
@@ -60,23 +61,24 @@ func statusArgs(command, noun string) cobra.PositionalArgs {
 }
 
 func runLockStatus(ctx context.Context, f *factory, opts *lockStatusOptions) error {
-	p, client, err := f.startEtcd(ctx, func() error { return needName("lock status", opts.Name) })
-	if err != nil {
-		return err
-	}
-	defer client.Close()
-	cctx, cancel := f.CommandContext(ctx)
-	defer cancel()
-	st, err := lock.Status(cctx, client, opts.Prefix+opts.Name)
-	if err != nil {
-		return fmt.Errorf("lock status %s: %w", opts.Name, err)
-	}
-	st.Name = opts.Name // printed without the prefix
+	return f.etcdCall(ctx, func() error { return needName("lock status", opts.Name) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+		st, err := lock.Status(ctx, c, opts.Prefix+opts.Name)
+		if err != nil {
+			return fmt.Errorf("lock status %s: %w", opts.Name, err)
+		}
+		st.Name = opts.Name // printed without the prefix
+		return printStatus(p, st, fmt.Errorf("lock %s is free", opts.Name))
+	})
+}
+
+// printStatus prints a lock's or semaphore's status; nobody holding it is
+// exit 3 (free, the output says so).
+func printStatus(p *printer, st interface{ Held() bool }, free error) error {
 	if err := p.Print(st); err != nil {
 		return err
 	}
 	if !st.Held() {
-		return reported(mark(errNotAcquired, fmt.Errorf("lock %s is free", opts.Name)))
+		return reported(mark(errNotAcquired, free))
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
@@ -221,23 +222,12 @@ This is the status subcommand of 'coordctl sem': to hold a semaphore named
 }
 
 func runSemStatus(ctx context.Context, f *factory, opts *semStatusOptions) error {
-	p, client, err := f.startEtcd(ctx, func() error { return needName("sem status", opts.Name) })
-	if err != nil {
-		return err
-	}
-	defer client.Close()
-	cctx, cancel := f.CommandContext(ctx)
-	defer cancel()
-	st, err := semaphore.Status(cctx, client, opts.Prefix+opts.Name)
-	if err != nil {
-		return fmt.Errorf("sem status %s: %w", opts.Name, err)
-	}
-	st = st.Named(opts.Name) // printed without the prefix: scopes NAME#i
-	if err := p.Print(st); err != nil {
-		return err
-	}
-	if !st.Held() {
-		return reported(mark(errNotAcquired, fmt.Errorf("semaphore %s: no slot held", opts.Name)))
-	}
-	return nil
+	return f.etcdCall(ctx, func() error { return needName("sem status", opts.Name) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+		st, err := semaphore.Status(ctx, c, opts.Prefix+opts.Name)
+		if err != nil {
+			return fmt.Errorf("sem status %s: %w", opts.Name, err)
+		}
+		// Printed without the prefix: scopes NAME#i.
+		return printStatus(p, st.Named(opts.Name), fmt.Errorf("semaphore %s: no slot held", opts.Name))
+	})
 }

@@ -355,6 +355,7 @@ func TestNewReaderIsTheReadMode(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, h.Shared())
 	require.Contains(t, h.Key(), "rd/read/")
+	require.Equal(t, fmt.Sprintf("holding read lock rd key=%s token=%d lease=%x", h.Key(), h.Token(), int64(h.Lease())), h.Report().String())
 	hr, err := rw.TryRLock(ctx)
 	require.NoError(t, err, "readers share")
 	_, err = newMutex(t, srv.Client(t), "rd").TryLock(ctx)

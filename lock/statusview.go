@@ -2,8 +2,10 @@ package lock
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
+	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -45,4 +47,30 @@ func (r Report) MarshalJSON() ([]byte, error) {
 func (r Report) String() string {
 	h, w := r.entries()
 	return strings.TrimSuffix(session.FormatStatus("lock "+r.Name, r.Revision, "", h, w), "\n")
+}
+
+// HeldReport is a Held as `coordctl lock` prints it once it holds the
+// lock: its JSON form is the stable contract (the lease in hex, "shared"
+// only for a reader).
+type HeldReport struct {
+	Name   string        `json:"name"`
+	Key    string        `json:"key"`
+	Token  fencing.Token `json:"token"`
+	Lease  string        `json:"lease"`
+	Shared bool          `json:"shared,omitempty"`
+}
+
+// Report returns what is printed of h: the lock's name (without the
+// prefix), key, token, lease and mode.
+func (h *Held) Report() HeldReport {
+	return HeldReport{Name: h.m.name, Key: h.Key(), Token: h.Token(), Lease: fmt.Sprintf("%x", int64(h.Lease())), Shared: h.Shared()}
+}
+
+// String is "holding lock NAME key=K token=T lease=L" ("read lock" when shared).
+func (r HeldReport) String() string {
+	what := "lock"
+	if r.Shared {
+		what = "read lock"
+	}
+	return fmt.Sprintf("holding %s %s key=%s token=%d lease=%s", what, r.Name, r.Key, r.Token, r.Lease)
 }

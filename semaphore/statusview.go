@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -63,4 +64,28 @@ func (r Report) Named(name string) Report {
 		r.Holders[i].Scope = Scope(name, r.Holders[i].Slot)
 	}
 	return r
+}
+
+// HeldReport is a Held as `coordctl sem` prints it once it holds a slot:
+// its JSON form is the stable contract (the lease in hex).
+type HeldReport struct {
+	Name  string        `json:"name"`
+	Limit int           `json:"limit"`
+	Slot  int           `json:"slot"`
+	Scope string        `json:"scope"`
+	Key   string        `json:"key"`
+	Token fencing.Token `json:"token"`
+	Lease string        `json:"lease"`
+}
+
+// Report returns what is printed of h: the semaphore's name (without the
+// prefix) and limit, the slot and its fencing scope, key, token and lease.
+func (h *Held) Report() HeldReport {
+	return HeldReport{Name: h.s.name, Limit: h.s.limit, Slot: h.slot, Scope: h.Scope(), Key: h.Key(),
+		Token: h.Token(), Lease: fmt.Sprintf("%x", int64(h.Lease()))}
+}
+
+// String is "holding semaphore NAME slot=I scope=S key=K token=T lease=L".
+func (r HeldReport) String() string {
+	return fmt.Sprintf("holding semaphore %s slot=%d scope=%s key=%s token=%d lease=%s", r.Name, r.Slot, r.Scope, r.Key, r.Token, r.Lease)
 }

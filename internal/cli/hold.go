@@ -54,30 +54,24 @@ func (f *factory) runHeld(ctx context.Context, p *printer, r heldRun) error {
 	if p != nil {
 		defer f.holdOutput(p)()
 	}
-	if s := r.hold.Session(); s != nil && r.graceSet && len(r.command) > 0 {
-		warnKillGrace(f.IO.ErrOut, r.killGrace, s.Margin())
-	}
-	sv := childproc.Supervision{
-		Hold:  r.hold,
-		What:  r.what,
-		OnEnd: r.onEnd,
-		Notef: func(format string, args ...any) { fmt.Fprintf(f.IO.ErrOut, "coordctl: "+format+"\n", args...) },
+	run := childproc.Run{Hold: r.hold, What: r.what, Command: r.command, Env: r.env, KillGrace: r.killGrace,
+		Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut, Stop: r.stop, OnEnd: r.onEnd,
+		Notef: func(format string, args ...any) { fmt.Fprintf(f.IO.ErrOut, "coordctl: "+format+"\n", args...) }}
+	if w := run.GraceWarning(); w != "" && r.graceSet {
+		fmt.Fprintf(f.IO.ErrOut, "coordctl: warning: --kill-grace %s\n", w)
 	}
 	if len(r.command) == 0 {
 		if err := p.Print(r.out); err != nil {
 			_ = r.hold.Release()
 			return err
 		}
-		sv.Stop = ctx.Done()
+		run.Stop = ctx.Done()
 	} else {
 		sigs, stopSigs := f.Signals()
 		defer stopSigs()
-		sv.Signals = sigs
-		sv.Command = childproc.Config{Path: r.command[0], Args: r.command[1:], Env: r.env,
-			Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut, KillGrace: r.killGrace}
-		sv.Stop = r.stop
+		run.Signals = sigs
 	}
-	o := childproc.Supervise(sv)
+	o := childproc.Supervise(run.Supervision())
 	switch {
 	case o.End == childproc.StartFailed:
 		return &childStartError{err: o.StartErr}

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/lock"
 )
@@ -25,26 +23,6 @@ type lockOptions struct {
 	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
 	Prefix       string
 	Command      []string
-}
-
-// lockHeld is what coordctl lock prints once it holds the lock (without a
-// command). Its JSON form is the stable contract; the lease is in hex, as
-// etcdctl prints lease IDs.
-type lockHeld struct {
-	Name   string        `json:"name"`
-	Key    string        `json:"key"`
-	Token  fencing.Token `json:"token"`
-	Lease  string        `json:"lease"`
-	Shared bool          `json:"shared,omitempty"` // a read lock (--read)
-}
-
-func (h lockHeld) WriteSimple(w io.Writer) error {
-	what := "lock"
-	if h.Shared {
-		what = "read lock"
-	}
-	_, err := fmt.Fprintf(w, "holding %s %s key=%s token=%d lease=%s\n", what, h.Name, h.Key, h.Token, h.Lease)
-	return err
 }
 
 func newLockCmd(f *factory) *cobra.Command {
@@ -207,7 +185,7 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 	return f.runHeld(ctx, p, heldRun{
 		what:      "lock " + opts.Name,
 		hold:      childproc.KeyHold{Liveness: held, Sess: held.HeldKey().Session(), ReleaseFunc: f.releaser(ctx, held, held.Unlock)},
-		out:       lockHeld{Name: opts.Name, Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease())), Shared: held.Shared()},
+		out:       held.Report(),
 		command:   opts.Command,
 		killGrace: opts.KillGrace, graceSet: opts.KillGraceSet,
 		env: childproc.KeyEnv(opts.Name, held.Key(), held.Token(), opts.Name),

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/semaphore"
 )
@@ -27,23 +25,6 @@ type semOptions struct {
 	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
 	Prefix       string
 	Command      []string
-}
-
-// semHeld is what coordctl sem prints once it holds a slot. Its JSON form
-// is the stable contract; the lease is in hex.
-type semHeld struct {
-	Name  string        `json:"name"`
-	Limit int           `json:"limit"`
-	Slot  int           `json:"slot"`
-	Scope string        `json:"scope"`
-	Key   string        `json:"key"`
-	Token fencing.Token `json:"token"`
-	Lease string        `json:"lease"`
-}
-
-func (h semHeld) WriteSimple(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "holding semaphore %s slot=%d scope=%s key=%s token=%d lease=%s\n", h.Name, h.Slot, h.Scope, h.Key, h.Token, h.Lease)
-	return err
 }
 
 func newSemCmd(f *factory) *cobra.Command {
@@ -156,10 +137,9 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 		return err
 	}
 	return f.runHeld(ctx, p, heldRun{
-		what: fmt.Sprintf("semaphore %s slot %d", opts.Name, held.Slot()),
-		hold: childproc.KeyHold{Liveness: held, Sess: held.HeldKey().Session(), ReleaseFunc: f.releaser(ctx, held, held.Release)},
-		out: semHeld{Name: opts.Name, Limit: opts.Limit, Slot: held.Slot(), Scope: held.Scope(),
-			Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease()))},
+		what:      fmt.Sprintf("semaphore %s slot %d", opts.Name, held.Slot()),
+		hold:      childproc.KeyHold{Liveness: held, Sess: held.HeldKey().Session(), ReleaseFunc: f.releaser(ctx, held, held.Release)},
+		out:       held.Report(),
 		command:   opts.Command,
 		killGrace: opts.KillGrace, graceSet: opts.KillGraceSet,
 		env: childproc.KeyEnv(opts.Name, held.Key(), held.Token(), held.Scope(), childproc.EnvSemSlot, strconv.Itoa(held.Slot())),

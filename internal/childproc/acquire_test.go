@@ -21,10 +21,10 @@ func TestAcquire(t *testing.T) {
 	free := func(context.Context) (int, error) { return 1, nil }
 	busy := func(context.Context) (int, error) { return 0, errBusy }
 
-	h, timedOut, err := Acquire(ctx, Acquisition{Try: true}, block, busy)
+	_, timedOut, err := Acquire(ctx, Acquisition{Try: true}, block, busy)
 	require.ErrorIs(t, err, errBusy)
 	require.False(t, timedOut)
-	h, timedOut, err = Acquire(ctx, Acquisition{Timeout: time.Nanosecond, LastTry: time.Second}, block, free)
+	h, timedOut, err := Acquire(ctx, Acquisition{Timeout: time.Nanosecond, LastTry: time.Second}, block, free)
 	require.NoError(t, err)
 	require.False(t, timedOut)
 	require.Equal(t, 1, h)

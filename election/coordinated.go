@@ -380,7 +380,7 @@ func (c *candidate) handoverOps() []clientv3.Op {
 	if !c.e.cfg.coordinated() {
 		return nil
 	}
-	return []clientv3.Op{clientv3.OpGet(c.e.keyPrefix, queueKeysRead...), clientv3.OpGet(c.e.handoverKey())}
+	return []clientv3.Op{clientv3.OpGet(c.e.keyPrefix, clientv3.WithFirstCreate()...), clientv3.OpGet(c.e.handoverKey())}
 }
 
 // stepAside re-queues when the check (with handoverOps) shows a handover
@@ -389,16 +389,22 @@ func (c *candidate) stepAside(ctx context.Context, value string, check *clientv3
 	if len(check.Responses) < 4 {
 		return false, nil
 	}
-	first, err := c.e.firstCandidate(check.Responses[2].GetResponseRange().Kvs)
 	hkv := check.Responses[3].GetResponseRange().Kvs
-	if err != nil || first == nil || len(hkv) == 0 {
-		return false, err
+	lead := first(check.Responses[2].GetResponseRange().Kvs)
+	if lead == nil || len(hkv) == 0 {
+		return false, nil
+	}
+	if !isCandidate(c.e.keyPrefix, string(lead.Key)) {
+		var err error
+		if lead, _, err = c.e.leaderKV(ctx); err != nil || lead == nil {
+			return false, err
+		}
 	}
 	var h Handover
 	if json.Unmarshal(hkv[0].Value, &h) != nil {
 		return false, nil
 	}
-	v := View{Queue: []Candidate{{Key: string(first.Key), Token: fencing.Token(first.CreateRevision)}, {Key: c.key, Token: c.token}}, Handover: &h}
+	v := View{Queue: []Candidate{{Key: string(lead.Key), Token: fencing.Token(lead.CreateRevision)}, {Key: c.key, Token: c.token}}, Handover: &h}
 	if c.e.cfg.pref.Next(v, c.token).Action != ActRequeue {
 		return false, nil
 	}

@@ -8,8 +8,11 @@
 // one process at a time. Only keys of that form are candidates: the keys of
 // a name below N (a lock named "N/child") are neither leader nor
 // predecessor, and a key of a semaphore's or a read-write lock's layout
-// ("N/limit", "N/read/<lease hex>") makes Leader, Observe, Candidates and
-// Campaign return a *session.NameInUseError (session.ErrNameInUse).
+// ("N/limit", "N/read/<lease hex>") ahead of every candidate makes Leader,
+// Observe and Campaign return a *session.NameInUseError
+// (session.ErrNameInUse); Candidates reads every key and returns it for
+// any such key. The leader's key is read alone, as concurrency.Election
+// reads it, unless the first key is not a candidate.
 //
 // # What it guarantees
 //

@@ -216,16 +216,16 @@ func (e *Election) Close() error {
 
 // Leader returns the current leader: the candidate (a key NAME/<lease hex>)
 // with the lowest create revision. ErrNoLeader when there is none; a
-// *session.NameInUseError (session.ErrNameInUse) when the name is a
-// semaphore's or a read-write lock's.
+// *session.NameInUseError (session.ErrNameInUse) when a semaphore's or a
+// read-write lock's key comes before any candidate (the name is theirs).
+// Keys of a name below this one (NAME/child/...) are skipped.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
-	resp, err := e.client.Get(ctx, e.keyPrefix, queueRead...)
+	first, _, err := e.leaderKV(ctx)
+	if errors.Is(err, session.ErrNameInUse) {
+		return Leader{}, err
+	}
 	if err != nil {
 		return Leader{}, fmt.Errorf("election: get leader of %q: %w", e.name, err)
-	}
-	first, err := e.firstCandidate(resp.Kvs)
-	if err != nil {
-		return Leader{}, err
 	}
 	if first == nil {
 		return Leader{}, ErrNoLeader

@@ -1,6 +1,7 @@
 package election
 
 import (
+	"context"
 	"fmt"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -44,6 +45,32 @@ func nameInUse(name, key, kind, use string) error {
 
 // isCandidate reports whether key, under pfx, is in the election's layout.
 func isCandidate(pfx, key string) bool { return session.RoleOf(pfx, key) == session.RoleExclusive }
+
+// leaderKV reads the leader's key (nil: none) and the revision of the
+// read. The first key in create order is read alone, as etcd's
+// concurrency.Election does; only when it is not a candidate (another
+// name's key, or a semaphore's or lock's) is the whole queue read.
+func (e *Election) leaderKV(ctx context.Context) (*mvccpb.KeyValue, int64, error) {
+	resp, err := e.client.Get(ctx, e.keyPrefix, clientv3.WithFirstCreate()...)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(resp.Kvs) == 0 || isCandidate(e.keyPrefix, string(resp.Kvs[0].Key)) {
+		return first(resp.Kvs), resp.Header.Revision, nil
+	}
+	if resp, err = e.client.Get(ctx, e.keyPrefix, queueRead...); err != nil {
+		return nil, 0, err
+	}
+	kv, err := e.firstCandidate(resp.Kvs)
+	return kv, resp.Header.Revision, err
+}
+
+func first(kvs []*mvccpb.KeyValue) *mvccpb.KeyValue {
+	if len(kvs) == 0 {
+		return nil
+	}
+	return kvs[0]
+}
 
 // firstCandidate is the first candidate of a queueRead's keys: the leader
 // (nil: none).

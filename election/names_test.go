@@ -2,6 +2,7 @@ package election_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -47,8 +48,35 @@ func TestElectionNestedNamesDoNotAlias(t *testing.T) {
 	cur, err := e.Leader(ctx)
 	require.NoError(t, err)
 	require.Equal(t, l.l.Token(), cur.Token)
+
+	// A waiter whose immediate predecessor by create revision is a nested
+	// key waits for a, and leads once a resigns.
+	child2, err := lock.New(srv.Client(t), "nest/child2")
+	require.NoError(t, err)
+	defer child2.Close()
+	hc2, err := child2.Lock(ctx)
+	require.NoError(t, err)
+	b := campaignAsync(ctx, newElection(t, srv.Client(t), "nest"), "b")
+	require.Eventually(t, func() bool {
+		cs, err := e.Candidates(ctx)
+		return err == nil && len(cs) == 2
+	}, waitLimit, 5*time.Millisecond, "b queued behind a")
+	select {
+	case r := <-b:
+		t.Fatalf("b campaigned past the leader a: %v", r.err)
+	default:
+	}
 	require.NoError(t, l.l.Resign(ctx))
+	rb := await(t, b, "b leads")
+	require.NoError(t, rb.err)
+	require.Greater(t, rb.l.Token(), l.l.Token())
+	o = await(t, obs, "observe")
+	for o.Leader == nil || o.Leader.Value != "b" {
+		o = await(t, obs, "leader b")
+	}
+	require.NoError(t, rb.l.Resign(ctx))
 	require.NoError(t, hc.Unlock(ctx))
+	require.NoError(t, hc2.Unlock(ctx))
 }
 
 // A semaphore's name, or a read-write lock's, is not an election's: Leader,

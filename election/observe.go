@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -20,9 +21,9 @@ import (
 //
 // Only keys NAME/<lease hex> are candidates (keys of names below this one
 // are not). The channel is closed when ctx is done. If reading from etcd
-// fails, or the name is a semaphore's or a read-write lock's
-// (session.ErrNameInUse), the last observation carries Err and the channel
-// is closed.
+// fails, or a semaphore's or a read-write lock's key comes before any
+// candidate (session.ErrNameInUse, as for Leader), the last observation
+// carries Err and the channel is closed.
 func (e *Election) Observe(ctx context.Context) <-chan Observation {
 	ch := make(chan Observation)
 	go e.observe(ctx, ch)
@@ -54,11 +55,8 @@ func (e *Election) observe(ctx context.Context, ch chan<- Observation) {
 		}
 	}
 	for {
-		resp, err := e.client.Get(ctx, e.keyPrefix, queueRead...)
-		var first *mvccpb.KeyValue
-		if err == nil {
-			first, err = e.firstCandidate(resp.Kvs)
-		} else {
+		first, rev, err := e.leaderKV(ctx)
+		if err != nil && !errors.Is(err, session.ErrNameInUse) {
 			err = fmt.Errorf("election: observe %q: %w", e.name, err)
 		}
 		if err != nil {
@@ -78,7 +76,7 @@ func (e *Election) observe(ctx context.Context, ch chan<- Observation) {
 		if !emit(cur) {
 			return
 		}
-		if !e.follow(ctx, cur, resp.Header.Revision+1, emit) {
+		if !e.follow(ctx, cur, rev+1, emit) {
 			return
 		}
 	}

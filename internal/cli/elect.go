@@ -16,9 +16,6 @@ import (
 	"github.com/coordkit/coordkit/session"
 )
 
-// electDefaultTTL is --ttl's default, the election package's (session.DefaultTTL).
-const electDefaultTTL = session.DefaultTTL
-
 type electOptions struct {
 	Name         string
 	Proposal     string
@@ -166,7 +163,7 @@ as etcdctl elect, have none).`,
 	fl := cmd.Flags()
 	f.addEtcdFlags(cmd.PersistentFlags())
 	fl.StringVar(&opts.ID, "id", "", "value to proclaim when no PROPOSAL is given (default hostname-pid)")
-	fl.DurationVar(&opts.TTL, "ttl", electDefaultTTL, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
+	fl.DurationVar(&opts.TTL, "ttl", session.DefaultTTL, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
 	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the election's keys under this etcd key prefix")
 	fl.BoolVar(&opts.Observe, "observe", false, "print the leader on every change instead of campaigning")
 	fl.BoolVar(&opts.Candidates, "candidates", false, "print the candidates, leader first, with their attributes, and exit")

@@ -118,7 +118,9 @@ func (c *candidate) run(ctx context.Context, value string) (*Leadership, error) 
 	for {
 		// One consistent read: our immediate predecessor (keys only: etcd
 		// serves a sorted keys-only range from its index, why: lock/mutex.go,
-		// blockerOps), our own key, and the handover record.
+		// blockerOps), our own key, and the handover record. A predecessor
+		// that is not a candidate (another name's key) sends us to read
+		// all keys before ours.
 		check, err := cli.Txn(ctx).Then(append([]clientv3.Op{
 			clientv3.OpGet(c.e.keyPrefix, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(int64(c.token)-1), clientv3.WithKeysOnly())...),
 			clientv3.OpGet(c.key),
@@ -130,8 +132,13 @@ func (c *candidate) run(ctx context.Context, value string) (*Leadership, error) 
 		if len(ours) == 0 || ours[0].CreateRevision != int64(c.token) {
 			return nil, fmt.Errorf("%w: %w", ErrSessionExpired, errKeyGone)
 		}
-		preds := check.Responses[0].GetResponseRange().Kvs
-		if len(preds) == 0 {
+		pred, rev := first(check.Responses[0].GetResponseRange().Kvs), check.Header.Revision
+		if pred != nil && !isCandidate(c.e.keyPrefix, string(pred.Key)) {
+			if pred, rev, err = c.predecessor(ctx); err != nil {
+				return nil, err
+			}
+		}
+		if pred == nil {
 			// Never a phantom win: the lease must still be trusted now.
 			if !c.k.Alive() {
 				return nil, c.gone()
@@ -143,10 +150,23 @@ func (c *candidate) run(ctx context.Context, value string) (*Leadership, error) 
 		} else if moved {
 			continue
 		}
-		if err := c.waitDelete(ctx, preds[0], check.Header.Revision+1); err != nil {
+		if err := c.waitDelete(ctx, pred, rev+1); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// predecessor is the candidate created last before ours (nil: none),
+// from all keys before ours, and the revision of the read; a semaphore's or
+// a read-write lock's key among them is a *session.NameInUseError.
+func (c *candidate) predecessor(ctx context.Context) (*mvccpb.KeyValue, int64, error) {
+	resp, err := c.e.client.Get(ctx, c.e.keyPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
+		clientv3.WithMaxCreateRev(int64(c.token)-1), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, 0, fmt.Errorf("election: campaign %q: %w", c.e.name, err)
+	}
+	preds, err := candidatesOf(c.e.name, c.e.keyPrefix, resp.Kvs)
+	return first(preds), resp.Header.Revision, err
 }
 
 // gone is the error of a campaign whose own key or session vanished.

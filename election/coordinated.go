@@ -37,6 +37,19 @@ func WithAttributes(a Attributes) Option {
 	}
 }
 
+// WithCoordination is WithPolicy, WithNoPreempt (if p says so) and
+// WithAttributes in one option: a candidate's place in a coordinated
+// election.
+func WithCoordination(p Preference, a Attributes) Option {
+	return func(c *config) {
+		WithPolicy(p.Policy)(c)
+		if p.NoPreempt {
+			WithNoPreempt()(c)
+		}
+		WithAttributes(a)(c)
+	}
+}
+
 func cloneLabels(m map[string]string) map[string]string {
 	if m == nil {
 		return nil
@@ -107,13 +120,20 @@ func (e *Election) readView(ctx context.Context) (View, int64, error) {
 	if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
 		h = kvs[0]
 	}
-	v := buildView(e.keyPrefix, resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs, h)
+	cands, err := candidatesOf(e.name, e.keyPrefix, resp.Responses[0].GetResponseRange().Kvs)
+	if err != nil {
+		return View{}, 0, err
+	}
+	v := buildView(e.keyPrefix, cands, resp.Responses[1].GetResponseRange().Kvs, h)
 	return v, resp.Header.Revision, nil
 }
 
 // Candidates returns the queue in create-revision order, the leader first,
 // each with its attributes (nil for a foreign candidate such as `etcdctl
-// elect`). It reads all keys under the election's prefix in one request.
+// elect`). It reads all keys under the election's prefix in one request;
+// only keys NAME/<lease hex> are candidates. A *session.NameInUseError
+// (session.ErrNameInUse) when the name is a semaphore's or a read-write
+// lock's.
 func (e *Election) Candidates(ctx context.Context) ([]Candidate, error) {
 	v, _, err := e.readView(ctx)
 	return v.Queue, err
@@ -300,9 +320,10 @@ func (l *Leadership) handOver(ctx context.Context, target Candidate, stop func()
 	if err := l.Resign(ctx); err != nil {
 		return err
 	}
-	first, err := l.e.client.Get(ctx, l.e.keyPrefix, clientv3.WithFirstCreate()...)
-	if err == nil && (len(first.Kvs) == 0 || first.Kvs[0].CreateRevision != int64(target.Token)) {
-		return fmt.Errorf("%w: %s (token %d); resigned, the next in line leads", ErrTargetGone, target.ID(), target.Token)
+	if resp, err := l.e.client.Get(ctx, l.e.keyPrefix, queueKeysRead...); err == nil {
+		if first, err := l.e.firstCandidate(resp.Kvs); err == nil && (first == nil || first.CreateRevision != int64(target.Token)) {
+			return fmt.Errorf("%w: %s (token %d); resigned, the next in line leads", ErrTargetGone, target.ID(), target.Token)
+		}
 	}
 	return nil
 }
@@ -368,16 +389,22 @@ func (c *candidate) stepAside(ctx context.Context, value string, check *clientv3
 	if len(check.Responses) < 4 {
 		return false, nil
 	}
-	first := check.Responses[2].GetResponseRange().Kvs
 	hkv := check.Responses[3].GetResponseRange().Kvs
-	if len(first) == 0 || len(hkv) == 0 {
+	lead := first(check.Responses[2].GetResponseRange().Kvs)
+	if lead == nil || len(hkv) == 0 {
 		return false, nil
+	}
+	if !isCandidate(c.e.keyPrefix, string(lead.Key)) {
+		var err error
+		if lead, _, err = c.e.leaderKV(ctx); err != nil || lead == nil {
+			return false, err
+		}
 	}
 	var h Handover
 	if json.Unmarshal(hkv[0].Value, &h) != nil {
 		return false, nil
 	}
-	v := View{Queue: []Candidate{{Key: string(first[0].Key), Token: fencing.Token(first[0].CreateRevision)}, {Key: c.key, Token: c.token}}, Handover: &h}
+	v := View{Queue: []Candidate{{Key: string(lead.Key), Token: fencing.Token(lead.CreateRevision)}, {Key: c.key, Token: c.token}}, Handover: &h}
 	if c.e.cfg.pref.Next(v, c.token).Action != ActRequeue {
 		return false, nil
 	}
@@ -408,14 +435,33 @@ func (c *candidate) handoverSince(ctx context.Context, created, rev int64) (bool
 }
 
 // yieldLeadership hands over to the best other candidate once the holder
-// has stopped; if the handover cannot be made it resigns plainly, since the
-// holder has stopped acting already.
+// has stopped (StepDown).
 func yieldLeadership(ctx context.Context, l *Leadership) {
 	rctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 	defer cancel()
-	if err := l.ResignTo(rctx, Best); err != nil && l.Context().Err() == nil {
-		_ = l.Resign(rctx)
+	_, _, _ = l.StepDown(rctx)
+}
+
+// StepDown ends the leadership of a holder that has stopped acting. When
+// Yield is closed (a preferred candidate should lead) it hands over to the
+// candidate the policy prefers (ResignTo(ctx, Best)) and, if that cannot be
+// made, resigns plainly, since the holder has stopped already: yielded is
+// true and handoverErr says why the handover failed (nil: it was made).
+// Otherwise it resigns. A leadership already lost is no error; err is
+// Resign's other errors.
+func (l *Leadership) StepDown(ctx context.Context) (yielded bool, handoverErr, err error) {
+	select {
+	case <-l.Yield():
+		yielded = true
+		if handoverErr = l.ResignTo(ctx, Best); handoverErr == nil || l.Context().Err() != nil {
+			return yielded, handoverErr, nil
+		}
+	default:
 	}
+	if err := l.Resign(ctx); err != nil && !errors.Is(err, ErrNotLeader) {
+		return yielded, handoverErr, err
+	}
+	return yielded, handoverErr, nil
 }
 
 // Candidates returns the election's queue as Election.Candidates does.

@@ -5,7 +5,14 @@
 // candidate with the lowest create revision. This is exactly the layout of
 // etcd's concurrency.Election and `etcdctl elect`, so coordkit candidates and
 // theirs campaign against each other on one name, and a fleet can migrate
-// one process at a time.
+// one process at a time. Only keys of that form are candidates: the keys of
+// a name below N (a lock named "N/child") are neither leader nor
+// predecessor, and a key of a semaphore's or a read-write lock's layout
+// ("N/limit", "N/read/<lease hex>") ahead of every candidate makes Leader,
+// Observe and Campaign return a *session.NameInUseError
+// (session.ErrNameInUse); Candidates reads every key and returns it for
+// any such key. The leader's key is read alone, as concurrency.Election
+// reads it, unless the first key is not a candidate.
 //
 // # What it guarantees
 //
@@ -15,7 +22,7 @@
 //     resource that admits only tokens ≥ the highest it has seen (package
 //     fencing) rejects the writes of a deposed leader.
 //   - Campaign returns a Leadership only if, at that instant, our key is the
-//     oldest under the prefix and our session's local deadline has not
+//     oldest candidate under the prefix and our session's local deadline has not
 //     passed. If the session ends or our key disappears while waiting, it
 //     returns ErrSessionExpired. (etcd's Campaign can return success after
 //     its own key expired while it waited: a phantom win.)

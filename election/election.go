@@ -214,17 +214,23 @@ func (e *Election) Close() error {
 	return first
 }
 
-// Leader returns the current leader: the candidate with the lowest create
-// revision. ErrNoLeader when there is none.
+// Leader returns the current leader: the candidate (a key NAME/<lease hex>)
+// with the lowest create revision. ErrNoLeader when there is none; a
+// *session.NameInUseError (session.ErrNameInUse) when a semaphore's or a
+// read-write lock's key comes before any candidate (the name is theirs).
+// Keys of a name below this one (NAME/child/...) are skipped.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
-	resp, err := e.client.Get(ctx, e.keyPrefix, clientv3.WithFirstCreate()...)
+	first, _, err := e.leaderKV(ctx)
+	if errors.Is(err, session.ErrNameInUse) {
+		return Leader{}, err
+	}
 	if err != nil {
 		return Leader{}, fmt.Errorf("election: get leader of %q: %w", e.name, err)
 	}
-	if len(resp.Kvs) == 0 {
+	if first == nil {
 		return Leader{}, ErrNoLeader
 	}
-	return leaderOf(resp.Kvs[0]), nil
+	return leaderOf(first), nil
 }
 
 func leaderOf(kv *mvccpb.KeyValue) Leader {

@@ -2,12 +2,14 @@ package election
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/session"
 )
 
 // Observe streams the leader as it changes: first the current one (nil if
@@ -17,8 +19,11 @@ import (
 // reader delays the stream but skips no state it is shown: each observation
 // is the leader at some revision, in revision order.
 //
-// The channel is closed when ctx is done. If reading from etcd fails, the
-// last observation carries Err and the channel is closed.
+// Only keys NAME/<lease hex> are candidates (keys of names below this one
+// are not). The channel is closed when ctx is done. If reading from etcd
+// fails, or a semaphore's or a read-write lock's key comes before any
+// candidate (session.ErrNameInUse, as for Leader), the last observation
+// carries Err and the channel is closed.
 func (e *Election) Observe(ctx context.Context) <-chan Observation {
 	ch := make(chan Observation)
 	go e.observe(ctx, ch)
@@ -50,25 +55,28 @@ func (e *Election) observe(ctx context.Context, ch chan<- Observation) {
 		}
 	}
 	for {
-		resp, err := e.client.Get(ctx, e.keyPrefix, clientv3.WithFirstCreate()...)
+		first, rev, err := e.leaderKV(ctx)
+		if err != nil && !errors.Is(err, session.ErrNameInUse) {
+			err = fmt.Errorf("election: observe %q: %w", e.name, err)
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				select {
-				case ch <- Observation{Err: fmt.Errorf("election: observe %q: %w", e.name, err)}:
+				case ch <- Observation{Err: err}:
 				case <-ctx.Done():
 				}
 			}
 			return
 		}
 		var cur *Leader
-		if len(resp.Kvs) > 0 {
-			l := leaderOf(resp.Kvs[0])
+		if first != nil {
+			l := leaderOf(first)
 			cur = &l
 		}
 		if !emit(cur) {
 			return
 		}
-		if !e.follow(ctx, cur, resp.Header.Revision+1, emit) {
+		if !e.follow(ctx, cur, rev+1, emit) {
 			return
 		}
 	}
@@ -94,11 +102,16 @@ func (e *Election) follow(ctx context.Context, cur *Leader, rev int64, emit func
 			return ctx.Err() == nil
 		}
 		for _, ev := range wr.Events {
-			switch {
+			switch key := string(ev.Kv.Key); {
+			case !isCandidate(e.keyPrefix, key):
+				if session.RoleOf(e.keyPrefix, key) != session.RoleForeign {
+					return true // a semaphore's or a lock's key: the read says whose
+				}
+				continue // another name's key (NAME/child/...)
 			case cur == nil && ev.Type == mvccpb.PUT:
 				l := leaderOf(ev.Kv)
 				cur = &l
-			case cur != nil && string(ev.Kv.Key) == cur.Key:
+			case cur != nil && key == cur.Key:
 				if ev.Type == mvccpb.DELETE || fencing.Token(ev.Kv.CreateRevision) != cur.Token {
 					return true // the leader went: read who is next
 				}

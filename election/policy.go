@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -149,6 +151,29 @@ type Candidate struct {
 
 // Foreign reports whether the candidate publishes no attributes.
 func (c Candidate) Foreign() bool { return c.Attributes == nil }
+
+// String is the candidate as one line of `coordctl elect --candidates`:
+// its role (leader or waiting), token, ID, and its policy and attributes,
+// labels sorted (or that it is foreign).
+func (c Candidate) String() string {
+	role := "waiting"
+	if c.Leader {
+		role = "leader"
+	}
+	line := fmt.Sprintf("%-7s token=%d id=%s", role, c.Token, c.ID())
+	if c.Foreign() {
+		return line + " foreign (no attributes: etcdctl elect or concurrency.Election)"
+	}
+	a := c.Attributes
+	line += fmt.Sprintf(" policy=%s priority=%d", c.Policy, a.Priority)
+	if a.Version != "" {
+		line += " version=" + a.Version
+	}
+	for _, k := range slices.Sorted(maps.Keys(a.Labels)) {
+		line += fmt.Sprintf(" %s=%s", k, a.Labels[k])
+	}
+	return line
+}
 
 // ID is the candidate's ID, its proclaimed value if it has none.
 func (c Candidate) ID() string {

@@ -38,6 +38,13 @@ func NewRWMutex(client *clientv3.Client, name string, opts ...Option) (*RWMutex,
 	return &RWMutex{r: r, w: w}, nil
 }
 
+// NewReader returns the read mode of the RWMutex named name on its own: a
+// Mutex whose Lock and TryLock are RWMutex.RLock and TryRLock (its keys
+// NAME/read/<lease hex>, its Held shared), for a process that only reads.
+func NewReader(client *clientv3.Client, name string, opts ...Option) (*Mutex, error) {
+	return newMutex(client, name, kindRead, opts...)
+}
+
 // Name returns the lock's name (without the prefix).
 func (rw *RWMutex) Name() string { return rw.r.name }
 

@@ -340,3 +340,26 @@ func TestRWMutexNoHerd(t *testing.T) {
 	}
 	require.NoError(t, h.Unlock(ctx))
 }
+
+// NewReader is the read mode alone: its holds are shared readers' keys,
+// shared with an RWMutex's readers and excluded by a plain Mutex holder.
+func TestNewReaderIsTheReadMode(t *testing.T) {
+	t.Parallel()
+	srv, cli := etcd.StartWithClient(t)
+	ctx := testCtx(t)
+	r, err := lock.NewReader(srv.Client(t), "rd")
+	require.NoError(t, err)
+	defer r.Close()
+	rw := newRW(t, cli, "rd")
+	h, err := r.TryLock(ctx)
+	require.NoError(t, err)
+	require.True(t, h.Shared())
+	require.Contains(t, h.Key(), "rd/read/")
+	require.Equal(t, fmt.Sprintf("holding read lock rd key=%s token=%d lease=%x", h.Key(), h.Token(), int64(h.Lease())), h.Report().String())
+	hr, err := rw.TryRLock(ctx)
+	require.NoError(t, err, "readers share")
+	_, err = newMutex(t, srv.Client(t), "rd").TryLock(ctx)
+	require.ErrorIs(t, err, lock.ErrLocked, "a writer waits for the readers")
+	require.NoError(t, hr.Unlock(ctx))
+	require.NoError(t, h.Unlock(ctx))
+}

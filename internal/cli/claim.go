@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -116,75 +114,6 @@ claimed.`,
 	return cmd
 }
 
-// claimOutput is the result of claim, claim release and claim get; its JSON
-// form is the stable contract.
-type claimOutput struct {
-	Name        string `json:"name"`
-	Owner       string `json:"owner"`
-	Revision    int64  `json:"revision"`
-	Claimed     *bool  `json:"claimed,omitempty"`  // claim: this call created the claim
-	Yours       *bool  `json:"yours,omitempty"`    // claim: the owner is --owner
-	Released    *bool  `json:"released,omitempty"` // release
-	Key         string `json:"key"`
-	Lease       string `json:"lease,omitempty"` // hex, as etcdctl prints lease IDs
-	TTLSeconds  int64  `json:"ttl_seconds,omitempty"`
-	LeftSeconds *int64 `json:"left_seconds,omitempty"` // get, with a lease
-
-	verb string
-}
-
-func newClaimOutput(verb string, r claim.Result) claimOutput {
-	out := claimOutput{Name: r.Name, Owner: r.Owner, Revision: int64(r.Revision), Key: r.Key, verb: verb}
-	if r.Lease != 0 {
-		out.Lease = fmt.Sprintf("%x", int64(r.Lease))
-		out.TTLSeconds = int64(r.TTL / time.Second)
-	}
-	switch verb {
-	case "claim":
-		out.Claimed, out.Yours = &r.Won, &r.Yours
-		if !r.Won {
-			out.TTLSeconds = 0 // the granted TTL of the holder's lease is not known here
-		}
-	case "release":
-		t := true
-		out.Released = &t
-		out.TTLSeconds = 0
-	case "get":
-		if r.Lease != 0 {
-			left := int64(r.Left / time.Second)
-			out.LeftSeconds = &left
-		}
-	}
-	return out
-}
-
-func (o claimOutput) WriteSimple(w io.Writer) error {
-	var s string
-	switch {
-	case o.verb == "claim" && *o.Claimed:
-		s = fmt.Sprintf("claimed %q for %s (revision %d)", o.Name, o.Owner, o.Revision)
-		if o.Lease != "" {
-			s += fmt.Sprintf("; on lease %s, expires in %ds unless the lease is renewed", o.Lease, o.TTLSeconds)
-		}
-	case o.verb == "claim" && *o.Yours:
-		s = fmt.Sprintf("%q is already yours, %s (revision %d); nothing written", o.Name, o.Owner, o.Revision)
-		if o.Lease != "" {
-			s += fmt.Sprintf(", lease %s not renewed", o.Lease)
-		}
-	case o.verb == "claim":
-		s = fmt.Sprintf("%q is taken: owned by %s since revision %d", o.Name, o.Owner, o.Revision)
-	case o.verb == "release":
-		s = fmt.Sprintf("released %q (owner %s, revision %d)", o.Name, o.Owner, o.Revision)
-	default:
-		s = fmt.Sprintf("%q is owned by %s (revision %d)", o.Name, o.Owner, o.Revision)
-		if o.Lease != "" && o.LeftSeconds != nil {
-			s += fmt.Sprintf("; lease %s, %ds of %ds left", o.Lease, *o.LeftSeconds, o.TTLSeconds)
-		}
-	}
-	_, err := fmt.Fprintln(w, s)
-	return err
-}
-
 // validateClaimArgs checks arguments before any connection, so bad input is
 // exit 2 whether or not etcd is up.
 func validateClaimArgs(opts *claimOptions, needOwner bool) error {
@@ -203,19 +132,6 @@ func validateClaimArgs(opts *claimOptions, needOwner bool) error {
 	return checkTTLFlag(opts.TTL)
 }
 
-// withClaimClient runs fn with an etcd client and a context bounded by
-// --command-timeout.
-func withClaimClient(ctx context.Context, f *factory, fn func(ctx context.Context, cli *clientv3.Client) error) error {
-	cli, err := f.EtcdClient(ctx)
-	if err != nil {
-		return err
-	}
-	defer cli.Close()
-	cctx, cancel := f.CommandContext(ctx)
-	defer cancel()
-	return fn(cctx, cli)
-}
-
 // claimErr says what claim's errors mean: someone else's name is "not
 // acquired" (exit 3), a bad argument is a usage error.
 func claimErr(err error) error {
@@ -229,67 +145,41 @@ func claimErr(err error) error {
 }
 
 func runClaim(ctx context.Context, f *factory, opts *claimOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	if err := validateClaimArgs(opts, true); err != nil {
-		return err
-	}
-	var res claim.Result
-	err = withClaimClient(ctx, f, func(ctx context.Context, cli *clientv3.Client) error {
-		var err error
-		res, err = claim.Claim(ctx, cli, opts.Name, opts.Owner, claim.WithPrefix(opts.Prefix), claim.WithTTL(opts.TTL))
-		return err
+	res, err := runClaimOp(ctx, f, opts, claim.OpClaim, func(ctx context.Context, c *clientv3.Client) (claim.Result, error) {
+		return claim.Claim(ctx, c, opts.Name, opts.Owner, claim.WithPrefix(opts.Prefix), claim.WithTTL(opts.TTL))
 	})
-	if err != nil {
-		return claimErr(err)
-	}
-	if err := p.Print(newClaimOutput("claim", res)); err != nil {
-		return err
-	}
-	if !res.Yours {
+	if err == nil && !res.Yours {
 		return reported(errNotAcquired) // the output says whose it is
 	}
-	return nil
+	return err
 }
 
 func runClaimRelease(ctx context.Context, f *factory, opts *claimOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	if err := validateClaimArgs(opts, true); err != nil {
-		return err
-	}
-	var res claim.Result
-	err = withClaimClient(ctx, f, func(ctx context.Context, cli *clientv3.Client) error {
-		var err error
-		res, err = claim.Release(ctx, cli, opts.Name, opts.Owner, claim.WithPrefix(opts.Prefix))
-		return err
+	_, err := runClaimOp(ctx, f, opts, claim.OpRelease, func(ctx context.Context, c *clientv3.Client) (claim.Result, error) {
+		return claim.Release(ctx, c, opts.Name, opts.Owner, claim.WithPrefix(opts.Prefix))
 	})
-	if err != nil {
-		return claimErr(err)
-	}
-	return p.Print(newClaimOutput("release", res))
+	return err
 }
 
 func runClaimGet(ctx context.Context, f *factory, opts *claimOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	if err := validateClaimArgs(opts, false); err != nil {
-		return err
-	}
-	var res claim.Result
-	err = withClaimClient(ctx, f, func(ctx context.Context, cli *clientv3.Client) error {
-		var err error
-		res, err = claim.Get(ctx, cli, opts.Name, claim.WithPrefix(opts.Prefix))
-		return err
+	_, err := runClaimOp(ctx, f, opts, claim.OpGet, func(ctx context.Context, c *clientv3.Client) (claim.Result, error) {
+		return claim.Get(ctx, c, opts.Name, claim.WithPrefix(opts.Prefix))
 	})
-	if err != nil {
-		return claimErr(err)
-	}
-	return p.Print(newClaimOutput("get", res))
+	return err
+}
+
+// runClaimOp checks the arguments before any connection (bad input is exit
+// 2 whether or not etcd is up), runs op within --command-timeout and
+// prints its result.
+func runClaimOp(ctx context.Context, f *factory, opts *claimOptions, op claim.Op,
+	fn func(context.Context, *clientv3.Client) (claim.Result, error)) (claim.Result, error) {
+	var res claim.Result
+	err := f.etcdCall(ctx, func() error { return validateClaimArgs(opts, op != claim.OpGet) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+		var err error
+		if res, err = fn(ctx, c); err != nil {
+			return claimErr(err)
+		}
+		return p.Print(res.Report(op))
+	})
+	return res, err
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -76,14 +75,8 @@ func (c *coordFlags) options(id string) ([]election.Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []election.Option{
-		election.WithPolicy(pref.Policy),
-		election.WithAttributes(election.Attributes{ID: id, Priority: c.Priority, Version: c.Version, Labels: labels}),
-	}
-	if pref.NoPreempt {
-		opts = append(opts, election.WithNoPreempt())
-	}
-	return opts, nil
+	return []election.Option{election.WithCoordination(pref,
+		election.Attributes{ID: id, Priority: c.Priority, Version: c.Version, Labels: labels})}, nil
 }
 
 // candidatesOutput is what elect --candidates prints: one line per
@@ -101,29 +94,7 @@ func (o candidatesOutput) WriteSimple(w io.Writer) error {
 		return err
 	}
 	for _, c := range o.Candidates {
-		role := "waiting"
-		if c.Leader {
-			role = "leader"
-		}
-		line := fmt.Sprintf("%-7s token=%d id=%s", role, c.Token, c.ID())
-		if c.Foreign() {
-			line += " foreign (no attributes: etcdctl elect or concurrency.Election)"
-		} else {
-			a := c.Attributes
-			line += fmt.Sprintf(" policy=%s priority=%d", c.Policy, a.Priority)
-			if a.Version != "" {
-				line += " version=" + a.Version
-			}
-			keys := make([]string, 0, len(a.Labels))
-			for k := range a.Labels {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				line += fmt.Sprintf(" %s=%s", k, a.Labels[k])
-			}
-		}
-		if _, err := fmt.Fprintln(w, line); err != nil {
+		if _, err := fmt.Fprintln(w, c); err != nil {
 			return err
 		}
 	}

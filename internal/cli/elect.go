@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,9 +15,6 @@ import (
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/session"
 )
-
-// electDefaultTTL is --ttl's default, the election package's (session.DefaultTTL).
-const electDefaultTTL = session.DefaultTTL
 
 type electOptions struct {
 	Name         string
@@ -167,7 +163,7 @@ as etcdctl elect, have none).`,
 	fl := cmd.Flags()
 	f.addEtcdFlags(cmd.PersistentFlags())
 	fl.StringVar(&opts.ID, "id", "", "value to proclaim when no PROPOSAL is given (default hostname-pid)")
-	fl.DurationVar(&opts.TTL, "ttl", electDefaultTTL, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
+	fl.DurationVar(&opts.TTL, "ttl", session.DefaultTTL, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
 	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the election's keys under this etcd key prefix")
 	fl.BoolVar(&opts.Observe, "observe", false, "print the leader on every change instead of campaigning")
 	fl.BoolVar(&opts.Candidates, "candidates", false, "print the candidates, leader first, with their attributes, and exit")
@@ -230,7 +226,7 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 	}
 	defer e.Close()
 	if opts.Observe {
-		return observeElection(ctx, f, p, client, e)
+		return observeElection(ctx, f, p, e)
 	}
 	if opts.Candidates {
 		return printCandidates(ctx, f, p, e)
@@ -266,17 +262,26 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 		case <-hctx.Done():
 		}
 	}()
-	release := func() error {
-		select {
-		case <-l.Yield():
-			return handOverElect(ctx, f, p, opts, id, l)
-		default:
-			return resignLeadership(ctx, f, l)
+	release := func() error { // a policy's handover, else a resignation
+		rctx, cancel := f.CommandContext(context.WithoutCancel(ctx))
+		defer cancel()
+		if l.Err() != nil {
+			rctx, cancel = context.WithTimeout(rctx, childproc.CloseGrace) // lost: etcd may be gone
+			defer cancel()
 		}
+		yielded, herr, err := l.StepDown(rctx)
+		if !yielded || err != nil {
+			return err
+		}
+		reason := "a preferred candidate joined: handed over to it"
+		if herr != nil {
+			reason = "a preferred candidate joined, but the handover failed (" + herr.Error() + "): resigned"
+		}
+		return p.Print(electEvent{Event: "handed-over", Name: opts.Name, ID: id, Token: l.Token(), Reason: reason})
 	}
 	return f.runHeld(hctx, p, heldRun{
 		what: "leadership of " + opts.Name,
-		hold: keyHold{l, l.Session(), release},
+		hold: childproc.KeyHold{Liveness: l, Sess: l.Session(), ReleaseFunc: release},
 		stop: l.Yield(),
 		out:  elected,
 		onEnd: func(o childproc.Outcome) {
@@ -286,25 +291,7 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 		},
 		command:   opts.Command,
 		killGrace: opts.KillGrace, graceSet: opts.KillGraceSet,
-		env: map[string]string{
-			envElection:     opts.Name,
-			envLeaderID:     id,
-			envFencingToken: l.Token().String(),
-			envFencingScope: opts.Name,
-		},
+		env: map[string]string{childproc.EnvElection: opts.Name, childproc.EnvLeaderID: id,
+			childproc.EnvFencingToken: l.Token().String(), childproc.EnvFencingScope: opts.Name},
 	})
-}
-
-func resignLeadership(ctx context.Context, f *factory, l *election.Leadership) error {
-	rctx, cancel := f.CommandContext(context.WithoutCancel(ctx))
-	defer cancel()
-	if l.Err() != nil {
-		rctx, cancel = context.WithTimeout(rctx, lockCloseGrace) // lost: etcd may be gone
-		defer cancel()
-	}
-	err := l.Resign(rctx)
-	if errors.Is(err, election.ErrNotLeader) {
-		return nil // lost meanwhile: reported by the caller
-	}
-	return err
 }

@@ -47,22 +47,3 @@ func printCandidates(ctx context.Context, f *factory, p *printer, e *election.El
 	}
 	return p.Print(candidatesOutput{Event: "candidates", Name: e.Name(), Candidates: cs})
 }
-
-// handOverElect answers a policy's Yield: hand over to the preferred
-// candidate, say so, exit 0. If the handover cannot be made the leadership
-// is resigned plainly (the next in line leads): this process has stopped
-// leading either way.
-func handOverElect(ctx context.Context, f *factory, p *printer, opts *electOptions, id string, l *election.Leadership) error {
-	rctx, cancel := f.CommandContext(context.WithoutCancel(ctx))
-	defer cancel()
-	reason := "a preferred candidate joined: handed over to it"
-	if err := l.ResignTo(rctx, election.Best); err != nil {
-		reason = "a preferred candidate joined, but the handover failed (" + err.Error() + "): resigned"
-		if l.Context().Err() == nil {
-			if err := resignLeadership(ctx, f, l); err != nil {
-				return err
-			}
-		}
-	}
-	return p.Print(electEvent{Event: "handed-over", Name: opts.Name, ID: id, Token: l.Token(), Reason: reason})
-}

@@ -2,19 +2,16 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/session"
 )
@@ -23,41 +20,13 @@ import (
 // childproc.Supervise sees it, and the one way they run it (print and wait,
 // or run a command), with its exits.
 
-// Environment variables set for the command run under a hold.
+// The environment variables of a command run under a hold
+// (childproc's), under the names check.go, sql.go and resource's files use.
 const (
-	envLockName     = "COORD_LOCK_NAME"
-	envLockKey      = "COORD_LOCK_KEY"
-	envFencingToken = "COORD_FENCING_TOKEN"
-	// envFencingScope is the scope the token fences: the lock's or the
-	// election's name, or NAME#slot for a semaphore. Set by every hold, so
-	// that a lock run inside a semaphore's command does not inherit the
-	// semaphore's scope.
-	envFencingScope = "COORD_FENCING_SCOPE"
-	envSemSlot      = "COORD_SEM_SLOT"
-	envElection     = "COORD_ELECTION"
-	envLeaderID     = "COORD_LEADER_ID"
+	envLockName     = childproc.EnvLockName
+	envFencingToken = childproc.EnvFencingToken
+	envFencingScope = childproc.EnvFencingScope
 )
-
-// liveness is what lock.Held, semaphore.Held and election.Leadership say
-// about themselves.
-type liveness interface {
-	Lost() <-chan struct{}
-	Err() error
-	Alive() bool
-}
-
-// keyHold is a held key as childproc.Supervise sees it: its liveness, the
-// session it is on, and its release.
-type keyHold struct {
-	liveness
-	sess    *session.Session
-	release func() error
-}
-
-func (h keyHold) Session() *session.Session { return h.sess }
-func (h keyHold) Release() error            { return h.release() }
-
-var _ childproc.Hold = keyHold{}
 
 // heldRun is one hold as lock, sem and elect run it.
 type heldRun struct {
@@ -85,30 +54,24 @@ func (f *factory) runHeld(ctx context.Context, p *printer, r heldRun) error {
 	if p != nil {
 		defer f.holdOutput(p)()
 	}
-	if s := r.hold.Session(); s != nil && r.graceSet && len(r.command) > 0 {
-		warnKillGrace(f.IO.ErrOut, r.killGrace, s.Margin())
-	}
-	sv := childproc.Supervision{
-		Hold:  r.hold,
-		What:  r.what,
-		OnEnd: r.onEnd,
-		Notef: func(format string, args ...any) { fmt.Fprintf(f.IO.ErrOut, "coordctl: "+format+"\n", args...) },
+	run := childproc.Run{Hold: r.hold, What: r.what, Command: r.command, Env: r.env, KillGrace: r.killGrace,
+		Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut, Stop: r.stop, OnEnd: r.onEnd,
+		Notef: func(format string, args ...any) { fmt.Fprintf(f.IO.ErrOut, "coordctl: "+format+"\n", args...) }}
+	if w := run.GraceWarning(); w != "" && r.graceSet {
+		fmt.Fprintf(f.IO.ErrOut, "coordctl: warning: --kill-grace %s\n", w)
 	}
 	if len(r.command) == 0 {
 		if err := p.Print(r.out); err != nil {
 			_ = r.hold.Release()
 			return err
 		}
-		sv.Stop = ctx.Done()
+		run.Stop = ctx.Done()
 	} else {
 		sigs, stopSigs := f.Signals()
 		defer stopSigs()
-		sv.Signals = sigs
-		sv.Command = childproc.Config{Path: r.command[0], Args: r.command[1:], Env: r.env,
-			Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut, KillGrace: r.killGrace}
-		sv.Stop = r.stop
+		run.Signals = sigs
 	}
-	o := childproc.Supervise(sv)
+	o := childproc.Supervise(run.Supervision())
 	switch {
 	case o.End == childproc.StartFailed:
 		return &childStartError{err: o.StartErr}
@@ -149,23 +112,30 @@ func (f *factory) startEtcd(ctx context.Context, validate func() error) (*printe
 	return p, client, nil
 }
 
+// etcdCall is how the one-request commands run (lock status, sem status,
+// set-limit, delete, claim): the printer, the arguments checked (validate,
+// may be nil) before anything is dialed, then fn with a client and a
+// context bounded by --command-timeout.
+func (f *factory) etcdCall(ctx context.Context, validate func() error, fn func(context.Context, *printer, *clientv3.Client) error) error {
+	if validate == nil {
+		validate = func() error { return nil }
+	}
+	p, client, err := f.startEtcd(ctx, validate)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	cctx, cancel := f.CommandContext(ctx)
+	defer cancel()
+	return fn(cctx, p, client)
+}
+
 // needName is the usage error of an empty NAME ("" when it is not).
 func needName(command, name string) error {
 	if strings.TrimSpace(name) == "" {
 		return usageErrorf("%s needs a non-empty NAME", command)
 	}
 	return nil
-}
-
-// keyEnv is the environment of a command run under a held key: the name,
-// the key, its token and the scope the token fences, and extra name-value
-// pairs.
-func keyEnv(name, key string, tok fencing.Token, scope string, extra ...string) map[string]string {
-	env := map[string]string{envLockName: name, envLockKey: key, envFencingToken: tok.String(), envFencingScope: scope}
-	for i := 0; i+1 < len(extra); i += 2 {
-		env[extra[i]] = extra[i+1]
-	}
-	return env
 }
 
 // holdOutput makes standard output safe for a command that holds
@@ -221,34 +191,6 @@ func validateHoldFlags(ttl, timeout time.Duration, try bool, lockDelay, killGrac
 	return nil
 }
 
-// acquireHold takes a lock or a slot as --try and --timeout say: try once
-// (--try), wait for ever, or wait at most timeout — and when the timeout
-// passes first, try once more, so that even --timeout 1ns takes a free
-// lock. timedOut reports that the wait ended by the timeout.
-func acquireHold[H any](ctx context.Context, f *factory, timeout time.Duration, try bool,
-	wait, tryOnce func(context.Context) (H, error)) (h H, timedOut bool, err error) {
-	if try {
-		h, err = tryOnce(ctx)
-		return h, false, err
-	}
-	if timeout <= 0 {
-		h, err = wait(ctx)
-		return h, false, err
-	}
-	actx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	h, err = wait(actx)
-	if err == nil || ctx.Err() != nil || actx.Err() == nil {
-		return h, false, err
-	}
-	tctx, tcancel := f.CommandContext(ctx)
-	defer tcancel()
-	if h, terr := tryOnce(tctx); terr == nil {
-		return h, false, nil
-	}
-	return h, true, err
-}
-
 // holdSessionOptions are the options of the session a lock or sem
 // command holds its key on. Without quorum etcd grants no lease: the grant
 // fails within --command-timeout instead of waiting for one forever.
@@ -256,79 +198,13 @@ func holdSessionOptions(f *factory) []session.Option {
 	return []session.Option{session.WithGrantTimeout(f.Global.CommandTimeout)}
 }
 
-// releaser returns the release of a lock's or a slot's key: unlock within
-// --command-timeout, and within lockCloseGrace once lost; a key already
-// lost is no error, the caller reports the loss.
-func releaser(ctx context.Context, f *factory, l liveness, unlock func(context.Context) error) func() error {
-	return func() error {
-		uctx, cancel := f.CommandContext(context.WithoutCancel(ctx))
-		defer cancel()
-		if l.Err() != nil {
-			// Lost: removing a key that may still be there only speeds up
-			// the next holder; do not let an unreachable etcd hold up exit.
-			uctx, cancel = context.WithTimeout(uctx, lockCloseGrace)
-			defer cancel()
-		}
-		if err := unlock(uctx); err != nil && !errors.Is(err, session.ErrNotHeld) {
-			return err
-		}
-		return nil
-	}
+// acquisition is how lock and sem take their hold, from --timeout and
+// --try; the last try after a timeout gets --command-timeout.
+func (f *factory) acquisition(timeout time.Duration, try bool) childproc.Acquisition {
+	return childproc.Acquisition{Timeout: timeout, Try: try, LastTry: f.Global.CommandTimeout}
 }
 
-// lockCloseGrace bounds the clean-up after a loss, when etcd may be gone.
-const lockCloseGrace = time.Second
-
-// waitAtMost runs fn and waits for it at most d.
-func waitAtMost(d time.Duration, fn func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn()
-	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
-}
-
-// waitNoticeAfter is how long a wait lasts before coordctl lock or sem says so.
-const waitNoticeAfter = 500 * time.Millisecond
-
-// waitNotice prints, once, that an acquisition has been waiting for a while
-// and for whom; a short wait goes unmentioned.
-type waitNotice struct {
-	out   io.Writer
-	mu    sync.Mutex
-	timer *time.Timer
-	done  bool
-}
-
-// waiting prints msg after waitNoticeAfter unless stop comes first; only
-// the first call counts.
-func (n *waitNotice) waiting(msg string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.done || n.timer != nil {
-		return
-	}
-	n.timer = time.AfterFunc(waitNoticeAfter, func() {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		if !n.done {
-			fmt.Fprintln(n.out, msg)
-		}
-	})
-}
-
-// stop ends the notice: nothing is printed after it returns.
-func (n *waitNotice) stop() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.done = true
-	if n.timer != nil {
-		n.timer.Stop()
-	}
+// releaser is childproc.Releaser within --command-timeout.
+func (f *factory) releaser(ctx context.Context, l childproc.Liveness, unlock func(context.Context) error) func() error {
+	return childproc.Releaser(ctx, l, f.Global.CommandTimeout, unlock)
 }

@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/lock"
 )
@@ -26,26 +23,6 @@ type lockOptions struct {
 	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
 	Prefix       string
 	Command      []string
-}
-
-// lockHeld is what coordctl lock prints once it holds the lock (without a
-// command). Its JSON form is the stable contract; the lease is in hex, as
-// etcdctl prints lease IDs.
-type lockHeld struct {
-	Name   string        `json:"name"`
-	Key    string        `json:"key"`
-	Token  fencing.Token `json:"token"`
-	Lease  string        `json:"lease"`
-	Shared bool          `json:"shared,omitempty"` // a read lock (--read)
-}
-
-func (h lockHeld) WriteSimple(w io.Writer) error {
-	what := "lock"
-	if h.Shared {
-		what = "read lock"
-	}
-	_, err := fmt.Fprintf(w, "holding %s %s key=%s token=%d lease=%s\n", what, h.Name, h.Key, h.Token, h.Lease)
-	return err
 }
 
 func newLockCmd(f *factory) *cobra.Command {
@@ -156,25 +133,11 @@ named "status" is taken with --name: coordctl lock --name status -- CMD.`,
 // nameAndCommand splits the arguments of lock and sem: NAME (or --name),
 // then the command after '--'. what names the command in errors.
 func nameAndCommand(what string, cmd *cobra.Command, args []string, nameFlag string) (string, []string, error) {
-	dash := cmd.ArgsLenAtDash()
-	if nameFlag != "" {
-		switch {
-		case dash < 0 && len(args) > 0:
-			return "", nil, usageErrorf("unexpected argument %q: with --name, put the command after --", args[0])
-		case dash > 0:
-			return "", nil, usageErrorf("unexpected argument %q: give the NAME once (--name or argument), then the command after --", args[0])
-		}
-		return nameFlag, args, nil
+	name, command, err := childproc.NameAndCommand(what, args, cmd.ArgsLenAtDash(), nameFlag)
+	if err != nil {
+		return "", nil, &usageError{err: err}
 	}
-	switch {
-	case len(args) == 0 || dash == 0:
-		return "", nil, usageErrorf("%s needs a NAME", what)
-	case dash < 0 && len(args) > 1:
-		return "", nil, usageErrorf("unexpected argument %q: put the command after --", args[1])
-	case dash > 1:
-		return "", nil, usageErrorf("unexpected argument %q: give one NAME, then the command after --", args[1])
-	}
-	return args[0], args[1:], nil
+	return name, command, nil
 }
 
 func (o *lockOptions) validate() error {
@@ -193,68 +156,46 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 	}
 	defer client.Close()
 
-	notice := &waitNotice{out: f.IO.ErrOut}
+	notice := &childproc.WaitNotice{Out: f.IO.ErrOut}
 	lopts := []lock.Option{lock.WithTTL(opts.TTL), lock.WithSessionOptions(holdSessionOptions(f)...),
 		lock.WithPrefix(opts.Prefix), lock.WithLockDelay(opts.LockDelay),
 		lock.WithOnWait(func(w lock.Waiting) {
-			notice.waiting(fmt.Sprintf("waiting for lock %s (held by key %s, token %d)...", w.Name, w.HolderKey, w.HolderToken))
+			notice.Waiting(fmt.Sprintf("waiting for lock %s (held by key %s, token %d)...", w.Name, w.HolderKey, w.HolderToken))
 		})}
-	m, err := newLocker(client, opts, lopts)
+	// A writer is a plain Mutex (NAME/<lease>), which every RWMutex reader
+	// counts as a writer: 'coordctl lock NAME' keeps its meaning and layout.
+	newMutex := lock.New
+	if opts.Read {
+		newMutex = lock.NewReader
+	}
+	m, err := newMutex(client, opts.Name, lopts...)
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
 	// Close revokes the lease unless the key was released cleanly (the
 	// library's release policy), so whatever is left is released; when etcd
 	// is gone that cannot succeed, and exit need not wait for it.
-	defer waitAtMost(lockCloseGrace, func() { _ = m.Close() })
+	defer childproc.WaitAtMost(childproc.CloseGrace, func() { _ = m.Close() })
 
 	held, err := acquireLock(ctx, f, m, opts)
-	notice.stop()
+	notice.Stop()
 	if err != nil {
 		return err
 	}
 	return f.runHeld(ctx, p, heldRun{
 		what:      "lock " + opts.Name,
-		hold:      keyHold{held, held.HeldKey().Session(), releaser(ctx, f, held, held.Unlock)},
-		out:       lockHeld{Name: opts.Name, Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease())), Shared: held.Shared()},
+		hold:      childproc.KeyHold{Liveness: held, Sess: held.HeldKey().Session(), ReleaseFunc: f.releaser(ctx, held, held.Unlock)},
+		out:       held.Report(),
 		command:   opts.Command,
 		killGrace: opts.KillGrace, graceSet: opts.KillGraceSet,
-		env: keyEnv(opts.Name, held.Key(), held.Token(), opts.Name),
+		env: childproc.KeyEnv(opts.Name, held.Key(), held.Token(), opts.Name),
 	})
-}
-
-// locker is a Mutex, or one mode of an RWMutex.
-type locker interface {
-	Lock(ctx context.Context) (*lock.Held, error)
-	TryLock(ctx context.Context) (*lock.Held, error)
-	Close() error
-}
-
-// readLocker is the read mode of an RWMutex.
-type readLocker struct{ rw *lock.RWMutex }
-
-func (r readLocker) Lock(ctx context.Context) (*lock.Held, error)    { return r.rw.RLock(ctx) }
-func (r readLocker) TryLock(ctx context.Context) (*lock.Held, error) { return r.rw.TryRLock(ctx) }
-func (r readLocker) Close() error                                    { return r.rw.Close() }
-
-// newLocker returns the lock the flags ask for. A writer is a plain Mutex
-// (NAME/<lease>), which every RWMutex reader counts as a writer, so that
-// 'coordctl lock NAME' keeps its meaning and its layout.
-func newLocker(client *clientv3.Client, opts *lockOptions, lopts []lock.Option) (locker, error) {
-	if opts.Read {
-		rw, err := lock.NewRWMutex(client, opts.Name, lopts...)
-		if err != nil {
-			return nil, err
-		}
-		return readLocker{rw}, nil
-	}
-	return lock.New(client, opts.Name, lopts...)
 }
 
 // acquireLock takes the lock as the flags say; "not acquired" (exit 3) is
 // lock.ErrLocked or errNotAcquired.
-func acquireLock(ctx context.Context, f *factory, m locker, opts *lockOptions) (*lock.Held, error) {
-	held, timedOut, err := acquireHold(ctx, f, opts.Timeout, opts.Try, m.Lock, m.TryLock)
+func acquireLock(ctx context.Context, f *factory, m *lock.Mutex, opts *lockOptions) (*lock.Held, error) {
+	held, timedOut, err := childproc.Acquire(ctx, f.acquisition(opts.Timeout, opts.Try), m.Lock, m.TryLock)
 	switch {
 	case err == nil:
 		return held, nil

@@ -3,14 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/lock"
 )
 
@@ -64,107 +60,25 @@ func statusArgs(command, noun string) cobra.PositionalArgs {
 	}
 }
 
-// statusEntry is one holder or waiter as lock status and sem status print
-// it; its JSON form is the stable contract (lease in hex, as etcdctl).
-type statusEntry struct {
-	Key   string        `json:"key"`
-	Token fencing.Token `json:"token"`
-	Lease string        `json:"lease"`
-	Mode  string        `json:"mode,omitempty"`
-	Slot  *int          `json:"slot,omitempty"`
-	Scope string        `json:"scope,omitempty"`
-	TTL   *int64        `json:"ttl_s,omitempty"` // holders only; -1: lease gone
-}
-
-func newStatusEntry(key string, token fencing.Token, lease clientv3.LeaseID) statusEntry {
-	return statusEntry{Key: key, Token: token, Lease: fmt.Sprintf("%x", int64(lease))}
-}
-
-func ttlSeconds(d time.Duration) *int64 {
-	s := int64(d / time.Second)
-	if d < 0 {
-		s = -1
-	}
-	return &s
-}
-
-// lockStatusOut is what coordctl lock status prints.
-type lockStatusOut struct {
-	Name     string        `json:"name"`
-	Revision int64         `json:"revision"`
-	Held     bool          `json:"held"`
-	Holders  []statusEntry `json:"holders"`
-	Waiters  []statusEntry `json:"waiters"`
-}
-
-func (o lockStatusOut) WriteSimple(w io.Writer) error {
-	return writeStatus(w, fmt.Sprintf("lock %s", o.Name), o.Revision, "", o.Holders, o.Waiters)
-}
-
-// writeStatus prints a status in the text form lock and sem status share.
-func writeStatus(w io.Writer, what string, rev int64, extra string, holders, waiters []statusEntry) error {
-	var b strings.Builder
-	if len(holders) == 0 {
-		fmt.Fprintf(&b, "%s: free at revision %d%s, %d waiting\n", what, rev, extra, len(waiters))
-	} else {
-		fmt.Fprintf(&b, "%s: held at revision %d%s by %d, %d waiting\n", what, rev, extra, len(holders), len(waiters))
-	}
-	line := func(role string, e statusEntry) {
-		fmt.Fprintf(&b, "  %-6s", role)
-		if e.Mode != "" {
-			fmt.Fprintf(&b, " %-9s", e.Mode)
-		}
-		if e.Scope != "" {
-			fmt.Fprintf(&b, " scope=%s", e.Scope)
-		}
-		fmt.Fprintf(&b, " token=%d lease=%s", e.Token, e.Lease)
-		if e.TTL != nil {
-			if *e.TTL < 0 {
-				b.WriteString(" ttl=gone")
-			} else {
-				fmt.Fprintf(&b, " ttl=%ds", *e.TTL)
-			}
-		}
-		fmt.Fprintf(&b, " key=%s\n", e.Key)
-	}
-	for _, e := range holders {
-		line("holder", e)
-	}
-	for _, e := range waiters {
-		line("waiter", e)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
 func runLockStatus(ctx context.Context, f *factory, opts *lockStatusOptions) error {
-	p, client, err := f.startEtcd(ctx, func() error { return needName("lock status", opts.Name) })
-	if err != nil {
+	return f.etcdCall(ctx, func() error { return needName("lock status", opts.Name) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+		st, err := lock.Status(ctx, c, opts.Prefix+opts.Name)
+		if err != nil {
+			return fmt.Errorf("lock status %s: %w", opts.Name, err)
+		}
+		st.Name = opts.Name // printed without the prefix
+		return printStatus(p, st, fmt.Errorf("lock %s is free", opts.Name))
+	})
+}
+
+// printStatus prints a lock's or semaphore's status; nobody holding it is
+// exit 3 (free, the output says so).
+func printStatus(p *printer, st interface{ Held() bool }, free error) error {
+	if err := p.Print(st); err != nil {
 		return err
 	}
-	defer client.Close()
-	cctx, cancel := f.CommandContext(ctx)
-	defer cancel()
-	st, err := lock.Status(cctx, client, opts.Prefix+opts.Name)
-	if err != nil {
-		return fmt.Errorf("lock status %s: %w", opts.Name, err)
-	}
-	out := lockStatusOut{Name: opts.Name, Revision: st.Revision, Held: st.Held(), Holders: []statusEntry{}, Waiters: []statusEntry{}}
-	for _, e := range st.Holders {
-		se := newStatusEntry(e.Key, e.Token, e.Lease)
-		se.Mode, se.TTL = string(e.Mode), ttlSeconds(e.TTL)
-		out.Holders = append(out.Holders, se)
-	}
-	for _, e := range st.Waiters {
-		se := newStatusEntry(e.Key, e.Token, e.Lease)
-		se.Mode = string(e.Mode)
-		out.Waiters = append(out.Waiters, se)
-	}
-	if err := p.Print(out); err != nil {
-		return err
-	}
-	if !out.Held {
-		return reported(mark(errNotAcquired, fmt.Errorf("lock %s is free", opts.Name)))
+	if !st.Held() {
+		return reported(mark(errNotAcquired, free))
 	}
 	return nil
 }

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/semaphore"
 )
@@ -26,23 +25,6 @@ type semOptions struct {
 	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
 	Prefix       string
 	Command      []string
-}
-
-// semHeld is what coordctl sem prints once it holds a slot. Its JSON form
-// is the stable contract; the lease is in hex.
-type semHeld struct {
-	Name  string        `json:"name"`
-	Limit int           `json:"limit"`
-	Slot  int           `json:"slot"`
-	Scope string        `json:"scope"`
-	Key   string        `json:"key"`
-	Token fencing.Token `json:"token"`
-	Lease string        `json:"lease"`
-}
-
-func (h semHeld) WriteSimple(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "holding semaphore %s slot=%d scope=%s key=%s token=%d lease=%s\n", h.Name, h.Slot, h.Scope, h.Key, h.Token, h.Lease)
-	return err
 }
 
 func newSemCmd(f *factory) *cobra.Command {
@@ -134,7 +116,7 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 	}
 	defer client.Close()
 
-	notice := &waitNotice{out: f.IO.ErrOut}
+	notice := &childproc.WaitNotice{Out: f.IO.ErrOut}
 	s, err := semaphore.New(client, opts.Name, opts.Limit,
 		semaphore.WithTTL(opts.TTL), semaphore.WithSessionOptions(holdSessionOptions(f)...), semaphore.WithPrefix(opts.Prefix), semaphore.WithLockDelay(opts.LockDelay),
 		semaphore.WithOnWait(func(w semaphore.Waiting) {
@@ -142,33 +124,32 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 			if w.Ahead {
 				why = "others wait ahead"
 			}
-			notice.waiting(fmt.Sprintf("waiting for semaphore %s (%s)...", w.Name, why))
+			notice.Waiting(fmt.Sprintf("waiting for semaphore %s (%s)...", w.Name, why))
 		}))
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	defer waitAtMost(lockCloseGrace, func() { _ = s.Close() }) // as lock's Close
+	defer childproc.WaitAtMost(childproc.CloseGrace, func() { _ = s.Close() }) // as lock's Close
 
 	held, err := acquireSlot(ctx, f, s, opts)
-	notice.stop()
+	notice.Stop()
 	if err != nil {
 		return err
 	}
 	return f.runHeld(ctx, p, heldRun{
-		what: fmt.Sprintf("semaphore %s slot %d", opts.Name, held.Slot()),
-		hold: keyHold{held, held.HeldKey().Session(), releaser(ctx, f, held, held.Release)},
-		out: semHeld{Name: opts.Name, Limit: opts.Limit, Slot: held.Slot(), Scope: held.Scope(),
-			Key: held.Key(), Token: held.Token(), Lease: fmt.Sprintf("%x", int64(held.Lease()))},
+		what:      fmt.Sprintf("semaphore %s slot %d", opts.Name, held.Slot()),
+		hold:      childproc.KeyHold{Liveness: held, Sess: held.HeldKey().Session(), ReleaseFunc: f.releaser(ctx, held, held.Release)},
+		out:       held.Report(),
 		command:   opts.Command,
 		killGrace: opts.KillGrace, graceSet: opts.KillGraceSet,
-		env: keyEnv(opts.Name, held.Key(), held.Token(), held.Scope(), envSemSlot, strconv.Itoa(held.Slot())),
+		env: childproc.KeyEnv(opts.Name, held.Key(), held.Token(), held.Scope(), childproc.EnvSemSlot, strconv.Itoa(held.Slot())),
 	})
 }
 
 // acquireSlot takes a slot as the flags say; "not acquired" (exit 3) is
 // errNotAcquired.
 func acquireSlot(ctx context.Context, f *factory, s *semaphore.Semaphore, opts *semOptions) (*semaphore.Held, error) {
-	held, timedOut, err := acquireHold(ctx, f, opts.Timeout, opts.Try, s.Acquire, s.TryAcquire)
+	held, timedOut, err := childproc.Acquire(ctx, f.acquisition(opts.Timeout, opts.Try), s.Acquire, s.TryAcquire)
 	switch {
 	case err == nil:
 		return held, nil
@@ -220,52 +201,13 @@ This is the status subcommand of 'coordctl sem': to hold a semaphore named
 	return cmd
 }
 
-// semStatusOut is what coordctl sem status prints.
-type semStatusOut struct {
-	Name     string        `json:"name"`
-	Revision int64         `json:"revision"`
-	Limit    int           `json:"limit"`
-	Held     bool          `json:"held"`
-	Holders  []statusEntry `json:"holders"`
-	Waiters  []statusEntry `json:"waiters"`
-}
-
-func (o semStatusOut) WriteSimple(w io.Writer) error {
-	limit := ", no limit stored"
-	if o.Limit > 0 {
-		limit = fmt.Sprintf(", limit %d", o.Limit)
-	}
-	return writeStatus(w, "semaphore "+o.Name, o.Revision, limit, o.Holders, o.Waiters)
-}
-
 func runSemStatus(ctx context.Context, f *factory, opts *semStatusOptions) error {
-	p, client, err := f.startEtcd(ctx, func() error { return needName("sem status", opts.Name) })
-	if err != nil {
-		return err
-	}
-	defer client.Close()
-	cctx, cancel := f.CommandContext(ctx)
-	defer cancel()
-	st, err := semaphore.Status(cctx, client, opts.Prefix+opts.Name)
-	if err != nil {
-		return fmt.Errorf("sem status %s: %w", opts.Name, err)
-	}
-	out := semStatusOut{Name: opts.Name, Revision: st.Revision, Limit: st.Limit, Held: st.Held(), Holders: []statusEntry{}, Waiters: []statusEntry{}}
-	for _, e := range st.Holders {
-		se := newStatusEntry(e.Key, e.Token, e.Lease)
-		slot := e.Slot
-		// The scope a holder fences with is NAME#i, without the prefix.
-		se.Slot, se.Scope, se.TTL = &slot, semaphore.Scope(opts.Name, e.Slot), ttlSeconds(e.TTL)
-		out.Holders = append(out.Holders, se)
-	}
-	for _, e := range st.Waiters {
-		out.Waiters = append(out.Waiters, newStatusEntry(e.Key, e.Token, e.Lease))
-	}
-	if err := p.Print(out); err != nil {
-		return err
-	}
-	if !out.Held {
-		return reported(mark(errNotAcquired, fmt.Errorf("semaphore %s: no slot held", opts.Name)))
-	}
-	return nil
+	return f.etcdCall(ctx, func() error { return needName("sem status", opts.Name) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+		st, err := semaphore.Status(ctx, c, opts.Prefix+opts.Name)
+		if err != nil {
+			return fmt.Errorf("sem status %s: %w", opts.Name, err)
+		}
+		// Printed without the prefix: scopes NAME#i.
+		return printStatus(p, st.Named(opts.Name), fmt.Errorf("semaphore %s: no slot held", opts.Name))
+	})
 }

@@ -110,25 +110,8 @@ func (o semDeleteOut) WriteSimple(w io.Writer) error {
 	return err
 }
 
-// semAdmin runs fn with a client and the command's deadline, after the
-// printer is known to work.
-func semAdmin(ctx context.Context, f *factory, fn func(context.Context, *printer, *clientv3.Client) error) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	client, err := f.EtcdClient(ctx)
-	if err != nil {
-		return err
-	}
-	defer client.Close()
-	cctx, cancel := f.CommandContext(ctx)
-	defer cancel()
-	return fn(cctx, p, client)
-}
-
 func runSemSetLimit(ctx context.Context, f *factory, opts *semAdminOptions) error {
-	return semAdmin(ctx, f, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+	return f.etcdCall(ctx, nil, func(ctx context.Context, p *printer, c *clientv3.Client) error {
 		if err := semaphore.SetLimit(ctx, c, opts.Prefix+opts.Name, opts.Limit); err != nil {
 			return semAdminError("set the limit of", opts.Name, err)
 		}
@@ -137,7 +120,7 @@ func runSemSetLimit(ctx context.Context, f *factory, opts *semAdminOptions) erro
 }
 
 func runSemDelete(ctx context.Context, f *factory, opts *semAdminOptions) error {
-	return semAdmin(ctx, f, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+	return f.etcdCall(ctx, nil, func(ctx context.Context, p *printer, c *clientv3.Client) error {
 		deleted, err := semaphore.Delete(ctx, c, opts.Prefix+opts.Name, opts.Force)
 		if errors.Is(err, semaphore.ErrInUse) {
 			return mark(errNotAcquired, fmt.Errorf("semaphore %s is in use: %w (wait for the holders to release, or --force to take their slots)", opts.Name, err))

@@ -3,10 +3,12 @@ package cli
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/lock"
 )
 
 // The tester's reproductions: after 'sem mixed', 'lock mixed' no longer
@@ -48,4 +50,33 @@ func TestSemNameAsLockAndAdmin(t *testing.T) {
 	res = runInProcess(ctx, env, "lock", "nest2/read", "--try", "--", "true")
 	require.Equal(t, exitUsage, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, `ends in "read"`)
+}
+
+// coordctl elect on a semaphore's name exits 1 naming the key — campaign,
+// --observe (which does not retry for ever) and --candidates — and a lock
+// named NAME/child is no leader of the election NAME.
+func TestElectOnASemaphoresName(t *testing.T) {
+	t.Parallel()
+	srv, cli := etcdtest.StartWithClient(t)
+	env := map[string]string{"COORDCTL_ENDPOINTS": srv.Endpoints()[0]}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	res := runInProcess(ctx, env, "sem", "mixed", "--limit", "2", "--", "true")
+	require.Equal(t, exitOK, res.Code, res.Stderr)
+	for _, args := range [][]string{{"elect", "mixed", "--id", "a"}, {"elect", "mixed", "--observe"}, {"elect", "mixed", "--candidates"}} {
+		res = runInProcess(ctx, env, args...)
+		require.Equal(t, exitError, res.Code, "%v: %s", args, res.Stderr)
+		require.Contains(t, res.Stderr, `name "mixed" is a semaphore's (key mixed/limit exists)`, args)
+	}
+
+	child, err := lock.New(cli, "nest/child")
+	require.NoError(t, err)
+	defer child.Close()
+	h, err := child.Lock(ctx)
+	require.NoError(t, err)
+	defer func() { _ = h.Unlock(ctx) }()
+	res = runInProcess(ctx, env, "-w", "json", "elect", "nest", "--candidates")
+	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.JSONEq(t, `{"event":"candidates","name":"nest","candidates":[]}`, res.Stdout)
 }

@@ -3,90 +3,22 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
-	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/sidecar"
 	"github.com/coordkit/coordkit/session"
 )
 
 type sidecarOptions struct {
-	Election     string
-	ID           string
-	Prefix       string
-	Listen       string
-	TTL          time.Duration
-	TokenFile    string
-	KillGrace    time.Duration
+	// Flags are the flags internal/sidecar checks and turns into a Config.
+	sidecar.Flags
 	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
-	Command      []string
-	// APITokenFile holds the token POST /v1/resign requires; needed off loopback.
-	APITokenFile string
 	// Coord are the policy and attribute flags (coord_flags.go).
 	Coord coordFlags
-}
-
-// The lines of the sidecar's output stream, one per event.
-type (
-	sidecarListening struct {
-		Event string `json:"event"` // "listening"
-		URL   string `json:"url"`
-	}
-	sidecarElected struct {
-		Event    string        `json:"event"` // "elected"
-		Election string        `json:"election"`
-		ID       string        `json:"id"`
-		Token    fencing.Token `json:"token"`
-	}
-	sidecarLost struct {
-		Event    string `json:"event"` // "lost"
-		Election string `json:"election"`
-		ID       string `json:"id"`
-		Reason   string `json:"reason"`
-	}
-	// sidecarLeader reports a change of leader; Leader and Token are null
-	// when there is none.
-	sidecarLeader struct {
-		Event    string         `json:"event"` // "leader"
-		Election string         `json:"election"`
-		Leader   *string        `json:"leader"`
-		Token    *fencing.Token `json:"token"`
-	}
-)
-
-func (e sidecarListening) WriteSimple(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "ready url=%s\n", e.URL)
-	return err
-}
-
-func (e sidecarElected) WriteSimple(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "elected id=%s token=%s\n", e.ID, e.Token)
-	return err
-}
-
-func (e sidecarLost) WriteSimple(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "lost id=%s reason=%q\n", e.ID, e.Reason)
-	return err
-}
-
-func (e sidecarLeader) WriteSimple(w io.Writer) error {
-	if e.Leader == nil {
-		_, err := fmt.Fprintln(w, "leader none")
-		return err
-	}
-	_, err := fmt.Fprintf(w, "leader id=%s token=%s\n", *e.Leader, e.Token)
-	return err
 }
 
 func newSidecarCmd(f *factory) *cobra.Command {
@@ -189,33 +121,6 @@ noted once on stderr. See docs/sidecar.md.`,
 	return cmd
 }
 
-func (o *sidecarOptions) validate() error {
-	if err := checkTTLFlag(o.TTL); err != nil {
-		return err
-	}
-	switch {
-	case strings.TrimSpace(o.Election) == "":
-		return usageErrorf("--election is required")
-	case strings.TrimSpace(o.ID) == "":
-		return usageErrorf("--id is required")
-	case o.KillGrace <= 0:
-		return usageErrorf("invalid --kill-grace %s: must be positive", o.KillGrace)
-	}
-	host, port, err := net.SplitHostPort(o.Listen)
-	if err != nil {
-		return usageErrorf("invalid --listen %q: %v", o.Listen, err)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return usageErrorf("invalid --listen %q: bad port %q", o.Listen, port)
-	}
-	if host != "" && host != "localhost" && net.ParseIP(strings.Trim(host, "[]")) == nil {
-		if _, err := net.LookupHost(host); err != nil {
-			return usageErrorf("invalid --listen %q: unknown host %q", o.Listen, host)
-		}
-	}
-	return nil
-}
-
 // runSidecar connects to etcd, serves the API and campaigns until ctx ends
 // (exit 0) or the command exits (its status).
 func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
@@ -223,27 +128,18 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := opts.validate(); err != nil {
+	if err := checkTTLFlag(opts.TTL); err != nil {
 		return err
 	}
-	// What can be checked now is checked before ready: a standby that can
-	// never lead must not pass for a healthy one.
-	if opts.TokenFile != "" {
-		if err := sidecar.CheckTokenFile(opts.TokenFile); err != nil {
-			return usageErrorf("invalid --token-file: %v", err)
-		}
+	if err := opts.Check(); err != nil {
+		return sidecarFlagError(err)
 	}
-	if len(opts.Command) > 0 {
-		if err := sidecar.CheckCommand(opts.Command); err != nil {
-			return &childStartError{err: err}
-		}
-		if opts.KillGraceSet {
-			warnKillGrace(f.IO.ErrOut, opts.KillGrace, session.DefaultMargin(opts.TTL))
-		}
+	if len(opts.Command) > 0 && opts.KillGraceSet {
+		warnKillGrace(f.IO.ErrOut, opts.KillGrace, session.DefaultMargin(opts.TTL))
 	}
-	apiToken, err := sidecarAPIToken(opts.Listen, opts.APITokenFile)
+	apiToken, err := opts.APIToken()
 	if err != nil {
-		return err
+		return sidecarFlagError(err)
 	}
 	coord, err := opts.coordination()
 	if err != nil {
@@ -261,61 +157,14 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	sc, err := sidecar.New(sidecar.Config{
-		Client:       client,
-		Name:         opts.Election,
-		ID:           opts.ID,
-		Prefix:       opts.Prefix,
-		TTL:          opts.TTL,
-		TokenFile:    opts.TokenFile,
-		Coordination: coord,
-		Command:      commandOrNil(opts.Command),
-		KillGrace:    opts.KillGrace,
-		Stdout:       f.IO.Out,
-		Stderr:       f.IO.ErrOut,
-		Registerer:   reg,
-		Gatherer:     reg,
-		OnChange:     sidecarPrinter(p, f.IO.ErrOut),
-		APIToken:     apiToken,
-	})
+	cfg := opts.Config(apiToken)
+	cfg.Client, cfg.Coordination, cfg.Stdout, cfg.Stderr = client, coord, f.IO.Out, f.IO.ErrOut
+	cfg.Registerer, cfg.Gatherer, cfg.OnChange = reg, reg, sidecar.OutputLines(p.Print, f.IO.ErrOut)
+	sc, err := sidecar.New(cfg)
 	if err != nil {
 		return err
 	}
-
-	ln, err := net.Listen("tcp", opts.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", opts.Listen, err)
-	}
-	srv := &http.Server{Handler: sc.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	serving := true
-	defer func() {
-		sc.CloseAPI()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-		if serving {
-			<-served
-		}
-	}()
-	if err := p.Print(sidecarListening{Event: "listening", URL: "http://" + ln.Addr().String()}); err != nil {
-		return err
-	}
-
-	runErr := make(chan error, 1)
-	rctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() { runErr <- sc.Run(rctx) }()
-	select {
-	case err = <-runErr:
-	case err = <-served:
-		// The API is gone: no probe can tell the truth any more. Step down.
-		serving = false
-		stop()
-		<-runErr
-		return fmt.Errorf("http server: %w", err)
-	}
+	err = sidecar.Serve(ctx, sc, opts.Listen, func(url string) error { return p.Print(sidecar.NewListening(url)) })
 	var ce *sidecar.ChildExitError
 	if errors.As(err, &ce) {
 		return &childExitError{code: ce.Code}
@@ -323,37 +172,14 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 	return err
 }
 
-func commandOrNil(args []string) []string {
-	if len(args) == 0 {
-		return nil
+// sidecarFlagError maps internal/sidecar's flag errors: a usage error (exit
+// 2), a command that cannot start (126, 127).
+func sidecarFlagError(err error) error {
+	if errors.Is(err, sidecar.ErrCommand) {
+		return &childStartError{err: err}
 	}
-	return args
-}
-
-// sidecarPrinter turns state changes into output lines: elected, lost and
-// leader (changed) on stdout, session trouble on stderr.
-func sidecarPrinter(p *printer, errOut io.Writer) func(sidecar.State, sidecar.Change) {
-	return func(s sidecar.State, c sidecar.Change) {
-		if c.Won {
-			_ = p.Print(sidecarElected{Event: "elected", Election: s.Name, ID: s.ID, Token: s.Token})
-		}
-		if c.Lost {
-			_ = p.Print(sidecarLost{Event: "lost", Election: s.Name, ID: s.ID, Reason: s.Reason})
-		}
-		if c.LeaderChanged {
-			ev := sidecarLeader{Event: "leader", Election: s.Name}
-			if s.HasLeader {
-				leader, tok := s.Leader, s.Token
-				ev.Leader, ev.Token = &leader, &tok
-			}
-			_ = p.Print(ev)
-		}
-		if c.HealthChanged {
-			if ok, reason := s.Health(); !ok {
-				fmt.Fprintf(errOut, "coordctl sidecar: unhealthy: %s\n", reason)
-			} else {
-				fmt.Fprintln(errOut, "coordctl sidecar: connected")
-			}
-		}
+	if errors.Is(err, sidecar.ErrUsage) {
+		return &usageError{err: err}
 	}
+	return err
 }

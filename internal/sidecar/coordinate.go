@@ -53,14 +53,8 @@ func (c Coordination) withDefaults() Coordination {
 
 // options are the election options of a campaign as id.
 func (c Coordination) options(id string) []election.Option {
-	opts := []election.Option{
-		election.WithPolicy(c.Policy),
-		election.WithAttributes(election.Attributes{ID: id, Priority: c.Priority, Version: c.Version, Labels: c.Labels}),
-	}
-	if c.NoPreempt {
-		opts = append(opts, election.WithNoPreempt())
-	}
-	return opts
+	return []election.Option{election.WithCoordination(election.Preference{Policy: c.Policy, NoPreempt: c.NoPreempt},
+		election.Attributes{ID: id, Priority: c.Priority, Version: c.Version, Labels: c.Labels})}
 }
 
 // DefaultVersion is the version of the running binary (buildinfo: the main

@@ -1,0 +1,73 @@
+package childproc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var errBusy = errors.New("busy")
+
+// Acquire: --try tries once; a timeout that passes first gets one last try,
+// so that a lock freed meanwhile is taken and timedOut is false.
+func TestAcquire(t *testing.T) {
+	ctx := context.Background()
+	block := func(ctx context.Context) (int, error) { <-ctx.Done(); return 0, ctx.Err() }
+	free := func(context.Context) (int, error) { return 1, nil }
+	busy := func(context.Context) (int, error) { return 0, errBusy }
+
+	_, timedOut, err := Acquire(ctx, Acquisition{Try: true}, block, busy)
+	require.ErrorIs(t, err, errBusy)
+	require.False(t, timedOut)
+	h, timedOut, err := Acquire(ctx, Acquisition{Timeout: time.Nanosecond, LastTry: time.Second}, block, free)
+	require.NoError(t, err)
+	require.False(t, timedOut)
+	require.Equal(t, 1, h)
+	_, timedOut, err = Acquire(ctx, Acquisition{Timeout: time.Millisecond, LastTry: time.Second}, block, busy)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.True(t, timedOut)
+	h, _, err = Acquire(ctx, Acquisition{}, free, busy)
+	require.NoError(t, err)
+	require.Equal(t, 1, h)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A wait stopped before WaitNoticeAfter says nothing; a longer one says so
+// once.
+func TestWaitNotice(t *testing.T) {
+	var out syncBuffer
+	n := &WaitNotice{Out: &out}
+	n.Waiting("first")
+	n.Stop()
+	n.Waiting("after stop")
+	time.Sleep(2 * WaitNoticeAfter) // nothing to await: the point is that nothing comes
+	require.Empty(t, out.String())
+
+	n = &WaitNotice{Out: &out}
+	n.Waiting("waiting for lock x")
+	n.Waiting("second")
+	require.Eventually(t, func() bool { return out.String() != "" }, 10*time.Second, 10*time.Millisecond)
+	n.Stop()
+	require.Equal(t, "waiting for lock x\n", out.String())
+}

@@ -6,16 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/fencing"
 )
-
-const defaultResourceURL = "http://127.0.0.1:7070"
 
 // envResourceURL is the resource's address when --url is not given, as
 // COORDCTL_ENDPOINTS is etcd's; a child of 'coordctl lock' inherits it.
@@ -110,51 +106,27 @@ func runResourceServe(ctx context.Context, f *factory, opts *resourceServeOption
 	if err := checkListen("--listen", opts.Listen); err != nil {
 		return err
 	}
-	host, _, _ := net.SplitHostPort(opts.Listen)
-	// Bind first: a busy port must not leave a new data dir and log behind.
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", opts.Listen, err)
 	}
-	defer ln.Close()
 	logger := slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))
-	res, err := fencing.NewResource(fencing.ResourceConfig{DataDir: opts.DataDir, Logger: logger, Unfenced: opts.Unfenced})
+	srv, err := fencing.Serve(ln, fencing.ResourceConfig{DataDir: opts.DataDir, Logger: logger, Unfenced: opts.Unfenced})
 	if err != nil {
 		return err
 	}
-	defer res.Close()
-	srv := &http.Server{
-		Handler:           res,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-
-	addr := ln.Addr().(*net.TCPAddr)
-	shown := addr.String()
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		shown = net.JoinHostPort("127.0.0.1", strconv.Itoa(addr.Port))
-	}
-	ready := resourceReady{URL: "http://" + shown, DataDir: opts.DataDir, Unfenced: opts.Unfenced}
-	if err := p.Print(ready); err != nil {
-		_ = srv.Close()
-		<-served
+	defer srv.Close()
+	if err := p.Print(resourceReady{URL: srv.URL, DataDir: opts.DataDir, Unfenced: opts.Unfenced}); err != nil {
 		return err
 	}
-	select {
-	case <-ctx.Done():
-		fmt.Fprintln(f.IO.ErrOut, "coordctl resource serve: stopping")
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		err := srv.Shutdown(sctx)
-		<-served
-		if err != nil {
-			_ = srv.Close()
-			return fmt.Errorf("shutdown: %w", err)
-		}
-		return res.Close()
-	case err := <-served:
+	if err := srv.Wait(ctx); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	fmt.Fprintln(f.IO.ErrOut, "coordctl resource serve: stopping")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return srv.Resource.Close()
 }

@@ -19,31 +19,16 @@ type resourceRepairOptions struct {
 
 type resourceRepairResult struct{ fencing.RepairPlan }
 
+// WriteSimple adds to the plan what to run when it was not applied.
 func (r resourceRepairResult) WriteSimple(w io.Writer) error {
-	if !r.NeedsRepair() {
-		_, err := fmt.Fprintf(w, "ok log=%s: no damaged record, nothing to drop\n", r.Path)
+	if err := r.WriteText(w); err != nil || !r.NeedsRepair() || r.Applied {
 		return err
 	}
-	fmt.Fprintf(w, "log %s: %d bytes; keeping the first %d, dropping %d record(s):\n", r.Path, r.Size, r.Keep, len(r.Dropped))
-	for _, d := range r.Dropped {
-		state := "intact, after the damage"
-		if d.Damaged != "" {
-			state = "damaged: " + d.Damaged
-		}
-		fmt.Fprintf(w, "  offset=%d size=%d type=%s scope=%q token=%d (%s)\n", d.Offset, d.Size, orDash(d.Type), d.Scope, d.Token, state)
-	}
-	for _, a := range r.Refence {
-		fmt.Fprintf(w, "re-fence scope=%q token=%d (floor of the kept records: %d), so that it does not go down\n", a.Scope, a.Token, a.Floor)
-	}
-	var err error
-	if r.Applied {
-		_, err = fmt.Fprintf(w, "repaired; the old log is in %s\n", r.Backup)
-	} else {
-		_, err = fmt.Fprintln(w, "nothing changed: run again with --yes to drop these records")
-	}
+	_, err := fmt.Fprintln(w, "nothing changed: run again with --yes to drop these records")
 	return err
 }
 
+// orDash is s, or "-" for an empty s.
 func orDash(s string) string {
 	if s == "" {
 		return "-"

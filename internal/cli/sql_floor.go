@@ -3,17 +3,12 @@
 package cli
 
 import (
-	"context"
-	"fmt"
-	"io"
-
 	"github.com/spf13/cobra"
 
-	"github.com/coordkit/coordkit/fencing"
-	"github.com/coordkit/coordkit/fencing/sqlfence"
+	"github.com/coordkit/coordkit/internal/sqlcmd"
 )
 
-func newSQLFenceCmd(f *factory) *cobra.Command {
+func newSQLFenceCmd(f *factory, run sqlRunF) *cobra.Command {
 	opts := &sqlOptions{}
 	cmd := &cobra.Command{
 		Use:   "fence --driver D --dsn DSN [--scope S] [--token T]",
@@ -35,7 +30,7 @@ json {"scope","token","floor"}.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
-			return runSQLFence(ctx, f, opts)
+			return runSQL(ctx, f, run, opts, sqlcmd.Request{Op: sqlcmd.Fence})
 		},
 	}
 	opts.addConnFlags(cmd)
@@ -44,7 +39,7 @@ json {"scope","token","floor"}.
 	return cmd
 }
 
-func newSQLFloorCmd(f *factory) *cobra.Command {
+func newSQLFloorCmd(f *factory, run sqlRunF) *cobra.Command {
 	opts := &sqlOptions{}
 	var all bool
 	cmd := &cobra.Command{
@@ -67,97 +62,17 @@ be bumped above it ('etcdutl snapshot restore --bump-revision N
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
-			if all {
-				if cmd.Flags().Changed("scope") {
-					return usageErrorf("--all and --scope exclude each other")
-				}
+			if !all {
+				return runSQL(ctx, f, run, opts, sqlcmd.Request{Op: sqlcmd.Floor})
 			}
-			return runSQLFloor(ctx, f, opts, all)
+			if cmd.Flags().Changed("scope") {
+				return usageErrorf("--all and --scope exclude each other")
+			}
+			return runSQL(ctx, f, run, opts, sqlcmd.Request{Op: sqlcmd.HighestFloor})
 		},
 	}
 	opts.addConnFlags(cmd)
 	opts.addScopeFlag(cmd, f)
 	cmd.Flags().BoolVar(&all, "all", false, "print the highest floor of all scopes (to choose etcd's --bump-revision after a restore)")
 	return cmd
-}
-
-// sqlFenceResult drops rows_affected from the JSON of 'sql fence'.
-type sqlFenceResult struct {
-	Scope   string        `json:"scope"`
-	Token   fencing.Token `json:"token"`
-	Floor   fencing.Token `json:"floor"`
-	Outcome string        `json:"outcome"`
-}
-
-func (r sqlFenceResult) WriteSimple(w io.Writer) error {
-	return sqlResult{Scope: r.Scope, Token: r.Token, Floor: r.Floor, fenceOnly: true}.WriteSimple(w)
-}
-
-type sqlFloorResult struct {
-	Scope string        `json:"scope"`
-	Floor fencing.Token `json:"floor"`
-}
-
-// WriteSimple prints the floor alone, for scripts.
-func (r sqlFloorResult) WriteSimple(w io.Writer) error {
-	_, err := fmt.Fprintln(w, r.Floor)
-	return err
-}
-
-func runSQLFence(ctx context.Context, f *factory, opts *sqlOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	d, dsn, tok, err := opts.validate(true)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
-	defer cancel()
-	c, err := opts.connect(ctx, d, dsn)
-	if err != nil {
-		return err
-	}
-	defer c.close()
-	if err := c.fence.Fence(ctx, opts.Scope, tok); err != nil {
-		return c.doErr(ctx, p, opts.Scope, tok, err)
-	}
-	return p.Print(sqlFenceResult{Scope: opts.Scope, Token: tok, Floor: tok, Outcome: outcomeCommitted})
-}
-
-// runSQLFloor prints the floor of --scope, or with all the highest floor
-// of every scope and its scope.
-func runSQLFloor(ctx context.Context, f *factory, opts *sqlOptions, all bool) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	var d sqlfence.Dialect
-	var dsn string
-	if all {
-		d, dsn, err = opts.validateConn()
-	} else {
-		d, dsn, _, err = opts.validate(false)
-	}
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
-	defer cancel()
-	c, err := opts.connect(ctx, d, dsn)
-	if err != nil {
-		return err
-	}
-	defer c.close()
-	scope, floor := opts.Scope, fencing.Token(0)
-	if all {
-		scope, floor, err = c.fence.HighestFloor(ctx)
-	} else {
-		floor, err = c.fence.Floor(ctx, opts.Scope)
-	}
-	if err != nil {
-		return fmt.Errorf("%s at %s: %w", d, c.shown, c.timeoutErr(ctx, err))
-	}
-	return p.Print(sqlFloorResult{Scope: scope, Floor: floor})
 }

@@ -25,7 +25,8 @@ const (
 // Fence {"scope","token","floor","outcome"}, Floor and HighestFloor
 // {"scope","floor"} (HighestFloor's scope is "" when no scope was admitted).
 type Result struct {
-	op           Op
+	// Op is the run's, which chooses the text form.
+	Op           Op            `json:"-"`
 	Scope        string        `json:"scope"`
 	Token        fencing.Token `json:"token,omitempty"`
 	Floor        fencing.Token `json:"floor"`
@@ -37,12 +38,12 @@ type Result struct {
 // Exec, the same without rows_affected for Fence, and the floor alone, for
 // scripts, for Floor and HighestFloor.
 func (r Result) WriteText(w io.Writer) error {
-	if r.op == Floor || r.op == HighestFloor {
+	if r.Op == Floor || r.Op == HighestFloor {
 		_, err := fmt.Fprintln(w, r.Floor)
 		return err
 	}
 	line := fmt.Sprintf("ok scope=%s token=%d floor=%d", r.Scope, r.Token, r.Floor)
-	if r.op == Exec {
+	if r.Op == Exec {
 		rows := make([]string, len(r.RowsAffected))
 		for i, n := range r.RowsAffected {
 			rows[i] = strconv.FormatInt(n, 10)
@@ -62,11 +63,13 @@ type OutcomeError struct {
 	Scope   string
 	Token   fencing.Token
 	Outcome string
-	err     error
+	// Err is what happened, in words that name the database (never its
+	// password); it matches sqlfence.ErrCommitUnknown or ErrOutsideFence.
+	Err error
 }
 
-func (e *OutcomeError) Error() string { return e.err.Error() }
-func (e *OutcomeError) Unwrap() error { return e.err }
+func (e *OutcomeError) Error() string { return e.Err.Error() }
+func (e *OutcomeError) Unwrap() error { return e.Err }
 
 // MarshalJSON gives {"scope","token","outcome","error"}.
 func (e *OutcomeError) MarshalJSON() ([]byte, error) {

@@ -144,7 +144,7 @@ func Run(ctx context.Context, r Request) (Result, error) {
 		return Result{}, err
 	}
 	defer c.db.Close()
-	res := Result{op: r.Op, Scope: r.Scope, Token: r.Token, Floor: r.Token}
+	res := Result{Op: r.Op, Scope: r.Scope, Token: r.Token, Floor: r.Token}
 	switch r.Op {
 	case Exec:
 		res.RowsAffected, err = c.exec(ctx, r.Scope, r.Token, r.Statements)
@@ -255,7 +255,7 @@ func (c *conn) runErr(ctx context.Context, r Request, err error) error {
 		return fmt.Errorf("%s at %s: nothing was committed: %w", c.dialect, c.shown, c.timeoutErr(ctx, err))
 	}
 	return &OutcomeError{Scope: r.Scope, Token: r.Token, Outcome: outcome,
-		err: fmt.Errorf("%s at %s: %s: %w", c.dialect, c.shown, what, c.scrub(err))}
+		Err: fmt.Errorf("%s at %s: %s: %w", c.dialect, c.shown, what, c.scrub(err))}
 }
 
 // mysqlTimeouts adds readTimeout and writeTimeout of d to a

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,21 +10,11 @@ import (
 	"github.com/coordkit/coordkit/internal/sqlcmd"
 )
 
-// sqlOptions are the flags every 'coordctl sql' command shares.
+// sqlOptions are the flags of the sql commands, bound to the request they
+// make, and the text of --token, which runSQL parses.
 type sqlOptions struct {
-	Driver string
-	DSN    string
-	Table  string
-	Scope  string
-	Token  string
-	// Timeout bounds the whole run: connect, check, statements, commit.
-	Timeout time.Duration
-}
-
-// sqlExecOptions are 'coordctl sql' itself: the fence check, then Statements.
-type sqlExecOptions struct {
-	sqlOptions
-	Statements []string
+	sqlcmd.Request
+	token string
 }
 
 func (o *sqlOptions) addConnFlags(cmd *cobra.Command) {
@@ -41,7 +30,7 @@ func (o *sqlOptions) addScopeFlag(cmd *cobra.Command, f *factory) {
 }
 
 func (o *sqlOptions) addTokenFlag(cmd *cobra.Command, f *factory) {
-	cmd.Flags().StringVar(&o.Token, "token", f.Getenv(envFencingToken), "fencing token, a positive integer (default $COORD_FENCING_TOKEN)")
+	cmd.Flags().StringVar(&o.token, "token", f.Getenv(envFencingToken), "fencing token, a positive integer (default $COORD_FENCING_TOKEN)")
 }
 
 const sqlLong = `Check a fencing token in your own database and run SQL statements in the
@@ -79,7 +68,7 @@ func newSQLCmd(f *factory) *cobra.Command { return newSQLCmdRun(f, sqlcmd.Run) }
 type sqlRunF = func(context.Context, sqlcmd.Request) (sqlcmd.Result, error)
 
 func newSQLCmdRun(f *factory, run sqlRunF) *cobra.Command {
-	opts := &sqlExecOptions{}
+	opts := &sqlOptions{}
 	cmd := &cobra.Command{
 		Use:   "sql --driver D --dsn DSN -e STATEMENT [-e STATEMENT]...",
 		Short: "Run SQL statements fenced by a token, in one transaction",
@@ -124,7 +113,7 @@ exit 6 {"scope","token","outcome":"unknown" (or "outside_fence"),"error"}.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
-			return runSQL(ctx, f, run, &opts.sqlOptions, sqlcmd.Request{Op: sqlcmd.Exec, Statements: opts.Statements})
+			return runSQL(ctx, f, run, opts, sqlcmd.Exec)
 		},
 	}
 	opts.addConnFlags(cmd)
@@ -136,25 +125,25 @@ exit 6 {"scope","token","outcome":"unknown" (or "outside_fence"),"error"}.
 }
 
 // runSQL checks the flags in the order coordctl always has (connection,
-// scope, token, statements), runs req and prints its result; with -w json
+// scope, token, statements), runs op and prints its result; with -w json
 // an unknown outcome (exit 6) is printed as an object too.
-func runSQL(ctx context.Context, f *factory, run sqlRunF, o *sqlOptions, req sqlcmd.Request) error {
+func runSQL(ctx context.Context, f *factory, run sqlRunF, o *sqlOptions, op sqlcmd.Op) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
 	}
-	req.Config = sqlcmd.Config{Driver: o.Driver, DSN: o.DSN, Table: o.Table, Timeout: o.Timeout}
+	req := o.Request
+	req.Op = op
 	if err := req.Config.Validate(); err != nil {
 		return &usageError{err: err}
 	}
-	if req.Op != sqlcmd.HighestFloor {
-		if err := checkScopeFlag(o.Scope); err != nil {
-			return err
-		}
-		req.Scope = o.Scope
+	if op == sqlcmd.HighestFloor {
+		req.Scope = ""
+	} else if err := checkScopeFlag(req.Scope); err != nil {
+		return err
 	}
-	if req.Op == sqlcmd.Exec || req.Op == sqlcmd.Fence {
-		if req.Token, err = parseTokenFlag(o.Token); err != nil {
+	if op == sqlcmd.Exec || op == sqlcmd.Fence {
+		if req.Token, err = parseTokenFlag(o.token); err != nil {
 			return err
 		}
 	}
@@ -175,4 +164,75 @@ func runSQL(ctx context.Context, f *factory, run sqlRunF, o *sqlOptions, req sql
 		return err // fencing.ErrStale: exit 5; sqlfence.ErrCommitUnknown, ErrOutsideFence: exit 6
 	}
 	return p.Print(textResult[sqlcmd.Result]{res})
+}
+
+// ---- sql fence and sql floor: a scope's fence row, raised or read, without a write ----
+
+func newSQLFenceCmd(f *factory, run sqlRunF) *cobra.Command {
+	opts := &sqlOptions{}
+	cmd := &cobra.Command{
+		Use:   "fence --driver D --dsn DSN [--scope S] [--token T]",
+		Short: "Raise a scope's floor in the database to a token, without other writes",
+		Long: `Run the fence check alone: the scope's floor rises to --token, so that
+from now on every lower token is refused. A new holder fences before its
+first write, closing the window in which its predecessor could still write.
+Exit 5 when the token is below the floor already (nothing changed), 6 when
+the answer to COMMIT was lost (the floor may have risen), 1 on any other
+error, 2 for bad flags. Give it only a token a lock or election gave
+you: a made-up high token would make every later real holder's write exit 5. Prints 'ok scope=S token=T floor=F'; with -w
+json {"scope","token","floor"}.
+
+` + sqlLong,
+		Example: `  # a new holder fences before its first write; token and scope come from the lock
+  coordctl lock jobs/report -- sh -c 'coordctl sql fence --driver postgres --dsn "$DB" && ./job.sh'
+  coordctl lock jobs/report -- coordctl sql fence --driver sqlite --dsn /var/lib/app/app.db`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := f.NotifyContext(cmd.Context())
+			defer cancel()
+			return runSQL(ctx, f, run, opts, sqlcmd.Fence)
+		},
+	}
+	opts.addConnFlags(cmd)
+	opts.addScopeFlag(cmd, f)
+	opts.addTokenFlag(cmd, f)
+	return cmd
+}
+
+func newSQLFloorCmd(f *factory, run sqlRunF) *cobra.Command {
+	opts := &sqlOptions{}
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "floor --driver D --dsn DSN (--scope S | --all)",
+		Short: "Print a scope's floor: the highest token the database admitted",
+		Long: `Print the floor of --scope in the fence table: the highest token admitted,
+0 if none. It is a plain read, outdated as soon as it is printed; the
+decision belongs to 'coordctl sql'. With -w json {"scope","floor"}.
+
+--all prints the highest floor of every scope (and, with -w json, its
+scope): after etcd is restored from a snapshot or rebuilt, its revision must
+be bumped above it ('etcdutl snapshot restore --bump-revision N
+--mark-compacted', docs/operations.md).
+
+` + sqlLong,
+		Example: `  coordctl sql floor --driver sqlite --dsn /var/lib/app/app.db --scope jobs/report
+  coordctl sql floor --driver postgres --dsn "$DB" --scope jobs/report -w json
+  coordctl sql floor --driver postgres --dsn "$DB" --all   # the highest floor of all scopes`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := f.NotifyContext(cmd.Context())
+			defer cancel()
+			if !all {
+				return runSQL(ctx, f, run, opts, sqlcmd.Floor)
+			}
+			if cmd.Flags().Changed("scope") {
+				return usageErrorf("--all and --scope exclude each other")
+			}
+			return runSQL(ctx, f, run, opts, sqlcmd.HighestFloor)
+		},
+	}
+	opts.addConnFlags(cmd)
+	opts.addScopeFlag(cmd, f)
+	cmd.Flags().BoolVar(&all, "all", false, "print the highest floor of all scopes (to choose etcd's --bump-revision after a restore)")
+	return cmd
 }

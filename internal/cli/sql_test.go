@@ -131,4 +131,3 @@ func TestSQLUnparsableDSN(t *testing.T) {
 		})
 	}
 }
-

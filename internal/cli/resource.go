@@ -107,6 +107,7 @@ func runResourceServe(ctx context.Context, f *factory, opts *resourceServeOption
 	if err := checkListen("--listen", opts.Listen); err != nil {
 		return err
 	}
+	// Bind first: a busy port must not leave a new data dir and log behind.
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", opts.Listen, err)

@@ -268,13 +268,7 @@ fenced databases); see docs/operations.md.`,
   coordctl resource floors -w json --url http://127.0.0.1:7070`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runResourceClient(f, opts, func(c *fencing.Client) (fencing.FloorsResult, error) {
-				res, err := c.Floors(cmd.Context())
-				if res.Floors == nil {
-					res.Floors = map[string]fencing.Token{} // {"floors":{}}, not null
-				}
-				return res, err
-			})
+			return runResourceClient(f, opts, func(c *fencing.Client) (fencing.FloorsResult, error) { return c.Floors(cmd.Context()) })
 		},
 	}
 	opts.addFlags(cmd)

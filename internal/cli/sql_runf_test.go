@@ -79,6 +79,8 @@ func TestSQLFlagsReachTheRequest(t *testing.T) {
 			sqlcmd.Request{Config: conn, Op: sqlcmd.Floor, Scope: "jobs/report"}},
 		"floor --all": {nil, append([]string{"floor", "--all"}, pg...),
 			sqlcmd.Request{Config: conn, Op: sqlcmd.HighestFloor}},
+		"floor --all in a lock's environment": {holder, append([]string{"floor", "--all"}, pg...),
+			sqlcmd.Request{Config: conn, Op: sqlcmd.HighestFloor}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -23,7 +23,10 @@
 //     that checks tokens (PUT /v1/kv/{key}, GET /v1/kv/{key}, POST /v1/fence,
 //     GET /v1/log), with If-Match and Idempotency-Key, and its Go client.
 //     docs/fencing.md describes the API. ResourceConfig.Unfenced gives the
-//     same store without the check, as a baseline.
+//     same store without the check, as a baseline. Serve serves a Resource
+//     on a listener (StartLocal on a free loopback port); NewClient makes a
+//     Client from a ClientConfig. The answers' WriteText is the text form
+//     'coordctl resource' prints.
 //
 // What is guaranteed: a token below a scope's floor is never admitted; a
 // floor never goes down, also across a restart, for every admission or write

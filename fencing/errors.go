@@ -34,6 +34,12 @@ var (
 	ErrTooLarge = errors.New("fencing: value too large")
 	// ErrBadRequest is returned when the server rejects a malformed request (HTTP 400).
 	ErrBadRequest = errors.New("fencing: bad request")
+	// ErrInvalidURL is returned by NewClient for a URL that is not
+	// http:// or https:// with a host.
+	ErrInvalidURL = errors.New("fencing: invalid resource URL")
+	// ErrInvalidTimeout is returned by NewClient for a request timeout
+	// that is not positive.
+	ErrInvalidTimeout = errors.New("fencing: invalid request timeout")
 )
 
 // StaleError reports a token below the floor of its scope. It matches

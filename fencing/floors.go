@@ -40,12 +40,16 @@ func (r *Resource) handleFloors(w http.ResponseWriter, req *http.Request) {
 }
 
 // Floors returns every scope's floor and the highest (GET /v1/floors).
+// On success Floors is not nil, also when no scope has a floor, so that its
+// JSON is {"floors":{}}.
 func (c *Client) Floors(ctx context.Context) (FloorsResult, error) {
 	var f FloorsResult
 	req, err := c.newRequest(ctx, http.MethodGet, "/v1/floors", nil)
 	if err != nil {
 		return f, err
 	}
-	err = c.do(req, "", 0, &f)
+	if err = c.do(req, "", 0, &f); err == nil && f.Floors == nil {
+		f.Floors = map[string]Token{}
+	}
 	return f, err
 }

@@ -2,6 +2,8 @@ package fencing
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -52,4 +54,16 @@ func TestResourceFloorsEndpoint(t *testing.T) {
 	require.Equal(t, map[string]Token{"jobs/a": 40, "jobs/b": 700}, f.Floors)
 	require.Equal(t, Token(700), f.Highest)
 	require.Equal(t, "jobs/b", f.HighestScope)
+}
+
+// A resource that answers "floors": null still gives a non-nil map, so
+// that what coordctl prints is {"floors":{}}.
+func TestClientFloorsNeverNil(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"floors":null,"highest":0,"highest_scope":""}`)
+	}))
+	defer srv.Close()
+	f, err := (&Client{BaseURL: srv.URL}).Floors(context.Background())
+	require.NoError(t, err)
+	require.NotNil(t, f.Floors)
 }

@@ -10,30 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/fencing"
-	"github.com/coordkit/coordkit/fencing/sqlfence/sqltest"
 )
-
-func TestSQLFloorAll(t *testing.T) {
-	sqltest.Each(t, func(t *testing.T, db *sqltest.DB) {
-		res := sqlRun(t, db, nil, "floor", "--all")
-		require.Equal(t, exitOK, res.Code, res.Stderr)
-		require.Equal(t, "0\n", res.Stdout, "no scope yet")
-		for scope, tok := range map[string]string{"jobs/a": "12", "jobs/b": "4711", "jobs/c": "300"} {
-			res := sqlRun(t, db, nil, "fence", "--scope", scope, "--token", tok)
-			require.Equal(t, exitOK, res.Code, res.Stderr)
-		}
-		res = sqlRun(t, db, nil, "floor", "--all")
-		require.Equal(t, exitOK, res.Code, res.Stderr)
-		require.Equal(t, "4711\n", res.Stdout)
-		res = sqlRun(t, db, nil, "floor", "--all", "-w", "json")
-		require.Equal(t, exitOK, res.Code, res.Stderr)
-		require.JSONEq(t, `{"scope":"jobs/b","floor":4711}`, res.Stdout)
-
-		res = sqlRun(t, db, nil, "floor", "--all", "--scope", "jobs/a")
-		require.Equal(t, exitUsage, res.Code)
-		require.Contains(t, res.Stderr, "--all and --scope")
-	})
-}
 
 func TestResourceFloorsCommand(t *testing.T) {
 	r, err := fencing.NewResource(fencing.ResourceConfig{DataDir: t.TempDir()})

@@ -2,20 +2,17 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/fencing"
 )
-
-const defaultResourceURL = "http://127.0.0.1:7070"
 
 // envResourceURL is the resource's address when --url is not given, as
 // COORDCTL_ENDPOINTS is etcd's; a child of 'coordctl lock' inherits it.
@@ -110,51 +107,106 @@ func runResourceServe(ctx context.Context, f *factory, opts *resourceServeOption
 	if err := checkListen("--listen", opts.Listen); err != nil {
 		return err
 	}
-	host, _, _ := net.SplitHostPort(opts.Listen)
 	// Bind first: a busy port must not leave a new data dir and log behind.
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", opts.Listen, err)
 	}
-	defer ln.Close()
 	logger := slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))
-	res, err := fencing.NewResource(fencing.ResourceConfig{DataDir: opts.DataDir, Logger: logger, Unfenced: opts.Unfenced})
+	srv, err := fencing.Serve(ln, fencing.ResourceConfig{DataDir: opts.DataDir, Logger: logger, Unfenced: opts.Unfenced})
 	if err != nil {
 		return err
 	}
-	defer res.Close()
-	srv := &http.Server{
-		Handler:           res,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-
-	addr := ln.Addr().(*net.TCPAddr)
-	shown := addr.String()
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		shown = net.JoinHostPort("127.0.0.1", strconv.Itoa(addr.Port))
-	}
-	ready := resourceReady{URL: "http://" + shown, DataDir: opts.DataDir, Unfenced: opts.Unfenced}
-	if err := p.Print(ready); err != nil {
-		_ = srv.Close()
-		<-served
+	defer srv.Close()
+	if err := p.Print(resourceReady{URL: srv.URL, DataDir: opts.DataDir, Unfenced: opts.Unfenced}); err != nil {
 		return err
 	}
-	select {
-	case <-ctx.Done():
-		fmt.Fprintln(f.IO.ErrOut, "coordctl resource serve: stopping")
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		err := srv.Shutdown(sctx)
-		<-served
-		if err != nil {
-			_ = srv.Close()
-			return fmt.Errorf("shutdown: %w", err)
-		}
-		return res.Close()
-	case err := <-served:
+	if err := srv.Wait(ctx); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	fmt.Fprintln(f.IO.ErrOut, "coordctl resource serve: stopping")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return srv.Resource.Close()
+}
+
+// ---- repair ----
+
+type resourceRepairOptions struct {
+	DataDir string
+	Yes     bool
+}
+
+type resourceRepairResult struct{ fencing.RepairPlan }
+
+// WriteSimple adds to the plan what to run when it was not applied.
+func (r resourceRepairResult) WriteSimple(w io.Writer) error {
+	if err := r.WriteText(w); err != nil || !r.NeedsRepair() || r.Applied {
+		return err
+	}
+	_, err := fmt.Fprintln(w, "nothing changed: run again with --yes to drop these records")
+	return err
+}
+
+// orDash is s, or "-" for an empty s (lab_figure16.go prints with it).
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newResourceRepairCmd(f *factory) *cobra.Command {
+	opts := &resourceRepairOptions{}
+	cmd := &cobra.Command{
+		Use:   "repair --data-dir D [--yes]",
+		Short: "Drop a damaged record from a stopped resource's log, keeping the floors",
+		Long: `Examine the log of a resource that refused to start with "corrupt log"
+(no 'resource serve' may be running on the directory) and print what a
+repair drops: the first damaged record and every record after it. Nothing
+changes without --yes: then it exits 1 if there is something to drop (the
+log is still damaged and 'resource serve' will refuse it), 0 if the log is
+sound; 2 is kept for bad flags.
+
+With --yes it copies the log to DATA_DIR/resource.log.before-repair, keeps the
+intact records before the damage and appends a fence for each scope at the
+highest token a dropped record claims, so that no floor goes down. The
+writes it drops are lost.`,
+		Example: `  coordctl resource repair --data-dir /tmp/res          # what would be dropped
+  coordctl resource repair --data-dir /tmp/res --yes    # drop it`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runResourceRepair(f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.DataDir, "data-dir", "", "the resource's data directory (required)")
+	cmd.Flags().BoolVar(&opts.Yes, "yes", false, "apply the repair")
+	return cmd
+}
+
+func runResourceRepair(f *factory, opts *resourceRepairOptions) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	if opts.DataDir == "" {
+		return usageErrorf("--data-dir is required")
+	}
+	plan, err := fencing.Repair(opts.DataDir, opts.Yes)
+	if err != nil {
+		if errors.Is(err, fencing.ErrCorrupt) {
+			return err
+		}
+		return fmt.Errorf("repair %s: %w", opts.DataDir, err)
+	}
+	if err := p.Print(resourceRepairResult{plan}); err != nil {
+		return err
+	}
+	if plan.NeedsRepair() && !plan.Applied {
+		return mark(errFailed, errors.New("repair: damage found, not applied: run again with --yes to drop it"))
+	}
+	return nil
 }

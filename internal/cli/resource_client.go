@@ -1,11 +1,12 @@
 package cli
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -15,41 +16,78 @@ import (
 	"github.com/coordkit/coordkit/fencing"
 )
 
-// The client commands of coordctl resource: put, get, fence and log, and
-// the flags and defaults they share.
+// The client commands of coordctl resource: put, get, fence, log and
+// floors, and the flags and defaults they share.
 
-// ---- clients ----
-
-type resourceClientOptions struct {
-	URL     string
-	Timeout time.Duration
+// resourceOptions are the flags of the client commands; each binds its own.
+type resourceOptions struct {
+	URL            string
+	Timeout        time.Duration
+	Token          string
+	Scope          string
+	IfMatch        string
+	IdempotencyKey string
 }
 
-func (o *resourceClientOptions) addFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.URL, "url", "", "URL of the resource ('resource serve' prints it; default $"+envResourceURL+", else "+defaultResourceURL+")")
+func (o *resourceOptions) addFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.URL, "url", "", "URL of the resource ('resource serve' prints it; default $"+envResourceURL+", else "+fencing.DefaultURL+")")
 	cmd.Flags().DurationVar(&o.Timeout, "command-timeout", defaultCommandTimeout, "time limit of one request to the resource")
 }
 
-// client validates --url and returns a client whose requests are bounded by
-// --command-timeout, and a function that releases its connections.
-func (o *resourceClientOptions) client(f *factory) (*fencing.Client, func(), error) {
-	if o.URL == "" {
-		o.URL = f.Getenv(envResourceURL)
-	}
-	if o.URL == "" {
-		o.URL = defaultResourceURL
-	}
-	u, err := url.Parse(o.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, nil, usageErrorf("invalid --url %q: want http://host:port", o.URL)
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if o.Timeout <= 0 {
-		return nil, nil, usageErrorf("invalid --command-timeout %s: must be positive", o.Timeout)
-	}
-	hc := &http.Client{Transport: tr, Timeout: o.Timeout}
-	return &fencing.Client{BaseURL: o.URL, HTTP: hc}, tr.CloseIdleConnections, nil
+// addFenceFlags adds --token and --scope, defaulting to a holder's environment.
+func (o *resourceOptions) addFenceFlags(cmd *cobra.Command, f *factory) {
+	cmd.Flags().StringVar(&o.Token, "token", f.Getenv("COORD_FENCING_TOKEN"), "fencing token, a positive integer (default $COORD_FENCING_TOKEN)")
+	cmd.Flags().StringVar(&o.Scope, "scope", envScope(f), "fencing scope: the lock or election name, or a semaphore's NAME#slot (default $COORD_FENCING_SCOPE, $COORD_LOCK_NAME or $COORD_ELECTION)")
 }
+
+// fenced checks --token and --scope and returns the token.
+func (o *resourceOptions) fenced() (fencing.Token, error) {
+	tok, err := parseTokenFlag(o.Token)
+	if err != nil {
+		return 0, err
+	}
+	return tok, checkScopeFlag(o.Scope)
+}
+
+// client returns a client of --url (else $COORDCTL_RESOURCE_URL, else
+// fencing.DefaultURL) whose requests are bounded by --command-timeout.
+func (o *resourceOptions) client(f *factory) (*fencing.Client, error) {
+	o.URL = cmp.Or(o.URL, f.Getenv(envResourceURL), fencing.DefaultURL)
+	c, err := fencing.NewClient(fencing.ClientConfig{URL: o.URL, Timeout: o.Timeout})
+	switch {
+	case errors.Is(err, fencing.ErrInvalidURL):
+		return nil, usageErrorf("invalid --url %q: want http://host:port", o.URL)
+	case errors.Is(err, fencing.ErrInvalidTimeout):
+		return nil, usageErrorf("invalid --command-timeout %s: must be positive", o.Timeout)
+	}
+	return c, err
+}
+
+// runResourceClient makes a client command's one request with a client of
+// o and prints the answer; a stale token is fencing.ErrStale, exit 5.
+func runResourceClient[T interface{ WriteText(io.Writer) error }](f *factory, o *resourceOptions, call func(*fencing.Client) (T, error)) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	c, err := o.client(f)
+	if err != nil {
+		return err
+	}
+	defer c.CloseIdleConnections()
+	res, err := call(c)
+	if err != nil {
+		return err
+	}
+	return p.Print(textResult[T]{res})
+}
+
+// textResult prints a library result: with -w simple its WriteText, with
+// -w json its own JSON.
+type textResult[T interface{ WriteText(io.Writer) error }] struct{ v T }
+
+func (r textResult[T]) WriteSimple(w io.Writer) error { return r.v.WriteText(w) }
+func (r textResult[T]) MarshalJSON() ([]byte, error)  { return json.Marshal(r.v) }
 
 // envScope is the scope a child of `coordctl lock`, `coordctl sem` or
 // `coordctl sidecar` finds in its environment: COORD_FENCING_SCOPE (a
@@ -84,27 +122,8 @@ func checkScopeFlag(s string) error {
 	return nil
 }
 
-// ---- put ----
-
-type resourcePutOptions struct {
-	resourceClientOptions
-	Key            string
-	Value          string
-	Token          string
-	Scope          string
-	IfMatch        string
-	IdempotencyKey string
-}
-
-type resourcePutResult struct{ fencing.PutResult }
-
-func (r resourcePutResult) WriteSimple(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "ok key=%s seq=%d version=%d token=%d scope=%s\n", r.Key, r.Seq, r.Version, r.Token, r.Scope)
-	return err
-}
-
 func newResourcePutCmd(f *factory) *cobra.Command {
-	opts := &resourcePutOptions{}
+	opts := &resourceOptions{}
 	cmd := &cobra.Command{
 		Use:   "put KEY VALUE",
 		Short: "Write a value with a fencing token",
@@ -121,31 +140,22 @@ the same key and request are applied once and answered like the first time.`,
   echo hello | coordctl resource put greeting - --token 42 --scope jobs/nightly --idempotency-key run-7`,
 		Args: argsUsage(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Key, opts.Value = args[0], args[1]
-			return runResourcePut(cmd.Context(), f, opts)
+			return runResourcePut(cmd.Context(), f, opts, args[0], args[1])
 		},
 	}
 	opts.addFlags(cmd)
-	cmd.Flags().StringVar(&opts.Token, "token", f.Getenv("COORD_FENCING_TOKEN"), "fencing token, a positive integer (default $COORD_FENCING_TOKEN)")
-	cmd.Flags().StringVar(&opts.Scope, "scope", envScope(f), "fencing scope: the lock or election name, or a semaphore's NAME#slot (default $COORD_FENCING_SCOPE, $COORD_LOCK_NAME or $COORD_ELECTION)")
+	opts.addFenceFlags(cmd, f)
 	cmd.Flags().StringVar(&opts.IfMatch, "if-match", "", "write only if the key's version is this (0: key must not exist)")
 	cmd.Flags().StringVar(&opts.IdempotencyKey, "idempotency-key", "", "apply a retried request once")
 	return cmd
 }
 
-func runResourcePut(ctx context.Context, f *factory, opts *resourcePutOptions) error {
-	p, err := f.Printer()
+func runResourcePut(ctx context.Context, f *factory, opts *resourceOptions, key, value string) error {
+	tok, err := opts.fenced()
 	if err != nil {
 		return err
 	}
-	tok, err := parseTokenFlag(opts.Token)
-	if err != nil {
-		return err
-	}
-	if err := checkScopeFlag(opts.Scope); err != nil {
-		return err
-	}
-	if opts.Key == "" {
+	if key == "" {
 		return usageErrorf("KEY must not be empty")
 	}
 	var putOpts []fencing.PutOption
@@ -159,7 +169,6 @@ func runResourcePut(ctx context.Context, f *factory, opts *resourcePutOptions) e
 	if opts.IdempotencyKey != "" {
 		putOpts = append(putOpts, fencing.WithIdempotencyKey(opts.IdempotencyKey))
 	}
-	value := opts.Value
 	if value == "-" {
 		b, err := io.ReadAll(io.LimitReader(f.IO.In, fencing.MaxValueSize+1))
 		if err != nil {
@@ -167,36 +176,13 @@ func runResourcePut(ctx context.Context, f *factory, opts *resourcePutOptions) e
 		}
 		value = string(b)
 	}
-	c, release, err := opts.client(f)
-	if err != nil {
-		return err
-	}
-	defer release()
-	res, err := c.Put(ctx, opts.Key, value, tok, opts.Scope, putOpts...)
-	if err != nil {
-		return err // fencing.ErrStale: exit 5
-	}
-	return p.Print(resourcePutResult{res})
-}
-
-// ---- get ----
-
-type resourceGetOptions struct {
-	resourceClientOptions
-	Key string
-}
-
-type resourceGetResult struct{ fencing.Entry }
-
-// WriteSimple prints the value alone and exactly, without a newline of
-// its own, so that put and get round-trip; -w json has the metadata.
-func (r resourceGetResult) WriteSimple(w io.Writer) error {
-	_, err := io.WriteString(w, r.Value)
-	return err
+	return runResourceClient(f, opts, func(c *fencing.Client) (fencing.PutResult, error) {
+		return c.Put(ctx, key, value, tok, opts.Scope, putOpts...)
+	})
 }
 
 func newResourceGetCmd(f *factory) *cobra.Command {
-	opts := &resourceGetOptions{}
+	opts := &resourceOptions{}
 	cmd := &cobra.Command{
 		Use:   "get KEY",
 		Short: "Read a key of the protected resource",
@@ -208,51 +194,18 @@ the token and scope of the write that set it. A key never written exits 1.`,
   coordctl resource get config -w json --url http://127.0.0.1:7070`,
 		Args: argsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Key = args[0]
-			return runResourceGet(cmd.Context(), f, opts)
+			if args[0] == "" {
+				return usageErrorf("KEY must not be empty")
+			}
+			return runResourceClient(f, opts, func(c *fencing.Client) (fencing.Entry, error) { return c.Get(cmd.Context(), args[0]) })
 		},
 	}
 	opts.addFlags(cmd)
 	return cmd
 }
 
-func runResourceGet(ctx context.Context, f *factory, opts *resourceGetOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	if opts.Key == "" {
-		return usageErrorf("KEY must not be empty")
-	}
-	c, release, err := opts.client(f)
-	if err != nil {
-		return err
-	}
-	defer release()
-	e, err := c.Get(ctx, opts.Key)
-	if err != nil {
-		return err // fencing.ErrStale: exit 5
-	}
-	return p.Print(resourceGetResult{e})
-}
-
-// ---- fence ----
-
-type resourceFenceOptions struct {
-	resourceClientOptions
-	Token string
-	Scope string
-}
-
-type resourceFenceResult struct{ fencing.FenceResult }
-
-func (r resourceFenceResult) WriteSimple(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "ok scope=%s floor=%d\n", r.Scope, r.Floor)
-	return err
-}
-
 func newResourceFenceCmd(f *factory) *cobra.Command {
-	opts := &resourceFenceOptions{}
+	opts := &resourceOptions{}
 	cmd := &cobra.Command{
 		Use:   "fence",
 		Short: "Raise a scope's floor to a token without writing",
@@ -263,61 +216,20 @@ below the floor is stale: exit 5.`,
 		Example: `  coordctl resource fence --token 57 --scope jobs/nightly`,
 		Args:    argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runResourceFence(cmd.Context(), f, opts)
+			tok, err := opts.fenced()
+			if err != nil {
+				return err
+			}
+			return runResourceClient(f, opts, func(c *fencing.Client) (fencing.FenceResult, error) { return c.Fence(cmd.Context(), tok, opts.Scope) })
 		},
 	}
 	opts.addFlags(cmd)
-	cmd.Flags().StringVar(&opts.Token, "token", f.Getenv("COORD_FENCING_TOKEN"), "fencing token, a positive integer (default $COORD_FENCING_TOKEN)")
-	cmd.Flags().StringVar(&opts.Scope, "scope", envScope(f), "fencing scope: the lock or election name, or a semaphore's NAME#slot (default $COORD_FENCING_SCOPE, $COORD_LOCK_NAME or $COORD_ELECTION)")
+	opts.addFenceFlags(cmd, f)
 	return cmd
 }
 
-func runResourceFence(ctx context.Context, f *factory, opts *resourceFenceOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	tok, err := parseTokenFlag(opts.Token)
-	if err != nil {
-		return err
-	}
-	if err := checkScopeFlag(opts.Scope); err != nil {
-		return err
-	}
-	c, release, err := opts.client(f)
-	if err != nil {
-		return err
-	}
-	defer release()
-	res, err := c.Fence(ctx, tok, opts.Scope)
-	if err != nil {
-		return err // fencing.ErrStale: exit 5
-	}
-	return p.Print(resourceFenceResult{res})
-}
-
-// ---- log ----
-
-type resourceLogOptions struct {
-	resourceClientOptions
-	Scope string
-}
-
-type resourceLogResult struct{ fencing.LogResult }
-
-func (r resourceLogResult) WriteSimple(w io.Writer) error {
-	for _, wr := range r.Writes {
-		if _, err := fmt.Fprintf(w, "seq=%d scope=%s token=%d key=%s version=%d value=%q\n",
-			wr.Seq, wr.Scope, wr.Token, wr.Key, wr.Version, wr.Value); err != nil {
-			return err
-		}
-	}
-	_, err := fmt.Fprintf(w, "writes=%d rejected=%d\n", len(r.Writes), r.Rejected)
-	return err
-}
-
 func newResourceLogCmd(f *factory) *cobra.Command {
-	opts := &resourceLogOptions{}
+	opts := &resourceOptions{}
 	cmd := &cobra.Command{
 		Use:   "log",
 		Short: "Print the accepted writes and the count of rejected stale requests",
@@ -329,7 +241,7 @@ from one accepted write to the next. -w json prints one object.`,
   coordctl resource log -w json`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runResourceLog(cmd.Context(), f, opts)
+			return runResourceClient(f, opts, func(c *fencing.Client) (fencing.LogResult, error) { return c.Log(cmd.Context(), opts.Scope) })
 		},
 	}
 	opts.addFlags(cmd)
@@ -337,19 +249,28 @@ from one accepted write to the next. -w json prints one object.`,
 	return cmd
 }
 
-func runResourceLog(ctx context.Context, f *factory, opts *resourceLogOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
+func newResourceFloorsCmd(f *factory) *cobra.Command {
+	opts := &resourceOptions{}
+	cmd := &cobra.Command{
+		Use:   "floors",
+		Short: "Print every scope's floor and the highest, to choose etcd's revision bump after a restore",
+		Long: `Print the floor of every scope (the highest token admitted), then the highest
+floor of all: 'highest=N scope=S' (with -w json
+{"floors":{SCOPE:FLOOR,...},"highest":N,"highest_scope":S}).
+
+Tokens are etcd revisions. An etcd restored from a snapshot, or rebuilt
+empty, hands out revisions below these floors, and every real holder is
+refused as stale until the revision catches up. Restore with
+'etcdutl snapshot restore --bump-revision B --mark-compacted' where B is
+above the highest floor printed here (and 'coordctl sql floor --all' for
+fenced databases); see docs/operations.md.`,
+		Example: `  coordctl resource floors
+  coordctl resource floors -w json --url http://127.0.0.1:7070`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runResourceClient(f, opts, func(c *fencing.Client) (fencing.FloorsResult, error) { return c.Floors(cmd.Context()) })
+		},
 	}
-	c, release, err := opts.client(f)
-	if err != nil {
-		return err
-	}
-	defer release()
-	l, err := c.Log(ctx, opts.Scope)
-	if err != nil {
-		return err // fencing.ErrStale: exit 5
-	}
-	return p.Print(resourceLogResult{l})
+	opts.addFlags(cmd)
+	return cmd
 }

@@ -2,38 +2,19 @@ package cli
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"fmt"
-	"io"
-	"strconv"
-	"strings"
-	"time"
 
-	_ "github.com/go-sql-driver/mysql" // driver "mysql"
-	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
 	"github.com/spf13/cobra"
-	_ "modernc.org/sqlite" // driver "sqlite"
 
-	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/fencing/sqlfence"
+	"github.com/coordkit/coordkit/internal/sqlcmd"
 )
 
-// sqlOptions are the flags every 'coordctl sql' command shares.
+// sqlOptions are the flags of the sql commands, bound to the request they
+// make, and the text of --token, which runSQL parses.
 type sqlOptions struct {
-	Driver string
-	DSN    string
-	Table  string
-	Scope  string
-	Token  string
-	// Timeout bounds the whole run: connect, check, statements, commit.
-	Timeout time.Duration
-}
-
-// sqlExecOptions are 'coordctl sql' itself: the fence check, then Statements.
-type sqlExecOptions struct {
-	sqlOptions
-	Statements []string
+	sqlcmd.Request
+	token string
 }
 
 func (o *sqlOptions) addConnFlags(cmd *cobra.Command) {
@@ -49,7 +30,7 @@ func (o *sqlOptions) addScopeFlag(cmd *cobra.Command, f *factory) {
 }
 
 func (o *sqlOptions) addTokenFlag(cmd *cobra.Command, f *factory) {
-	cmd.Flags().StringVar(&o.Token, "token", f.Getenv(envFencingToken), "fencing token, a positive integer (default $COORD_FENCING_TOKEN)")
+	cmd.Flags().StringVar(&o.token, "token", f.Getenv(envFencingToken), "fencing token, a positive integer (default $COORD_FENCING_TOKEN)")
 }
 
 const sqlLong = `Check a fencing token in your own database and run SQL statements in the
@@ -80,8 +61,14 @@ DSN's readTimeout and writeTimeout unless the DSN sets one: go-sql-driver's
 COMMIT does not follow a deadline). Passwords in a DSN are never printed, and a DSN that
 cannot be parsed is not printed at all.`
 
-func newSQLCmd(f *factory) *cobra.Command {
-	opts := &sqlExecOptions{}
+func newSQLCmd(f *factory) *cobra.Command { return newSQLCmdRun(f, sqlcmd.Run) }
+
+// sqlRunF is what the sql commands run: sqlcmd.Run, or in tests a recorder
+// of the requests the flags made (cli/cli's runF).
+type sqlRunF = func(context.Context, sqlcmd.Request) (sqlcmd.Result, error)
+
+func newSQLCmdRun(f *factory, run sqlRunF) *cobra.Command {
+	opts := &sqlOptions{}
 	cmd := &cobra.Command{
 		Use:   "sql --driver D --dsn DSN -e STATEMENT [-e STATEMENT]...",
 		Short: "Run SQL statements fenced by a token, in one transaction",
@@ -126,242 +113,126 @@ exit 6 {"scope","token","outcome":"unknown" (or "outside_fence"),"error"}.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
-			return runSQL(ctx, f, opts)
+			return runSQL(ctx, f, run, opts, sqlcmd.Exec)
 		},
 	}
 	opts.addConnFlags(cmd)
 	opts.addScopeFlag(cmd, f)
 	opts.addTokenFlag(cmd, f)
 	cmd.Flags().StringArrayVarP(&opts.Statements, "execute", "e", nil, "a statement to run after the check (repeat for several; they run in order, in one transaction)")
-	cmd.AddCommand(newSQLFenceCmd(f), newSQLFloorCmd(f))
+	cmd.AddCommand(newSQLFenceCmd(f, run), newSQLFloorCmd(f, run))
 	return cmd
 }
 
-// The outcomes 'coordctl sql' and 'sql fence' print with -w json.
-const (
-	outcomeCommitted = "committed"
-	// outcomeUnknown: COMMIT was sent and its answer lost (exit 6).
-	outcomeUnknown = "unknown"
-	// outcomeOutside: statements ran outside the fenced transaction (exit 6).
-	outcomeOutside = "outside_fence"
-)
-
-// sqlResult is what 'coordctl sql' and 'sql fence' print; its JSON is the contract.
-type sqlResult struct {
-	Scope        string        `json:"scope"`
-	Token        fencing.Token `json:"token"`
-	Floor        fencing.Token `json:"floor"`
-	RowsAffected []int64       `json:"rows_affected"`
-	Outcome      string        `json:"outcome"`
-	fenceOnly    bool
-}
-
-// sqlUnknownResult is printed with -w json when the outcome is not known
-// (exit 6): {"scope","token","outcome":"unknown"|"outside_fence","error"}.
-type sqlUnknownResult struct {
-	Scope   string        `json:"scope"`
-	Token   fencing.Token `json:"token"`
-	Outcome string        `json:"outcome"`
-	Error   string        `json:"error"`
-}
-
-func (r sqlResult) WriteSimple(w io.Writer) error {
-	line := fmt.Sprintf("ok scope=%s token=%d floor=%d", r.Scope, r.Token, r.Floor)
-	if !r.fenceOnly {
-		rows := make([]string, len(r.RowsAffected))
-		for i, n := range r.RowsAffected {
-			rows[i] = strconv.FormatInt(n, 10)
-		}
-		line += " rows_affected=" + strings.Join(rows, ",")
-	}
-	_, err := fmt.Fprintln(w, line)
-	return err
-}
-
-// sqlConn is an open database with its fence.
-type sqlConn struct {
-	db      *sql.DB
-	fence   *sqlfence.Fence
-	dialect sqlfence.Dialect
-	raw     string // the DSN as given, whose passwords errors must not show
-	shown   string // the DSN with its password redacted
-}
-
-func (c *sqlConn) close() { _ = c.db.Close() }
-
-// scrub removes the DSN's password from a driver's error text and keeps
-// the error's identity (errors.Is/As still see the original).
-func (c *sqlConn) scrub(err error) error { return sqlfence.Scrub(err, c.raw) }
-
-// validate checks the connection flags; errors are usage errors.
-func (o *sqlOptions) validate(needToken bool) (sqlfence.Dialect, string, fencing.Token, error) {
-	d, dsn, err := o.validateConn()
-	if err != nil {
-		return 0, "", 0, err
-	}
-	if d == sqlfence.MySQL {
-		// A second more than the run's deadline, which ends everything
-		// else first; only COMMIT ignores that deadline.
-		dsn = mysqlTimeouts(dsn, o.Timeout+time.Second)
-	}
-	if err := checkScopeFlag(o.Scope); err != nil {
-		return 0, "", 0, err
-	}
-	var tok fencing.Token
-	if needToken {
-		if tok, err = parseTokenFlag(o.Token); err != nil {
-			return 0, "", 0, err
-		}
-	}
-	return d, dsn, tok, nil
-}
-
-// connect opens the database and checks, within ctx, that it answers.
-// validateConn checks the flags of the connection: driver, DSN, timeout.
-func (o *sqlOptions) validateConn() (sqlfence.Dialect, string, error) {
-	if o.Driver == "" {
-		return 0, "", usageErrorf("--driver is required: sqlite, postgres or mysql")
-	}
-	d, err := sqlfence.ParseDialect(o.Driver)
-	if err != nil {
-		return 0, "", usageErrorf("invalid --driver %q: want sqlite, postgres or mysql", o.Driver)
-	}
-	if strings.TrimSpace(o.DSN) == "" {
-		return 0, "", usageErrorf("--dsn is required")
-	}
-	if o.Timeout <= 0 {
-		return 0, "", usageErrorf("invalid --command-timeout %s: must be positive", o.Timeout)
-	}
-	dsn, err := sqlfence.NormalizeDSN(d, o.DSN)
-	if err != nil {
-		return 0, "", usageErrorf("invalid --dsn: %v", err)
-	}
-	return d, dsn, nil
-}
-
-func (o *sqlOptions) connect(ctx context.Context, d sqlfence.Dialect, dsn string) (*sqlConn, error) {
-	c := &sqlConn{dialect: d, raw: o.DSN, shown: sqlfence.RedactDSN(o.DSN)}
-	db, err := sql.Open(d.DriverName(), dsn)
-	if err != nil {
-		return nil, usageErrorf("invalid --dsn %s: %v", c.shown, c.scrub(err))
-	}
-	c.db = db
-	if c.fence, err = sqlfence.New(db, d, sqlfence.WithTable(o.Table)); err != nil {
-		c.close()
-		return nil, usageErrorf("invalid --table: %v", err)
-	}
-	if err := db.PingContext(ctx); err != nil {
-		c.close()
-		return nil, fmt.Errorf("cannot connect to %s at %s: %w", d, c.shown, c.timeoutErr(ctx, err))
-	}
-	return c, nil
-}
-
-// timeoutErr turns a deadline into text naming --command-timeout (and not
-// into context.DeadlineExceeded, which Main would explain as etcd's), and
-// an interrupt into a failure (not context.Canceled, which exits 0).
-func (c *sqlConn) timeoutErr(ctx context.Context, err error) error {
-	switch {
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("no answer within --command-timeout: %v", c.scrub(err))
-	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
-		return mark(errFailed, fmt.Errorf("interrupted: %v", c.scrub(err)))
-	}
-	return c.scrub(err)
-}
-
-func runSQL(ctx context.Context, f *factory, opts *sqlExecOptions) error {
+// runSQL checks the flags in the order coordctl always has (connection,
+// scope, token, statements), runs op and prints its result; with -w json
+// an unknown outcome (exit 6) is printed as an object too.
+func runSQL(ctx context.Context, f *factory, run sqlRunF, o *sqlOptions, op sqlcmd.Op) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
 	}
-	d, dsn, tok, err := opts.validate(true)
-	if err != nil {
+	req := o.Request
+	req.Op = op
+	if err := req.Config.Validate(); err != nil {
+		return &usageError{err: err}
+	}
+	if op == sqlcmd.HighestFloor {
+		req.Scope = ""
+	} else if err := checkScopeFlag(req.Scope); err != nil {
 		return err
 	}
-	if len(opts.Statements) == 0 {
-		return usageErrorf("give at least one statement with -e (to raise the floor alone: 'coordctl sql fence')")
-	}
-	for i, s := range opts.Statements {
-		if strings.TrimSpace(s) == "" {
-			return usageErrorf("statement %d (-e) is empty", i+1)
-		}
-		if name, ok := d.TransactionControl(s); ok {
-			return usageErrorf("statement %d (-e %s) is transaction control (%s): 'coordctl sql' runs every -e statement in the one fenced transaction and commits it itself; a %s inside would end that transaction early and run the rest outside the fence", i+1, abbrev(s), name, name)
+	if op == sqlcmd.Exec || op == sqlcmd.Fence {
+		if req.Token, err = parseTokenFlag(o.token); err != nil {
+			return err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
-	defer cancel()
-	c, err := opts.connect(ctx, d, dsn)
-	if err != nil {
-		return err
+	if err := req.Validate(); err != nil {
+		return &usageError{err: err}
 	}
-	defer c.close()
-	rows := make([]int64, 0, len(opts.Statements))
-	err = c.fence.Do(ctx, opts.Scope, tok, func(tx *sql.Tx) error {
-		for i, s := range opts.Statements {
-			res, err := tx.ExecContext(ctx, s)
-			if err != nil {
-				return fmt.Errorf("statement %d (%s): %w", i+1, abbrev(s), err)
-			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				n = -1 // the driver cannot tell; the statement ran
-			}
-			rows = append(rows, n)
-		}
-		return nil
-	})
-	if err != nil {
-		return c.doErr(ctx, p, opts.Scope, tok, err)
-	}
-	return p.Print(sqlResult{Scope: opts.Scope, Token: tok, Floor: tok, RowsAffected: rows, Outcome: outcomeCommitted})
-}
-
-// doErr explains an error of Fence.Do: a stale token as it is (exit 5); a
-// lost answer to COMMIT, or statements that ran outside the fence, as an
-// unknown outcome (exit 6, and with -w json an object saying so on
-// stdout); anything else as nothing committed (exit 1).
-func (c *sqlConn) doErr(ctx context.Context, p *printer, scope string, tok fencing.Token, err error) error {
-	var outcome, what string
-	switch {
-	case errors.Is(err, fencing.ErrStale):
-		return fmt.Errorf("%w; nothing was committed", err)
-	case errors.Is(err, sqlfence.ErrCommitUnknown):
-		outcome, what = outcomeUnknown, "commit outcome unknown"
-	case errors.Is(err, sqlfence.ErrOutsideFence):
-		outcome, what = outcomeOutside, "statements ran outside the fence"
-	default:
-		return fmt.Errorf("%s at %s: nothing was committed: %w", c.dialect, c.shown, c.timeoutErr(ctx, err))
-	}
-	err = mark(errUnknown, fmt.Errorf("%s at %s: %s: %w", c.dialect, c.shown, what, c.scrub(err)))
-	if p.JSON() {
-		if perr := p.Print(sqlUnknownResult{Scope: scope, Token: tok, Outcome: outcome, Error: err.Error()}); perr != nil {
+	res, err := run(ctx, req)
+	var oe *sqlcmd.OutcomeError
+	if errors.As(err, &oe) && p.JSON() {
+		if perr := p.Print(oe); perr != nil {
 			return errors.Join(err, perr)
 		}
 	}
-	return err
+	if errors.Is(err, sqlcmd.ErrUsage) {
+		return &usageError{err: err}
+	}
+	if err != nil {
+		return err // fencing.ErrStale: exit 5; sqlfence.ErrCommitUnknown, ErrOutsideFence: exit 6
+	}
+	return p.Print(textResult[sqlcmd.Result]{res})
 }
 
-// mysqlTimeouts adds readTimeout and writeTimeout of d to a
-// go-sql-driver/mysql DSN that sets neither: its COMMIT does not follow
-// the context, so without them a lost answer would be waited for until
-// TCP gives up, past --command-timeout.
-func mysqlTimeouts(dsn string, d time.Duration) string {
-	if strings.Contains(dsn, "readTimeout=") || strings.Contains(dsn, "writeTimeout=") {
-		return dsn
+// ---- sql fence and sql floor: a scope's fence row, raised or read, without a write ----
+
+func newSQLFenceCmd(f *factory, run sqlRunF) *cobra.Command {
+	opts := &sqlOptions{}
+	cmd := &cobra.Command{
+		Use:   "fence --driver D --dsn DSN [--scope S] [--token T]",
+		Short: "Raise a scope's floor in the database to a token, without other writes",
+		Long: `Run the fence check alone: the scope's floor rises to --token, so that
+from now on every lower token is refused. A new holder fences before its
+first write, closing the window in which its predecessor could still write.
+Exit 5 when the token is below the floor already (nothing changed), 6 when
+the answer to COMMIT was lost (the floor may have risen), 1 on any other
+error, 2 for bad flags. Give it only a token a lock or election gave
+you: a made-up high token would make every later real holder's write exit 5. Prints 'ok scope=S token=T floor=F'; with -w
+json {"scope","token","floor"}.
+
+` + sqlLong,
+		Example: `  # a new holder fences before its first write; token and scope come from the lock
+  coordctl lock jobs/report -- sh -c 'coordctl sql fence --driver postgres --dsn "$DB" && ./job.sh'
+  coordctl lock jobs/report -- coordctl sql fence --driver sqlite --dsn /var/lib/app/app.db`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := f.NotifyContext(cmd.Context())
+			defer cancel()
+			return runSQL(ctx, f, run, opts, sqlcmd.Fence)
+		},
 	}
-	sep := "?"
-	if strings.Contains(dsn[strings.LastIndexByte(dsn, '/')+1:], "?") {
-		sep = "&"
-	}
-	return dsn + sep + "readTimeout=" + d.String() + "&writeTimeout=" + d.String()
+	opts.addConnFlags(cmd)
+	opts.addScopeFlag(cmd, f)
+	opts.addTokenFlag(cmd, f)
+	return cmd
 }
 
-func abbrev(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 60 {
-		s = s[:57] + "..."
+func newSQLFloorCmd(f *factory, run sqlRunF) *cobra.Command {
+	opts := &sqlOptions{}
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "floor --driver D --dsn DSN (--scope S | --all)",
+		Short: "Print a scope's floor: the highest token the database admitted",
+		Long: `Print the floor of --scope in the fence table: the highest token admitted,
+0 if none. It is a plain read, outdated as soon as it is printed; the
+decision belongs to 'coordctl sql'. With -w json {"scope","floor"}.
+
+--all prints the highest floor of every scope (and, with -w json, its
+scope): after etcd is restored from a snapshot or rebuilt, its revision must
+be bumped above it ('etcdutl snapshot restore --bump-revision N
+--mark-compacted', docs/operations.md).
+
+` + sqlLong,
+		Example: `  coordctl sql floor --driver sqlite --dsn /var/lib/app/app.db --scope jobs/report
+  coordctl sql floor --driver postgres --dsn "$DB" --scope jobs/report -w json
+  coordctl sql floor --driver postgres --dsn "$DB" --all   # the highest floor of all scopes`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := f.NotifyContext(cmd.Context())
+			defer cancel()
+			if !all {
+				return runSQL(ctx, f, run, opts, sqlcmd.Floor)
+			}
+			if cmd.Flags().Changed("scope") {
+				return usageErrorf("--all and --scope exclude each other")
+			}
+			return runSQL(ctx, f, run, opts, sqlcmd.HighestFloor)
+		},
 	}
-	return s
+	opts.addConnFlags(cmd)
+	opts.addScopeFlag(cmd, f)
+	cmd.Flags().BoolVar(&all, "all", false, "print the highest floor of all scopes (to choose etcd's --bump-revision after a restore)")
+	return cmd
 }

@@ -1,0 +1,31 @@
+// Package sqlcmd is what 'coordctl sql', 'sql fence' and 'sql floor' do,
+// on top of fencing/sqlfence: check the connection flags, open the
+// database within --command-timeout, run the -e statements after the fence
+// check in one transaction (refusing transaction control before anything
+// runs), raise or read a floor, and say what the outcome was.
+//
+// Run returns a Result whose JSON is the commands' stable contract, or an
+// error that says what happened to the transaction:
+//
+//   - *fencing.StaleError (fencing.ErrStale): the token is below the floor;
+//     nothing was committed.
+//   - *OutcomeError, matching sqlfence.ErrCommitUnknown or
+//     sqlfence.ErrOutsideFence: COMMIT was sent and its answer lost, or
+//     statements ran outside the fenced transaction. The writes and the
+//     floor may have been committed; read them before retrying. Its JSON is
+//     what 'coordctl sql -w json' prints then.
+//   - an error matching ErrUsage: a flag is wrong (exit 2); its text names
+//     the flag as coordctl spells it.
+//   - ErrInterrupted: the context was cancelled; nothing was committed.
+//   - anything else: nothing was committed and the floor did not move.
+//
+// Errors never show a DSN's password, nor any of a DSN that cannot be
+// parsed (sqlfence.RedactDSN, sqlfence.Scrub), and never wrap
+// context.DeadlineExceeded (a deadline is "no answer within
+// --command-timeout", not etcd's silence).
+//
+// What it does not promise is sqlfence's: only the statements run in the
+// transaction are fenced; a floor read is outdated as soon as it returns.
+// The package opens the three drivers it supports (pgx, go-sql-driver/mysql,
+// modernc.org/sqlite).
+package sqlcmd

@@ -1,0 +1,283 @@
+package sqlcmd
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql" // driver "mysql"
+	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
+	_ "modernc.org/sqlite"             // driver "sqlite"
+
+	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/fencing/sqlfence"
+)
+
+// Errors of a run. Match them with errors.Is.
+var (
+	// ErrUsage is matched by the errors of a bad flag: a driver, DSN,
+	// timeout, table or statement that cannot be used.
+	ErrUsage = errors.New("sqlcmd: bad flag")
+	// ErrInterrupted is wrapped when the context was cancelled (SIGINT)
+	// before the run finished: nothing was committed.
+	ErrInterrupted = errors.New("interrupted")
+)
+
+// Op is what a run does.
+type Op int
+
+const (
+	// Exec runs the fence check and then Request.Statements in one
+	// transaction ('coordctl sql').
+	Exec Op = iota + 1
+	// Fence runs the check alone, raising the floor ('sql fence').
+	Fence
+	// Floor reads the floor of Request.Scope ('sql floor').
+	Floor
+	// HighestFloor reads the highest floor of all scopes ('sql floor --all').
+	HighestFloor
+)
+
+// Config is the connection: --driver, --dsn, --table, --command-timeout.
+type Config struct {
+	// Driver is sqlite, postgres or mysql (MariaDB too).
+	Driver string
+	// DSN is the data source name as the user gave it (sqlfence.NormalizeDSN).
+	DSN string
+	// Table is the fence table, as --table gives it (its default is
+	// sqlfence.DefaultTable; an empty name is refused).
+	Table string
+	// Timeout bounds the whole run: connect, check, statements, commit.
+	Timeout time.Duration
+}
+
+// Request is one run.
+type Request struct {
+	Config
+	Op Op
+	// Scope and Token are the fence's; Token is unused by Floor, and Scope
+	// by HighestFloor. sqlfence checks both.
+	Scope string
+	Token fencing.Token
+	// Statements are Exec's, run in order.
+	Statements []string
+}
+
+// usageError is a bad flag: its text is the whole message.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string        { return e.msg }
+func (e *usageError) Is(target error) bool { return target == ErrUsage }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// Validate checks the connection flags; errors match ErrUsage.
+func (c Config) Validate() error {
+	_, _, err := c.normalize()
+	return err
+}
+
+// normalize returns the dialect and the DSN the driver is given.
+func (c Config) normalize() (sqlfence.Dialect, string, error) {
+	if c.Driver == "" {
+		return 0, "", usagef("--driver is required: sqlite, postgres or mysql")
+	}
+	d, err := sqlfence.ParseDialect(c.Driver)
+	if err != nil {
+		return 0, "", usagef("invalid --driver %q: want sqlite, postgres or mysql", c.Driver)
+	}
+	if strings.TrimSpace(c.DSN) == "" {
+		return 0, "", usagef("--dsn is required")
+	}
+	if c.Timeout <= 0 {
+		return 0, "", usagef("invalid --command-timeout %s: must be positive", c.Timeout)
+	}
+	dsn, err := sqlfence.NormalizeDSN(d, c.DSN)
+	if err != nil {
+		return 0, "", usagef("invalid --dsn: %v", err)
+	}
+	if d == sqlfence.MySQL {
+		// A second more than the run's deadline, which ends everything
+		// else first; only COMMIT ignores that deadline.
+		dsn = mysqlTimeouts(dsn, c.Timeout+time.Second)
+	}
+	return d, dsn, nil
+}
+
+// Validate checks the connection and, for Exec, the statements: at least
+// one, none empty, none transaction control (they run in the one fenced
+// transaction, which Run commits itself). Errors match ErrUsage.
+func (r Request) Validate() error {
+	d, _, err := r.normalize()
+	if err != nil || r.Op != Exec {
+		return err
+	}
+	if len(r.Statements) == 0 {
+		return usagef("give at least one statement with -e (to raise the floor alone: 'coordctl sql fence')")
+	}
+	for i, s := range r.Statements {
+		if strings.TrimSpace(s) == "" {
+			return usagef("statement %d (-e) is empty", i+1)
+		}
+		if name, ok := d.TransactionControl(s); ok {
+			return usagef("statement %d (-e %s) is transaction control (%s): 'coordctl sql' runs every -e statement in the one fenced transaction and commits it itself; a %s inside would end that transaction early and run the rest outside the fence", i+1, abbrev(s), name, name)
+		}
+	}
+	return nil
+}
+
+// Run validates r, opens the database within r.Timeout, does r.Op and
+// closes it. The package doc lists its errors.
+func Run(ctx context.Context, r Request) (Result, error) {
+	if err := r.Validate(); err != nil {
+		return Result{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	c, err := open(ctx, r.Config)
+	if err != nil {
+		return Result{}, err
+	}
+	defer c.db.Close()
+	res := Result{Op: r.Op, Scope: r.Scope, Token: r.Token, Floor: r.Token}
+	switch r.Op {
+	case Exec:
+		res.RowsAffected, err = c.exec(ctx, r.Scope, r.Token, r.Statements)
+	case Fence:
+		err = c.fence.Fence(ctx, r.Scope, r.Token)
+	case Floor:
+		res.Token = 0
+		res.Floor, err = c.fence.Floor(ctx, r.Scope)
+	case HighestFloor:
+		res.Token = 0
+		res.Scope, res.Floor, err = c.fence.HighestFloor(ctx)
+	default:
+		return Result{}, fmt.Errorf("sqlcmd: unknown op %d", r.Op)
+	}
+	if err != nil {
+		return Result{}, c.runErr(ctx, r, err)
+	}
+	if r.Op == Exec || r.Op == Fence {
+		res.Outcome = Committed
+	}
+	return res, nil
+}
+
+// conn is an open database with its fence.
+type conn struct {
+	db      *sql.DB
+	fence   *sqlfence.Fence
+	dialect sqlfence.Dialect
+	raw     string // the DSN as given, whose passwords errors must not show
+	shown   string // the DSN with its password redacted
+}
+
+// open opens the database and checks, within ctx, that it answers.
+func open(ctx context.Context, cfg Config) (*conn, error) {
+	d, dsn, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	c := &conn{dialect: d, raw: cfg.DSN, shown: sqlfence.RedactDSN(cfg.DSN)}
+	if c.db, err = sql.Open(d.DriverName(), dsn); err != nil {
+		return nil, usagef("invalid --dsn %s: %v", c.shown, c.scrub(err))
+	}
+	if c.fence, err = sqlfence.New(c.db, d, sqlfence.WithTable(cfg.Table)); err != nil {
+		_ = c.db.Close()
+		return nil, usagef("invalid --table: %v", err)
+	}
+	if err := c.db.PingContext(ctx); err != nil {
+		_ = c.db.Close()
+		return nil, fmt.Errorf("cannot connect to %s at %s: %w", d, c.shown, c.timeoutErr(ctx, err))
+	}
+	return c, nil
+}
+
+// exec runs the statements after the check, in one transaction, and
+// returns each one's rows affected (-1 where the driver cannot tell).
+func (c *conn) exec(ctx context.Context, scope string, tok fencing.Token, statements []string) ([]int64, error) {
+	rows := make([]int64, 0, len(statements))
+	err := c.fence.Do(ctx, scope, tok, func(tx *sql.Tx) error {
+		for i, s := range statements {
+			res, err := tx.ExecContext(ctx, s)
+			if err != nil {
+				return fmt.Errorf("statement %d (%s): %w", i+1, abbrev(s), err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				n = -1 // the driver cannot tell; the statement ran
+			}
+			rows = append(rows, n)
+		}
+		return nil
+	})
+	return rows, err
+}
+
+// scrub removes the DSN's password from a driver's error text and keeps
+// the error's identity (errors.Is/As still see the original).
+func (c *conn) scrub(err error) error { return sqlfence.Scrub(err, c.raw) }
+
+// timeoutErr turns a deadline into text naming --command-timeout (and not
+// into context.DeadlineExceeded, which coordctl would explain as etcd's),
+// and an interrupt into ErrInterrupted (not context.Canceled, which exits 0).
+func (c *conn) timeoutErr(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("no answer within --command-timeout: %v", c.scrub(err))
+	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
+		return fmt.Errorf("%w: %v", ErrInterrupted, c.scrub(err))
+	}
+	return c.scrub(err)
+}
+
+// runErr explains an error of r.Op: a stale token as it is; a lost answer
+// to COMMIT, or statements that ran outside the fence, as an *OutcomeError;
+// anything else as nothing committed.
+func (c *conn) runErr(ctx context.Context, r Request, err error) error {
+	if r.Op == Floor || r.Op == HighestFloor {
+		return fmt.Errorf("%s at %s: %w", c.dialect, c.shown, c.timeoutErr(ctx, err))
+	}
+	var outcome, what string
+	switch {
+	case errors.Is(err, fencing.ErrStale):
+		return fmt.Errorf("%w; nothing was committed", err)
+	case errors.Is(err, sqlfence.ErrCommitUnknown):
+		outcome, what = Unknown, "commit outcome unknown"
+	case errors.Is(err, sqlfence.ErrOutsideFence):
+		outcome, what = OutsideFence, "statements ran outside the fence"
+	default:
+		return fmt.Errorf("%s at %s: nothing was committed: %w", c.dialect, c.shown, c.timeoutErr(ctx, err))
+	}
+	return &OutcomeError{Scope: r.Scope, Token: r.Token, Outcome: outcome,
+		Err: fmt.Errorf("%s at %s: %s: %w", c.dialect, c.shown, what, c.scrub(err))}
+}
+
+// mysqlTimeouts adds readTimeout and writeTimeout of d to a
+// go-sql-driver/mysql DSN that sets neither: its COMMIT does not follow
+// the context, so without them a lost answer would be waited for until
+// TCP gives up, past --command-timeout.
+func mysqlTimeouts(dsn string, d time.Duration) string {
+	if strings.Contains(dsn, "readTimeout=") || strings.Contains(dsn, "writeTimeout=") {
+		return dsn
+	}
+	sep := "?"
+	if strings.Contains(dsn[strings.LastIndexByte(dsn, '/')+1:], "?") {
+		sep = "&"
+	}
+	return dsn + sep + "readTimeout=" + d.String() + "&writeTimeout=" + d.String()
+}
+
+// abbrev is s on one line, at most 60 bytes.
+func abbrev(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return s
+}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/safety"
-	"github.com/coordkit/coordkit/internal/sweep"
 )
 
 // errCheckFailed: the check ran and found a violation; its report says which.
@@ -195,7 +194,7 @@ func (o *checkOptions) suite(f *factory) (safety.Suite, error) {
 	s := o.Suite
 	s.Given = o.changed
 	s.Base.Fencing, s.Base.Policy = !o.NoFencing, election.Policy(o.Policy)
-	s.Base.Progress, s.Base.DialTimeout, s.Progress, s.TTY = f.IO.ErrOut, f.Global.DialTimeout, f.IO.ErrOut, sweep.Terminal(f.IO.ErrOut)
+	s.Base.Progress, s.Base.DialTimeout, s.Progress, s.TTY = f.IO.ErrOut, f.Global.DialTimeout, f.IO.ErrOut, isTerminal(f.IO.ErrOut)
 	err := s.Choose(o.SeedRange, o.Seed, o.Schedule, time.Now())
 	if err == nil {
 		err = s.Validate()
@@ -214,9 +213,6 @@ func (o *checkOptions) suite(f *factory) (safety.Suite, error) {
 	}
 	return s, nil
 }
-
-// checkFailed is Report.Failed, for lab sweep's metrics of a check.
-func checkFailed(rep safety.Report) bool { return rep.Failed() }
 
 // checkError maps a run's error to its exit: Redis or the database
 // unreachable, or an interrupted check, is a failure (1).

@@ -3,12 +3,9 @@ package sweep
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/chzyer/readline"
 )
 
 // Progress is the progress line on stderr: done/total, a bar, the elapsed
@@ -87,11 +84,4 @@ func (p *Progress) Done() {
 	if p.tty && p.done > 0 {
 		fmt.Fprintln(p.w)
 	}
-}
-
-// Terminal reports whether w is a terminal (the progress line then
-// redraws one line).
-func Terminal(w io.Writer) bool {
-	fh, ok := w.(*os.File)
-	return ok && readline.IsTerminal(int(fh.Fd()))
 }

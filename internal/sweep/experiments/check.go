@@ -39,7 +39,7 @@ func checkExperiment(name string, target safety.Target) Experiment {
 					if err != nil {
 						return nil, err
 					}
-					return checkMetrics(rep), nil
+					return safety.Metrics(rep), nil
 				}), nil
 			}), nil
 		},
@@ -74,31 +74,4 @@ func CheckConfig(target safety.Target, p sweep.Point) (safety.Config, error) {
 		}
 	}
 	return cfg, cfg.Validate()
-}
-
-// checkMetrics is a check's report as numbers. (Branch check moves this to
-// safety.Metrics and checkFailed to safety.Report.Failed: when both land,
-// this becomes a call to safety.Metrics.)
-func checkMetrics(rep safety.Report) map[string]float64 {
-	b := func(v bool) float64 {
-		if v {
-			return 1
-		}
-		return 0
-	}
-	return map[string]float64{
-		"lost_updates": float64(rep.LostUpdates), "overlapping_holders": float64(rep.OverlappingHolders),
-		"violations": float64(rep.Violations), "faults": float64(rep.FaultTotal()), "effective_faults": float64(rep.EffectiveFaults),
-		"acquisitions": float64(rep.Acquisitions), "writes": float64(rep.Writes), "stale_rejected": float64(rep.StaleRejected),
-		"passed": b(rep.Passed), "linearizable": b(rep.Linearizable), "failed": b(checkFailed(rep)),
-	}
-}
-
-// checkFailed is internal/cli's checkFailed (check_replay.go): for the
-// unfenced baseline a lost update, otherwise a failed check.
-func checkFailed(rep safety.Report) bool {
-	if rep.Mode == safety.ModeUnfenced {
-		return rep.LostUpdates > 0
-	}
-	return !rep.Passed
 }

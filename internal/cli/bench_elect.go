@@ -2,19 +2,18 @@ package cli
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/bench/electbench"
 )
 
-func newBenchElectCmd(f *factory) *cobra.Command { return newBenchElectCmdRun(f, electbench.Run) }
-
-// newBenchElectCmdRun is newBenchElectCmd with the harness passed in
-// (cli/cli's runF): tests pass one that records the options it gets.
-func newBenchElectCmdRun(f *factory, harness func(context.Context, electbench.Options) (electbench.Result, error)) *cobra.Command {
+func newBenchElectCmd(f *factory, harness func(context.Context, electbench.Options) (electbench.Result, error),
+	rolling func(context.Context, electbench.RollingOptions) (electbench.RollingResult, error)) *cobra.Command {
 	opts := electbench.Options{}
-	var rolling *benchRollingFlags
+	ropts := electbench.RollingOptions{}
+	var html string
 	cmd := &cobra.Command{
 		Use:   "elect [--rounds N] [--crash-rounds N] | elect --rolling N [--preempt-rounds N] [--html FILE]",
 		Short: "Handover and crash failover of coordkit's election against etcd's concurrency.Election",
@@ -66,30 +65,41 @@ writes the same as a page).`,
   coordctl bench elect --rolling 5
   coordctl bench elect --rolling 5 --html rolling.html -w json`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
+		RunE: benchRunE(f, func(ctx context.Context, cmd *cobra.Command) error {
+			opts.Progress, ropts.Progress = f.IO.ErrOut, f.IO.ErrOut
 			if cmd.Flags().Changed("rolling") {
-				return runBenchElectRolling(ctx, f, rolling)
+				return runBenchElectRolling(ctx, f, ropts, html, rolling)
 			}
-			return runBenchElect(ctx, f, opts, harness)
-		},
+			return runBench(ctx, f, "elect", electbench.ErrOptions, harness, opts)
+		}),
 	}
-	rolling = addRollingFlags(cmd)
+	cmd.Flags().IntVar(&ropts.Replicas, "rolling", 0, "measure a rolling upgrade of N sidecar processes instead (first-come against newest-version with a resign-to-best preStop)")
+	cmd.Flags().IntVar(&ropts.PreemptRounds, "preempt-rounds", 20, "with --rolling: preemptions timed")
+	cmd.Flags().StringVar(&html, "html", "", "with --rolling: also write the timelines and figures as an HTML page to FILE")
 	cmd.Flags().IntVar(&opts.Rounds, "rounds", 40, "handovers measured per implementation")
 	cmd.Flags().IntVar(&opts.CrashRounds, "crash-rounds", 3, "crash failovers measured per implementation (each takes about the TTL, 2s)")
 	return cmd
 }
 
-func runBenchElect(ctx context.Context, f *factory, opts electbench.Options, harness func(context.Context, electbench.Options) (electbench.Result, error)) error {
+// runBenchElectRolling is bench elect --rolling: coordinated election
+// measured with real sidecar processes, this binary.
+func runBenchElectRolling(ctx context.Context, f *factory, opts electbench.RollingOptions, html string,
+	rolling func(context.Context, electbench.RollingOptions) (electbench.RollingResult, error)) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
 	}
-	opts.Progress = f.IO.ErrOut
-	res, err := harness(ctx, opts)
+	if opts.Binary, err = f.Executable(); err != nil {
+		return fmt.Errorf("bench elect --rolling: the sidecars run this binary: %w", err)
+	}
+	res, err := rolling(ctx, opts)
 	if err != nil {
 		return benchError(ctx, "elect", electbench.ErrOptions, err)
 	}
-	return p.Print(benchOutput{res, res.Table()})
+	if html != "" {
+		if err := res.WriteHTMLFile(html); err != nil {
+			return err
+		}
+	}
+	return p.Print(res.Printed())
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/coordkit/coordkit/internal/bench/labbench"
 )
 
-func newBenchLabCmd(f *factory) *cobra.Command {
+func newBenchLabCmd(f *factory, harness func(context.Context, labbench.Options) (labbench.Result, error)) *cobra.Command {
 	opts := labbench.Options{}
 	cmd := &cobra.Command{
 		Use:   "lab",
@@ -47,25 +47,11 @@ or, with --model, {"benchmark":"lab-model","rows":[{"nodes","delay_ms",
   coordctl bench lab --ui
   coordctl bench lab --ui --nodes 3 --writers 8 --duration 4s -w json`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
-			if opts.Model && !cmd.Flags().Changed("nodes") {
-				opts.Nodes = []int{3, 5, 7}
-			}
-			if opts.UI {
-				if !cmd.Flags().Changed("nodes") {
-					opts.Nodes = []int{5}
-				}
-				if !cmd.Flags().Changed("writers") {
-					opts.Writers = []int{16}
-				}
-				if !cmd.Flags().Changed("duration") {
-					opts.Duration = 6 * time.Second
-				}
-			}
-			return runBenchLab(ctx, f, opts)
-		},
+		RunE: benchRunE(f, func(ctx context.Context, cmd *cobra.Command) error {
+			opts = opts.WithModeDefaults(cmd.Flags().Changed)
+			opts.Progress = f.IO.ErrOut
+			return runBench(ctx, f, "lab", labbench.ErrOptions, harness, opts)
+		}),
 	}
 	fl := cmd.Flags()
 	fl.DurationVar(&opts.Duration, "duration", 2*time.Second, "length of each throughput measurement")
@@ -78,17 +64,4 @@ or, with --model, {"benchmark":"lab-model","rows":[{"nodes","delay_ms",
 	fl.IntVar(&opts.Writes, "writes", 30, "sequential writes per configuration for --model")
 	fl.Int64Var(&opts.Seed, "seed", 1, "seed of the generated writes")
 	return cmd
-}
-
-func runBenchLab(ctx context.Context, f *factory, opts labbench.Options) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	opts.Progress = f.IO.ErrOut
-	res, err := labbench.Run(ctx, opts)
-	if err != nil {
-		return benchError(ctx, "lab", labbench.ErrOptions, err)
-	}
-	return p.Print(benchOutput{res, res.Table()})
 }

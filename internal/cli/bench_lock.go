@@ -10,11 +10,7 @@ import (
 	"github.com/coordkit/coordkit/internal/bench/lockbench"
 )
 
-func newBenchLockCmd(f *factory) *cobra.Command { return newBenchLockCmdRun(f, lockbench.Run) }
-
-// newBenchLockCmdRun is newBenchLockCmd with the harness passed in
-// (cli/cli's runF): tests pass one that records the options it gets.
-func newBenchLockCmdRun(f *factory, harness func(context.Context, lockbench.Options) (lockbench.Result, error)) *cobra.Command {
+func newBenchLockCmd(f *factory, harness func(context.Context, lockbench.Options) (lockbench.Result, error)) *cobra.Command {
 	opts := lockbench.Options{}
 	cmd := &cobra.Command{
 		Use:   "lock [--iterations N] [--handoffs N] [--duration D] [--hold D] [--workers 2,8,32] [--unsafe-no-fsync] [--against redsync --redis ADDR] [--against pg-advisory --dsn DSN]",
@@ -76,11 +72,16 @@ pg-advisory "postgres":"HOST:PORT/DB", "keepalive" and each row "pg_advisory".`,
   coordctl bench lock --against redsync --redis 127.0.0.1:6379
   coordctl bench lock --against pg-advisory --dsn postgres://root@127.0.0.1:5432/test`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
-			return runBenchLock(ctx, f, opts, harness)
-		},
+		RunE: benchRunE(f, func(ctx context.Context, _ *cobra.Command) error {
+			opts.Progress = f.IO.ErrOut
+			if opts.DSN != "" && opts.Coordctl == "" {
+				var err error
+				if opts.Coordctl, err = f.Executable(); err != nil {
+					return fmt.Errorf("find coordctl for the crash handoff's holder processes: %w", err)
+				}
+			}
+			return runBench(ctx, f, "lock", lockbench.ErrOptions, harness, opts)
+		}),
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&opts.Iterations, "iterations", 200, "uncontended lock+unlock rounds per implementation")
@@ -94,22 +95,4 @@ pg-advisory "postgres":"HOST:PORT/DB", "keepalive" and each row "pg_advisory".`,
 	fl.StringVar(&opts.DSN, "dsn", "", "the PostgreSQL database of --against pg-advisory")
 	fl.IntVar(&opts.CrashHandoffs, "crash-handoffs", 5, "against pg-advisory: crash handoffs measured per lock")
 	return cmd
-}
-
-func runBenchLock(ctx context.Context, f *factory, opts lockbench.Options, harness func(context.Context, lockbench.Options) (lockbench.Result, error)) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	opts.Progress = f.IO.ErrOut
-	if opts.DSN != "" && opts.Coordctl == "" {
-		if opts.Coordctl, err = f.Executable(); err != nil {
-			return fmt.Errorf("find coordctl for the crash handoff's holder processes: %w", err)
-		}
-	}
-	res, err := harness(ctx, opts)
-	if err != nil {
-		return benchError(ctx, "lock", lockbench.ErrOptions, err)
-	}
-	return p.Print(benchOutput{res, res.Table()})
 }

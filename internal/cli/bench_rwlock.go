@@ -9,11 +9,7 @@ import (
 	"github.com/coordkit/coordkit/internal/bench/rwlockbench"
 )
 
-func newBenchRWLockCmd(f *factory) *cobra.Command { return newBenchRWLockCmdRun(f, rwlockbench.Run) }
-
-// newBenchRWLockCmdRun is newBenchRWLockCmd with the harness passed in
-// (cli/cli's runF): tests pass one that records the options it gets.
-func newBenchRWLockCmdRun(f *factory, harness func(context.Context, rwlockbench.Options) (rwlockbench.Result, error)) *cobra.Command {
+func newBenchRWLockCmd(f *factory, harness func(context.Context, rwlockbench.Options) (rwlockbench.Result, error)) *cobra.Command {
 	opts := rwlockbench.Options{}
 	cmd := &cobra.Command{
 		Use:   "rwlock [--batches N] [--readers N] [--handoffs N] [--duration D] [--hold D] [--unsafe-no-fsync]",
@@ -45,11 +41,10 @@ to stderr. The ratio column is how many times better coordkit did.
   coordctl bench rwlock -w json
   coordctl bench rwlock --batches 50 --handoffs 200 --duration 5s`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
-			return runBenchRWLock(ctx, f, opts, harness)
-		},
+		RunE: benchRunE(f, func(ctx context.Context, _ *cobra.Command) error {
+			opts.Progress = f.IO.ErrOut
+			return runBench(ctx, f, "rwlock", rwlockbench.ErrOptions, harness, opts)
+		}),
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&opts.Batches, "batches", 20, "writer-then-readers batches measured per implementation")
@@ -59,17 +54,4 @@ to stderr. The ratio column is how many times better coordkit did.
 	fl.DurationVar(&opts.Hold, "hold", time.Millisecond, "how long a holder keeps the lock after its waiters queued")
 	fl.BoolVar(&opts.NoFsync, "unsafe-no-fsync", false, "run etcd without fsync (faster, not what users run)")
 	return cmd
-}
-
-func runBenchRWLock(ctx context.Context, f *factory, opts rwlockbench.Options, harness func(context.Context, rwlockbench.Options) (rwlockbench.Result, error)) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	opts.Progress = f.IO.ErrOut
-	res, err := harness(ctx, opts)
-	if err != nil {
-		return benchError(ctx, "rwlock", rwlockbench.ErrOptions, err)
-	}
-	return p.Print(benchOutput{res, res.Table()})
 }

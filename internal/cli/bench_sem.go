@@ -9,11 +9,7 @@ import (
 	"github.com/coordkit/coordkit/internal/bench/sembench"
 )
 
-func newBenchSemCmd(f *factory) *cobra.Command { return newBenchSemCmdRun(f, sembench.Run) }
-
-// newBenchSemCmdRun is newBenchSemCmd with the harness passed in
-// (cli/cli's runF): tests pass one that records the options it gets.
-func newBenchSemCmdRun(f *factory, harness func(context.Context, sembench.Options) (sembench.Result, error)) *cobra.Command {
+func newBenchSemCmd(f *factory, harness func(context.Context, sembench.Options) (sembench.Result, error)) *cobra.Command {
 	opts := sembench.Options{}
 	cmd := &cobra.Command{
 		Use:   "sem [--limits 1,3,10] [--duration D] [--handoffs N] [--hold D] [--unsafe-no-fsync]",
@@ -39,11 +35,10 @@ stderr. The ratio column is how many times better coordkit did.
   coordctl bench sem -w json
   coordctl bench sem --limits 1,5 --duration 5s`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
-			return runBenchSem(ctx, f, opts, harness)
-		},
+		RunE: benchRunE(f, func(ctx context.Context, _ *cobra.Command) error {
+			opts.Progress = f.IO.ErrOut
+			return runBench(ctx, f, "sem", sembench.ErrOptions, harness, opts)
+		}),
 	}
 	fl := cmd.Flags()
 	fl.IntSliceVar(&opts.Limits, "limits", []int{1, 3, 10}, "semaphore limits measured, each with 2×limit workers (1..64)")
@@ -52,17 +47,4 @@ stderr. The ratio column is how many times better coordkit did.
 	fl.DurationVar(&opts.Hold, "hold", time.Millisecond, "in the handoff test, how long the holder keeps its slot after the waiter queued")
 	fl.BoolVar(&opts.NoFsync, "unsafe-no-fsync", false, "run etcd without fsync (faster, not what users run)")
 	return cmd
-}
-
-func runBenchSem(ctx context.Context, f *factory, opts sembench.Options, harness func(context.Context, sembench.Options) (sembench.Result, error)) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	opts.Progress = f.IO.ErrOut
-	res, err := harness(ctx, opts)
-	if err != nil {
-		return benchError(ctx, "sem", sembench.ErrOptions, err)
-	}
-	return p.Print(benchOutput{res, res.Table()})
 }

@@ -7,10 +7,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/fencing/sqlfence"
+	"github.com/coordkit/coordkit/internal/bench"
 	"github.com/coordkit/coordkit/internal/bench/sqlbench"
 )
 
-func newBenchSQLCmd(f *factory) *cobra.Command {
+func newBenchSQLCmd(f *factory, harness func(context.Context, sqlbench.Options) (sqlbench.Result, error)) *cobra.Command {
 	opts := sqlbench.Options{}
 	cmd := &cobra.Command{
 		Use:   "sql [--driver D --dsn DSN] [--fence do|doconn|both] [--iterations N] [--per-writer N] [--writers N] [--rounds N]",
@@ -46,11 +47,9 @@ transactions. Results go to stdout, progress to stderr. -w json prints
   coordctl bench sql --driver mysql --dsn 'root@tcp(127.0.0.1:3306)/test' -w json
   coordctl bench sql --driver postgres --dsn "$DB" --fence both`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
-			return runBenchSQL(ctx, f, opts)
-		},
+		RunE: benchRunE(f, func(ctx context.Context, _ *cobra.Command) error {
+			return runBenchSQL(ctx, f, opts, harness)
+		}),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Driver, "driver", "sqlite", "database engine: sqlite, postgres or mysql (MariaDB too)")
@@ -63,7 +62,7 @@ transactions. Results go to stdout, progress to stderr. -w json prints
 	return cmd
 }
 
-func runBenchSQL(ctx context.Context, f *factory, opts sqlbench.Options) error {
+func runBenchSQL(ctx context.Context, f *factory, opts sqlbench.Options, harness func(context.Context, sqlbench.Options) (sqlbench.Result, error)) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
@@ -75,7 +74,7 @@ func runBenchSQL(ctx context.Context, f *factory, opts sqlbench.Options) error {
 	}
 	shown := sqlfence.RedactDSN(opts.DSN)
 	opts.Progress = f.IO.ErrOut
-	res, err := sqlbench.Run(ctx, opts)
+	res, err := harness(ctx, opts)
 	if err != nil {
 		err = benchError(ctx, "sql", sqlbench.ErrOptions, sqlfence.Scrub(err, opts.DSN))
 		if shown != "" && exitCode(err) == exitError {
@@ -83,5 +82,5 @@ func runBenchSQL(ctx context.Context, f *factory, opts sqlbench.Options) error {
 		}
 		return err
 	}
-	return p.Print(benchOutput{res, res.Table()})
+	return p.Print(bench.Printed{Result: res, Tables: []bench.Table{res.Table()}})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coordkit/coordkit/fencing/sqlfence"
 	"github.com/coordkit/coordkit/internal/bench/electbench"
 	"github.com/coordkit/coordkit/internal/bench/labbench"
 	"github.com/coordkit/coordkit/internal/bench/scalebench"
@@ -145,6 +146,15 @@ func TestBenchSQLFlagsReachTheHarness(t *testing.T) {
 		"--writers", "3", "--rounds", "1", "--fence", "both")
 	require.NoError(t, err)
 	require.Equal(t, sqlbench.Options{Driver: "postgres", DSN: dsn, Iterations: 5, PerWriter: 2, Writers: 3, Rounds: 1, Fence: sqlbench.FenceBoth}, last())
+
+	// A sqlite --dsn is normalized as 'coordctl sql' does before the harness sees it.
+	path := filepath.Join(t.TempDir(), "b.db")
+	norm, err := sqlfence.NormalizeDSN(sqlfence.SQLite, path)
+	require.NoError(t, err)
+	require.NotEqual(t, path, norm, "a plain path gets sqlite's options")
+	_, _, err = benchRun(t, formatJSON, mk, "--dsn", path)
+	require.NoError(t, err)
+	require.Equal(t, norm, last().DSN)
 
 	// A failed run names the server, never the password.
 	h.err = &os.PathError{Op: "dial", Path: dsn, Err: os.ErrDeadlineExceeded}

@@ -50,6 +50,8 @@ type factory struct {
 	// Signals delivers SIGINT, SIGTERM and SIGHUP (to forward them to a child, say)
 	// until stop is called; tests replace it.
 	Signals func() (ch <-chan os.Signal, stop func())
+	// Dial connects to etcd for EtcdClient (etcddial.Dial); tests replace it.
+	Dial func(context.Context, etcddial.Config) (*clientv3.Client, error)
 
 	printer *printer
 }
@@ -68,6 +70,7 @@ func newFactory(streams ioStreams) *factory {
 		},
 		Getenv:     os.Getenv,
 		Executable: os.Executable,
+		Dial:       etcddial.Dial,
 		Signals: func() (<-chan os.Signal, func()) {
 			ch := make(chan os.Signal, 4)
 			signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -163,7 +166,7 @@ func (f *factory) EtcdClient(ctx context.Context) (*clientv3.Client, error) {
 			}
 		}
 	}
-	cli, err := etcddial.Dial(ctx, cfg)
+	cli, err := f.Dial(ctx, cfg)
 	if errors.Is(err, etcddial.ErrTLSConfig) {
 		return nil, &usageError{err: err}
 	}

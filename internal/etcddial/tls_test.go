@@ -72,7 +72,11 @@ func TestDialErrorsSayWhy(t *testing.T) {
 		want     string
 		notWants []string
 	}{
-		{"right credentials", func() Config { c := with(good, ep); c.Username, c.Password, c.DialTimeout = "root", "s3cret", slow; return c }(), nil, "", nil},
+		{"right credentials", func() Config {
+			c := with(good, ep)
+			c.Username, c.Password, c.DialTimeout = "root", "s3cret", slow
+			return c
+		}(), nil, "", nil},
 		{"wrong CA", Config{Endpoints: []string{ep}, CACert: other.File, Cert: rootCert, Key: rootKey},
 			ErrTLS, "x509: certificate signed by unknown authority", []string{"unreachable", "deadline"}},
 		{"client cert from another CA", Config{Endpoints: []string{ep}, CACert: ca.File, Cert: strangerCert, Key: strangerKey},
@@ -83,7 +87,11 @@ func TestDialErrorsSayWhy(t *testing.T) {
 			ErrTLS, "the endpoint speaks TLS; use https:// and --cacert", []string{"unreachable", "deadline"}},
 		{"host:port without TLS flags", Config{Endpoints: []string{hostport}},
 			ErrTLS, "the endpoint speaks TLS; use https:// and --cacert", []string{"unreachable", "deadline"}},
-		{"wrong password", func() Config { c := with(good, ep); c.Username, c.Password, c.DialTimeout = "root", "wrong", slow; return c }(),
+		{"wrong password", func() Config {
+			c := with(good, ep)
+			c.Username, c.Password, c.DialTimeout = "root", "wrong", slow
+			return c
+		}(),
 			ErrAuth, "authentication failed for user root", []string{"unreachable", "deadline"}},
 		{"TLS to a plain-text etcd", Config{Endpoints: []string{strings.Replace(plain.Endpoints()[0], "http://", "https://", 1)}, CACert: ca.File},
 			ErrTLS, "does not speak TLS", []string{"unreachable", "deadline"}},

@@ -15,7 +15,11 @@
 // SQL transaction with fencing/sqlfence's check against the same without)
 // and scalebench (how the cost grows with waiters, locks and candidates;
 // its charts are drawn by package chart). A Result's JSON form is the -w
-// json contract; its Table method gives the text form.
+// json contract; its Table method gives the text form, and Printed is
+// what a bench command prints of it (the result as JSON, its tables as
+// text). What a command needs beyond Run lives in the harness's cmd.go
+// (scalebench's Selection, ReadResults and WriteSVGFile; labbench's
+// WithModeDefaults; electbench's rolling Printed and WriteHTMLFile).
 //
 // Figures depend on the machine: these machines are shared and noisy, so a
 // harness measures every implementation side by side in one run and the

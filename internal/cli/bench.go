@@ -2,53 +2,69 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
+	"embed"
 	"errors"
 	"fmt"
-	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/bench"
+	"github.com/coordkit/coordkit/internal/bench/electbench"
+	"github.com/coordkit/coordkit/internal/bench/labbench"
+	"github.com/coordkit/coordkit/internal/bench/lockbench"
+	"github.com/coordkit/coordkit/internal/bench/rwlockbench"
+	"github.com/coordkit/coordkit/internal/bench/scalebench"
+	"github.com/coordkit/coordkit/internal/bench/sembench"
+	"github.com/coordkit/coordkit/internal/bench/sqlbench"
 )
 
 func newBenchCmd(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Benchmarks that print tables",
-		Long: `Benchmarks run side by side in one process and print tables: these machines
-are shared and noisy, so compare within one run and quote ratios.
-
-Every bench prints the same table: metric, one column per implementation,
-unit, and ratio columns ("A better by": how many times better A did, for
-a latency the other's value over A's, for a rate A's over the other's;
-"A/B": A's value over B's as is). -w json prints one object per run,
-{"benchmark":NAME,"rows":[...]}; each command's help gives its rows.`,
+		Long:  benchHelp("bench"),
 		Example: `  coordctl bench lab
   coordctl bench lab -w json`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newBenchLabCmd(f))
-	cmd.AddCommand(newBenchElectCmd(f))
-	cmd.AddCommand(newBenchLockCmd(f))
-	cmd.AddCommand(newBenchSQLCmd(f))
-	cmd.AddCommand(newBenchScaleCmd(f))
-	cmd.AddCommand(newBenchRWLockCmd(f))
-	cmd.AddCommand(newBenchSemCmd(f))
+	// Each command takes its harness (cli/cli's runF): tests pass one
+	// that records the options it gets.
+	cmd.AddCommand(newBenchLabCmd(f, labbench.Run))
+	cmd.AddCommand(newBenchElectCmd(f, electbench.Run, electbench.RunRolling))
+	cmd.AddCommand(newBenchLockCmd(f, lockbench.Run))
+	cmd.AddCommand(newBenchSQLCmd(f, sqlbench.Run))
+	cmd.AddCommand(newBenchScaleCmd(f, scalebench.Run))
+	cmd.AddCommand(newBenchRWLockCmd(f, rwlockbench.Run))
+	cmd.AddCommand(newBenchSemCmd(f, sembench.Run))
 	return cmd
 }
 
-// benchOutput prints a harness's result: as JSON, the result itself (its
-// contract); as text, its table in the layout every bench shares.
-type benchOutput struct {
-	result any
-	table  bench.Table
+// benchRunE is a bench command's RunE: run gets a context that SIGINT,
+// SIGTERM and SIGHUP cancel.
+func benchRunE(f *factory, run func(context.Context, *cobra.Command) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		ctx, cancel := f.NotifyContext(cmd.Context())
+		defer cancel()
+		return run(ctx, cmd)
+	}
 }
 
-func (o benchOutput) MarshalJSON() ([]byte, error) { return json.Marshal(o.result) }
-
-func (o benchOutput) WriteSimple(w io.Writer) error { return bench.WriteTable(w, o.table) }
+// runBench runs harness and prints its result (bench.Printed: as JSON the
+// result, as text its table); its errors go through benchError.
+func runBench[O any, R interface{ Table() bench.Table }](ctx context.Context, f *factory, name string, errOptions error,
+	harness func(context.Context, O) (R, error), opts O) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	res, err := harness(ctx, opts)
+	if err != nil {
+		return benchError(ctx, name, errOptions, err)
+	}
+	return p.Print(bench.Printed{Result: res, Tables: []bench.Table{res.Table()}})
+}
 
 // benchError maps a harness's error: invalid options are usage errors,
 // anything after an interrupt is "interrupted".
@@ -60,4 +76,18 @@ func benchError(ctx context.Context, name string, errOptions, err error) error {
 		return mark(errFailed, fmt.Errorf("bench %s: interrupted", name))
 	}
 	return fmt.Errorf("bench %s: %w", name, err)
+}
+
+// benchHelpFiles hold the bench commands' Long help, one help/NAME.txt per
+// command: the prose is long and changes with the harnesses, the code
+// around it does not.
+//
+//go:embed help/*.txt
+var benchHelpFiles embed.FS
+
+// benchHelp is the Long help of bench command name (help/name.txt). Every
+// name in use has its file: TestBenchHelpFiles checks each command's help.
+func benchHelp(name string) string {
+	b, _ := benchHelpFiles.ReadFile("help/" + name + ".txt")
+	return strings.TrimSuffix(string(b), "\n")
 }

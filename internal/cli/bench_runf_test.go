@@ -58,23 +58,30 @@ func (r *recorder[O, R]) run(_ context.Context, o O) (R, error) {
 // requirePrinted checks that out is res as -w format prints it.
 func requirePrinted(t *testing.T, format string, res any, tab bench.Table, out string) {
 	t.Helper()
+	requirePrintedAs(t, format, bench.Printed{Result: res, Tables: []bench.Table{tab}}, out)
+}
+
+// requirePrintedAs checks that out is want as -w format prints it: its
+// result's JSON, or its text form.
+func requirePrintedAs(t *testing.T, format string, want bench.Printed, out string) {
+	t.Helper()
 	if format == formatJSON {
-		want, err := json.Marshal(res)
+		want, err := json.Marshal(want.Result)
 		require.NoError(t, err)
 		require.Equal(t, 1, strings.Count(out, "\n"), "one JSON line: %q", out)
 		require.JSONEq(t, string(want), out)
 		return
 	}
-	var want bytes.Buffer
-	require.NoError(t, bench.WriteTable(&want, tab))
-	require.Equal(t, want.String(), out)
+	var text bytes.Buffer
+	require.NoError(t, want.WriteSimple(&text))
+	require.Equal(t, text.String(), out)
 }
 
 func TestBenchLockFlagsReachTheHarness(t *testing.T) {
 	t.Parallel()
 	h := &recorder[lockbench.Options, lockbench.Result]{res: lockbench.Result{Benchmark: "lock", Rows: []lockbench.Row{
 		{Metric: "handoff_p50_ms", Coordkit: 1.5, EtcdConcurrency: 30, Unit: "ms"}}}}
-	mk := func(f *factory) *cobra.Command { return newBenchLockCmdRun(f, h.run) }
+	mk := func(f *factory) *cobra.Command { return newBenchLockCmd(f, h.run) }
 	for _, format := range []string{formatJSON, formatSimple} {
 		out, errOut, err := benchRun(t, format, mk)
 		require.NoError(t, err)
@@ -115,7 +122,7 @@ func TestBenchHarnessErrors(t *testing.T) {
 		{errors.New("etcd did not start"), exitError, "bench lock: etcd did not start"},
 	} {
 		h := &recorder[lockbench.Options, lockbench.Result]{err: tc.err}
-		out, _, err := benchRun(t, formatJSON, func(f *factory) *cobra.Command { return newBenchLockCmdRun(f, h.run) })
+		out, _, err := benchRun(t, formatJSON, func(f *factory) *cobra.Command { return newBenchLockCmd(f, h.run) })
 		require.Equal(t, tc.code, exitCode(err), "%v", err)
 		require.ErrorContains(t, err, tc.want)
 		require.Empty(t, out)
@@ -126,7 +133,7 @@ func TestBenchElectFlagsReachTheHarness(t *testing.T) {
 	t.Parallel()
 	h := &recorder[electbench.Options, electbench.Result]{res: electbench.Result{Benchmark: "elect", Rows: []electbench.Row{
 		{Metric: "handover_p50_ms", Coordkit: 2, EtcdConcurrency: 101, Unit: "ms"}}}}
-	mk := func(f *factory) *cobra.Command { return newBenchElectCmdRun(f, h.run) }
+	mk := func(f *factory) *cobra.Command { return newBenchElectCmd(f, h.run, nil) }
 	for _, format := range []string{formatJSON, formatSimple} {
 		out, errOut, err := benchRun(t, format, mk)
 		require.NoError(t, err)
@@ -147,7 +154,7 @@ func TestBenchRWLockFlagsReachTheHarness(t *testing.T) {
 	t.Parallel()
 	h := &recorder[rwlockbench.Options, rwlockbench.Result]{res: rwlockbench.Result{Benchmark: "rwlock", Rows: []rwlockbench.Row{
 		{Metric: "readers_batch_p50_ms", Coordkit: 4, EtcdRecipes: 40, Unit: "ms"}}}}
-	mk := func(f *factory) *cobra.Command { return newBenchRWLockCmdRun(f, h.run) }
+	mk := func(f *factory) *cobra.Command { return newBenchRWLockCmd(f, h.run) }
 	for _, format := range []string{formatJSON, formatSimple} {
 		out, errOut, err := benchRun(t, format, mk)
 		require.NoError(t, err)
@@ -171,7 +178,7 @@ func TestBenchSemFlagsReachTheHarness(t *testing.T) {
 	h := &recorder[sembench.Options, sembench.Result]{res: sembench.Result{Benchmark: "sem", Rows: []sembench.Row{
 		{Metric: "limit_1_acq_per_s", Coordkit: 20, EtcdConcurrency: &ten, Unit: "1/s"},
 		{Metric: "limit_2_acq_per_s", Coordkit: 30, Unit: "1/s"}}}}
-	mk := func(f *factory) *cobra.Command { return newBenchSemCmdRun(f, h.run) }
+	mk := func(f *factory) *cobra.Command { return newBenchSemCmd(f, h.run) }
 	for _, format := range []string{formatJSON, formatSimple} {
 		out, errOut, err := benchRun(t, format, mk)
 		require.NoError(t, err)

@@ -9,47 +9,20 @@ import (
 	"github.com/coordkit/coordkit/internal/bench/rwlockbench"
 )
 
-func newBenchRWLockCmd(f *factory) *cobra.Command { return newBenchRWLockCmdRun(f, rwlockbench.Run) }
-
-// newBenchRWLockCmdRun is newBenchRWLockCmd with the harness passed in
-// (cli/cli's runF): tests pass one that records the options it gets.
-func newBenchRWLockCmdRun(f *factory, harness func(context.Context, rwlockbench.Options) (rwlockbench.Result, error)) *cobra.Command {
+func newBenchRWLockCmd(f *factory, harness func(context.Context, rwlockbench.Options) (rwlockbench.Result, error)) *cobra.Command {
 	opts := rwlockbench.Options{}
 	cmd := &cobra.Command{
 		Use:   "rwlock [--batches N] [--readers N] [--handoffs N] [--duration D] [--hold D] [--unsafe-no-fsync]",
 		Short: "Compare coordkit's read-write lock with etcd's recipes.RWMutex",
-		Long: `Start an embedded single-member etcd in a temporary directory (fsync on, as a
-user would run it, unless --unsafe-no-fsync) and measure, side by side in one
-run, coordkit's lock.RWMutex and go.etcd.io/etcd/client/v3/experimental/
-recipes.RWMutex:
-
-  read_batch_admit_p50_ms   --readers readers queue behind a writer, which
-  read_batch_admit_p99_ms   releases --hold after they queued: from its Unlock
-                            call to each reader's RLock returning, over every
-                            reader of --batches batches
-  writer_handoff_p50_ms     two writers take turns: from the holder's Unlock
-  writer_handoff_p99_ms     to the other's Lock returning (--handoffs samples)
-  mixed_8r2w_per_s          8 readers and 2 writers lock and unlock as fast as
-  mixed_8r2w_writes_per_s   they can for --duration: all acquisitions, and
-                            the writers' alone, per second
-
-Each participant has its own connection and session, and waiters queue at a
-random moment. The recipe's waiters watch from their own key's revision,
-which lands their watch in etcd's unsynced watcher group, served by a loop
-every 100ms: a short hold (the default --hold) pays up to 100ms per handoff.
-coordkit's watches are synced from the start. Results go to stdout, progress
-to stderr. The ratio column is how many times better coordkit did.
--w json prints {"benchmark":"rwlock","fsync":BOOL,"rows":[{"metric",
-"coordkit","etcd_recipes","unit"}...]}.`,
+		Long:  benchHelp("bench_rwlock"),
 		Example: `  coordctl bench rwlock
   coordctl bench rwlock -w json
   coordctl bench rwlock --batches 50 --handoffs 200 --duration 5s`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
-			return runBenchRWLock(ctx, f, opts, harness)
-		},
+		RunE: benchRunE(f, func(ctx context.Context, _ *cobra.Command) error {
+			opts.Progress = f.IO.ErrOut
+			return runBench(ctx, f, "rwlock", rwlockbench.ErrOptions, harness, opts)
+		}),
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&opts.Batches, "batches", 20, "writer-then-readers batches measured per implementation")
@@ -59,17 +32,4 @@ to stderr. The ratio column is how many times better coordkit did.
 	fl.DurationVar(&opts.Hold, "hold", time.Millisecond, "how long a holder keeps the lock after its waiters queued")
 	fl.BoolVar(&opts.NoFsync, "unsafe-no-fsync", false, "run etcd without fsync (faster, not what users run)")
 	return cmd
-}
-
-func runBenchRWLock(ctx context.Context, f *factory, opts rwlockbench.Options, harness func(context.Context, rwlockbench.Options) (rwlockbench.Result, error)) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	opts.Progress = f.IO.ErrOut
-	res, err := harness(ctx, opts)
-	if err != nil {
-		return benchError(ctx, "rwlock", rwlockbench.ErrOptions, err)
-	}
-	return p.Print(benchOutput{res, res.Table()})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/etcdembed"
+	"github.com/coordkit/coordkit/internal/faultctl"
 )
 
 type etcdOptions struct {
@@ -20,8 +21,11 @@ type etcdOptions struct {
 	Control    string
 }
 
+// etcdReady is what `coordctl etcd` prints once etcd serves: the client
+// URLs and, with --members 3, the control API.
 type etcdReady struct {
 	Endpoints []string `json:"endpoints"`
+	Control   string   `json:"control,omitempty"`
 }
 
 func (r etcdReady) WriteSimple(w io.Writer) error {
@@ -96,14 +100,51 @@ func runEtcd(ctx context.Context, f *factory, opts *etcdOptions) error {
 	if err := p.Print(etcdReady{Endpoints: srv.Endpoints()}); err != nil {
 		return err
 	}
-	select {
-	case <-ctx.Done():
+	err = srv.Wait(ctx)
+	if ctx.Err() != nil {
 		fmt.Fprintln(f.IO.ErrOut, "coordctl etcd: stopping")
 		return nil
-	case err, ok := <-srv.Err():
-		if !ok || err == nil {
+	}
+	return err
+}
+
+// runEtcdCluster runs three members with fault proxies and the control API
+// until ctx is cancelled.
+func runEtcdCluster(ctx context.Context, f *factory, opts *etcdOptions) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	if err := checkListen("--control", opts.Control); err != nil {
+		return err
+	}
+	var urls []string
+	for _, u := range strings.Split(opts.ClientURLs, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			if err := checkMemberURL("--listen-client-urls", u); err != nil {
+				return err
+			}
+			urls = append(urls, u)
+		}
+	}
+	c, err := etcdembed.StartCluster(ctx, etcdembed.ClusterConfig{Size: opts.Members, DataDir: opts.DataDir, ClientURLs: urls})
+	if err != nil {
+		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("etcd failed: %w", err)
+		return err
 	}
+	defer c.Close()
+	ctl, err := faultctl.Serve(opts.Control, c)
+	if err != nil {
+		return err
+	}
+	defer ctl.Close()
+	fmt.Fprintf(f.IO.ErrOut, "coordctl etcd: fault control API on %s (GET /v1/status)\n", ctl.URL())
+	if err := p.Print(etcdReady{Endpoints: c.Endpoints(), Control: ctl.URL()}); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	fmt.Fprintln(f.IO.ErrOut, "coordctl etcd: stopping")
+	return nil
 }

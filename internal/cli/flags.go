@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"net"
 	"net/url"
 	"strconv"
@@ -43,43 +42,6 @@ func (f *factory) addEndpointFlags(fs *pflag.FlagSet) {
 	}
 	fs.StringSliceVar(&f.Global.Endpoints, "endpoints", def, "etcd client endpoints, comma separated: host:port or http(s)://host:port (env COORDCTL_ENDPOINTS)")
 	fs.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "time to wait for etcd to answer before giving up")
-}
-
-// checkEndpoint reports a usage error for an endpoint etcd's client could
-// never dial: host:port, or a URL with scheme http, https, unix or unixs.
-func checkEndpoint(ep string) error {
-	bad := func(why string) error {
-		return usageErrorf("invalid --endpoints %q: %s; want host:port or http(s)://host:port", ep, why)
-	}
-	host := ep
-	if strings.Contains(ep, "://") {
-		u, err := url.Parse(ep)
-		if err != nil {
-			return bad("not a URL")
-		}
-		switch u.Scheme {
-		case "http", "https":
-		case "unix", "unixs":
-			return nil // a socket path, not host:port
-		default:
-			return bad(fmt.Sprintf("unknown scheme %q", u.Scheme))
-		}
-		if u.Path != "" && u.Path != "/" {
-			return bad("a path is not allowed")
-		}
-		host = u.Host
-	}
-	h, port, err := net.SplitHostPort(host)
-	if err != nil {
-		return bad("not host:port")
-	}
-	if strings.ContainsAny(h, " \t/?#") {
-		return bad(fmt.Sprintf("bad host %q", h))
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return bad(fmt.Sprintf("bad port %q (1-65535)", port))
-	}
-	return nil
 }
 
 // checkListen reports a usage error for a listen address with no port or a

@@ -22,7 +22,13 @@ func Main() int {
 func run(ctx context.Context, args []string, streams ioStreams, getenv func(string) string) int {
 	f := newFactory(streams)
 	f.Getenv = getenv
-	root := newRootCmd(f, getenv)
+	return runFactory(ctx, f, args)
+}
+
+// runFactory is run on a factory the caller made (tests replace its parts).
+func runFactory(ctx context.Context, f *factory, args []string) int {
+	streams := f.IO
+	root := newRootCmd(f, f.Getenv)
 	root.SetArgs(args)
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)

@@ -1,16 +1,14 @@
-package cli
+package etcddial
 
 import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -18,16 +16,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
-
-// Why etcd's client failed is lost behind gRPC's retries: a wrong CA, a
-// rejected client certificate and plain text to a TLS port all end in
-// "context deadline exceeded". explainDialError finds the cause again with
-// one raw connection per endpoint: a TCP dial (nothing answered:
-// unreachable), then the TLS handshake etcd's client would make (its x509
-// error, or the server's alert about our certificate), or, on a plain-text
-// endpoint, a TLS handshake to see whether the server speaks TLS. When the
-// transport is fine the cause is the answer of the first request (wrong
-// password, say).
 
 // endpointDiag is what one endpoint's raw connection showed.
 type endpointDiag struct {
@@ -197,49 +185,4 @@ func classifyTLSError(ep string, err error) error {
 		return fmt.Errorf("%w: %s: etcd rejected the client certificate (%v): is it signed by a CA etcd trusts?", ErrTLS, ep, err)
 	}
 	return fmt.Errorf("%w: %s: %v", ErrTLS, ep, err)
-}
-
-// checkTLSFiles reports a usage error, before anything is dialed, for a
-// --cacert that holds no PEM certificate and a --cert/--key pair that does
-// not load.
-func checkTLSFiles(caFile, certFile, keyFile string) error {
-	if caFile != "" {
-		data, err := os.ReadFile(caFile)
-		if err != nil {
-			return usageErrorf("invalid --cacert: %v", err)
-		}
-		if err := checkPEMCerts(data); err != nil {
-			return usageErrorf("invalid --cacert %s: %v", caFile, err)
-		}
-	}
-	if certFile != "" {
-		if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
-			return usageErrorf("invalid --cert/--key %s, %s: %v", certFile, keyFile, err)
-		}
-	}
-	return nil
-}
-
-// checkPEMCerts checks that data holds at least one PEM certificate and
-// that every certificate in it parses.
-func checkPEMCerts(data []byte) error {
-	n := 0
-	for {
-		var block *pem.Block
-		block, data = pem.Decode(data)
-		if block == nil {
-			break
-		}
-		if block.Type != "CERTIFICATE" {
-			continue
-		}
-		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
-			return fmt.Errorf("certificate %d: %v", n+1, err)
-		}
-		n++
-	}
-	if n == 0 {
-		return errors.New("no PEM certificate in the file (want a CA bundle: -----BEGIN CERTIFICATE-----)")
-	}
-	return nil
 }

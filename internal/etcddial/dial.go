@@ -1,0 +1,102 @@
+package etcddial
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Errors of Dial; each is wrapped with the endpoint and the cause in words.
+var (
+	// ErrUnreachable: nothing answered at any endpoint within the dial timeout.
+	ErrUnreachable = errors.New("etcd unreachable")
+	// ErrTLS: an endpoint answered but the TLS handshake failed or TLS was
+	// used on one side only.
+	ErrTLS = errors.New("etcd TLS failed")
+	// ErrAuth: etcd answered and refused the credentials.
+	ErrAuth = errors.New("etcd authentication failed")
+	// ErrTLSConfig: the TLS files of Config did not make a client
+	// configuration (nothing was dialed).
+	ErrTLSConfig = errors.New("TLS configuration")
+)
+
+// Config is what Dial connects with.
+type Config struct {
+	Endpoints   []string
+	DialTimeout time.Duration
+	// CACert, Cert and Key are PEM files; with CACert or Cert set the client
+	// speaks TLS to bare host:port endpoints.
+	CACert, Cert, Key string
+	// Username and Password authenticate; empty Username: no authentication.
+	Username, Password string
+}
+
+// Dial connects to cfg's endpoints and checks, within cfg.DialTimeout, that
+// at least one answers. When none does it finds out why from a raw
+// connection to each: ErrUnreachable when nothing answered, ErrTLS or
+// ErrAuth with the cause in words when something did; ErrTLSConfig when the
+// TLS files do not load; ctx's error when ctx ended. The caller closes the
+// client.
+func Dial(ctx context.Context, cfg Config) (*clientv3.Client, error) {
+	ccfg := clientv3.Config{
+		Endpoints:            cfg.Endpoints,
+		DialTimeout:          cfg.DialTimeout,
+		DialKeepAliveTime:    2 * time.Second,
+		DialKeepAliveTimeout: cfg.DialTimeout,
+		Logger:               zap.NewNop(),
+		Context:              ctx,
+		Username:             cfg.Username,
+		Password:             cfg.Password,
+	}
+	if cfg.CACert != "" || cfg.Cert != "" {
+		info := transport.TLSInfo{TrustedCAFile: cfg.CACert, CertFile: cfg.Cert, KeyFile: cfg.Key}
+		tlsCfg, err := info.ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrTLSConfig, err)
+		}
+		ccfg.TLS = tlsCfg
+	}
+	cli, err := clientv3.New(ccfg)
+	if err == nil {
+		err = probe(ctx, cli, cfg.Endpoints, cfg.DialTimeout)
+		if err != nil {
+			_ = cli.Close()
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, explainDialError(ctx, cfg.Endpoints, ccfg.TLS, cfg.Username, cfg.DialTimeout, err)
+	}
+	return cli, nil
+}
+
+// probe asks every endpoint for its status until one answers or the dial
+// timeout passes. clientv3.New does not block, so without it the first
+// request would wait for the command timeout instead.
+func probe(ctx context.Context, cli *clientv3.Client, eps []string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	errs := make(chan error, len(eps))
+	for _, ep := range eps {
+		go func() {
+			_, err := cli.Status(ctx, ep)
+			errs <- err
+		}()
+	}
+	var last error
+	for range eps {
+		err := <-errs
+		if err == nil {
+			return nil
+		}
+		last = err
+	}
+	return last
+}

@@ -1,0 +1,30 @@
+// Package etcddial connects coordctl to etcd and, when that fails, says why.
+//
+// Dial builds etcd's client from a Config (endpoints, --dial-timeout, TLS
+// files, user and password) and checks, within the dial timeout, that at
+// least one endpoint answers: clientv3.New does not block, so without the
+// check a command's first request would wait for its own timeout instead.
+//
+// Why etcd's client failed is lost behind gRPC's retries: a wrong CA, a
+// rejected client certificate and plain text to a TLS port all end in
+// "context deadline exceeded". When no endpoint answers, Dial finds the
+// cause again with one raw connection per endpoint: a TCP dial (nothing
+// answered: ErrUnreachable), then the TLS handshake etcd's client would make
+// (its x509 error, or the server's alert about our certificate: ErrTLS), or,
+// on a plain-text endpoint, a TLS handshake to see whether the server speaks
+// TLS. When the transport is fine the cause is the answer of the first
+// request (a wrong password: ErrAuth).
+//
+// The errors are worded for coordctl's users: they name the endpoints and
+// coordctl's flags (--dial-timeout, --cacert, --cert, --key, --user).
+// CheckEndpoint and CheckTLSFiles check an endpoint's syntax and the TLS
+// files before anything is dialed; ReadPassword reads --password-stdin's line.
+//
+// Guaranteed: ErrUnreachable only when nothing answered at any endpoint; a
+// client Dial returns has had an answer from at least one endpoint. Not
+// guaranteed: that it still answers on the next request, nor how long Dial
+// takes beyond its bound: the raw connections get the dial timeout of their
+// own, so an address that drops packets (no refusal, no answer) makes Dial
+// take up to twice the dial timeout. Unix sockets get no diagnosis beyond
+// the client's own error.
+package etcddial

@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -23,7 +21,14 @@ func newBenchCmd(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Benchmarks that print tables",
-		Long:  benchHelp("bench"),
+		Long: `Benchmarks run side by side in one process and print tables: these machines
+are shared and noisy, so compare within one run and quote ratios.
+
+Every bench prints the same table: metric, one column per implementation,
+unit, and ratio columns ("A better by": how many times better A did, for
+a latency the other's value over A's, for a rate A's over the other's;
+"A/B": A's value over B's as is). -w json prints one object per run,
+{"benchmark":NAME,"rows":[...]}; each command's help gives its rows.`,
 		Example: `  coordctl bench lab
   coordctl bench lab -w json`,
 		Args: argsUsage(cobra.NoArgs),
@@ -76,18 +81,4 @@ func benchError(ctx context.Context, name string, errOptions, err error) error {
 		return mark(errFailed, fmt.Errorf("bench %s: interrupted", name))
 	}
 	return fmt.Errorf("bench %s: %w", name, err)
-}
-
-// benchHelpFiles hold the bench commands' Long help, one help/NAME.txt per
-// command: the prose is long and changes with the harnesses, the code
-// around it does not.
-//
-//go:embed help/*.txt
-var benchHelpFiles embed.FS
-
-// benchHelp is the Long help of bench command name (help/name.txt). Every
-// name in use has its file: TestBenchHelpFiles checks each command's help.
-func benchHelp(name string) string {
-	b, _ := benchHelpFiles.ReadFile("help/" + name + ".txt")
-	return strings.TrimSuffix(string(b), "\n")
 }

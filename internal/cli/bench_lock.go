@@ -15,7 +15,57 @@ func newBenchLockCmd(f *factory, harness func(context.Context, lockbench.Options
 	cmd := &cobra.Command{
 		Use:   "lock [--iterations N] [--handoffs N] [--duration D] [--hold D] [--workers 2,8,32] [--unsafe-no-fsync] [--against redsync --redis ADDR] [--against pg-advisory --dsn DSN]",
 		Short: "Compare coordkit's lock with etcd's concurrency.Mutex (and redsync on Redis, PostgreSQL advisory locks)",
-		Long:  benchHelp("bench_lock"),
+		Long: `Start an embedded single-member etcd in a temporary directory (fsync on, as a
+user would run it, unless --unsafe-no-fsync) and measure, side by side in one
+run, coordkit's lock and go.etcd.io/etcd/client/v3/concurrency.Mutex:
+
+  uncontended_p50_ms   one client locks and unlocks, median of --iterations
+  handoff_p50_ms       two clients take turns; from the holder calling Unlock
+  handoff_p99_ms       to the waiter's Lock returning (--handoffs samples); the
+                       holder releases --hold after the waiter's key appeared,
+                       and each client queues again after a random pause
+  contended_N_per_s    N clients lock and unlock as fast as they can for
+                       --duration: handoffs per second (acquisitions by
+                       another client than the last holder)
+
+Each client has its own connection and session. concurrency.Mutex's waiter
+watch lands in etcd's unsynced watcher group, served by a loop every 100ms,
+so short critical sections (the default --hold) pay up to 100ms per handoff
+and a longer hold hands off as fast as coordkit (try --hold 150ms); coordkit's
+watches are synced from the start (the comment on attempt.wait in lock/mutex.go). Results go to stdout,
+progress to stderr. The ratio column is how many times better coordkit did.
+
+--against redsync --redis ADDR adds two columns measured on the Redis server
+at ADDR (keys under a random coordkit:bench-lock:... prefix, deleted at the
+end): redsync (github.com/go-redsync/redsync/v4 over go-redis v9) with its
+default options, as a user runs it (8s expiry, 32 tries, a random 50..250ms
+retry delay), and redsync_min_retry, the same with WithRetryDelay(0), the
+least redsync accepts: its waiters retry back to back. A redsync waiter
+polls; nothing wakes it on release, and nothing stops the releaser taking
+the lock back. In the handoff test its waiters never give up (tries 2^30);
+in the contended runs they keep the default 32 tries, and the rows
+contended_N_lock_failed count the Lock calls that gave up (redsync.ErrFailed
+or "lock already taken"), each retried. An ADDR that does not answer within
+3s is an error (exit 1) before anything runs.
+
+--against pg-advisory --dsn DSN adds the column pg_advisory: a session-level
+pg_advisory_lock(key) on PostgreSQL, each client on its own lock connection
+(key: the first 8 bytes of SHA-256 of a random per-run name; TCP keepalives
+idle 2s, interval 1s, count 2 on both ends, set with SET tcp_keepalives_* on
+the server). A waiter blocks in pg_advisory_lock and the server wakes it. It
+adds two rows, crash_handoff_p50_ms and crash_handoff_max_ms (--crash-handoffs
+samples): a holder process ('coordctl check pg-advisory-lock', or 'coordctl
+lock --ttl 2s' for coordkit) is killed with SIGKILL while a waiter queues, and
+the waiter's wait from the kill is measured; etcd_concurrency has no holder
+process there ("-", null in JSON). PostgreSQL sees a killed client's socket
+close at once; a partitioned one only when its keepalives give up (4s with
+these settings, two hours and more with the defaults), which is not measured.
+A DSN that does not answer within 3s is an error (exit 1).
+
+-w json prints {"benchmark":"lock","fsync":BOOL,"rows":[{"metric","coordkit",
+"etcd_concurrency","unit"}...]}; against redsync the object also has
+"redis":ADDR and each row "redsync" and "redsync_min_retry"; against
+pg-advisory "postgres":"HOST:PORT/DB", "keepalive" and each row "pg_advisory".`,
 		Example: `  coordctl bench lock
   coordctl bench lock -w json
   coordctl bench lock --iterations 500 --handoffs 300 --duration 5s

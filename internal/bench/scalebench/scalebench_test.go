@@ -209,7 +209,7 @@ func TestLoneKeepalives(t *testing.T) {
 	defer e.closeClients()
 	got := map[string]float64{}
 	require.NoError(t, r.loneKeepalives(ctx, e, func(metric, _ string, v float64) { got[metric] = v }))
-	for _, m := range []string{"lone_keepalives_per_s_stream", "lone_cpu_us_per_keepalive_stream", "lone_keepalives_per_s_once", "lone_cpu_us_per_keepalive_once"} {
+	for _, m := range []string{"lone_keepalives_per_s_stream", "lone_cpu_us_per_keepalive_gross_stream", "lone_keepalives_per_s_once", "lone_cpu_us_per_keepalive_gross_once"} {
 		require.Positive(t, got[m], m)
 	}
 }

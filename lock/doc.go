@@ -57,10 +57,12 @@
 //     server can expire the lease and grant the lock to the next waiter;
 //     and when the holder's key is deleted or replaced (lease revoked,
 //     operator delete), which the holder learns from a watch event that the
-//     next holder also needs, plus a read, before its Lock returns. Each
-//     Mutex keeps one watch on its own key (prefix/name/<lease>, the same
-//     key for every acquisition on one lease) for the life of its session;
-//     Close stops it.
+//     next holder also needs, plus a read, before its Lock returns. That
+//     loss watch (one per acquisition, session.HeldKey) starts 100ms after
+//     the key was created (session.DefaultLossWatchDelay), so a lock
+//     released sooner costs no watch; a deletion in those first 100ms is
+//     heard when the watch starts, which can be after the next holder's
+//     Lock returned — the fencing token keeps its writes out all the same.
 //   - A waiter whose own key or session vanishes while it waits gets
 //     ErrSessionExpired, never the lock.
 //   - Unlock deletes the key only if it still has this lock's create

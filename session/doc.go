@@ -28,7 +28,12 @@
 //
 // A HeldKey (Session.Hold) is lost when its session ends or when its key is
 // deleted or replaced; one watch per key reports the latter (see
-// HeldKey.watch for why it starts from "now" and reads the key once). Release
+// HeldKey.watch for why it starts from "now" and reads the key once). That
+// watch starts DefaultLossWatchDelay (100ms) after Hold, so a key released
+// sooner — an uncontended lock and unlock — costs its two writes and no
+// watch; a deletion behind the holder's back in those first 100ms is
+// reported when the watch starts, by the read that covers the gap. The end
+// of the session is reported at once whenever it comes. Release
 // is a compare-and-delete on the create revision, so a late or repeated
 // Release never deletes a newer holder's key, and IsOwner/Txn guard etcd
 // transactions with the same comparison. The errors every holder shares
@@ -62,12 +67,22 @@
 // before. Deadlines move only with answered keepalives: a session whose
 // deadline passes first is lost, as with any keepalive that does not get
 // through. Closing a session stops only its own keepalives; the streams
-// close with the last session and reopen with the next. A member that
-// stops gracefully refuses new RPCs at once but serves a stream already
-// open until its gRPC server closes it (about 8s for the embedded etcd):
-// those renewals are real, so the session keeps its lease until the member
-// is gone, and loses it by its deadline after that; with KeepAliveOnce the
-// loss came right at the start of the stop.
+// close with the last session and reopen with the next.
+//
+// A member that stops gracefully sends GOAWAY and refuses new RPCs at once,
+// but would serve a stream already open until the stream ends or its stop
+// times out (etcd's request timeout, 7s by default). The Keepaliver ends a
+// stream when the client's connection leaves READY (grpc's
+// ClientConn.GetState and WaitForStateChange), which a GOAWAY on the
+// client's last usable connection causes: the sessions then take the path
+// of a stream that is down — the reconnect, to another endpoint if one is
+// READY, and KeepAliveOnce meanwhile — and with a single member they are
+// lost by their own deadline, as with KeepAliveOnce, instead of the stop's
+// timeout later (TestGracefullyStoppingMemberIsNoticed). With several
+// endpoints the connection stays READY while one member drains: its stream
+// goes on until that member's gRPC server closes it, and the renewals on
+// it are real (the member still forwards them to the leader), so the lease
+// is not at risk; the stream is then reopened on another member.
 //
 // A client's sessions share one stream per 128 sessions, up to 64: etcd
 // serves a stream's renewals one after another, and on a loaded server one

@@ -32,9 +32,10 @@ type HeldKey struct {
 	cancel context.CancelCauseFunc
 	lost   chan struct{}
 
-	stopSess  func() bool
-	stopWatch context.CancelFunc
-	watchDone chan struct{}
+	stopSess   func() bool
+	cancelWait context.CancelFunc // ends the loss watch
+	watchDone  chan struct{}      // closed when the loss watch has ended or will never start
+	watchTimer *time.Timer        // starts the loss watch (nil: started at once); set under mu
 
 	relMu sync.Mutex // serializes Release calls
 
@@ -53,6 +54,34 @@ type holdConfig struct {
 	onEnd        func()
 	releaseCause error
 	keepLease    bool
+	watchAfter   time.Duration
+}
+
+// DefaultLossWatchDelay is how long a held key goes without its loss watch
+// after Hold (WithLossWatchDelay): a key released sooner never opens one.
+//
+// Why: the loss watch is a watch create and a watch cancel per hold, and
+// the watchers, goroutines and messages they cost on the client and the
+// server; with etcd in the same process (coordctl's default) that was most
+// of the CPU an uncontended lock+unlock costs beyond concurrency.Mutex's
+// (docs/benchmarks.md, "the uncontended path"), which has no loss watch at
+// all. What the delay gives up: a key deleted or replaced behind its
+// holder's back (an operator's delete, the lease revoked elsewhere) within
+// its first 100ms is reported 100ms after Hold at the latest, plus one
+// read, instead of at once. A session's own end (the local deadline, a
+// revoke seen by a keepalive, Close) is reported at once as before, and the
+// fencing token is what keeps a late write out in either case. 100ms is
+// the period of etcd's own catch-up loop for watches that start in the
+// past: etcd's concurrency recipes hear of every handoff that late.
+const DefaultLossWatchDelay = 100 * time.Millisecond
+
+// WithLossWatchDelay sets how long after Hold the key's loss watch starts
+// (default DefaultLossWatchDelay; 0: at once). Until then a deletion of the
+// key is not seen; once the watch starts, one read covers whatever happened
+// to the key since its creation (see watch), so nothing is missed, only
+// reported later.
+func WithLossWatchDelay(d time.Duration) HoldOption {
+	return func(c *holdConfig) { c.watchAfter = max(d, 0) }
 }
 
 // HoldOption configures Hold.
@@ -76,28 +105,47 @@ func WithReleaseKeepsLease() HoldOption { return func(c *holdConfig) { c.keepLea
 
 // Hold starts holding key, which the caller created at createRev with this
 // session's lease, and watches for its loss. It does no I/O before it
-// returns: the watch starts in the background, and whatever happened to the
-// key between its creation and the watch's start is checked by one read (see
-// watch), so nothing is missed. A session that has already ended makes the
-// key lost at once.
+// returns: the watch starts in the background, DefaultLossWatchDelay later
+// (WithLossWatchDelay), and whatever happened to the key between its
+// creation and the watch's start is checked by one read (see watch), so
+// nothing is missed. A session that has already ended makes the key lost
+// at once; the session's end is reported at once at any time.
 func (s *Session) Hold(key string, createRev int64, opts ...HoldOption) *HeldKey {
-	cfg := holdConfig{releaseCause: errReleased}
+	cfg := holdConfig{releaseCause: errReleased, watchAfter: DefaultLossWatchDelay}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	wctx, stopWatch := context.WithCancel(context.Background())
+	wctx, cancelWait := context.WithCancel(context.Background())
 	k := &HeldKey{
 		s: s, key: key, rev: createRev, cfg: cfg,
 		ctx: ctx, cancel: cancel, lost: make(chan struct{}),
-		stopWatch: stopWatch, watchDone: make(chan struct{}),
+		cancelWait: cancelWait, watchDone: make(chan struct{}),
 	}
 	s.keyHeld()
-	k.mu.Lock() // the session may have ended: lose can run at once, and reads stopSess
+	k.mu.Lock() // the session may have ended: lose can run at once, and reads stopSess and watchTimer
 	k.stopSess = context.AfterFunc(s.Context(), func() { k.lose(s.Err()) })
+	if cfg.watchAfter == 0 {
+		go k.watch(wctx)
+	} else {
+		// Not the session's clock: this delay decides when a request is
+		// made, not whether the key can be trusted.
+		k.watchTimer = time.AfterFunc(cfg.watchAfter, func() { k.watch(wctx) })
+	}
 	k.mu.Unlock()
-	go k.watch(wctx)
 	return k
+}
+
+// stopWatch ends the loss watch, or keeps it from starting. It does not
+// wait for it (watchDone). Safe to call more than once.
+func (k *HeldKey) stopWatch() {
+	k.cancelWait()
+	k.mu.Lock()
+	t := k.watchTimer
+	k.mu.Unlock()
+	if t != nil && t.Stop() {
+		close(k.watchDone) // stopped before it fired: watch never runs
+	}
 }
 
 // Token returns the fencing token: the create revision of the key.

@@ -3,12 +3,18 @@ package session_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -157,4 +163,63 @@ func TestHeldKeyReleaseWithoutKeepRevokes(t *testing.T) {
 	require.NoError(t, k.Release(ctx))
 	require.NoError(t, s.Close())
 	require.False(t, leaseExists(t, cli, s.Lease()))
+}
+
+// watchCreates counts the watch create requests a client sends.
+type watchCreates struct{ n atomic.Int64 }
+
+func (w *watchCreates) interceptor(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	cs, err := streamer(ctx, desc, cc, method, opts...)
+	if err != nil {
+		return cs, err
+	}
+	return &watchCreateStream{ClientStream: cs, w: w}, nil
+}
+
+type watchCreateStream struct {
+	grpc.ClientStream
+	w *watchCreates
+}
+
+func (s *watchCreateStream) SendMsg(m any) error {
+	if r, ok := m.(*pb.WatchRequest); ok && r.GetCreateRequest() != nil && string(r.GetCreateRequest().Key) != "\x00coordkit/session/watch-anchor" {
+		s.w.n.Add(1)
+	}
+	return s.ClientStream.SendMsg(m)
+}
+
+// A key released before its loss watch is due never opens one (an
+// uncontended lock+unlock costs its two writes and nothing else); a key
+// deleted behind its holder's back before the watch starts is reported
+// once it starts, by the read that covers the gap.
+func TestHeldKeyLossWatchDelay(t *testing.T) {
+	srv := etcdtest.Start(t)
+	var creates watchCreates
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithChainStreamInterceptor(creates.interceptor)},
+	})
+	require.NoError(t, err)
+	defer cli.Close()
+	ctx := context.Background()
+	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
+	require.NoError(t, err)
+	defer s.Close()
+
+	for i := range 20 {
+		key := fmt.Sprintf("hk/short/%d", i)
+		k := s.Hold(key, putKey(t, cli, s, key), session.WithLossWatchDelay(time.Minute))
+		require.NoError(t, k.Release(ctx))
+	}
+	require.Zero(t, creates.n.Load(), "a key released before its loss watch is due opens none")
+
+	const delay = 300 * time.Millisecond
+	held := time.Now()
+	k := s.Hold("hk/late", putKey(t, cli, s, "hk/late"), session.WithLossWatchDelay(delay))
+	_, err = cli.Delete(ctx, "hk/late")
+	require.NoError(t, err)
+	<-k.Lost()
+	require.GreaterOrEqual(t, time.Since(held), delay, "no watch before the delay")
+	require.ErrorIs(t, k.Err(), session.ErrKeyGone)
+	require.Equal(t, int64(1), creates.n.Load(), "one loss watch, started after the delay")
 }

@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
 )
 
@@ -58,6 +59,10 @@ type KeepaliverStats struct {
 	// Unmatched counts responses dropped because no request was
 	// outstanding for their lease on their stream (etcd sends none).
 	Unmatched int64
+	// LeftReady counts streams ended because the client's connection left
+	// READY while they were open (a member that stops gracefully: see the
+	// package doc). They are counted in StreamsBroken too.
+	LeftReady int64
 }
 
 // Keepaliver sends the keepalives of every session on one etcd client over
@@ -85,6 +90,9 @@ type Keepaliver struct {
 	// anchor opens the client's long-lived watch stream (see holdAnchor);
 	// nil in tests without etcd.
 	anchor func(ctx context.Context) clientv3.WatchChan
+	// notReady blocks until the client's connection is not READY (true)
+	// or ctx ends (false); see watchReady. Nil: not watched (tests).
+	notReady func(ctx context.Context) bool
 
 	anchorStop context.CancelFunc
 	anchorDone chan struct{}
@@ -95,8 +103,8 @@ type Keepaliver struct {
 	mode  KeepAliveMode
 	why   string // why ModeOnce
 
-	opened, broken, onces, unmatched atomic.Int64
-	onUnmatched                      func() // tests: called after a response is dropped
+	opened, broken, onces, unmatched, leftReady atomic.Int64
+	onUnmatched                                 func() // tests: called after a response is dropped
 }
 
 // kaStream is the part of a LeaseKeepAlive stream a Keepaliver uses
@@ -162,6 +170,7 @@ func NewKeepaliver(client *clientv3.Client, opts ...KeepaliverOption) *Keepalive
 		// balancer reconnects (the open is bounded by openTimeout).
 		return lc.LeaseKeepAlive(ctx, grpc.WaitForReady(true))
 	}
+	k.notReady = func(ctx context.Context) bool { return connNotReady(ctx, client.ActiveConnection()) }
 	k.anchor = func(ctx context.Context) clientv3.WatchChan {
 		return client.Watch(clientv3.WithRequireLeader(ctx), anchorKey)
 	}
@@ -196,7 +205,7 @@ func (k *Keepaliver) Stats() KeepaliverStats {
 	k.mu.Lock()
 	n := len(k.runs)
 	k.mu.Unlock()
-	return KeepaliverStats{Streams: n, StreamsOpened: k.opened.Load(), StreamsBroken: k.broken.Load(), OnceCalls: k.onces.Load(), Unmatched: k.unmatched.Load()}
+	return KeepaliverStats{Streams: n, StreamsOpened: k.opened.Load(), StreamsBroken: k.broken.Load(), OnceCalls: k.onces.Load(), Unmatched: k.unmatched.Load(), LeftReady: k.leftReady.Load()}
 }
 
 // acquire registers a session; the first one starts the stream, and one
@@ -398,7 +407,7 @@ func (k *Keepaliver) loop(r *kaRun) {
 			r.conn = conn
 			close(r.up)
 			r.mu.Unlock()
-			err = conn.serve(k.dropped)
+			err = conn.serve(k.dropped, k.watchReady)
 			answered = conn.answered.Load()
 			r.mu.Lock()
 			r.conn, r.up = nil, make(chan struct{})
@@ -453,6 +462,46 @@ func (k *Keepaliver) connect(ctx context.Context) (*kaConn, error) {
 	return &kaConn{stream: st, cancel: cancel, out: make(chan kaOut, 256), dead: make(chan struct{})}, nil
 }
 
+// watchReady ends the stream (cancel) when the client's connection leaves
+// READY while it is open, and returns when ctx ends.
+//
+// Why: a member that stops gracefully (its gRPC server's GracefulStop)
+// sends GOAWAY and refuses new RPCs at once, but serves the streams already
+// open until they end or its stop times out (7s for etcd's embed: the
+// request timeout). The renewals on such a stream are real, so it is not
+// unsafe to stay on it; but a holder on a member that is going away would
+// learn it only at that timeout plus its TTL. The client's connection
+// leaves READY as soon as the GOAWAY has made its last transport unusable
+// for new RPCs, so ending the stream then puts the sessions on the path of
+// a stream that is down: a reconnect (to another endpoint, if the client
+// has one that is READY) and meanwhile KeepAliveOnce, measured from its own
+// send as always. With several endpoints the connection stays READY while
+// one member drains; its stream then ends when that member's gRPC server
+// closes it, and is reopened on another member (renewed for real until then).
+func (k *Keepaliver) watchReady(ctx context.Context, cancel context.CancelFunc) {
+	if k.notReady == nil {
+		<-ctx.Done()
+		return
+	}
+	if k.notReady(ctx) && ctx.Err() == nil {
+		k.leftReady.Add(1)
+		cancel()
+	}
+}
+
+// connNotReady blocks until cc is not READY (true) or ctx ends (false).
+func connNotReady(ctx context.Context, cc *grpc.ClientConn) bool {
+	for {
+		st := cc.GetState()
+		if st != connectivity.Ready {
+			return true
+		}
+		if !cc.WaitForStateChange(ctx, st) {
+			return false
+		}
+	}
+}
+
 // kaConn is one open stream and its book.
 type kaConn struct {
 	stream kaStream
@@ -501,9 +550,15 @@ func (c *kaConn) roundTrip(ctx context.Context, lease clientv3.LeaseID, clk Cloc
 // serve runs the sender and receives responses until the stream breaks;
 // it returns the error that broke it. Every request outstanding then is
 // answered with errStreamBroken.
-func (c *kaConn) serve(dropped func()) error {
+func (c *kaConn) serve(dropped func(), watchReady func(ctx context.Context, cancel context.CancelFunc)) error {
 	sendErr := make(chan error, 1)
 	go func() { sendErr <- c.send() }()
+	watchDone := make(chan struct{})
+	wctx, stopWatch := context.WithCancel(context.Background())
+	go func() {
+		defer close(watchDone)
+		watchReady(wctx, c.cancel)
+	}()
 	var err error
 	for {
 		resp, rerr := c.stream.Recv()
@@ -522,6 +577,8 @@ func (c *kaConn) serve(dropped func()) error {
 		p.reply <- kaResult{sentAt: p.sentAt, ttl: resp.TTL}
 	}
 	c.cancel()
+	stopWatch()
+	<-watchDone
 	close(c.dead)
 	if serr := <-sendErr; serr != nil && err == nil {
 		err = serr

@@ -286,3 +286,68 @@ func TestDeadlineNeverPassesAnAcknowledgedSend(t *testing.T) {
 		require.True(t, s.Alive(), "session %d: %v", i, s.Err())
 	}
 }
+
+// A member that stops gracefully refuses new RPCs at once but serves the
+// keepalive stream already open until it ends or the member's stop times
+// out (the request timeout, 7s here); the renewals on it are real. The
+// Keepaliver ends the stream when the client's connection leaves READY, so
+// the sessions stop being renewed there and are lost by their own local
+// deadline (TTL 2s), as with KeepAliveOnce. Load-independent assertions:
+// at most the one renewal in flight when the stop began is answered after
+// it (on the old code the draining stream went on renewing every interval
+// until the member's stop timed out), the stream ended because the
+// connection left READY, and the sessions are lost as expired. The times
+// are logged.
+func TestGracefullyStoppingMemberIsNoticed(t *testing.T) {
+	srv, cli := etcdtest.StartWithClient(t)
+	k := session.NewKeepaliver(cli)
+	const n = 2
+	renewed := make(chan struct{}, 1)
+	var stopping atomic.Bool
+	var after [n]atomic.Int64 // renewals answered after the stop began
+	ss := newSessions(t, cli, n, func(i int) []session.Option {
+		return []session.Option{
+			session.WithKeepaliver(k), session.WithTTL(2 * time.Second),
+			session.WithObserver(func(ev session.Event) {
+				if ev.KeepAliveLatency == 0 {
+					return
+				}
+				if stopping.Load() {
+					after[i].Add(1)
+				}
+				select {
+				case renewed <- struct{}{}:
+				default:
+				}
+			}),
+		}
+	})
+	select {
+	case <-renewed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no keepalive answered on the stream for 30s")
+	}
+	require.Zero(t, k.Stats().OnceCalls, "renewed on the stream, not by KeepAliveOnce")
+
+	start := time.Now()
+	stopping.Store(true)
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		srv.Close()
+	}()
+	for i, s := range ss {
+		select {
+		case <-s.Done():
+		case <-time.After(60 * time.Second):
+			t.Fatalf("session %d still alive 60s after the member began to stop", i)
+		}
+		require.ErrorIs(t, s.Err(), session.ErrExpired, "session %d", i)
+		require.LessOrEqual(t, after[i].Load(), int64(1), "session %d renewed on the draining member's stream", i)
+	}
+	lost := time.Since(start)
+	st := k.Stats()
+	require.GreaterOrEqual(t, st.LeftReady, int64(1), "the stream must end when the connection leaves READY: %+v", st)
+	<-closed
+	t.Logf("sessions lost %s after the stop began; the member's Close returned after %s; %+v", lost, time.Since(start), st)
+}

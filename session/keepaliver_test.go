@@ -95,6 +95,9 @@ type fakeServer struct {
 	onceTTL  int64
 	onceSeen chan clientv3.LeaseID
 	dropped  chan struct{} // one receive per response the Keepaliver dropped
+	// leave makes the client's connection leave READY (one send per
+	// stream that is to see it).
+	leave chan struct{}
 }
 
 // surplus sends a response nothing is outstanding for and waits until the
@@ -111,7 +114,7 @@ func (f *fakeServer) surplus(t testing.TB, s *fakeStream, lease clientv3.LeaseID
 }
 
 func newFakeKeepaliver(t testing.TB, recvErr error) (*Keepaliver, *fakeServer) {
-	f := &fakeServer{recvErr: recvErr, clk: newTickClock(), streams: make(chan *fakeStream, 16), onceTTL: 9, onceSeen: make(chan clientv3.LeaseID, 16), dropped: make(chan struct{}, 64)}
+	f := &fakeServer{recvErr: recvErr, clk: newTickClock(), streams: make(chan *fakeStream, 16), onceTTL: 9, onceSeen: make(chan clientv3.LeaseID, 16), dropped: make(chan struct{}, 64), leave: make(chan struct{}, 1)}
 	k := &Keepaliver{
 		parent:      context.Background(),
 		onUnmatched: func() { f.dropped <- struct{}{} },
@@ -128,6 +131,14 @@ func newFakeKeepaliver(t testing.TB, recvErr error) (*Keepaliver, *fakeServer) {
 		}
 		f.streams <- s
 		return s, nil
+	}
+	k.notReady = func(ctx context.Context) bool {
+		select {
+		case <-f.leave:
+			return true
+		case <-ctx.Done():
+			return false
+		}
 	}
 	k.once = func(ctx context.Context, lease clientv3.LeaseID) (int64, error) {
 		f.onceSeen <- lease
@@ -450,5 +461,31 @@ func TestKeepaliverSendsOnceWhileTheStreamIsDown(t *testing.T) {
 	}
 	if mode, _ := k.Mode(); mode != ModeStream {
 		t.Fatalf("mode %s: a stream that is down is not a fallback for good", mode)
+	}
+}
+
+// When the client's connection leaves READY (a member stopping gracefully
+// sends GOAWAY; it would go on serving the stream already open), the stream
+// is ended: the request outstanding on it fails, and the next one goes out
+// on a new stream and is paired there.
+func TestKeepaliverEndsTheStreamWhenTheConnectionLeavesReady(t *testing.T) {
+	k, f := newFakeKeepaliver(t, nil)
+	s1 := f.stream(t)
+	pending := renewAsync(context.Background(), k, 1, f.clk)
+	s1.next(t)
+	f.leave <- struct{}{}
+	if res := wait(t, pending); !errors.Is(res.err, errStreamBroken) {
+		t.Fatalf("request outstanding when the connection left READY: %+v, want errStreamBroken", res)
+	}
+	s2 := f.stream(t)
+	again := renewAsync(context.Background(), k, 1, f.clk)
+	req := s2.next(t)
+	s2.answer(1, 7)
+	res := wait(t, again)
+	if res.err != nil || res.ttl != 7 || res.sentAt.After(req.at) {
+		t.Fatalf("renew on the new stream: %+v, want ttl 7 sent by %s", res, req.at)
+	}
+	if st := k.Stats(); st.LeftReady != 1 || st.StreamsBroken != 1 || st.StreamsOpened != 2 || st.OnceCalls != 0 {
+		t.Fatalf("stats %+v, want one stream ended for leaving READY and one reopened", st)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/coordkit/coordkit/internal/bench"
 	"github.com/coordkit/coordkit/internal/pglock"
@@ -167,6 +168,10 @@ type env struct {
 	keyspace     redislock.Keyspace
 	redisClients []*redis.Client
 
+	// count, while set, counts the requests of the clients made
+	// (client): the uncontended step sets one per implementation.
+	count *rpcCounter
+
 	pgDSN   string
 	pgWhere string    // host:port/database, for the title (no password)
 	pgAdmin *pgx.Conn // pg_locks, for the handoff's "the other waits"
@@ -192,7 +197,11 @@ func (e *env) dialRedis(ctx context.Context, addr string, ks redislock.Keyspace)
 }
 
 func (e *env) client() (*clientv3.Client, error) {
-	c, err := clientv3.New(clientv3.Config{Endpoints: e.endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cfg := clientv3.Config{Endpoints: e.endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	if e.count != nil {
+		cfg.DialOptions = []grpc.DialOption{grpc.WithChainUnaryInterceptor(e.count.unary), grpc.WithChainStreamInterceptor(e.count.stream)}
+	}
+	c, err := clientv3.New(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -282,12 +282,21 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 
 	unc := row("uncontended_p50_ms", "ms")
 	progress("uncontended lock+unlock, all implementations in turn, %d rounds each", o.Iterations)
-	ds, err := uncontended(ctx, e, impls, o.Iterations)
+	kvReq, watchReq := row("uncontended_kv_requests_per_op", "requests"), row("uncontended_watch_requests_per_op", "requests")
+	ds, counts, err := uncontended(ctx, e, impls, o.Iterations)
 	if err != nil {
 		return Result{}, fmt.Errorf("lockbench: uncontended: %w", err)
 	}
 	for i, d := range ds {
 		set(unc, impls[i], bench.Ms(bench.Percentile(d, 0.50)))
+		if c := counts[i]; c != nil {
+			set(kvReq, impls[i], c.kv)
+			set(watchReq, impls[i], c.watch)
+			progress("uncontended, %s: requests per lock+unlock: %s", impls[i].label, c.all)
+		} else {
+			set(kvReq, impls[i], math.NaN())
+			set(watchReq, impls[i], math.NaN())
+		}
 	}
 	p50, p99 := row("handoff_p50_ms", "ms"), row("handoff_p99_ms", "ms")
 	for _, im := range impls {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -60,12 +61,18 @@ func TestRunTiny(t *testing.T) {
 	var metrics []string
 	for _, r := range res.Rows {
 		metrics = append(metrics, r.Metric)
-		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.Coordkit)
-		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.EtcdConcurrency)
 		require.Nil(t, r.Redsync, "no redsync columns unless against it")
 		require.Nil(t, r.RedsyncMinRetry)
+		if r.Unit == "requests" {
+			checkRequests(t, r)
+			continue
+		}
+		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.Coordkit)
+		benchtest.PositiveOrRate(t, r.Metric, r.Unit, r.EtcdConcurrency)
 	}
-	require.Equal(t, []string{"uncontended_p50_ms", "handoff_p50_ms", "handoff_p99_ms", "contended_2_per_s", "contended_3_per_s"}, metrics)
+	require.Equal(t, []string{"uncontended_p50_ms", "uncontended_kv_requests_per_op", "uncontended_watch_requests_per_op",
+		"handoff_p50_ms", "handoff_p99_ms", "contended_2_per_s", "contended_3_per_s"}, metrics)
+	require.Contains(t, progress.String(), "uncontended, etcd concurrency: requests per lock+unlock: DeleteRange 1.00, Txn 1.00")
 	require.Contains(t, progress.String(), "bench lock: starting embedded etcd")
 	// The -w json contract (coordctl bench lock prints this form).
 	b, err := json.Marshal(res)
@@ -81,6 +88,25 @@ func TestRunTiny(t *testing.T) {
 	require.NoError(t, bench.WriteTable(&out, tab))
 	require.Contains(t, out.String(), "fsync OFF")
 	require.Contains(t, out.String(), "coordkit better by")
+}
+
+// checkRequests checks a row of requests per uncontended lock+unlock, as
+// far as it does not depend on the load: concurrency.Mutex makes exactly
+// one Txn and one DeleteRange and no watch; coordkit at least its two
+// writes (a hold that outlasts its loss watch delay on a loaded machine
+// adds a watch, and a read).
+func checkRequests(t *testing.T, r Row) {
+	t.Helper()
+	switch r.Metric {
+	case "uncontended_kv_requests_per_op":
+		require.Equal(t, 2.0, r.EtcdConcurrency, r.Metric)
+		require.GreaterOrEqual(t, r.Coordkit, 2.0, r.Metric)
+	case "uncontended_watch_requests_per_op":
+		require.Zero(t, r.EtcdConcurrency, r.Metric)
+		require.GreaterOrEqual(t, r.Coordkit, 0.0, r.Metric)
+	default:
+		t.Fatalf("unexpected requests row %s", r.Metric)
+	}
 }
 
 // cancelOn cancels when a progress line contains what.
@@ -148,6 +174,11 @@ func TestRunAgainstRedsync(t *testing.T) {
 		metrics = append(metrics, r.Metric)
 		require.NotNil(t, r.Redsync, r.Metric)
 		require.NotNil(t, r.RedsyncMinRetry, r.Metric)
+		if r.Unit == "requests" {
+			checkRequests(t, r)
+			require.True(t, math.IsNaN(*r.Redsync), "no etcd requests to count for redsync")
+			continue
+		}
 		if r.Unit == "count" {
 			require.Zero(t, r.Coordkit, "coordkit's Lock waits, it does not give up")
 			require.Zero(t, r.EtcdConcurrency)
@@ -162,8 +193,8 @@ func TestRunAgainstRedsync(t *testing.T) {
 			require.Positive(t, *r.RedsyncMinRetry, r.Metric)
 		}
 	}
-	require.Equal(t, []string{"uncontended_p50_ms", "handoff_p50_ms", "handoff_p99_ms",
-		"contended_2_per_s", "contended_2_lock_failed", "contended_3_per_s", "contended_3_lock_failed"}, metrics)
+	require.Equal(t, []string{"uncontended_p50_ms", "uncontended_kv_requests_per_op", "uncontended_watch_requests_per_op",
+		"handoff_p50_ms", "handoff_p99_ms", "contended_2_per_s", "contended_2_lock_failed", "contended_3_per_s", "contended_3_lock_failed"}, metrics)
 	keys, err := ks.Keys(context.Background(), c)
 	require.NoError(t, err)
 	require.Empty(t, keys, "the run deleted its keys")

@@ -14,34 +14,52 @@ import (
 
 // uncontended locks and unlocks n times with each implementation,
 // alternating between them round by round so that all see the same
-// machine (disk, other load) and none gets all the warm-up.
-func uncontended(ctx context.Context, e *env, impls []impl, n int) ([][]time.Duration, error) {
+// machine (disk, other load) and none gets all the warm-up. For an etcd
+// implementation it also counts the requests its client sent during the
+// timed rounds (counts[i]; nil for the others), with rpcCounter.
+func uncontended(ctx context.Context, e *env, impls []impl, n int) (ds [][]time.Duration, counts []*opCounts, err error) {
 	var ls []bench.Locker
 	defer func() { closeAll(ls) }()
-	for _, im := range impls {
+	counters := make([]*rpcCounter, len(impls))
+	for i, im := range impls {
+		if !im.redis && !im.pg {
+			counters[i] = newRPCCounter()
+		}
+		e.count = counters[i]
 		l, err := e.lockers(ctx, im, e.name("uncontended"), 1, false)
+		e.count = nil
 		ls = append(ls, l...)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	const warmup = 5
 	out := make([][]time.Duration, len(ls))
+	before := make([]map[string]int64, len(ls))
 	for i := range n + warmup {
 		for j, l := range ls {
+			if i == warmup && counters[j] != nil {
+				before[j] = counters[j].snapshot()
+			}
 			start := time.Now()
 			if err := l.Lock(ctx); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if err := l.Unlock(ctx); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if i >= warmup {
 				out[j] = append(out[j], time.Since(start))
 			}
 		}
 	}
-	return out, nil
+	counts = make([]*opCounts, len(ls))
+	for j, c := range counters {
+		if c != nil {
+			counts[j] = perOp(before[j], c.snapshot(), n)
+		}
+	}
+	return out, counts, nil
 }
 
 // handoffJitter is the range of the random pause before a client queues

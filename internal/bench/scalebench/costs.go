@@ -181,5 +181,69 @@ func (r *runner) costs(ctx context.Context, e *env) error {
 		add("keepalives_per_s", "per_s", k/res.wall.Seconds())
 		add("cpu_us_per_keepalive", "us", float64(res.cpu.Microseconds())/k)
 	}
+	for _, s := range ss {
+		_ = s.Close()
+	}
+	ss = nil
+	return r.loneKeepalives(ctx, e, add)
+}
+
+// loneSessions is the number of clients, one session each, of the lone
+// keepalive costs.
+const loneSessions = 100
+
+// loneKeepalives measures what a keepalive costs with one session per
+// client (as 1x500 candidates have: nothing for a client's sessions to
+// share but the stream), on a long-lived stream and with KeepAliveOnce,
+// one after the other, with nothing else running: the cost a keepalive has
+// at 1x500 without the elections' churn (see candidatesCurve). The TTL is
+// 10s, the interval 250ms, so that no session comes near its deadline on a
+// loaded machine and nothing campaigns or re-grants in the window. The
+// process's CPU in an idle window first (the clients connected, no
+// session: etcd's ticks, the runtime) is its floor, taken off per second
+// of each window (lone_cpu_us_per_keepalive_*); the rows *_gross keep it.
+func (r *runner) loneKeepalives(ctx context.Context, e *env, add func(metric, unit string, v float64)) error {
+	const interval = 250 * time.Millisecond
+	r.progress("costs: %d sessions, one per client, keepalive every %s for 4s, on a stream and with KeepAliveOnce", loneSessions, interval)
+	clients, err := e.newClients(loneSessions)
+	defer e.release(clients)
+	if err != nil {
+		return err
+	}
+	w := startWindow(ctx, nil)
+	sleep(ctx, 2*time.Second)
+	floor := w.stop()
+	floorPerSec := floor.cpu.Seconds() / floor.wall.Seconds()
+	add("lone_idle_cpu_percent", "%", floor.cpuPercent())
+	for _, once := range []bool{false, true} {
+		var ss []*session.Session
+		for _, c := range clients {
+			s, err := session.New(ctx, c, session.WithTTL(10*time.Second), session.WithKeepAliveInterval(interval), session.WithKeepaliver(keepaliver(c, once)))
+			if err != nil {
+				for _, s := range ss {
+					_ = s.Close()
+				}
+				return err
+			}
+			ss = append(ss, s)
+		}
+		sleep(ctx, time.Second) // every session's first keepalive out, streams open
+		w := startWindow(ctx, nil)
+		sleep(ctx, 4*time.Second)
+		res := w.stop()
+		for _, s := range ss {
+			_ = s.Close()
+		}
+		name := "stream"
+		if once {
+			name = "once"
+		}
+		if k := res.delta[metricRenewed]; k > 0 {
+			net := res.cpu.Seconds() - floorPerSec*res.wall.Seconds()
+			add("lone_keepalives_per_s_"+name, "per_s", k/res.wall.Seconds())
+			add("lone_cpu_us_per_keepalive_"+name, "us", 1e6*net/k)
+			add("lone_cpu_us_per_keepalive_gross_"+name, "us", float64(res.cpu.Microseconds())/k)
+		}
+	}
 	return ctx.Err()
 }

@@ -173,6 +173,47 @@ func TestCandidatesFailover(t *testing.T) {
 	require.Zero(t, keys)
 }
 
+// The candidates curve says how much churn its steady window had: a
+// window with campaigns in it is measured again (at most idleTries).
+func TestCandidatesReportWindowChurn(t *testing.T) {
+	srv := etcdtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	o := DefaultOptions()
+	o.TTL, o.Crashes = 2*time.Second, 1
+	r := &runner{o: o}
+	e := &env{endpoints: srv.Endpoints(), members: 1}
+	defer e.closeClients()
+	require.NoError(t, r.candidatesCurve(ctx, e, Shape{Elections: 1, Candidates: 3}, false))
+	got := map[string]float64{}
+	for _, row := range r.res.Rows {
+		got[row.Metric] = float64(row.Coordkit)
+	}
+	require.Contains(t, got, "churn_campaigns_in_window")
+	tries := got["idle_windows_measured"]
+	require.GreaterOrEqual(t, tries, 1.0)
+	require.LessOrEqual(t, tries, float64(idleTries))
+	if got["churn_campaigns_in_window"] > 0 {
+		require.Equal(t, float64(idleTries), tries, "a window with churn is measured again until the last try")
+	}
+}
+
+// The lone keepalive costs: one session per client, on a stream and with
+// KeepAliveOnce, each with its rate and CPU per keepalive.
+func TestLoneKeepalives(t *testing.T) {
+	srv := etcdtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := &runner{o: DefaultOptions()}
+	e := &env{endpoints: srv.Endpoints(), members: 1}
+	defer e.closeClients()
+	got := map[string]float64{}
+	require.NoError(t, r.loneKeepalives(ctx, e, func(metric, _ string, v float64) { got[metric] = v }))
+	for _, m := range []string{"lone_keepalives_per_s_stream", "lone_cpu_us_per_keepalive_gross_stream", "lone_keepalives_per_s_once", "lone_cpu_us_per_keepalive_gross_once"} {
+		require.Positive(t, got[m], m)
+	}
+}
+
 // With both keepalive paths, the KeepAliveOnce run's rows become the
 // keepalive_once column of the stream run's, and the table shows it with a
 // ratio.

@@ -58,11 +58,8 @@
 //     and when the holder's key is deleted or replaced (lease revoked,
 //     operator delete), which the holder learns from a watch event that the
 //     next holder also needs, plus a read, before its Lock returns. That
-//     loss watch (one per acquisition, session.HeldKey) starts 100ms after
-//     the key was created (session.DefaultLossWatchDelay), so a lock
-//     released sooner costs no watch; a deletion in those first 100ms is
-//     heard when the watch starts, which can be after the next holder's
-//     Lock returned — the fencing token keeps its writes out all the same.
+//     loss watch (one per acquisition, session.HeldKey) starts when the lock
+//     is granted, without delaying Lock's return (a read covers the gap).
 //   - A waiter whose own key or session vanishes while it waits gets
 //     ErrSessionExpired, never the lock.
 //   - Unlock deletes the key only if it still has this lock's create

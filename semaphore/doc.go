@@ -39,8 +39,8 @@
 //     deletes its queue key, which wakes only the next waiter. No herd.
 //   - Loss is signalled before the server can expire the lease (package
 //     session's local deadline), and when the slot key is deleted or
-//     replaced (a watch from "now" on the key, started 100ms after the slot
-//     was taken: session.DefaultLossWatchDelay). Held.Lost and Held.Context
+//     replaced (a watch from "now" on the key, started when the slot is
+//     taken, plus one read for the gap). Held.Lost and Held.Context
 //     end then.
 //   - No phantom acquisition: an Acquire that ends without a slot (context
 //     done, TryAcquire, error) removes its queue key, and if the outcome of

@@ -28,12 +28,13 @@
 //
 // A HeldKey (Session.Hold) is lost when its session ends or when its key is
 // deleted or replaced; one watch per key reports the latter (see
-// HeldKey.watch for why it starts from "now" and reads the key once). That
-// watch starts DefaultLossWatchDelay (100ms) after Hold, so a key released
-// sooner — an uncontended lock and unlock — costs its two writes and no
-// watch; a deletion behind the holder's back in those first 100ms is
-// reported when the watch starts, by the read that covers the gap. The end
-// of the session is reported at once whenever it comes. Release
+// HeldKey.watch for why it starts from "now" and reads the key once). The
+// watch starts at Hold; WithLossWatchDelay can start it later, so that a
+// key released sooner — an uncontended lock and unlock — costs its two
+// writes and no watch, at the price of hearing of a deletion behind the
+// holder's back in that delay only when the watch starts (by the read that
+// covers the gap). The end of the session is reported at once whenever it
+// comes. Release
 // is a compare-and-delete on the create revision, so a late or repeated
 // Release never deletes a newer holder's key, and IsOwner/Txn guard etcd
 // transactions with the same comparison. The errors every holder shares

@@ -57,29 +57,21 @@ type holdConfig struct {
 	watchAfter   time.Duration
 }
 
-// DefaultLossWatchDelay is how long a held key goes without its loss watch
-// after Hold (WithLossWatchDelay): a key released sooner never opens one.
-//
-// Why: the loss watch is a watch create and a watch cancel per hold, and
-// the watchers, goroutines and messages they cost on the client and the
-// server; with etcd in the same process (coordctl's default) that was most
-// of the CPU an uncontended lock+unlock costs beyond concurrency.Mutex's
-// (docs/benchmarks.md, "the uncontended path"), which has no loss watch at
-// all. What the delay gives up: a key deleted or replaced behind its
-// holder's back (an operator's delete, the lease revoked elsewhere) within
-// its first 100ms is reported 100ms after Hold at the latest, plus one
-// read, instead of at once. A session's own end (the local deadline, a
-// revoke seen by a keepalive, Close) is reported at once as before, and the
-// fencing token is what keeps a late write out in either case. 100ms is
-// the period of etcd's own catch-up loop for watches that start in the
-// past: etcd's concurrency recipes hear of every handoff that late.
-const DefaultLossWatchDelay = 100 * time.Millisecond
-
-// WithLossWatchDelay sets how long after Hold the key's loss watch starts
-// (default DefaultLossWatchDelay; 0: at once). Until then a deletion of the
-// key is not seen; once the watch starts, one read covers whatever happened
-// to the key since its creation (see watch), so nothing is missed, only
-// reported later.
+// WithLossWatchDelay starts the key's loss watch d after Hold instead of at
+// once (the default), so a key released sooner never opens one: an
+// uncontended lock+unlock then costs its two writes and no watch create and
+// cancel (docs/benchmarks.md, "the uncontended path", measures what that
+// saves). What it gives up: a key deleted or replaced behind its holder's
+// back (an operator's delete, the lease revoked elsewhere) within d of Hold
+// is reported d after Hold plus one read, instead of at once — possibly
+// after the next holder's Lock returned, so a child run under the hold may
+// overlap the next holder by up to that long (the fencing token still
+// keeps its writes out). Once the watch starts, one read covers whatever
+// happened to the key since its creation (see watch), so nothing is
+// missed, only reported later. A session's own end (the local deadline, a
+// revoke seen by a keepalive, Close) is reported at once either way. The
+// default is no delay because coordctl runs children under holds, and a
+// prompt loss matters more there than the watch's cost.
 func WithLossWatchDelay(d time.Duration) HoldOption {
 	return func(c *holdConfig) { c.watchAfter = max(d, 0) }
 }
@@ -105,13 +97,13 @@ func WithReleaseKeepsLease() HoldOption { return func(c *holdConfig) { c.keepLea
 
 // Hold starts holding key, which the caller created at createRev with this
 // session's lease, and watches for its loss. It does no I/O before it
-// returns: the watch starts in the background, DefaultLossWatchDelay later
-// (WithLossWatchDelay), and whatever happened to the key between its
+// returns: the watch starts in the background (later with
+// WithLossWatchDelay), and whatever happened to the key between its
 // creation and the watch's start is checked by one read (see watch), so
 // nothing is missed. A session that has already ended makes the key lost
 // at once; the session's end is reported at once at any time.
 func (s *Session) Hold(key string, createRev int64, opts ...HoldOption) *HeldKey {
-	cfg := holdConfig{releaseCause: errReleased, watchAfter: DefaultLossWatchDelay}
+	cfg := holdConfig{releaseCause: errReleased}
 	for _, o := range opts {
 		o(&cfg)
 	}

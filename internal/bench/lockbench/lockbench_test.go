@@ -93,8 +93,9 @@ func TestRunTiny(t *testing.T) {
 // checkRequests checks a row of requests per uncontended lock+unlock, as
 // far as it does not depend on the load: concurrency.Mutex makes exactly
 // one Txn and one DeleteRange and no watch; coordkit at least its two
-// writes (a hold that outlasts its loss watch delay on a loaded machine
-// adds a watch, and a read).
+// writes (its loss watch, started in the background at each hold, adds a
+// watch create and cancel and a read when it got that far before the
+// release: how often depends on the load).
 func checkRequests(t *testing.T, r Row) {
 	t.Helper()
 	switch r.Metric {

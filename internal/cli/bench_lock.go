@@ -20,6 +20,10 @@ user would run it, unless --unsafe-no-fsync) and measure, side by side in one
 run, coordkit's lock and go.etcd.io/etcd/client/v3/concurrency.Mutex:
 
   uncontended_p50_ms   one client locks and unlocks, median of --iterations
+  uncontended_kv_requests_per_op, uncontended_watch_requests_per_op
+                       etcd requests each client sends per uncontended
+                       lock+unlock (Txn, Range, DeleteRange; watch creates
+                       and cancels), counted on its connection
   handoff_p50_ms       two clients take turns; from the holder calling Unlock
   handoff_p99_ms       to the waiter's Lock returning (--handoffs samples); the
                        holder releases --hold after the waiter's key appeared,

@@ -25,10 +25,11 @@ import (
 // clients that the nemesis freezes, it has the process clients (coordctl
 // lock / coordctl sidecar running coordctl check rmw) that it SIGSTOPs.
 // Seed 1 puts an isolate-leader, a SIGSTOP and an in-process freeze in the
-// first 12s. With fencing the run must pass; without, the nemesis must bite
-// (at least one overlapping holder or lost update). (It replaces
-// internal/safety's TestSafetyRun20s, which ran the same four
-// configurations in process, without the process clients.)
+// first 12s. Every run must pass and pause a holder (a freeze or a SIGSTOP
+// that found one); without fencing the nemesis must bite (at least one
+// overlapping holder or lost update). (It replaces internal/safety's
+// TestSafetyRun20s, which ran the same four configurations in process,
+// without the process clients.)
 func TestCheckE2ESafety20s(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -40,26 +41,47 @@ func TestCheckE2ESafety20s(t *testing.T) {
 				// Each run has its own cluster and processes.
 				t.Parallel()
 				rep := runSafetyCheck(t, check, fenced, 1)
-				if fenced {
-					return
-				}
-				if rep.OverlappingHolders+rep.LostUpdates == 0 {
-					// Whether a frozen holder's late write lands inside the
-					// run depends on how far the starved workload got;
-					// another seed's schedule gives it a second chance.
-					t.Log("seed 1: the nemesis did not bite; seed 2")
+				bit := func(rep safety.Report) bool { return rep.OverlappingHolders+rep.LostUpdates > 0 }
+				if !pausedAHolder(rep) || (!fenced && !bit(rep)) {
+					// On a starved machine a seed's pauses can miss: a
+					// freeze waits for its client to hold again, a SIGSTOP
+					// needs a process client that holds; and whether a
+					// frozen holder's late write lands inside the run
+					// depends on how far the workload got. Another seed's
+					// schedule gives it a second chance.
+					t.Logf("seed 1: paused a holder: %t, the nemesis bit: %t; seed 2", pausedAHolder(rep), bit(rep))
 					rep = runSafetyCheck(t, check, fenced, 2)
 				}
-				require.Positive(t, rep.OverlappingHolders+rep.LostUpdates, "the nemesis did not bite")
+				require.True(t, pausedAHolder(rep), "no fault paused a holder: %+v", rep.Effects)
+				if !fenced {
+					require.True(t, bit(rep), "the nemesis did not bite")
+				}
 			})
 		}
 	}
 }
 
+// pausedAHolder reports whether the run froze an in-process holder or
+// SIGSTOPped a process client while it held the lock: what makes a fenced
+// run's "no violation" mean something. (A freeze is applied only when its
+// client next holds, and a SIGSTOP is skipped when no process client holds:
+// on a starved machine either can miss.)
+func pausedAHolder(rep safety.Report) bool {
+	if rep.Faults[string(safety.FaultFreezeClient)] > 0 {
+		return true
+	}
+	for _, e := range rep.Effects {
+		if e.Kind == safety.FaultSigstop && e.Effective {
+			return true
+		}
+	}
+	return false
+}
+
 // runSafetyCheck runs coordctl check CHECK for 20s with seed and asserts
 // what holds of every run: it completes and passes, clients acquired and
-// wrote, the report counts the history's writes, an in-process holder was
-// frozen, and with fencing nothing was lost or violated.
+// wrote, the report counts the history's writes, and with fencing nothing
+// was lost or violated.
 func runSafetyCheck(t *testing.T, check string, fenced bool, seed int) safety.Report {
 	t.Helper()
 	history := filepath.Join(t.TempDir(), "history.json")
@@ -84,10 +106,6 @@ func runSafetyCheck(t *testing.T, check string, fenced bool, seed int) safety.Re
 	var h safety.History
 	require.NoError(t, json.Unmarshal(b, &h))
 	require.Equal(t, rep.Writes, len(h.Writes), "the report counts the history's writes")
-	// A SIGSTOP is skipped when no process client holds the lock at that
-	// moment (on a loaded machine they may not get it): only the
-	// in-process freeze is certain to be applied.
-	require.NotZero(t, rep.Faults[string(safety.FaultFreezeClient)], "the schedule froze no in-process holder")
 	if fenced {
 		require.Zero(t, rep.Violations)
 		require.Zero(t, rep.LostUpdates)

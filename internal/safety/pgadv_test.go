@@ -42,6 +42,7 @@ func TestPGAdvisoryCutLockConn(t *testing.T) {
 	}
 	for _, fenced := range []bool{true, false} {
 		t.Run(map[bool]string{true: "fenced", false: "unfenced"}[fenced], func(t *testing.T) {
+			t.Parallel() // a database and a cluster each
 			db := sqltest.Open(t, sqlfence.Postgres)
 			rep := shortRun(t, Config{Lock: LockPGAdvisory, Resource: ResourceSQL, SQLDriver: "postgres", SQLDSN: db.DSN,
 				Fencing: fenced, Duration: 12e9, Kinds: []FaultKind{FaultCutLock}})

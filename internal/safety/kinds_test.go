@@ -22,7 +22,7 @@ func shortRun(t *testing.T, cfg Config) Report {
 	if cfg.Duration == 0 {
 		cfg.Duration = 8 * time.Second
 	}
-	cfg.Target, cfg.TTL, cfg.DataDir = TargetLock, time.Second, t.TempDir()
+	cfg.Target, cfg.TTL, cfg.DataDir = TargetLock, 2*time.Second, t.TempDir()
 	if cfg.Clients == 0 {
 		cfg.Clients = 4
 	}

@@ -31,12 +31,15 @@ image:
 ## test: what CI runs: go vet and every test with the race detector, side by
 ## side (go vet runs in the background while the tests, mostly waiting on
 ## timers and leases, run; -vet=off because the full vet runs anyway).
-## -parallel 4: a package's parallel tests mostly wait, so four at a time keep
-## the cores busy; two packages at a time (-p, the default on two cores), not
-## more, so that a test's keepalives and heartbeats still get the CPU on a
-## loaded machine. -timeout bounds one package (the longest takes about two
-## minutes on a loaded 2-core machine).
-TEST_FLAGS ?= -race -count=1 -vet=off -parallel 4 -timeout 15m
+## -parallel 8: a package's parallel tests mostly wait (leases expiring,
+## processes sleeping; internal/cli/e2e uses about 40s of CPU in 70s), so
+## eight at a time: with yes > /dev/null on the other core, e2e took 55s at 8
+## and 86s at 4, internal/safety 24s and 39s, and every package with more than
+## four parallel tests passed at 8. Two packages at a time (-p, the default on
+## two cores), not more, so that a test's keepalives and heartbeats still get
+## the CPU on a loaded machine. -timeout bounds one package (the longest takes
+## about two minutes on a loaded 2-core machine).
+TEST_FLAGS ?= -race -count=1 -vet=off -parallel 8 -timeout 15m
 test:
 	@$(GO) vet $(PKGS) & vet=$$!; \
 	$(GO) test $(TEST_FLAGS) $(PKGS); t=$$?; \

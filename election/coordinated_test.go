@@ -13,7 +13,6 @@ import (
 
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/fencing"
-	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
 func coordElection(t *testing.T, cli *clientv3.Client, name string, p election.Policy, a election.Attributes, opts ...election.Option) *election.Election {
@@ -59,7 +58,8 @@ func (g *leaderLog) until(t *testing.T, want string) []string {
 }
 
 func TestCoordinatedFirstComeWritesOnlyEtcdLayout(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	l, err := newElection(t, cli, "plain").Campaign(ctx, "node-1")
 	require.NoError(t, err)
@@ -72,7 +72,8 @@ func TestCoordinatedFirstComeWritesOnlyEtcdLayout(t *testing.T) {
 }
 
 func TestCoordinatedNewRejects(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	_, err := election.New(cli, "x", election.WithPolicy("random"))
 	require.ErrorIs(t, err, election.ErrBadPolicy)
 	_, err = election.New(cli, "x", election.WithAttributes(election.Attributes{Version: "latest"}))
@@ -84,7 +85,8 @@ func TestCoordinatedNewRejects(t *testing.T) {
 // Candidates lists ours with attributes and a concurrency.Election as
 // foreign, in queue order; the side keys are invisible to etcd's client.
 func TestCoordinatedCandidates(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	a := coordElection(t, cli, "cands", election.PolicyNewestVersion, election.Attributes{Priority: 2, Version: "1.0.0", Labels: map[string]string{"zone": "a"}})
 	la, err := a.Campaign(ctx, "a")
@@ -126,7 +128,8 @@ func TestCoordinatedCandidates(t *testing.T) {
 // leader resigns, the target leads with a higher token, and an observer
 // sees no other leader in between.
 func TestCoordinatedResignToNamed(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	log := observeLeaders(t, ctx, cli, "rt")
 	mk := func(id string) *election.Election {
@@ -171,7 +174,8 @@ func TestCoordinatedResignToNamed(t *testing.T) {
 }
 
 func TestCoordinatedResignToErrors(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	la, err := coordElection(t, cli, "rte", election.PolicyPriority, election.Attributes{ID: "a"}).Campaign(ctx, "a")
 	require.NoError(t, err)
@@ -206,7 +210,8 @@ func TestCoordinatedResignToErrors(t *testing.T) {
 // lease nobody keeps alive, attributes published, nobody to re-queue it):
 // the leader keeps leading until the key expires, then hands over.
 func TestCoordinatedResignToWaitsOutACrashedCandidate(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	log := observeLeaders(t, ctx, cli, "crash")
 	mk := func(id string) *election.Election {
@@ -233,7 +238,8 @@ func TestCoordinatedResignToWaitsOutACrashedCandidate(t *testing.T) {
 // Under priority a higher-priority candidate that joins gets the
 // leadership through Run, once; the old leader does not take it back.
 func TestCoordinatedPreemptionThroughRun(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	log := observeLeaders(t, ctx, cli, "pre")
 	type lead struct {
@@ -282,7 +288,8 @@ func TestCoordinatedPreemptionThroughRun(t *testing.T) {
 // With no-preempt the preferred candidate waits; ResignTo(Best) picks it
 // over one queued before it.
 func TestCoordinatedNoPreemptResignToBest(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	mk := func(id, v string) *election.Election {
 		return coordElection(t, cli, "np", election.PolicyNewestVersion, election.Attributes{ID: id, Version: v}, election.WithNoPreempt())
@@ -327,7 +334,8 @@ func rawCandidate(t *testing.T, ctx context.Context, cli *clientv3.Client, name,
 // The target leaves while the leader waits for a crashed candidate before
 // it: ResignTo gives up keeping the leadership and withdraws the record.
 func TestCoordinatedResignToTargetGone(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	la, err := coordElection(t, cli, "gone", election.PolicyFirstCome, election.Attributes{ID: "a"}).Campaign(ctx, "a")
 	require.NoError(t, err)

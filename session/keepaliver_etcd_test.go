@@ -111,6 +111,7 @@ func TestThousandSessionsOnOneClientSurviveAStreamBreak(t *testing.T) {
 // On the stream path a lease revoked behind the session's back ends it
 // with ErrRevoked, and the other sessions on the stream carry on.
 func TestRevokedLeaseIsErrRevokedOnTheStream(t *testing.T) {
+	t.Parallel() // a server of its own
 	_, cli := etcdtest.StartWithClient(t)
 	ctx := context.Background()
 	k := session.NewKeepaliver(cli)
@@ -215,6 +216,7 @@ func (s *loggedStream) RecvMsg(m any) error {
 // TTL − margin of a request the server acknowledged, as measured outside
 // the session, on the wire; through a stream break too.
 func TestDeadlineNeverPassesAnAcknowledgedSend(t *testing.T) {
+	t.Parallel() // a server and a client of its own
 	srv := etcdtest.Start(t)
 	const margin = 500 * time.Millisecond
 	log := &sendLog{margin: margin, bound: map[int64]time.Time{}}

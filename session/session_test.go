@@ -140,7 +140,8 @@ func TestCheckTTLBounds(t *testing.T) {
 // The earliest server-side expiry is the local deadline plus the margin,
 // the default margin a tenth of the TTL (at least 200ms).
 func TestEarliestExpiryIsDeadlinePlusMargin(t *testing.T) {
-	_, cli := etcdtest.StartWithClient(t)
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
 	s, err := session.New(context.Background(), cli, session.WithTTL(5*time.Second))
 	require.NoError(t, err)
 	defer s.Close()

@@ -22,7 +22,7 @@ func shortRun(t *testing.T, cfg Config) Report {
 	if cfg.Duration == 0 {
 		cfg.Duration = 8 * time.Second
 	}
-	cfg.Target, cfg.TTL, cfg.DataDir = TargetLock, time.Second, t.TempDir()
+	cfg.Target, cfg.TTL, cfg.DataDir = TargetLock, 2*time.Second, t.TempDir()
 	if cfg.Clients == 0 {
 		cfg.Clients = 4
 	}
@@ -148,6 +148,9 @@ func TestSQLResource(t *testing.T) {
 	}
 	t.Parallel()
 	sqltest.Each(t, func(t *testing.T, db *sqltest.DB) {
+		// The engines side by side too: Each runs its subtests one after
+		// another, and each would wait for its runs.
+		t.Parallel()
 		for _, fenced := range []bool{true, false} {
 			t.Run(map[bool]string{true: "fenced", false: "unfenced"}[fenced], func(t *testing.T) {
 				t.Parallel()

@@ -51,6 +51,7 @@ func TestValidate(t *testing.T) {
 
 // A tiny run: every metric measured for both, in order; not performance.
 func TestRunTiny(t *testing.T) {
+	t.Parallel() // each run starts an etcd of its own
 	var progress bytes.Buffer
 	o := tiny()
 	o.Progress = &progress
@@ -127,6 +128,7 @@ func (c *cancelOn) Write(p []byte) (int, error) {
 }
 
 func TestRunStopsWhenCanceled(t *testing.T) {
+	t.Parallel() // each run starts an etcd of its own
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	o := tiny()
@@ -155,6 +157,7 @@ func TestRunRedisUnreachable(t *testing.T) {
 // there, the values positive where they must be, the keys gone; not
 // performance.
 func TestRunAgainstRedsync(t *testing.T) {
+	t.Parallel() // each run starts an etcd of its own
 	c, ks := redistest.Client(t, "bench-lock-test")
 	o := tiny()
 	o.Against, o.Redis, o.RedisKeyspace = []string{AgainstRedsync}, c.Options().Addr, ks

@@ -20,6 +20,7 @@ import (
 // rows are there, positive; not performance. (The crash handoff needs a
 // coordctl binary: internal/cli's test runs it.)
 func TestRunAgainstPGAdvisory(t *testing.T) {
+	t.Parallel() // each run starts an etcd of its own
 	db := sqltest.Open(t, sqlfence.Postgres)
 	o := tiny()
 	o.Against, o.DSN = []string{AgainstPG}, db.DSN

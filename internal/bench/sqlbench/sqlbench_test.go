@@ -42,7 +42,10 @@ func TestValidate(t *testing.T) {
 // dropped, and (inside Run) every committed transaction counted once.
 func TestRunTiny(t *testing.T) {
 	for _, fence := range []string{"", FenceDo, FenceDoConn, FenceBoth} {
-		t.Run("fence="+fence, func(t *testing.T) { testRunTiny(t, fence) })
+		t.Run("fence="+fence, func(t *testing.T) {
+			t.Parallel() // a database of its own per engine (sqltest.Each)
+			testRunTiny(t, fence)
+		})
 	}
 }
 

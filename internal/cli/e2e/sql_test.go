@@ -41,6 +41,9 @@ func TestSQLE2ELockFrozenHolder(t *testing.T) {
 	env := lockEnv(srv.Endpoints()[0])
 	bin := coordctlBinary(t)
 	sqltest.Each(t, func(t *testing.T, db *sqltest.DB) {
+		// Each engine has its own database and lock name: the three wait
+		// on a lease expiry each, side by side.
+		t.Parallel()
 		_, err := db.Exec("CREATE TABLE report (id INTEGER PRIMARY KEY, body VARCHAR(64) NOT NULL)")
 		require.NoError(t, err)
 		_, err = db.Exec("INSERT INTO report (id, body) VALUES (1, 'initial')")

@@ -74,36 +74,43 @@ func measureWrites(ctx context.Context, env Env, nodes int, delay time.Duration,
 		return row, nil, err
 	}
 	cl := c.NewClient(leader)
-	// One write to warm up (the new leader's first entry of its term).
-	if _, err := cl.Put(ctx, "warm", "up"); err != nil {
-		c.Close()
-		return row, nil, fmt.Errorf("warm-up write: %w", err)
-	}
-	var lats []time.Duration
 	leaderChanges := 0
-	for i := 0; i < n; i++ {
-		r, err := cl.Put(ctx, fmt.Sprintf("k%d", i), fmt.Sprint(i))
-		if err != nil && leaderChanged(err) && leaderChanges < maxLeaderChanges && ctx.Err() == nil {
-			// A loaded machine can starve a leader's heartbeats into an
-			// election: that is not the cost of a write. Find the new
-			// leader and write again (the same key and value, so a write
-			// whose outcome was unknown does no harm); the failed attempt
-			// is left out of the sample.
+	// put writes once. A loaded machine can starve a leader's heartbeats
+	// into an election: that is not the cost of a write. So a write that
+	// failed because leadership moved finds the new leader and writes again
+	// (the same key and value, so a write whose outcome was unknown does no
+	// harm), up to maxLeaderChanges times per measurement; the failed
+	// attempt is left out of the sample.
+	put := func(key, value, what string) (time.Duration, error) {
+		for {
+			r, err := cl.Put(ctx, key, value)
+			if err == nil {
+				return r.Latency, nil
+			}
+			if !leaderChanged(err) || leaderChanges >= maxLeaderChanges || ctx.Err() != nil {
+				return 0, fmt.Errorf("%s: %w", what, err)
+			}
 			leaderChanges++
-			env.Progressf("  write %d: %v; measuring on through the next leader", i, err)
+			env.Progressf("  %s: %v; measuring on through the next leader", what, err)
 			if leader, err = waitLeader(ctx, c, 20*time.Second); err != nil {
-				c.Close()
-				return row, nil, err
+				return 0, err
 			}
 			cl = c.NewClient(leader)
-			i--
-			continue
 		}
+	}
+	// One write to warm up (the new leader's first entry of its term).
+	if _, err := put("warm", "up", "warm-up write"); err != nil {
+		c.Close()
+		return row, nil, err
+	}
+	var lats []time.Duration
+	for i := 0; i < n; i++ {
+		lat, err := put(fmt.Sprintf("k%d", i), fmt.Sprint(i), fmt.Sprintf("write %d", i))
 		if err != nil {
 			c.Close()
-			return row, nil, fmt.Errorf("write %d: %w", i, err)
+			return row, nil, err
 		}
-		lats = append(lats, r.Latency)
+		lats = append(lats, lat)
 	}
 	row.p50, row.p99, row.writes = cluster.Percentile(lats, 0.5), cluster.Percentile(lats, 0.99), n
 	row.model = writeModel(delay, fsync)

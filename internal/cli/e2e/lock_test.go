@@ -157,11 +157,13 @@ func TestLockE2EEtcdGoneExits4(t *testing.T) {
 		"sh", "-c", `echo $$; while :; do sleep 0.05; done`)
 	pid, err := strconv.Atoi(p.line(t))
 	require.NoError(t, err)
-	// A member that stops gracefully keeps serving the keepalive stream that
-	// is already open until its gRPC server closes it (the lease is renewed
-	// for real meanwhile): the clock starts when etcd is gone.
-	srv.Close()
+	// The clock starts when the member begins to stop: a gracefully
+	// stopping member still serves the keepalive stream that is already
+	// open, but the holder ends that stream once its connection leaves
+	// READY (session/keepaliver.go), so Close returns about when the holder
+	// gives up.
 	stopped := time.Now()
+	srv.Close()
 	require.Equal(t, exitLost, p.wait(t, 20*time.Second), p.stderr.String())
 	require.Less(t, time.Since(stopped), 6*time.Second, "TTL 2s + kill grace + bounded clean-up")
 	require.Contains(t, p.stderr.String(), "lost lock e2e/gone")

@@ -127,24 +127,15 @@ func runEtcdCluster(ctx context.Context, f *factory, opts *etcdOptions) error {
 			urls = append(urls, u)
 		}
 	}
-	c, err := etcdembed.StartCluster(ctx, etcdembed.ClusterConfig{Size: opts.Members, DataDir: opts.DataDir, ClientURLs: urls})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
+	served := false
+	err = faultctl.RunCluster(ctx, etcdembed.ClusterConfig{Size: opts.Members, DataDir: opts.DataDir, ClientURLs: urls}, opts.Control,
+		func(eps []string, control string) error {
+			served = true
+			fmt.Fprintf(f.IO.ErrOut, "coordctl etcd: fault control API on %s (GET /v1/status)\n", control)
+			return p.Print(etcdReady{Endpoints: eps, Control: control})
+		})
+	if err == nil && served {
+		fmt.Fprintln(f.IO.ErrOut, "coordctl etcd: stopping")
 	}
-	defer c.Close()
-	ctl, err := faultctl.Serve(opts.Control, c)
-	if err != nil {
-		return err
-	}
-	defer ctl.Close()
-	fmt.Fprintf(f.IO.ErrOut, "coordctl etcd: fault control API on %s (GET /v1/status)\n", ctl.URL())
-	if err := p.Print(etcdReady{Endpoints: c.Endpoints(), Control: ctl.URL()}); err != nil {
-		return err
-	}
-	<-ctx.Done()
-	fmt.Fprintln(f.IO.ErrOut, "coordctl etcd: stopping")
-	return nil
+	return err
 }

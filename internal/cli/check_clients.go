@@ -11,7 +11,6 @@ import (
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/safety"
-	"github.com/coordkit/coordkit/session"
 )
 
 // The hidden commands lock-safety's process clients run: rmw (one fenced
@@ -143,7 +142,7 @@ func runCheckRedsyncLock(ctx context.Context, f *factory, opts *redsyncLockOptio
 func runAnchorHeld(ctx context.Context, f *factory, p *printer, out any, what, name string, tok fencing.Token, release func(context.Context) error, command []string) error {
 	return f.runHeld(ctx, p, heldRun{
 		what: what + " " + name, out: out, command: command, killGrace: childproc.DefaultKillGrace,
-		hold: anchorHold{release: func() error {
+		hold: childproc.AnchorHold{ReleaseFunc: func() error {
 			rctx, cancel := context.WithTimeout(context.Background(), f.Global.CommandTimeout)
 			defer cancel()
 			return release(rctx)
@@ -151,15 +150,3 @@ func runAnchorHeld(ctx context.Context, f *factory, p *printer, out any, what, n
 		env: map[string]string{envLockName: name, envFencingToken: tok.String()},
 	})
 }
-
-// anchorHold is an anchor's lock (redsync, a PostgreSQL advisory lock) as
-// childproc.Supervise sees it: never known to be lost — like a user's
-// wrapper around such a lock, nothing stops the command when it expires or
-// its connection dies: these locks tell no one — and on no session.
-type anchorHold struct{ release func() error }
-
-func (anchorHold) Lost() <-chan struct{}     { return nil }
-func (anchorHold) Err() error                { return nil }
-func (anchorHold) Alive() bool               { return true }
-func (anchorHold) Session() *session.Session { return nil }
-func (h anchorHold) Release() error          { return h.release() }

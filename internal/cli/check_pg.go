@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/pglock"
 	"github.com/coordkit/coordkit/internal/safety"
 )
@@ -64,30 +63,22 @@ func runCheckPGLock(ctx context.Context, f *factory, opts *pgLockOptions) error 
 	if opts.DSN == "" || opts.Name == "" {
 		return usageErrorf("--dsn and --name are required")
 	}
-	lopts := []pglock.Option{pglock.WithDialTimeout(f.Global.DialTimeout), pglock.WithKeepalive(pglock.DefaultKeepalive)}
-	if opts.Via != "" {
-		if _, _, err := net.SplitHostPort(opts.Via); err != nil {
-			return usageErrorf("invalid --via %q: want host:port", opts.Via)
-		}
-		lopts = append(lopts, pglock.WithVia(opts.Via))
+	if _, _, err := net.SplitHostPort(opts.Via); opts.Via != "" && err != nil {
+		return usageErrorf("invalid --via %q: want host:port", opts.Via)
 	}
-	l, err := pglock.Open(ctx, opts.DSN, opts.Name, lopts...)
-	if err != nil {
-		if errors.Is(err, pglock.ErrInvalid) {
-			return usageErrorf("%v", err)
-		}
+	l, token, err := pglock.Acquire(ctx, pglock.AcquireConfig{DSN: opts.DSN, Name: opts.Name, Via: opts.Via, Sequence: opts.Sequence,
+		DialTimeout: f.Global.DialTimeout, Timeout: opts.Timeout, Keepalive: pglock.DefaultKeepalive})
+	switch {
+	case errors.Is(err, pglock.ErrInvalid):
+		return usageErrorf("%v", err)
+	case errors.Is(err, pglock.ErrNotAcquired):
+		return mark(errNotAcquired, err)
+	case errors.Is(err, pglock.ErrNoToken):
+		return mark(errLost, err)
+	case err != nil:
 		return err
 	}
 	defer func() { _ = l.Close() }()
-	if err := l.LockWithin(ctx, opts.Timeout); err != nil {
-		return mark(errNotAcquired, err)
-	}
-	var token fencing.Token
-	if opts.Sequence != "" {
-		if token, err = l.Token(ctx, opts.Sequence); err != nil {
-			return mark(errLost, err)
-		}
-	}
 	return runAnchorHeld(ctx, f, p, l.Holding(token), "pg-advisory lock", opts.Name, token, l.Unlock, opts.Command)
 }
 

@@ -62,7 +62,9 @@ data stays in --data-dir for the next start.`,
 	return cmd
 }
 
-// runEtcd serves until ctx is cancelled or the server fails.
+// runEtcd serves until ctx is cancelled or the server fails: one member
+// (etcdembed.Run), or three with fault proxies and the control API
+// (faultctl.RunCluster).
 func runEtcd(ctx context.Context, f *factory, opts *etcdOptions) error {
 	p, err := f.Printer()
 	if err != nil {
@@ -71,6 +73,8 @@ func runEtcd(ctx context.Context, f *factory, opts *etcdOptions) error {
 	if opts.DataDir == "" {
 		return usageErrorf("--data-dir must not be empty")
 	}
+	served := false
+	ready := func(r etcdReady) error { served = true; return p.Print(r) }
 	switch opts.Members {
 	case 1:
 		if err := checkMemberURL("--listen-client-urls", opts.ClientURLs); err != nil {
@@ -79,72 +83,31 @@ func runEtcd(ctx context.Context, f *factory, opts *etcdOptions) error {
 		if err := checkMemberURL("--listen-peer-urls", opts.PeerURLs); err != nil {
 			return err
 		}
+		cfg := etcdembed.Config{Name: opts.Name, DataDir: opts.DataDir, ClientURL: opts.ClientURLs, PeerURL: opts.PeerURLs}
+		err = etcdembed.Run(ctx, cfg, func(eps []string) error { return ready(etcdReady{Endpoints: eps}) })
 	case 3:
-		return runEtcdCluster(ctx, f, opts)
+		if err := checkListen("--control", opts.Control); err != nil {
+			return err
+		}
+		var urls []string
+		for _, u := range strings.Split(opts.ClientURLs, ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				if err := checkMemberURL("--listen-client-urls", u); err != nil {
+					return err
+				}
+				urls = append(urls, u)
+			}
+		}
+		cfg := etcdembed.ClusterConfig{Size: opts.Members, DataDir: opts.DataDir, ClientURLs: urls}
+		err = faultctl.RunCluster(ctx, cfg, opts.Control, func(eps []string, control string) error {
+			fmt.Fprintf(f.IO.ErrOut, "coordctl etcd: fault control API on %s (GET /v1/status)\n", control)
+			return ready(etcdReady{Endpoints: eps, Control: control})
+		})
 	default:
 		return usageErrorf("invalid --members %d: want 1 or 3", opts.Members)
 	}
-	srv, err := etcdembed.Start(ctx, etcdembed.Config{
-		Name:      opts.Name,
-		DataDir:   opts.DataDir,
-		ClientURL: opts.ClientURLs,
-		PeerURL:   opts.PeerURLs,
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	defer srv.Close()
-	if err := p.Print(etcdReady{Endpoints: srv.Endpoints()}); err != nil {
-		return err
-	}
-	err = srv.Wait(ctx)
-	if ctx.Err() != nil {
+	if err == nil && served && ctx.Err() != nil {
 		fmt.Fprintln(f.IO.ErrOut, "coordctl etcd: stopping")
-		return nil
 	}
 	return err
-}
-
-// runEtcdCluster runs three members with fault proxies and the control API
-// until ctx is cancelled.
-func runEtcdCluster(ctx context.Context, f *factory, opts *etcdOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	if err := checkListen("--control", opts.Control); err != nil {
-		return err
-	}
-	var urls []string
-	for _, u := range strings.Split(opts.ClientURLs, ",") {
-		if u = strings.TrimSpace(u); u != "" {
-			if err := checkMemberURL("--listen-client-urls", u); err != nil {
-				return err
-			}
-			urls = append(urls, u)
-		}
-	}
-	c, err := etcdembed.StartCluster(ctx, etcdembed.ClusterConfig{Size: opts.Members, DataDir: opts.DataDir, ClientURLs: urls})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	defer c.Close()
-	ctl, err := faultctl.Serve(opts.Control, c)
-	if err != nil {
-		return err
-	}
-	defer ctl.Close()
-	fmt.Fprintf(f.IO.ErrOut, "coordctl etcd: fault control API on %s (GET /v1/status)\n", ctl.URL())
-	if err := p.Print(etcdReady{Endpoints: c.Endpoints(), Control: ctl.URL()}); err != nil {
-		return err
-	}
-	<-ctx.Done()
-	fmt.Fprintln(f.IO.ErrOut, "coordctl etcd: stopping")
-	return nil
 }

@@ -6,9 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -22,17 +20,10 @@ type ioStreams struct {
 	ErrOut io.Writer
 }
 
-// globalOptions are the flags every command has.
+// globalOptions are the flags every command has: etcd's and -w.
 type globalOptions struct {
-	Endpoints      []string
-	DialTimeout    time.Duration
-	CommandTimeout time.Duration
-	CACert         string
-	Cert           string
-	Key            string
-	User           string
-	PasswordStdin  bool
-	WriteOut       string
+	etcddial.Flags
+	WriteOut string
 }
 
 // factory hands commands what they need: streams, global options, the
@@ -60,10 +51,8 @@ func newFactory(streams ioStreams) *factory {
 	return &factory{
 		IO: streams,
 		Global: globalOptions{
-			Endpoints:      []string{defaultEndpoint},
-			DialTimeout:    defaultDialTimeout,
-			CommandTimeout: defaultCommandTimeout,
-			WriteOut:       formatSimple,
+			Flags:    etcddial.Flags{Endpoints: []string{defaultEndpoint}, DialTimeout: defaultDialTimeout, CommandTimeout: defaultCommandTimeout},
+			WriteOut: formatSimple,
 		},
 		NotifyContext: func(ctx context.Context) (context.Context, context.CancelFunc) {
 			return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -93,8 +82,8 @@ func (f *factory) Printer() (*printer, error) {
 }
 
 // validateGlobal checks -w and, for a command that talks to etcd (it has
-// the etcd flags), those flags; errors are usage errors (exit 2), found
-// before anything is dialed.
+// the etcd flags), those flags (etcddial.Flags.Validate); errors are usage
+// errors (exit 2), found before anything is dialed.
 func (f *factory) validateGlobal(etcd bool) error {
 	if _, err := f.Printer(); err != nil {
 		return err
@@ -102,45 +91,13 @@ func (f *factory) validateGlobal(etcd bool) error {
 	if !etcd {
 		return nil
 	}
-	g := f.Global
-	if g.DialTimeout <= 0 {
-		return usageErrorf("invalid --dial-timeout %s: must be positive", g.DialTimeout)
-	}
-	if g.CommandTimeout <= 0 {
-		return usageErrorf("invalid --command-timeout %s: must be positive", g.CommandTimeout)
-	}
-	eps := f.endpoints()
-	if len(eps) == 0 {
-		return usageErrorf("no etcd endpoints: set --endpoints or COORDCTL_ENDPOINTS")
-	}
-	for _, ep := range eps {
-		if err := etcddial.CheckEndpoint(ep); err != nil {
-			return usageErrorf("invalid --endpoints %q: %v; want host:port or http(s)://host:port", ep, err)
-		}
-	}
-	if err := etcddial.CheckUser(g.User, g.PasswordStdin); err != nil {
-		return &usageError{err: err}
-	}
-	if (g.Cert == "") != (g.Key == "") {
-		return usageErrorf("--cert and --key must be given together")
-	}
-	if err := etcddial.CheckTLSFiles(g.CACert, g.Cert, g.Key); err != nil {
+	if err := f.Global.Validate(); err != nil {
 		return &usageError{err: err}
 	}
 	return nil
 }
 
-func (f *factory) endpoints() []string {
-	var eps []string
-	for _, e := range f.Global.Endpoints {
-		for _, part := range strings.Split(e, ",") {
-			if part = strings.TrimSpace(part); part != "" {
-				eps = append(eps, part)
-			}
-		}
-	}
-	return eps
-}
+func (f *factory) endpoints() []string { return f.Global.SplitEndpoints() }
 
 // The errors of EtcdClient (package etcddial), under the names commands
 // and tests match them by.
@@ -155,16 +112,9 @@ var (
 // (etcddial.Dial: ErrUnreachable, ErrTLS, ErrAuth). The caller closes the
 // client.
 func (f *factory) EtcdClient(ctx context.Context) (*clientv3.Client, error) {
-	g := f.Global
-	cfg := etcddial.Config{Endpoints: f.endpoints(), DialTimeout: g.DialTimeout, CACert: g.CACert, Cert: g.Cert, Key: g.Key}
-	if g.User != "" {
-		cfg.Username, cfg.Password, _ = strings.Cut(g.User, ":")
-		if g.PasswordStdin {
-			var err error
-			if cfg.Password, err = etcddial.ReadPassword(f.IO.In); err != nil {
-				return nil, usageErrorf("--password-stdin: %v", err)
-			}
-		}
+	cfg, err := f.Global.Config(f.IO.In)
+	if err != nil {
+		return nil, &usageError{err: err}
 	}
 	cli, err := f.Dial(ctx, cfg)
 	if errors.Is(err, etcddial.ErrTLSConfig) {

@@ -151,14 +151,6 @@ func (r resourceRepairResult) WriteSimple(w io.Writer) error {
 	return err
 }
 
-// orDash is s, or "-" for an empty s (lab_figure16.go prints with it).
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 func newResourceRepairCmd(f *factory) *cobra.Command {
 	opts := &resourceRepairOptions{}
 	cmd := &cobra.Command{

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/etcddial"
 )
 
 func TestGlobalFlagErrorsAreUsageErrors(t *testing.T) {
@@ -36,7 +38,7 @@ func TestUnreachableEtcdFailsFastNamingEndpoints(t *testing.T) {
 	t.Parallel()
 	f := newFactory(ioStreams{})
 	dead := freeAddr(t) // nothing listens there
-	f.Global = globalOptions{Endpoints: []string{dead}, DialTimeout: 500 * time.Millisecond, CommandTimeout: 5 * time.Second, WriteOut: "simple"}
+	f.Global = globalOptions{Flags: etcddial.Flags{Endpoints: []string{dead}, DialTimeout: 500 * time.Millisecond, CommandTimeout: 5 * time.Second}, WriteOut: "simple"}
 	start := time.Now()
 	_, err := f.EtcdClient(context.Background())
 	require.ErrorIs(t, err, ErrUnreachable)

@@ -19,6 +19,8 @@
 // coordctl's flags (--dial-timeout, --cacert, --cert, --key, --user).
 // CheckEndpoint and CheckTLSFiles check an endpoint's syntax and the TLS
 // files before anything is dialed; ReadPassword reads --password-stdin's line.
+// Flags holds the flags as given: Validate runs those checks on all of them,
+// Config turns them into the Config Dial takes.
 //
 // Guaranteed: ErrUnreachable only when nothing answered at any endpoint; a
 // client Dial returns has had an answer from at least one endpoint. Not

@@ -146,3 +146,29 @@ func (s *Server) Close() error {
 	<-s.done
 	return err
 }
+
+// RunCluster starts cfg's cluster (etcdembed.StartCluster), serves its
+// control API on addr, calls ready with the cluster's client endpoints and
+// the API's URL, and runs until ctx ends: it returns nil then, also when
+// ctx ended the start, and ready's error when ready fails. Everything it
+// started is stopped when it returns.
+func RunCluster(ctx context.Context, cfg etcdembed.ClusterConfig, addr string, ready func(endpoints []string, controlURL string) error) error {
+	c, err := etcdembed.StartCluster(ctx, cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer c.Close()
+	ctl, err := Serve(addr, c)
+	if err != nil {
+		return err
+	}
+	defer ctl.Close()
+	if err := ready(c.Endpoints(), ctl.URL()); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}

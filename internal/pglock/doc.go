@@ -14,7 +14,9 @@
 // number from a sequence on the lock connection itself: it succeeds only
 // while the session, and so the lock, is alive, so successive holders of a
 // name get increasing numbers, usable as fencing tokens with
-// fencing/sqlfence.
+// fencing/sqlfence. Acquire does the three steps (open, lock within a
+// bound, token) a holder process takes, and its errors name the step that
+// failed.
 //
 // Keys: Key(name) is the first 8 bytes of the SHA-256 of the name, read
 // big-endian as a signed 64-bit integer: stable across processes, versions

@@ -246,7 +246,7 @@ func (o *sqlOptions) connect(ctx context.Context, d sqlfence.Dialect, dsn string
 		return nil, usageErrorf("invalid --dsn %s: %v", c.shown, c.scrub(err))
 	}
 	c.db = db
-	if c.fence, err = sqlfence.New(db, d, sqlfence.WithTable(o.Table)); err != nil {
+	if c.fence, err = sqlfence.New(db, d, sqlfence.WithTable(o.Table), sqlfence.WithSavepointCheck()); err != nil {
 		c.close()
 		return nil, usageErrorf("invalid --table: %v", err)
 	}

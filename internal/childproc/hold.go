@@ -245,7 +245,7 @@ func GraceWarning(grace, margin time.Duration) string {
 	if grace <= left {
 		return ""
 	}
-	return fmt.Sprintf("%s is longer than half the lease's margin %s: if the lease is lost at its local deadline, "+
+	return fmt.Sprintf("%s is longer than %s, half the lease's margin %s: if the lease is lost at its local deadline, "+
 		"the command gets SIGKILL %s after SIGTERM (%s before the lease's earliest expiry on the server, so that it is dead by then), not %s",
-		grace, margin, left, margin/2, grace)
+		grace, left, margin, left, margin/2, grace)
 }

@@ -63,13 +63,14 @@ func TestSQLE2EHiddenTransactionControlIsRefused(t *testing.T) {
 	}
 }
 
-// A MySQL stored procedure that commits and starts a transaction ends the
-// fenced one out of the refusal's sight, and leaves the connection in a
-// transaction again: before the fix 'coordctl sql' exited 0, "committed",
-// with the statements after the CALL run without the fence row's lock.
-// Now it exits 6, outcome outside_fence, and what was committed is what
-// ran before the procedure's COMMIT.
-func TestSQLE2EProcedureThatCommitsAndBeginsIsOutsideTheFence(t *testing.T) {
+// A MySQL stored procedure, or a prepared statement, that commits and
+// starts a transaction ends the fenced one out of the refusal's sight
+// (neither the procedure's body nor a statement built with CONCAT can be
+// read), and leaves the connection in a transaction again: before the fix
+// 'coordctl sql' exited 0, "committed", with the statements after it run
+// without the fence row's lock. Now it exits 6, outcome outside_fence,
+// and what was committed is what ran before that COMMIT.
+func TestSQLE2ECommitAndBeginOutOfSightIsOutsideTheFence(t *testing.T) {
 	t.Parallel()
 	db := sqltest.Open(t, sqlfence.MySQL)
 	for _, q := range []string{
@@ -80,15 +81,24 @@ func TestSQLE2EProcedureThatCommitsAndBeginsIsOutsideTheFence(t *testing.T) {
 		_, err := db.Exec(q)
 		require.NoError(t, err, q)
 	}
-	code, out, _ := runBinary(t, nil, "sql", "--driver", "mysql", "--dsn", db.DSN, "--scope", "adv", "--token", "7", "-w", "json",
-		"-e", "UPDATE t SET n = 1 WHERE id = 1", "-e", "CALL recommit()", "-e", "UPDATE t SET v = 'after' WHERE id = 1")
-	require.Equal(t, 6, code, out)
-	line := out[:strings.IndexByte(out, '\n')+1]
-	var res struct{ Outcome, Error string }
-	require.NoError(t, json.Unmarshal([]byte(line), &res), out)
-	require.Equal(t, "outside_fence", res.Outcome, out)
-	var n int
-	var v string
-	require.NoError(t, db.QueryRow("SELECT n, v FROM t WHERE id = 1").Scan(&n, &v))
-	require.Equal(t, fmt.Sprint(1, "init"), fmt.Sprint(n, v), "committed by the procedure: the first UPDATE; rolled back: the one after")
+	for i, hidden := range [][]string{
+		{"CALL recommit()"},
+		{"PREPARE c FROM CONCAT('COM', 'MIT')", "EXECUTE c", "PREPARE b FROM 'START TRANSACTION'", "EXECUTE b"},
+	} {
+		args := []string{"sql", "--driver", "mysql", "--dsn", db.DSN, "--scope", "adv", "--token", fmt.Sprint(7 + i), "-w", "json",
+			"-e", fmt.Sprintf("UPDATE t SET n = %d WHERE id = 1", i+1)}
+		for _, h := range hidden {
+			args = append(args, "-e", h)
+		}
+		code, out, _ := runBinary(t, nil, append(args, "-e", "UPDATE t SET v = 'after' WHERE id = 1")...)
+		require.Equal(t, 6, code, out)
+		line := out[:strings.IndexByte(out, '\n')+1]
+		var res struct{ Outcome, Error string }
+		require.NoError(t, json.Unmarshal([]byte(line), &res), out)
+		require.Equal(t, "outside_fence", res.Outcome, out)
+		var n int
+		var v string
+		require.NoError(t, db.QueryRow("SELECT n, v FROM t WHERE id = 1").Scan(&n, &v))
+		require.Equal(t, fmt.Sprint(i+1, "init"), fmt.Sprint(n, v), "committed: the first UPDATE; rolled back: the one after")
+	}
 }

@@ -109,8 +109,9 @@ deadline passed before coordctl saw the command exit (coordctl was frozen
 meanwhile), the exit is 4 too.
 
 A write error on stdout (coordctl lock x | true) ends nothing: it is noted
-once on stderr and nothing more is printed. SIGQUIT is not caught: coordctl
-dumps its stacks and exits 2 without releasing; the lease expires after --ttl.
+once on stderr and nothing more is printed. SIGQUIT is forwarded to the
+command like SIGINT; without a command it is not caught: coordctl dumps its
+stacks and exits 2 without releasing, and the lease expires after --ttl.
 
 --try exits 3 at once if the lock is held elsewhere; --timeout exits 3 if it
 is not acquired in time (after one last try, so --timeout 1ns takes a free

@@ -211,10 +211,13 @@ func KillBy(h Hold) time.Time {
 // command must be dead, not dying, when the server can expire the lease
 // (earliest) and grant the hold to another, and the kill takes time — a
 // timer that fires late on a loaded machine, the kernel's tearing down of
-// the processes. Sent at earliest itself it landed after the next holder's
-// grant (by 7 ms, the supervisor at SCHED_IDLE under load 17); so it goes
-// half the margin before: the margin between the local deadline (SIGTERM)
-// and earliest is split between the command's grace and the kill's lead.
+// the processes. Sent at earliest itself, what is left between the
+// command's death and the next holder's grant is only the phase of etcd's
+// expiry check (every 500 ms) and a Raft round: down to 43 ms in 8 runs
+// with the supervisor at SCHED_IDLE (load 14-18), and nothing when the
+// check falls at the expiry. So it goes half the margin before: the margin
+// between the local deadline (SIGTERM) and earliest is split between the
+// command's grace and the kill's lead (167 ms and more in 8 runs after).
 func killAt(earliest time.Time, margin time.Duration) time.Time {
 	return earliest.Add(-margin / 2)
 }

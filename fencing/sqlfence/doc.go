@@ -87,8 +87,11 @@
 //     @@in_transaction; SQLite's refusal of a nested BEGIN) and
 //     returns ErrOutsideFence if not: fn's statements after a COMMIT,
 //     ROLLBACK or MySQL's implicit commit (DDL) ran outside the fence. A
-//     transaction fn ended and began anew is not told apart from the
-//     fence's own.
+//     transaction fn ended and began anew (COMMIT; BEGIN, a MySQL
+//     procedure that commits and starts a transaction) is told apart from
+//     the fence's own only with WithSavepointCheck (a savepoint set after
+//     the check must still be there before COMMIT; two round trips more),
+//     which 'coordctl sql' uses.
 //   - SQLite opened without IMMEDIATE transactions, or a table created by
 //     hand without the primary key on scope, void the argument above (the
 //     latter is detected: ErrBadTable).

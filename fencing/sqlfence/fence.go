@@ -36,6 +36,10 @@ type Fence struct {
 	txOpts  *sql.TxOptions
 	st      statements
 
+	// marker: a savepoint set after the check and released before COMMIT
+	// (WithSavepointCheck).
+	marker bool
+
 	mu      sync.Mutex
 	created bool
 	// multi is, for MySQL's DoConn, whether the connection takes several
@@ -58,6 +62,21 @@ func WithTable(name string) Option { return func(f *Fence) { f.table = name } }
 // (default nil: the driver's default isolation level). See the package doc
 // for what a stricter level changes.
 func WithTxOptions(opts *sql.TxOptions) Option { return func(f *Fence) { f.txOpts = opts } }
+
+// WithSavepointCheck makes Do and DoConn set a savepoint (named
+// MarkerSavepoint) right after the check and release it before COMMIT, at
+// two round trips more per transaction. Without it, Do's check before
+// COMMIT sees only whether the connection is in a transaction: one that fn
+// ended and began anew (COMMIT; BEGIN, or on MySQL a stored procedure
+// that commits and starts a transaction) passes for the fence's own,
+// although the statements after the COMMIT ran without the fence row's
+// lock. With it, the savepoint, which ends with the transaction it was set
+// in, is gone then, and Do returns ErrOutsideFence. 'coordctl sql' uses
+// it. fn must not release or roll back past MarkerSavepoint.
+func WithSavepointCheck() Option { return func(f *Fence) { f.marker = true } }
+
+// MarkerSavepoint is the savepoint WithSavepointCheck sets.
+const MarkerSavepoint = "coordkit_fence_check"
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$`)
 
@@ -293,13 +312,18 @@ func (f *Fence) attempt(ctx context.Context, scope string, token fencing.Token, 
 	default:
 		return true, fmt.Errorf("%w: check of scope %q affected %d rows", ErrBadTable, scope, rows)
 	}
+	if f.marker {
+		if _, err := q.ExecContext(ctx, "SAVEPOINT "+MarkerSavepoint); err != nil {
+			return true, fmt.Errorf("sqlfence: scope %q token %d: savepoint after the check: %w", scope, token, err)
+		}
+	}
 	if err := fn(q); err != nil {
-		if ferr := f.stillFenced(ctx, conn, q); errors.Is(ferr, ErrOutsideFence) && !(f.dialect == MySQL && mysqlErrNumber(err) == 1213) {
+		if ferr := f.stillFenced(ctx, conn, q, false); errors.Is(ferr, ErrOutsideFence) && !(f.dialect == MySQL && mysqlErrNumber(err) == 1213) {
 			return true, fmt.Errorf("sqlfence: scope %q token %d: %w, then fn failed: %w", scope, token, ferr, err)
 		}
 		return true, fmt.Errorf("sqlfence: scope %q token %d: rolled back: %w", scope, token, err)
 	}
-	if err := f.stillFenced(ctx, conn, q); err != nil {
+	if err := f.stillFenced(ctx, conn, q, true); err != nil {
 		return true, fmt.Errorf("sqlfence: scope %q token %d: %w", scope, token, err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -539,9 +563,56 @@ func commitRefused(d Dialect, err error) bool {
 //     one it began is rolled back with the rest.
 //
 // A transaction that fn ended and then began anew (COMMIT; BEGIN) is not
-// told apart from the fence's own; 'coordctl sql' refuses such statements
-// before running them (Dialect.TransactionControl).
-func (f *Fence) stillFenced(ctx context.Context, conn *sql.Conn, tx Querier) error {
+// told apart from the fence's own, unless WithSavepointCheck set its
+// savepoint after the check: then it must still be there (released when
+// the commit follows, rolled back to when fn failed, which a failed
+// PostgreSQL transaction allows).
+func (f *Fence) stillFenced(ctx context.Context, conn *sql.Conn, tx Querier, commit bool) error {
+	err := f.inTransaction(ctx, conn, tx)
+	if !f.marker || err != nil && !(errors.Is(err, errFailedTx) && !commit) {
+		return err
+	}
+	if failed := err; failed != nil {
+		// fn failed in a failed transaction: ROLLBACK TO still tells
+		// whether it is the one the check opened.
+		if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+MarkerSavepoint); err != nil && noSuchSavepoint(f.dialect, err) {
+			return fmt.Errorf("%w: the savepoint set after the check is gone: the transaction the check opened was ended inside fn, and another begun", ErrOutsideFence)
+		}
+		return failed
+	}
+	end := "ROLLBACK TO SAVEPOINT "
+	if commit {
+		end = "RELEASE SAVEPOINT "
+	}
+	_, err = tx.ExecContext(ctx, end+MarkerSavepoint)
+	switch {
+	case err == nil:
+		return nil
+	case noSuchSavepoint(f.dialect, err):
+		return fmt.Errorf("%w: the savepoint set after the check is gone: the transaction the check opened was ended inside fn, and another begun", ErrOutsideFence)
+	}
+	return fmt.Errorf("sqlfence: transaction status: %w", err)
+}
+
+// errFailedTx: PostgreSQL's transaction is in the failed state.
+var errFailedTx = errors.New("rolled back: a statement in the transaction failed (and fn went on); COMMIT would roll back")
+
+// noSuchSavepoint reports whether err says the savepoint does not exist:
+// PostgreSQL's 3B001, MySQL's 1305, SQLite's "no such savepoint".
+func noSuchSavepoint(d Dialect, err error) bool {
+	var pg interface{ SQLState() string }
+	switch d {
+	case Postgres:
+		return errors.As(err, &pg) && pg.SQLState() == "3B001"
+	case MySQL:
+		return mysqlErrNumber(err) == 1305
+	}
+	return strings.Contains(err.Error(), "no such savepoint")
+}
+
+// inTransaction is stillFenced's first question: is conn in a
+// transaction at all (and, on PostgreSQL, not a failed one)?
+func (f *Fence) inTransaction(ctx context.Context, conn *sql.Conn, tx Querier) error {
 	outside := fmt.Errorf("%w: the transaction the check opened was committed or rolled back inside fn", ErrOutsideFence)
 	switch f.dialect {
 	case Postgres:
@@ -555,7 +626,7 @@ func (f *Fence) stillFenced(ctx context.Context, conn *sql.Conn, tx Querier) err
 			case 'T':
 				return nil
 			case 'E':
-				return errors.New("rolled back: a statement in the transaction failed (and fn went on); COMMIT would roll back")
+				return errFailedTx
 			}
 			return outside
 		}

@@ -195,3 +195,68 @@ func testFailedTransactionIsNotCommitted(t *testing.T, mode string) {
 	require.ErrorContains(t, err, "rolled back")
 	require.Empty(t, readLog(t, db))
 }
+
+// The adversarial pass after issue 25: fn ends the fence's transaction
+// and begins another (COMMIT; BEGIN, or a MySQL procedure that does so).
+// The connection is in a transaction again at fn's end, so the status
+// alone passes it for the fence's own: with WithSavepointCheck, Do says
+// that statements ran outside the fence, also when fn then fails.
+func TestSavepointCheckNoticesATransactionBegunAnew(t *testing.T) {
+	eachMode(t, func(t *testing.T, db *sqltest.DB, mode string) {
+		ctx := testCtx(t)
+		createLog(t, db)
+		f := newFence(t, db, sqlfence.WithSavepointCheck())
+		plain := newFence(t, db)
+		begin := "BEGIN"
+		if db.Dialect == sqlfence.MySQL {
+			begin = "START TRANSACTION"
+		}
+		boom := errors.New("boom")
+		exec := func(tx sqlfence.Querier, q string) error { _, err := tx.ExecContext(ctx, q); return err }
+		anew := func(tok fencing.Token, then error) func(sqlfence.Querier) error {
+			return func(tx sqlfence.Querier) error {
+				if err := appendLog(ctx, db, tx, tok, 1); err != nil {
+					return err
+				}
+				if err := exec(tx, "COMMIT"); err != nil {
+					return err
+				}
+				if err := exec(tx, begin); err != nil {
+					return err
+				}
+				if err := appendLog(ctx, db, tx, tok, 2); err != nil {
+					return err
+				}
+				if then != nil && db.Dialect == sqlfence.Postgres {
+					_ = exec(tx, "SELECT 1/0") // a failed transaction, as a failed statement leaves it
+				}
+				return then
+			}
+		}
+		for i, then := range []error{nil, boom} {
+			tok := fencing.Token(10 + 2*i)
+			err := doWith(f, mode)(ctx, "s", tok, anew(tok, then))
+			require.ErrorIs(t, err, sqlfence.ErrOutsideFence, "fn ended with %v", then)
+			require.NotContains(t, err.Error(), "rolled back:")
+			// What the status alone says (the package doc's limitation).
+			err = doWith(plain, mode)(ctx, "s", tok+1, anew(tok+1, then))
+			if then == nil {
+				require.NoError(t, err)
+			} else {
+				require.NotErrorIs(t, err, sqlfence.ErrOutsideFence)
+			}
+		}
+		// Savepoints of fn's own are no trouble.
+		require.NoError(t, doWith(f, mode)(ctx, "s", 20, func(tx sqlfence.Querier) error {
+			for _, q := range []string{"SAVEPOINT a", "ROLLBACK TO SAVEPOINT a", "RELEASE SAVEPOINT a"} {
+				if err := exec(tx, q); err != nil {
+					return err
+				}
+			}
+			return appendLog(ctx, db, tx, 20, 1)
+		}))
+		floor, err := f.Floor(ctx, "s")
+		require.NoError(t, err)
+		require.Equal(t, fencing.Token(20), floor)
+	})
+}

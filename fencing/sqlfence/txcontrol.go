@@ -19,20 +19,38 @@ import "strings"
 // LOAD INDEX, FLUSH, RESET, INSTALL, UNINSTALL, SET PASSWORD. SAVEPOINT,
 // RELEASE and ROLLBACK TO stay inside the transaction, after the check,
 // and are allowed. Words in comments, strings and quoted identifiers are
-// not read as statements; MySQL's executable comments (/*! ... */) are.
+// not read as statements; MySQL's and MariaDB's executable comments (/*!
+// ... */, /*M! ... */) are. Where a string ends depends on settings the
+// text does not show (PostgreSQL's standard_conforming_strings, MySQL's
+// NO_BACKSLASH_ESCAPES and ANSI_QUOTES, which an earlier statement or the
+// DSN may set), so sql is read both with and without backslash escapes,
+// and a statement found by either reading counts.
 // A statement that commits from inside something it calls (a MySQL stored
 // procedure running DDL) is not seen here; Do's check before COMMIT
 // reports it (ErrOutsideFence).
 func (d Dialect) TransactionControl(sql string) (string, bool) {
-	for _, words := range d.statementWords(sql) {
-		if name, ok := d.txControl(words); ok {
-			return name, true
+	for _, backslash := range []bool{d == MySQL, d != MySQL} {
+		if d == SQLite && backslash {
+			break // SQLite has no backslash escapes
+		}
+		for _, st := range d.statementWords(sql, backslash) {
+			if name, ok := d.txControl(st); ok {
+				return name, true
+			}
 		}
 	}
 	return "", false
 }
 
-func (d Dialect) txControl(w []string) (string, bool) {
+// stmtWords is what statementWords reads of one statement: its leading
+// words, and whether a word of it names autocommit.
+type stmtWords struct {
+	lead       []string
+	autocommit string
+}
+
+func (d Dialect) txControl(st stmtWords) (string, bool) {
+	w := st.lead
 	if len(w) == 0 {
 		return "", false
 	}
@@ -66,11 +84,13 @@ func (d Dialect) txControl(w []string) (string, bool) {
 			switch {
 			case x == "TRANSACTION" && i <= 1, x == "CHARACTERISTICS" && i == 1:
 				return name(i + 2), true
-			case strings.HasSuffix(x, "AUTOCOMMIT"):
-				return "SET " + x, true
 			case x == "PASSWORD" && i == 0 && d == MySQL:
 				return name(2), true
 			}
+		}
+		if st.autocommit != "" {
+			// Anywhere in the statement: SET @a = 1, autocommit = 1.
+			return "SET " + st.autocommit, true
 		}
 	}
 	if d != MySQL {
@@ -96,16 +116,19 @@ func (d Dialect) txControl(w []string) (string, bool) {
 // statementWords splits sql into statements at ';' and returns the
 // leading words (upper case, at most four) of each, skipping comments,
 // white space and opening parentheses. A string or quoted identifier ends
-// a statement's words.
-func (d Dialect) statementWords(sql string) [][]string {
-	var out [][]string
-	var words []string
+// a statement's leading words. backslash says whether a backslash escapes
+// the next byte in a '...' string (and on MySQL a "..." one): on MySQL
+// unless NO_BACKSLASH_ESCAPES, on PostgreSQL when
+// standard_conforming_strings is off (in E'...' always).
+func (d Dialect) statementWords(sql string, backslash bool) []stmtWords {
+	var out []stmtWords
+	var cur stmtWords
 	more := true // still collecting this statement's leading words
 	flush := func() {
-		if len(words) > 0 {
-			out = append(out, words)
+		if len(cur.lead) > 0 {
+			out = append(out, cur)
 		}
-		words, more = nil, true
+		cur, more = stmtWords{}, true
 	}
 	isWord := func(c byte) bool {
 		return c == '_' || c == '@' || c == '.' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
@@ -116,15 +139,17 @@ func (d Dialect) statementWords(sql string) [][]string {
 		case c == ';':
 			flush()
 			i++
-		case c == '-' && strings.HasPrefix(sql[i:], "--"), c == '#' && d == MySQL:
+		case c == '-' && strings.HasPrefix(sql[i:], "--") && (d != MySQL || i+2 == len(sql) || sql[i+2] <= ' '), c == '#' && d == MySQL:
+			// MySQL reads "--" as a comment only before white space or a
+			// control character: 1--1 is 1 - -1.
 			if j := strings.IndexByte(sql[i:], '\n'); j >= 0 {
 				i += j + 1
 			} else {
 				i = len(sql)
 			}
-		case c == '/' && strings.HasPrefix(sql[i:], "/*!") && d == MySQL:
-			// MySQL runs what is inside: read it as code.
-			i += 3
+		case c == '/' && (strings.HasPrefix(sql[i:], "/*!") || strings.HasPrefix(sql[i:], "/*M!")) && d == MySQL:
+			// MySQL (and MariaDB, /*M!) runs what is inside: read it as code.
+			i += strings.IndexByte(sql[i:], '!') + 1
 			for i < len(sql) && sql[i] >= '0' && sql[i] <= '9' {
 				i++
 			}
@@ -134,7 +159,18 @@ func (d Dialect) statementWords(sql string) [][]string {
 			i = skipBlockComment(sql, i, d == Postgres)
 		case c == '\'' || c == '"' || c == '`':
 			more = false
-			i = skipQuoted(sql, i, c, d == MySQL && c != '`' || d == Postgres && c == '\'' && i > 0 && (sql[i-1] == 'E' || sql[i-1] == 'e'))
+			// PostgreSQL's E'...' escapes whatever the settings say; the E
+			// must stand alone (name'\' is a string after a type name).
+			estring := d == Postgres && c == '\'' && i > 0 && (sql[i-1] == 'E' || sql[i-1] == 'e') && (i == 1 || !isWord(sql[i-2]))
+			i = skipQuoted(sql, i, c, backslash && (d == MySQL && c != '`' || d == Postgres && c == '\'') || estring)
+		case c == '[' && d == SQLite:
+			// SQLite's [quoted identifier]: no escapes, ends at the first ].
+			more = false
+			if j := strings.IndexByte(sql[i:], ']'); j >= 0 {
+				i += j + 1
+			} else {
+				i = len(sql)
+			}
 		case c == '$' && d == Postgres && (i == 0 || !isWord(sql[i-1])):
 			if j, ok := skipDollarQuoted(sql, i); ok {
 				more = false
@@ -147,11 +183,15 @@ func (d Dialect) statementWords(sql string) [][]string {
 			for j < len(sql) && isWord(sql[j]) {
 				j++
 			}
-			if more && len(words) < 4 {
-				words = append(words, strings.ToUpper(sql[i:j]))
+			word := strings.ToUpper(sql[i:j])
+			if more && len(cur.lead) < 4 {
+				cur.lead = append(cur.lead, word)
+			}
+			if name := strings.TrimPrefix(word, "@@"); name[strings.LastIndexByte(name, '.')+1:] == "AUTOCOMMIT" && cur.autocommit == "" {
+				cur.autocommit = word
 			}
 			i = j
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '(' && len(words) == 0:
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '(' && len(cur.lead) == 0:
 			i++
 		default:
 			more = false

@@ -63,8 +63,27 @@ func TestTransactionControl(t *testing.T) {
 		{"ANALYZE TABLE t", []Dialect{MySQL}, "ANALYZE TABLE"},
 		{"/*!50000 COMMIT */", []Dialect{MySQL}, "COMMIT"},
 		{"# COMMIT\nUPDATE t SET a = 1", nil, ""},
-		{"UPDATE t SET s = 'a\\'; COMMIT'", []Dialect{Postgres, SQLite}, "COMMIT"}, // a backslash escapes only on MySQL
-		{"UPDATE t SET s = E'a\\'; COMMIT'", []Dialect{SQLite}, "COMMIT"},
+		// A backslash escapes on MySQL unless NO_BACKSLASH_ESCAPES, on
+		// PostgreSQL when standard_conforming_strings is off: both readings count.
+		{"UPDATE t SET s = 'a\\'; COMMIT'", all, "COMMIT"},
+		{"UPDATE t SET s = E'a\\'; COMMIT'", []Dialect{MySQL, SQLite}, "COMMIT"},
+		// Found by the adversarial pass (issue 25): each ran a COMMIT past the refusal.
+		{"UPDATE t SET v = name'\\' WHERE id = 1; COMMIT; BEGIN; UPDATE t SET v = 'x'; SELECT 1 --'", all, "COMMIT"}, // name'...' is a typed literal, not E'...'
+		{"SELECT '\\''; COMMIT; SELECT ''", []Dialect{Postgres, MySQL}, "COMMIT"},                                    // standard_conforming_strings = off
+		{"SELECT \"\\\"; COMMIT; SELECT \"", all, "COMMIT"},                                                          // MySQL's ANSI_QUOTES: an identifier, no escapes
+		{"UPDATE t SET n = n--1 WHERE id = 1; CREATE TABLE x (a INT)", []Dialect{MySQL}, "CREATE TABLE"},             // MySQL: -- needs a space to be a comment
+		{"UPDATE t SET n = n--1 WHERE id = 1; COMMIT", []Dialect{MySQL}, "COMMIT"},
+		{"UPDATE t SET n = n -- 1; COMMIT", nil, ""},
+		{"UPDATE t SET n = 1 --\tCOMMIT", nil, ""},
+		{"SELECT 1 --", nil, ""},
+		{"/*M! COMMIT */", []Dialect{MySQL}, "COMMIT"}, // MariaDB's executable comment
+		{"/*M!100100 CREATE TABLE x (a INT) */", []Dialect{MySQL}, "CREATE TABLE"},
+		{"SET @a = 1, autocommit = 1", all, "SET AUTOCOMMIT"},
+		{"SET @a = 1, @@session.autocommit = 0", all, "SET @@SESSION.AUTOCOMMIT"},
+		{"SET @my_autocommit = 1", nil, ""},
+		{"SET @a = 'autocommit'", nil, ""},
+		{"SELECT 1 AS [']; COMMIT; BEGIN; SELECT 1 AS [']", []Dialect{SQLite}, "COMMIT"}, // SQLite's [identifier]
+		{"SELECT [a;COMMIT] FROM t", []Dialect{Postgres, MySQL}, "COMMIT"},
 	} {
 		for _, d := range all {
 			refused := false

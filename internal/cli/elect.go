@@ -105,8 +105,8 @@ With a command after '--', the command runs while this candidate leads,
 in its own process group, with COORD_ELECTION (NAME), COORD_LEADER_ID (the
 value proclaimed), COORD_FENCING_TOKEN and COORD_FENCING_SCOPE (NAME) set;
 nothing is printed on stdout, which is the command's. Signals, exit status
-and loss (SIGTERM, SIGKILL after --kill-grace or at the lease's earliest
-expiry, exit 4) are as for 'coordctl lock'; when the command exits,
+and loss (SIGTERM, SIGKILL after --kill-grace or half the margin before the lease's
+earliest expiry, exit 4) are as for 'coordctl lock'; when the command exits,
 coordctl resigns and exits with its status.
 
 SIGHUP counts as SIGTERM. A write error on stdout (a closed pipe) ends

@@ -38,8 +38,8 @@ type factory struct {
 	Getenv func(string) string
 	// Executable is the path of the running coordctl, for commands that re-exec it.
 	Executable func() (string, error)
-	// Signals delivers SIGINT, SIGTERM and SIGHUP (to forward them to a child, say)
-	// until stop is called; tests replace it.
+	// Signals delivers SIGINT, SIGTERM, SIGHUP and SIGQUIT (to forward them to a
+	// child, say) until stop is called; tests replace it.
 	Signals func() (ch <-chan os.Signal, stop func())
 	// Dial connects to etcd for EtcdClient (etcddial.Dial); tests replace it.
 	Dial func(context.Context, etcddial.Config) (*clientv3.Client, error)
@@ -62,7 +62,7 @@ func newFactory(streams ioStreams) *factory {
 		Dial:       etcddial.Dial,
 		Signals: func() (<-chan os.Signal, func()) {
 			ch := make(chan os.Signal, 4)
-			signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 			return ch, func() { signal.Stop(ch) }
 		},
 	}

@@ -77,17 +77,18 @@ If the lock is lost while held — keepalives failing until the local deadline,
 which comes a margin (a tenth of --ttl, at least 200ms) before etcd can
 expire the lease; the lease revoked or the key deleted; the process frozen
 (SIGSTOP) past its lease — coordctl says so on stderr, sends SIGTERM to the
-command's group and SIGKILL after --kill-grace or at the lease's earliest
-possible expiry on the server, whichever is first, and exits 4. So the
+command's group and SIGKILL after --kill-grace or half the margin before the
+lease's earliest possible expiry on the server, whichever is first, and exits 4. So the
 command is dead before etcd can grant the lock to anyone else, whatever
 --kill-grace says (after a revoke or a deleted key, SIGKILL follows SIGTERM
-at once); a --kill-grace longer than the margin is warned about. If the local
+at once); a --kill-grace longer than half the margin is warned about. If the local
 deadline passed before coordctl saw the command exit (coordctl was frozen
 meanwhile), the exit is 4 too.
 
 A write error on stdout (coordctl lock x | true) ends nothing: it is noted
-once on stderr and nothing more is printed. SIGQUIT is not caught: coordctl
-dumps its stacks and exits 2 without releasing; the lease expires after --ttl.
+once on stderr and nothing more is printed. SIGQUIT is forwarded to the
+command like SIGINT; without a command it is not caught: coordctl dumps its
+stacks and exits 2 without releasing, and the lease expires after --ttl.
 
 --try exits 3 at once if the lock is held elsewhere; --timeout exits 3 if it
 is not acquired in time (after one last try, so --timeout 1ns takes a free

@@ -63,9 +63,9 @@ leads and the file is removed on loss, and at start-up, before 'ready' (a
 file left by an earlier run is stale). With a COMMAND after '--', the command
 runs only while this instance leads, with COORD_ELECTION, COORD_LEADER_ID and
 COORD_FENCING_TOKEN set; on loss its process group gets SIGTERM, then
-SIGKILL after --kill-grace or at the lease's earliest possible expiry on the
-server, whichever is first (the command is dead before another instance can
-be elected; a --kill-grace longer than the lease's margin, a tenth of --ttl,
+SIGKILL after --kill-grace or half the margin before the lease's earliest possible
+expiry on the server, whichever is first (the command is dead before another instance can
+be elected; a --kill-grace longer than half the lease's margin, a tenth of --ttl,
 is warned about). If the command exits by itself the sidecar
 resigns and exits with its status. Both are checked before 'ready': a
 --token-file whose directory does not take a new file exits 2, a command

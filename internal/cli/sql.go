@@ -82,7 +82,8 @@ MySQL also the statements that commit implicitly: CREATE, ALTER, DROP,
 RENAME, TRUNCATE, LOCK TABLES, GRANT ...) is refused before anything runs,
 also after a ';' inside one -e. SAVEPOINT, RELEASE and ROLLBACK TO are
 allowed. Before committing it checks that the transaction the check opened
-is still open (a stored procedure might have committed it): if not, exit 6.
+is still open and still the same (a savepoint set after the check remains; a
+stored procedure might have committed it, and begun another): if not, exit 6.
 
 Exit 0: committed. Exit 5: the token is below the scope's floor (a newer
 holder has written): nothing was committed, the floor is named. Exit 1: any

@@ -89,10 +89,10 @@ func TestHoldE2EKillByTheLeasesEarliestExpiry(t *testing.T) {
 				require.True(t, time.Now().Before(deadline), "the command outlived the lease; stderr: %s", p.stderr.String())
 				time.Sleep(20 * time.Millisecond) // no event for the end of a process that is not ours
 			}
-			require.Contains(t, p.stderr.String(), "--kill-grace 1m0s is longer than the lease's margin 200ms")
+			require.Contains(t, p.stderr.String(), "--kill-grace 1m0s is longer than 100ms, half the lease's margin 200ms")
 			if tc.lost {
 				require.Equal(t, exitLost, p.wait(t, 20*time.Second), p.stderr.String())
-				require.Contains(t, p.stderr.String(), "at the lease's earliest expiry on the server")
+				require.Contains(t, p.stderr.String(), "before the lease's earliest expiry on the server")
 			}
 		})
 	}

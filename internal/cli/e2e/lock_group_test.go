@@ -84,3 +84,22 @@ func TestLockE2ECommandDiesWithCoordctl(t *testing.T) {
 	p.wait(t, 60*time.Second)
 	waitPidExited(t, child) // without Pdeathsig the sleep runs 300 s and the test times out
 }
+
+// The adversarial pass after issue 25: SIGQUIT (Ctrl-\, which reaches
+// coordctl's process group, not the command's) was not caught: coordctl
+// dumped its stacks and died without stopping the command's group, whose
+// background job ran on — unfenced once the lease expired, beside the next
+// holder. It is forwarded like SIGINT: the group ends before the release.
+func TestLockE2ESIGQUITEndsTheBackgroundJobBeforeRelease(t *testing.T) {
+	t.Parallel()
+	srv, _ := etcdtest.StartWithClient(t)
+	env := lockEnv(srv.Endpoints()[0])
+	// sh's background job ignores SIGQUIT (POSIX, for a non-interactive shell).
+	p := startCoordctl(t, env, "lock", "e2e/quit", "--", "sh", "-c", `sleep 100 & echo $!; wait`)
+	bg, err := strconv.Atoi(p.line(t))
+	require.NoError(t, err)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGQUIT))
+	require.Equal(t, 128+int(syscall.SIGQUIT), p.wait(t, 60*time.Second), p.stderr.String())
+	require.True(t, pidExited(t, bg), "coordctl exited while the background job ran")
+	require.Equal(t, exitOK, tryLock(t, env, "e2e/quit"), "released")
+}

@@ -76,7 +76,9 @@
 //   - The floor says nothing about whether a predecessor's last write
 //     landed. Floor is a plain read, outdated as soon as it returns.
 //   - When COMMIT was sent and its answer lost (a timeout, a connection
-//     closed under it), the transaction may or may not have committed: Do
+//     closed under it, a PostgreSQL FATAL or PANIC — only an ERROR says
+//     for certain that nothing was committed), the transaction may or may
+//     not have committed: Do
 //     says so with ErrCommitUnknown, never "rolled back". Read before
 //     retrying. go-sql-driver/mysql's COMMIT does not follow the context:
 //     without readTimeout in the DSN it waits for that answer until TCP

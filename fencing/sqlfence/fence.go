@@ -522,18 +522,21 @@ func (f *Fence) commitErr(ctx context.Context, conn *sql.Conn, scope string, tok
 
 // commitRefused reports whether err, returned by COMMIT, says for certain
 // that nothing was committed: database/sql ended the transaction before
-// sending COMMIT (sql.ErrTxDone), PostgreSQL answered with an error (pgx's
-// *pgconn.PgError has SQLState), or SQLite refused for a lock it could not
-// get (SQLITE_BUSY, SQLITE_LOCKED: the transaction stays open). Anything
-// else — a timeout, a closed connection — may have come after the server
-// committed.
+// sending COMMIT (sql.ErrTxDone), PostgreSQL answered with an error of
+// severity ERROR (pgx's *pgconn.PgError has SQLState; a FATAL or PANIC —
+// the server shutting down, the backend dying — ends the session, and it
+// can come after the commit was made durable), or SQLite refused for a
+// lock it could not get (SQLITE_BUSY, SQLITE_LOCKED: the transaction stays
+// open). Anything else — a timeout, a closed connection — may have come
+// after the server committed.
 func commitRefused(d Dialect, err error) bool {
 	if errors.Is(err, sql.ErrTxDone) {
 		return true
 	}
 	var pg interface{ SQLState() string }
 	if d == Postgres && errors.As(err, &pg) && pg.SQLState() != "" {
-		return true
+		sev := pgSeverity(pg)
+		return sev == "" || sev == "ERROR"
 	}
 	var lite interface{ Code() int }
 	if d == SQLite && errors.As(err, &lite) {
@@ -737,6 +740,28 @@ func mysqlInTransaction(dc any) (in int, known bool) {
 		return 1, true
 	}
 	return 0, true
+}
+
+// pgSeverity returns the severity of a PostgreSQL error — the
+// SeverityUnlocalized or else Severity field of pgx's *pgconn.PgError (lib/pq's
+// *pq.Error has Severity) — without importing a driver; "" if it has none.
+func pgSeverity(e any) string {
+	v := reflect.ValueOf(e)
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return ""
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return ""
+	}
+	for _, name := range []string{"SeverityUnlocalized", "Severity"} {
+		if f := v.FieldByName(name); f.IsValid() && f.Kind() == reflect.String && f.String() != "" {
+			return f.String()
+		}
+	}
+	return ""
 }
 
 // pgxTxStatus returns pgconn's transaction status ('I' idle, 'T' in a

@@ -89,3 +89,25 @@ func (h *Held) Report() HeldReport {
 func (r HeldReport) String() string {
 	return fmt.Sprintf("holding semaphore %s slot=%d scope=%s key=%s token=%d lease=%s", r.Name, r.Slot, r.Scope, r.Key, r.Token, r.Lease)
 }
+
+// LimitReport is what `coordctl sem set-limit` prints: the limit stored.
+type LimitReport struct {
+	Name  string `json:"name"`
+	Limit int    `json:"limit"`
+}
+
+func (r LimitReport) String() string { return fmt.Sprintf("ok semaphore %s limit=%d", r.Name, r.Limit) }
+
+// DeleteReport is what `coordctl sem delete` prints: whether there was
+// anything to delete.
+type DeleteReport struct {
+	Name    string `json:"name"`
+	Deleted bool   `json:"deleted"`
+}
+
+func (r DeleteReport) String() string {
+	if !r.Deleted {
+		return "semaphore " + r.Name + ": nothing to delete"
+	}
+	return "deleted semaphore " + r.Name
+}

@@ -153,9 +153,12 @@ func (f *factory) holdOutput(p *printer) (stop func()) {
 
 // checkTTLFlag checks --ttl with the library's bounds, before anything is
 // dialed: a usage error (exit 2).
-func checkTTLFlag(ttl time.Duration) error {
-	if err := session.CheckTTL(ttl); err != nil {
-		return usageErrorf("invalid --ttl %s: %v", ttl, err)
+func checkTTLFlag(ttl time.Duration) error { return usageOrNil(childproc.CheckTTLFlag(ttl)) }
+
+// usageOrNil is err, if any, as a usage error (exit 2).
+func usageOrNil(err error) error {
+	if err != nil {
+		return &usageError{err: err}
 	}
 	return nil
 }
@@ -169,26 +172,6 @@ func warnKillGrace(errOut io.Writer, grace, margin time.Duration) {
 	if w := childproc.GraceWarning(grace, margin); w != "" {
 		fmt.Fprintf(errOut, "coordctl: warning: --kill-grace %s\n", w)
 	}
-}
-
-// validateHoldFlags checks the flags lock and sem share: how long the lease
-// lives, how long to wait, what a lost predecessor costs, how a command is
-// stopped.
-func validateHoldFlags(ttl, timeout time.Duration, try bool, lockDelay, killGrace time.Duration) error {
-	if err := checkTTLFlag(ttl); err != nil {
-		return err
-	}
-	switch {
-	case timeout < 0:
-		return usageErrorf("invalid --timeout %s: must not be negative", timeout)
-	case try && timeout > 0:
-		return usageErrorf("--try and --timeout exclude each other")
-	case lockDelay < 0:
-		return usageErrorf("invalid --lock-delay %s: must not be negative", lockDelay)
-	case killGrace <= 0:
-		return usageErrorf("invalid --kill-grace %s: must be positive", killGrace)
-	}
-	return nil
 }
 
 // holdSessionOptions are the options of the session a lock or sem

@@ -144,7 +144,7 @@ func (o *lockOptions) validate() error {
 	if err := needName("lock", o.Name); err != nil {
 		return err
 	}
-	return validateHoldFlags(o.TTL, o.Timeout, o.Try, o.LockDelay, o.KillGrace)
+	return usageOrNil(childproc.HoldFlags{TTL: o.TTL, Timeout: o.Timeout, Try: o.Try, LockDelay: o.LockDelay, KillGrace: o.KillGrace}.Validate())
 }
 
 // runLock acquires the lock, then holds it until ctx ends (no command) or

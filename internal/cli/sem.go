@@ -105,7 +105,7 @@ func (o *semOptions) validate() error {
 	if o.Limit < 1 {
 		return usageErrorf("sem needs --limit N with N at least 1")
 	}
-	return validateHoldFlags(o.TTL, o.Timeout, o.Try, o.LockDelay, o.KillGrace)
+	return usageOrNil(childproc.HoldFlags{TTL: o.TTL, Timeout: o.Timeout, Try: o.Try, LockDelay: o.LockDelay, KillGrace: o.KillGrace}.Validate())
 }
 
 // runSem acquires a slot, then holds it as runLock holds a lock.

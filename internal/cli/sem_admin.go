@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -86,36 +85,12 @@ Prints "deleted semaphore NAME" or "semaphore NAME: nothing to delete"
 	return cmd
 }
 
-type semLimitOut struct {
-	Name  string `json:"name"`
-	Limit int    `json:"limit"`
-}
-
-func (o semLimitOut) WriteSimple(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "ok semaphore %s limit=%d\n", o.Name, o.Limit)
-	return err
-}
-
-type semDeleteOut struct {
-	Name    string `json:"name"`
-	Deleted bool   `json:"deleted"`
-}
-
-func (o semDeleteOut) WriteSimple(w io.Writer) error {
-	if !o.Deleted {
-		_, err := fmt.Fprintf(w, "semaphore %s: nothing to delete\n", o.Name)
-		return err
-	}
-	_, err := fmt.Fprintf(w, "deleted semaphore %s\n", o.Name)
-	return err
-}
-
 func runSemSetLimit(ctx context.Context, f *factory, opts *semAdminOptions) error {
 	return f.etcdCall(ctx, nil, func(ctx context.Context, p *printer, c *clientv3.Client) error {
 		if err := semaphore.SetLimit(ctx, c, opts.Prefix+opts.Name, opts.Limit); err != nil {
 			return semAdminError("set the limit of", opts.Name, err)
 		}
-		return p.Print(semLimitOut{Name: opts.Name, Limit: opts.Limit})
+		return p.Print(semaphore.LimitReport{Name: opts.Name, Limit: opts.Limit})
 	})
 }
 
@@ -128,7 +103,7 @@ func runSemDelete(ctx context.Context, f *factory, opts *semAdminOptions) error 
 		if err != nil {
 			return semAdminError("delete", opts.Name, err)
 		}
-		return p.Print(semDeleteOut{Name: opts.Name, Deleted: deleted})
+		return p.Print(semaphore.DeleteReport{Name: opts.Name, Deleted: deleted})
 	})
 }
 

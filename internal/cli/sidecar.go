@@ -115,7 +115,7 @@ noted once on stderr. See docs/sidecar.md.`,
 	fl.DurationVar(&opts.TTL, "ttl", sidecar.DefaultTTL, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
 	fl.StringVar(&opts.TokenFile, "token-file", "", "write the fencing token to this file while leading")
 	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
-	opts.Coord.add(fl, "default: this binary's version, if semantic")
+	addCoordFlags(fl, &opts.Coord, "default: this binary's version, if semantic")
 	fl.StringVar(&opts.APITokenFile, "api-token-file", "", "file holding the token POST /v1/resign requires (needed for a non-loopback --listen)")
 	cmd.AddCommand(newSidecarResignCmd(f))
 	return cmd
@@ -141,9 +141,9 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 	if err != nil {
 		return sidecarFlagError(err)
 	}
-	coord, err := opts.coordination()
+	coord, err := opts.Coord.Parse()
 	if err != nil {
-		return err
+		return sidecarFlagError(err)
 	}
 	defer f.holdOutput(p)()
 	client, err := f.EtcdClient(ctx)

@@ -58,7 +58,7 @@ Owners are compared as strings: give every claimant its own owner name.`,
 			opts.Name = args[0]
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
-			return runClaim(ctx, f, opts)
+			return runClaimOp(ctx, f, opts, claim.OpClaim)
 		},
 	}
 	f.addEtcdFlags(cmd.PersistentFlags())
@@ -86,7 +86,7 @@ left to expire.`,
 			opts.Name, opts.Prefix = args[0], parent.Prefix
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
-			return runClaimRelease(ctx, f, opts)
+			return runClaimOp(ctx, f, opts, claim.OpRelease)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Owner, "owner", "", "the owner releasing the name (required)")
@@ -108,7 +108,7 @@ claimed.`,
 			opts.Name, opts.Prefix = args[0], parent.Prefix
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
-			return runClaimGet(ctx, f, opts)
+			return runClaimOp(ctx, f, opts, claim.OpGet)
 		},
 	}
 	return cmd
@@ -144,42 +144,18 @@ func claimErr(err error) error {
 	return err
 }
 
-func runClaim(ctx context.Context, f *factory, opts *claimOptions) error {
-	res, err := runClaimOp(ctx, f, opts, claim.OpClaim, func(ctx context.Context, c *clientv3.Client) (claim.Result, error) {
-		return claim.Claim(ctx, c, opts.Name, opts.Owner, claim.WithPrefix(opts.Prefix), claim.WithTTL(opts.TTL))
-	})
-	if err == nil && !res.Yours {
-		return reported(errNotAcquired) // the output says whose it is
-	}
-	return err
-}
-
-func runClaimRelease(ctx context.Context, f *factory, opts *claimOptions) error {
-	_, err := runClaimOp(ctx, f, opts, claim.OpRelease, func(ctx context.Context, c *clientv3.Client) (claim.Result, error) {
-		return claim.Release(ctx, c, opts.Name, opts.Owner, claim.WithPrefix(opts.Prefix))
-	})
-	return err
-}
-
-func runClaimGet(ctx context.Context, f *factory, opts *claimOptions) error {
-	_, err := runClaimOp(ctx, f, opts, claim.OpGet, func(ctx context.Context, c *clientv3.Client) (claim.Result, error) {
-		return claim.Get(ctx, c, opts.Name, claim.WithPrefix(opts.Prefix))
-	})
-	return err
-}
-
 // runClaimOp checks the arguments before any connection (bad input is exit
 // 2 whether or not etcd is up), runs op within --command-timeout and
-// prints its result.
-func runClaimOp(ctx context.Context, f *factory, opts *claimOptions, op claim.Op,
-	fn func(context.Context, *clientv3.Client) (claim.Result, error)) (claim.Result, error) {
-	var res claim.Result
-	err := f.etcdCall(ctx, func() error { return validateClaimArgs(opts, op != claim.OpGet) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
-		var err error
-		if res, err = fn(ctx, c); err != nil {
+// prints its result; a claim that is not yours is exit 3.
+func runClaimOp(ctx context.Context, f *factory, opts *claimOptions, op claim.Op) error {
+	return f.etcdCall(ctx, func() error { return validateClaimArgs(opts, op != claim.OpGet) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+		res, err := claim.Do(ctx, c, op, opts.Name, opts.Owner, claim.WithPrefix(opts.Prefix), claim.WithTTL(opts.TTL))
+		if err != nil {
 			return claimErr(err)
 		}
-		return p.Print(res.Report(op))
+		if err := p.Print(res.Report(op)); err != nil || op != claim.OpClaim || res.Yours {
+			return err
+		}
+		return reported(errNotAcquired) // the output says whose it is
 	})
-	return res, err
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -127,9 +126,10 @@ func (o *electOptions) validate() error {
 	if err := checkTTLFlag(o.TTL); err != nil {
 		return err
 	}
+	if err := needName("elect", o.Name); err != nil {
+		return err
+	}
 	switch {
-	case strings.TrimSpace(o.Name) == "":
-		return usageErrorf("elect needs a non-empty NAME")
 	case o.Proposal != "" && o.ID != "":
 		return usageErrorf("give either PROPOSAL or --id, not both")
 	case o.Observe && (o.Proposal != "" || o.ID != ""):
@@ -210,19 +210,13 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 	// and the release is the handover.
 	hctx, stopHold := l.UntilYield(ctx)
 	defer stopHold()
-	release := func() error { // a policy's handover, else a resignation
-		rctx, cancel := f.CommandContext(context.WithoutCancel(ctx))
-		defer cancel()
-		if l.Err() != nil {
-			rctx, cancel = context.WithTimeout(rctx, childproc.CloseGrace) // lost: etcd may be gone
-			defer cancel()
-		}
+	release := f.releaser(ctx, l, func(rctx context.Context) error { // a policy's handover, else a resignation
 		ev, err := l.StepDownEvent(rctx)
 		if ev == nil || err != nil {
 			return err
 		}
 		return p.Print(*ev)
-	}
+	})
 	return f.runHeld(hctx, p, heldRun{
 		what: "leadership of " + opts.Name,
 		hold: childproc.KeyHold{Liveness: l, Sess: l.Session(), ReleaseFunc: release},

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/internal/childproc"
@@ -27,6 +28,57 @@ const (
 	envFencingToken = childproc.EnvFencingToken
 	envFencingScope = childproc.EnvFencingScope
 )
+
+// holdOptions are the options lock and sem share.
+type holdOptions struct {
+	Name string
+	childproc.HoldFlags
+	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
+	Prefix       string
+	Command      []string
+}
+
+// bind sets lock's and sem's Args and RunE: NAME (or --name), then the
+// command after '--', then run until a signal.
+func (o *holdOptions) bind(f *factory, cmd *cobra.Command, what string, nameFlag *string, run func(context.Context) error) {
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		_, _, err := nameAndCommand(what, cmd, args, *nameFlag)
+		return err
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		o.Name, o.Command, _ = nameAndCommand(what, cmd, args, *nameFlag)
+		o.KillGraceSet = cmd.Flags().Changed("kill-grace")
+		ctx, cancel := f.NotifyContext(cmd.Context())
+		defer cancel()
+		return run(ctx)
+	}
+}
+
+// nameAndCommand splits the arguments of lock and sem: NAME (or --name),
+// then the command after '--'. what names the command in errors.
+func nameAndCommand(what string, cmd *cobra.Command, args []string, nameFlag string) (string, []string, error) {
+	name, command, err := childproc.NameAndCommand(what, args, cmd.ArgsLenAtDash(), nameFlag)
+	return name, command, usageOrNil(err)
+}
+
+func (o *holdOptions) validate(what string) error {
+	if err := needName(what, o.Name); err != nil {
+		return err
+	}
+	return usageOrNil(o.HoldFlags.Validate())
+}
+
+// runHeldKey runs a lock's or a slot's key as the flags say (runHeld),
+// released by release within --command-timeout.
+func (f *factory) runHeldKey(ctx context.Context, p *printer, o *holdOptions, what string,
+	held interface {
+		childproc.Liveness
+		HeldKey() *session.HeldKey
+	}, release func(context.Context) error, out any, env map[string]string) error {
+	return f.runHeld(ctx, p, heldRun{what: what, out: out, env: env,
+		hold:    childproc.KeyHold{Liveness: held, Sess: held.HeldKey().Session(), ReleaseFunc: f.releaser(ctx, held, release)},
+		command: o.Command, killGrace: o.KillGrace, graceSet: o.KillGraceSet})
+}
 
 // heldRun is one hold as lock, sem and elect run it.
 type heldRun struct {
@@ -183,8 +235,8 @@ func holdSessionOptions(f *factory) []session.Option {
 
 // acquisition is how lock and sem take their hold, from --timeout and
 // --try; the last try after a timeout gets --command-timeout.
-func (f *factory) acquisition(timeout time.Duration, try bool) childproc.Acquisition {
-	return childproc.Acquisition{Timeout: timeout, Try: try, LastTry: f.Global.CommandTimeout}
+func (f *factory) acquisition(h childproc.HoldFlags) childproc.Acquisition {
+	return childproc.Acquisition{Timeout: h.Timeout, Try: h.Try, LastTry: f.Global.CommandTimeout}
 }
 
 // releaser is childproc.Releaser within --command-timeout.

@@ -229,7 +229,6 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 		},
 		command:   opts.Command,
 		killGrace: opts.KillGrace, graceSet: opts.KillGraceSet,
-		env: map[string]string{childproc.EnvElection: opts.Name, childproc.EnvLeaderID: id,
-			childproc.EnvFencingToken: l.Token().String(), childproc.EnvFencingScope: opts.Name},
+		env: childproc.LeaderEnv(opts.Name, id, l.Token(), childproc.EnvFencingScope, opts.Name),
 	})
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/childproc"
@@ -17,8 +15,6 @@ type sidecarOptions struct {
 	// Flags are the flags internal/sidecar checks and turns into a Config.
 	sidecar.Flags
 	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
-	// Coord are the policy and attribute flags (coord_flags.go).
-	Coord coordFlags
 }
 
 func newSidecarCmd(f *factory) *cobra.Command {
@@ -137,11 +133,7 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 	if len(opts.Command) > 0 && opts.KillGraceSet {
 		warnKillGrace(f.IO.ErrOut, opts.KillGrace, session.DefaultMargin(opts.TTL))
 	}
-	apiToken, err := opts.APIToken()
-	if err != nil {
-		return sidecarFlagError(err)
-	}
-	coord, err := opts.Coord.Parse()
+	cfg, err := opts.Configure()
 	if err != nil {
 		return sidecarFlagError(err)
 	}
@@ -155,10 +147,8 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 	}
 	defer client.Close()
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	cfg := opts.Config(apiToken)
-	cfg.Client, cfg.Coordination, cfg.Stdout, cfg.Stderr = client, coord, f.IO.Out, f.IO.ErrOut
+	reg := sidecar.NewRegistry()
+	cfg.Client, cfg.Stdout, cfg.Stderr = client, f.IO.Out, f.IO.ErrOut
 	cfg.Registerer, cfg.Gatherer, cfg.OnChange = reg, reg, sidecar.OutputLines(p.Print, f.IO.ErrOut)
 	sc, err := sidecar.New(cfg)
 	if err != nil {

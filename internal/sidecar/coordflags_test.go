@@ -51,3 +51,33 @@ func TestCoordFlagsElectionOptionsNoneWhenNotGiven(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, opts, 1)
 }
+
+// Configure checks the API token before the coordination flags and carries
+// both into the Config.
+func TestFlagsConfigure(t *testing.T) {
+	fl := Flags{Election: "e", ID: "i", Listen: "127.0.0.1:0", Coord: CoordFlags{Policy: "priority", Priority: 3}}
+	cfg, err := fl.Configure()
+	require.NoError(t, err)
+	require.Equal(t, Coordination{Policy: election.PolicyPriority, Priority: 3}, cfg.Coordination)
+	require.Equal(t, "e", cfg.Name)
+
+	fl.Coord.Policy = "bogus"
+	_, err = fl.Configure()
+	require.ErrorIs(t, err, ErrUsage)
+	require.ErrorContains(t, err, "invalid --policy")
+
+	fl.Listen = "0.0.0.0:4040"
+	_, err = fl.Configure()
+	require.ErrorIs(t, err, ErrUsage)
+	require.ErrorContains(t, err, "needs --api-token-file", "the token is checked first")
+}
+
+func TestNewRegistryHasRuntimeCollectors(t *testing.T) {
+	mfs, err := NewRegistry().Gather()
+	require.NoError(t, err)
+	names := map[string]bool{}
+	for _, mf := range mfs {
+		names[mf.GetName()] = true
+	}
+	require.True(t, names["go_goroutines"], "the Go collector")
+}

@@ -41,6 +41,8 @@ type Flags struct {
 	KillGrace    time.Duration
 	Command      []string
 	APITokenFile string
+	// Coord are the policy and attribute flags.
+	Coord CoordFlags
 }
 
 // Check checks what can be checked before ready, in this order: the
@@ -109,6 +111,23 @@ func (fl Flags) Config(apiToken string) Config {
 		cfg.Command = fl.Command
 	}
 	return cfg
+}
+
+// Configure is the Config the flags give, with the token of APIToken and
+// the coordination of Coord.Parse (their errors match ErrUsage); the caller
+// adds the client, the streams, the metrics and OnChange.
+func (fl Flags) Configure() (Config, error) {
+	apiToken, err := fl.APIToken()
+	if err != nil {
+		return Config{}, err
+	}
+	coord, err := fl.Coord.Parse()
+	if err != nil {
+		return Config{}, err
+	}
+	cfg := fl.Config(apiToken)
+	cfg.Coordination = coord
+	return cfg, nil
 }
 
 // Serve listens on listen, calls listening with the API's URL once it

@@ -43,3 +43,13 @@ func TestWaitingNotice(t *testing.T) {
 	require.Equal(t, "waiting for semaphore s (all 3 slots held)...", Waiting{Name: "s", Limit: 3}.String())
 	require.Equal(t, "waiting for semaphore s (others wait ahead)...", Waiting{Name: "s", Limit: 3, Ahead: true}.String())
 }
+
+func TestParseLimit(t *testing.T) {
+	n, err := ParseLimit("4")
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+	for _, bad := range []string{"0", "-1", "x", "", "1.5"} {
+		_, err := ParseLimit(bad)
+		require.ErrorIs(t, err, ErrInvalid, bad)
+	}
+}

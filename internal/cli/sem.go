@@ -134,14 +134,8 @@ func acquireSlot(ctx context.Context, f *factory, s *semaphore.Semaphore, opts *
 	return nil, fmt.Errorf("acquire semaphore %s: %w", opts.Name, err)
 }
 
-type semStatusOptions struct {
-	Name   string
-	Prefix string
-}
-
 func newSemStatusCmd(f *factory) *cobra.Command {
-	opts := &semStatusOptions{}
-	cmd := &cobra.Command{
+	return statusCmd(f, "sem", "semaphore", runSemStatus, &cobra.Command{
 		Use:   "status NAME [--prefix P]",
 		Short: "Show the holders of the semaphore NAME and who waits",
 		Long: `Read the keys of the semaphore NAME in one request at one revision and print
@@ -160,23 +154,12 @@ This is the status subcommand of 'coordctl sem': to hold a semaphore named
 "status", use 'coordctl sem --name status'.`,
 		Example: `  coordctl sem status jobs/encoders
   coordctl sem status jobs/encoders -w json`,
-		Args: statusArgs("sem", "semaphore"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Name = args[0]
-			return runSemStatus(cmd.Context(), f, opts)
-		},
-	}
-	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "the etcd key prefix the semaphore's keys are under (as given to coordctl sem --prefix)")
-	return cmd
+	})
 }
 
-func runSemStatus(ctx context.Context, f *factory, opts *semStatusOptions) error {
-	return f.etcdCall(ctx, func() error { return needName("sem status", opts.Name) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+func runSemStatus(ctx context.Context, f *factory, opts *statusOptions) error {
+	return readStatus(ctx, f, "sem", opts, func(ctx context.Context, c *clientv3.Client) (semaphore.Report, error) {
 		st, err := semaphore.Status(ctx, c, opts.Prefix+opts.Name)
-		if err != nil {
-			return fmt.Errorf("sem status %s: %w", opts.Name, err)
-		}
-		// Printed without the prefix: scopes NAME#i.
-		return printStatus(p, st.Named(opts.Name), fmt.Errorf("semaphore %s: no slot held", opts.Name))
-	})
+		return st.Named(opts.Name), err // printed without the prefix: scopes NAME#i
+	}, fmt.Errorf("semaphore %s: no slot held", opts.Name))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -38,15 +37,14 @@ Prints "ok semaphore NAME limit=N" (-w json: {"name","limit"}).`,
 			if len(args) != 2 {
 				return usageErrorf("sem set-limit needs NAME and N")
 			}
-			n, err := strconv.Atoi(args[1])
-			if err != nil || n < 1 {
+			if _, err := semaphore.ParseLimit(args[1]); err != nil {
 				return usageErrorf("sem set-limit: N must be a whole number of at least 1, got %q", args[1])
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
-			opts.Limit, _ = strconv.Atoi(args[1])
+			opts.Limit, _ = semaphore.ParseLimit(args[1])
 			return runSemSetLimit(cmd.Context(), f, opts)
 		},
 	}

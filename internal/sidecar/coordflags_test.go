@@ -81,3 +81,12 @@ func TestNewRegistryHasRuntimeCollectors(t *testing.T) {
 	}
 	require.True(t, names["go_goroutines"], "the Go collector")
 }
+
+func TestResignRequestWithDefaults(t *testing.T) {
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	require.Equal(t, DefaultURL, ResignRequest{}.WithDefaults(getenv).URL)
+	env[EnvURL] = "http://10.0.0.1:4040"
+	require.Equal(t, "http://10.0.0.1:4040", ResignRequest{}.WithDefaults(getenv).URL)
+	require.Equal(t, "http://x:1", ResignRequest{URL: "http://x:1"}.WithDefaults(getenv).URL, "a URL given wins")
+}

@@ -70,8 +70,7 @@ Owners are compared as strings: give every claimant its own owner name.`,
 }
 
 func newClaimReleaseCmd(f *factory, parent *claimOptions) *cobra.Command {
-	opts := &claimOptions{}
-	cmd := &cobra.Command{
+	cmd, opts := claimSubCmd(f, parent, claim.OpRelease, &cobra.Command{
 		Use:   "release NAME --owner OWNER",
 		Short: "Release a claim if OWNER holds it",
 		Long: `Delete the claim on NAME if and only if OWNER holds it, in one transaction
@@ -81,21 +80,13 @@ not claimed at all (the message says which). A lease the claim lived on is
 left to expire.`,
 		Example: `  coordctl claim release alice --owner node-1
   coordctl claim release alice --owner node-1 --prefix myapp/names -w json`,
-		Args: argsUsage(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Name, opts.Prefix = args[0], parent.Prefix
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
-			return runClaimOp(ctx, f, opts, claim.OpRelease)
-		},
-	}
+	})
 	cmd.Flags().StringVar(&opts.Owner, "owner", "", "the owner releasing the name (required)")
 	return cmd
 }
 
 func newClaimGetCmd(f *factory, parent *claimOptions) *cobra.Command {
-	opts := &claimOptions{}
-	cmd := &cobra.Command{
+	cmd, _ := claimSubCmd(f, parent, claim.OpGet, &cobra.Command{
 		Use:   "get NAME",
 		Short: "Show who holds a claim",
 		Long: `Show the owner of NAME, the claim's revision and, if it lives on a lease,
@@ -103,15 +94,22 @@ the lease and the time it has left. Exit 3 with a message if NAME is not
 claimed.`,
 		Example: `  coordctl claim get alice
   coordctl claim get alice -w json   # {"name":"alice","owner":"node-1","revision":7,...}`,
-		Args: argsUsage(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Name, opts.Prefix = args[0], parent.Prefix
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
-			return runClaimOp(ctx, f, opts, claim.OpGet)
-		},
-	}
+	})
 	return cmd
+}
+
+// claimSubCmd completes claim release and claim get: one NAME, the
+// parent's --prefix, and op.
+func claimSubCmd(f *factory, parent *claimOptions, op claim.Op, cmd *cobra.Command) (*cobra.Command, *claimOptions) {
+	opts := &claimOptions{}
+	cmd.Args = argsUsage(cobra.ExactArgs(1))
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		opts.Name, opts.Prefix = args[0], parent.Prefix
+		ctx, cancel := f.NotifyContext(cmd.Context())
+		defer cancel()
+		return runClaimOp(ctx, f, opts, op)
+	}
+	return cmd, opts
 }
 
 // validateClaimArgs checks arguments before any connection, so bad input is

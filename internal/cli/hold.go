@@ -108,23 +108,20 @@ func (f *factory) runHeld(ctx context.Context, p *printer, r heldRun) error {
 	}
 	run := childproc.Run{Hold: r.hold, What: r.what, Command: r.command, Env: r.env, KillGrace: r.killGrace,
 		Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut, Stop: r.stop, OnEnd: r.onEnd,
+		Out:   func() error { return p.Print(r.out) },
 		Notef: func(format string, args ...any) { fmt.Fprintf(f.IO.ErrOut, "coordctl: "+format+"\n", args...) }}
 	if w := run.GraceWarning(); w != "" && r.graceSet {
-		fmt.Fprintf(f.IO.ErrOut, "coordctl: warning: --kill-grace %s\n", w)
+		warnKillGrace(f.IO.ErrOut, w)
 	}
-	if len(r.command) == 0 {
-		if err := p.Print(r.out); err != nil {
-			_ = r.hold.Release()
-			return err
-		}
-		run.Stop = ctx.Done()
-	} else {
+	if len(r.command) > 0 {
 		sigs, stopSigs := f.Signals()
 		defer stopSigs()
 		run.Signals = sigs
 	}
-	o := childproc.Supervise(run.Supervision())
+	o, err := run.Execute(ctx)
 	switch {
+	case err != nil:
+		return err
 	case o.End == childproc.StartFailed:
 		return &childStartError{err: o.StartErr}
 	case o.Lost != nil && len(r.command) == 0:
@@ -215,15 +212,13 @@ func usageOrNil(err error) error {
 	return nil
 }
 
-// warnKillGrace says, before a command runs under a lease with margin
-// margin, when a --kill-grace given is longer: on a loss at the local
-// deadline the command is killed at the lease's earliest expiry, sooner than
-// the grace. The default grace is not warned about; the help says what it
-// means.
-func warnKillGrace(errOut io.Writer, grace, margin time.Duration) {
-	if w := childproc.GraceWarning(grace, margin); w != "" {
-		fmt.Fprintf(errOut, "coordctl: warning: --kill-grace %s\n", w)
-	}
+// warnKillGrace says, before a command runs under a lease, that a
+// --kill-grace given is longer than its margin (w, childproc.GraceWarning):
+// on a loss at the local deadline the command is killed at the lease's
+// earliest expiry, sooner than the grace. The default grace is not warned
+// about; the help says what it means.
+func warnKillGrace(errOut io.Writer, w string) {
+	fmt.Fprintf(errOut, "coordctl: warning: --kill-grace %s\n", w)
 }
 
 // holdSessionOptions are the options of the session a lock or sem

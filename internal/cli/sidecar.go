@@ -8,7 +8,6 @@ import (
 
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/sidecar"
-	"github.com/coordkit/coordkit/session"
 )
 
 type sidecarOptions struct {
@@ -124,14 +123,11 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := checkTTLFlag(opts.TTL); err != nil {
-		return err
-	}
 	if err := opts.Check(); err != nil {
 		return sidecarFlagError(err)
 	}
-	if len(opts.Command) > 0 && opts.KillGraceSet {
-		warnKillGrace(f.IO.ErrOut, opts.KillGrace, session.DefaultMargin(opts.TTL))
+	if w := opts.GraceWarning(); w != "" && opts.KillGraceSet {
+		warnKillGrace(f.IO.ErrOut, w)
 	}
 	cfg, err := opts.Configure()
 	if err != nil {

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/httpguard"
+	"github.com/coordkit/coordkit/session"
 )
 
 // What `coordctl sidecar` does with its flags before and after New: check
@@ -45,12 +47,15 @@ type Flags struct {
 	Coord CoordFlags
 }
 
-// Check checks what can be checked before ready, in this order: the
-// required flags, --kill-grace and --listen (ErrUsage), a --token-file
-// whose directory does not take a new file (ErrUsage), and a command that
-// is not found or not executable (ErrCommand, from CheckCommand). --ttl is
-// the caller's (session.CheckTTL).
+// Check checks what can be checked before ready, in this order: --ttl
+// (session.CheckTTL), the required flags, --kill-grace and --listen
+// (ErrUsage), a --token-file whose directory does not take a new file
+// (ErrUsage), and a command that is not found or not executable
+// (ErrCommand, from CheckCommand).
 func (fl Flags) Check() error {
+	if err := childproc.CheckTTLFlag(fl.TTL); err != nil {
+		return usagef("%v", err)
+	}
 	switch {
 	case strings.TrimSpace(fl.Election) == "":
 		return usagef("--election is required")
@@ -80,6 +85,15 @@ func (fl Flags) Check() error {
 		return CheckCommand(fl.Command)
 	}
 	return nil
+}
+
+// GraceWarning is childproc.GraceWarning of --kill-grace and the lease's
+// margin when a command runs, else "".
+func (fl Flags) GraceWarning() string {
+	if len(fl.Command) == 0 {
+		return ""
+	}
+	return childproc.GraceWarning(fl.KillGrace, session.DefaultMargin(fl.TTL))
 }
 
 // APIToken reads --api-token-file and checks that a non-loopback --listen

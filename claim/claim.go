@@ -20,6 +20,8 @@ var (
 	ErrEmptyOwner = errors.New("claim: empty owner")
 	// ErrNotClaimed is returned by Release and Get for a name nobody holds.
 	ErrNotClaimed = errors.New("claim: not claimed")
+	// ErrUnknownOp is returned by Do for an Op it does not know.
+	ErrUnknownOp = errors.New("claim: unknown op")
 
 	// ErrEmptyName is returned for a name session.ValidateName refuses. It
 	// is session.ErrInvalidName.

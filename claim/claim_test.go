@@ -234,3 +234,24 @@ func TestClaimValidation(t *testing.T) {
 		})
 	}
 }
+
+// Do dispatches each Op to its function; an unknown Op is ErrUnknownOp.
+func TestDoDispatchesOps(t *testing.T) {
+	_, cli := etcdtest.StartWithClient(t)
+	ctx := testCtx(t)
+
+	won, err := Do(ctx, cli, OpClaim, "bob", "node-1")
+	require.NoError(t, err)
+	require.True(t, won.Won)
+	got, err := Do(ctx, cli, OpGet, "bob", "")
+	require.NoError(t, err)
+	require.Equal(t, "node-1", got.Owner)
+	_, err = Do(ctx, cli, OpRelease, "bob", "node-2")
+	require.ErrorIs(t, err, ErrNotOwner)
+	_, err = Do(ctx, cli, OpRelease, "bob", "node-1")
+	require.NoError(t, err)
+	_, err = Do(ctx, cli, OpGet, "bob", "")
+	require.ErrorIs(t, err, ErrNotClaimed)
+	_, err = Do(ctx, cli, Op("steal"), "bob", "node-1")
+	require.ErrorIs(t, err, ErrUnknownOp)
+}

@@ -1,6 +1,7 @@
 package claim
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -83,4 +84,18 @@ func (o Report) String() string {
 		}
 	}
 	return s
+}
+
+// Do runs op on name: Claim for OpClaim, Release for OpRelease, Get for
+// OpGet (owner unused), with their errors; another op is ErrUnknownOp.
+func Do(ctx context.Context, c Client, op Op, name, owner string, opts ...Option) (Result, error) {
+	switch op {
+	case OpClaim:
+		return Claim(ctx, c, name, owner, opts...)
+	case OpRelease:
+		return Release(ctx, c, name, owner, opts...)
+	case OpGet:
+		return Get(ctx, c, name, opts...)
+	}
+	return Result{}, fmt.Errorf("%w %q", ErrUnknownOp, op)
 }

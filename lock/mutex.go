@@ -31,6 +31,11 @@ type Waiting struct {
 	HolderToken fencing.Token
 }
 
+// String is the notice coordctl lock prints while it waits.
+func (w Waiting) String() string {
+	return fmt.Sprintf("waiting for lock %s (held by key %s, token %d)...", w.Name, w.HolderKey, w.HolderToken)
+}
+
 type config struct {
 	ttl      time.Duration
 	ttlSet   bool

@@ -30,3 +30,10 @@ func TestReportPrintedForms(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"name":"jobs","revision":3,"held":false,"holders":[],"waiters":[]}`, string(b))
 }
+
+func TestWaitingNotice(t *testing.T) {
+	w := Waiting{Name: "jobs", Key: "jobs/2", HolderKey: "jobs/1", HolderToken: 7}
+	if got, want := w.String(), "waiting for lock jobs (held by key jobs/1, token 7)..."; got != want {
+		t.Fatalf("Waiting.String() = %q, want %q", got, want)
+	}
+}

@@ -26,6 +26,17 @@ type Waiting struct {
 	// before it, false if it waits for a slot.
 	Key   string
 	Ahead bool
+	// Limit is the semaphore's limit (New's).
+	Limit int
+}
+
+// String is the notice coordctl sem prints while it waits.
+func (w Waiting) String() string {
+	why := fmt.Sprintf("all %d slots held", w.Limit)
+	if w.Ahead {
+		why = "others wait ahead"
+	}
+	return fmt.Sprintf("waiting for semaphore %s (%s)...", w.Name, why)
 }
 
 type config struct {
@@ -325,7 +336,7 @@ func (a *attempt) run(ctx context.Context, try bool) (*Held, error) {
 		}
 		if !notified && s.cfg.onWait != nil {
 			notified = true
-			s.cfg.onWait(Waiting{Name: s.name, Key: a.qkey, Ahead: watchKey != s.slotsPfx()})
+			s.cfg.onWait(Waiting{Name: s.name, Key: a.qkey, Ahead: watchKey != s.slotsPfx(), Limit: s.limit})
 		}
 		if err := a.watch(ctx, watchKey, watchOpts, predRev, seen); err != nil {
 			return fail(err)

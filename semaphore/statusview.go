@@ -3,6 +3,7 @@ package semaphore
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/coordkit/coordkit/fencing"
@@ -88,4 +89,36 @@ func (h *Held) Report() HeldReport {
 // String is "holding semaphore NAME slot=I scope=S key=K token=T lease=L".
 func (r HeldReport) String() string {
 	return fmt.Sprintf("holding semaphore %s slot=%d scope=%s key=%s token=%d lease=%s", r.Name, r.Slot, r.Scope, r.Key, r.Token, r.Lease)
+}
+
+// ParseLimit reads a limit given as text (coordctl sem set-limit NAME N):
+// a whole number of at least 1, else ErrInvalid.
+func ParseLimit(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%w: limit must be a whole number of at least 1, got %q", ErrInvalid, s)
+	}
+	return n, nil
+}
+
+// LimitReport is what `coordctl sem set-limit` prints: the limit stored.
+type LimitReport struct {
+	Name  string `json:"name"`
+	Limit int    `json:"limit"`
+}
+
+func (r LimitReport) String() string { return fmt.Sprintf("ok semaphore %s limit=%d", r.Name, r.Limit) }
+
+// DeleteReport is what `coordctl sem delete` prints: whether there was
+// anything to delete.
+type DeleteReport struct {
+	Name    string `json:"name"`
+	Deleted bool   `json:"deleted"`
+}
+
+func (r DeleteReport) String() string {
+	if !r.Deleted {
+		return "semaphore " + r.Name + ": nothing to delete"
+	}
+	return "deleted semaphore " + r.Name
 }

@@ -26,3 +26,30 @@ func TestReportPrintedForms(t *testing.T) {
 		"waiters":[{"key":"p/pool/queue/2a","token":8,"lease":"2a"}]}`, string(b))
 	require.Equal(t, "semaphore pool: free at revision 1, no limit stored, 0 waiting", Report{Name: "pool", Revision: 1}.String())
 }
+
+func TestAdminReportForms(t *testing.T) {
+	require.Equal(t, "ok semaphore s limit=3", LimitReport{Name: "s", Limit: 3}.String())
+	require.Equal(t, "deleted semaphore s", DeleteReport{Name: "s", Deleted: true}.String())
+	require.Equal(t, "semaphore s: nothing to delete", DeleteReport{Name: "s"}.String())
+	b, err := json.Marshal(DeleteReport{Name: "s", Deleted: true})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"name":"s","deleted":true}`, string(b))
+	b, err = json.Marshal(LimitReport{Name: "s", Limit: 3})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"name":"s","limit":3}`, string(b))
+}
+
+func TestWaitingNotice(t *testing.T) {
+	require.Equal(t, "waiting for semaphore s (all 3 slots held)...", Waiting{Name: "s", Limit: 3}.String())
+	require.Equal(t, "waiting for semaphore s (others wait ahead)...", Waiting{Name: "s", Limit: 3, Ahead: true}.String())
+}
+
+func TestParseLimit(t *testing.T) {
+	n, err := ParseLimit("4")
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+	for _, bad := range []string{"0", "-1", "x", "", "1.5"} {
+		_, err := ParseLimit(bad)
+		require.ErrorIs(t, err, ErrInvalid, bad)
+	}
+}

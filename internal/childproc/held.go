@@ -40,6 +40,17 @@ func KeyEnv(name, key string, tok fencing.Token, scope string, extra ...string) 
 	return env
 }
 
+// LeaderEnv is the environment of a command run while leading an election:
+// the election's name, the value proclaimed, the token, and extra
+// name-value pairs.
+func LeaderEnv(election, id string, tok fencing.Token, extra ...string) map[string]string {
+	env := map[string]string{EnvElection: election, EnvLeaderID: id, EnvFencingToken: tok.String()}
+	for i := 0; i+1 < len(extra); i += 2 {
+		env[extra[i]] = extra[i+1]
+	}
+	return env
+}
+
 // Liveness is what lock.Held, semaphore.Held and election.Leadership say
 // about themselves.
 type Liveness interface {

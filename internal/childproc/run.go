@@ -1,6 +1,7 @@
 package childproc
 
 import (
+	"context"
 	"io"
 	"os"
 	"time"
@@ -25,6 +26,25 @@ type Run struct {
 	Stop  <-chan struct{}
 	OnEnd func(Outcome)
 	Notef func(format string, args ...any)
+	// Out, if set, is called once without a command, before holding
+	// (coordctl prints the holder).
+	Out func() error
+}
+
+// Execute runs r: without a command it calls Out and holds until ctx ends
+// (Stop is ctx's), with one it runs it under the hold (Supervise). An Out
+// error releases the hold and is Execute's error.
+func (r Run) Execute(ctx context.Context) (Outcome, error) {
+	if len(r.Command) == 0 {
+		if r.Out != nil {
+			if err := r.Out(); err != nil {
+				_ = r.Hold.Release()
+				return Outcome{}, err
+			}
+		}
+		r.Stop = ctx.Done()
+	}
+	return Supervise(r.Supervision()), nil
 }
 
 // Supervision is r as Supervise takes it.

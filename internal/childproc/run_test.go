@@ -2,6 +2,7 @@ package childproc
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -26,6 +27,9 @@ func TestRunSupervision(t *testing.T) {
 func TestKeyEnvAndReleaser(t *testing.T) {
 	require.Equal(t, map[string]string{EnvLockName: "pool", EnvLockKey: "pool/slots/1", EnvFencingToken: "7",
 		EnvFencingScope: "pool#1", EnvSemSlot: "1"}, KeyEnv("pool", "pool/slots/1", 7, "pool#1", EnvSemSlot, "1"))
+	require.Equal(t, map[string]string{EnvElection: "sched", EnvLeaderID: "n1", EnvFencingToken: "9", EnvFencingScope: "sched"},
+		LeaderEnv("sched", "n1", 9, EnvFencingScope, "sched"))
+	require.Equal(t, map[string]string{EnvElection: "sched", EnvLeaderID: "n1", EnvFencingToken: "9"}, LeaderEnv("sched", "n1", 9))
 
 	h := newFakeHold()
 	var deadline time.Duration
@@ -39,4 +43,28 @@ func TestKeyEnvAndReleaser(t *testing.T) {
 	h.lose()
 	require.NoError(t, release())
 	require.LessOrEqual(t, deadline, CloseGrace, "lost: at most CloseGrace, etcd may be gone")
+}
+
+// Without a command, Execute calls Out once, then holds until ctx ends and
+// releases; an Out error releases at once and is returned.
+func TestRunExecuteWithoutCommand(t *testing.T) {
+	h := newFakeHold()
+	outs := 0
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan Outcome, 1)
+	go func() {
+		o, err := Run{Hold: h, What: "test hold", Out: func() error { outs++; cancel(); return nil }}.Execute(ctx)
+		require.NoError(t, err)
+		done <- o
+	}()
+	o := <-done
+	require.Equal(t, Stopped, o.End)
+	require.Equal(t, 1, outs)
+	require.EqualValues(t, 1, h.released.Load())
+
+	h = newFakeHold()
+	errOut := errors.New("stdout gone")
+	_, err := Run{Hold: h, What: "test hold", Out: func() error { return errOut }}.Execute(context.Background())
+	require.ErrorIs(t, err, errOut)
+	require.EqualValues(t, 1, h.released.Load(), "released after Out failed")
 }

@@ -58,7 +58,7 @@ Owners are compared as strings: give every claimant its own owner name.`,
 			opts.Name = args[0]
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
-			return runClaim(ctx, f, opts)
+			return runClaimOp(ctx, f, opts, claim.OpClaim)
 		},
 	}
 	f.addEtcdFlags(cmd.PersistentFlags())
@@ -70,8 +70,7 @@ Owners are compared as strings: give every claimant its own owner name.`,
 }
 
 func newClaimReleaseCmd(f *factory, parent *claimOptions) *cobra.Command {
-	opts := &claimOptions{}
-	cmd := &cobra.Command{
+	cmd, opts := claimSubCmd(f, parent, claim.OpRelease, &cobra.Command{
 		Use:   "release NAME --owner OWNER",
 		Short: "Release a claim if OWNER holds it",
 		Long: `Delete the claim on NAME if and only if OWNER holds it, in one transaction
@@ -81,21 +80,13 @@ not claimed at all (the message says which). A lease the claim lived on is
 left to expire.`,
 		Example: `  coordctl claim release alice --owner node-1
   coordctl claim release alice --owner node-1 --prefix myapp/names -w json`,
-		Args: argsUsage(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Name, opts.Prefix = args[0], parent.Prefix
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
-			return runClaimRelease(ctx, f, opts)
-		},
-	}
+	})
 	cmd.Flags().StringVar(&opts.Owner, "owner", "", "the owner releasing the name (required)")
 	return cmd
 }
 
 func newClaimGetCmd(f *factory, parent *claimOptions) *cobra.Command {
-	opts := &claimOptions{}
-	cmd := &cobra.Command{
+	cmd, _ := claimSubCmd(f, parent, claim.OpGet, &cobra.Command{
 		Use:   "get NAME",
 		Short: "Show who holds a claim",
 		Long: `Show the owner of NAME, the claim's revision and, if it lives on a lease,
@@ -103,15 +94,22 @@ the lease and the time it has left. Exit 3 with a message if NAME is not
 claimed.`,
 		Example: `  coordctl claim get alice
   coordctl claim get alice -w json   # {"name":"alice","owner":"node-1","revision":7,...}`,
-		Args: argsUsage(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Name, opts.Prefix = args[0], parent.Prefix
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
-			return runClaimGet(ctx, f, opts)
-		},
-	}
+	})
 	return cmd
+}
+
+// claimSubCmd completes claim release and claim get: one NAME, the
+// parent's --prefix, and op.
+func claimSubCmd(f *factory, parent *claimOptions, op claim.Op, cmd *cobra.Command) (*cobra.Command, *claimOptions) {
+	opts := &claimOptions{}
+	cmd.Args = argsUsage(cobra.ExactArgs(1))
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		opts.Name, opts.Prefix = args[0], parent.Prefix
+		ctx, cancel := f.NotifyContext(cmd.Context())
+		defer cancel()
+		return runClaimOp(ctx, f, opts, op)
+	}
+	return cmd, opts
 }
 
 // validateClaimArgs checks arguments before any connection, so bad input is
@@ -144,42 +142,18 @@ func claimErr(err error) error {
 	return err
 }
 
-func runClaim(ctx context.Context, f *factory, opts *claimOptions) error {
-	res, err := runClaimOp(ctx, f, opts, claim.OpClaim, func(ctx context.Context, c *clientv3.Client) (claim.Result, error) {
-		return claim.Claim(ctx, c, opts.Name, opts.Owner, claim.WithPrefix(opts.Prefix), claim.WithTTL(opts.TTL))
-	})
-	if err == nil && !res.Yours {
-		return reported(errNotAcquired) // the output says whose it is
-	}
-	return err
-}
-
-func runClaimRelease(ctx context.Context, f *factory, opts *claimOptions) error {
-	_, err := runClaimOp(ctx, f, opts, claim.OpRelease, func(ctx context.Context, c *clientv3.Client) (claim.Result, error) {
-		return claim.Release(ctx, c, opts.Name, opts.Owner, claim.WithPrefix(opts.Prefix))
-	})
-	return err
-}
-
-func runClaimGet(ctx context.Context, f *factory, opts *claimOptions) error {
-	_, err := runClaimOp(ctx, f, opts, claim.OpGet, func(ctx context.Context, c *clientv3.Client) (claim.Result, error) {
-		return claim.Get(ctx, c, opts.Name, claim.WithPrefix(opts.Prefix))
-	})
-	return err
-}
-
 // runClaimOp checks the arguments before any connection (bad input is exit
 // 2 whether or not etcd is up), runs op within --command-timeout and
-// prints its result.
-func runClaimOp(ctx context.Context, f *factory, opts *claimOptions, op claim.Op,
-	fn func(context.Context, *clientv3.Client) (claim.Result, error)) (claim.Result, error) {
-	var res claim.Result
-	err := f.etcdCall(ctx, func() error { return validateClaimArgs(opts, op != claim.OpGet) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
-		var err error
-		if res, err = fn(ctx, c); err != nil {
+// prints its result; a claim that is not yours is exit 3.
+func runClaimOp(ctx context.Context, f *factory, opts *claimOptions, op claim.Op) error {
+	return f.etcdCall(ctx, func() error { return validateClaimArgs(opts, op != claim.OpGet) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+		res, err := claim.Do(ctx, c, op, opts.Name, opts.Owner, claim.WithPrefix(opts.Prefix), claim.WithTTL(opts.TTL))
+		if err != nil {
 			return claimErr(err)
 		}
-		return p.Print(res.Report(op))
+		if err := p.Print(res.Report(op)); err != nil || op != claim.OpClaim || res.Yours {
+			return err
+		}
+		return reported(errNotAcquired) // the output says whose it is
 	})
-	return res, err
 }

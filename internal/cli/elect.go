@@ -3,15 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/election"
-	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/session"
 )
@@ -30,52 +26,6 @@ type electOptions struct {
 	// queue instead of campaigning (elect_coord.go).
 	Coord      coordFlags
 	Candidates bool
-}
-
-// electEvent is what coordctl elect prints: "elected" once it leads, "lost"
-// if it stops leading without being asked. Its JSON form is the contract.
-type electEvent struct {
-	Event  string        `json:"event"`
-	Name   string        `json:"name"`
-	ID     string        `json:"id"`
-	Token  fencing.Token `json:"token"`
-	Reason string        `json:"reason,omitempty"`
-}
-
-func (ev electEvent) WriteSimple(w io.Writer) error {
-	var err error
-	switch ev.Event {
-	case "elected":
-		_, err = fmt.Fprintf(w, "elected leader of %s as %s (token %d)\n", ev.Name, ev.ID, ev.Token)
-	case "handed-over":
-		_, err = fmt.Fprintf(w, "handed leadership of %s over as %s (token %d): %s\n", ev.Name, ev.ID, ev.Token, ev.Reason)
-	default:
-		_, err = fmt.Fprintf(w, "lost leadership of %s as %s (token %d): %s\n", ev.Name, ev.ID, ev.Token, ev.Reason)
-	}
-	return err
-}
-
-// leaderEvent is one line of coordctl elect --observe; Leader is null when
-// the election has no leader, and when no leader is known (event
-// "unknown": etcd has not answered for longer than the last leader's lease).
-type leaderEvent struct {
-	Event  string        `json:"event"`
-	Leader *string       `json:"leader"`
-	Token  fencing.Token `json:"token"`
-	Reason string        `json:"reason,omitempty"`
-}
-
-func (ev leaderEvent) WriteSimple(w io.Writer) error {
-	if ev.Event == "unknown" {
-		_, err := fmt.Fprintf(w, "no leader known: %s\n", ev.Reason)
-		return err
-	}
-	if ev.Leader == nil {
-		_, err := fmt.Fprintln(w, "no leader")
-		return err
-	}
-	_, err := fmt.Fprintf(w, "leader %s (token %d)\n", *ev.Leader, ev.Token)
-	return err
 }
 
 func newElectCmd(f *factory) *cobra.Command {
@@ -167,7 +117,7 @@ as etcdctl elect, have none).`,
 	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the election's keys under this etcd key prefix")
 	fl.BoolVar(&opts.Observe, "observe", false, "print the leader on every change instead of campaigning")
 	fl.BoolVar(&opts.Candidates, "candidates", false, "print the candidates, leader first, with their attributes, and exit")
-	opts.Coord.add(fl, "default: none")
+	addCoordFlags(fl, &opts.Coord, "default: none")
 	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
 	return cmd
 }
@@ -176,9 +126,10 @@ func (o *electOptions) validate() error {
 	if err := checkTTLFlag(o.TTL); err != nil {
 		return err
 	}
+	if err := needName("elect", o.Name); err != nil {
+		return err
+	}
 	switch {
-	case strings.TrimSpace(o.Name) == "":
-		return usageErrorf("elect needs a non-empty NAME")
 	case o.Proposal != "" && o.ID != "":
 		return usageErrorf("give either PROPOSAL or --id, not both")
 	case o.Observe && (o.Proposal != "" || o.ID != ""):
@@ -199,11 +150,7 @@ func (o *electOptions) value() string {
 	case o.ID != "":
 		return o.ID
 	}
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "coordctl"
-	}
-	return fmt.Sprintf("%s-%d", host, os.Getpid())
+	return election.DefaultValue()
 }
 
 // runElect campaigns and holds the leadership until ctx ends (resign, exit
@@ -214,9 +161,13 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 		return err
 	}
 	defer client.Close()
-	coordOpts, err := opts.coordOptions()
+	id := ""
+	if !opts.Observe && !opts.Candidates {
+		id = opts.value()
+	}
+	coordOpts, err := opts.Coord.ElectionOptions(id)
 	if err != nil {
-		return err
+		return &usageError{err: err}
 	}
 	e, err := election.New(client, opts.Name, append(coordOpts, election.WithTTL(opts.TTL), election.WithPrefix(opts.Prefix),
 		// Without quorum etcd grants no lease: fail within --command-timeout.
@@ -229,10 +180,15 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 		return observeElection(ctx, f, p, e)
 	}
 	if opts.Candidates {
-		return printCandidates(ctx, f, p, e)
+		cctx, cancel := f.CommandContext(ctx)
+		defer cancel()
+		r, err := e.Report(cctx)
+		if err != nil {
+			return err
+		}
+		return p.Print(r)
 	}
 
-	id := opts.value()
 	holder := ""
 	lctx, cancel := f.CommandContext(ctx)
 	if cur, err := e.Leader(lctx); err == nil {
@@ -247,51 +203,32 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 		}
 		return fmt.Errorf("campaign for %s: %w", opts.Name, err)
 	}
-	elected := electEvent{Event: "elected", Name: opts.Name, ID: id, Token: l.Token()}
 	if len(opts.Command) > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "coordctl: elected leader of %s as %s (token %d); running the command\n", opts.Name, id, l.Token())
 	}
 	// Asked to yield to a preferred candidate (--policy): the command stops
 	// and the release is the handover.
-	hctx, stopHold := context.WithCancel(ctx)
+	hctx, stopHold := l.UntilYield(ctx)
 	defer stopHold()
-	go func() {
-		select {
-		case <-l.Yield():
-			stopHold()
-		case <-hctx.Done():
-		}
-	}()
-	release := func() error { // a policy's handover, else a resignation
-		rctx, cancel := f.CommandContext(context.WithoutCancel(ctx))
-		defer cancel()
-		if l.Err() != nil {
-			rctx, cancel = context.WithTimeout(rctx, childproc.CloseGrace) // lost: etcd may be gone
-			defer cancel()
-		}
-		yielded, herr, err := l.StepDown(rctx)
-		if !yielded || err != nil {
+	release := f.releaser(ctx, l, func(rctx context.Context) error { // a policy's handover, else a resignation
+		ev, err := l.StepDownEvent(rctx)
+		if ev == nil || err != nil {
 			return err
 		}
-		reason := "a preferred candidate joined: handed over to it"
-		if herr != nil {
-			reason = "a preferred candidate joined, but the handover failed (" + herr.Error() + "): resigned"
-		}
-		return p.Print(electEvent{Event: "handed-over", Name: opts.Name, ID: id, Token: l.Token(), Reason: reason})
-	}
+		return p.Print(*ev)
+	})
 	return f.runHeld(hctx, p, heldRun{
 		what: "leadership of " + opts.Name,
 		hold: childproc.KeyHold{Liveness: l, Sess: l.Session(), ReleaseFunc: release},
 		stop: l.Yield(),
-		out:  elected,
+		out:  l.Event("elected", ""),
 		onEnd: func(o childproc.Outcome) {
 			if o.Lost != nil && len(opts.Command) == 0 { // with a command, stdout is the command's
-				_ = p.Print(electEvent{Event: "lost", Name: opts.Name, ID: id, Token: l.Token(), Reason: o.Lost.Error()})
+				_ = p.Print(l.Event("lost", o.Lost.Error()))
 			}
 		},
 		command:   opts.Command,
 		killGrace: opts.KillGrace, graceSet: opts.KillGraceSet,
-		env: map[string]string{childproc.EnvElection: opts.Name, childproc.EnvLeaderID: id,
-			childproc.EnvFencingToken: l.Token().String(), childproc.EnvFencingScope: opts.Name},
+		env: childproc.LeaderEnv(opts.Name, id, l.Token(), childproc.EnvFencingScope, opts.Name),
 	})
 }

@@ -15,13 +15,9 @@ func observeElection(ctx context.Context, f *factory, p *printer, e *election.El
 	err := e.Watch(ctx, election.WatchConfig{RequestTimeout: f.Global.CommandTimeout, OnEvent: func(ev election.WatchEvent) error {
 		switch ev.Kind {
 		case election.WatchLeader:
-			out := leaderEvent{Event: "leader"}
-			if l := ev.Leader; l != nil {
-				out.Leader, out.Token = &l.Value, l.Token
-			}
-			return p.Print(out)
+			return p.Print(election.LeaderEventOf(ev.Leader))
 		case election.WatchUnknown:
-			return p.Print(leaderEvent{Event: "unknown", Reason: ev.Reason})
+			return p.Print(election.LeaderEvent{Event: "unknown", Reason: ev.Reason})
 		case election.WatchDown:
 			fmt.Fprintf(f.IO.ErrOut, "coordctl: etcd does not answer (%v): the leader shown may be gone\n", ev.Err)
 		case election.WatchUp:

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/internal/childproc"
@@ -27,6 +28,57 @@ const (
 	envFencingToken = childproc.EnvFencingToken
 	envFencingScope = childproc.EnvFencingScope
 )
+
+// holdOptions are the options lock and sem share.
+type holdOptions struct {
+	Name string
+	childproc.HoldFlags
+	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
+	Prefix       string
+	Command      []string
+}
+
+// bind sets lock's and sem's Args and RunE: NAME (or --name), then the
+// command after '--', then run until a signal.
+func (o *holdOptions) bind(f *factory, cmd *cobra.Command, what string, nameFlag *string, run func(context.Context) error) {
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		_, _, err := nameAndCommand(what, cmd, args, *nameFlag)
+		return err
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		o.Name, o.Command, _ = nameAndCommand(what, cmd, args, *nameFlag)
+		o.KillGraceSet = cmd.Flags().Changed("kill-grace")
+		ctx, cancel := f.NotifyContext(cmd.Context())
+		defer cancel()
+		return run(ctx)
+	}
+}
+
+// nameAndCommand splits the arguments of lock and sem: NAME (or --name),
+// then the command after '--'. what names the command in errors.
+func nameAndCommand(what string, cmd *cobra.Command, args []string, nameFlag string) (string, []string, error) {
+	name, command, err := childproc.NameAndCommand(what, args, cmd.ArgsLenAtDash(), nameFlag)
+	return name, command, usageOrNil(err)
+}
+
+func (o *holdOptions) validate(what string) error {
+	if err := needName(what, o.Name); err != nil {
+		return err
+	}
+	return usageOrNil(o.HoldFlags.Validate())
+}
+
+// runHeldKey runs a lock's or a slot's key as the flags say (runHeld),
+// released by release within --command-timeout.
+func (f *factory) runHeldKey(ctx context.Context, p *printer, o *holdOptions, what string,
+	held interface {
+		childproc.Liveness
+		HeldKey() *session.HeldKey
+	}, release func(context.Context) error, out any, env map[string]string) error {
+	return f.runHeld(ctx, p, heldRun{what: what, out: out, env: env,
+		hold:    childproc.KeyHold{Liveness: held, Sess: held.HeldKey().Session(), ReleaseFunc: f.releaser(ctx, held, release)},
+		command: o.Command, killGrace: o.KillGrace, graceSet: o.KillGraceSet})
+}
 
 // heldRun is one hold as lock, sem and elect run it.
 type heldRun struct {
@@ -56,23 +108,20 @@ func (f *factory) runHeld(ctx context.Context, p *printer, r heldRun) error {
 	}
 	run := childproc.Run{Hold: r.hold, What: r.what, Command: r.command, Env: r.env, KillGrace: r.killGrace,
 		Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut, Stop: r.stop, OnEnd: r.onEnd,
+		Out:   func() error { return p.Print(r.out) },
 		Notef: func(format string, args ...any) { fmt.Fprintf(f.IO.ErrOut, "coordctl: "+format+"\n", args...) }}
 	if w := run.GraceWarning(); w != "" && r.graceSet {
-		fmt.Fprintf(f.IO.ErrOut, "coordctl: warning: --kill-grace %s\n", w)
+		warnKillGrace(f.IO.ErrOut, w)
 	}
-	if len(r.command) == 0 {
-		if err := p.Print(r.out); err != nil {
-			_ = r.hold.Release()
-			return err
-		}
-		run.Stop = ctx.Done()
-	} else {
+	if len(r.command) > 0 {
 		sigs, stopSigs := f.Signals()
 		defer stopSigs()
 		run.Signals = sigs
 	}
-	o := childproc.Supervise(run.Supervision())
+	o, err := run.Execute(ctx)
 	switch {
+	case err != nil:
+		return err
 	case o.End == childproc.StartFailed:
 		return &childStartError{err: o.StartErr}
 	case o.Lost != nil && len(r.command) == 0:
@@ -153,42 +202,23 @@ func (f *factory) holdOutput(p *printer) (stop func()) {
 
 // checkTTLFlag checks --ttl with the library's bounds, before anything is
 // dialed: a usage error (exit 2).
-func checkTTLFlag(ttl time.Duration) error {
-	if err := session.CheckTTL(ttl); err != nil {
-		return usageErrorf("invalid --ttl %s: %v", ttl, err)
+func checkTTLFlag(ttl time.Duration) error { return usageOrNil(childproc.CheckTTLFlag(ttl)) }
+
+// usageOrNil is err, if any, as a usage error (exit 2).
+func usageOrNil(err error) error {
+	if err != nil {
+		return &usageError{err: err}
 	}
 	return nil
 }
 
-// warnKillGrace says, before a command runs under a lease with margin
-// margin, when a --kill-grace given is longer: on a loss at the local
-// deadline the command is killed at the lease's earliest expiry, sooner than
-// the grace. The default grace is not warned about; the help says what it
-// means.
-func warnKillGrace(errOut io.Writer, grace, margin time.Duration) {
-	if w := childproc.GraceWarning(grace, margin); w != "" {
-		fmt.Fprintf(errOut, "coordctl: warning: --kill-grace %s\n", w)
-	}
-}
-
-// validateHoldFlags checks the flags lock and sem share: how long the lease
-// lives, how long to wait, what a lost predecessor costs, how a command is
-// stopped.
-func validateHoldFlags(ttl, timeout time.Duration, try bool, lockDelay, killGrace time.Duration) error {
-	if err := checkTTLFlag(ttl); err != nil {
-		return err
-	}
-	switch {
-	case timeout < 0:
-		return usageErrorf("invalid --timeout %s: must not be negative", timeout)
-	case try && timeout > 0:
-		return usageErrorf("--try and --timeout exclude each other")
-	case lockDelay < 0:
-		return usageErrorf("invalid --lock-delay %s: must not be negative", lockDelay)
-	case killGrace <= 0:
-		return usageErrorf("invalid --kill-grace %s: must be positive", killGrace)
-	}
-	return nil
+// warnKillGrace says, before a command runs under a lease, that a
+// --kill-grace given is longer than its margin (w, childproc.GraceWarning):
+// on a loss at the local deadline the command is killed at the lease's
+// earliest expiry, sooner than the grace. The default grace is not warned
+// about; the help says what it means.
+func warnKillGrace(errOut io.Writer, w string) {
+	fmt.Fprintf(errOut, "coordctl: warning: --kill-grace %s\n", w)
 }
 
 // holdSessionOptions are the options of the session a lock or sem
@@ -200,8 +230,8 @@ func holdSessionOptions(f *factory) []session.Option {
 
 // acquisition is how lock and sem take their hold, from --timeout and
 // --try; the last try after a timeout gets --command-timeout.
-func (f *factory) acquisition(timeout time.Duration, try bool) childproc.Acquisition {
-	return childproc.Acquisition{Timeout: timeout, Try: try, LastTry: f.Global.CommandTimeout}
+func (f *factory) acquisition(h childproc.HoldFlags) childproc.Acquisition {
+	return childproc.Acquisition{Timeout: h.Timeout, Try: h.Try, LastTry: f.Global.CommandTimeout}
 }
 
 // releaser is childproc.Releaser within --command-timeout.

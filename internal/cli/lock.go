@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -13,16 +12,8 @@ import (
 )
 
 type lockOptions struct {
-	Name         string
-	TTL          time.Duration
-	Timeout      time.Duration
-	Try          bool
-	Read         bool
-	LockDelay    time.Duration
-	KillGrace    time.Duration
-	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
-	Prefix       string
-	Command      []string
+	holdOptions
+	Read bool
 }
 
 func newLockCmd(f *factory) *cobra.Command {
@@ -105,18 +96,8 @@ named "status" is taken with --name: coordctl lock --name status -- CMD.`,
   coordctl lock maintenance -w json                   # {"name":"maintenance","key":"maintenance/694d...","token":42,"lease":"694d..."}
   coordctl lock status jobs/nightly
   coordctl lock --name status -- ./job.sh              # a lock named "status"`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			_, _, err := nameAndCommand("lock", cmd, args, nameFlag)
-			return err
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Name, opts.Command, _ = nameAndCommand("lock", cmd, args, nameFlag)
-			opts.KillGraceSet = cmd.Flags().Changed("kill-grace")
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
-			return runLock(ctx, f, opts)
-		},
 	}
+	opts.bind(f, cmd, "lock", &nameFlag, func(ctx context.Context) error { return runLock(ctx, f, opts) })
 	fl := cmd.Flags()
 	f.addEtcdFlags(cmd.PersistentFlags()) // also for subcommands (lock status)
 	fl.DurationVar(&opts.TTL, "ttl", lock.DefaultTTL, "lease TTL: a crashed holder is replaced about this long after it stopped (at least 1s)")
@@ -131,27 +112,10 @@ named "status" is taken with --name: coordctl lock --name status -- CMD.`,
 	return cmd
 }
 
-// nameAndCommand splits the arguments of lock and sem: NAME (or --name),
-// then the command after '--'. what names the command in errors.
-func nameAndCommand(what string, cmd *cobra.Command, args []string, nameFlag string) (string, []string, error) {
-	name, command, err := childproc.NameAndCommand(what, args, cmd.ArgsLenAtDash(), nameFlag)
-	if err != nil {
-		return "", nil, &usageError{err: err}
-	}
-	return name, command, nil
-}
-
-func (o *lockOptions) validate() error {
-	if err := needName("lock", o.Name); err != nil {
-		return err
-	}
-	return validateHoldFlags(o.TTL, o.Timeout, o.Try, o.LockDelay, o.KillGrace)
-}
-
 // runLock acquires the lock, then holds it until ctx ends (no command) or
 // the command exits, or until it is lost (exit 4).
 func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
-	p, client, err := f.startEtcd(ctx, opts.validate)
+	p, client, err := f.startEtcd(ctx, func() error { return opts.validate("lock") })
 	if err != nil {
 		return err
 	}
@@ -160,9 +124,7 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 	notice := &childproc.WaitNotice{Out: f.IO.ErrOut}
 	lopts := []lock.Option{lock.WithTTL(opts.TTL), lock.WithSessionOptions(holdSessionOptions(f)...),
 		lock.WithPrefix(opts.Prefix), lock.WithLockDelay(opts.LockDelay),
-		lock.WithOnWait(func(w lock.Waiting) {
-			notice.Waiting(fmt.Sprintf("waiting for lock %s (held by key %s, token %d)...", w.Name, w.HolderKey, w.HolderToken))
-		})}
+		lock.WithOnWait(func(w lock.Waiting) { notice.Waiting(w.String()) })}
 	// A writer is a plain Mutex (NAME/<lease>), which every RWMutex reader
 	// counts as a writer: 'coordctl lock NAME' keeps its meaning and layout.
 	newMutex := lock.New
@@ -183,20 +145,14 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 	if err != nil {
 		return err
 	}
-	return f.runHeld(ctx, p, heldRun{
-		what:      "lock " + opts.Name,
-		hold:      childproc.KeyHold{Liveness: held, Sess: held.HeldKey().Session(), ReleaseFunc: f.releaser(ctx, held, held.Unlock)},
-		out:       held.Report(),
-		command:   opts.Command,
-		killGrace: opts.KillGrace, graceSet: opts.KillGraceSet,
-		env: childproc.KeyEnv(opts.Name, held.Key(), held.Token(), opts.Name),
-	})
+	return f.runHeldKey(ctx, p, &opts.holdOptions, "lock "+opts.Name, held, held.Unlock, held.Report(),
+		childproc.KeyEnv(opts.Name, held.Key(), held.Token(), opts.Name))
 }
 
 // acquireLock takes the lock as the flags say; "not acquired" (exit 3) is
 // lock.ErrLocked or errNotAcquired.
 func acquireLock(ctx context.Context, f *factory, m *lock.Mutex, opts *lockOptions) (*lock.Held, error) {
-	held, timedOut, err := childproc.Acquire(ctx, f.acquisition(opts.Timeout, opts.Try), m.Lock, m.TryLock)
+	held, timedOut, err := childproc.Acquire(ctx, f.acquisition(opts.HoldFlags), m.Lock, m.TryLock)
 	switch {
 	case err == nil:
 		return held, nil

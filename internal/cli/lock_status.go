@@ -10,14 +10,14 @@ import (
 	"github.com/coordkit/coordkit/lock"
 )
 
-type lockStatusOptions struct {
+// statusOptions are the options of lock status and sem status.
+type statusOptions struct {
 	Name   string
 	Prefix string
 }
 
 func newLockStatusCmd(f *factory) *cobra.Command {
-	opts := &lockStatusOptions{}
-	cmd := &cobra.Command{
+	return statusCmd(f, "lock", "lock", runLockStatus, &cobra.Command{
 		Use:   "status NAME [--prefix P]",
 		Short: "Show who holds the lock NAME and who waits for it",
 		Long: `Read the keys of the lock NAME in one request at one revision and print its
@@ -39,13 +39,19 @@ This is the status subcommand of 'coordctl lock': to hold a lock named
 		Example: `  coordctl lock status jobs/nightly
   coordctl lock status jobs/nightly -w json
   coordctl lock status jobs/nightly >/dev/null || echo "nobody holds it"`,
-		Args: statusArgs("lock", "lock"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Name = args[0]
-			return runLockStatus(cmd.Context(), f, opts)
-		},
+	})
+}
+
+// statusCmd completes lock status and sem status: one NAME (statusArgs),
+// --prefix, and run.
+func statusCmd(f *factory, command, noun string, run func(context.Context, *factory, *statusOptions) error, cmd *cobra.Command) *cobra.Command {
+	opts := &statusOptions{}
+	cmd.Args = statusArgs(command, noun)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		opts.Name = args[0]
+		return run(cmd.Context(), f, opts)
 	}
-	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "the etcd key prefix the lock's keys are under (as given to coordctl lock --prefix)")
+	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "the etcd key prefix the "+noun+"'s keys are under (as given to coordctl "+command+" --prefix)")
 	return cmd
 }
 
@@ -60,25 +66,30 @@ func statusArgs(command, noun string) cobra.PositionalArgs {
 	}
 }
 
-func runLockStatus(ctx context.Context, f *factory, opts *lockStatusOptions) error {
-	return f.etcdCall(ctx, func() error { return needName("lock status", opts.Name) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+func runLockStatus(ctx context.Context, f *factory, opts *statusOptions) error {
+	return readStatus(ctx, f, "lock", opts, func(ctx context.Context, c *clientv3.Client) (lock.Report, error) {
 		st, err := lock.Status(ctx, c, opts.Prefix+opts.Name)
-		if err != nil {
-			return fmt.Errorf("lock status %s: %w", opts.Name, err)
-		}
 		st.Name = opts.Name // printed without the prefix
-		return printStatus(p, st, fmt.Errorf("lock %s is free", opts.Name))
-	})
+		return st, err
+	}, fmt.Errorf("lock %s is free", opts.Name))
 }
 
-// printStatus prints a lock's or semaphore's status; nobody holding it is
-// exit 3 (free, the output says so).
-func printStatus(p *printer, st interface{ Held() bool }, free error) error {
-	if err := p.Print(st); err != nil {
-		return err
-	}
-	if !st.Held() {
-		return reported(mark(errNotAcquired, free))
-	}
-	return nil
+// readStatus runs lock status and sem status: read within
+// --command-timeout and print; nobody holding it is exit 3 (free, the
+// output says so).
+func readStatus[S interface{ Held() bool }](ctx context.Context, f *factory, command string, opts *statusOptions,
+	read func(context.Context, *clientv3.Client) (S, error), free error) error {
+	return f.etcdCall(ctx, func() error { return needName(command+" status", opts.Name) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+		st, err := read(ctx, c)
+		if err != nil {
+			return fmt.Errorf("%s status %s: %w", command, opts.Name, err)
+		}
+		if err := p.Print(st); err != nil {
+			return err
+		}
+		if !st.Held() {
+			return reported(mark(errNotAcquired, free))
+		}
+		return nil
+	})
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -15,16 +14,8 @@ import (
 )
 
 type semOptions struct {
-	Name         string
-	Limit        int
-	TTL          time.Duration
-	Timeout      time.Duration
-	Try          bool
-	LockDelay    time.Duration
-	KillGrace    time.Duration
-	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
-	Prefix       string
-	Command      []string
+	holdOptions
+	Limit int
 }
 
 func newSemCmd(f *factory) *cobra.Command {
@@ -72,18 +63,8 @@ is taken with --name: coordctl sem --name status --limit 2 -- CMD.`,
   coordctl sem db/pool --limit 2 -- sh -c 'coordctl resource put out v1'   # --scope db/pool#I from the environment
   coordctl sem jobs/encoders --limit 3 -w json                 # {"name":"jobs/encoders","limit":3,"slot":0,"scope":"jobs/encoders#0",...}
   coordctl sem status jobs/encoders`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			_, _, err := nameAndCommand("sem", cmd, args, nameFlag)
-			return err
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Name, opts.Command, _ = nameAndCommand("sem", cmd, args, nameFlag)
-			opts.KillGraceSet = cmd.Flags().Changed("kill-grace")
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
-			return runSem(ctx, f, opts)
-		},
 	}
+	opts.bind(f, cmd, "sem", &nameFlag, func(ctx context.Context) error { return runSem(ctx, f, opts) })
 	fl := cmd.Flags()
 	fl.IntVar(&opts.Limit, "limit", 0, "number of slots: at most this many holders at once (required)")
 	fl.DurationVar(&opts.TTL, "ttl", semaphore.DefaultTTL, "lease TTL: a crashed holder's slot is freed about this long after it stopped (at least 1s)")
@@ -105,7 +86,7 @@ func (o *semOptions) validate() error {
 	if o.Limit < 1 {
 		return usageErrorf("sem needs --limit N with N at least 1")
 	}
-	return validateHoldFlags(o.TTL, o.Timeout, o.Try, o.LockDelay, o.KillGrace)
+	return usageOrNil(o.HoldFlags.Validate())
 }
 
 // runSem acquires a slot, then holds it as runLock holds a lock.
@@ -119,13 +100,7 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 	notice := &childproc.WaitNotice{Out: f.IO.ErrOut}
 	s, err := semaphore.New(client, opts.Name, opts.Limit,
 		semaphore.WithTTL(opts.TTL), semaphore.WithSessionOptions(holdSessionOptions(f)...), semaphore.WithPrefix(opts.Prefix), semaphore.WithLockDelay(opts.LockDelay),
-		semaphore.WithOnWait(func(w semaphore.Waiting) {
-			why := fmt.Sprintf("all %d slots held", opts.Limit)
-			if w.Ahead {
-				why = "others wait ahead"
-			}
-			notice.Waiting(fmt.Sprintf("waiting for semaphore %s (%s)...", w.Name, why))
-		}))
+		semaphore.WithOnWait(func(w semaphore.Waiting) { notice.Waiting(w.String()) }))
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
@@ -136,20 +111,14 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 	if err != nil {
 		return err
 	}
-	return f.runHeld(ctx, p, heldRun{
-		what:      fmt.Sprintf("semaphore %s slot %d", opts.Name, held.Slot()),
-		hold:      childproc.KeyHold{Liveness: held, Sess: held.HeldKey().Session(), ReleaseFunc: f.releaser(ctx, held, held.Release)},
-		out:       held.Report(),
-		command:   opts.Command,
-		killGrace: opts.KillGrace, graceSet: opts.KillGraceSet,
-		env: childproc.KeyEnv(opts.Name, held.Key(), held.Token(), held.Scope(), childproc.EnvSemSlot, strconv.Itoa(held.Slot())),
-	})
+	return f.runHeldKey(ctx, p, &opts.holdOptions, fmt.Sprintf("semaphore %s slot %d", opts.Name, held.Slot()), held, held.Release, held.Report(),
+		childproc.KeyEnv(opts.Name, held.Key(), held.Token(), held.Scope(), childproc.EnvSemSlot, strconv.Itoa(held.Slot())))
 }
 
 // acquireSlot takes a slot as the flags say; "not acquired" (exit 3) is
 // errNotAcquired.
 func acquireSlot(ctx context.Context, f *factory, s *semaphore.Semaphore, opts *semOptions) (*semaphore.Held, error) {
-	held, timedOut, err := childproc.Acquire(ctx, f.acquisition(opts.Timeout, opts.Try), s.Acquire, s.TryAcquire)
+	held, timedOut, err := childproc.Acquire(ctx, f.acquisition(opts.HoldFlags), s.Acquire, s.TryAcquire)
 	switch {
 	case err == nil:
 		return held, nil
@@ -165,14 +134,8 @@ func acquireSlot(ctx context.Context, f *factory, s *semaphore.Semaphore, opts *
 	return nil, fmt.Errorf("acquire semaphore %s: %w", opts.Name, err)
 }
 
-type semStatusOptions struct {
-	Name   string
-	Prefix string
-}
-
 func newSemStatusCmd(f *factory) *cobra.Command {
-	opts := &semStatusOptions{}
-	cmd := &cobra.Command{
+	return statusCmd(f, "sem", "semaphore", runSemStatus, &cobra.Command{
 		Use:   "status NAME [--prefix P]",
 		Short: "Show the holders of the semaphore NAME and who waits",
 		Long: `Read the keys of the semaphore NAME in one request at one revision and print
@@ -191,23 +154,12 @@ This is the status subcommand of 'coordctl sem': to hold a semaphore named
 "status", use 'coordctl sem --name status'.`,
 		Example: `  coordctl sem status jobs/encoders
   coordctl sem status jobs/encoders -w json`,
-		Args: statusArgs("sem", "semaphore"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Name = args[0]
-			return runSemStatus(cmd.Context(), f, opts)
-		},
-	}
-	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "the etcd key prefix the semaphore's keys are under (as given to coordctl sem --prefix)")
-	return cmd
+	})
 }
 
-func runSemStatus(ctx context.Context, f *factory, opts *semStatusOptions) error {
-	return f.etcdCall(ctx, func() error { return needName("sem status", opts.Name) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+func runSemStatus(ctx context.Context, f *factory, opts *statusOptions) error {
+	return readStatus(ctx, f, "sem", opts, func(ctx context.Context, c *clientv3.Client) (semaphore.Report, error) {
 		st, err := semaphore.Status(ctx, c, opts.Prefix+opts.Name)
-		if err != nil {
-			return fmt.Errorf("sem status %s: %w", opts.Name, err)
-		}
-		// Printed without the prefix: scopes NAME#i.
-		return printStatus(p, st.Named(opts.Name), fmt.Errorf("semaphore %s: no slot held", opts.Name))
-	})
+		return st.Named(opts.Name), err // printed without the prefix: scopes NAME#i
+	}, fmt.Errorf("semaphore %s: no slot held", opts.Name))
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"strconv"
 
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -39,15 +37,14 @@ Prints "ok semaphore NAME limit=N" (-w json: {"name","limit"}).`,
 			if len(args) != 2 {
 				return usageErrorf("sem set-limit needs NAME and N")
 			}
-			n, err := strconv.Atoi(args[1])
-			if err != nil || n < 1 {
+			if _, err := semaphore.ParseLimit(args[1]); err != nil {
 				return usageErrorf("sem set-limit: N must be a whole number of at least 1, got %q", args[1])
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
-			opts.Limit, _ = strconv.Atoi(args[1])
+			opts.Limit, _ = semaphore.ParseLimit(args[1])
 			return runSemSetLimit(cmd.Context(), f, opts)
 		},
 	}
@@ -86,36 +83,12 @@ Prints "deleted semaphore NAME" or "semaphore NAME: nothing to delete"
 	return cmd
 }
 
-type semLimitOut struct {
-	Name  string `json:"name"`
-	Limit int    `json:"limit"`
-}
-
-func (o semLimitOut) WriteSimple(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "ok semaphore %s limit=%d\n", o.Name, o.Limit)
-	return err
-}
-
-type semDeleteOut struct {
-	Name    string `json:"name"`
-	Deleted bool   `json:"deleted"`
-}
-
-func (o semDeleteOut) WriteSimple(w io.Writer) error {
-	if !o.Deleted {
-		_, err := fmt.Fprintf(w, "semaphore %s: nothing to delete\n", o.Name)
-		return err
-	}
-	_, err := fmt.Fprintf(w, "deleted semaphore %s\n", o.Name)
-	return err
-}
-
 func runSemSetLimit(ctx context.Context, f *factory, opts *semAdminOptions) error {
 	return f.etcdCall(ctx, nil, func(ctx context.Context, p *printer, c *clientv3.Client) error {
 		if err := semaphore.SetLimit(ctx, c, opts.Prefix+opts.Name, opts.Limit); err != nil {
 			return semAdminError("set the limit of", opts.Name, err)
 		}
-		return p.Print(semLimitOut{Name: opts.Name, Limit: opts.Limit})
+		return p.Print(semaphore.LimitReport{Name: opts.Name, Limit: opts.Limit})
 	})
 }
 
@@ -128,7 +101,7 @@ func runSemDelete(ctx context.Context, f *factory, opts *semAdminOptions) error 
 		if err != nil {
 			return semAdminError("delete", opts.Name, err)
 		}
-		return p.Print(semDeleteOut{Name: opts.Name, Deleted: deleted})
+		return p.Print(semaphore.DeleteReport{Name: opts.Name, Deleted: deleted})
 	})
 }
 

@@ -4,21 +4,16 @@ import (
 	"context"
 	"errors"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/sidecar"
-	"github.com/coordkit/coordkit/session"
 )
 
 type sidecarOptions struct {
 	// Flags are the flags internal/sidecar checks and turns into a Config.
 	sidecar.Flags
 	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
-	// Coord are the policy and attribute flags (coord_flags.go).
-	Coord coordFlags
 }
 
 func newSidecarCmd(f *factory) *cobra.Command {
@@ -115,7 +110,7 @@ noted once on stderr. See docs/sidecar.md.`,
 	fl.DurationVar(&opts.TTL, "ttl", sidecar.DefaultTTL, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
 	fl.StringVar(&opts.TokenFile, "token-file", "", "write the fencing token to this file while leading")
 	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
-	opts.Coord.add(fl, "default: this binary's version, if semantic")
+	addCoordFlags(fl, &opts.Coord, "default: this binary's version, if semantic")
 	fl.StringVar(&opts.APITokenFile, "api-token-file", "", "file holding the token POST /v1/resign requires (needed for a non-loopback --listen)")
 	cmd.AddCommand(newSidecarResignCmd(f))
 	return cmd
@@ -128,22 +123,15 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := checkTTLFlag(opts.TTL); err != nil {
-		return err
-	}
 	if err := opts.Check(); err != nil {
 		return sidecarFlagError(err)
 	}
-	if len(opts.Command) > 0 && opts.KillGraceSet {
-		warnKillGrace(f.IO.ErrOut, opts.KillGrace, session.DefaultMargin(opts.TTL))
+	if w := opts.GraceWarning(); w != "" && opts.KillGraceSet {
+		warnKillGrace(f.IO.ErrOut, w)
 	}
-	apiToken, err := opts.APIToken()
+	cfg, err := opts.Configure()
 	if err != nil {
 		return sidecarFlagError(err)
-	}
-	coord, err := opts.coordination()
-	if err != nil {
-		return err
 	}
 	defer f.holdOutput(p)()
 	client, err := f.EtcdClient(ctx)
@@ -155,10 +143,8 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 	}
 	defer client.Close()
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	cfg := opts.Config(apiToken)
-	cfg.Client, cfg.Coordination, cfg.Stdout, cfg.Stderr = client, coord, f.IO.Out, f.IO.ErrOut
+	reg := sidecar.NewRegistry()
+	cfg.Client, cfg.Stdout, cfg.Stderr = client, f.IO.Out, f.IO.ErrOut
 	cfg.Registerer, cfg.Gatherer, cfg.OnChange = reg, reg, sidecar.OutputLines(p.Print, f.IO.ErrOut)
 	sc, err := sidecar.New(cfg)
 	if err != nil {

@@ -9,9 +9,6 @@ import (
 	"github.com/coordkit/coordkit/internal/sidecar"
 )
 
-// envSidecarURL is the sidecar API address 'sidecar resign' uses by default.
-const envSidecarURL = "COORDCTL_SIDECAR_URL"
-
 // sidecarResignOptions are the request the flags make (internal/sidecar).
 type sidecarResignOptions = sidecar.ResignRequest
 
@@ -20,7 +17,7 @@ func newSidecarResignCmd(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "resign [--url URL] [--api-token-file FILE]",
 		Short: "Ask a running sidecar to step down (a preStop hook)",
-		Long: `Send POST /v1/resign to the sidecar at --url (default $` + envSidecarURL + `, else
+		Long: `Send POST /v1/resign to the sidecar at --url (default $` + sidecar.EnvURL + `, else
 http://127.0.0.1:4040), with Content-Type application/json and, with
 --api-token-file, "Authorization: Bearer TOKEN". A leader stops its command,
 steps down and campaigns again at the back of the queue, so a standby takes
@@ -34,18 +31,13 @@ reached or refused the request (a wrong token, say).`,
   coordctl sidecar resign -w json   # {"resigned":true,"state":{...}}`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if opts.URL == "" {
-				opts.URL = f.Getenv(envSidecarURL)
-			}
-			if opts.URL == "" {
-				opts.URL = "http://127.0.0.1:4040"
-			}
+			*opts = opts.WithDefaults(f.Getenv)
 			ctx, cancel := f.NotifyContext(cmd.Context())
 			defer cancel()
 			return runSidecarResign(ctx, f, opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.URL, "url", "", "the sidecar's API (default $"+envSidecarURL+", else http://127.0.0.1:4040)")
+	cmd.Flags().StringVar(&opts.URL, "url", "", "the sidecar's API (default $"+sidecar.EnvURL+", else http://127.0.0.1:4040)")
 	cmd.Flags().StringVar(&opts.APITokenFile, "api-token-file", "", "file holding the sidecar's --api-token-file token")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 30*time.Second, "give up after this long (a leader stops its command first, up to its --kill-grace)")
 	return cmd

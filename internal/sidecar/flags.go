@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/httpguard"
+	"github.com/coordkit/coordkit/session"
 )
 
 // What `coordctl sidecar` does with its flags before and after New: check
@@ -41,14 +43,19 @@ type Flags struct {
 	KillGrace    time.Duration
 	Command      []string
 	APITokenFile string
+	// Coord are the policy and attribute flags.
+	Coord CoordFlags
 }
 
-// Check checks what can be checked before ready, in this order: the
-// required flags, --kill-grace and --listen (ErrUsage), a --token-file
-// whose directory does not take a new file (ErrUsage), and a command that
-// is not found or not executable (ErrCommand, from CheckCommand). --ttl is
-// the caller's (session.CheckTTL).
+// Check checks what can be checked before ready, in this order: --ttl
+// (session.CheckTTL), the required flags, --kill-grace and --listen
+// (ErrUsage), a --token-file whose directory does not take a new file
+// (ErrUsage), and a command that is not found or not executable
+// (ErrCommand, from CheckCommand).
 func (fl Flags) Check() error {
+	if err := childproc.CheckTTLFlag(fl.TTL); err != nil {
+		return usagef("%v", err)
+	}
 	switch {
 	case strings.TrimSpace(fl.Election) == "":
 		return usagef("--election is required")
@@ -80,6 +87,15 @@ func (fl Flags) Check() error {
 	return nil
 }
 
+// GraceWarning is childproc.GraceWarning of --kill-grace and the lease's
+// margin when a command runs, else "".
+func (fl Flags) GraceWarning() string {
+	if len(fl.Command) == 0 {
+		return ""
+	}
+	return childproc.GraceWarning(fl.KillGrace, session.DefaultMargin(fl.TTL))
+}
+
 // APIToken reads --api-token-file and checks that a non-loopback --listen
 // has a token: POST /v1/resign must not be open to the network. Its errors
 // match ErrUsage.
@@ -109,6 +125,23 @@ func (fl Flags) Config(apiToken string) Config {
 		cfg.Command = fl.Command
 	}
 	return cfg
+}
+
+// Configure is the Config the flags give, with the token of APIToken and
+// the coordination of Coord.Parse (their errors match ErrUsage); the caller
+// adds the client, the streams, the metrics and OnChange.
+func (fl Flags) Configure() (Config, error) {
+	apiToken, err := fl.APIToken()
+	if err != nil {
+		return Config{}, err
+	}
+	coord, err := fl.Coord.Parse()
+	if err != nil {
+		return Config{}, err
+	}
+	cfg := fl.Config(apiToken)
+	cfg.Coordination = coord
+	return cfg, nil
 }
 
 // Serve listens on listen, calls listening with the API's URL once it

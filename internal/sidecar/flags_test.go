@@ -26,6 +26,7 @@ func TestFlagsCheck(t *testing.T) {
 		edit func(*Flags)
 		want string
 	}{
+		{"ttl first", func(f *Flags) { f.TTL, f.Election = time.Millisecond, "" }, "invalid --ttl 1ms: session: TTL must be at least 1s"},
 		{"no election", func(f *Flags) { f.Election = " " }, "--election is required"},
 		{"no id", func(f *Flags) { f.ID = "" }, "--id is required"},
 		{"kill grace", func(f *Flags) { f.KillGrace = 0 }, "invalid --kill-grace 0s: must be positive"},
@@ -46,6 +47,15 @@ func TestFlagsCheck(t *testing.T) {
 	err := fl.Check()
 	require.ErrorIs(t, err, ErrCommand)
 	require.False(t, errors.Is(err, ErrUsage))
+}
+
+func TestFlagsGraceWarning(t *testing.T) {
+	fl := Flags{TTL: 10 * time.Second, KillGrace: 5 * time.Second}
+	require.Empty(t, fl.GraceWarning(), "no command, nothing to kill")
+	fl.Command = []string{"true"}
+	require.NotEmpty(t, fl.GraceWarning(), "5s is longer than a tenth of 10s")
+	fl.KillGrace = 100 * time.Millisecond
+	require.Empty(t, fl.GraceWarning())
 }
 
 func TestFlagsAPITokenAndConfig(t *testing.T) {

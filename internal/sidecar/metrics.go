@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/coordkit/coordkit/internal/buildinfo"
 )
@@ -20,6 +21,14 @@ const (
 	// (version, revision, modified, go_version, etcd_client, etcd_server).
 	MetricBuildInfo = "coordctl_build_info"
 )
+
+// NewRegistry is a registry of its own for one sidecar process, with the
+// Go and process collectors: Config's Registerer and Gatherer.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
 
 // Metrics are one sidecar's Prometheus metrics. They are registered on a
 // Registerer the caller owns: several sidecars can run in one process.

@@ -25,6 +25,25 @@ type ResignRequest struct {
 	Client *http.Client
 }
 
+// EnvURL names the variable that gives the sidecar's API when no URL is.
+const EnvURL = "COORDCTL_SIDECAR_URL"
+
+// DefaultURL is the sidecar's API when neither a URL nor EnvURL is given:
+// the default --listen.
+const DefaultURL = "http://127.0.0.1:4040"
+
+// WithDefaults is r with an empty URL filled in from getenv(EnvURL), else
+// DefaultURL.
+func (r ResignRequest) WithDefaults(getenv func(string) string) ResignRequest {
+	if r.URL == "" {
+		r.URL = getenv(EnvURL)
+	}
+	if r.URL == "" {
+		r.URL = DefaultURL
+	}
+	return r
+}
+
 // ResignResult is the sidecar's answer: Resigned, or not (Reason: it did
 // not lead), with its view either way. Its JSON form is what `coordctl
 // sidecar resign -w json` prints.

@@ -20,11 +20,12 @@ import (
 	"github.com/coordkit/coordkit/session"
 )
 
-// Environment variables set for the command (over inherited values).
+// Environment variables set for the command (over inherited values):
+// childproc.LeaderEnv's.
 const (
-	EnvElection     = "COORD_ELECTION"
-	EnvLeaderID     = "COORD_LEADER_ID"
-	EnvFencingToken = "COORD_FENCING_TOKEN"
+	EnvElection     = childproc.EnvElection
+	EnvLeaderID     = childproc.EnvLeaderID
+	EnvFencingToken = childproc.EnvFencingToken
 )
 
 // DefaultTTL is the lease TTL of a sidecar's session when Config.TTL is zero.
@@ -431,13 +432,9 @@ func (s *Sidecar) hold(ctx context.Context, l *election.Leadership) error {
 	var cmd childproc.Config
 	if len(s.cfg.Command) > 0 {
 		cmd = childproc.Config{
-			Path: s.cfg.Command[0],
-			Args: s.cfg.Command[1:],
-			Env: map[string]string{
-				EnvElection:     s.cfg.Name,
-				EnvLeaderID:     s.cfg.ID,
-				EnvFencingToken: l.Token().String(),
-			},
+			Path:      s.cfg.Command[0],
+			Args:      s.cfg.Command[1:],
+			Env:       childproc.LeaderEnv(s.cfg.Name, s.cfg.ID, l.Token()),
 			Stdout:    s.cfg.Stdout,
 			Stderr:    s.cfg.Stderr,
 			KillGrace: s.cfg.KillGrace,

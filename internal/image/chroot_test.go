@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -87,8 +88,8 @@ func TestImageRunsInChrootAsNonRoot(t *testing.T) {
 	etcd := run("etcd", "--data-dir", "/tmp/etcd", "--listen-client-urls", clientURL, "--listen-peer-urls", peerURL)
 	stdout, err := etcd.StdoutPipe()
 	require.NoError(t, err)
-	var etcdErr strings.Builder
-	etcd.Stderr = &etcdErr
+	etcdErr := &lockedBuilder{} // written by exec's copier while the test reads it
+	etcd.Stderr = etcdErr
 	require.NoError(t, etcd.Start())
 	t.Cleanup(func() {
 		_ = syscall.Kill(-etcd.Process.Pid, syscall.SIGTERM)
@@ -158,4 +159,23 @@ func unpack(t *testing.T, rc io.ReadCloser, root string) {
 		require.NoError(t, os.Chown(path, h.Uid, h.Gid))
 		require.NoError(t, os.Chmod(path, mode))
 	}
+}
+
+// lockedBuilder is a strings.Builder that a process's output copier writes
+// while the test reads it.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -11,14 +11,6 @@ import (
 
 // The printed forms of a Report: what `coordctl lock status` prints.
 
-type reportJSON struct {
-	Name     string                `json:"name"`
-	Revision int64                 `json:"revision"`
-	Held     bool                  `json:"held"`
-	Holders  []session.StatusEntry `json:"holders"`
-	Waiters  []session.StatusEntry `json:"waiters"`
-}
-
 func (r Report) entries() (holders, waiters []session.StatusEntry) {
 	holders, waiters = []session.StatusEntry{}, []session.StatusEntry{}
 	for _, e := range r.Holders {
@@ -39,7 +31,7 @@ func (r Report) entries() (holders, waiters []session.StatusEntry) {
 // seconds (-1: the lease was gone), waiters without ttl_s.
 func (r Report) MarshalJSON() ([]byte, error) {
 	h, w := r.entries()
-	return json.Marshal(reportJSON{Name: r.Name, Revision: r.Revision, Held: r.Held(), Holders: h, Waiters: w})
+	return json.Marshal(session.StatusReport{Name: r.Name, Revision: r.Revision, Held: r.Held(), Holders: h, Waiters: w})
 }
 
 // String is the report as text: "lock NAME: held at revision R by H, W

@@ -12,15 +12,6 @@ import (
 
 // The printed forms of a Report: what `coordctl sem status` prints.
 
-type reportJSON struct {
-	Name     string                `json:"name"`
-	Revision int64                 `json:"revision"`
-	Limit    int                   `json:"limit"`
-	Held     bool                  `json:"held"`
-	Holders  []session.StatusEntry `json:"holders"`
-	Waiters  []session.StatusEntry `json:"waiters"`
-}
-
 func (r Report) entries() (holders, waiters []session.StatusEntry) {
 	holders, waiters = []session.StatusEntry{}, []session.StatusEntry{}
 	for _, e := range r.Holders {
@@ -40,7 +31,8 @@ func (r Report) entries() (holders, waiters []session.StatusEntry) {
 // "lease"}]}: the lease in hex, ttl_s in seconds (-1: the lease was gone).
 func (r Report) MarshalJSON() ([]byte, error) {
 	h, w := r.entries()
-	return json.Marshal(reportJSON{Name: r.Name, Revision: r.Revision, Limit: r.Limit, Held: r.Held(), Holders: h, Waiters: w})
+	limit := r.Limit
+	return json.Marshal(session.StatusReport{Name: r.Name, Revision: r.Revision, Limit: &limit, Held: r.Held(), Holders: h, Waiters: w})
 }
 
 // String is the report as text: "semaphore NAME: held at revision R,

@@ -26,6 +26,18 @@ type StatusEntry struct {
 	TTL *int64 `json:"ttl_s,omitempty"`
 }
 
+// StatusReport is the JSON form of a lock's or a semaphore's status
+// (lock.Report, semaphore.Report): {"name","revision","limit"?,"held",
+// "holders":[...],"waiters":[...]}; Limit is a semaphore's, nil for a lock.
+type StatusReport struct {
+	Name     string        `json:"name"`
+	Revision int64         `json:"revision"`
+	Limit    *int          `json:"limit,omitempty"`
+	Held     bool          `json:"held"`
+	Holders  []StatusEntry `json:"holders"`
+	Waiters  []StatusEntry `json:"waiters"`
+}
+
 // NewStatusEntry is the entry of a key, without mode, slot or TTL.
 func NewStatusEntry(key string, token fencing.Token, lease clientv3.LeaseID) StatusEntry {
 	return StatusEntry{Key: key, Token: token, Lease: fmt.Sprintf("%x", int64(lease))}

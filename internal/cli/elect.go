@@ -217,18 +217,17 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 		}
 		return p.Print(*ev)
 	})
-	return f.runHeld(hctx, p, heldRun{
-		what: "leadership of " + opts.Name,
-		hold: childproc.KeyHold{Liveness: l, Sess: l.Session(), ReleaseFunc: release},
-		stop: l.Yield(),
-		out:  l.Event("elected", ""),
-		onEnd: func(o childproc.Outcome) {
+	return f.runHeld(hctx, p, childproc.Run{
+		What: "leadership of " + opts.Name,
+		Hold: childproc.KeyHold{Liveness: l, Sess: l.Session(), ReleaseFunc: release},
+		Stop: l.Yield(),
+		OnEnd: func(o childproc.Outcome) {
 			if o.Lost != nil && len(opts.Command) == 0 { // with a command, stdout is the command's
 				_ = p.Print(l.Event("lost", o.Lost.Error()))
 			}
 		},
-		command:   opts.Command,
-		killGrace: opts.KillGrace, graceSet: opts.KillGraceSet,
-		env: childproc.LeaderEnv(opts.Name, id, l.Token(), childproc.EnvFencingScope, opts.Name),
-	})
+		Command:   opts.Command,
+		KillGrace: opts.KillGrace,
+		Env:       childproc.LeaderEnv(opts.Name, id, l.Token(), childproc.EnvFencingScope, opts.Name),
+	}, l.Event("elected", ""), opts.KillGraceSet)
 }

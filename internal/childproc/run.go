@@ -23,7 +23,9 @@ type Run struct {
 	// Signals are forwarded to the command (Supervision.Signals).
 	Signals <-chan os.Signal
 	// Stop stops the command, or ends a hold without one, and releases.
-	Stop  <-chan struct{}
+	Stop <-chan struct{}
+	// OnEnd is Supervision.OnEnd: called once when the hold's use ends,
+	// before the command is stopped (coordctl elect prints its "lost" event).
 	OnEnd func(Outcome)
 	Notef func(format string, args ...any)
 	// Out, if set, is called once without a command, before holding

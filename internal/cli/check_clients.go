@@ -140,13 +140,13 @@ func runCheckRedsyncLock(ctx context.Context, f *factory, opts *redsyncLockOptio
 // runAnchorHeld runs command (or, without one, prints out and waits) while
 // an anchor's lock on name is held, and releases it with release.
 func runAnchorHeld(ctx context.Context, f *factory, p *printer, out any, what, name string, tok fencing.Token, release func(context.Context) error, command []string) error {
-	return f.runHeld(ctx, p, heldRun{
-		what: what + " " + name, out: out, command: command, killGrace: childproc.DefaultKillGrace,
-		hold: childproc.AnchorHold{ReleaseFunc: func() error {
+	return f.runHeld(ctx, p, childproc.Run{
+		What: what + " " + name, Command: command, KillGrace: childproc.DefaultKillGrace,
+		Hold: childproc.AnchorHold{ReleaseFunc: func() error {
 			rctx, cancel := context.WithTimeout(context.Background(), f.Global.CommandTimeout)
 			defer cancel()
 			return release(rctx)
 		}},
-		env: map[string]string{envLockName: name, envFencingToken: tok.String()},
-	})
+		Env: map[string]string{envLockName: name, envFencingToken: tok.String()},
+	}, out, false)
 }

@@ -3,29 +3,20 @@ package cli
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/sidecar"
 	"github.com/coordkit/coordkit/session"
 )
 
+// electOptions are elect's flags (sidecar.ElectFlags, which has their
+// rules) and what cobra tells apart.
 type electOptions struct {
-	Name         string
-	Proposal     string
-	ID           string
-	TTL          time.Duration
-	Prefix       string
-	Observe      bool
-	KillGrace    time.Duration
+	sidecar.ElectFlags
 	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
-	Command      []string
-	// Coord are the policy and attribute flags; Candidates lists the
-	// queue instead of campaigning (elect_coord.go).
-	Coord      coordFlags
-	Candidates bool
 }
 
 func newElectCmd(f *factory) *cobra.Command {
@@ -122,49 +113,15 @@ as etcdctl elect, have none).`,
 	return cmd
 }
 
-func (o *electOptions) validate() error {
-	if err := checkTTLFlag(o.TTL); err != nil {
-		return err
-	}
-	if err := needName("elect", o.Name); err != nil {
-		return err
-	}
-	switch {
-	case o.Proposal != "" && o.ID != "":
-		return usageErrorf("give either PROPOSAL or --id, not both")
-	case o.Observe && (o.Proposal != "" || o.ID != ""):
-		return usageErrorf("--observe campaigns for nothing: it takes no PROPOSAL or --id")
-	case o.Observe && len(o.Command) > 0:
-		return usageErrorf("--observe campaigns for nothing: it runs no command")
-	case o.KillGrace <= 0:
-		return usageErrorf("invalid --kill-grace %s: must be positive", o.KillGrace)
-	}
-	return o.validateCoord()
-}
-
-// value is what the candidate proclaims.
-func (o *electOptions) value() string {
-	switch {
-	case o.Proposal != "":
-		return o.Proposal
-	case o.ID != "":
-		return o.ID
-	}
-	return election.DefaultValue()
-}
-
 // runElect campaigns and holds the leadership until ctx ends (resign, exit
 // 0) or it is lost (exit 4); with --observe it prints leaders until ctx ends.
 func runElect(ctx context.Context, f *factory, opts *electOptions) error {
-	p, client, err := f.startEtcd(ctx, opts.validate)
+	p, client, err := f.startEtcd(ctx, func() error { return usageOrNil(opts.Validate()) })
 	if err != nil {
 		return err
 	}
 	defer client.Close()
-	id := ""
-	if !opts.Observe && !opts.Candidates {
-		id = opts.value()
-	}
+	id := opts.Value()
 	coordOpts, err := opts.Coord.ElectionOptions(id)
 	if err != nil {
 		return &usageError{err: err}
@@ -217,18 +174,17 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 		}
 		return p.Print(*ev)
 	})
-	return f.runHeld(hctx, p, heldRun{
-		what: "leadership of " + opts.Name,
-		hold: childproc.KeyHold{Liveness: l, Sess: l.Session(), ReleaseFunc: release},
-		stop: l.Yield(),
-		out:  l.Event("elected", ""),
-		onEnd: func(o childproc.Outcome) {
+	return f.runHeld(hctx, p, childproc.Run{
+		What: "leadership of " + opts.Name,
+		Hold: childproc.KeyHold{Liveness: l, Sess: l.Session(), ReleaseFunc: release},
+		Stop: l.Yield(),
+		OnEnd: func(o childproc.Outcome) {
 			if o.Lost != nil && len(opts.Command) == 0 { // with a command, stdout is the command's
 				_ = p.Print(l.Event("lost", o.Lost.Error()))
 			}
 		},
-		command:   opts.Command,
-		killGrace: opts.KillGrace, graceSet: opts.KillGraceSet,
-		env: childproc.LeaderEnv(opts.Name, id, l.Token(), childproc.EnvFencingScope, opts.Name),
-	})
+		Command:   opts.Command,
+		KillGrace: opts.KillGrace,
+		Env:       childproc.LeaderEnv(opts.Name, id, l.Token(), childproc.EnvFencingScope, opts.Name),
+	}, l.Event("elected", ""), opts.KillGraceSet)
 }

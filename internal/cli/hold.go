@@ -75,45 +75,29 @@ func (f *factory) runHeldKey(ctx context.Context, p *printer, o *holdOptions, wh
 		childproc.Liveness
 		HeldKey() *session.HeldKey
 	}, release func(context.Context) error, out any, env map[string]string) error {
-	return f.runHeld(ctx, p, heldRun{what: what, out: out, env: env,
-		hold:    childproc.KeyHold{Liveness: held, Sess: held.HeldKey().Session(), ReleaseFunc: f.releaser(ctx, held, release)},
-		command: o.Command, killGrace: o.KillGrace, graceSet: o.KillGraceSet})
+	return f.runHeld(ctx, p, childproc.Run{What: what, Env: env, Command: o.Command, KillGrace: o.KillGrace,
+		Hold: childproc.KeyHold{Liveness: held, Sess: held.HeldKey().Session(), ReleaseFunc: f.releaser(ctx, held, release)}},
+		out, o.KillGraceSet)
 }
 
-// heldRun is one hold as lock, sem and elect run it.
-type heldRun struct {
-	what      string // "lock NAME", "semaphore NAME slot I": in messages
-	hold      childproc.Hold
-	out       any // printed once held, without a command
-	command   []string
-	env       map[string]string
-	killGrace time.Duration
-	graceSet  bool // --kill-grace given: warn when it exceeds the lease's margin
-	// onEnd, if set, is called when the hold's use ends, before the command
-	// is stopped (elect prints its "lost" event).
-	onEnd func(childproc.Outcome)
-	// stop, if set, stops the command and releases the hold when closed
-	// (elect's handover to a preferred candidate); without a command, ctx
-	// ending does that.
-	stop <-chan struct{}
-}
-
-// runHeld holds r until ctx ends (no command: release, exit 0) or the
-// command exits (its status passes through), or until the hold is lost
-// (exit 4). With a command, SIGINT, SIGTERM and SIGHUP are forwarded to it
-// (SIGHUP as SIGTERM). It releases the hold in every case.
-func (f *factory) runHeld(ctx context.Context, p *printer, r heldRun) error {
+// runHeld runs run, one hold as lock, sem and elect run it, until ctx ends
+// (no command: release, exit 0) or the command exits (its status passes
+// through), or until the hold is lost (exit 4). It fills in what coordctl
+// gives every hold: its streams, its notes, out printed once held without
+// a command, and with a command SIGINT, SIGTERM and SIGHUP forwarded to it
+// (SIGHUP as SIGTERM). graceSet (--kill-grace given) warns when the grace
+// exceeds the lease's margin. It releases the hold in every case.
+func (f *factory) runHeld(ctx context.Context, p *printer, run childproc.Run, out any, graceSet bool) error {
 	if p != nil {
 		defer f.holdOutput(p)()
 	}
-	run := childproc.Run{Hold: r.hold, What: r.what, Command: r.command, Env: r.env, KillGrace: r.killGrace,
-		Stdin: f.IO.In, Stdout: f.IO.Out, Stderr: f.IO.ErrOut, Stop: r.stop, OnEnd: r.onEnd,
-		Out:   func() error { return p.Print(r.out) },
-		Notef: func(format string, args ...any) { fmt.Fprintf(f.IO.ErrOut, "coordctl: "+format+"\n", args...) }}
-	if w := run.GraceWarning(); w != "" && r.graceSet {
+	run.Stdin, run.Stdout, run.Stderr = f.IO.In, f.IO.Out, f.IO.ErrOut
+	run.Out = func() error { return p.Print(out) }
+	run.Notef = func(format string, args ...any) { fmt.Fprintf(f.IO.ErrOut, "coordctl: "+format+"\n", args...) }
+	if w := run.GraceWarning(); w != "" && graceSet {
 		warnKillGrace(f.IO.ErrOut, w)
 	}
-	if len(r.command) > 0 {
+	if len(run.Command) > 0 {
 		sigs, stopSigs := f.Signals()
 		defer stopSigs()
 		run.Signals = sigs
@@ -124,18 +108,18 @@ func (f *factory) runHeld(ctx context.Context, p *printer, r heldRun) error {
 		return err
 	case o.End == childproc.StartFailed:
 		return &childStartError{err: o.StartErr}
-	case o.Lost != nil && len(r.command) == 0:
-		return mark(errLost, fmt.Errorf("lost %s: %w", r.what, o.Lost))
+	case o.Lost != nil && len(run.Command) == 0:
+		return mark(errLost, fmt.Errorf("lost %s: %w", run.What, o.Lost))
 	case o.Lost != nil:
 		return reported(errLost) // Supervise's note said so
 	case o.End == childproc.Stopped:
 		if o.ReleaseErr != nil {
-			return fmt.Errorf("release %s: %w", r.what, o.ReleaseErr)
+			return fmt.Errorf("release %s: %w", run.What, o.ReleaseErr)
 		}
 		return nil
 	}
 	if o.ReleaseErr != nil {
-		fmt.Fprintf(f.IO.ErrOut, "coordctl: release %s: %v\n", r.what, o.ReleaseErr)
+		fmt.Fprintf(f.IO.ErrOut, "coordctl: release %s: %v\n", run.What, o.ReleaseErr)
 	}
 	if o.Code != 0 {
 		return &childExitError{code: o.Code}

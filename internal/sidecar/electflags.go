@@ -1,0 +1,71 @@
+package sidecar
+
+import (
+	"strings"
+	"time"
+
+	"github.com/coordkit/coordkit/election"
+	"github.com/coordkit/coordkit/internal/childproc"
+)
+
+// ElectFlags are coordctl elect's flags and arguments, as given: a
+// candidate (PROPOSAL or --id, optionally a command to run while leading),
+// an observer (--observe) or a look at the queue (--candidates).
+type ElectFlags struct {
+	Name      string
+	Proposal  string
+	ID        string
+	TTL       time.Duration
+	Prefix    string
+	Observe   bool
+	KillGrace time.Duration
+	Command   []string
+	// Coord are the policy and attribute flags; Candidates lists the
+	// queue instead of campaigning.
+	Coord      CoordFlags
+	Candidates bool
+}
+
+// Validate checks the flags before anything is dialed, in this order:
+// --ttl, NAME, the flags that exclude each other, --kill-grace, then the
+// policy and attribute flags (CoordFlags.Parse). Every error matches
+// ErrUsage and names the flag.
+func (o ElectFlags) Validate() error {
+	if err := childproc.CheckTTLFlag(o.TTL); err != nil {
+		return usagef("%v", err)
+	}
+	if strings.TrimSpace(o.Name) == "" {
+		return usagef("elect needs a non-empty NAME")
+	}
+	switch {
+	case o.Proposal != "" && o.ID != "":
+		return usagef("give either PROPOSAL or --id, not both")
+	case o.Observe && (o.Proposal != "" || o.ID != ""):
+		return usagef("--observe campaigns for nothing: it takes no PROPOSAL or --id")
+	case o.Observe && len(o.Command) > 0:
+		return usagef("--observe campaigns for nothing: it runs no command")
+	case o.KillGrace <= 0:
+		return usagef("invalid --kill-grace %s: must be positive", o.KillGrace)
+	case o.Candidates && (o.Observe || o.Proposal != "" || o.ID != ""):
+		return usagef("--candidates lists the queue: it takes no PROPOSAL, --id or --observe")
+	case (o.Candidates || o.Observe) && o.Coord.Given():
+		return usagef("--policy, --priority, --version and --label are a candidate's: not with --candidates or --observe")
+	}
+	_, err := o.Coord.Parse()
+	return err
+}
+
+// Value is what a candidate proclaims: PROPOSAL, else --id, else
+// election.DefaultValue (hostname-pid); "" for --observe and --candidates,
+// which campaign for nothing.
+func (o ElectFlags) Value() string {
+	switch {
+	case o.Observe || o.Candidates:
+		return ""
+	case o.Proposal != "":
+		return o.Proposal
+	case o.ID != "":
+		return o.ID
+	}
+	return election.DefaultValue()
+}

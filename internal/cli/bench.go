@@ -46,9 +46,10 @@ a latency the other's value over A's, for a rate A's over the other's;
 	return cmd
 }
 
-// benchRunE is a bench command's RunE: run gets a context that SIGINT,
+// signalRunE is the RunE of a command that runs until done or
+// interrupted (the benches, lab, demo): run gets a context that SIGINT,
 // SIGTERM and SIGHUP cancel.
-func benchRunE(f *factory, run func(context.Context, *cobra.Command) error) func(*cobra.Command, []string) error {
+func signalRunE(f *factory, run func(context.Context, *cobra.Command) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, _ []string) error {
 		ctx, cancel := f.NotifyContext(cmd.Context())
 		defer cancel()

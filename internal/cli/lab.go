@@ -74,11 +74,9 @@ serving until interrupted. Only loopback addresses may go without
   coordctl lab --http 127.0.0.1:7071 --script demo.txt
   coordctl lab --http 0.0.0.0:7071 --http-token token.txt`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command) error {
 			return runLab(ctx, f, opts)
-		},
+		}),
 	}
 	cmd.AddCommand(newLabSweepCmd(f), newLabFigure16Cmd(f))
 	fl := cmd.Flags()

@@ -1,30 +1,10 @@
 package cli
 
 import (
-	"fmt"
-	"io"
-
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/buildinfo"
 )
-
-// versionResult is what `coordctl version` prints.
-type versionResult struct {
-	buildinfo.Info
-}
-
-func (v versionResult) WriteSimple(w io.Writer) error {
-	rev := v.Revision
-	if rev == "" {
-		rev = "unknown (built without VCS information)"
-	} else if v.Modified {
-		rev += " (modified)"
-	}
-	_, err := fmt.Fprintf(w, "coordctl %s\nmodule:      %s\nrevision:    %s\ngo:          %s %s\netcd client: %s\netcd server: %s\n",
-		v.Version, v.Module, rev, v.GoVersion, v.Platform, v.EtcdClient, v.EtcdServer)
-	return err
-}
 
 func newVersionCmd(f *factory) *cobra.Command {
 	return &cobra.Command{
@@ -52,5 +32,5 @@ func runVersion(f *factory) error {
 	if err != nil {
 		return err
 	}
-	return p.Print(versionResult{buildinfo.Read()})
+	return p.Print(textOutput{buildinfo.Read()})
 }

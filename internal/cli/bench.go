@@ -61,15 +61,11 @@ func signalRunE(f *factory, run func(context.Context, *cobra.Command) error) fun
 // result, as text its table); its errors go through benchError.
 func runBench[O any, R interface{ Table() bench.Table }](ctx context.Context, f *factory, name string, errOptions error,
 	harness func(context.Context, O) (R, error), opts O) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
 	res, err := harness(ctx, opts)
 	if err != nil {
 		return benchError(ctx, name, errOptions, err)
 	}
-	return p.Print(bench.Printed{Result: res, Tables: []bench.Table{res.Table()}})
+	return printResult(f, bench.Printed{Result: res, Tables: []bench.Table{res.Table()}})
 }
 
 // benchError maps a harness's error: invalid options are usage errors,

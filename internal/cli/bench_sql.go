@@ -63,10 +63,6 @@ transactions. Results go to stdout, progress to stderr. -w json prints
 }
 
 func runBenchSQL(ctx context.Context, f *factory, opts sqlbench.Options, harness func(context.Context, sqlbench.Options) (sqlbench.Result, error)) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
 	if d, err := sqlfence.ParseDialect(opts.Driver); err == nil && opts.DSN != "" {
 		if opts.DSN, err = sqlfence.NormalizeDSN(d, opts.DSN); err != nil {
 			return usageErrorf("invalid --dsn: %v", err)
@@ -82,5 +78,5 @@ func runBenchSQL(ctx context.Context, f *factory, opts sqlbench.Options, harness
 		}
 		return err
 	}
-	return p.Print(bench.Printed{Result: res, Tables: []bench.Table{res.Table()}})
+	return printResult(f, bench.Printed{Result: res, Tables: []bench.Table{res.Table()}})
 }

@@ -82,10 +82,6 @@ func (o *labFigure16Options) config(f *factory) (experiments.Figure16Config, err
 }
 
 func runLabFigure16(ctx context.Context, f *factory, opts *labFigure16Options) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
 	cfg, err := opts.config(f)
 	if err != nil {
 		return err
@@ -96,5 +92,5 @@ func runLabFigure16(ctx context.Context, f *factory, opts *labFigure16Options) e
 	} else if err != nil {
 		return err
 	}
-	return p.Print(textOutput{rep})
+	return printResult(f, textOutput{rep})
 }

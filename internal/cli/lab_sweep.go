@@ -13,11 +13,9 @@ import (
 )
 
 type labSweepOptions struct {
-	Spec       string
-	Experiment string
-	Params     []string
-	Sets       []string
-	Seeds      string
+	Spec string
+	// Flags are --experiment, --param, --set and --seeds, without --spec.
+	sweep.Flags
 	Parallel   int
 	Results    string
 	CSV        string
@@ -117,7 +115,7 @@ func (o *labSweepOptions) spec() (sweep.Spec, error) {
 		}
 		return s, nil
 	}
-	s, err := sweep.Flags{Experiment: o.Experiment, Params: o.Params, Sets: o.Sets, Seeds: o.Seeds}.Spec()
+	s, err := o.Flags.Spec()
 	var fe *sweep.FlagError
 	if errors.As(err, &fe) {
 		return s, usageErrorf("--%v", fe)
@@ -164,10 +162,6 @@ func experimentsUsage(err error) error {
 }
 
 func runLabSweep(ctx context.Context, f *factory, opts *labSweepOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
 	cfg, err := opts.config(f)
 	if err != nil {
 		return err
@@ -181,7 +175,7 @@ func runLabSweep(ctx context.Context, f *factory, opts *labSweepOptions) error {
 	case err != nil:
 		return err
 	}
-	return p.Print(textOutput{rep})
+	return printResult(f, textOutput{rep})
 }
 
 // isTerminal reports whether w is a terminal: stdin then gets line

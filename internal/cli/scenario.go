@@ -52,17 +52,9 @@ func newScenarioListCmd(f *factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runScenarioList(f, reg)
+			return printResult(f, textOutput{reg.Listing()})
 		},
 	}
-}
-
-func runScenarioList(f *factory, reg *scenarios.Registry) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	return p.Print(textOutput{reg.Listing()})
 }
 
 type scenarioRunOptions struct {
@@ -150,11 +142,8 @@ fenced); without it the scenario is SKIPPED, which is not a failure.`,
 }
 
 func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
 	reg := opts.Registry
+	var err error
 	if reg == nil {
 		if reg, err = scenarios.Default(); err != nil {
 			return err
@@ -214,7 +203,7 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 	}
 
 	res := report.Results{Reports: reports, All: opts.All}
-	if err := p.Print(textOutput{res}); err != nil {
+	if err := printResult(f, textOutput{res}); err != nil {
 		return err
 	}
 	if failed := res.Failed(); len(failed) > 0 {

@@ -22,15 +22,7 @@ its coordctl_build_info metric.`,
   coordctl version -w json   # {"module":"github.com/coordkit/coordkit","version":"v0.4.0","revision":"…","modified":false,…}`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVersion(f)
+			return printResult(f, textOutput{buildinfo.Read()})
 		},
 	}
-}
-
-func runVersion(f *factory) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	return p.Print(textOutput{buildinfo.Read()})
 }

@@ -23,6 +23,12 @@ var (
 	// ErrInvalid is returned by Register for a scenario without a name, a
 	// Run function, or at least two well-formed claims; and by Env.Validate.
 	ErrInvalid = errors.New("scenarios: invalid")
+	// ErrSQLNeedsDriver: an Env with SQLDSN and no SQLDriver (in a
+	// *SQLError).
+	ErrSQLNeedsDriver = errors.New("a SQL DSN without a driver")
+	// ErrSQLNeedsDSN: an Env whose SQLDriver is not SQLite, without SQLDSN
+	// (in a *SQLError).
+	ErrSQLNeedsDSN = errors.New("needs a DSN")
 	// ErrNoEtcd is returned (wrapped) by a run of a scenario that needs etcd
 	// when Env has neither EtcdEndpoints nor StartEtcd.
 	ErrNoEtcd = errors.New("scenarios: no etcd")
@@ -106,37 +112,57 @@ type Env struct {
 }
 
 // Validate checks the fields a run depends on: Scale must be empty, small
-// or full; LockTTL zero or whole seconds of at least 2s. Its error wraps
+// or full; LockTTL zero or whole seconds of at least 2s; SQLDriver and
+// SQLDSN a database fenced-sql can open (a *SQLError). Its error wraps
 // ErrInvalid. Registry.Run calls it.
 func (e Env) Validate() error {
 	if e.LockTTL != 0 && (e.LockTTL < 2*time.Second || e.LockTTL%time.Second != 0) {
 		return fmt.Errorf("%w lock TTL %s: want whole seconds, at least 2s", ErrInvalid, e.LockTTL)
 	}
-	if _, err := e.sqlDialect(); err != nil {
+	d, err := e.sqlDialect()
+	if err != nil {
 		return err
+	}
+	if e.SQLDSN != "" {
+		if _, err := sqlfence.NormalizeDSN(d, e.SQLDSN); err != nil {
+			return &SQLError{Field: "DSN", Dialect: d, Err: err}
+		}
 	}
 	if e.Scale == "" {
 		return nil
 	}
-	_, err := ParseScale(string(e.Scale))
+	_, err = ParseScale(string(e.Scale))
 	return err
 }
 
+// SQLError is an Env's SQL database that cannot be used: Field is "driver"
+// or "DSN", Dialect the driver's dialect once it parsed, and Err why:
+// sqlfence's error (ErrUnknownDialect, ErrInvalidDSN, ErrUnsafeDSN),
+// ErrSQLNeedsDriver or ErrSQLNeedsDSN. It matches ErrInvalid and Err.
+type SQLError struct {
+	Field   string
+	Dialect sqlfence.Dialect
+	Err     error
+}
+
+func (e *SQLError) Error() string   { return fmt.Sprintf("%v SQL %s: %v", ErrInvalid, e.Field, e.Err) }
+func (e *SQLError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
+
 // sqlDialect is the dialect of SQLDriver, SQLite when empty. Its errors
-// wrap ErrInvalid.
+// are *SQLError.
 func (e Env) sqlDialect() (sqlfence.Dialect, error) {
 	if e.SQLDriver == "" {
 		if e.SQLDSN != "" {
-			return 0, fmt.Errorf("%w: a SQL DSN without a driver", ErrInvalid)
+			return 0, &SQLError{Field: "DSN", Err: ErrSQLNeedsDriver}
 		}
 		return sqlfence.SQLite, nil
 	}
 	d, err := sqlfence.ParseDialect(e.SQLDriver)
 	if err != nil {
-		return 0, fmt.Errorf("%w SQL driver: %v", ErrInvalid, err)
+		return 0, &SQLError{Field: "driver", Err: err}
 	}
 	if d != sqlfence.SQLite && e.SQLDSN == "" {
-		return 0, fmt.Errorf("%w: SQL driver %s needs a DSN", ErrInvalid, d)
+		return 0, &SQLError{Field: "driver", Dialect: d, Err: ErrSQLNeedsDSN}
 	}
 	return d, nil
 }

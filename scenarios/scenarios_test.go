@@ -171,6 +171,32 @@ func TestScenarioEnvValidate(t *testing.T) {
 	}
 }
 
+// Env.Validate's SQL errors say which field and why, for the CLI's messages.
+func TestScenarioEnvSQLError(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		env     Env
+		field   string
+		dialect sqlfence.Dialect
+		want    error
+	}{
+		"dsn only":        {Env{SQLDSN: "x.db"}, "DSN", 0, ErrSQLNeedsDriver},
+		"odd driver":      {Env{SQLDriver: "oracle", SQLDSN: "x"}, "driver", 0, sqlfence.ErrUnknownDialect},
+		"postgres only":   {Env{SQLDriver: "postgresql"}, "driver", sqlfence.Postgres, ErrSQLNeedsDSN},
+		"sqlite deferred": {Env{SQLDriver: "sqlite", SQLDSN: "file:x.db?_txlock=deferred"}, "DSN", sqlfence.SQLite, sqlfence.ErrUnsafeDSN},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := tc.env.Validate()
+			var se *SQLError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, tc.field, se.Field)
+			assert.Equal(t, tc.dialect, se.Dialect)
+			assert.ErrorIs(t, err, tc.want)
+			assert.ErrorIs(t, err, ErrInvalid)
+		})
+	}
+}
+
 func TestScenarioNeedsEtcd(t *testing.T) {
 	t.Parallel()
 	reg, err := Default()

@@ -1,6 +1,8 @@
 package buildinfo
 
 import (
+	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 )
@@ -101,4 +103,19 @@ func (in Info) Short() string {
 		s += " (" + rev + ")"
 	}
 	return s
+}
+
+// WriteText writes in as `coordctl version` prints it: one field a line,
+// the revision marked when the tree was modified or when the build
+// recorded none.
+func (in Info) WriteText(w io.Writer) error {
+	rev := in.Revision
+	if rev == "" {
+		rev = "unknown (built without VCS information)"
+	} else if in.Modified {
+		rev += " (modified)"
+	}
+	_, err := fmt.Fprintf(w, "coordctl %s\nmodule:      %s\nrevision:    %s\ngo:          %s %s\netcd client: %s\netcd server: %s\n",
+		in.Version, in.Module, rev, in.GoVersion, in.Platform, in.EtcdClient, in.EtcdServer)
+	return err
 }

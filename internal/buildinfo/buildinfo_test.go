@@ -2,6 +2,7 @@ package buildinfo
 
 import (
 	"runtime/debug"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -68,4 +69,29 @@ func TestReadInATestBinary(t *testing.T) {
 	require.NotEmpty(t, in.GoVersion)
 	require.NotEmpty(t, in.Platform)
 	require.NotEmpty(t, in.Version)
+}
+
+func TestInfoWriteText(t *testing.T) {
+	base := Info{Module: "github.com/coordkit/coordkit", Version: "v0.4.0", GoVersion: "go1.26.8", Platform: "linux/amd64",
+		EtcdClient: "v3.7.3", EtcdServer: "v3.7.2"}
+	tests := []struct {
+		name     string
+		revision string
+		modified bool
+		want     string
+	}{
+		{name: "no VCS information", want: "unknown (built without VCS information)"},
+		{name: "clean tree", revision: "abc123", want: "abc123"},
+		{name: "modified tree", revision: "abc123", modified: true, want: "abc123 (modified)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := base
+			in.Revision, in.Modified = tt.revision, tt.modified
+			var b strings.Builder
+			require.NoError(t, in.WriteText(&b))
+			require.Equal(t, "coordctl v0.4.0\nmodule:      github.com/coordkit/coordkit\nrevision:    "+tt.want+
+				"\ngo:          go1.26.8 linux/amd64\netcd client: v3.7.3\netcd server: v3.7.2\n", b.String())
+		})
+	}
 }

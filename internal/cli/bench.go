@@ -46,9 +46,10 @@ a latency the other's value over A's, for a rate A's over the other's;
 	return cmd
 }
 
-// benchRunE is a bench command's RunE: run gets a context that SIGINT,
+// signalRunE is the RunE of a command that runs until done or
+// interrupted (the benches, lab, demo): run gets a context that SIGINT,
 // SIGTERM and SIGHUP cancel.
-func benchRunE(f *factory, run func(context.Context, *cobra.Command) error) func(*cobra.Command, []string) error {
+func signalRunE(f *factory, run func(context.Context, *cobra.Command) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, _ []string) error {
 		ctx, cancel := f.NotifyContext(cmd.Context())
 		defer cancel()
@@ -60,15 +61,11 @@ func benchRunE(f *factory, run func(context.Context, *cobra.Command) error) func
 // result, as text its table); its errors go through benchError.
 func runBench[O any, R interface{ Table() bench.Table }](ctx context.Context, f *factory, name string, errOptions error,
 	harness func(context.Context, O) (R, error), opts O) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
 	res, err := harness(ctx, opts)
 	if err != nil {
 		return benchError(ctx, name, errOptions, err)
 	}
-	return p.Print(bench.Printed{Result: res, Tables: []bench.Table{res.Table()}})
+	return printResult(f, bench.Printed{Result: res, Tables: []bench.Table{res.Table()}})
 }
 
 // benchError maps a harness's error: invalid options are usage errors,

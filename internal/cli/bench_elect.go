@@ -65,7 +65,7 @@ writes the same as a page).`,
   coordctl bench elect --rolling 5
   coordctl bench elect --rolling 5 --html rolling.html -w json`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: benchRunE(f, func(ctx context.Context, cmd *cobra.Command) error {
+		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command) error {
 			opts.Progress, ropts.Progress = f.IO.ErrOut, f.IO.ErrOut
 			if cmd.Flags().Changed("rolling") {
 				return runBenchElectRolling(ctx, f, ropts, html, rolling)
@@ -85,10 +85,7 @@ writes the same as a page).`,
 // measured with real sidecar processes, this binary.
 func runBenchElectRolling(ctx context.Context, f *factory, opts electbench.RollingOptions, html string,
 	rolling func(context.Context, electbench.RollingOptions) (electbench.RollingResult, error)) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
+	var err error
 	if opts.Binary, err = f.Executable(); err != nil {
 		return fmt.Errorf("bench elect --rolling: the sidecars run this binary: %w", err)
 	}
@@ -101,5 +98,5 @@ func runBenchElectRolling(ctx context.Context, f *factory, opts electbench.Rolli
 			return err
 		}
 	}
-	return p.Print(res.Printed())
+	return printResult(f, res.Printed())
 }

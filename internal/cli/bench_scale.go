@@ -79,7 +79,7 @@ measured is null, keepalive_once is present only on the rows it applies to.`,
   coordctl bench scale --waiters 1,100 --locks 10,1000 --shapes 1x100 --members 1
   coordctl bench scale --curves candidates,sessions --shapes 1x500 --idle-sessions 10000 --members 1`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: benchRunE(f, func(ctx context.Context, cmd *cobra.Command) error {
+		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command) error {
 			o.sel.Given = cmd.Flags().Changed
 			opts, err := o.sel.Apply(o.opts)
 			if err != nil {
@@ -115,11 +115,8 @@ measured is null, keepalive_once is present only on the rows it applies to.`,
 }
 
 func runBenchScale(ctx context.Context, f *factory, o benchScaleOptions, harness func(context.Context, scalebench.Options) (scalebench.Result, error)) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
 	var res scalebench.Result
+	var err error
 	if len(o.from) > 0 {
 		if res, err = scalebench.ReadResults(o.from); err != nil {
 			return fmt.Errorf("bench scale: %w", err)
@@ -136,5 +133,5 @@ func runBenchScale(ctx context.Context, f *factory, o benchScaleOptions, harness
 		}
 		fmt.Fprintf(f.IO.ErrOut, "bench scale: wrote %s\n", o.svg)
 	}
-	return p.Print(res.Printed())
+	return printResult(f, res.Printed())
 }

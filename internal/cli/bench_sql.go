@@ -47,7 +47,7 @@ transactions. Results go to stdout, progress to stderr. -w json prints
   coordctl bench sql --driver mysql --dsn 'root@tcp(127.0.0.1:3306)/test' -w json
   coordctl bench sql --driver postgres --dsn "$DB" --fence both`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: benchRunE(f, func(ctx context.Context, _ *cobra.Command) error {
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command) error {
 			return runBenchSQL(ctx, f, opts, harness)
 		}),
 	}
@@ -63,10 +63,6 @@ transactions. Results go to stdout, progress to stderr. -w json prints
 }
 
 func runBenchSQL(ctx context.Context, f *factory, opts sqlbench.Options, harness func(context.Context, sqlbench.Options) (sqlbench.Result, error)) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
 	if d, err := sqlfence.ParseDialect(opts.Driver); err == nil && opts.DSN != "" {
 		if opts.DSN, err = sqlfence.NormalizeDSN(d, opts.DSN); err != nil {
 			return usageErrorf("invalid --dsn: %v", err)
@@ -82,5 +78,5 @@ func runBenchSQL(ctx context.Context, f *factory, opts sqlbench.Options, harness
 		}
 		return err
 	}
-	return p.Print(bench.Printed{Result: res, Tables: []bench.Table{res.Table()}})
+	return printResult(f, bench.Printed{Result: res, Tables: []bench.Table{res.Table()}})
 }

@@ -54,11 +54,9 @@ With -w json every step is one JSON object on its own line.`,
   coordctl demo --story-only --redis 127.0.0.1:6379
   coordctl demo -w json | jq .`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command) error {
 			return runDemo(ctx, f, opts)
-		},
+		}),
 	}
 	cmd.Flags().DurationVar(&opts.TTL, "ttl", 2*time.Second, "lease TTL of the lock holders in the story (whole seconds, at least 2s)")
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", "", "where to keep etcd's and the resources' data (a temporary directory, removed afterwards, when empty)")

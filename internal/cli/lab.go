@@ -74,11 +74,9 @@ serving until interrupted. Only loopback addresses may go without
   coordctl lab --http 127.0.0.1:7071 --script demo.txt
   coordctl lab --http 0.0.0.0:7071 --http-token token.txt`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command) error {
 			return runLab(ctx, f, opts)
-		},
+		}),
 	}
 	cmd.AddCommand(newLabSweepCmd(f), newLabFigure16Cmd(f))
 	fl := cmd.Flags()
@@ -175,24 +173,12 @@ func runLab(ctx context.Context, f *factory, opts *labOptions) error {
 	fmt.Fprintf(f.IO.ErrOut, "lab: %d nodes, storage %s, delay %s, leader %d (term %d); type help\n",
 		cfg.Nodes, cfg.Storage, cfg.Link.Delay, leader, term)
 
-	if opts.Script == "" && isTerminal(script) {
-		history := ""
-		if home, _ := os.UserHomeDir(); home != "" {
-			history = home + "/.coordctl_lab_history"
-		}
-		if err := sh.Terminal(ctx, history, f.IO.Out, f.IO.ErrOut); err != nil || sh.Exited() || opts.HTTP == "" {
-			return err
-		}
-	} else if err := sh.Script(ctx, script); err != nil {
-		return fmt.Errorf("lab: read commands: %w", err)
-	} else if sh.Exited() || ctx.Err() != nil {
-		return nil
+	history := ""
+	if home, _ := os.UserHomeDir(); home != "" {
+		history = home + "/.coordctl_lab_history"
 	}
-	if opts.HTTP != "" && ctx.Err() == nil {
-		fmt.Fprintf(f.IO.ErrOut, "lab: commands done; serving the page until interrupted\n")
-		<-ctx.Done()
-	}
-	return nil
+	return sh.Run(ctx, labweb.RunConfig{Terminal: opts.Script == "" && isTerminal(script), History: history, In: script,
+		Out: f.IO.Out, ErrOut: f.IO.ErrOut})
 }
 
 // token reads --http-token's file.

@@ -3,9 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -55,11 +52,9 @@ makes the run resumable (see 'coordctl lab sweep').`,
   coordctl lab figure16 --trials 1000 --results fig16.jsonl --svg docs/figure16.svg
   coordctl lab figure16 --timeouts 150ms --prevote off --trials 50 -w json`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command) error {
 			return runLabFigure16(ctx, f, opts)
-		},
+		}),
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&opts.Trials, "trials", 20, "crashes per range and pre-vote setting (the paper: 1000)")
@@ -76,36 +71,17 @@ makes the run resumable (see 'coordctl lab sweep').`,
 
 // config is the run's config; --trials-at's T=N pairs become TrialsAt.
 func (o *labFigure16Options) config(f *factory) (experiments.Figure16Config, error) {
-	cfg := experiments.Figure16Config{Timeouts: o.Timeouts, Trials: o.Trials, TrialsAt: map[string]int{}, PreVote: o.PreVote, Delay: o.Delay,
+	cfg := experiments.Figure16Config{Timeouts: o.Timeouts, Trials: o.Trials, PreVote: o.PreVote, Delay: o.Delay,
 		Results: o.Results, CSV: o.CSV, SVG: o.SVG, ReportOnly: o.ReportOnly, Progress: f.IO.ErrOut, TTY: isTerminal(f.IO.ErrOut)}
-	for _, kv := range o.TrialsAt {
-		k, v, ok := strings.Cut(kv, "=")
-		n, err := strconv.Atoi(v)
-		if !ok || err != nil {
-			return cfg, usageErrorf("--trials-at %q: want T=N, e.g. 12ms=200", kv)
-		}
-		if !slices.Contains(o.Timeouts, k) {
-			return cfg, usageErrorf("--trials-at %q: %s is not one of --timeouts %s", kv, k, strings.Join(o.Timeouts, ","))
-		}
-		cfg.TrialsAt[k] = n
+	trialsAt, err := experiments.ParseTrialsAt(o.TrialsAt, o.Timeouts)
+	if err == nil {
+		cfg.TrialsAt = trialsAt
+		err = cfg.Validate()
 	}
-	var ve *experiments.ValueError
-	if err := cfg.Validate(); errors.As(err, &ve) {
-		return cfg, usageErrorf("--%s %q: %v", ve.Field, ve.Value, ve.Err)
-	} else if err != nil {
-		return cfg, usageErrorf("%v", err)
-	}
-	if o.ReportOnly && o.Results == "" {
-		return cfg, usageErrorf("--report-only summarises --results FILE: give one")
-	}
-	return cfg, nil
+	return cfg, experimentsUsage(err)
 }
 
 func runLabFigure16(ctx context.Context, f *factory, opts *labFigure16Options) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
 	cfg, err := opts.config(f)
 	if err != nil {
 		return err
@@ -116,5 +92,5 @@ func runLabFigure16(ctx context.Context, f *factory, opts *labFigure16Options) e
 	} else if err != nil {
 		return err
 	}
-	return p.Print(textOutput{rep})
+	return printResult(f, textOutput{rep})
 }

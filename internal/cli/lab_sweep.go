@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"slices"
-	"strings"
 
 	"github.com/chzyer/readline"
 	"github.com/spf13/cobra"
@@ -15,11 +13,9 @@ import (
 )
 
 type labSweepOptions struct {
-	Spec       string
-	Experiment string
-	Params     []string
-	Sets       []string
-	Seeds      string
+	Spec string
+	// Flags are --experiment, --param, --set and --seeds, without --spec.
+	sweep.Flags
 	Parallel   int
 	Results    string
 	CSV        string
@@ -82,11 +78,9 @@ A spec file holds the same in lines:
   coordctl lab sweep --experiment scenario --set name=stale-read --seeds 1..5 --metric stale_reads
   coordctl lab sweep --experiment lock-safety --param fencing=on,off --set duration=20s --seeds 1..5 --results chk.jsonl`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command) error {
 			return runLabSweep(ctx, f, opts)
-		},
+		}),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Spec, "spec", "", "read the experiment, parameters and seeds from this file")
@@ -121,31 +115,11 @@ func (o *labSweepOptions) spec() (sweep.Spec, error) {
 		}
 		return s, nil
 	}
-	s = sweep.Spec{Experiment: o.Experiment, Fixed: map[string]string{}}
-	for _, p := range o.Params {
-		pr, err := sweep.ParseParam(p)
-		if err != nil {
-			return s, usageErrorf("--param: %v", err)
-		}
-		s.Params = append(s.Params, pr)
-	}
-	for _, kv := range o.Sets {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || v == "" {
-			return s, usageErrorf("--set %q: want name=value", kv)
-		}
-		s.Fixed[k] = v
-	}
-	seeds := o.Seeds
-	if seeds == "" {
-		seeds = "1..10"
-	}
-	sd, err := sweep.ParseSeeds(seeds)
-	if err != nil {
-		return s, usageErrorf("--seeds: %v", err)
-	}
-	s.Seeds = sd
-	if err := s.Validate(); err != nil {
+	s, err := o.Flags.Spec()
+	var fe *sweep.FlagError
+	if errors.As(err, &fe) {
+		return s, usageErrorf("--%v", fe)
+	} else if err != nil {
 		return s, usageErrorf("%v", err)
 	}
 	return s, nil
@@ -161,29 +135,33 @@ func (o *labSweepOptions) config(f *factory) (experiments.SweepConfig, error) {
 	if err != nil {
 		return experiments.SweepConfig{}, usageErrorf("%v", err)
 	}
-	switch {
-	case o.Curve != "" && !slices.ContainsFunc(spec.Params, func(p sweep.Param) bool { return p.Name == o.Curve }):
-		return experiments.SweepConfig{}, usageErrorf("--curve %q: not a swept parameter", o.Curve)
-	case o.Curve != "" && o.SVG == "":
-		return experiments.SweepConfig{}, usageErrorf("--curve draws into --svg: give --svg FILE")
-	case o.ReportOnly && o.Results == "":
-		return experiments.SweepConfig{}, usageErrorf("--report-only summarises --results FILE: give one")
-	}
 	cfg := experiments.SweepConfig{Spec: spec, Experiment: exp, Parallel: o.Parallel, Results: o.Results, CSV: o.CSV,
 		ReportOnly: o.ReportOnly, Metric: o.Metric, SVG: o.SVG, Curve: o.Curve, Progress: f.IO.ErrOut, TTY: isTerminal(f.IO.ErrOut)}
-	if err := cfg.Validate(); errors.Is(err, experiments.ErrParallel) {
+	err = cfg.Validate()
+	if errors.Is(err, experiments.ErrParallel) {
 		return cfg, usageErrorf("--parallel %d: want at least 1", o.Parallel)
-	} else if err != nil {
-		return cfg, usageErrorf("%v", err)
 	}
-	return cfg, nil
+	return cfg, experimentsUsage(err)
+}
+
+// experimentsUsage is the usage error, naming the flag, of a sweep's or
+// Figure 16's invalid config; nil for nil.
+func experimentsUsage(err error) error {
+	var ve *experiments.ValueError
+	switch {
+	case errors.As(err, &ve):
+		return usageErrorf("--%s %q: %v", ve.Field, ve.Value, ve.Err)
+	case errors.Is(err, experiments.ErrCurveNeedsSVG):
+		return usageErrorf("--curve draws into --svg: give --svg FILE")
+	case errors.Is(err, experiments.ErrNoResults):
+		return usageErrorf("--report-only summarises --results FILE: give one")
+	case err != nil:
+		return usageErrorf("%v", err)
+	}
+	return nil
 }
 
 func runLabSweep(ctx context.Context, f *factory, opts *labSweepOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
 	cfg, err := opts.config(f)
 	if err != nil {
 		return err
@@ -197,7 +175,7 @@ func runLabSweep(ctx context.Context, f *factory, opts *labSweepOptions) error {
 	case err != nil:
 		return err
 	}
-	return p.Print(textOutput{rep})
+	return printResult(f, textOutput{rep})
 }
 
 // isTerminal reports whether w is a terminal: stdin then gets line

@@ -41,7 +41,7 @@ type lamportTraceOptions struct {
 
 func newLamportTraceCmd(f *factory) *cobra.Command {
 	opts := &lamportTraceOptions{}
-	cmd := &cobra.Command{
+	return &cobra.Command{
 		Use:   "trace [FILE]",
 		Short: "Apply Lamport and vector clocks to an event script",
 		Long: `Read an event script, one event a line, and apply the clock rules:
@@ -77,15 +77,10 @@ receive with nothing in flight) is an error naming the line: exit 2.`,
 			return runLamportTrace(f, opts)
 		},
 	}
-	return cmd
 }
 
 // runLamportTrace reads the script, simulates it and prints the result.
 func runLamportTrace(f *factory, opts *lamportTraceOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
 	var r io.Reader
 	source := opts.File
 	switch opts.File {
@@ -109,5 +104,5 @@ func runLamportTrace(f *factory, opts *lamportTraceOptions) error {
 		}
 		return fmt.Errorf("%s: %w", source, err)
 	}
-	return p.Print(textOutput{lamport.Report{Trace: tr, Example: opts.File == ""}})
+	return printResult(f, textOutput{lamport.Report{Trace: tr, Example: opts.File == ""}})
 }

@@ -181,3 +181,13 @@ func argsUsage(v cobra.PositionalArgs) cobra.PositionalArgs {
 		return nil
 	}
 }
+
+// printResult prints v through the -w printer, for a command that prints
+// once it is done. -w was checked before the command ran (validateGlobal).
+func printResult(f *factory, v any) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	return p.Print(v)
+}

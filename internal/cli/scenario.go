@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/coordkit/coordkit/fencing/sqlfence"
 	"github.com/coordkit/coordkit/internal/etcdembed"
 	"github.com/coordkit/coordkit/scenarios"
 	"github.com/coordkit/coordkit/scenarios/report"
@@ -53,17 +52,9 @@ func newScenarioListCmd(f *factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runScenarioList(f, reg)
+			return printResult(f, textOutput{reg.Listing()})
 		},
 	}
-}
-
-func runScenarioList(f *factory, reg *scenarios.Registry) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	return p.Print(textOutput{reg.Listing()})
 }
 
 type scenarioRunOptions struct {
@@ -151,11 +142,8 @@ fenced); without it the scenario is SKIPPED, which is not a failure.`,
 }
 
 func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
 	reg := opts.Registry
+	var err error
 	if reg == nil {
 		if reg, err = scenarios.Default(); err != nil {
 			return err
@@ -174,9 +162,20 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 	case err != nil:
 		return usageErrorf("%v", err)
 	}
-	sqlDriver, sqlDSN, err := scenarioSQL(opts)
-	if err != nil {
-		return err
+	env := scenarios.Env{Seed: opts.Seed, Scale: scale, EtcdEndpoints: opts.Endpoints, StartEtcd: etcdembed.Scratch,
+		SQLDriver: opts.SQLDriver, SQLDSN: opts.SQLDSN, Redis: opts.Redis}
+	var sqlErr *scenarios.SQLError
+	switch err := env.Validate(); {
+	case errors.Is(err, scenarios.ErrSQLNeedsDriver):
+		return usageErrorf("--dsn needs --driver")
+	case errors.Is(err, scenarios.ErrSQLNeedsDSN) && errors.As(err, &sqlErr):
+		return usageErrorf("--driver %s needs --dsn", sqlErr.Dialect)
+	case errors.As(err, &sqlErr) && sqlErr.Field == "driver":
+		return usageErrorf("invalid --driver %q: want sqlite, postgres or mysql", opts.SQLDriver)
+	case errors.As(err, &sqlErr):
+		return usageErrorf("invalid --dsn: %v", sqlErr.Err)
+	case err != nil:
+		return usageErrorf("%v", err)
 	}
 	if opts.Report != "" && !strings.HasSuffix(strings.ToLower(opts.Report), ".html") && !strings.HasSuffix(strings.ToLower(opts.Report), ".htm") {
 		return usageErrorf("invalid --report %q: want a .html file", opts.Report)
@@ -192,8 +191,6 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 		_ = cli.Close()
 	}
 
-	env := scenarios.Env{Seed: opts.Seed, Scale: scale, EtcdEndpoints: opts.Endpoints, StartEtcd: etcdembed.Scratch,
-		SQLDriver: sqlDriver, SQLDSN: sqlDSN, Redis: opts.Redis}
 	reports, err := reg.RunAll(ctx, names, env, f.IO.ErrOut)
 	if err != nil {
 		return mark(errFailed, err)
@@ -206,36 +203,11 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 	}
 
 	res := report.Results{Reports: reports, All: opts.All}
-	if err := p.Print(textOutput{res}); err != nil {
+	if err := printResult(f, textOutput{res}); err != nil {
 		return err
 	}
 	if failed := res.Failed(); len(failed) > 0 {
 		return fmt.Errorf("%d of %d scenarios failed: %s", len(failed), len(reports), strings.Join(failed, ", "))
 	}
 	return nil
-}
-
-// scenarioSQL checks --driver and --dsn; a SQLite DSN gets IMMEDIATE
-// transactions as in 'coordctl sql'.
-func scenarioSQL(opts *scenarioRunOptions) (driver, dsn string, err error) {
-	if opts.SQLDriver == "" {
-		if opts.SQLDSN != "" {
-			return "", "", usageErrorf("--dsn needs --driver")
-		}
-		return "", "", nil
-	}
-	d, err := sqlfence.ParseDialect(opts.SQLDriver)
-	if err != nil {
-		return "", "", usageErrorf("invalid --driver %q: want sqlite, postgres or mysql", opts.SQLDriver)
-	}
-	dsn = opts.SQLDSN
-	switch {
-	case dsn != "":
-		if dsn, err = sqlfence.NormalizeDSN(d, dsn); err != nil {
-			return "", "", usageErrorf("invalid --dsn: %v", err)
-		}
-	case d != sqlfence.SQLite && dsn == "":
-		return "", "", usageErrorf("--driver %s needs --dsn", d)
-	}
-	return d.String(), dsn, nil
 }

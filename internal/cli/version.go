@@ -1,30 +1,10 @@
 package cli
 
 import (
-	"fmt"
-	"io"
-
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/buildinfo"
 )
-
-// versionResult is what `coordctl version` prints.
-type versionResult struct {
-	buildinfo.Info
-}
-
-func (v versionResult) WriteSimple(w io.Writer) error {
-	rev := v.Revision
-	if rev == "" {
-		rev = "unknown (built without VCS information)"
-	} else if v.Modified {
-		rev += " (modified)"
-	}
-	_, err := fmt.Fprintf(w, "coordctl %s\nmodule:      %s\nrevision:    %s\ngo:          %s %s\netcd client: %s\netcd server: %s\n",
-		v.Version, v.Module, rev, v.GoVersion, v.Platform, v.EtcdClient, v.EtcdServer)
-	return err
-}
 
 func newVersionCmd(f *factory) *cobra.Command {
 	return &cobra.Command{
@@ -42,15 +22,7 @@ its coordctl_build_info metric.`,
   coordctl version -w json   # {"module":"github.com/coordkit/coordkit","version":"v0.4.0","revision":"…","modified":false,…}`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVersion(f)
+			return printResult(f, textOutput{buildinfo.Read()})
 		},
 	}
-}
-
-func runVersion(f *factory) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	return p.Print(versionResult{buildinfo.Read()})
 }

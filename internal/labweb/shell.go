@@ -159,6 +159,39 @@ func (sh *Shell) Terminal(ctx context.Context, history string, out, errOut io.Wr
 	return nil
 }
 
+// RunConfig says where Run reads its command lines.
+type RunConfig struct {
+	// Terminal reads from the terminal with line editing and history
+	// (History, when not empty), prompting on Out and ErrOut; otherwise
+	// the lines come from In.
+	Terminal bool
+	History  string
+	In       io.Reader
+	// Out and ErrOut are the terminal's; ErrOut also receives the note
+	// that the page goes on being served.
+	Out, ErrOut io.Writer
+}
+
+// Run runs the shell's command lines (Terminal, else Script of In) and
+// then, while Serve's page is up and no line was exit, keeps serving until
+// ctx ends. It returns Terminal's error, or In's wrapped as "lab: read
+// commands".
+func (sh *Shell) Run(ctx context.Context, c RunConfig) error {
+	if c.Terminal {
+		if err := sh.Terminal(ctx, c.History, c.Out, c.ErrOut); err != nil {
+			return err
+		}
+	} else if err := sh.Script(ctx, c.In); err != nil {
+		return fmt.Errorf("lab: read commands: %w", err)
+	}
+	if sh.exited || sh.srv == nil || ctx.Err() != nil {
+		return nil
+	}
+	fmt.Fprintf(c.ErrOut, "lab: commands done; serving the page until interrupted\n")
+	<-ctx.Done()
+	return nil
+}
+
 // echo prints a command the page ran.
 func (sh *Shell) echo(ev CommandEvent, out labcmd.Output) {
 	sh.print(func() { sh.cfg.Echo(ev, out) })

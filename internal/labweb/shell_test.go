@@ -92,3 +92,42 @@ func TestNewShellNilCluster(t *testing.T) {
 	_, err := NewShell(nil, ShellConfig{})
 	require.ErrorIs(t, err, ErrNilCluster)
 }
+
+// cancelOnWrite cancels a context when something is written to it.
+type cancelOnWrite struct {
+	mu     sync.Mutex
+	text   strings.Builder
+	cancel context.CancelFunc
+}
+
+func (w *cancelOnWrite) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.text.Write(p)
+	w.cancel()
+	return len(p), nil
+}
+
+// Run reads the lines, then returns at once without a page or after exit;
+// while a page is served it says so and serves until the context ends. A
+// reader's error is wrapped.
+func TestShellRun(t *testing.T) {
+	sh, printed := shellOn(t)
+	require.NoError(t, sh.Run(t.Context(), RunConfig{In: strings.NewReader("leader\n")}), "no page: returns at the end of input")
+	require.Equal(t, []string{"leader"}, printed())
+	err := sh.Run(t.Context(), RunConfig{In: strings.NewReader(strings.Repeat("x", MaxLine+1))})
+	require.ErrorIs(t, err, bufio.ErrTooLong)
+	require.ErrorContains(t, err, "lab: read commands: ")
+
+	_, err = sh.Serve(ServerConfig{Addr: "127.0.0.1:0"}, true)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	errOut := &cancelOnWrite{cancel: cancel}
+	require.NoError(t, sh.Run(ctx, RunConfig{In: strings.NewReader("status\n"), ErrOut: errOut}))
+	require.Equal(t, "lab: commands done; serving the page until interrupted\n", errOut.text.String(), "served until the context ended")
+
+	errOut = &cancelOnWrite{cancel: func() {}}
+	require.NoError(t, sh.Run(t.Context(), RunConfig{In: strings.NewReader("exit\n"), ErrOut: errOut}), "exit returns though the page is up")
+	require.Empty(t, errOut.text.String())
+}

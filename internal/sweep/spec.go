@@ -206,6 +206,63 @@ func ParseParam(s string) (Param, error) {
 	return p, nil
 }
 
+// Flags is a spec given as command-line values, in ParseSpec's words:
+// Params "name=v1,v2" (ParseParam), Sets "name=value", Seeds as
+// ParseSeeds reads them ("" is 1..10).
+type Flags struct {
+	Experiment string
+	Params     []string
+	Sets       []string
+	Seeds      string
+}
+
+// FlagError is a value of Flags that cannot be read: Flag names the field
+// as its flag (param, set, seeds), Value is the value given.
+type FlagError struct {
+	Flag, Value string
+	Err         error
+}
+
+// Error quotes the value of set; param's and seeds' Err already does.
+func (e *FlagError) Error() string {
+	if e.Flag == "set" {
+		return fmt.Sprintf("%s %q: %v", e.Flag, e.Value, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.Flag, e.Err)
+}
+
+func (e *FlagError) Unwrap() error { return e.Err }
+
+// Spec builds and validates the spec. Errors: a *FlagError for a value
+// that cannot be read, then Spec.Validate's.
+func (fl Flags) Spec() (Spec, error) {
+	s := Spec{Experiment: fl.Experiment, Fixed: map[string]string{}}
+	for _, raw := range fl.Params {
+		p, err := ParseParam(raw)
+		if err != nil {
+			return s, &FlagError{Flag: "param", Value: raw, Err: err}
+		}
+		s.Params = append(s.Params, p)
+	}
+	for _, kv := range fl.Sets {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || v == "" {
+			return s, &FlagError{Flag: "set", Value: kv, Err: errors.New("want name=value")}
+		}
+		s.Fixed[k] = v
+	}
+	seeds := fl.Seeds
+	if seeds == "" {
+		seeds = "1..10"
+	}
+	sd, err := ParseSeeds(seeds)
+	if err != nil {
+		return s, &FlagError{Flag: "seeds", Value: seeds, Err: err}
+	}
+	s.Seeds = sd
+	return s, s.Validate()
+}
+
 // ParseSpec reads a spec file: one directive a line, '#' starts a comment.
 //
 //	experiment election

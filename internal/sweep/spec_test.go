@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -125,5 +126,48 @@ seeds 1..3
 		if _, err := ParseSpec(strings.NewReader(bad)); !errors.Is(err, ErrSpec) {
 			t.Errorf("ParseSpec(%q) = %v, want ErrSpec", bad, err)
 		}
+	}
+}
+
+// A spec given as flags: values parsed as ParseSpec's directives, seeds
+// 1..10 by default, and a *FlagError naming the flag of a bad value.
+func TestFlagsSpec(t *testing.T) {
+	s, err := Flags{Experiment: "election", Params: []string{"timeout=12ms,25ms"}, Sets: []string{"delay=7.5ms"}}.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Spec{Experiment: "election", Params: []Param{{Name: "timeout", Values: []string{"12ms", "25ms"}}},
+		Fixed: map[string]string{"delay": "7.5ms"}, Seeds: []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}}
+	if !reflect.DeepEqual(s, want) {
+		t.Fatalf("spec %+v, want %+v", s, want)
+	}
+
+	tests := []struct {
+		name  string
+		flags Flags
+		flag  string
+		text  string
+	}{
+		{name: "param without values", flags: Flags{Experiment: "e", Params: []string{"timeout"}}, flag: "param", text: `param: sweep: invalid spec: parameter "timeout": want name=v1,v2`},
+		{name: "set without value", flags: Flags{Experiment: "e", Sets: []string{"delay="}}, flag: "set", text: `set "delay=": want name=value`},
+		{name: "set empty", flags: Flags{Experiment: "e", Sets: []string{""}}, flag: "set", text: `set "": want name=value`},
+		{name: "seeds backwards", flags: Flags{Experiment: "e", Seeds: "3..1"}, flag: "seeds", text: `seeds: sweep: invalid spec: seeds "3..1": want A..B with A <= B`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.flags.Spec()
+			var fe *FlagError
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %v, want a *FlagError", err)
+			}
+			if fe.Flag != tt.flag || fe.Error() != tt.text {
+				t.Fatalf("flag %q, text %q; want %q, %q", fe.Flag, fe.Error(), tt.flag, tt.text)
+			}
+		})
+	}
+	_, err = Flags{}.Spec()
+	var fe *FlagError
+	if err == nil || errors.As(err, &fe) {
+		t.Fatalf("no experiment: error %v, want Validate's", err)
 	}
 }

@@ -21,6 +21,10 @@ var (
 	// trials that finished are in the results file (wrapped by
 	// *InterruptedError).
 	ErrInterrupted = errors.New("experiments: interrupted")
+	// ErrNoResults: a config with ReportOnly and no Results file to report.
+	ErrNoResults = errors.New("experiments: report-only needs a results file")
+	// ErrCurveNeedsSVG: a SweepConfig with a Curve and no SVG to draw it in.
+	ErrCurveNeedsSVG = errors.New("experiments: a curve needs an SVG file")
 )
 
 // Experiment is one experiment the sweep can run.

@@ -9,6 +9,8 @@ import (
 	"maps"
 	"math"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,8 +28,9 @@ const (
 // MaxFigure16Trials bounds the trials of one range.
 const MaxFigure16Trials = 100000
 
-// ValueError is a value of a Figure16Config that cannot be read: Field
-// names the field (timeouts, prevote), Value the value as given.
+// ValueError is a value of a config that cannot be read: Field names the
+// field as its flag (Figure16Config's timeouts, prevote, trials-at;
+// SweepConfig's curve), Value the value as given.
 type ValueError struct {
 	Field, Value string
 	Err          error
@@ -115,8 +118,36 @@ func (c Figure16Config) Specs() ([]sweep.Spec, error) {
 	return out, nil
 }
 
-// Validate is Specs without the specs.
-func (c Figure16Config) Validate() error { _, err := c.Specs(); return err }
+// Validate is Specs without the specs, and ErrNoResults for ReportOnly
+// without Results.
+func (c Figure16Config) Validate() error {
+	if _, err := c.Specs(); err != nil {
+		return err
+	}
+	if c.ReportOnly && c.Results == "" {
+		return ErrNoResults
+	}
+	return nil
+}
+
+// ParseTrialsAt reads T=N pairs ("12ms=200") into a TrialsAt map; every T
+// must be one of timeouts. Errors: a *ValueError (Field "trials-at", Value
+// the pair) for a pair that is not T=N or whose T is not in timeouts.
+func ParseTrialsAt(pairs, timeouts []string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, kv := range pairs {
+		k, v, ok := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil {
+			return nil, &ValueError{Field: "trials-at", Value: kv, Err: errors.New("want T=N, e.g. 12ms=200")}
+		}
+		if !slices.Contains(timeouts, k) {
+			return nil, &ValueError{Field: "trials-at", Value: kv, Err: fmt.Errorf("%s is not one of --timeouts %s", k, strings.Join(timeouts, ","))}
+		}
+		out[k] = n
+	}
+	return out, nil
+}
 
 // Figure16 runs c's pending trials, range by range, and returns the
 // figure: a table per pre-vote setting (one column per range), the paper's

@@ -140,3 +140,26 @@ func TestRangeLabel(t *testing.T) {
 	require.Equal(t, "150-300ms", RangeLabel("150ms"))
 	require.Equal(t, "xx", RangeLabel("xx"))
 }
+
+// --trials-at's pairs: T=N for a T among the timeouts, else a *ValueError
+// naming the pair; ReportOnly needs a results file.
+func TestParseTrialsAtAndReportOnly(t *testing.T) {
+	got, err := ParseTrialsAt([]string{"12ms=200", "25ms=3"}, []string{"12ms", "25ms"})
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"12ms": 200, "25ms": 3}, got)
+	for _, pair := range []string{"12ms", "12ms=x", "13ms=5"} {
+		_, err := ParseTrialsAt([]string{pair}, []string{"12ms", "25ms"})
+		var ve *ValueError
+		require.ErrorAs(t, err, &ve, pair)
+		require.Equal(t, "trials-at", ve.Field)
+		require.Equal(t, pair, ve.Value)
+	}
+	_, err = ParseTrialsAt([]string{"13ms=5"}, []string{"12ms", "25ms"})
+	require.ErrorContains(t, err, "13ms is not one of --timeouts 12ms,25ms")
+
+	c := figure16Config()
+	c.ReportOnly, c.Results = true, ""
+	require.ErrorIs(t, c.Validate(), ErrNoResults)
+	c.Results = "r.jsonl"
+	require.NoError(t, c.Validate())
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/coordkit/coordkit/chart"
 	"github.com/coordkit/coordkit/internal/bench"
@@ -38,10 +39,21 @@ type SweepConfig struct {
 	TTY      bool
 }
 
-// Validate checks the spec against the experiment (*ParamError), Parallel
-// (ErrParallel) and every point of the grid (errors wrapping sweep.ErrSpec
-// or the experiment's config errors), in that order.
+// Validate checks Curve (a *ValueError, Field "curve", when it is not a
+// swept parameter; ErrCurveNeedsSVG without SVG), ReportOnly
+// (ErrNoResults without Results), the spec against the experiment
+// (*ParamError), Parallel (ErrParallel) and every point of the grid
+// (errors wrapping sweep.ErrSpec or the experiment's config errors), in
+// that order.
 func (c SweepConfig) Validate() error {
+	switch {
+	case c.Curve != "" && !slices.ContainsFunc(c.Spec.Params, func(p sweep.Param) bool { return p.Name == c.Curve }):
+		return &ValueError{Field: "curve", Value: c.Curve, Err: errors.New("not a swept parameter")}
+	case c.Curve != "" && c.SVG == "":
+		return ErrCurveNeedsSVG
+	case c.ReportOnly && c.Results == "":
+		return ErrNoResults
+	}
 	if err := c.Experiment.CheckParams(c.Spec); err != nil {
 		return err
 	}

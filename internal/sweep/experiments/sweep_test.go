@@ -197,6 +197,21 @@ func TestExperimentChecks(t *testing.T) {
 	cfg.Parallel = 1
 	require.Error(t, cfg.Validate())
 	require.False(t, errors.Is(cfg.Validate(), ErrParallel))
+
+	// --curve and --report-only are checked first, in that order.
+	cfg = SweepConfig{Spec: spec("timeout", "25ms"), Experiment: election, Parallel: 0, Curve: "prevote", ReportOnly: true}
+	var ve *ValueError
+	require.ErrorAs(t, cfg.Validate(), &ve)
+	require.Equal(t, ValueError{Field: "curve", Value: "prevote", Err: ve.Err}, *ve)
+	require.EqualError(t, ve.Err, "not a swept parameter")
+	cfg.Curve = "timeout"
+	require.ErrorIs(t, cfg.Validate(), ErrCurveNeedsSVG)
+	cfg.SVG = "c.svg"
+	require.ErrorIs(t, cfg.Validate(), ErrNoResults)
+	cfg.Results = "r.jsonl"
+	require.ErrorIs(t, cfg.Validate(), ErrParallel)
+	cfg.Parallel = 1
+	require.NoError(t, cfg.Validate())
 }
 
 func TestCheckConfig(t *testing.T) {

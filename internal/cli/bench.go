@@ -46,17 +46,6 @@ a latency the other's value over A's, for a rate A's over the other's;
 	return cmd
 }
 
-// signalRunE is the RunE of a command that runs until done or
-// interrupted (the benches, lab, demo): run gets a context that SIGINT,
-// SIGTERM and SIGHUP cancel.
-func signalRunE(f *factory, run func(context.Context, *cobra.Command) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, _ []string) error {
-		ctx, cancel := f.NotifyContext(cmd.Context())
-		defer cancel()
-		return run(ctx, cmd)
-	}
-}
-
 // runBench runs harness and prints its result (bench.Printed: as JSON the
 // result, as text its table); its errors go through benchError.
 func runBench[O any, R interface{ Table() bench.Table }](ctx context.Context, f *factory, name string, errOptions error,

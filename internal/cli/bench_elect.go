@@ -65,7 +65,7 @@ writes the same as a page).`,
   coordctl bench elect --rolling 5
   coordctl bench elect --rolling 5 --html rolling.html -w json`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command) error {
+		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			opts.Progress, ropts.Progress = f.IO.ErrOut, f.IO.ErrOut
 			if cmd.Flags().Changed("rolling") {
 				return runBenchElectRolling(ctx, f, ropts, html, rolling)

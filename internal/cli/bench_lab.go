@@ -47,7 +47,7 @@ or, with --model, {"benchmark":"lab-model","rows":[{"nodes","delay_ms",
   coordctl bench lab --ui
   coordctl bench lab --ui --nodes 3 --writers 8 --duration 4s -w json`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command) error {
+		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			opts = opts.WithModeDefaults(cmd.Flags().Changed)
 			opts.Progress = f.IO.ErrOut
 			return runBench(ctx, f, "lab", labbench.ErrOptions, harness, opts)

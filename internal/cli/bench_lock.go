@@ -76,7 +76,7 @@ pg-advisory "postgres":"HOST:PORT/DB", "keepalive" and each row "pg_advisory".`,
   coordctl bench lock --against redsync --redis 127.0.0.1:6379
   coordctl bench lock --against pg-advisory --dsn postgres://root@127.0.0.1:5432/test`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command) error {
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			opts.Progress = f.IO.ErrOut
 			if opts.DSN != "" && opts.Coordctl == "" {
 				var err error

@@ -41,7 +41,7 @@ to stderr. The ratio column is how many times better coordkit did.
   coordctl bench rwlock -w json
   coordctl bench rwlock --batches 50 --handoffs 200 --duration 5s`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command) error {
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			opts.Progress = f.IO.ErrOut
 			return runBench(ctx, f, "rwlock", rwlockbench.ErrOptions, harness, opts)
 		}),

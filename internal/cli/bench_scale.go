@@ -79,7 +79,7 @@ measured is null, keepalive_once is present only on the rows it applies to.`,
   coordctl bench scale --waiters 1,100 --locks 10,1000 --shapes 1x100 --members 1
   coordctl bench scale --curves candidates,sessions --shapes 1x500 --idle-sessions 10000 --members 1`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command) error {
+		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			o.sel.Given = cmd.Flags().Changed
 			opts, err := o.sel.Apply(o.opts)
 			if err != nil {

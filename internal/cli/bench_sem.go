@@ -35,7 +35,7 @@ stderr. The ratio column is how many times better coordkit did.
   coordctl bench sem -w json
   coordctl bench sem --limits 1,5 --duration 5s`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command) error {
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			opts.Progress = f.IO.ErrOut
 			return runBench(ctx, f, "sem", sembench.ErrOptions, harness, opts)
 		}),

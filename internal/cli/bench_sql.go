@@ -47,7 +47,7 @@ transactions. Results go to stdout, progress to stderr. -w json prints
   coordctl bench sql --driver mysql --dsn 'root@tcp(127.0.0.1:3306)/test' -w json
   coordctl bench sql --driver postgres --dsn "$DB" --fence both`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command) error {
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			return runBenchSQL(ctx, f, opts, harness)
 		}),
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/safety"
+	"github.com/coordkit/coordkit/internal/sidecar"
 )
 
 // errCheckFailed: the check ran and found a violation; its report says which.
@@ -147,12 +148,10 @@ Progress goes to stderr.`, what),
   coordctl check lock-safety --lock pg-advisory --dsn postgres://root@127.0.0.1:5432/test --duration 60s
   coordctl check lock-safety --resource sql --driver postgres --dsn postgres://root@127.0.0.1:5432/test`, target),
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			opts.changed = cmd.Flags().Changed
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
 			return runCheckSafety(ctx, f, opts, run)
-		},
+		}),
 	}
 	fl := cmd.Flags()
 	fl.DurationVar(&cfg.Duration, "duration", 60*time.Second, "how long the clients and the nemesis run")
@@ -182,7 +181,7 @@ Progress goes to stderr.`, what),
 		fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "with --lock redsync or pg-advisory: time to wait for Redis or PostgreSQL to answer")
 	}
 	if target == safety.TargetElection {
-		fl.StringVar(&opts.Policy, "policy", "", "coordinated election: "+policyNames()+
+		fl.StringVar(&opts.Policy, "policy", "", "coordinated election: "+sidecar.PolicyNames()+
 			" (clients with differing priorities and versions, preemption, leaderships ending by resign-to)")
 	}
 	return cmd

@@ -58,9 +58,9 @@ func runCheckRMW(ctx context.Context, f *factory, opts *rmwOptions) error {
 	if opts.URL == "" || opts.ID == "" {
 		return usageErrorf("--url and --id are required")
 	}
-	tok, err := parseTokenFlag(f.Getenv(envFencingToken))
+	tok, err := parseTokenFlag(f.Getenv(childproc.EnvFencingToken))
 	if err != nil {
-		return usageErrorf("$%s: %v", envFencingToken, err)
+		return usageErrorf("$%s: %v", childproc.EnvFencingToken, err)
 	}
 	scope := envScope(f)
 	if err := checkScopeFlag(scope); err != nil {
@@ -147,6 +147,6 @@ func runAnchorHeld(ctx context.Context, f *factory, p *printer, out any, what, n
 			defer cancel()
 			return release(rctx)
 		}},
-		Env: map[string]string{envLockName: name, envFencingToken: tok.String()},
+		Env: map[string]string{childproc.EnvLockName: name, childproc.EnvFencingToken: tok.String()},
 	}, out, false)
 }

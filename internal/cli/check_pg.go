@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/pglock"
 	"github.com/coordkit/coordkit/internal/safety"
 )
@@ -38,12 +39,10 @@ server ends the lock's session. The lock connection's keepalives are
 		Example: `  coordctl check pg-advisory-lock --dsn postgres://root@127.0.0.1:5432/test --name jobs
   coordctl check pg-advisory-lock --dsn DSN --name safety --sequence s_tokens -- coordctl check sql-rmw ...`,
 		Args: argsUsage(cobra.ArbitraryArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, args []string) error {
 			opts.Command = args
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
 			return runCheckPGLock(ctx, f, opts)
-		},
+		}),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.DSN, "dsn", "", "the PostgreSQL database (a pgx DSN: URL or key=value)")
@@ -124,9 +123,9 @@ func runCheckSQLRMW(ctx context.Context, f *factory, opts *sqlRMWOptions) error 
 	if opts.DSN == "" || opts.Prefix == "" || opts.ID == "" {
 		return usageErrorf("--dsn, --prefix and --id are required")
 	}
-	tok, err := parseTokenFlag(f.Getenv(envFencingToken))
+	tok, err := parseTokenFlag(f.Getenv(childproc.EnvFencingToken))
 	if err != nil {
-		return usageErrorf("$%s: %v", envFencingToken, err)
+		return usageErrorf("$%s: %v", childproc.EnvFencingToken, err)
 	}
 	c, err := safety.OpenSQLCounter(ctx, opts.DSN, opts.Prefix, opts.Fenced, f.Global.DialTimeout)
 	if err != nil {

@@ -54,12 +54,10 @@ Owners are compared as strings: give every claimant its own owner name.`,
   coordctl claim get alice
   coordctl claim release alice --owner node-1`,
 		Args: argsUsage(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, args []string) error {
 			opts.Name = args[0]
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
 			return runClaimOp(ctx, f, opts, claim.OpClaim)
-		},
+		}),
 	}
 	f.addEtcdFlags(cmd.PersistentFlags())
 	cmd.PersistentFlags().StringVar(&opts.Prefix, "prefix", claim.DefaultPrefix, "key prefix of claims: the claim on NAME is <prefix>/NAME")
@@ -103,12 +101,10 @@ claimed.`,
 func claimSubCmd(f *factory, parent *claimOptions, op claim.Op, cmd *cobra.Command) (*cobra.Command, *claimOptions) {
 	opts := &claimOptions{}
 	cmd.Args = argsUsage(cobra.ExactArgs(1))
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+	cmd.RunE = signalRunE(f, func(ctx context.Context, _ *cobra.Command, args []string) error {
 		opts.Name, opts.Prefix = args[0], parent.Prefix
-		ctx, cancel := f.NotifyContext(cmd.Context())
-		defer cancel()
 		return runClaimOp(ctx, f, opts, op)
-	}
+	})
 	return cmd, opts
 }
 

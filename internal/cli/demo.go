@@ -54,7 +54,7 @@ With -w json every step is one JSON object on its own line.`,
   coordctl demo --story-only --redis 127.0.0.1:6379
   coordctl demo -w json | jq .`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command) error {
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			return runDemo(ctx, f, opts)
 		}),
 	}

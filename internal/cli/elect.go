@@ -87,7 +87,7 @@ as etcdctl elect, have none).`,
 			}
 			return argsUsage(cobra.RangeArgs(1, 2))(cmd, args[:n])
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 				args, opts.Command = args[:dash], args[dash:]
 			}
@@ -96,10 +96,8 @@ as etcdctl elect, have none).`,
 			if len(args) > 1 {
 				opts.Proposal = args[1]
 			}
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
 			return runElect(ctx, f, opts)
-		},
+		}),
 	}
 	fl := cmd.Flags()
 	f.addEtcdFlags(cmd.PersistentFlags())

@@ -47,11 +47,7 @@ data stays in --data-dir for the next start.`,
   coordctl etcd -w json   # {"endpoints":["http://127.0.0.1:2379"]}
   coordctl etcd --members 3 --control 127.0.0.1:2399   # three members behind fault proxies`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
-			return runEtcd(ctx, f, opts)
-		},
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error { return runEtcd(ctx, f, opts) }),
 	}
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", "coordctl.etcd", "directory of the member's data")
 	cmd.Flags().StringVar(&opts.ClientURLs, "listen-client-urls", "http://127.0.0.1:2379", "URL to serve clients on")

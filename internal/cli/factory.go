@@ -97,16 +97,6 @@ func (f *factory) validateGlobal(etcd bool) error {
 	return nil
 }
 
-func (f *factory) endpoints() []string { return f.Global.SplitEndpoints() }
-
-// The errors of EtcdClient (package etcddial), under the names commands
-// and tests match them by.
-var (
-	ErrUnreachable = etcddial.ErrUnreachable
-	ErrTLS         = etcddial.ErrTLS
-	ErrAuth        = etcddial.ErrAuth
-)
-
 // EtcdClient connects to the endpoints and checks, within --dial-timeout,
 // that at least one answers; when none does, the error says why
 // (etcddial.Dial: ErrUnreachable, ErrTLS, ErrAuth). The caller closes the

@@ -21,14 +21,6 @@ import (
 // childproc.Supervise sees it, and the one way they run it (print and wait,
 // or run a command), with its exits.
 
-// The environment variables of a command run under a hold
-// (childproc's), under the names check.go, sql.go and resource's files use.
-const (
-	envLockName     = childproc.EnvLockName
-	envFencingToken = childproc.EnvFencingToken
-	envFencingScope = childproc.EnvFencingScope
-)
-
 // holdOptions are the options lock and sem share.
 type holdOptions struct {
 	Name string
@@ -45,13 +37,11 @@ func (o *holdOptions) bind(f *factory, cmd *cobra.Command, what string, nameFlag
 		_, _, err := nameAndCommand(what, cmd, args, *nameFlag)
 		return err
 	}
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+	cmd.RunE = signalRunE(f, func(ctx context.Context, cmd *cobra.Command, args []string) error {
 		o.Name, o.Command, _ = nameAndCommand(what, cmd, args, *nameFlag)
 		o.KillGraceSet = cmd.Flags().Changed("kill-grace")
-		ctx, cancel := f.NotifyContext(cmd.Context())
-		defer cancel()
 		return run(ctx)
-	}
+	})
 }
 
 // nameAndCommand splits the arguments of lock and sem: NAME (or --name),

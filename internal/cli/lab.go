@@ -74,7 +74,7 @@ serving until interrupted. Only loopback addresses may go without
   coordctl lab --http 127.0.0.1:7071 --script demo.txt
   coordctl lab --http 0.0.0.0:7071 --http-token token.txt`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command) error {
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			return runLab(ctx, f, opts)
 		}),
 	}

@@ -52,7 +52,7 @@ makes the run resumable (see 'coordctl lab sweep').`,
   coordctl lab figure16 --trials 1000 --results fig16.jsonl --svg docs/figure16.svg
   coordctl lab figure16 --timeouts 150ms --prevote off --trials 50 -w json`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command) error {
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			return runLabFigure16(ctx, f, opts)
 		}),
 	}

@@ -78,7 +78,7 @@ A spec file holds the same in lines:
   coordctl lab sweep --experiment scenario --set name=stale-read --seeds 1..5 --metric stale_reads
   coordctl lab sweep --experiment lock-safety --param fencing=on,off --set duration=20s --seeds 1..5 --results chk.jsonl`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command) error {
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			return runLabSweep(ctx, f, opts)
 		}),
 	}

@@ -83,11 +83,7 @@ recorded): the "lock without fencing" baseline.`,
   coordctl resource serve --listen 127.0.0.1:0 --data-dir /tmp/res -w json
   coordctl resource serve --data-dir /tmp/res-unfenced --unfenced`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
-			return runResourceServe(ctx, f, opts)
-		},
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error { return runResourceServe(ctx, f, opts) }),
 	}
 	cmd.Flags().StringVar(&opts.Listen, "listen", "127.0.0.1:7070", "address to listen on (host:port; port 0 picks a free one)")
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", "coordctl.resource", "directory of the resource's log")

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/childproc"
 )
 
 // The client commands of coordctl resource: put, get, fence, log and
@@ -93,7 +94,7 @@ func (r textResult[T]) MarshalJSON() ([]byte, error)  { return json.Marshal(r.v)
 // `coordctl sidecar` finds in its environment: COORD_FENCING_SCOPE (a
 // semaphore's NAME#slot, or the lock's name), else the lock or election name.
 func envScope(f *factory) string {
-	for _, k := range []string{envFencingScope, envLockName, "COORD_ELECTION"} {
+	for _, k := range []string{childproc.EnvFencingScope, childproc.EnvLockName, "COORD_ELECTION"} {
 		if s := f.Getenv(k); s != "" {
 			return s
 		}

@@ -191,3 +191,13 @@ func printResult(f *factory, v any) error {
 	}
 	return p.Print(v)
 }
+
+// signalRunE is the RunE of a command that runs until done or
+// interrupted: run gets a context that f.NotifyContext's signals cancel.
+func signalRunE(f *factory, run func(ctx context.Context, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		ctx, cancel := f.NotifyContext(cmd.Context())
+		defer cancel()
+		return run(ctx, cmd, args)
+	}
+}

@@ -41,7 +41,7 @@ func TestUnreachableEtcdFailsFastNamingEndpoints(t *testing.T) {
 	f.Global = globalOptions{Flags: etcddial.Flags{Endpoints: []string{dead}, DialTimeout: 500 * time.Millisecond, CommandTimeout: 5 * time.Second}, WriteOut: "simple"}
 	start := time.Now()
 	_, err := f.EtcdClient(context.Background())
-	require.ErrorIs(t, err, ErrUnreachable)
+	require.ErrorIs(t, err, etcddial.ErrUnreachable)
 	require.Contains(t, err.Error(), dead)
 	require.Less(t, time.Since(start), 1500*time.Millisecond)
 	require.Equal(t, exitError, exitCode(err))

@@ -118,17 +118,15 @@ fenced); without it the scenario is SKIPPED, which is not a failure.`,
   coordctl scenario run fenced-sql --driver postgres --dsn postgres://app@db/app
   coordctl scenario run advisory-lock --driver postgres --dsn postgres://app@db/app`,
 		Args: argsUsage(cobra.MaximumNArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Name = args[0]
 			}
 			if fl := cmd.Flag("endpoints"); fl != nil && fl.Changed {
-				opts.Endpoints = f.endpoints()
+				opts.Endpoints = f.Global.SplitEndpoints()
 			}
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
 			return runScenarioRun(ctx, f, opts)
-		},
+		}),
 	}
 	f.addEndpointFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&opts.All, "all", false, "run every scenario")

@@ -93,13 +93,11 @@ noted once on stderr. See docs/sidecar.md.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			opts.Command = args
 			opts.KillGraceSet = cmd.Flags().Changed("kill-grace")
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
 			return runSidecar(ctx, f, opts)
-		},
+		}),
 	}
 	fl := cmd.Flags()
 	f.addEtcdFlags(fl)

@@ -30,12 +30,10 @@ reached or refused the request (a wrong token, say).`,
   coordctl sidecar resign --url http://127.0.0.1:4040 --api-token-file /etc/coordctl/api-token
   coordctl sidecar resign -w json   # {"resigned":true,"state":{...}}`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			*opts = opts.WithDefaults(f.Getenv)
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
 			return runSidecarResign(ctx, f, opts)
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&opts.URL, "url", "", "the sidecar's API (default $"+sidecar.EnvURL+", else http://127.0.0.1:4040)")
 	cmd.Flags().StringVar(&opts.APITokenFile, "api-token-file", "", "file holding the sidecar's --api-token-file token")

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/fencing/sqlfence"
+	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/sqlcmd"
 )
 
@@ -30,7 +31,7 @@ func (o *sqlOptions) addScopeFlag(cmd *cobra.Command, f *factory) {
 }
 
 func (o *sqlOptions) addTokenFlag(cmd *cobra.Command, f *factory) {
-	cmd.Flags().StringVar(&o.token, "token", f.Getenv(envFencingToken), "fencing token, a positive integer (default $COORD_FENCING_TOKEN)")
+	cmd.Flags().StringVar(&o.token, "token", f.Getenv(childproc.EnvFencingToken), "fencing token, a positive integer (default $COORD_FENCING_TOKEN)")
 }
 
 const sqlLong = `Check a fencing token in your own database and run SQL statements in the
@@ -111,11 +112,9 @@ exit 6 {"scope","token","outcome":"unknown" (or "outside_fence"),"error"}.
   # every later real holder's write exit 5 as stale)
   coordctl sql --driver sqlite --dsn app.db --scope jobs/report --token "$TOKEN" -e "..."`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			return runSQL(ctx, f, run, opts, sqlcmd.Exec)
-		},
+		}),
 	}
 	opts.addConnFlags(cmd)
 	opts.addScopeFlag(cmd, f)
@@ -188,11 +187,9 @@ json {"scope","token","floor"}.
   coordctl lock jobs/report -- sh -c 'coordctl sql fence --driver postgres --dsn "$DB" && ./job.sh'
   coordctl lock jobs/report -- coordctl sql fence --driver sqlite --dsn /var/lib/app/app.db`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
+		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			return runSQL(ctx, f, run, opts, sqlcmd.Fence)
-		},
+		}),
 	}
 	opts.addConnFlags(cmd)
 	opts.addScopeFlag(cmd, f)
@@ -220,9 +217,7 @@ be bumped above it ('etcdutl snapshot restore --bump-revision N
   coordctl sql floor --driver postgres --dsn "$DB" --scope jobs/report -w json
   coordctl sql floor --driver postgres --dsn "$DB" --all   # the highest floor of all scopes`,
 		Args: argsUsage(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := f.NotifyContext(cmd.Context())
-			defer cancel()
+		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			if !all {
 				return runSQL(ctx, f, run, opts, sqlcmd.Floor)
 			}
@@ -230,7 +225,7 @@ be bumped above it ('etcdutl snapshot restore --bump-revision N
 				return usageErrorf("--all and --scope exclude each other")
 			}
 			return runSQL(ctx, f, run, opts, sqlcmd.HighestFloor)
-		},
+		}),
 	}
 	opts.addConnFlags(cmd)
 	opts.addScopeFlag(cmd, f)

@@ -349,6 +349,7 @@ func TestLockLossOnRevokeBeforeNextHolder(t *testing.T) {
 			require.Less(t, r.lag, tolerance, "holder learned of the loss after the next holder had the lock")
 			require.ErrorIs(t, ha.Err(), lock.ErrLost)
 			require.ErrorIs(t, ha.Err(), lock.ErrKeyGone)
+			<-ha.Context().Done() // cancelled right after Lost closes (HeldKey.Context)
 			require.ErrorIs(t, context.Cause(ha.Context()), lock.ErrLost)
 			require.False(t, ha.Alive())
 			require.Greater(t, r.h.Token(), ha.Token())

@@ -157,7 +157,9 @@ func (k *HeldKey) Lost() <-chan struct{} { return k.lost }
 
 // Context is cancelled when the key is lost (its cause wraps ErrLost and the
 // reason) or released (its cause is the release cause, by default wrapping
-// ErrNotHeld). Bind the protected work to it.
+// ErrNotHeld). Bind the protected work to it. On a loss Lost is closed
+// first and Context cancelled right after, so that whoever sees Context end
+// finds Lost closed; Err is set before both.
 func (k *HeldKey) Context() context.Context { return k.ctx }
 
 // Err returns nil while the key is held; after a loss an error wrapping

@@ -91,6 +91,7 @@ func TestHeldKeyLostWhenDeletedBehindItsBack(t *testing.T) {
 	<-k.Lost()
 	require.ErrorIs(t, k.Err(), session.ErrLost)
 	require.ErrorIs(t, k.Err(), session.ErrKeyGone)
+	<-k.Context().Done() // cancelled right after Lost closes
 	require.ErrorIs(t, context.Cause(k.Context()), session.ErrKeyGone)
 	require.False(t, k.Alive())
 	err = k.Release(ctx)

@@ -24,16 +24,29 @@ import "strings"
 // text does not show (PostgreSQL's standard_conforming_strings, MySQL's
 // NO_BACKSLASH_ESCAPES and ANSI_QUOTES, which an earlier statement or the
 // DSN may set), so sql is read both with and without backslash escapes,
-// and a statement found by either reading counts.
+// and a statement found by either reading counts (on MySQL also a third:
+// ANSI_QUOTES alone, a backslash escaping in '...' but not in "...").
+// MariaDB's SET STATEMENT ... FOR stmt is read as stmt. One reading
+// holds for the whole text: with multiStatements=true a statement that
+// changes sql_mode (or the client character set) changes how the server
+// reads the rest, which no reading here follows; Do's check before COMMIT
+// still reports what that runs (ErrOutsideFence).
 // A statement that commits from inside something it calls (a MySQL stored
 // procedure running DDL) is not seen here; Do's check before COMMIT
 // reports it (ErrOutsideFence).
 func (d Dialect) TransactionControl(sql string) (string, bool) {
-	for _, backslash := range []bool{d == MySQL, d != MySQL} {
-		if d == SQLite && backslash {
-			break // SQLite has no backslash escapes
-		}
-		for _, st := range d.statementWords(sql, backslash) {
+	type reading struct{ backslash, ansiQuotes bool }
+	readings := []reading{{false, false}, {true, false}}
+	switch d {
+	case SQLite:
+		readings = readings[:1] // SQLite has no backslash escapes
+	case MySQL:
+		// ANSI_QUOTES without NO_BACKSLASH_ESCAPES: a backslash escapes
+		// in '...' only.
+		readings = []reading{{true, false}, {false, false}, {true, true}}
+	}
+	for _, r := range readings {
+		for _, st := range d.statementWords(sql, r.backslash, r.ansiQuotes) {
 			if name, ok := d.txControl(st); ok {
 				return name, true
 			}
@@ -47,6 +60,7 @@ func (d Dialect) TransactionControl(sql string) (string, bool) {
 type stmtWords struct {
 	lead       []string
 	autocommit string
+	setFor     bool // the statement after SET STATEMENT ... FOR
 }
 
 func (d Dialect) txControl(st stmtWords) (string, bool) {
@@ -120,7 +134,9 @@ func (d Dialect) txControl(st stmtWords) (string, bool) {
 // the next byte in a '...' string (and on MySQL a "..." one): on MySQL
 // unless NO_BACKSLASH_ESCAPES, on PostgreSQL when
 // standard_conforming_strings is off (in E'...' always).
-func (d Dialect) statementWords(sql string, backslash bool) []stmtWords {
+// ansiQuotes (MySQL's ANSI_QUOTES) makes "..." an identifier, where a
+// backslash does not escape.
+func (d Dialect) statementWords(sql string, backslash, ansiQuotes bool) []stmtWords {
 	var out []stmtWords
 	var cur stmtWords
 	more := true // still collecting this statement's leading words
@@ -162,7 +178,7 @@ func (d Dialect) statementWords(sql string, backslash bool) []stmtWords {
 			// PostgreSQL's E'...' escapes whatever the settings say; the E
 			// must stand alone (name'\' is a string after a type name).
 			estring := d == Postgres && c == '\'' && i > 0 && (sql[i-1] == 'E' || sql[i-1] == 'e') && (i == 1 || !isWord(sql[i-2]))
-			i = skipQuoted(sql, i, c, backslash && (d == MySQL && c != '`' || d == Postgres && c == '\'') || estring)
+			i = skipQuoted(sql, i, c, backslash && (d == MySQL && (c == '\'' || c == '"' && !ansiQuotes) || d == Postgres && c == '\'') || estring)
 		case c == '[' && d == SQLite:
 			// SQLite's [quoted identifier]: no escapes, ends at the first ].
 			more = false
@@ -184,6 +200,14 @@ func (d Dialect) statementWords(sql string, backslash bool) []stmtWords {
 				j++
 			}
 			word := strings.ToUpper(sql[i:j])
+			if d == MySQL && word == "FOR" && len(cur.lead) >= 2 && cur.lead[0] == "SET" && cur.lead[1] == "STATEMENT" && !cur.setFor {
+				// MariaDB's SET STATEMENT var = value [, ...] FOR stmt
+				// runs stmt: read its words as the statement's.
+				cur = stmtWords{setFor: true}
+				more = true
+				i = j
+				continue
+			}
 			if more && len(cur.lead) < 4 {
 				cur.lead = append(cur.lead, word)
 			}

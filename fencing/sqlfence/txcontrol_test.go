@@ -84,6 +84,14 @@ func TestTransactionControl(t *testing.T) {
 		{"SET @a = 'autocommit'", nil, ""},
 		{"SELECT 1 AS [']; COMMIT; BEGIN; SELECT 1 AS [']", []Dialect{SQLite}, "COMMIT"}, // SQLite's [identifier]
 		{"SELECT [a;COMMIT] FROM t", []Dialect{Postgres, MySQL}, "COMMIT"},
+		// Found by the re-pass (issue 25), each ran on MariaDB 10.11 past the refusal:
+		// MariaDB's SET STATEMENT var = value FOR <statement> runs the statement.
+		{"SET STATEMENT max_statement_time = 100 FOR COMMIT", []Dialect{MySQL}, "COMMIT"},
+		{"set statement sql_mode = 'a;b', lock_wait_timeout = 5 for create table x (a int)", []Dialect{MySQL}, "CREATE TABLE"},
+		{"SET STATEMENT max_statement_time = 1 FOR SELECT 1 FROM t FOR UPDATE", nil, ""},
+		// ANSI_QUOTES without NO_BACKSLASH_ESCAPES: a backslash escapes in '...' but not in "..."
+		// (with multiStatements=true the COMMIT ran and the UPDATE after it committed unfenced).
+		{"SELECT 1 AS \"\\\", '\\'' ; COMMIT ; UPDATE t SET a = 1 -- '\"", []Dialect{Postgres, MySQL}, "COMMIT"},
 	} {
 		for _, d := range all {
 			refused := false

@@ -25,42 +25,56 @@ import "strings"
 // NO_BACKSLASH_ESCAPES and ANSI_QUOTES, which an earlier statement or the
 // DSN may set), so sql is read both with and without backslash escapes,
 // and a statement found by either reading counts (on MySQL also a third:
-// ANSI_QUOTES alone, a backslash escaping in '...' but not in "...").
-// MariaDB's SET STATEMENT ... FOR stmt is read as stmt. One reading
-// holds for the whole text: with multiStatements=true a statement that
-// changes sql_mode (or the client character set) changes how the server
-// reads the rest, which no reading here follows; Do's check before COMMIT
-// still reports what that runs (ErrOutsideFence).
+// ANSI_QUOTES alone, a backslash escaping in '...' but not in "..."; and a
+// fourth: a multi-byte client character set such as gbk, where a backslash
+// after a byte >= 0x80 may be a character's second byte). MariaDB's SET
+// STATEMENT ... FOR stmt is read as stmt. With multiStatements=true MySQL
+// reads each statement after running the one before, so a SET of sql_mode
+// or of the client character set (NAMES, CHARACTER SET) followed by
+// another statement in the same text is refused too (as "SET SQL_MODE"):
+// give it its own -e.
 // A statement that commits from inside something it calls (a MySQL stored
 // procedure running DDL) is not seen here; Do's check before COMMIT
 // reports it (ErrOutsideFence).
 func (d Dialect) TransactionControl(sql string) (string, bool) {
-	type reading struct{ backslash, ansiQuotes bool }
-	readings := []reading{{false, false}, {true, false}}
+	readings := []reading{{}, {backslash: true}}
 	switch d {
 	case SQLite:
 		readings = readings[:1] // SQLite has no backslash escapes
 	case MySQL:
-		// ANSI_QUOTES without NO_BACKSLASH_ESCAPES: a backslash escapes
-		// in '...' only.
-		readings = []reading{{true, false}, {false, false}, {true, true}}
+		readings = append(readings, reading{backslash: true, ansiQuotes: true}, reading{backslash: true, multibyte: true})
 	}
 	for _, r := range readings {
-		for _, st := range d.statementWords(sql, r.backslash, r.ansiQuotes) {
+		sts := d.statementWords(sql, r)
+		for i, st := range sts {
 			if name, ok := d.txControl(st); ok {
 				return name, true
+			}
+			if st.lexical != "" && i < len(sts)-1 {
+				// MySQL reads each statement of a multi-statement query
+				// after running the one before: what follows is read
+				// under a mode no reading here knows.
+				return "SET " + st.lexical, true
 			}
 		}
 	}
 	return "", false
 }
 
+// reading is one way of telling where a string ends: backslash, whether
+// a backslash escapes the next byte; ansiQuotes (MySQL's ANSI_QUOTES),
+// "..." is an identifier, where it does not; multibyte, a backslash right
+// after a byte >= 0x80 is the second byte of a character (MySQL with a
+// client character set such as gbk, sjis or big5), not an escape.
+type reading struct{ backslash, ansiQuotes, multibyte bool }
+
 // stmtWords is what statementWords reads of one statement: its leading
 // words, and whether a word of it names autocommit.
 type stmtWords struct {
 	lead       []string
 	autocommit string
-	setFor     bool // the statement after SET STATEMENT ... FOR
+	setFor     bool   // the statement after SET STATEMENT ... FOR
+	lexical    string // MySQL: a word of a SET that changes how SQL text is read (SQL_MODE, NAMES, ...)
 }
 
 func (d Dialect) txControl(st stmtWords) (string, bool) {
@@ -136,7 +150,8 @@ func (d Dialect) txControl(st stmtWords) (string, bool) {
 // standard_conforming_strings is off (in E'...' always).
 // ansiQuotes (MySQL's ANSI_QUOTES) makes "..." an identifier, where a
 // backslash does not escape.
-func (d Dialect) statementWords(sql string, backslash, ansiQuotes bool) []stmtWords {
+func (d Dialect) statementWords(sql string, r reading) []stmtWords {
+	backslash := r.backslash
 	var out []stmtWords
 	var cur stmtWords
 	more := true // still collecting this statement's leading words
@@ -178,7 +193,7 @@ func (d Dialect) statementWords(sql string, backslash, ansiQuotes bool) []stmtWo
 			// PostgreSQL's E'...' escapes whatever the settings say; the E
 			// must stand alone (name'\' is a string after a type name).
 			estring := d == Postgres && c == '\'' && i > 0 && (sql[i-1] == 'E' || sql[i-1] == 'e') && (i == 1 || !isWord(sql[i-2]))
-			i = skipQuoted(sql, i, c, backslash && (d == MySQL && (c == '\'' || c == '"' && !ansiQuotes) || d == Postgres && c == '\'') || estring)
+			i = skipQuoted(sql, i, c, backslash && (d == MySQL && (c == '\'' || c == '"' && !r.ansiQuotes) || d == Postgres && c == '\'') || estring, r.multibyte)
 		case c == '[' && d == SQLite:
 			// SQLite's [quoted identifier]: no escapes, ends at the first ].
 			more = false
@@ -213,6 +228,12 @@ func (d Dialect) statementWords(sql string, backslash, ansiQuotes bool) []stmtWo
 			}
 			if name := strings.TrimPrefix(word, "@@"); name[strings.LastIndexByte(name, '.')+1:] == "AUTOCOMMIT" && cur.autocommit == "" {
 				cur.autocommit = word
+			}
+			switch strings.TrimPrefix(word, "@@") {
+			case "SQL_MODE", "SESSION.SQL_MODE", "LOCAL.SQL_MODE", "NAMES", "CHARSET", "CHARACTER", "CHARACTER_SET_CLIENT", "SESSION.CHARACTER_SET_CLIENT", "LOCAL.CHARACTER_SET_CLIENT":
+				if d == MySQL && len(cur.lead) > 0 && cur.lead[0] == "SET" && cur.lexical == "" {
+					cur.lexical = word
+				}
 			}
 			i = j
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '(' && len(cur.lead) == 0:
@@ -252,11 +273,11 @@ func skipBlockComment(s string, i int, nested bool) int {
 
 // skipQuoted returns the index after the string or identifier opened by q
 // at i; a doubled quote stands for itself, and with backslash a '\'
-// escapes the next byte.
-func skipQuoted(s string, i int, q byte, backslash bool) int {
+// escapes the next byte (with multibyte, not right after a byte >= 0x80).
+func skipQuoted(s string, i int, q byte, backslash, multibyte bool) int {
 	for i++; i < len(s); i++ {
 		switch {
-		case backslash && s[i] == '\\':
+		case backslash && s[i] == '\\' && !(multibyte && s[i-1] >= 0x80):
 			i++
 		case s[i] == q:
 			if i+1 < len(s) && s[i+1] == q {

@@ -92,6 +92,14 @@ func TestTransactionControl(t *testing.T) {
 		// ANSI_QUOTES without NO_BACKSLASH_ESCAPES: a backslash escapes in '...' but not in "..."
 		// (with multiStatements=true the COMMIT ran and the UPDATE after it committed unfenced).
 		{"SELECT 1 AS \"\\\", '\\'' ; COMMIT ; UPDATE t SET a = 1 -- '\"", []Dialect{Postgres, MySQL}, "COMMIT"},
+		// DSN charset=gbk: 0xbf 0x5c is one character, the backslash escapes nothing.
+		{"SELECT '\xbf\\' , ' -- ' , '\\'' ; COMMIT ; UPDATE t SET a = 1 -- '", []Dialect{MySQL}, "COMMIT"},
+		// multiStatements=true: MySQL reads what follows a SET sql_mode under the new mode.
+		{"SELECT '\\'' , ' -- ' ; SET SESSION sql_mode = 'NO_BACKSLASH_ESCAPES' ; SELECT 'a\\' ; COMMIT ; UPDATE t SET a = 1 -- '", []Dialect{MySQL}, "SET SQL_MODE"},
+		{"SET NAMES gbk; SELECT 1", []Dialect{MySQL}, "SET NAMES"},
+		{"SET @@sql_mode = 'ANSI_QUOTES'", nil, ""},
+		{"SET NAMES utf8mb4", nil, ""},
+		{"UPDATE t SET sql_mode = 1; SELECT 1", nil, ""},
 	} {
 		for _, d := range all {
 			refused := false

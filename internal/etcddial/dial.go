@@ -49,9 +49,13 @@ func Dial(ctx context.Context, cfg Config) (*clientv3.Client, error) {
 		DialKeepAliveTime:    2 * time.Second,
 		DialKeepAliveTimeout: cfg.DialTimeout,
 		Logger:               zap.NewNop(),
-		Context:              ctx,
-		Username:             cfg.Username,
-		Password:             cfg.Password,
+		// Not ctx's cancellation: a hold's ctx ends at SIGTERM, which is
+		// forwarded to its command, and the lease (the session keeps it
+		// alive through the client's context) must stay alive until that
+		// command has exited. Close ends the client.
+		Context:  context.WithoutCancel(ctx),
+		Username: cfg.Username,
+		Password: cfg.Password,
 	}
 	if cfg.CACert != "" || cfg.Cert != "" {
 		info := transport.TLSInfo{TrustedCAFile: cfg.CACert, CertFile: cfg.Cert, KeyFile: cfg.Key}

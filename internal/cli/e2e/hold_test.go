@@ -302,3 +302,30 @@ func TestLockE2EShortestTimeoutTriesOnce(t *testing.T) {
 	require.Contains(t, p.stderr.String(), "not acquired within 1ns")
 	require.NoError(t, h.Unlock(context.Background()))
 }
+
+// Issue 25 re-pass: SIGTERM (or SIGHUP) forwarded to a command that shuts
+// down gracefully for longer than --ttl keeps the lease alive until it has
+// exited: the signal must not stop the keepalives (it did: the etcd
+// client's context was the signal's, so the lease ran out, the command was
+// SIGKILLed mid-shutdown and coordctl said "lost", exit 4, with etcd
+// healthy).
+func TestLockE2ESignalKeepsTheLeaseWhileTheCommandStops(t *testing.T) {
+	t.Parallel()
+	srv, _ := etcdtest.StartWithClient(t)
+	env := lockEnv(srv.Endpoints()[0])
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			name := "e2e/slowstop-" + strconv.Itoa(int(sig))
+			p := startCoordctl(t, env, "lock", name, "--ttl", "2s", "--",
+				"sh", "-c", `trap 'sleep 3; echo stopped; exit 7' TERM; echo $$; while :; do sleep 0.05; done`)
+			pid, err := strconv.Atoi(p.line(t))
+			require.NoError(t, err)
+			require.NoError(t, p.cmd.Process.Signal(sig))
+			require.Equal(t, "stopped", p.line(t), "the command finished its shutdown; stderr: %s", p.stderr.String())
+			require.Equal(t, 7, p.wait(t, 20*time.Second), p.stderr.String())
+			require.NotContains(t, p.stderr.String(), "lost")
+			require.True(t, groupGone(pid))
+			require.Equal(t, exitOK, tryLock(t, env, name))
+		})
+	}
+}

@@ -80,8 +80,10 @@ transaction, and commits. It commits that transaction itself: a -e statement
 that would end it or change how it commits (BEGIN, START TRANSACTION, COMMIT,
 END, ROLLBACK, SET TRANSACTION, SET autocommit, XA, PREPARE TRANSACTION; on
 MySQL also the statements that commit implicitly: CREATE, ALTER, DROP,
-RENAME, TRUNCATE, LOCK TABLES, GRANT ...) is refused before anything runs,
-also after a ';' inside one -e. SAVEPOINT, RELEASE and ROLLBACK TO are
+RENAME, TRUNCATE, LOCK TABLES, GRANT ..., and SET STATEMENT ... FOR them) is
+refused before anything runs, also after a ';' inside one -e; with
+multiStatements=true in a MySQL DSN an -e holding more than one statement is
+refused (give each its own -e). SAVEPOINT, RELEASE and ROLLBACK TO are
 allowed. Before committing it checks that the transaction the check opened
 is still open and still the same (a savepoint set after the check remains; a
 stored procedure might have committed it, and begun another): if not, exit 6.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	_ "github.com/go-sql-driver/mysql" // driver "mysql"
+	"github.com/go-sql-driver/mysql"   // also driver "mysql"
 	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
 	_ "modernc.org/sqlite"             // driver "sqlite"
 
@@ -112,17 +112,28 @@ func (c Config) normalize() (sqlfence.Dialect, string, error) {
 // Validate checks the connection and, for Exec, the statements: at least
 // one, none empty, none transaction control (they run in the one fenced
 // transaction, which Run commits itself). Errors match ErrUsage.
+//
+// On MySQL with multiStatements=true in the DSN, an -e holding more than
+// one statement is refused too: the server reads each statement of such a
+// text with the settings the one before it set (sql_mode, the character
+// set), so no reading of the text can be sure where a COMMIT hides in it
+// (the savepoint check would report it afterwards as outside the fence, but
+// by then it ran). One statement per -e leaves nothing to hide.
 func (r Request) Validate() error {
-	d, _, err := r.normalize()
+	d, dsn, err := r.normalize()
 	if err != nil || r.Op != Exec {
 		return err
 	}
 	if len(r.Statements) == 0 {
 		return usagef("give at least one statement with -e (to raise the floor alone: 'coordctl sql fence')")
 	}
+	multi := d == sqlfence.MySQL && mysqlMultiStatements(dsn)
 	for i, s := range r.Statements {
 		if strings.TrimSpace(s) == "" {
 			return usagef("statement %d (-e) is empty", i+1)
+		}
+		if multi && strings.Contains(strings.TrimRight(s, " \t\r\n;"), ";") {
+			return usagef("statement %d (-e %s) holds more than one statement and the DSN has multiStatements=true: give each statement its own -e, or drop multiStatements from the DSN (the server reads each statement of one text with the settings the one before it set, so a COMMIT could hide in it; a ", i+1, abbrev(s))
 		}
 		if name, ok := d.TransactionControl(s); ok {
 			return usagef("statement %d (-e %s) is transaction control (%s): 'coordctl sql' runs every -e statement in the one fenced transaction and commits it itself; a %s inside would end that transaction early and run the rest outside the fence", i+1, abbrev(s), name, name)
@@ -280,4 +291,11 @@ func abbrev(s string) string {
 		s = s[:57] + "..."
 	}
 	return s
+}
+
+// mysqlMultiStatements reports whether a go-sql-driver DSN turns on
+// multiStatements (several statements in one query).
+func mysqlMultiStatements(dsn string) bool {
+	cfg, err := mysql.ParseDSN(dsn)
+	return err == nil && cfg.MultiStatements
 }

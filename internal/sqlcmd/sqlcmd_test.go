@@ -378,3 +378,26 @@ func TestValidateStatements(t *testing.T) {
 	}
 	require.NoError(t, sqlcmd.Request{Config: cfg, Op: sqlcmd.Fence, Scope: "s", Token: 1}.Validate(), "fence takes no statements")
 }
+
+// TestValidateMultiStatementsOnMySQL: with multiStatements=true the server
+// reads each statement of one text with the settings the one before it
+// set, which no text check can follow (a charset or sql_mode change hides
+// a COMMIT from it): such a text is refused, one statement per -e is not.
+func TestValidateMultiStatementsOnMySQL(t *testing.T) {
+	t.Parallel()
+	multi := sqlcmd.Config{Driver: "mysql", DSN: "root@tcp(127.0.0.1:3306)/test?multiStatements=true", Table: sqlfence.DefaultTable, Timeout: time.Second}
+	plain := multi
+	plain.DSN = "root@tcp(127.0.0.1:3306)/test"
+	req := func(c sqlcmd.Config, stmts ...string) error {
+		return sqlcmd.Request{Config: c, Op: sqlcmd.Exec, Scope: "s", Token: 1, Statements: stmts}.Validate()
+	}
+	// The re-pass's bypass: a mode change partway through one text.
+	hidden := "SELECT '\\'' , ' -- ' ; SET SESSION sql_mode='NO_BACKSLASH_ESCAPES' ; SELECT 'a\\' ; COMMIT ; UPDATE t SET n = 1 -- '"
+	err := req(multi, "UPDATE t SET n = 1", hidden)
+	require.ErrorIs(t, err, sqlcmd.ErrUsage)
+	require.Contains(t, err.Error(), "statement 2 (-e")
+	require.Contains(t, err.Error(), "multiStatements=true")
+	require.ErrorIs(t, req(multi, "UPDATE t SET n = 1; UPDATE t SET m = 2"), sqlcmd.ErrUsage)
+	require.NoError(t, req(multi, "UPDATE t SET n = 1;", "UPDATE t SET m = 2 ;\n"), "one statement per -e, a trailing ';' allowed")
+	require.NoError(t, req(plain, "UPDATE t SET body = 'a;b'"), "without multiStatements the server takes one statement per text")
+}

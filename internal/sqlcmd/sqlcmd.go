@@ -132,11 +132,11 @@ func (r Request) Validate() error {
 		if strings.TrimSpace(s) == "" {
 			return usagef("statement %d (-e) is empty", i+1)
 		}
-		if multi && strings.Contains(strings.TrimRight(s, " \t\r\n;"), ";") {
-			return usagef("statement %d (-e %s) holds more than one statement and the DSN has multiStatements=true: give each statement its own -e, or drop multiStatements from the DSN (the server reads each statement of one text with the settings the one before it set, so a COMMIT could hide in it; a ", i+1, abbrev(s))
-		}
 		if name, ok := d.TransactionControl(s); ok {
 			return usagef("statement %d (-e %s) is transaction control (%s): 'coordctl sql' runs every -e statement in the one fenced transaction and commits it itself; a %s inside would end that transaction early and run the rest outside the fence", i+1, abbrev(s), name, name)
+		}
+		if multi && strings.Contains(strings.TrimRight(s, " \t\r\n;"), ";") {
+			return usagef("statement %d (-e %s) holds more than one statement and the DSN has multiStatements=true: give each statement its own -e, or drop multiStatements from the DSN (the server reads each statement of one text with the settings the one before it set, so a COMMIT could hide in it; a ';' inside a string counts too)", i+1, abbrev(s))
 		}
 	}
 	return nil

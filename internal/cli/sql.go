@@ -134,6 +134,11 @@ func runSQL(ctx context.Context, f *factory, run sqlRunF, o *sqlOptions, op sqlc
 	if err != nil {
 		return err
 	}
+	// A closed stdout or stderr (coordctl sql ... 2>&1 | true) must not turn
+	// a commit or an unknown outcome into death by SIGPIPE: the exit says what
+	// happened to the transaction. SIGPIPE stays caught until coordctl exits,
+	// for the error printed after runSQL returns.
+	_ = f.holdOutput(p)
 	req := o.Request
 	req.Op = op
 	if err := req.Config.Validate(); err != nil {

@@ -144,7 +144,6 @@ func runBinary(t *testing.T, env []string, args ...string) (int, string, time.Du
 // environment that points coordctl at it, and its control API URL.
 func startEtcdMembers3(t *testing.T) (env []string, control string) {
 	t.Helper()
-	addr := freeAddr(t)
 	// Three explicit client URLs: one would be expanded to consecutive
 	// ports, which need not be free. They are stable ports (below the
 	// ephemeral range): a stopped member's client port must still be free
@@ -154,17 +153,35 @@ func startEtcdMembers3(t *testing.T) (env []string, control string) {
 		require.NoError(t, err)
 		return u
 	}
-	urls := stable() + "," + stable() + "," + stable()
-	p := startCoordctl(t, nil, "etcd", "--members", "3", "--data-dir", t.TempDir(),
-		"--listen-client-urls", urls, "--control", addr, "-w", "json")
-	var ready struct {
-		Endpoints []string `json:"endpoints"`
-		Control   string   `json:"control"`
+	for attempt := 1; ; attempt++ {
+		addr := freeAddr(t)
+		urls := stable() + "," + stable() + "," + stable()
+		p := startCoordctl(t, nil, "etcd", "--members", "3", "--data-dir", t.TempDir(),
+			"--listen-client-urls", urls, "--control", addr, "-w", "json")
+		var line string
+		select {
+		case l, ok := <-p.lines:
+			// A port probed free can be bound by another test process
+			// (another package's cluster picks stable ports too) before
+			// this one binds it: pick again, twice at most.
+			if !ok && attempt < 3 && strings.Contains(p.stderr.String(), "address already in use") {
+				t.Logf("attempt %d: %s; picking other ports", attempt, strings.TrimSpace(p.stderr.String()))
+				continue
+			}
+			require.True(t, ok, "coordctl closed stdout; stderr: %s", p.stderr.String())
+			line = l
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no output line within 20s; stderr: %s", p.stderr.String())
+		}
+		var ready struct {
+			Endpoints []string `json:"endpoints"`
+			Control   string   `json:"control"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &ready))
+		require.Len(t, ready.Endpoints, 3)
+		require.Equal(t, "http://"+addr, ready.Control)
+		return []string{"COORDCTL_ENDPOINTS=" + strings.Join(ready.Endpoints, ",")}, ready.Control
 	}
-	require.NoError(t, json.Unmarshal([]byte(p.line(t)), &ready))
-	require.Len(t, ready.Endpoints, 3)
-	require.Equal(t, "http://"+addr, ready.Control)
-	return []string{"COORDCTL_ENDPOINTS=" + strings.Join(ready.Endpoints, ",")}, ready.Control
 }
 
 // TestCheckE2EEtcdMembers3QuorumLoss drives `coordctl etcd --members 3`

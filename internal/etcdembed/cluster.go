@@ -314,10 +314,19 @@ const stablePortMin, stablePortMax = 20000, 32000
 // will stop members of). A port from the ephemeral range could be taken
 // meanwhile by anyone's port-0 listener or outgoing connection (seen in
 // full test runs: "bind: address already in use" on restart); one from
-// below it only by another stable pick, which probes first.
+// below it only by another stable pick. Picks of this process never repeat
+// a port, and each pick is claimed for the life of the process with a lock
+// on a file named for the port in the system's temporary directory
+// (coordkit-stable-ports/), which picks of other processes respect: a
+// stopped member's port is free on the machine but not free to them
+// (seen in full test runs, where several packages' clusters run at once).
+// Where the lock cannot be taken or made, the probe alone decides.
 func StableURL() (string, error) {
 	for range 200 {
 		port := stablePortMin + rand.IntN(stablePortMax-stablePortMin)
+		if !claimStablePort(port) {
+			continue
+		}
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
 			continue
@@ -326,6 +335,45 @@ func StableURL() (string, error) {
 		return "http://" + l.Addr().String(), nil
 	}
 	return FreeURL()
+}
+
+// stablePorts are the ports this process has claimed (claimStablePort),
+// with the open files whose locks claim them: kept open until the process
+// exits, which releases the locks.
+var stablePorts = struct {
+	sync.Mutex
+	claimed map[int]*os.File
+}{claimed: map[int]*os.File{}}
+
+// claimStablePort claims port for this process: false if this process or
+// another one (a lock on its file) has it. If the lock file cannot be made,
+// the port counts as claimed by this process alone.
+func claimStablePort(port int) bool {
+	stablePorts.Lock()
+	defer stablePorts.Unlock()
+	if _, ok := stablePorts.claimed[port]; ok {
+		return false
+	}
+	dir := filepath.Join(os.TempDir(), "coordkit-stable-ports")
+	_ = os.MkdirAll(dir, 0o777)
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		stablePorts.claimed[port] = nil
+		return true
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return !errors.Is(err, syscall.EWOULDBLOCK) && claimLocal(port)
+	}
+	stablePorts.claimed[port] = f
+	return true
+}
+
+// claimLocal records port as this process's without a lock (caller holds
+// stablePorts).
+func claimLocal(port int) bool {
+	stablePorts.claimed[port] = nil
+	return true
 }
 
 func stableURL() (*url.URL, error) {

@@ -31,4 +31,13 @@ func lockFile(path string) (*fileLock, error) {
 	return &fileLock{f: f}, nil
 }
 
-func (l *fileLock) release() error { return l.f.Close() }
+// release unlocks before it closes. Closing alone is not enough: a child
+// process that another goroutine is starting at that moment holds a copy of
+// every descriptor from fork until exec (O_CLOEXEC closes it only at exec),
+// and a flock lasts while any copy is open, so the next lockFile in this
+// process could find the file still locked (TestResourceRepairCmd did, once).
+// LOCK_UN drops the lock from every copy at once.
+func (l *fileLock) release() error {
+	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	return l.f.Close()
+}

@@ -34,8 +34,12 @@ func lockDataDir(dir string) (*dirLock, error) {
 	return &dirLock{f: f}, nil
 }
 
+// release unlocks before it closes: a child process being started by
+// another goroutine holds a copy of the descriptor until its exec, and the
+// flock would last as long as that copy (see fencing's fileLock.release).
 func (l *dirLock) release() {
 	if l != nil {
+		_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
 		_ = l.f.Close()
 	}
 }

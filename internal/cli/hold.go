@@ -162,11 +162,14 @@ func needName(command, name string) error {
 }
 
 // holdOutput makes standard output safe for a command that holds
-// something: a write to a closed pipe (coordctl lock x | true) neither kills
-// coordctl (SIGPIPE is caught, so the write fails with EPIPE instead) nor
-// ends the hold: the first failed write is noted on stderr and nothing more
-// is printed. The command run under the hold has its own SIGPIPE. The
-// returned stop restores the default.
+// something, or whose exit reports the outcome of a write (sql, claim, sem
+// set-limit and delete): a write to a closed pipe (coordctl lock x | true)
+// neither kills coordctl (SIGPIPE is caught, so the write fails with EPIPE
+// instead) nor ends the hold or changes the exit: the first failed write is
+// noted on stderr and nothing more is printed. The command run under the
+// hold has its own SIGPIPE. The returned stop restores the default; the
+// one-shot commands leave it caught until coordctl exits, for the error
+// printed after they return.
 func (f *factory) holdOutput(p *printer) (stop func()) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGPIPE)

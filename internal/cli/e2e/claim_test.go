@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,4 +49,55 @@ func TestClaimEndToEndBinary(t *testing.T) {
 	out, code = coordctl("lamport", "trace")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "(1,A) < (1,B) < (2,A) < (3,B)")
+}
+
+// coordctl claim ... | true (and sem set-limit, sem delete): the write
+// happened, so the exit must say so — not death by SIGPIPE (141 in a
+// shell), which a caller would read as a failure.
+func TestClaimE2EClosedStdoutKeepsTheExitOfTheOutcome(t *testing.T) {
+	t.Parallel()
+	bin := coordctlBinary(t)
+	srv := etcdtest.Start(t)
+	ctx := testCtx(t)
+	run := func(closedStdout bool, args ...string) (string, int) {
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Env = append(cmd.Environ(), "COORDCTL_ENDPOINTS="+srv.Endpoints()[0])
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		var out strings.Builder
+		if closedStdout {
+			r, w, err := os.Pipe()
+			require.NoError(t, err)
+			require.NoError(t, r.Close()) // nobody reads: the first write gets EPIPE/SIGPIPE
+			defer w.Close()
+			cmd.Stdout = w
+		} else {
+			cmd.Stdout = &out
+		}
+		err := cmd.Run()
+		if err != nil {
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, stderr.String())
+			require.True(t, ee.Exited(), "killed by a signal: %v; stderr: %s", ee, stderr.String())
+			return out.String(), ee.ExitCode()
+		}
+		return out.String(), 0
+	}
+
+	_, code := run(true, "claim", "piped", "--owner", "a")
+	require.Equal(t, 0, code)
+	out, code := run(false, "claim", "get", "piped")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "a")
+	_, code = run(true, "claim", "piped", "--owner", "b")
+	require.Equal(t, exitNotAcquired, code, "not yours: exit 3 even with stdout closed")
+	_, code = run(true, "claim", "release", "piped", "--owner", "a")
+	require.Equal(t, 0, code)
+	_, code = run(false, "claim", "get", "piped")
+	require.Equal(t, exitNotAcquired, code, "released")
+
+	_, code = run(true, "sem", "set-limit", "pipedsem", "3")
+	require.Equal(t, 0, code)
+	_, code = run(true, "sem", "delete", "pipedsem")
+	require.Equal(t, 0, code)
 }

@@ -500,10 +500,21 @@ func TestLockAcquireTimeoutRemovesWaitingKey(t *testing.T) {
 	ha, err := a.Lock(ctx)
 	require.NoError(t, err)
 	b, waiting := waitingMutex(t, srv.Client(t), "timeout")
-	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	defer cancel()
-	_, err = b.Lock(tctx)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
+	// The deadline must end the wait, not the way to it (b's session, its
+	// put): on a loaded machine 300ms may not reach the wait, so the
+	// deadline doubles until b is seen waiting (OnWait is called before
+	// the wait, on Lock's goroutine, so it is in the channel once Lock
+	// returns if it was reached).
+	for d := 300 * time.Millisecond; ; d *= 2 {
+		tctx, cancel := context.WithTimeout(ctx, d)
+		_, err = b.Lock(tctx)
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		if len(waiting) > 0 {
+			break
+		}
+		require.Less(t, d, 10*time.Second, "b never got to wait")
+	}
 	recv(t, waiting, "b waited")
 	require.Equal(t, []string{ha.Key()}, keys(t, cli, "timeout/"))
 	require.NoError(t, ha.Unlock(ctx))

@@ -143,9 +143,6 @@ func claimErr(err error) error {
 // prints its result; a claim that is not yours is exit 3.
 func runClaimOp(ctx context.Context, f *factory, opts *claimOptions, op claim.Op) error {
 	return f.etcdCall(ctx, func() error { return validateClaimArgs(opts, op != claim.OpGet) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
-		if op != claim.OpGet {
-			_ = f.holdOutput(p) // claim ... | true: the exit says whether it is yours
-		}
 		res, err := claim.Do(ctx, c, op, opts.Name, opts.Owner, claim.WithPrefix(opts.Prefix), claim.WithTTL(opts.TTL))
 		if err != nil {
 			return claimErr(err)

@@ -135,10 +135,10 @@ func (f *factory) startEtcd(ctx context.Context, validate func() error) (*printe
 	return p, client, nil
 }
 
-// etcdCall is how the one-request commands run (lock status, sem status,
-// set-limit, delete, claim): the printer, the arguments checked (validate,
-// may be nil) before anything is dialed, then fn with a client and a
-// context bounded by --command-timeout.
+// etcdCall runs a one-request command (lock/sem status, set-limit, delete,
+// claim): the printer, the arguments checked (validate, may be nil) before
+// anything is dialed, fn with a client and a context bounded by
+// --command-timeout; a closed stdout does not change the exit (holdOutput).
 func (f *factory) etcdCall(ctx context.Context, validate func() error, fn func(context.Context, *printer, *clientv3.Client) error) error {
 	if validate == nil {
 		validate = func() error { return nil }
@@ -148,6 +148,7 @@ func (f *factory) etcdCall(ctx context.Context, validate func() error, fn func(c
 		return err
 	}
 	defer client.Close()
+	_ = f.holdOutput(p)
 	cctx, cancel := f.CommandContext(ctx)
 	defer cancel()
 	return fn(cctx, p, client)
@@ -161,15 +162,11 @@ func needName(command, name string) error {
 	return nil
 }
 
-// holdOutput makes standard output safe for a command that holds
-// something, or whose exit reports the outcome of a write (sql, claim, sem
-// set-limit and delete): a write to a closed pipe (coordctl lock x | true)
-// neither kills coordctl (SIGPIPE is caught, so the write fails with EPIPE
-// instead) nor ends the hold or changes the exit: the first failed write is
-// noted on stderr and nothing more is printed. The command run under the
-// hold has its own SIGPIPE. The returned stop restores the default; the
-// one-shot commands leave it caught until coordctl exits, for the error
-// printed after they return.
+// holdOutput keeps a closed stdout (coordctl lock x | true) from killing
+// coordctl, ending a hold or changing an exit that reports a write (sql,
+// etcdCall's commands): SIGPIPE is caught, the first failed write is noted
+// on stderr and nothing more is printed. The command under a hold has its
+// own SIGPIPE. stop restores the default; one-shot commands never call it.
 func (f *factory) holdOutput(p *printer) (stop func()) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGPIPE)

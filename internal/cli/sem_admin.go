@@ -85,7 +85,6 @@ Prints "deleted semaphore NAME" or "semaphore NAME: nothing to delete"
 
 func runSemSetLimit(ctx context.Context, f *factory, opts *semAdminOptions) error {
 	return f.etcdCall(ctx, nil, func(ctx context.Context, p *printer, c *clientv3.Client) error {
-		_ = f.holdOutput(p) // the exit reports the write's outcome, whatever stdout is
 		if err := semaphore.SetLimit(ctx, c, opts.Prefix+opts.Name, opts.Limit); err != nil {
 			return semAdminError("set the limit of", opts.Name, err)
 		}
@@ -95,7 +94,6 @@ func runSemSetLimit(ctx context.Context, f *factory, opts *semAdminOptions) erro
 
 func runSemDelete(ctx context.Context, f *factory, opts *semAdminOptions) error {
 	return f.etcdCall(ctx, nil, func(ctx context.Context, p *printer, c *clientv3.Client) error {
-		_ = f.holdOutput(p) // the exit reports the write's outcome, whatever stdout is
 		deleted, err := semaphore.Delete(ctx, c, opts.Prefix+opts.Name, opts.Force)
 		if errors.Is(err, semaphore.ErrInUse) {
 			return mark(errNotAcquired, fmt.Errorf("semaphore %s is in use: %w (wait for the holders to release, or --force to take their slots)", opts.Name, err))

@@ -51,9 +51,10 @@ func TestClaimEndToEndBinary(t *testing.T) {
 	require.Contains(t, out, "(1,A) < (1,B) < (2,A) < (3,B)")
 }
 
-// coordctl claim ... | true (and sem set-limit, sem delete): the write
-// happened, so the exit must say so — not death by SIGPIPE (141 in a
-// shell), which a caller would read as a failure.
+// coordctl claim ... | true (and every one-request command: claim get,
+// the status commands, sem set-limit and delete): the claim was made, so the
+// exit must say so — not death by SIGPIPE (141 in a shell), which a caller
+// would read as a failure.
 func TestClaimE2EClosedStdoutKeepsTheExitOfTheOutcome(t *testing.T) {
 	t.Parallel()
 	bin := coordctlBinary(t)
@@ -89,6 +90,8 @@ func TestClaimE2EClosedStdoutKeepsTheExitOfTheOutcome(t *testing.T) {
 	out, code := run(false, "claim", "get", "piped")
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "a")
+	_, code = run(true, "claim", "get", "piped")
+	require.Equal(t, 0, code)
 	_, code = run(true, "claim", "piped", "--owner", "b")
 	require.Equal(t, exitNotAcquired, code, "not yours: exit 3 even with stdout closed")
 	_, code = run(true, "claim", "release", "piped", "--owner", "a")
@@ -98,6 +101,8 @@ func TestClaimE2EClosedStdoutKeepsTheExitOfTheOutcome(t *testing.T) {
 
 	_, code = run(true, "sem", "set-limit", "pipedsem", "3")
 	require.Equal(t, 0, code)
+	_, code = run(true, "sem", "status", "pipedsem")
+	require.Equal(t, exitNotAcquired, code, "nobody holds a slot: exit 3, not SIGPIPE")
 	_, code = run(true, "sem", "delete", "pipedsem")
 	require.Equal(t, 0, code)
 }

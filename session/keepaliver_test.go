@@ -113,7 +113,7 @@ func (f *fakeServer) surplus(t testing.TB, s *fakeStream, lease clientv3.LeaseID
 	}
 }
 
-func newFakeKeepaliver(t testing.TB, recvErr error) (*Keepaliver, *fakeServer) {
+func newFakeKeepaliver(t testing.TB, recvErr error, configure ...func(*Keepaliver)) (*Keepaliver, *fakeServer) {
 	f := &fakeServer{recvErr: recvErr, clk: newTickClock(), streams: make(chan *fakeStream, 16), onceTTL: 9, onceSeen: make(chan clientv3.LeaseID, 16), dropped: make(chan struct{}, 64), leave: make(chan struct{}, 1)}
 	k := &Keepaliver{
 		parent:      context.Background(),
@@ -143,6 +143,10 @@ func newFakeKeepaliver(t testing.TB, recvErr error) (*Keepaliver, *fakeServer) {
 	k.once = func(ctx context.Context, lease clientv3.LeaseID) (int64, error) {
 		f.onceSeen <- lease
 		return f.onceTTL, nil
+	}
+	// Before acquire: the run it starts reads these fields.
+	for _, c := range configure {
+		c(k)
 	}
 	k.acquire()
 	t.Cleanup(k.release)
@@ -414,8 +418,7 @@ func TestKeepaliverPropertyAnswersCarryTheirOwnSendTime(t *testing.T) {
 // With two streams, each request is answered on the stream it went out on:
 // an answer on one never pairs with a request on the other.
 func TestKeepaliverStreamsPairIndependently(t *testing.T) {
-	k, f := newFakeKeepaliver(t, nil)
-	k.perStream, k.maxStreams = 1, 2
+	k, f := newFakeKeepaliver(t, nil, func(k *Keepaliver) { k.perStream, k.maxStreams = 1, 2 })
 	k.acquire() // a second session: a second stream
 	defer k.release()
 	s0, s1 := f.stream(t), f.stream(t)
@@ -447,14 +450,15 @@ func TestKeepaliverStreamsPairIndependently(t *testing.T) {
 // A keepalive that finds the stream down waits a little for it, then goes
 // out with KeepAliveOnce.
 func TestKeepaliverSendsOnceWhileTheStreamIsDown(t *testing.T) {
-	k, f := newFakeKeepaliver(t, nil)
-	k.downWait = time.Millisecond
-	k.open = func(ctx context.Context) (kaStream, error) {
-		<-ctx.Done() // never connects
-		return nil, ctx.Err()
-	}
-	k.release() // restart the run with the opener that never connects
-	k.acquire()
+	// The opener never connects. Set before the run starts: replacing it
+	// after (release, set, acquire) raced with the first run's connect.
+	k, f := newFakeKeepaliver(t, nil, func(k *Keepaliver) {
+		k.downWait = time.Millisecond
+		k.open = func(ctx context.Context) (kaStream, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+	})
 	res := wait(t, renewAsync(context.Background(), k, 1, f.clk))
 	if res.err != nil || res.ttl != 9 {
 		t.Fatalf("renew while down: ttl %d err %v, want KeepAliveOnce's ttl 9", res.ttl, res.err)

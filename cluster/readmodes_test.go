@@ -133,30 +133,44 @@ func TestLabVerifyReadsOnNewLeader(t *testing.T) {
 		{ReadIndex, true},
 		{ReadLog, true},
 	}
+	// run crashes a leader right after an acknowledged write and reads from
+	// the new one: whether the read was linearizable, its verdict and value.
+	run := func(t *testing.T, mode ReadMode) (bool, string, string) {
+		cfg := labConfig(3)
+		cfg.Storage = StorageSimFsync
+		cfg.FsyncLatency = 25 * time.Millisecond
+		c := startLab(t, cfg)
+		ctx := context.Background()
+		old, _ := leaderAndFollower(t, c)
+		cl := c.NewClient(old)
+		_, err := cl.Put(ctx, "x", "1")
+		require.NoError(t, err)
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		require.NoError(t, c.WaitApplied(wctx, c.current(old).fsm.appliedIndex()))
+		_, err = cl.Put(ctx, "x", "2")
+		require.NoError(t, err)
+		// Crash before the followers hear that x=2 committed.
+		require.NoError(t, c.Crash(old))
+		nl, err := c.WaitNewLeader(wctx, old)
+		require.NoError(t, err)
+		r, err := c.NewClient(nl).Get(ctx, "x", mode)
+		require.NoError(t, err)
+		res := c.Check(10 * time.Second)
+		return res.Linearizable, string(res.Verdict), r.Value
+	}
 	for _, tc := range cases {
 		t.Run(string(tc.mode), func(t *testing.T) {
-			cfg := labConfig(3)
-			cfg.Storage = StorageSimFsync
-			cfg.FsyncLatency = 25 * time.Millisecond
-			c := startLab(t, cfg)
-			ctx := context.Background()
-			old, _ := leaderAndFollower(t, c)
-			cl := c.NewClient(old)
-			_, err := cl.Put(ctx, "x", "1")
-			require.NoError(t, err)
-			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			require.NoError(t, c.WaitApplied(wctx, c.current(old).fsm.appliedIndex()))
-			_, err = cl.Put(ctx, "x", "2")
-			require.NoError(t, err)
-			// Crash before the followers hear that x=2 committed.
-			require.NoError(t, c.Crash(old))
-			nl, err := c.WaitNewLeader(wctx, old)
-			require.NoError(t, err)
-			r, err := c.NewClient(nl).Get(ctx, "x", tc.mode)
-			require.NoError(t, err)
-			res := c.Check(10 * time.Second)
-			require.Equal(t, tc.linearizable, res.Linearizable, "verdict %s, read %q", res.Verdict, r.Value)
+			lin, verdict, value := run(t, tc.mode)
+			// The stale verify read needs the read to land in the window
+			// before the new leader applies its predecessor's commit; on a
+			// loaded machine the read can come after it (it read "2" once
+			// under a CPU hog). The claim is that it can miss, so up to three
+			// crashes; the linearizable modes must hold every time.
+			for try := 1; !tc.linearizable && lin && try < 3; try++ {
+				lin, verdict, value = run(t, tc.mode)
+			}
+			require.Equal(t, tc.linearizable, lin, "verdict %s, read %q", verdict, value)
 		})
 	}
 }

@@ -346,8 +346,9 @@ var stablePorts = struct {
 }{claimed: map[int]*os.File{}}
 
 // claimStablePort claims port for this process: false if this process or
-// another one (a lock on its file) has it. If the lock file cannot be made,
-// the port counts as claimed by this process alone.
+// another one (a lock on its file, tryLock) has it. If the lock cannot be
+// taken for another reason (the file cannot be made, no flock), the port
+// counts as claimed by this process alone.
 func claimStablePort(port int) bool {
 	stablePorts.Lock()
 	defer stablePorts.Unlock()
@@ -356,23 +357,11 @@ func claimStablePort(port int) bool {
 	}
 	dir := filepath.Join(os.TempDir(), "coordkit-stable-ports")
 	_ = os.MkdirAll(dir, 0o777)
-	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
-	if err != nil {
-		stablePorts.claimed[port] = nil
-		return true
+	f, err := tryLock(filepath.Join(dir, strconv.Itoa(port)), 0o666)
+	if errors.Is(err, errLocked) {
+		return false
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		_ = f.Close()
-		return !errors.Is(err, syscall.EWOULDBLOCK) && claimLocal(port)
-	}
-	stablePorts.claimed[port] = f
-	return true
-}
-
-// claimLocal records port as this process's without a lock (caller holds
-// stablePorts).
-func claimLocal(port int) bool {
-	stablePorts.claimed[port] = nil
+	stablePorts.claimed[port] = f // nil when err: this process's alone
 	return true
 }
 

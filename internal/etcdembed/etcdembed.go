@@ -40,6 +40,9 @@ func (e *DataDirInUseError) Is(target error) bool { return target == ErrDataDirI
 // member holds.
 const dataDirLockName = "coordkit.lock"
 
+// errLocked: tryLock found the file locked by another holder.
+var errLocked = errors.New("locked by another holder")
+
 // Config describes one embedded member. The zero value is usable except for
 // DataDir: empty URLs are replaced by free ports on 127.0.0.1.
 type Config struct {

@@ -579,7 +579,7 @@ func (f *Fence) stillFenced(ctx context.Context, conn *sql.Conn, tx Querier, com
 		// fn failed in a failed transaction: ROLLBACK TO still tells
 		// whether it is the one the check opened.
 		if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+MarkerSavepoint); err != nil && noSuchSavepoint(f.dialect, err) {
-			return fmt.Errorf("%w: the savepoint set after the check is gone: the transaction the check opened was ended inside fn, and another begun", ErrOutsideFence)
+			return errSavepointGone
 		}
 		return failed
 	}
@@ -592,10 +592,14 @@ func (f *Fence) stillFenced(ctx context.Context, conn *sql.Conn, tx Querier, com
 	case err == nil:
 		return nil
 	case noSuchSavepoint(f.dialect, err):
-		return fmt.Errorf("%w: the savepoint set after the check is gone: the transaction the check opened was ended inside fn, and another begun", ErrOutsideFence)
+		return errSavepointGone
 	}
 	return fmt.Errorf("sqlfence: transaction status: %w", err)
 }
+
+// errSavepointGone: WithSavepointCheck's savepoint is not there at the end
+// of fn, so the transaction is not the one the check opened.
+var errSavepointGone = fmt.Errorf("%w: the savepoint set after the check is gone: the transaction the check opened was ended inside fn, and another begun", ErrOutsideFence)
 
 // errFailedTx: PostgreSQL's transaction is in the failed state.
 var errFailedTx = errors.New("rolled back: a statement in the transaction failed (and fn went on); COMMIT would roll back")

@@ -74,7 +74,7 @@ func (f *factory) runHeldKey(ctx context.Context, p *printer, o *holdOptions, wh
 // (no command: release, exit 0) or the command exits (its status passes
 // through), or until the hold is lost (exit 4). It fills in what coordctl
 // gives every hold: its streams, its notes, out printed once held without
-// a command, and with a command SIGINT, SIGTERM and SIGHUP forwarded to it
+// a command, and with a command SIGINT, SIGTERM, SIGHUP and SIGQUIT forwarded to it
 // (SIGHUP as SIGTERM). graceSet (--kill-grace given) warns when the grace
 // exceeds the lease's margin. It releases the hold in every case.
 func (f *factory) runHeld(ctx context.Context, p *printer, run childproc.Run, out any, graceSet bool) error {

@@ -19,6 +19,16 @@ type Printed struct {
 	Then func(io.Writer) error
 }
 
+// PrintedOf is how a harness's result prints: its Printed form when it has
+// one (lockbench's, with the uncontended breakdown after its table), else
+// its one table.
+func PrintedOf[R interface{ Table() Table }](res R) Printed {
+	if p, ok := any(res).(interface{ Printed() Printed }); ok {
+		return p.Printed()
+	}
+	return Printed{Result: res, Tables: []Table{res.Table()}}
+}
+
 // MarshalJSON is the result's own JSON form.
 func (p Printed) MarshalJSON() ([]byte, error) { return json.Marshal(p.Result) }
 

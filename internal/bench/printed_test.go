@@ -29,3 +29,23 @@ func TestPrinted(t *testing.T) {
 	require.NoError(t, p.WriteSimple(&got))
 	require.Equal(t, want.String(), got.String())
 }
+
+type oneTable struct{ t Table }
+
+func (r oneTable) Table() Table { return r.t }
+
+type moreTables struct{ oneTable }
+
+func (r moreTables) Printed() Printed {
+	return Printed{Result: r, Tables: []Table{r.t, {Title: "more"}}}
+}
+
+func TestPrintedOf(t *testing.T) {
+	t.Parallel()
+	one := Table{Columns: []string{"a"}, Rows: []Row{{Metric: "m", Values: []float64{1}, Unit: "ms"}}}
+	p := PrintedOf(oneTable{one})
+	require.Equal(t, []Table{one}, p.Tables, "a result with a table prints it")
+	require.Equal(t, oneTable{one}, p.Result)
+	p = PrintedOf(moreTables{oneTable{one}})
+	require.Equal(t, []Table{one, {Title: "more"}}, p.Tables, "a result with a Printed form prints that")
+}

@@ -54,7 +54,7 @@ func runBench[O any, R interface{ Table() bench.Table }](ctx context.Context, f 
 	if err != nil {
 		return benchError(ctx, name, errOptions, err)
 	}
-	return printResult(f, bench.Printed{Result: res, Tables: []bench.Table{res.Table()}})
+	return printResult(f, bench.PrintedOf(res))
 }
 
 // benchError maps a harness's error: invalid options are usage errors,

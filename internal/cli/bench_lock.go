@@ -32,6 +32,12 @@ run, coordkit's lock and go.etcd.io/etcd/client/v3/concurrency.Mutex:
                        --duration: handoffs per second (acquisitions by
                        another client than the last holder)
 
+A second table breaks the uncontended lock+unlock down by what it sends, in
+the same rounds: bare clientv3 clients send concurrency.Mutex's requests, then
+add in turn coordkit's compare-and-delete release, its acquire Txn (nonce,
+keys-only read, the N/limit read) and its loss watch; added_us is a step's p50
+less the one before, and a library's less the step that sends its requests.
+
 Each client has its own connection and session. concurrency.Mutex's waiter
 watch lands in etcd's unsynced watcher group, served by a loop every 100ms,
 so short critical sections (the default --hold) pay up to 100ms per handoff
@@ -69,7 +75,8 @@ A DSN that does not answer within 3s is an error (exit 1).
 -w json prints {"benchmark":"lock","fsync":BOOL,"rows":[{"metric","coordkit",
 "etcd_concurrency","unit"}...]}; against redsync the object also has
 "redis":ADDR and each row "redsync" and "redsync_min_retry"; against
-pg-advisory "postgres":"HOST:PORT/DB", "keepalive" and each row "pg_advisory".`,
+pg-advisory "postgres":"HOST:PORT/DB", "keepalive" and each row "pg_advisory";
+the breakdown is "uncontended_breakdown":[{"step","p50_ms","added_ms",...}].`,
 		Example: `  coordctl bench lock
   coordctl bench lock -w json
   coordctl bench lock --iterations 500 --handoffs 300 --duration 5s

@@ -80,12 +80,18 @@ func requirePrintedAs(t *testing.T, format string, want bench.Printed, out strin
 func TestBenchLockFlagsReachTheHarness(t *testing.T) {
 	t.Parallel()
 	h := &recorder[lockbench.Options, lockbench.Result]{res: lockbench.Result{Benchmark: "lock", Rows: []lockbench.Row{
-		{Metric: "handoff_p50_ms", Coordkit: 1.5, EtcdConcurrency: 30, Unit: "ms"}}}}
+		{Metric: "handoff_p50_ms", Coordkit: 1.5, EtcdConcurrency: 30, Unit: "ms"}},
+		Breakdown: []lockbench.BreakdownRow{{Step: "plus_loss_watch", P50Ms: 1.07, AddedMs: 0.056, KVRequestsPerOp: 2, WatchRequestsPerOp: 2.1}}}}
 	mk := func(f *factory) *cobra.Command { return newBenchLockCmd(f, h.run) }
 	for _, format := range []string{formatJSON, formatSimple} {
 		out, errOut, err := benchRun(t, format, mk)
 		require.NoError(t, err)
-		requirePrinted(t, format, h.res, h.res.Table(), out)
+		breakdown, ok := h.res.BreakdownTable()
+		require.True(t, ok)
+		requirePrintedAs(t, format, bench.Printed{Result: h.res, Tables: []bench.Table{h.res.Table(), breakdown}}, out)
+		if format == formatSimple {
+			require.Contains(t, out, "plus_loss_watch", "the breakdown follows the table")
+		}
 		got := h.got[len(h.got)-1]
 		require.Same(t, errOut, got.Progress, "progress goes to stderr")
 		got.Progress = nil

@@ -185,6 +185,10 @@ type Result struct {
 	Postgres  string `json:"postgres,omitempty"`
 	Keepalive string `json:"keepalive,omitempty"`
 	Rows      []Row  `json:"rows"`
+	// Breakdown is the uncontended lock+unlock by what it sends
+	// (breakdown.go): bare clientv3 steps from concurrency.Mutex's
+	// requests to coordkit's, then the two libraries.
+	Breakdown []BreakdownRow `json:"uncontended_breakdown,omitempty"`
 }
 
 // Table is the result in the form every bench command prints.
@@ -281,12 +285,22 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	set := func(r int, im impl, v float64) { *res.Rows[r].value(im.key) = v }
 
 	unc := row("uncontended_p50_ms", "ms")
-	progress("uncontended lock+unlock, all implementations in turn, %d rounds each", o.Iterations)
+	steps := breakdownImpls()
+	progress("uncontended lock+unlock, all implementations and %d bare request steps (the breakdown) in turn, %d rounds each", len(steps), o.Iterations)
 	kvReq, watchReq := row("uncontended_kv_requests_per_op", "requests"), row("uncontended_watch_requests_per_op", "requests")
-	ds, counts, err := uncontended(ctx, e, impls, o.Iterations)
+	ds, counts, err := uncontended(ctx, e, append(slices.Clone(impls), steps...), o.Iterations)
 	if err != nil {
 		return Result{}, fmt.Errorf("lockbench: uncontended: %w", err)
 	}
+	stepP50s := make([]float64, len(steps))
+	for i := range steps {
+		j := len(impls) + i
+		stepP50s[i] = bench.Ms(bench.Percentile(ds[j], 0.50))
+		progress("uncontended, %s: requests per lock+unlock: %s", steps[i].label, counts[j].all)
+	}
+	// etcdImpls come first: coordkit, then concurrency.Mutex.
+	res.Breakdown = breakdownRows(stepP50s, counts[len(impls):], bench.Ms(bench.Percentile(ds[1], 0.50)), bench.Ms(bench.Percentile(ds[0], 0.50)), counts[1], counts[0])
+	ds, counts = ds[:len(impls)], counts[:len(impls)]
 	for i, d := range ds {
 		set(unc, impls[i], bench.Ms(bench.Percentile(d, 0.50)))
 		if c := counts[i]; c != nil {

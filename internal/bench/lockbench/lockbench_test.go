@@ -82,6 +82,9 @@ func TestRunTiny(t *testing.T) {
 	require.Contains(t, string(b), `"etcd_concurrency":`)
 	require.NotContains(t, string(b), "redsync", "without Against the form is as before")
 
+	checkBreakdown(t, res, progress.String())
+	require.Contains(t, string(b), `"uncontended_breakdown":[{"step":"bare_concurrency_requests","p50_ms":`)
+
 	tab := res.Table()
 	require.Equal(t, []string{"coordkit", "etcd_concurrency"}, tab.Columns)
 	require.Len(t, tab.Rows, len(res.Rows))
@@ -89,6 +92,51 @@ func TestRunTiny(t *testing.T) {
 	require.NoError(t, bench.WriteTable(&out, tab))
 	require.Contains(t, out.String(), "fsync OFF")
 	require.Contains(t, out.String(), "coordkit better by")
+
+	out.Reset()
+	require.NoError(t, res.Printed().WriteSimple(&out))
+	require.Contains(t, out.String(), "coordkit better by", "the table first")
+	require.Regexp(t, `(?m)^uncontended lock\+unlock by what it sends`, out.String(), "then the breakdown")
+	require.Regexp(t, `(?m)^plus_loss_watch +[0-9.]+ +-?[0-9.]+ +2\.00 +[0-9.]+$`, out.String())
+}
+
+// checkBreakdown checks the uncontended breakdown of a run: its steps in
+// order, then the two libraries; each added_ms is what its p50 has over
+// the step it builds on; the steps send what they say (the counts that do
+// not depend on the load: the first sends exactly what concurrency.Mutex
+// sends, the next ones a Txn each way and no watch).
+func checkBreakdown(t *testing.T, res Result, progress string) {
+	t.Helper()
+	var steps []string
+	p50 := map[string]float64{}
+	for _, r := range res.Breakdown {
+		steps = append(steps, r.Step)
+		p50[r.Step] = r.P50Ms
+		require.Positive(t, r.P50Ms, r.Step)
+	}
+	require.Equal(t, []string{"bare_concurrency_requests", "plus_compare_and_delete", "plus_coordkit_acquire_txn", "plus_loss_watch",
+		"concurrency_mutex_library", "coordkit_library"}, steps)
+	before := map[string]string{"bare_concurrency_requests": "bare_concurrency_requests", "plus_compare_and_delete": "bare_concurrency_requests",
+		"plus_coordkit_acquire_txn": "plus_compare_and_delete", "plus_loss_watch": "plus_coordkit_acquire_txn",
+		"concurrency_mutex_library": "bare_concurrency_requests", "coordkit_library": "plus_loss_watch"}
+	for _, r := range res.Breakdown {
+		require.InDelta(t, r.P50Ms-p50[before[r.Step]], r.AddedMs, 1e-9, r.Step)
+		switch r.Step {
+		case "coordkit_library": // and the loss watch's read, when it started after a write (see checkRequests)
+			require.GreaterOrEqual(t, r.KVRequestsPerOp, 2.0, r.Step)
+		default:
+			require.Equal(t, 2.0, r.KVRequestsPerOp, r.Step)
+		}
+		if r.Step != "plus_loss_watch" && r.Step != "coordkit_library" {
+			require.Zero(t, r.WatchRequestsPerOp, r.Step)
+		}
+	}
+	require.Equal(t, res.Rows[0].EtcdConcurrency, p50["concurrency_mutex_library"], "the library rows are the table's uncontended_p50_ms")
+	require.Equal(t, res.Rows[0].Coordkit, p50["coordkit_library"])
+	require.Contains(t, progress, "uncontended, breakdown step bare_concurrency_requests: requests per lock+unlock: DeleteRange 1.00, Txn 1.00")
+	for _, st := range []string{"plus_compare_and_delete", "plus_coordkit_acquire_txn", "plus_loss_watch"} {
+		require.Contains(t, progress, "uncontended, breakdown step "+st+": requests per lock+unlock: Txn 2.00", "a compare-and-delete, not a DeleteRange")
+	}
 }
 
 // checkRequests checks a row of requests per uncontended lock+unlock, as

@@ -12,11 +12,16 @@ import (
 	"github.com/coordkit/coordkit/internal/bench"
 )
 
-// uncontended locks and unlocks n times with each implementation,
-// alternating between them round by round so that all see the same
-// machine (disk, other load) and none gets all the warm-up. For an etcd
-// implementation it also counts the requests its client sent during the
-// timed rounds (counts[i]; nil for the others), with rpcCounter.
+// uncontended locks and unlocks n times with each implementation, in
+// blocks of uncontendedBlock rounds, alternating between them block by
+// block, so that all see the same machine (disk, other load) and none gets
+// all the warm-up. Within a block an implementation runs back to back, as a
+// caller locking in a loop does: what its last unlock leaves running in the
+// background (a watch's cancel and teardown) lands on its own next round,
+// not on another implementation's — only the first round of a block gets
+// the previous block's, which a median ignores. For an etcd implementation
+// it also counts the requests its client sent during the timed rounds
+// (counts[i]; nil for the others), with rpcCounter.
 func uncontended(ctx context.Context, e *env, impls []impl, n int) (ds [][]time.Duration, counts []*opCounts, err error) {
 	var ls []bench.Locker
 	defer func() { closeAll(ls) }()
@@ -33,23 +38,37 @@ func uncontended(ctx context.Context, e *env, impls []impl, n int) (ds [][]time.
 			return nil, nil, err
 		}
 	}
+	round := func(l bench.Locker) (time.Duration, error) {
+		start := time.Now()
+		if err := l.Lock(ctx); err != nil {
+			return 0, err
+		}
+		if err := l.Unlock(ctx); err != nil {
+			return 0, err
+		}
+		return time.Since(start), nil
+	}
 	const warmup = 5
-	out := make([][]time.Duration, len(ls))
 	before := make([]map[string]int64, len(ls))
-	for i := range n + warmup {
+	for j, l := range ls {
+		for range warmup {
+			if _, err := round(l); err != nil {
+				return nil, nil, err
+			}
+		}
+		if counters[j] != nil {
+			before[j] = counters[j].snapshot()
+		}
+	}
+	out := make([][]time.Duration, len(ls))
+	for len(out[0]) < n {
 		for j, l := range ls {
-			if i == warmup && counters[j] != nil {
-				before[j] = counters[j].snapshot()
-			}
-			start := time.Now()
-			if err := l.Lock(ctx); err != nil {
-				return nil, nil, err
-			}
-			if err := l.Unlock(ctx); err != nil {
-				return nil, nil, err
-			}
-			if i >= warmup {
-				out[j] = append(out[j], time.Since(start))
+			for k := 0; k < uncontendedBlock && len(out[j]) < n; k++ {
+				d, err := round(l)
+				if err != nil {
+					return nil, nil, err
+				}
+				out[j] = append(out[j], d)
 			}
 		}
 	}
@@ -61,6 +80,10 @@ func uncontended(ctx context.Context, e *env, impls []impl, n int) (ds [][]time.
 	}
 	return out, counts, nil
 }
+
+// uncontendedBlock is the number of rounds an implementation runs back to
+// back in the uncontended step.
+const uncontendedBlock = 20
 
 // handoffJitter is the range of the random pause before a client queues
 // again in the handoff test: one period of etcd's watch catch-up loop.

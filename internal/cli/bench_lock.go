@@ -33,7 +33,7 @@ run, coordkit's lock and go.etcd.io/etcd/client/v3/concurrency.Mutex:
                        another client than the last holder)
 
 A second table breaks the uncontended lock+unlock down by what it sends, in
-the same rounds: bare clientv3 clients send concurrency.Mutex's requests, then
+the same run: bare clientv3 clients send concurrency.Mutex's requests, then
 add in turn coordkit's compare-and-delete release, its acquire Txn (nonce,
 keys-only read, the N/limit read) and its loss watch; added_us is a step's p50
 less the one before, and a library's less the step that sends its requests.

@@ -26,11 +26,12 @@ import (
 //	step N - step N-1           is what that one addition costs,
 //	coordkit - the last step    is coordkit's library.
 //
-// The steps run in the same rounds as the two libraries (uncontended
-// alternates every implementation round by round), on clients of their own.
+// The steps run in the same uncontended step as the two libraries,
+// alternating with them in blocks of rounds (see uncontended), on clients
+// of their own.
 type breakdownStep struct {
 	key   string // the row, and the JSON "step"
-	label string // what it adds, for the title and progress
+	label string // what it sends, for the progress
 	// compareDelete releases with a compare-and-delete of the key's create
 	// revision (coordkit: a late or retried release never deletes a newer
 	// holder's key) instead of a plain delete.
@@ -113,7 +114,7 @@ func (r Result) BreakdownTable() (t bench.Table, ok bool) {
 		return bench.Table{}, false
 	}
 	t = bench.Table{
-		Title: "uncontended lock+unlock by what it sends, in the same rounds: bare clientv3 steps, each adding one thing to the one before;\n" +
+		Title: "uncontended lock+unlock by what it sends, alternating with the libraries above: bare clientv3 steps, each adding one thing to the one before;\n" +
 			"added_us of a library is its p50 less the step that sends its requests (" + breakdownSteps[0].key + " for concurrency.Mutex, " + breakdownSteps[len(breakdownSteps)-1].key + " for coordkit)",
 		Columns: []string{"p50_us", "added_us", "kv_requests_per_op", "watch_requests_per_op"},
 	}

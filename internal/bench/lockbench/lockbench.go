@@ -287,6 +287,9 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	unc := row("uncontended_p50_ms", "ms")
 	steps := breakdownImpls()
 	progress("uncontended lock+unlock, all implementations and %d bare request steps (the breakdown) in turn, %d rounds each", len(steps), o.Iterations)
+	for _, st := range breakdownSteps {
+		progress("breakdown step %s: %s", st.key, st.label)
+	}
 	kvReq, watchReq := row("uncontended_kv_requests_per_op", "requests"), row("uncontended_watch_requests_per_op", "requests")
 	ds, counts, err := uncontended(ctx, e, append(slices.Clone(impls), steps...), o.Iterations)
 	if err != nil {

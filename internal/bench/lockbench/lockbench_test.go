@@ -133,6 +133,7 @@ func checkBreakdown(t *testing.T, res Result, progress string) {
 	}
 	require.Equal(t, res.Rows[0].EtcdConcurrency, p50["concurrency_mutex_library"], "the library rows are the table's uncontended_p50_ms")
 	require.Equal(t, res.Rows[0].Coordkit, p50["coordkit_library"])
+	require.Contains(t, progress, "bench lock: breakdown step plus_compare_and_delete: + the release as a compare-and-delete Txn\n")
 	require.Contains(t, progress, "uncontended, breakdown step bare_concurrency_requests: requests per lock+unlock: DeleteRange 1.00, Txn 1.00")
 	for _, st := range []string{"plus_compare_and_delete", "plus_coordkit_acquire_txn", "plus_loss_watch"} {
 		require.Contains(t, progress, "uncontended, breakdown step "+st+": requests per lock+unlock: Txn 2.00", "a compare-and-delete, not a DeleteRange")

@@ -12,7 +12,10 @@
 // Run measures, per implementation: uncontended lock+unlock (median), the
 // handoff from a holder's Unlock to the waiter's Lock returning (median
 // and p99), and handoffs per second with N contending clients (with the
-// Lock calls that gave up, for redsync, whose waiters stop after 32 tries).
+// Lock calls that gave up, for redsync, whose waiters stop after 32 tries),
+// and the uncontended lock+unlock broken down by what it sends
+// (breakdown.go: bare clientv3 steps from concurrency.Mutex's requests to
+// coordkit's).
 // Each client has its own connection and session. The figures depend on the
 // machine and its load; compare the columns of one run, not runs. Nothing
 // here checks mutual exclusion: the locks' tests and the safety check do.

@@ -2,8 +2,6 @@ package lockbench
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -137,12 +135,12 @@ func (r Result) Printed() bench.Printed {
 // bareLocker sends one step's requests on a client of its own, on the
 // lease of a concurrency.Session (which keeps it alive).
 type bareLocker struct {
-	c     *clientv3.Client
-	s     *concurrency.Session
-	step  breakdownStep
-	pfx   string
-	key   string
-	nonce string
+	c    *clientv3.Client
+	s    *concurrency.Session
+	step breakdownStep
+	pfx  string
+	key  string
+	puts int // acquisitions so far, for the nonce
 
 	rev        int64
 	stopWatch  context.CancelFunc
@@ -163,9 +161,7 @@ func newBareLocker(ctx context.Context, e *env, name string, st breakdownStep) (
 	if err != nil {
 		return nil, err
 	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	l := &bareLocker{c: c, s: s, step: st, pfx: name + "/", nonce: hex.EncodeToString(b[:])}
+	l := &bareLocker{c: c, s: s, step: st, pfx: name + "/"}
 	l.key = fmt.Sprintf("%s%x", l.pfx, int64(s.Lease()))
 	if st.lossWatch {
 		// As session.Keepaliver's anchor: the loss watches share a stream
@@ -194,7 +190,10 @@ func (l *bareLocker) Lock(ctx context.Context) error {
 	first := clientv3.OpGet(l.pfx, clientv3.WithFirstCreate()...)
 	var more []clientv3.Op
 	if l.step.coordkitAcquire {
-		val = l.nonce
+		// A value of the shape of session.Lazy's Nonce (16 hex digits, a
+		// dash, the acquisition's count): only its size matters here.
+		l.puts++
+		val = fmt.Sprintf("%016x-%d", int64(l.s.Lease()), l.puts)
 		first = clientv3.OpGet(l.pfx, clientv3.WithRange(clientv3.GetPrefixRangeEnd(l.pfx)), clientv3.WithKeysOnly(),
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
 		more = append(more, clientv3.OpGet(l.pfx+session.SemLimitSuffix, clientv3.WithKeysOnly()))

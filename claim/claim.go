@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -23,18 +24,9 @@ var (
 	// ErrUnknownOp is returned by Do for an Op it does not know.
 	ErrUnknownOp = errors.New("claim: unknown op")
 
-	// ErrEmptyName is returned for a name session.ValidateName refuses. It
-	// is session.ErrInvalidName.
-	ErrEmptyName = session.ErrInvalidName
-	// ErrInvalidName is ErrEmptyName under the name lock, semaphore and
-	// election use.
-	ErrInvalidName = session.ErrInvalidName
-	// ErrTTLTooShort is returned for a TTL below MinTTL. It is
-	// session.ErrBadTTL.
-	ErrTTLTooShort = session.ErrBadTTL
 	// ErrNotOwner is matched by every *NotOwnerError: the name is held by
-	// another owner. It is session.ErrNotOwner.
-	ErrNotOwner = session.ErrNotOwner
+	// another owner.
+	ErrNotOwner = errors.New("claim: not the owner")
 )
 
 // DefaultPrefix is the key prefix of claims: name N lives at coordkit/claims/N.
@@ -117,14 +109,14 @@ func (e *NotOwnerError) Error() string {
 func (e *NotOwnerError) Unwrap() error { return ErrNotOwner }
 
 func validate(name, owner string, o options, needOwner bool) error {
-	if err := session.ValidateName(name); err != nil {
+	if err := primitive.ValidateName(name); err != nil {
 		return fmt.Errorf("claim: %w", err)
 	}
 	if needOwner && owner == "" {
 		return ErrEmptyOwner
 	}
 	if o.ttl != 0 && o.ttl < MinTTL {
-		return fmt.Errorf("%w: %s", ErrTTLTooShort, o.ttl)
+		return fmt.Errorf("%w: a claim's TTL must be 0 (no lease) or at least %s, got %s", session.ErrBadTTL, MinTTL, o.ttl)
 	}
 	return nil
 }
@@ -132,8 +124,8 @@ func validate(name, owner string, o options, needOwner bool) error {
 // Claim tries to make owner the owner of name, in one transaction. It
 // returns the claim as it stands after the transaction: Won if this call
 // created it, otherwise the current owner (Yours if that is owner already).
-// Losing is not an error. Errors: ErrEmptyName, ErrEmptyOwner,
-// ErrTTLTooShort, or etcd's error wrapped.
+// Losing is not an error. Errors: session.ErrInvalidName, ErrEmptyOwner,
+// session.ErrBadTTL, or etcd's error wrapped.
 func Claim(ctx context.Context, c Client, name, owner string, opts ...Option) (Result, error) {
 	o := buildOptions(opts)
 	if err := validate(name, owner, o, true); err != nil {
@@ -192,7 +184,7 @@ func revoke(ctx context.Context, c Client, id clientv3.LeaseID) {
 }
 
 // Release deletes the claim on name if owner holds it, in one transaction
-// comparing the value. It returns the released claim. Errors: ErrEmptyName,
+// comparing the value. It returns the released claim. Errors: session.ErrInvalidName,
 // ErrEmptyOwner, ErrNotClaimed if there is no claim, *NotOwnerError
 // (errors.Is ErrNotOwner) if someone else holds it.
 func Release(ctx context.Context, c Client, name, owner string, opts ...Option) (Result, error) {
@@ -227,7 +219,7 @@ func Release(ctx context.Context, c Client, name, owner string, opts ...Option) 
 
 // Get returns the current claim on name, with the lease's TTL and time left
 // if it has one. Yours is false: Get asks on nobody's behalf. Errors:
-// ErrEmptyName, ErrNotClaimed.
+// session.ErrInvalidName, ErrNotClaimed.
 func Get(ctx context.Context, c Client, name string, opts ...Option) (Result, error) {
 	o := buildOptions(opts)
 	o.ttl = 0

@@ -14,6 +14,7 @@ import (
 
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/session"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, etcdtest.IgnoreEtcdGoroutines()...) }
@@ -220,13 +221,13 @@ func TestClaimValidation(t *testing.T) {
 		call func() error
 		want error
 	}{
-		{"claim empty name", func() error { _, err := Claim(ctx, c, "", "o"); return err }, ErrEmptyName},
+		{"claim empty name", func() error { _, err := Claim(ctx, c, "", "o"); return err }, session.ErrInvalidName},
 		{"claim empty owner", func() error { _, err := Claim(ctx, c, "n", ""); return err }, ErrEmptyOwner},
-		{"claim ttl too short", func() error { _, err := Claim(ctx, c, "n", "o", WithTTL(999*time.Millisecond)); return err }, ErrTTLTooShort},
-		{"claim negative ttl", func() error { _, err := Claim(ctx, c, "n", "o", WithTTL(-time.Second)); return err }, ErrTTLTooShort},
+		{"claim ttl too short", func() error { _, err := Claim(ctx, c, "n", "o", WithTTL(999*time.Millisecond)); return err }, session.ErrBadTTL},
+		{"claim negative ttl", func() error { _, err := Claim(ctx, c, "n", "o", WithTTL(-time.Second)); return err }, session.ErrBadTTL},
 		{"release empty owner", func() error { _, err := Release(ctx, c, "n", ""); return err }, ErrEmptyOwner},
-		{"release empty name", func() error { _, err := Release(ctx, c, "", "o"); return err }, ErrEmptyName},
-		{"get empty name", func() error { _, err := Get(ctx, c, ""); return err }, ErrEmptyName},
+		{"release empty name", func() error { _, err := Release(ctx, c, "", "o"); return err }, session.ErrInvalidName},
+		{"get empty name", func() error { _, err := Get(ctx, c, ""); return err }, session.ErrInvalidName},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,36 +14,36 @@ import (
 
 // errKeyGone is the cause when our candidate key was deleted or re-created
 // behind our back while we campaigned.
-var errKeyGone = ErrKeyGone
+var errKeyGone = session.ErrKeyGone
 
 // Campaign puts value as a candidate and blocks until it is the leader, then
 // returns the Leadership. Candidates are served in create-revision order,
 // exactly as etcd's concurrency.Election serves them, so both campaign
 // against each other on one name.
 //
-// It returns ErrSessionExpired if the session ended, or the candidate key
+// It returns session.ErrGoneWhileWaiting if the session ended, or the candidate key
 // disappeared, while waiting; ctx's error if ctx ended first (the candidate
-// key is then deleted); ErrClosed after Close; otherwise etcd's error
+// key is then deleted); session.ErrClosed after Close; otherwise etcd's error
 // (the candidate key is removed as well).
 func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, error) {
 	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stop := context.AfterFunc(e.closeCtx, func() { cancel(ErrClosed) })
+	stop := context.AfterFunc(e.closeCtx, func() { cancel(session.ErrClosed) })
 	defer stop()
 	if e.closeCtx.Err() != nil {
-		return nil, ErrClosed
+		return nil, session.ErrClosed
 	}
 
-	s, own := e.cfg.session, false
+	s, own := e.cfg.Session, false
 	if s == nil {
-		opts := append([]session.Option{session.WithTTL(e.cfg.ttl)}, e.cfg.sessionOpts...)
+		opts := e.cfg.OwnSessionOptions()
 		var err error
 		if s, err = session.New(cctx, e.client, opts...); err != nil {
 			return nil, e.campaignErr(ctx, cctx, fmt.Errorf("election: campaign %q: %w", e.name, err))
 		}
 		own = true
 	} else if !s.Alive() {
-		return nil, fmt.Errorf("%w: %w", ErrSessionExpired, s.Err())
+		return nil, fmt.Errorf("%w: %w", session.ErrGoneWhileWaiting, s.Err())
 	}
 
 	c := &candidate{e: e, s: s, own: own, key: fmt.Sprintf("%s%x", e.keyPrefix, s.Lease())}
@@ -56,7 +56,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, err
 		rctx, rcancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		defer rcancel()
 		_ = l.Resign(rctx)
-		return nil, ErrClosed
+		return nil, session.ErrClosed
 	}
 	return l, nil
 }
@@ -64,10 +64,10 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, err
 // campaignErr picks the error to report once the campaign context may have
 // ended: Close wins, then the caller's context, then err.
 func (e *Election) campaignErr(ctx, cctx context.Context, err error) error {
-	if errors.Is(context.Cause(cctx), ErrClosed) {
-		return ErrClosed
+	if errors.Is(context.Cause(cctx), session.ErrClosed) {
+		return session.ErrClosed
 	}
-	if ctx.Err() != nil && !errors.Is(err, ErrSessionExpired) {
+	if ctx.Err() != nil && !errors.Is(err, session.ErrGoneWhileWaiting) {
 		return ctx.Err()
 	}
 	return err
@@ -109,7 +109,7 @@ func (c *candidate) run(ctx context.Context, value string) (*Leadership, error) 
 				return nil, fmt.Errorf("election: campaign %q: %w", c.e.name, err)
 			}
 			if !put.Succeeded {
-				return nil, fmt.Errorf("%w: %w", ErrSessionExpired, errKeyGone)
+				return nil, fmt.Errorf("%w: %w", session.ErrGoneWhileWaiting, errKeyGone)
 			}
 		}
 	}
@@ -130,7 +130,7 @@ func (c *candidate) run(ctx context.Context, value string) (*Leadership, error) 
 		}
 		ours := check.Responses[1].GetResponseRange().Kvs
 		if len(ours) == 0 || ours[0].CreateRevision != int64(c.token) {
-			return nil, fmt.Errorf("%w: %w", ErrSessionExpired, errKeyGone)
+			return nil, fmt.Errorf("%w: %w", session.ErrGoneWhileWaiting, errKeyGone)
 		}
 		pred, rev := first(check.Responses[0].GetResponseRange().Kvs), check.Header.Revision
 		if pred != nil && !isCandidate(c.e.keyPrefix, string(pred.Key)) {
@@ -158,7 +158,7 @@ func (c *candidate) run(ctx context.Context, value string) (*Leadership, error) 
 
 // predecessor is the candidate created last before ours (nil: none),
 // from all keys before ours, and the revision of the read; a semaphore's or
-// a read-write lock's key among them is a *session.NameInUseError.
+// a read-write lock's key among them is an error wrapping session.ErrNameInUse.
 func (c *candidate) predecessor(ctx context.Context) (*mvccpb.KeyValue, int64, error) {
 	resp, err := c.e.client.Get(ctx, c.e.keyPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
 		clientv3.WithMaxCreateRev(int64(c.token)-1), clientv3.WithKeysOnly())
@@ -172,9 +172,9 @@ func (c *candidate) predecessor(ctx context.Context) (*mvccpb.KeyValue, int64, e
 // gone is the error of a campaign whose own key or session vanished.
 func (c *candidate) gone() error {
 	if err := c.s.Err(); err != nil {
-		return fmt.Errorf("%w: %w", ErrSessionExpired, err)
+		return fmt.Errorf("%w: %w", session.ErrGoneWhileWaiting, err)
 	}
-	return fmt.Errorf("%w: %w", ErrSessionExpired, errKeyGone)
+	return fmt.Errorf("%w: %w", session.ErrGoneWhileWaiting, errKeyGone)
 }
 
 // waitDelete returns nil when the predecessor's key was deleted (or its
@@ -231,7 +231,7 @@ func (c *candidate) waitDelete(ctx context.Context, pred *mvccpb.KeyValue, rev i
 
 // hold starts holding our key at c.token.
 func (c *candidate) hold() {
-	c.k = c.s.Hold(c.key, int64(c.token), session.WithReleaseCause(ErrResigned))
+	c.k = c.s.Hold(c.key, int64(c.token), session.HoldConfig{ReleaseCause: ErrResigned})
 }
 
 // abandon undoes a failed campaign: delete our key if it is still the one

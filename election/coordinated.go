@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -74,9 +73,6 @@ func (c config) validateCoordination(name string) error {
 	if !c.coordinated() {
 		return nil
 	}
-	if strings.ContainsRune(c.prefix+name, 0) {
-		return fmt.Errorf("%w: a coordinated election's name holds no NUL byte", ErrBadName)
-	}
 	if c.attrs != nil && c.attrs.Version != "" && !ValidVersion(c.attrs.Version) {
 		return fmt.Errorf("%w: %q (want MAJOR.MINOR.PATCH, as 1.4.0 or v2.0.0-rc.1)", ErrBadVersion, c.attrs.Version)
 	}
@@ -106,7 +102,7 @@ func (e *Election) handoverKey() string { return sidePrefix(e.keyPrefix) + hando
 
 // readView reads the queue, the attributes and the handover record in one
 // transaction, and returns them with the revision of the read.
-func (e *Election) readView(ctx context.Context) (View, int64, error) {
+func (e *Election) readView(ctx context.Context) (view, int64, error) {
 	side := sidePrefix(e.keyPrefix)
 	resp, err := e.client.Txn(ctx).Then(
 		clientv3.OpGet(e.keyPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
@@ -114,7 +110,7 @@ func (e *Election) readView(ctx context.Context) (View, int64, error) {
 		clientv3.OpGet(e.handoverKey()),
 	).Commit()
 	if err != nil {
-		return View{}, 0, fmt.Errorf("election: read candidates of %q: %w", e.name, err)
+		return view{}, 0, fmt.Errorf("election: read candidates of %q: %w", e.name, err)
 	}
 	var h *mvccpb.KeyValue
 	if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
@@ -122,7 +118,7 @@ func (e *Election) readView(ctx context.Context) (View, int64, error) {
 	}
 	cands, err := candidatesOf(e.name, e.keyPrefix, resp.Responses[0].GetResponseRange().Kvs)
 	if err != nil {
-		return View{}, 0, err
+		return view{}, 0, err
 	}
 	v := buildView(e.keyPrefix, cands, resp.Responses[1].GetResponseRange().Kvs, h)
 	return v, resp.Header.Revision, nil
@@ -131,7 +127,7 @@ func (e *Election) readView(ctx context.Context) (View, int64, error) {
 // Candidates returns the queue in create-revision order, the leader first,
 // each with its attributes (nil for a foreign candidate such as `etcdctl
 // elect`). It reads all keys under the election's prefix in one request;
-// only keys NAME/<lease hex> are candidates. A *session.NameInUseError
+// only keys NAME/<lease hex> are candidates. An error wrapping session.ErrNameInUse
 // (session.ErrNameInUse) when the name is a semaphore's or a read-write
 // lock's.
 func (e *Election) Candidates(ctx context.Context) ([]Candidate, error) {
@@ -159,11 +155,11 @@ func (l *Leadership) watchPolicy() {
 			}
 			continue
 		}
-		switch pref.Next(v, l.Token()).Action {
-		case ActYield:
+		switch pref.next(v, l.Token()).action {
+		case actYield:
 			close(l.yield)
 			return
-		case ActGone:
+		case actGone:
 			return // the monitor reports the loss
 		}
 		if err := l.e.waitChange(ctx, rev+1, sidePrefix(l.e.keyPrefix)+attrInfix); err != nil {
@@ -235,7 +231,7 @@ func (l *Leadership) ResignToWith(ctx context.Context, id string, stop func()) e
 		return ErrNotLeader
 	}
 	e := l.e
-	var recorded *Handover
+	var recorded *handover
 	defer func() {
 		if recorded != nil && l.Context().Err() == nil {
 			// Gave up waiting: withdraw the request.
@@ -252,11 +248,11 @@ func (l *Leadership) ResignToWith(ctx context.Context, id string, stop func()) e
 		if i := v.index(l.Token()); i != 0 {
 			return ErrNotLeader // the key's watcher reports why
 		}
-		target, err := e.cfg.pref.Target(v, l.Token(), id)
+		target, err := e.cfg.pref.target(v, l.Token(), id)
 		if err != nil {
 			return err
 		}
-		between, foreign := v.Blockers(l.Token(), target.Token)
+		between, foreign := v.blockers(l.Token(), target.Token)
 		if foreign != nil {
 			return fmt.Errorf("%w: %s (value %q) is queued before %s", ErrHandoverBlocked, foreign.Key, foreign.Value, target.ID())
 		}
@@ -267,7 +263,7 @@ func (l *Leadership) ResignToWith(ctx context.Context, id string, stop func()) e
 			}
 			return err
 		}
-		h := Handover{From: l.Key(), FromToken: l.Token(), To: target.Key, ToToken: target.Token}
+		h := handover{From: l.Key(), FromToken: l.Token(), To: target.Key, ToToken: target.Token}
 		if recorded == nil || *recorded != h {
 			b, _ := json.Marshal(h)
 			resp, err := e.client.Txn(ctx).If(l.IsOwner()).
@@ -333,7 +329,7 @@ func (l *Leadership) handOver(ctx context.Context, target Candidate, stop func()
 // a key that has meanwhile become the lowest), and creates it again. The
 // held key is dropped first (our own delete is no loss) and held again at
 // its new revision, or at the old one if nothing moved.
-func (c *candidate) requeue(ctx context.Context, value string, h Handover) (moved bool, err error) {
+func (c *candidate) requeue(ctx context.Context, value string, h handover) (moved bool, err error) {
 	c.k.Drop()
 	c.k = nil
 	del, err := c.e.client.Txn(ctx).
@@ -358,7 +354,7 @@ func (c *candidate) requeue(ctx context.Context, value string, h Handover) (move
 		return false, fmt.Errorf("election: campaign %q: requeue: %w", c.e.name, err)
 	}
 	if !put.Succeeded {
-		return false, fmt.Errorf("%w: %w", ErrSessionExpired, errKeyGone)
+		return false, fmt.Errorf("%w: %w", session.ErrGoneWhileWaiting, errKeyGone)
 	}
 	c.token = fencing.Token(put.Header.Revision)
 	c.hold()
@@ -400,12 +396,12 @@ func (c *candidate) stepAside(ctx context.Context, value string, check *clientv3
 			return false, err
 		}
 	}
-	var h Handover
+	var h handover
 	if json.Unmarshal(hkv[0].Value, &h) != nil {
 		return false, nil
 	}
-	v := View{Queue: []Candidate{{Key: string(lead.Key), Token: fencing.Token(lead.CreateRevision)}, {Key: c.key, Token: c.token}}, Handover: &h}
-	if c.e.cfg.pref.Next(v, c.token).Action != ActRequeue {
+	v := view{Queue: []Candidate{{Key: string(lead.Key), Token: fencing.Token(lead.CreateRevision)}, {Key: c.key, Token: c.token}}, handover: &h}
+	if c.e.cfg.pref.next(v, c.token).action != actRequeue {
 		return false, nil
 	}
 	return c.requeue(ctx, value, h)

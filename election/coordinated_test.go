@@ -13,6 +13,7 @@ import (
 
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/session"
 )
 
 func coordElection(t *testing.T, cli *clientv3.Client, name string, p election.Policy, a election.Attributes, opts ...election.Option) *election.Election {
@@ -79,7 +80,7 @@ func TestCoordinatedNewRejects(t *testing.T) {
 	_, err = election.New(cli, "x", election.WithAttributes(election.Attributes{Version: "latest"}))
 	require.ErrorIs(t, err, election.ErrBadVersion)
 	_, err = election.New(cli, "x\x00y", election.WithPolicy(election.PolicyPriority))
-	require.ErrorIs(t, err, election.ErrBadName)
+	require.ErrorIs(t, err, session.ErrInvalidName)
 }
 
 // Candidates lists ours with attributes and a concurrency.Election as
@@ -109,7 +110,7 @@ func TestCoordinatedCandidates(t *testing.T) {
 	require.Equal(t, "a", cs[0].ID())
 	require.Equal(t, "a", cs[0].Attributes.Labels["zone"])
 	require.Equal(t, election.PolicyNewestVersion, cs[0].Policy)
-	require.True(t, cs[1].Foreign())
+	require.Nil(t, cs[1].Attributes)
 	require.Equal(t, "etcd", cs[1].ID())
 	require.Equal(t, "b-id", cs[2].ID())
 	require.Equal(t, "0.9.0", cs[2].Attributes.Version)
@@ -225,7 +226,7 @@ func TestCoordinatedResignToWaitsOutACrashedCandidate(t *testing.T) {
 	waitCandidates(t, cli, "crash/", 3)
 	cs, err := la.Candidates(ctx)
 	require.NoError(t, err)
-	require.False(t, cs[1].Foreign(), "the crashed candidate published attributes")
+	require.NotNil(t, cs[1].Attributes, "the crashed candidate published attributes")
 
 	require.NoError(t, la.ResignTo(ctx, "c"))
 	r := await(t, rc, "c")

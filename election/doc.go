@@ -9,7 +9,7 @@
 // a name below N (a lock named "N/child") are neither leader nor
 // predecessor, and a key of a semaphore's or a read-write lock's layout
 // ("N/limit", "N/read/<lease hex>") ahead of every candidate makes Leader,
-// Observe and Campaign return a *session.NameInUseError
+// Observe and Campaign return an error wrapping session.ErrNameInUse
 // (session.ErrNameInUse); Candidates reads every key and returns it for
 // any such key. The leader's key is read alone, as concurrency.Election
 // reads it, unless the first key is not a candidate.
@@ -34,7 +34,7 @@
 //   - Resign and Proclaim are fenced by the create revision: a stale
 //     Resign never deletes a newer leader's key, a stale Proclaim never
 //     overwrites it (ErrNotLeader).
-//   - Handover is fast: a waiting candidate hears its predecessor's
+//   - handover is fast: a waiting candidate hears its predecessor's
 //     resignation at once, where etcd's own Campaign waits up to 100 ms for
 //     etcd's watch loop (why: lock/mutex.go, attempt.wait).
 //   - Observe reports every change of leader, including "no leader".

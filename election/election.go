@@ -11,48 +11,25 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/session"
 )
 
-// Errors of the election package. Match them with errors.Is. The errors a
-// leadership shares with locks, semaphores and claims are session's (a
-// leadership is a session.HeldKey); the names here are the same values.
+// Errors of the election package. The other errors a leadership returns
+// are those every held key shares (package session: ErrLost, ErrKeyGone,
+// ErrNotOwner, ErrGoneWhileWaiting, ErrClosed, ErrInvalidName,
+// ErrNameInUse). Match them with errors.Is.
 var (
 	// ErrNoLeader is returned by Leader when no candidate holds the election.
 	ErrNoLeader = errors.New("election: no leader")
 	// ErrNotLeader is returned by Proclaim (and Resign) when the leader key
 	// is no longer ours, and by Leadership.Txn when its IsOwner guard failed
-	// (that error matches ErrNotOwner too).
+	// (that error matches session.ErrNotOwner too).
 	ErrNotLeader = errors.New("election: not leader")
 	// ErrResigned is the cause of a Leadership that ended by Resign (or by
 	// Election.Close).
 	ErrResigned = errors.New("election: resigned")
 
-	// ErrSessionExpired is returned by Campaign when the candidate's session
-	// ended, or its candidate key disappeared, before it became leader. It
-	// never returns a leadership it does not hold. It is
-	// session.ErrGoneWhileWaiting.
-	ErrSessionExpired = session.ErrGoneWhileWaiting
-	// ErrLost is the cause of a Leadership that ended without Resign: its
-	// session was lost or its key was deleted or replaced behind its back.
-	// It is session.ErrLost.
-	ErrLost = session.ErrLost
-	// ErrKeyGone is the reason of a loss when the leader key was deleted or
-	// replaced behind our back. It is session.ErrKeyGone.
-	ErrKeyGone = session.ErrKeyGone
-	// ErrNotOwner is wrapped by Leadership.Txn's error when its guard
-	// failed. It is session.ErrNotOwner.
-	ErrNotOwner = session.ErrNotOwner
-	// ErrClosed is returned by Campaign after Election.Close. It is
-	// session.ErrClosed.
-	ErrClosed = session.ErrClosed
-	// ErrBadName is returned by New for a name session.ValidateName refuses
-	// (and, with a policy or attributes, for a name holding a NUL byte, which
-	// the coordination keys use as their separator). It is
-	// session.ErrInvalidName.
-	ErrBadName = session.ErrInvalidName
-	// ErrInvalidName is ErrBadName under the name lock, semaphore and claim use.
-	ErrInvalidName = session.ErrInvalidName
 	// ErrBadPolicy is returned by ParsePolicy and New for an unknown policy.
 	ErrBadPolicy = errors.New("election: unknown policy")
 	// ErrBadVersion is returned by New for a candidate version that is not
@@ -78,37 +55,36 @@ const Best = ""
 // on Close; they run after the caller's context may have ended.
 const cleanupTimeout = 5 * time.Second
 
+// config is an Election's configuration: what every primitive has
+// (primitive.Config, whose Validate holds the rules) and the policy.
 type config struct {
-	ttl         time.Duration
-	session     *session.Session
-	prefix      string
-	sessionOpts []session.Option
-	pref        Preference
-	attrs       *Attributes
+	primitive.Config
+	pref  Preference
+	attrs *Attributes
 }
 
 // Option configures an Election.
 type Option func(*config)
 
-// WithTTL sets the TTL of the session each campaign creates (default 10s,
-// at least 1s). Ignored with WithSession.
-func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
+// WithTTL sets the TTL of the session each campaign creates (default
+// session.DefaultTTL; bounds: session.CheckTTL). Not with WithSession.
+func WithTTL(d time.Duration) Option { return func(c *config) { c.TTL = d } }
 
 // WithSession makes every campaign use s instead of a session of its own.
 // The Election never closes s: Resign deletes the leader key only. Once s
-// has ended, Campaign returns ErrSessionExpired. Run one campaign at a time
-// per session: two campaigns on one session share one key.
-func WithSession(s *session.Session) Option { return func(c *config) { c.session = s } }
+// has ended, Campaign returns session.ErrGoneWhileWaiting. Run one
+// campaign at a time per session: two campaigns on one session share one
+// key.
+func WithSession(s *session.Session) Option { return func(c *config) { c.Session = s } }
 
 // WithPrefix namespaces the election: its keys live under prefix+name+"/"
-// instead of name+"/". The prefix is used as given (include a trailing "/"
-// if you want one).
-func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
+// instead of name+"/". The prefix is used as given (see lock.WithPrefix).
+func WithPrefix(p string) Option { return func(c *config) { c.Prefix = p } }
 
 // WithSessionOptions adds options to the sessions campaigns create (an
-// observer for metrics, a margin, a clock). Ignored with WithSession.
+// observer for metrics, a margin, a clock). Not with WithSession.
 func WithSessionOptions(opts ...session.Option) Option {
-	return func(c *config) { c.sessionOpts = append(c.sessionOpts, opts...) }
+	return func(c *config) { c.SessionOptions = append(c.SessionOptions, opts...) }
 }
 
 // Election is one named election on etcd. It is safe for concurrent use;
@@ -148,23 +124,20 @@ type Observation struct {
 }
 
 // New returns the election called name on client. It does not talk to
-// etcd. Errors: ErrBadName, session.ErrBadTTL, session.ErrTTLTooLong
-// (session.CheckTTL), ErrBadPolicy, ErrBadVersion.
+// etcd. It refuses a name that cannot be what its user meant (an error
+// wrapping session.ErrInvalidName that names the rule, as lock.New), a TTL
+// out of bounds (session.ErrBadTTL), a given session
+// with session options, ErrBadPolicy and ErrBadVersion.
 func New(client *clientv3.Client, name string, opts ...Option) (*Election, error) {
 	if client == nil {
 		return nil, errors.New("election: nil etcd client")
 	}
-	if err := session.ValidateName(name); err != nil {
-		return nil, fmt.Errorf("election: %w", err)
-	}
-	cfg := config{ttl: session.DefaultTTL}
+	cfg := config{Config: primitive.Config{Kind: primitive.KindElection, Name: name}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.session == nil {
-		if err := session.CheckTTL(cfg.ttl); err != nil {
-			return nil, fmt.Errorf("election: %w", err)
-		}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("election: %w", err)
 	}
 	if err := cfg.validateCoordination(name); err != nil {
 		return nil, err
@@ -173,7 +146,7 @@ func New(client *clientv3.Client, name string, opts ...Option) (*Election, error
 	return &Election{
 		client:    client,
 		name:      name,
-		keyPrefix: cfg.prefix + name + "/",
+		keyPrefix: cfg.KeyPrefix(),
 		cfg:       cfg,
 		closeCtx:  ctx,
 		closeFn:   cancel,
@@ -184,11 +157,8 @@ func New(client *clientv3.Client, name string, opts ...Option) (*Election, error
 // Name returns the election's name.
 func (e *Election) Name() string { return e.name }
 
-// Prefix returns the key prefix under which candidates are stored.
-func (e *Election) Prefix() string { return e.keyPrefix }
-
 // Close resigns every leadership this Election holds and makes Campaigns
-// in progress, and later ones, return ErrClosed. It returns the first resign
+// in progress, and later ones, return session.ErrClosed. It returns the first resign
 // error. Calling it again is a no-op.
 func (e *Election) Close() error {
 	e.mu.Lock()
@@ -216,7 +186,7 @@ func (e *Election) Close() error {
 
 // Leader returns the current leader: the candidate (a key NAME/<lease hex>)
 // with the lowest create revision. ErrNoLeader when there is none; a
-// *session.NameInUseError (session.ErrNameInUse) when a semaphore's or a
+// an error wrapping session.ErrNameInUse when a semaphore's or a
 // read-write lock's key comes before any candidate (the name is theirs).
 // Keys of a name below this one (NAME/child/...) are skipped.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {

@@ -114,7 +114,8 @@ func TestElectionLeaderAndNoLeader(t *testing.T) {
 	require.Equal(t, election.Leader{Value: "node-a", Token: l.Token(), Key: l.Key(), Lease: l.Lease()}, got)
 
 	require.NoError(t, l.Resign(ctx))
-	require.True(t, closed(l.Lost()))
+	require.True(t, closed(l.Context().Done()))
+	require.False(t, closed(l.Lost()), "Lost closes on a loss only, as on every held key; a Resign is not one")
 	require.ErrorIs(t, l.Err(), election.ErrResigned)
 	require.NoError(t, l.Resign(ctx), "second Resign is a no-op")
 	_, err = e.Leader(ctx)
@@ -128,7 +129,7 @@ func TestElectionNewRejectsBadInput(t *testing.T) {
 	t.Parallel()
 	_, cli := etcd.StartWithClient(t)
 	_, err := election.New(cli, "")
-	require.ErrorIs(t, err, election.ErrBadName)
+	require.ErrorIs(t, err, session.ErrInvalidName)
 	_, err = election.New(cli, "x", election.WithTTL(100*time.Millisecond))
 	require.ErrorIs(t, err, session.ErrBadTTL)
 	_, err = election.New(nil, "x")
@@ -285,7 +286,7 @@ func TestElectionNoPhantomWin(t *testing.T) {
 		_, err = cli.Revoke(ctx, clientv3.LeaseID(resp.Kvs[1].Lease))
 		require.NoError(t, err)
 		r := await(t, res, "campaign to fail")
-		require.ErrorIs(t, r.err, election.ErrSessionExpired)
+		require.ErrorIs(t, r.err, session.ErrGoneWhileWaiting)
 		require.Nil(t, r.l)
 		require.True(t, l.Alive(), "the leader is untouched")
 		require.NoError(t, l.Resign(ctx))
@@ -299,7 +300,7 @@ func TestElectionNoPhantomWin(t *testing.T) {
 			election.WithSessionOptions(session.WithKeepAliveInterval(time.Hour)))
 		start := time.Now()
 		r := await(t, campaignAsync(ctx, w, "b"), "campaign to fail")
-		require.ErrorIs(t, r.err, election.ErrSessionExpired)
+		require.ErrorIs(t, r.err, session.ErrGoneWhileWaiting)
 		// The local deadline ended it (not the server's expiry, which
 		// would delete the key instead). That the deadline comes before
 		// the server's is session's (TestDeadlineNeverOutlivesServerLease);
@@ -322,7 +323,7 @@ func TestElectionNoPhantomWin(t *testing.T) {
 		_, err = cli.Delete(ctx, string(resp.Kvs[1].Key))
 		require.NoError(t, err)
 		r := await(t, res, "campaign to fail")
-		require.ErrorIs(t, r.err, election.ErrSessionExpired)
+		require.ErrorIs(t, r.err, session.ErrGoneWhileWaiting)
 		require.NoError(t, l.Resign(ctx))
 	})
 }
@@ -357,13 +358,13 @@ func TestElectionCloseEndsCampaignsAndLeaderships(t *testing.T) {
 	res := campaignAsync(ctx, w, "b")
 	waitCandidates(t, cli, "close/", 2)
 	require.NoError(t, w.Close())
-	require.ErrorIs(t, await(t, res, "closed campaign").err, election.ErrClosed)
+	require.ErrorIs(t, await(t, res, "closed campaign").err, session.ErrClosed)
 	require.NoError(t, e.Close())
-	require.True(t, closed(l.Lost()))
+	require.True(t, closed(l.Context().Done()))
 	require.ErrorIs(t, l.Err(), election.ErrResigned)
 	waitCandidates(t, cli, "close/", 0)
 	_, err = e.Campaign(ctx, "again")
-	require.ErrorIs(t, err, election.ErrClosed)
+	require.ErrorIs(t, err, session.ErrClosed)
 }
 
 func TestElectionResignIsFenced(t *testing.T) {
@@ -380,7 +381,7 @@ func TestElectionResignIsFenced(t *testing.T) {
 	_, err = cli.Delete(ctx, old.Key()) // behind its back
 	require.NoError(t, err)
 	await(t, old.Lost(), "loss of the deleted leadership")
-	require.ErrorIs(t, old.Err(), election.ErrLost)
+	require.ErrorIs(t, old.Err(), session.ErrLost)
 
 	cur, err := e.Campaign(ctx, "b")
 	require.NoError(t, err)
@@ -428,8 +429,8 @@ func TestElectionLossSignalled(t *testing.T) {
 		_, err = cli.Revoke(ctx, l.Lease())
 		require.NoError(t, err)
 		await(t, l.Lost(), "loss")
-		require.ErrorIs(t, l.Err(), election.ErrLost)
-		require.ErrorIs(t, context.Cause(l.Context()), election.ErrLost)
+		require.ErrorIs(t, l.Err(), session.ErrLost)
+		require.ErrorIs(t, context.Cause(l.Context()), session.ErrLost)
 		require.False(t, l.Alive())
 	})
 
@@ -441,7 +442,7 @@ func TestElectionLossSignalled(t *testing.T) {
 		require.NoError(t, err)
 		await(t, l.Lost(), "loss")
 		require.Less(t, time.Since(start), 2*time.Second)
-		require.ErrorIs(t, l.Err(), election.ErrLost)
+		require.ErrorIs(t, l.Err(), session.ErrLost)
 		require.ErrorIs(t, l.Err(), session.ErrExpired)
 		got, err := e.Leader(ctx)
 		require.NoError(t, err)
@@ -457,7 +458,7 @@ func TestElectionLossSignalled(t *testing.T) {
 		_, err = cli.Put(ctx, l.Key(), "intruder")
 		require.NoError(t, err)
 		await(t, l.Lost(), "loss")
-		require.ErrorIs(t, l.Err(), election.ErrLost)
+		require.ErrorIs(t, l.Err(), session.ErrLost)
 	})
 }
 
@@ -580,7 +581,7 @@ func TestElectionResignRetriesAfterFailure(t *testing.T) {
 	dead, cancel := context.WithCancel(ctx)
 	cancel()
 	require.ErrorIs(t, l.Resign(dead), context.Canceled)
-	require.True(t, closed(l.Lost()), "the holder is told to stop even when the delete failed")
+	require.True(t, closed(l.Context().Done()), "the holder is told to stop even when the delete failed")
 	_, err = e.Leader(ctx)
 	require.NoError(t, err, "the key is still there after the failed delete")
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/session"
 )
 
 // exampleEndpoints are the client URLs of the package's embedded test etcd
@@ -95,7 +96,7 @@ func ExampleRun() {
 		},
 		OnStoppedLeading: func() { fmt.Println("stopped leading") },
 		OnNewLeader:      func(value string, token fencing.Token) {},
-		Backoff:          election.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
+		Backoff:          session.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
 	})
 	fmt.Println("Run returned:", err)
 	// Output:

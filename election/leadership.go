@@ -8,18 +8,22 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/session"
 )
 
-// Leadership is a won campaign: a session.HeldKey, the leader key. It ends
-// on loss (the session's local deadline passed, its lease was revoked, or
-// the leader key was deleted or replaced behind our back) or on Resign;
-// Lost and Context say when, Err why.
+// Leadership is a won campaign: a session.HeldKey, the leader key
+// (embedded: its Token, Key, Lease, Lost, Context, Err, Alive and IsOwner
+// are the leadership's), plus the election's name, the value proclaimed
+// and Resign. It ends on loss (the session's local deadline passed, its
+// lease was revoked, or the leader key was deleted or replaced behind our
+// back) or on Resign; see package session for what Lost, Context and Err
+// mean, the same for every held key: Lost closes on a loss only, Context
+// ends either way (its cause wraps ErrResigned after Resign).
 type Leadership struct {
+	*session.HeldKey
 	e   *Election
-	k   *session.HeldKey
-	own bool // the session is the campaign's own: Resign closes it
+	k   *session.HeldKey // the embedded key, for the package's own use
+	own bool             // the session is the campaign's own: Resign closes it
 
 	stopOnEnd func() bool
 	yield     chan struct{} // closed when the policy prefers another candidate
@@ -34,7 +38,7 @@ type Leadership struct {
 // when it is lost while our own session lives, the session holds nothing
 // and is closed.
 func newLeadership(e *Election, k *session.HeldKey, own bool, value string) *Leadership {
-	l := &Leadership{e: e, k: k, own: own, value: value, yield: make(chan struct{})}
+	l := &Leadership{HeldKey: k, e: e, k: k, own: own, value: value, yield: make(chan struct{})}
 	l.stopOnEnd = context.AfterFunc(k.Context(), func() {
 		e.unregister(l)
 		l.mu.Lock()
@@ -54,10 +58,6 @@ func newLeadership(e *Election, k *session.HeldKey, own bool, value string) *Lea
 	return l
 }
 
-// Token returns the fencing token: the create revision of the leader key.
-// Successive leaders of one election have strictly increasing tokens.
-func (l *Leadership) Token() fencing.Token { return l.k.Token() }
-
 // Value returns the value last proclaimed.
 func (l *Leadership) Value() string {
 	l.mu.Lock()
@@ -65,39 +65,13 @@ func (l *Leadership) Value() string {
 	return l.value
 }
 
-// Key returns the leader key.
-func (l *Leadership) Key() string { return l.k.Key() }
-
-// Lease returns the lease the leader key lives on.
-func (l *Leadership) Lease() clientv3.LeaseID { return l.k.Lease() }
-
 // Name returns the election's name.
 func (l *Leadership) Name() string { return l.e.name }
 
-// Session returns the session the leadership lives on.
-func (l *Leadership) Session() *session.Session { return l.k.Session() }
+// Release is Resign: a leadership's release closes its own session too.
+func (l *Leadership) Release(ctx context.Context) error { return l.Resign(ctx) }
 
-// HeldKey returns the held key the leadership is.
-func (l *Leadership) HeldKey() *session.HeldKey { return l.k }
-
-// Lost is closed when the leadership ends, by loss or by Resign.
-func (l *Leadership) Lost() <-chan struct{} { return l.k.Context().Done() }
-
-// Context is cancelled when the leadership ends; its cause is Err.
-func (l *Leadership) Context() context.Context { return l.k.Context() }
-
-// Err returns nil while the leadership lasts, then why it ended: an error
-// wrapping ErrLost (and the session's reason, session.ErrExpired,
-// session.ErrRevoked or session.ErrClosed, or ErrKeyGone), or ErrResigned.
-func (l *Leadership) Err() error { return l.k.Err() }
-
-// Alive reports, at this instant, whether we are still the leader as far
-// as we can know without asking etcd: not ended, and the session's local
-// deadline not passed. Check it right before a protected action, and send
-// the Token with it: a pause after the check is what fencing catches.
-func (l *Leadership) Alive() bool { return l.k.Alive() }
-
-// Resign gives up the leadership: Lost closes first (so the holder stops
+// Resign gives up the leadership: Context ends first (so the holder stops
 // acting), then the leader key is deleted if it is still ours (a stale
 // Resign never deletes a newer leader's key) and, unless the session came
 // from WithSession, the session is closed (see session.Session.Close for
@@ -166,22 +140,10 @@ func (l *Leadership) orphan() {
 	l.k.Drop()
 }
 
-// IsOwner returns a comparison that holds exactly while this leadership
-// lasts in etcd: the leader key exists with this leadership's create
-// revision (the token), as concurrency.Mutex.IsOwner. Guard your own etcd
-// transaction with it so that its writes commit only while we lead:
-//
-//	resp, err := cli.Txn(ctx).If(l.IsOwner()).Then(clientv3.OpPut(k, v)).Commit()
-//	if err == nil && !resp.Succeeded {
-//		// nothing applied: no longer the leader
-//	}
-//
-// Leadership.Txn does exactly this and turns Succeeded=false into an error
-// matching ErrNotLeader. The comparison is evaluated by etcd, so a leader
-// paused past its lease cannot commit once its key is gone.
-func (l *Leadership) IsOwner() clientv3.Cmp { return l.k.IsOwner() }
-
-// Txn applies ops in one etcd transaction guarded by IsOwner. It returns
+// Txn applies ops in one etcd transaction guarded by IsOwner (a
+// comparison that holds exactly while this leadership lasts in etcd, as
+// concurrency.Mutex.IsOwner: a leader paused past its lease cannot commit
+// once its key is gone). It returns
 // the response when the guard held and ops were applied; an error wrapping
 // ErrNotLeader and ErrNotOwner (and the response) when the leader key was no
 // longer ours and nothing was applied (the leadership then counts as lost);

@@ -2,12 +2,11 @@ package election
 
 import (
 	"context"
-	"fmt"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/coordkit/coordkit/session"
+	"github.com/coordkit/coordkit/internal/primitive"
 )
 
 // queueRead reads every key under the election's prefix, oldest first:
@@ -23,28 +22,24 @@ var (
 // etcdctl elect write them (and a Mutex of the same name: their layouts are
 // one). Keys of another name below this one (a lock named NAME/child) are
 // skipped. A key of a semaphore's or a read-write lock's layout means the
-// name is theirs: a *session.NameInUseError naming the key. Pure.
+// name is theirs: an error wrapping session.ErrNameInUse naming the key. Pure.
 func candidatesOf(name, pfx string, kvs []*mvccpb.KeyValue) ([]*mvccpb.KeyValue, error) {
 	var own []*mvccpb.KeyValue
 	for _, kv := range kvs {
-		switch role := session.RoleOf(pfx, string(kv.Key)); {
-		case role == session.RoleExclusive:
+		switch role := primitive.RoleOf(pfx, string(kv.Key)); {
+		case role == primitive.RoleExclusive:
 			own = append(own, kv)
 		case role.IsSemaphore():
-			return nil, nameInUse(name, string(kv.Key), "semaphore", "coordctl sem, or coordctl sem delete to free the name")
+			return nil, primitive.NameInUse(primitive.KindElection, name, string(kv.Key), primitive.KindSemaphore)
 		case role.IsLock():
-			return nil, nameInUse(name, string(kv.Key), "read-write lock", "coordctl lock (or coordctl lock status)")
+			return nil, primitive.NameInUse(primitive.KindElection, name, string(kv.Key), primitive.KindLock)
 		}
 	}
 	return own, nil
 }
 
-func nameInUse(name, key, kind, use string) error {
-	return fmt.Errorf("election: %w: use %s", &session.NameInUseError{Name: name, Key: key, Kind: kind}, use)
-}
-
 // isCandidate reports whether key, under pfx, is in the election's layout.
-func isCandidate(pfx, key string) bool { return session.RoleOf(pfx, key) == session.RoleExclusive }
+func isCandidate(pfx, key string) bool { return primitive.RoleOf(pfx, key) == primitive.RoleExclusive }
 
 // leaderKV reads the leader's key (nil: none) and the revision of the
 // read. The first key in create order is read alone, as etcd's

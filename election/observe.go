@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -104,7 +105,7 @@ func (e *Election) follow(ctx context.Context, cur *Leader, rev int64, emit func
 		for _, ev := range wr.Events {
 			switch key := string(ev.Kv.Key); {
 			case !isCandidate(e.keyPrefix, key):
-				if session.RoleOf(e.keyPrefix, key) != session.RoleForeign {
+				if primitive.RoleOf(e.keyPrefix, key) != primitive.RoleForeign {
 					return true // a semaphore's or a lock's key: the read says whose
 				}
 				continue // another name's key (NAME/child/...)

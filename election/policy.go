@@ -149,8 +149,8 @@ type Candidate struct {
 	NoPreempt bool `json:"no_preempt,omitempty"`
 }
 
-// Foreign reports whether the candidate publishes no attributes.
-func (c Candidate) Foreign() bool { return c.Attributes == nil }
+// foreign reports whether the candidate publishes no attributes.
+func (c Candidate) foreign() bool { return c.Attributes == nil }
 
 // String is the candidate as one line of `coordctl elect --candidates`:
 // its role (leader or waiting), token, ID, and its policy and attributes,
@@ -161,7 +161,7 @@ func (c Candidate) String() string {
 		role = "leader"
 	}
 	line := fmt.Sprintf("%-7s token=%d id=%s", role, c.Token, c.ID())
-	if c.Foreign() {
+	if c.foreign() {
 		return line + " foreign (no attributes: etcdctl elect or concurrency.Election)"
 	}
 	a := c.Attributes
@@ -183,10 +183,10 @@ func (c Candidate) ID() string {
 	return c.Value
 }
 
-// Handover is the record of a handover in progress: the leader From asks
+// handover is the record of a handover in progress: the leader From asks
 // every candidate queued between it and To to re-queue, then resigns, so
 // that To becomes the lowest key.
-type Handover struct {
+type handover struct {
 	From      string        `json:"from"`
 	FromToken fencing.Token `json:"from_token"`
 	To        string        `json:"to"`
@@ -195,13 +195,13 @@ type Handover struct {
 
 // passesOver reports whether the handover asks the candidate with token t
 // to step aside.
-func (h Handover) passesOver(t fencing.Token) bool { return t > h.FromToken && t < h.ToToken }
+func (h handover) passesOver(t fencing.Token) bool { return t > h.FromToken && t < h.ToToken }
 
-// View is one consistent read of an election: the queue in create order
+// view is one consistent read of an election: the queue in create order
 // (Queue[0] leads) and the handover in progress, if any.
-type View struct {
+type view struct {
 	Queue    []Candidate
-	Handover *Handover
+	handover *handover
 }
 
 // prefer compares two candidates' attributes under p: > 0 when a should
@@ -242,7 +242,7 @@ func (p Preference) Best(queue []Candidate, except fencing.Token) (Candidate, bo
 	var best Candidate
 	found := false
 	for _, c := range queue {
-		if c.Foreign() || c.Token == except {
+		if c.foreign() || c.Token == except {
 			continue
 		}
 		if !found || p.Policy.prefer(*c.Attributes, *best.Attributes) > 0 {
@@ -252,75 +252,75 @@ func (p Preference) Best(queue []Candidate, except fencing.Token) (Candidate, bo
 	return best, found
 }
 
-// Action is what a candidate must do next.
-type Action int
+// action is what a candidate must do next.
+type action int
 
 // Actions.
 const (
-	// ActWait: in line; wait for the candidate before us to go.
-	ActWait Action = iota
-	// ActLead: ours is the lowest key: we lead.
-	ActLead
-	// ActRequeue: a handover passes over us: delete our key and create it
+	// actWait: in line; wait for the candidate before us to go.
+	actWait action = iota
+	// actLead: ours is the lowest key: we lead.
+	actLead
+	// actRequeue: a handover passes over us: delete our key and create it
 	// again, at the back of the line.
-	ActRequeue
-	// ActYield: we lead, but the policy prefers Decision.Target and no
+	actRequeue
+	// actYield: we lead, but the policy prefers decision.Target and no
 	// foreign candidate is queued before it: stop acting and hand over to
 	// it (ResignTo Best).
-	ActYield
-	// ActGone: our key is not in the queue.
-	ActGone
+	actYield
+	// actGone: our key is not in the queue.
+	actGone
 )
 
-func (a Action) String() string {
+func (a action) String() string {
 	switch a {
-	case ActWait:
+	case actWait:
 		return "wait"
-	case ActLead:
+	case actLead:
 		return "lead"
-	case ActRequeue:
+	case actRequeue:
 		return "requeue"
-	case ActYield:
+	case actYield:
 		return "yield"
-	case ActGone:
+	case actGone:
 		return "gone"
 	}
-	return fmt.Sprintf("Action(%d)", int(a))
+	return fmt.Sprintf("action(%d)", int(a))
 }
 
-// Decision is an Action and, for ActYield, the candidate to hand over to.
-type Decision struct {
-	Action Action
+// decision is an action and, for actYield, the candidate to hand over to.
+type decision struct {
+	action action
 	Target Candidate
 }
 
 // Next decides what the candidate with token me, following p, must do in v.
-func (p Preference) Next(v View, me fencing.Token) Decision {
+func (p Preference) next(v view, me fencing.Token) decision {
 	i := v.index(me)
 	if i < 0 {
-		return Decision{Action: ActGone}
+		return decision{action: actGone}
 	}
 	if i == 0 {
 		self := v.Queue[0]
-		if p.preempts() && !self.Foreign() {
+		if p.preempts() && !self.foreign() {
 			b, ok := p.Best(v.Queue, me)
 			if ok && b.Policy == p.Policy.orDefault() && !b.NoPreempt && p.Policy.prefer(*b.Attributes, *self.Attributes) > 0 {
 				// Yield only where the handover can go through: a foreign
 				// candidate before the target would lead instead.
-				if _, f := v.Blockers(me, b.Token); f == nil {
-					return Decision{Action: ActYield, Target: b}
+				if _, f := v.blockers(me, b.Token); f == nil {
+					return decision{action: actYield, Target: b}
 				}
 			}
 		}
-		return Decision{Action: ActLead}
+		return decision{action: actLead}
 	}
-	if h := v.Handover; h != nil && h.FromToken == v.Queue[0].Token && h.passesOver(me) {
-		return Decision{Action: ActRequeue}
+	if h := v.handover; h != nil && h.FromToken == v.Queue[0].Token && h.passesOver(me) {
+		return decision{action: actRequeue}
 	}
-	return Decision{Action: ActWait}
+	return decision{action: actWait}
 }
 
-func (v View) index(t fencing.Token) int {
+func (v view) index(t fencing.Token) int {
 	for i, c := range v.Queue {
 		if c.Token == t {
 			return i
@@ -332,7 +332,7 @@ func (v View) index(t fencing.Token) int {
 // Target picks the candidate a leader with token from hands over to: the
 // one with this ID (the earliest if several share it), or p's best other
 // candidate when id is Best. Errors wrap ErrNoCandidate.
-func (p Preference) Target(v View, from fencing.Token, id string) (Candidate, error) {
+func (p Preference) target(v view, from fencing.Token, id string) (Candidate, error) {
 	if id == Best {
 		if c, ok := p.Best(v.Queue, from); ok {
 			return c, nil
@@ -340,25 +340,25 @@ func (p Preference) Target(v View, from fencing.Token, id string) (Candidate, er
 		return Candidate{}, fmt.Errorf("%w: no other candidate follows a policy", ErrNoCandidate)
 	}
 	for _, c := range v.Queue {
-		if !c.Foreign() && c.Token != from && c.ID() == id {
+		if !c.foreign() && c.Token != from && c.ID() == id {
 			return c, nil
 		}
 	}
 	return Candidate{}, fmt.Errorf("%w: no other candidate has id %q", ErrNoCandidate, id)
 }
 
-// Blockers returns the candidates queued between from and to: the ones that
+// blockers returns the candidates queued between from and to: the ones that
 // must re-queue before the leader from may resign in favour of to. foreign
 // is the first of them that follows no policy and so will not move (the
 // handover cannot go on), or nil.
-func (v View) Blockers(from, to fencing.Token) (between []Candidate, foreign *Candidate) {
-	h := Handover{FromToken: from, ToToken: to}
+func (v view) blockers(from, to fencing.Token) (between []Candidate, foreign *Candidate) {
+	h := handover{FromToken: from, ToToken: to}
 	for i, c := range v.Queue {
 		if !h.passesOver(c.Token) {
 			continue
 		}
 		between = append(between, c)
-		if c.Foreign() && foreign == nil {
+		if c.foreign() && foreign == nil {
 			foreign = &v.Queue[i]
 		}
 	}
@@ -388,14 +388,14 @@ func attrKey(keyPrefix, ck string) string {
 
 // buildView joins one read of an election — its candidate keys in create
 // order, the attribute keys and the handover key (nil when absent) — into a
-// View. An attribute key counts only on the same lease as its candidate
+// view. An attribute key counts only on the same lease as its candidate
 // key. Pure.
-func buildView(keyPrefix string, cands, attrs []*mvccpb.KeyValue, handover *mvccpb.KeyValue) View {
+func buildView(keyPrefix string, cands, attrs []*mvccpb.KeyValue, handoverKV *mvccpb.KeyValue) view {
 	byKey := make(map[string]*mvccpb.KeyValue, len(attrs))
 	for _, kv := range attrs {
 		byKey[string(kv.Key)] = kv
 	}
-	v := View{Queue: make([]Candidate, 0, len(cands))}
+	v := view{Queue: make([]Candidate, 0, len(cands))}
 	for i, kv := range cands {
 		c := Candidate{
 			Key:    string(kv.Key),
@@ -412,10 +412,10 @@ func buildView(keyPrefix string, cands, attrs []*mvccpb.KeyValue, handover *mvcc
 		}
 		v.Queue = append(v.Queue, c)
 	}
-	if handover != nil {
-		var h Handover
-		if json.Unmarshal(handover.Value, &h) == nil {
-			v.Handover = &h
+	if handoverKV != nil {
+		var h handover
+		if json.Unmarshal(handoverKV.Value, &h) == nil {
+			v.handover = &h
 		}
 	}
 	return v

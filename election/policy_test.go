@@ -20,11 +20,11 @@ func foreign(tok fencing.Token) Candidate {
 	return Candidate{Key: fmt.Sprintf("e/%x", tok), Token: tok, Value: "etcdctl"}
 }
 
-func queue(cs ...Candidate) View {
+func queue(cs ...Candidate) view {
 	for i := range cs {
 		cs[i].Leader = i == 0
 	}
-	return View{Queue: cs}
+	return view{Queue: cs}
 }
 
 func TestParsePolicy(t *testing.T) {
@@ -47,7 +47,7 @@ func TestBest(t *testing.T) {
 	cases := []struct {
 		name   string
 		p      Policy
-		q      View
+		q      view
 		except fencing.Token
 		want   string // "" for none
 	}{
@@ -82,44 +82,44 @@ func TestBest(t *testing.T) {
 func TestNext(t *testing.T) {
 	pr := PolicyPriority
 	prio := Preference{Policy: pr}
-	ho := func(v View, from, to fencing.Token) View {
-		v.Handover = &Handover{FromToken: from, ToToken: to}
+	ho := func(v view, from, to fencing.Token) view {
+		v.handover = &handover{FromToken: from, ToToken: to}
 		return v
 	}
 	base := queue(ours(1, "a", 1, "", pr), ours(2, "b", 1, "", pr), ours(3, "c", 1, "", pr), ours(4, "d", 9, "", pr))
 	cases := []struct {
 		name   string
 		pref   Preference
-		v      View
+		v      view
 		me     fencing.Token
-		want   Action
+		want   action
 		target string
 	}{
-		{"leader yields to a better one", prio, base, 1, ActYield, "d"},
-		{"no-preempt leader stays", Preference{Policy: pr, NoPreempt: true}, base, 1, ActLead, ""},
-		{"first-come leader stays", Preference{}, base, 1, ActLead, ""},
-		{"best leader stays", prio, queue(ours(1, "a", 9, "", pr), ours(2, "b", 9, "", pr)), 1, ActLead, ""},
-		{"no yield to another policy", prio, queue(ours(1, "a", 1, "", pr), ours(2, "b", 9, "", PolicyNewestVersion)), 1, ActLead, ""},
-		{"no yield to foreign", prio, queue(ours(1, "a", 1, "", pr), foreign(2)), 1, ActLead, ""},
-		{"no yield to a no-preempt candidate", prio, func() View {
+		{"leader yields to a better one", prio, base, 1, actYield, "d"},
+		{"no-preempt leader stays", Preference{Policy: pr, NoPreempt: true}, base, 1, actLead, ""},
+		{"first-come leader stays", Preference{}, base, 1, actLead, ""},
+		{"best leader stays", prio, queue(ours(1, "a", 9, "", pr), ours(2, "b", 9, "", pr)), 1, actLead, ""},
+		{"no yield to another policy", prio, queue(ours(1, "a", 1, "", pr), ours(2, "b", 9, "", PolicyNewestVersion)), 1, actLead, ""},
+		{"no yield to foreign", prio, queue(ours(1, "a", 1, "", pr), foreign(2)), 1, actLead, ""},
+		{"no yield to a no-preempt candidate", prio, func() view {
 			v := queue(ours(1, "a", 1, "", pr), ours(2, "b", 9, "", pr))
 			v.Queue[1].NoPreempt = true
 			return v
-		}(), 1, ActLead, ""},
-		{"no yield past a foreign", prio, queue(ours(1, "a", 1, "", pr), foreign(2), ours(3, "c", 9, "", pr)), 1, ActLead, ""},
-		{"waiting", prio, base, 2, ActWait, ""},
-		{"gone", prio, base, 7, ActGone, ""},
-		{"between requeues", prio, ho(base, 1, 4), 2, ActRequeue, ""},
-		{"between requeues too", prio, ho(base, 1, 4), 3, ActRequeue, ""},
-		{"target waits", prio, ho(base, 1, 4), 4, ActWait, ""},
-		{"behind target waits", prio, ho(base, 1, 3), 4, ActWait, ""},
-		{"stale handover ignored", prio, ho(queue(ours(2, "b", 1, "", pr), ours(3, "c", 1, "", pr), ours(4, "d", 1, "", pr)), 1, 4), 3, ActWait, ""},
+		}(), 1, actLead, ""},
+		{"no yield past a foreign", prio, queue(ours(1, "a", 1, "", pr), foreign(2), ours(3, "c", 9, "", pr)), 1, actLead, ""},
+		{"waiting", prio, base, 2, actWait, ""},
+		{"gone", prio, base, 7, actGone, ""},
+		{"between requeues", prio, ho(base, 1, 4), 2, actRequeue, ""},
+		{"between requeues too", prio, ho(base, 1, 4), 3, actRequeue, ""},
+		{"target waits", prio, ho(base, 1, 4), 4, actWait, ""},
+		{"behind target waits", prio, ho(base, 1, 3), 4, actWait, ""},
+		{"stale handover ignored", prio, ho(queue(ours(2, "b", 1, "", pr), ours(3, "c", 1, "", pr), ours(4, "d", 1, "", pr)), 1, 4), 3, actWait, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := tc.pref.Next(tc.v, tc.me)
-			if d.Action != tc.want {
-				t.Fatalf("action %s, want %s", d.Action, tc.want)
+			d := tc.pref.next(tc.v, tc.me)
+			if d.action != tc.want {
+				t.Fatalf("action %s, want %s", d.action, tc.want)
 			}
 			if tc.target != "" && d.Target.ID() != tc.target {
 				t.Fatalf("target %q, want %q", d.Target.ID(), tc.target)
@@ -132,23 +132,23 @@ func TestTargetAndBlockers(t *testing.T) {
 	pr := PolicyPriority
 	v := queue(ours(1, "a", 1, "", pr), foreign(2), ours(3, "c", 1, "", pr), ours(4, "d", 9, "", pr), ours(5, "c", 1, "", pr))
 	p := Preference{Policy: pr}
-	if c, err := p.Target(v, 1, "c"); err != nil || c.Token != 3 {
+	if c, err := p.target(v, 1, "c"); err != nil || c.Token != 3 {
 		t.Fatalf("target c = %v, %v; want token 3 (the earliest with that id)", c, err)
 	}
-	if c, err := p.Target(v, 1, Best); err != nil || c.ID() != "d" {
+	if c, err := p.target(v, 1, Best); err != nil || c.ID() != "d" {
 		t.Fatalf("target best = %v, %v", c, err)
 	}
-	if _, err := p.Target(v, 1, "a"); err == nil {
+	if _, err := p.target(v, 1, "a"); err == nil {
 		t.Fatal("the leader itself is a target")
 	}
-	if _, err := p.Target(v, 1, "etcdctl"); err == nil {
+	if _, err := p.target(v, 1, "etcdctl"); err == nil {
 		t.Fatal("a foreign candidate is a target")
 	}
-	between, f := v.Blockers(1, 4)
+	between, f := v.blockers(1, 4)
 	if len(between) != 2 || f == nil || f.Token != 2 {
 		t.Fatalf("blockers %v, foreign %v", between, f)
 	}
-	between, f = v.Blockers(3, 5)
+	between, f = v.blockers(3, 5)
 	if len(between) != 1 || between[0].Token != 4 || f != nil {
 		t.Fatalf("blockers %v, foreign %v", between, f)
 	}
@@ -172,11 +172,11 @@ func TestBuildView(t *testing.T) {
 	if a := v.Queue[0].Attributes; a == nil || a.Priority != 3 || v.Queue[0].Policy != PolicyPriority {
 		t.Fatalf("attributes of a1: %+v", v.Queue[0])
 	}
-	if !v.Queue[1].Foreign() || !v.Queue[2].Foreign() {
+	if !v.Queue[1].foreign() || !v.Queue[2].foreign() {
 		t.Fatal("b2 and c3 (attribute on another lease) must be foreign")
 	}
-	if v.Handover == nil || v.Handover.ToToken != 9 {
-		t.Fatalf("handover %+v", v.Handover)
+	if v.handover == nil || v.handover.ToToken != 9 {
+		t.Fatalf("handover %+v", v.handover)
 	}
 	if sp := sidePrefix(pfx); sp >= pfx && sp < "e0" {
 		t.Fatalf("side prefix %q falls inside the election's range", sp)
@@ -208,8 +208,8 @@ func (m *model) remove(tok fencing.Token) (Candidate, bool) {
 	return Candidate{}, false
 }
 
-func (m *model) view() View {
-	v := View{Queue: append([]Candidate(nil), m.queue...)}
+func (m *model) view() view {
+	v := view{Queue: append([]Candidate(nil), m.queue...)}
 	for i := range v.Queue {
 		v.Queue[i].Leader = i == 0
 	}
@@ -247,14 +247,14 @@ func TestProtocolModel(t *testing.T) {
 			leaders := 0
 			v := m.view()
 			for _, c := range v.Queue {
-				if c.Foreign() {
+				if c.foreign() {
 					continue
 				}
-				if a := pref.Next(v, c.Token).Action; a == ActLead || a == ActYield {
+				if a := pref.next(v, c.Token).action; a == actLead || a == actYield {
 					leaders++
 				}
 			}
-			if !v.Queue[0].Foreign() && leaders != 1 || v.Queue[0].Foreign() && leaders != 0 {
+			if !v.Queue[0].foreign() && leaders != 1 || v.Queue[0].foreign() && leaders != 0 {
 				t.Fatalf("%d of ours lead in %+v", leaders, v.Queue)
 			}
 			if l := v.Queue[0].Token; l != lastLeader {
@@ -273,29 +273,29 @@ func TestProtocolModel(t *testing.T) {
 					m.remove(m.queue[rapid.IntRange(0, len(m.queue)-1).Draw(t, "leaver")].Token)
 				}
 			case 3:
-				if len(m.queue) == 0 || m.queue[0].Foreign() {
+				if len(m.queue) == 0 || m.queue[0].foreign() {
 					continue
 				}
 				from := m.queue[0].Token
 				id := rapid.SampledFrom([]string{Best, "a", "b", "c"}).Draw(t, "to")
-				tgt, err := pref.Target(m.view(), from, id)
+				tgt, err := pref.target(m.view(), from, id)
 				if err != nil {
 					continue
 				}
 				v := m.view()
-				v.Handover = &Handover{FromToken: from, ToToken: tgt.Token}
-				between, f := v.Blockers(from, tgt.Token)
+				v.handover = &handover{FromToken: from, ToToken: tgt.Token}
+				between, f := v.blockers(from, tgt.Token)
 				if f != nil {
 					continue // ResignTo refuses: the leader stays
 				}
 				for _, c := range v.Queue {
-					want := ActWait
+					want := actWait
 					if c.Token == from {
-						want = pref.Next(v, c.Token).Action // lead or yield
-					} else if v.Handover.passesOver(c.Token) {
-						want = ActRequeue
+						want = pref.next(v, c.Token).action // lead or yield
+					} else if v.handover.passesOver(c.Token) {
+						want = actRequeue
 					}
-					if got := pref.Next(v, c.Token).Action; got != want {
+					if got := pref.next(v, c.Token).action; got != want {
 						t.Fatalf("during handover %d→%d candidate %d: %s, want %s", from, tgt.Token, c.Token, got, want)
 					}
 				}
@@ -312,7 +312,7 @@ func TestProtocolModel(t *testing.T) {
 				}
 				checkLeader()
 				if id == Best {
-					if d := pref.Next(m.view(), tgt.Token); d.Action == ActYield {
+					if d := pref.next(m.view(), tgt.Token); d.action == actYield {
 						t.Fatalf("best %s asked to yield at once to %s", tgt.ID(), d.Target.ID())
 					}
 				}

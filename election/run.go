@@ -11,11 +11,6 @@ import (
 	"github.com/coordkit/coordkit/session"
 )
 
-// Backoff is exponential backoff with full jitter (session.Backoff: one
-// type for the waits between campaigns and between keepalive-stream
-// reconnects).
-type Backoff = session.Backoff
-
 // RunConfig is what Run does with the leadership.
 type RunConfig struct {
 	// Value is what the candidate proclaims (its identity or address).
@@ -40,8 +35,9 @@ type RunConfig struct {
 	// WithSession the session is the caller's: it is left running, and the
 	// key with it.
 	ReleaseOnCancel bool
-	// Backoff paces campaigns after errors.
-	Backoff Backoff
+	// Backoff paces campaigns after errors (exponential, full jitter: the
+	// type keepalive-stream reconnects use too).
+	Backoff session.Backoff
 	// Resign, if set: each receive while leading makes this candidate
 	// resign (after OnStartedLeading returned) and campaign again, at the
 	// back of the line. Receives while not leading are ignored.
@@ -55,8 +51,8 @@ type RunConfig struct {
 // Run campaigns, leads and campaigns again, in the manner of client-go's
 // LeaderElector, until ctx ends; then it returns nil. Each campaign uses a
 // fresh session (unless the Election has WithSession). Failed campaigns are
-// retried with cfg.Backoff. It returns ErrClosed when the Election was
-// closed, and ErrSessionExpired when the WithSession session has ended
+// retried with cfg.Backoff. It returns session.ErrClosed when the Election was
+// closed, and session.ErrGoneWhileWaiting when the WithSession session has ended
 // (nothing can campaign on it again).
 //
 // No goroutine it starts outlives it, provided OnStartedLeading returns
@@ -73,7 +69,7 @@ func Run(ctx context.Context, e *Election, cfg RunConfig) error {
 	}
 	campaign := func() (*Leadership, error) {
 		l, err := e.Campaign(ctx, cfg.Value)
-		if err != nil && (errors.Is(err, ErrClosed) || e.cfg.session != nil && e.cfg.session.Err() != nil) {
+		if err != nil && (errors.Is(err, session.ErrClosed) || e.cfg.Session != nil && e.cfg.Session.Err() != nil) {
 			return nil, backoff.Permanent(err)
 		}
 		return l, err
@@ -122,7 +118,7 @@ func lead(ctx context.Context, l *Leadership, cfg RunConfig) bool {
 	)
 	for why == 0 {
 		select {
-		case <-l.Lost():
+		case <-l.Context().Done(): // lost, or resigned by another caller (Close)
 			why = lost
 		case <-ctx.Done():
 			why = ended

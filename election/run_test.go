@@ -15,7 +15,7 @@ import (
 
 func TestElectionBackoffFullJitter(t *testing.T) {
 	t.Parallel()
-	b := election.Backoff{Initial: 100 * time.Millisecond, Max: time.Second}
+	b := session.Backoff{Initial: 100 * time.Millisecond, Max: time.Second}
 	cases := []struct {
 		n    int
 		want time.Duration
@@ -29,7 +29,7 @@ func TestElectionBackoffFullJitter(t *testing.T) {
 	for _, tc := range cases {
 		require.Equal(t, tc.want, b.Cap(tc.n), "cap of retry %d", tc.n)
 	}
-	var zero election.Backoff
+	var zero session.Backoff
 	require.Equal(t, 200*time.Millisecond, zero.Cap(0), "zero value has defaults")
 	require.Equal(t, 15*time.Second, zero.Cap(100))
 
@@ -133,7 +133,7 @@ func TestElectionRunLeadsLosesAndCampaignsAgain(t *testing.T) {
 				rec.add("leader:" + value)
 			}
 		},
-		Backoff: election.Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond},
+		Backoff: session.Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond},
 	})
 	first := await(t, leases, "first leadership")
 	// The lease goes behind our back: loss, then a new campaign on a new session.
@@ -256,7 +256,7 @@ func TestElectionRunBacksOffOnErrorsAndStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := runAsync(ctx, e, election.RunConfig{
-		Backoff: election.Backoff{Initial: time.Millisecond, Max: 4 * time.Millisecond},
+		Backoff: session.Backoff{Initial: time.Millisecond, Max: 4 * time.Millisecond},
 		OnCampaignError: func(err error, retryIn time.Duration) {
 			waits = append(waits, retryIn)
 			errs <- err
@@ -268,12 +268,12 @@ func TestElectionRunBacksOffOnErrorsAndStops(t *testing.T) {
 	cancel()
 	require.NoError(t, await(t, done, "Run to stop"))
 	for i, w := range waits {
-		require.Less(t, w, election.Backoff{Initial: time.Millisecond, Max: 4 * time.Millisecond}.Cap(i)+1)
+		require.Less(t, w, session.Backoff{Initial: time.Millisecond, Max: 4 * time.Millisecond}.Cap(i)+1)
 	}
 
 	// A closed Election ends Run with ErrClosed.
 	e2, err := election.New(cli, "closed")
 	require.NoError(t, err)
 	require.NoError(t, e2.Close())
-	require.ErrorIs(t, election.Run(context.Background(), e2, election.RunConfig{}), election.ErrClosed)
+	require.ErrorIs(t, election.Run(context.Background(), e2, election.RunConfig{}), session.ErrClosed)
 }

@@ -54,14 +54,11 @@ type WatchConfig struct {
 	Clock session.Clock
 }
 
-// ErrNoOnEvent is returned by WatchConfig.Validate without OnEvent.
-var ErrNoOnEvent = errors.New("election: watch needs OnEvent")
-
-// Validate reports a config Watch cannot run: ErrNoOnEvent, or a negative
+// Validate reports a config Watch cannot run: no OnEvent, or a negative
 // duration.
 func (c WatchConfig) Validate() error {
 	if c.OnEvent == nil {
-		return ErrNoOnEvent
+		return errors.New("election: watch needs OnEvent")
 	}
 	if c.ProbeEvery < 0 || c.RequestTimeout < 0 || c.RetryAfter < 0 {
 		return fmt.Errorf("election: watch: negative duration in %+v", c)
@@ -100,7 +97,7 @@ func (e *Election) Watch(ctx context.Context, cfg WatchConfig) error {
 		return err
 	}
 	cfg = cfg.withDefaults()
-	w := &watcher{e: e, cfg: cfg, st: outage{lastOK: cfg.Clock.Now(), defaultTTL: e.cfg.ttl}}
+	w := &watcher{e: e, cfg: cfg, st: outage{lastOK: cfg.Clock.Now(), defaultTTL: e.cfg.OwnTTL()}}
 	return w.run(ctx)
 }
 
@@ -201,7 +198,7 @@ func (w *watcher) probe(ctx context.Context) probeResult {
 	sent := w.cfg.Clock.Now()
 	cctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(ctx), w.cfg.RequestTimeout)
 	defer cancel()
-	_, err := w.e.client.Get(cctx, "coordctl-probe", clientv3.WithCountOnly())
+	_, err := w.e.client.Get(cctx, "coordkit-probe", clientv3.WithCountOnly())
 	return probeResult{sent: sent, err: err}
 }
 

@@ -59,7 +59,7 @@ func TestWatchOutageDecision(t *testing.T) {
 }
 
 func TestWatchConfigValidate(t *testing.T) {
-	require.ErrorIs(t, WatchConfig{}.Validate(), ErrNoOnEvent)
+	require.ErrorContains(t, WatchConfig{}.Validate(), "needs OnEvent")
 	on := func(WatchEvent) error { return nil }
 	require.Error(t, WatchConfig{OnEvent: on, ProbeEvery: -1}.Validate())
 	require.NoError(t, WatchConfig{OnEvent: on}.Validate())

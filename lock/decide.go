@@ -1,14 +1,13 @@
 package lock
 
 import (
-	"fmt"
 	"sort"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/coordkit/coordkit/session"
+	"github.com/coordkit/coordkit/internal/primitive"
 )
 
 // waitVerdict is what a waiter concludes from one look at its key and at the
@@ -66,9 +65,9 @@ const (
 func (k keyKind) infix() string {
 	switch k {
 	case kindRead:
-		return session.ReaderInfix
+		return primitive.ReaderInfix
 	case kindWrite:
-		return session.WriterInfix
+		return primitive.WriterInfix
 	}
 	return ""
 }
@@ -87,26 +86,8 @@ func blockingRanges(pfx string, k keyKind) []keyRange {
 	if k != kindRead {
 		return []keyRange{{pfx, end}}
 	}
-	r := pfx + session.ReaderInfix
+	r := pfx + primitive.ReaderInfix
 	return []keyRange{{pfx, r}, {clientv3.GetPrefixRangeEnd(r), end}}
-}
-
-// splitOwn keeps, of kvs (keys under pfx, the prefix of the lock name),
-// the lock's own (session.RoleOf), and returns the last of the others
-// (another name's keys below this one), if any. A semaphore's key is an
-// error: the name is a semaphore's. Pure.
-func splitOwn(name, pfx string, kvs []*mvccpb.KeyValue) (own []*mvccpb.KeyValue, foreign *mvccpb.KeyValue, err error) {
-	for _, kv := range kvs {
-		switch role := session.RoleOf(pfx, string(kv.Key)); {
-		case role.IsLock():
-			own = append(own, kv)
-		case role.IsSemaphore():
-			return nil, nil, fmt.Errorf("lock: %w: use coordctl sem, or coordctl sem delete to free the name", &session.NameInUseError{Name: name, Key: string(kv.Key), Kind: "semaphore"})
-		default:
-			foreign = kv
-		}
-	}
-	return own, foreign, nil
 }
 
 // oldestBlocker returns, from the first-created key of each blocking range,

@@ -84,27 +84,6 @@ func TestLockBlockingRanges(t *testing.T) {
 	}
 }
 
-func TestLockHolderCount(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		name   string
-		shared []bool
-		want   int
-	}{
-		{"none", nil, 0},
-		{"writer first", []bool{false, true, true}, 1},
-		{"readers then writer", []bool{true, true, false, true}, 2},
-		{"only readers", []bool{true, true, true}, 3},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := holderCount(tc.shared); got != tc.want {
-				t.Fatalf("holderCount = %d, want %d", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestLockBlockersAndPredecessor(t *testing.T) {
 	t.Parallel()
 	kv := func(key string, rev int64) *mvccpb.KeyValue {

@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/lock"
 	"github.com/coordkit/coordkit/session"
 )
@@ -119,7 +120,7 @@ func TestLockStatus(t *testing.T) {
 	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 
-	st, err := lock.Status(ctx, cli, "nobody")
+	st, err := primitive.ReadLock(ctx, cli, primitive.Config{Kind: primitive.KindLock, Name: "nobody"})
 	require.NoError(t, err)
 	require.False(t, st.Held())
 	require.Empty(t, st.Waiters)
@@ -133,14 +134,14 @@ func TestLockStatus(t *testing.T) {
 	got := acquireAsync(ctx, m.Lock)
 	w := recv(t, waiting, "waiter")
 
-	st, err = lock.Status(ctx, cli, "st")
+	st, err = primitive.ReadLock(ctx, cli, primitive.Config{Kind: primitive.KindLock, Name: "st"})
 	require.NoError(t, err)
 	require.Len(t, st.Holders, 1)
 	hd := st.Holders[0]
 	require.Equal(t, em.Key(), hd.Key)
 	require.EqualValues(t, em.Header().Revision, hd.Token)
 	require.Equal(t, es.Lease(), hd.Lease)
-	require.Equal(t, lock.ModeExclusive, hd.Mode)
+	require.False(t, hd.Shared)
 	require.Greater(t, hd.TTL, time.Duration(0))
 	require.LessOrEqual(t, hd.TTL, 30*time.Second)
 	require.Len(t, st.Waiters, 1)
@@ -163,14 +164,14 @@ func TestLockStatus(t *testing.T) {
 	recv(t, wWaiting, "writer waiting")
 	g3 := acquireAsync(ctx, r3.RLock)
 	recv(t, r3Waiting, "reader waiting")
-	st, err = lock.Status(ctx, cli, "st-rw")
+	st, err = primitive.ReadLock(ctx, cli, primitive.Config{Kind: primitive.KindLock, Name: "st-rw"})
 	require.NoError(t, err)
 	require.Equal(t, []string{h1.Key(), h2.Key()}, entryKeys(st.Holders))
-	require.Equal(t, lock.ModeShared, st.Holders[0].Mode)
+	require.True(t, st.Holders[0].Shared)
 	require.Equal(t, h1.Token(), st.Holders[0].Token)
 	require.Len(t, st.Waiters, 2)
-	require.Equal(t, lock.ModeExclusive, st.Waiters[0].Mode)
-	require.Equal(t, lock.ModeShared, st.Waiters[1].Mode)
+	require.False(t, st.Waiters[0].Shared)
+	require.True(t, st.Waiters[1].Shared)
 	require.NoError(t, h1.Unlock(ctx))
 	require.NoError(t, h2.Unlock(ctx))
 	rw := recv(t, gw, "writer")
@@ -182,7 +183,7 @@ func TestLockStatus(t *testing.T) {
 	_ = clientv3.NoLease
 }
 
-func entryKeys(es []lock.Entry) []string {
+func entryKeys(es []primitive.Entry) []string {
 	var out []string
 	for _, e := range es {
 		out = append(out, e.Key)

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -347,15 +348,15 @@ func TestLockLossOnRevokeBeforeNextHolder(t *testing.T) {
 				early++
 			}
 			require.Less(t, r.lag, tolerance, "holder learned of the loss after the next holder had the lock")
-			require.ErrorIs(t, ha.Err(), lock.ErrLost)
-			require.ErrorIs(t, ha.Err(), lock.ErrKeyGone)
+			require.ErrorIs(t, ha.Err(), session.ErrLost)
+			require.ErrorIs(t, ha.Err(), session.ErrKeyGone)
 			<-ha.Context().Done() // cancelled right after Lost closes (HeldKey.Context)
-			require.ErrorIs(t, context.Cause(ha.Context()), lock.ErrLost)
+			require.ErrorIs(t, context.Cause(ha.Context()), session.ErrLost)
 			require.False(t, ha.Alive())
 			require.Greater(t, r.h.Token(), ha.Token())
 			err = ha.Unlock(ctx)
-			require.ErrorIs(t, err, lock.ErrNotHeld)
-			require.ErrorIs(t, err, lock.ErrLost)
+			require.ErrorIs(t, err, session.ErrNotHeld)
+			require.ErrorIs(t, err, session.ErrLost)
 			require.Equal(t, []string{r.h.Key()}, keys(t, cli, "revoke/"), "unlocking a lost lock must not touch the next holder")
 			require.NoError(t, r.h.Unlock(ctx))
 		})
@@ -378,13 +379,13 @@ func TestLockLossOnLocalDeadlineBeforeServerExpiry(t *testing.T) {
 	recv(t, h.Lost(), "loss")
 	require.Less(t, time.Since(acquired), 2*time.Second)
 	require.Equal(t, []string{h.Key()}, keys(t, cli, "deadline/"), "the server must still hold the key when loss is signalled")
-	require.ErrorIs(t, h.Err(), lock.ErrLost)
+	require.ErrorIs(t, h.Err(), session.ErrLost)
 	require.ErrorIs(t, h.Err(), session.ErrExpired)
 	require.False(t, h.Alive())
 	// Unlocking a lost lock whose key is still there removes it (faster handoff) and says it was lost.
-	require.ErrorIs(t, h.Unlock(ctx), lock.ErrLost)
+	require.ErrorIs(t, h.Unlock(ctx), session.ErrLost)
 	require.Empty(t, keys(t, cli, "deadline/"))
-	require.ErrorIs(t, h.Unlock(ctx), lock.ErrNotHeld)
+	require.ErrorIs(t, h.Unlock(ctx), session.ErrNotHeld)
 }
 
 // A waiter whose own key or session vanishes gets ErrSessionExpired, never
@@ -414,7 +415,7 @@ func TestLockWaiterSessionExpired(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testCtx(t)
-			name := "expire-" + tc.name
+			name := "expire-" + strings.ReplaceAll(tc.name, " ", "-")
 			holder := newMutex(t, cli, name)
 			h, err := holder.Lock(ctx)
 			require.NoError(t, err)
@@ -428,7 +429,7 @@ func TestLockWaiterSessionExpired(t *testing.T) {
 			start := time.Now()
 			tc.breakIt(t, cli, w)
 			err = recv(t, got, "Lock to fail")
-			require.ErrorIs(t, err, lock.ErrSessionExpired)
+			require.ErrorIs(t, err, session.ErrGoneWhileWaiting)
 			require.Less(t, time.Since(start), tc.within)
 			require.Equal(t, []string{h.Key()}, keys(t, cli, name+"/"))
 			require.NoError(t, h.Unlock(ctx))
@@ -457,13 +458,13 @@ func TestLockStaleUnlockKeepsNewerLock(t *testing.T) {
 	require.Greater(t, h2.Token(), h1.Token())
 
 	err = h1.Unlock(ctx)
-	require.ErrorIs(t, err, lock.ErrNotHeld)
+	require.ErrorIs(t, err, session.ErrNotHeld)
 	require.EqualValues(t, h2.Token(), createRevision(t, cli, h2.Key()), "the stale Unlock deleted the newer lock")
 	require.True(t, h2.Alive())
 	require.NoError(t, h2.Unlock(ctx))
-	require.ErrorIs(t, h2.Unlock(ctx), lock.ErrNotHeld)
-	require.ErrorIs(t, h2.Err(), lock.ErrNotHeld)
-	require.ErrorIs(t, context.Cause(h2.Context()), lock.ErrNotHeld)
+	require.ErrorIs(t, h2.Unlock(ctx), session.ErrNotHeld)
+	require.ErrorIs(t, h2.Err(), session.ErrNotHeld)
+	require.ErrorIs(t, context.Cause(h2.Context()), session.ErrNotHeld)
 }
 
 func TestLockTryLock(t *testing.T) {
@@ -538,7 +539,7 @@ func TestLockCloseReleasesAndReportsLoss(t *testing.T) {
 	require.ErrorIs(t, h.Err(), session.ErrClosed)
 	require.Empty(t, keys(t, cli, "ns/close/"))
 	_, err = m.Lock(ctx)
-	require.ErrorIs(t, err, lock.ErrClosed)
+	require.ErrorIs(t, err, session.ErrClosed)
 }
 
 // A Mutex whose own session was lost gets a new session on the next Lock.
@@ -562,7 +563,7 @@ func TestLockNewValidates(t *testing.T) {
 	t.Parallel()
 	_, cli := etcd.StartWithClient(t)
 	_, err := lock.New(cli, "")
-	require.ErrorIs(t, err, lock.ErrInvalidName)
+	require.ErrorIs(t, err, session.ErrInvalidName)
 	_, err = lock.New(cli, "x", lock.WithTTL(500*time.Millisecond))
 	require.ErrorIs(t, err, session.ErrBadTTL)
 	_, err = lock.New(nil, "x")
@@ -608,7 +609,7 @@ func TestLockCloseWhileWaiting(t *testing.T) {
 	}()
 	recv(t, waiting, "b waiting")
 	require.NoError(t, b.Close())
-	require.ErrorIs(t, recv(t, got, "b's Lock to end"), lock.ErrClosed)
+	require.ErrorIs(t, recv(t, got, "b's Lock to end"), session.ErrClosed)
 	require.Equal(t, []string{ha.Key()}, keys(t, cli, "close-wait/"))
 	require.NoError(t, ha.Unlock(ctx))
 }

@@ -12,11 +12,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/session"
 )
-
-// DefaultTTL is the lease TTL of a Mutex's own session.
-const DefaultTTL = session.DefaultTTL
 
 // cleanupTimeout bounds the requests that remove a waiting key after Lock
 // gave up: they run after the caller's context is done.
@@ -31,63 +29,49 @@ type Waiting struct {
 	HolderToken fencing.Token
 }
 
-// String is the notice coordctl lock prints while it waits.
-func (w Waiting) String() string {
-	return fmt.Sprintf("waiting for lock %s (held by key %s, token %d)...", w.Name, w.HolderKey, w.HolderToken)
-}
-
+// config is a Mutex's configuration: what every primitive has
+// (primitive.Config, whose Validate holds the rules) and the wait notice.
 type config struct {
-	ttl      time.Duration
-	ttlSet   bool
-	sess     *session.Session
-	prefix   string
-	sessOpts []session.Option
-	onWait   func(Waiting)
-	delay    time.Duration
-	onLook   func(key string) // each read of a waiter's predecessor (WithOnLook)
+	primitive.Config
+	onWait func(Waiting)
 }
 
-// Option configures a Mutex.
+// Option configures a Mutex (and an RWMutex).
 type Option func(*config)
 
-// WithTTL sets the TTL of the lease of the Mutex's own session (default
-// DefaultTTL, at least 1s). It cannot be combined with WithSession.
-func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl, c.ttlSet = d, true } }
+// WithTTL sets the TTL of the lease of the Mutex's own sessions (default
+// session.DefaultTTL; bounds: session.CheckTTL). Not with WithSession.
+func WithTTL(d time.Duration) Option { return func(c *config) { c.TTL = d } }
 
-// WithSession makes the Mutex use s instead of creating its own session, so
-// that many locks share one lease. The caller closes s; Mutex.Close does not.
-// Two Mutexes of one session on the same name are the same lock (as with
-// concurrency.Mutex): do not hold both.
-func WithSession(s *session.Session) Option { return func(c *config) { c.sess = s } }
+// WithSession makes the Mutex hold its keys on s instead of on sessions of
+// its own, so that many locks share one lease. The caller closes s;
+// Mutex.Close does not. Two Mutexes of one session on the same name are
+// the same lock (as with concurrency.Mutex): do not hold both.
+func WithSession(s *session.Session) Option { return func(c *config) { c.Session = s } }
 
-// WithPrefix puts the lock under p: its keys are p+name+"/"+lease.
-func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
-
-// WithSessionOptions passes options to the Mutex's own session (margin,
-// keepalive interval, clock, observer).
+// WithSessionOptions passes options to the Mutex's own sessions (an
+// observer for metrics, a margin, a keepalive interval, a clock). Not with
+// WithSession.
 func WithSessionOptions(opts ...session.Option) Option {
-	return func(c *config) { c.sessOpts = append(c.sessOpts, opts...) }
+	return func(c *config) { c.SessionOptions = append(c.SessionOptions, opts...) }
 }
+
+// WithPrefix puts the lock's keys under p+name+"/" instead of name+"/". p is
+// used as given: the way to reach keys etcd's concurrency.NewMutex(s, P)
+// keeps under P+"/" when P starts with "/" (name "jobs" with prefix "/" is
+// P "/jobs"); see docs/migrating.md.
+func WithPrefix(p string) Option { return func(c *config) { c.Prefix = p } }
 
 // WithLockDelay makes a waiter that saw a holder ahead of it lost (its key
 // deleted and its lease gone: expired or revoked) wait d after that deletion
 // before it takes the lock. A clean release (Unlock: key deleted, lease
 // alive) costs no delay. Default 0: off. See the package doc for what it
 // covers and what it does not.
-func WithLockDelay(d time.Duration) Option { return func(c *config) { c.delay = d } }
+func WithLockDelay(d time.Duration) Option { return func(c *config) { c.LockDelay = d } }
 
 // WithOnWait is called once per Lock call that has to wait, with the holder
 // at that moment, before it starts waiting. It must not block.
 func WithOnWait(fn func(Waiting)) Option { return func(c *config) { c.onWait = fn } }
-
-// WithOnLook is called with the waiter's key each time a waiting Lock reads
-// whether its turn has come: once when it starts waiting (right after
-// WithOnWait's call) and once per wake-up after that. It is an observation
-// hook, for benchmarks and tests: a release should wake only the waiter
-// right behind it, so the calls after the first of each Lock count the
-// wake-ups (coordctl bench scale counts herds this way). A watch that breaks
-// also wakes its waiter. It must not block.
-func WithOnLook(fn func(key string)) Option { return func(c *config) { c.onLook = fn } }
 
 // Mutex is a fenced, FIFO mutual exclusion lock on etcd. A Mutex is held at
 // most once at a time: Lock on a Mutex that is held or being acquired waits
@@ -98,71 +82,64 @@ type Mutex struct {
 	pfx    string // prefix+name+"/"
 	kind   keyKind
 	cfg    config
-	sess   *session.Lazy // also serializes acquisitions: see session.Serially
+	sess   *primitive.Lazy // also serializes acquisitions: see primitive.Serially
 }
 
 // New returns a Mutex named name on client. It does no I/O: the Mutex's
 // own session (unless WithSession) is created by the first Lock or TryLock,
-// and again after it was lost. It returns ErrInvalidName for an empty name
-// and session.ErrBadTTL or session.ErrTTLTooLong for a TTL out of bounds
-// (session.CheckTTL).
+// and again after it was lost. It refuses a name that cannot be what its
+// user meant (an error wrapping session.ErrInvalidName that names the rule:
+// empty, a leading, trailing or double "/", white space, a control
+// character, a last segment another name's keys use) and a TTL out of
+// bounds (session.ErrBadTTL).
 func New(client *clientv3.Client, name string, opts ...Option) (*Mutex, error) {
 	return newMutex(client, name, kindMutex, opts...)
 }
 
 func newMutex(client *clientv3.Client, name string, kind keyKind, opts ...Option) (*Mutex, error) {
-	cfg := config{ttl: DefaultTTL}
+	cfg := config{Config: primitive.Config{Kind: primitive.KindLock, Name: name}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	switch {
-	case client == nil:
+	if client == nil {
 		return nil, errors.New("lock: nil client")
-	case session.ValidateName(name) != nil:
-		return nil, fmt.Errorf("lock: %w", session.ValidateName(name))
-	case cfg.sess != nil && (cfg.ttlSet || len(cfg.sessOpts) > 0):
-		return nil, errors.New("lock: WithSession cannot be combined with WithTTL or WithSessionOptions")
-	case cfg.sess == nil && session.CheckTTL(cfg.ttl) != nil:
-		return nil, session.CheckTTL(cfg.ttl)
-	case cfg.delay < 0:
-		return nil, fmt.Errorf("lock: negative lock delay %s", cfg.delay)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
 	}
 	return &Mutex{
 		client: client,
 		name:   name,
-		pfx:    cfg.prefix + name + "/",
+		pfx:    cfg.KeyPrefix(),
 		kind:   kind,
 		cfg:    cfg,
-		sess:   session.NewLazy(client, cfg.sess, append([]session.Option{session.WithTTL(cfg.ttl)}, cfg.sessOpts...)...),
+		sess:   primitive.NewLazy(client, cfg.Session, cfg.OwnSessionOptions()...),
 	}, nil
 }
 
 // Name returns the lock's name (without the prefix).
 func (m *Mutex) Name() string { return m.name }
 
-// Prefix returns the key prefix under which holders and waiters are kept,
-// prefix+name+"/".
-func (m *Mutex) Prefix() string { return m.pfx }
-
 // Close ends the Mutex. If it created its session, Close revokes the lease,
 // which releases a lock still held (its Held reports the loss, with reason
-// session.ErrClosed). Lock and TryLock then return ErrClosed.
+// session.ErrClosed). Lock and TryLock then return session.ErrClosed.
 func (m *Mutex) Close() error { return m.sess.Close() }
 
 // Lock blocks until the lock is held, then returns it with its fencing
 // token. Waiters are served in the order they asked (FIFO). If ctx ends
 // first, Lock removes its waiting key and returns ctx's error. It returns
-// ErrSessionExpired if its own key or session vanished while it waited,
-// ErrClosed after (or during, if the Mutex owns its session) Close, and
-// etcd's error if a request failed.
+// session.ErrGoneWhileWaiting if its own key or session vanished while it
+// waited, session.ErrClosed after (or during, if the Mutex owns its
+// session) Close, an error wrapping session.ErrNameInUse if the name is a semaphore's,
+// and etcd's error if a request failed.
 func (m *Mutex) Lock(ctx context.Context) (*Held, error) {
-	return session.Serially(ctx, m.sess, false, nil, m.acquire)
+	return primitive.Serially(ctx, m.sess, false, nil, m.acquire)
 }
 
 // TryLock takes the lock if it is free and returns a *LockedError (matching
 // ErrLocked) at once if it is held elsewhere, including by this Mutex.
 func (m *Mutex) TryLock(ctx context.Context) (*Held, error) {
-	return session.Serially(ctx, m.sess, true, &LockedError{Name: m.name}, m.acquire)
+	return primitive.Serially(ctx, m.sess, true, &LockedError{Name: m.name}, m.acquire)
 }
 
 func (m *Mutex) keyOf(s *session.Session) string {
@@ -189,7 +166,7 @@ func (m *Mutex) acquire(ctx context.Context, try bool) (*Held, error) {
 		h, err = m.acquireOnce(ctx, try)
 	}
 	if errors.Is(err, errLeaseGone) {
-		err = fmt.Errorf("%w: %w", ErrSessionExpired, err)
+		err = fmt.Errorf("%w: %w", session.ErrGoneWhileWaiting, err)
 	}
 	return h, err
 }
@@ -199,7 +176,7 @@ var errLeaseGone = errors.New("lease not found")
 
 func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	s, err := m.sess.Get(ctx)
-	if errors.Is(err, ErrSessionExpired) || errors.Is(err, ErrClosed) {
+	if errors.Is(err, session.ErrGoneWhileWaiting) || errors.Is(err, session.ErrClosed) {
 		return nil, err
 	}
 	if err != nil {
@@ -215,7 +192,7 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	// With a lock delay, read every key ahead of us, to tell later which of
 	// them went by a loss.
 	// The name's semaphore limit key, if any, says the name is not a lock's.
-	firsts := append(m.blockerOps(0, m.cfg.delay == 0), clientv3.OpGet(m.pfx+session.SemLimitSuffix, clientv3.WithKeysOnly()))
+	firsts := append(m.blockerOps(0, m.cfg.LockDelay == 0), clientv3.OpGet(m.pfx+primitive.SemLimitSuffix, clientv3.WithKeysOnly()))
 	resp, err := m.client.Txn(ctx).If(cmp).Then(append([]clientv3.Op{put}, firsts...)...).
 		Else(append([]clientv3.Op{getOwn}, firsts...)...).Commit()
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
@@ -234,11 +211,11 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	} else {
 		a.rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
 	}
-	a.k = s.Hold(a.key, a.rev, session.WithOnEnd(a.gate.onEnd), session.WithReleaseCause(errUnlocked), session.WithReleaseKeepsLease())
+	a.k = s.Hold(a.key, a.rev, session.HoldConfig{OnEnd: a.gate.onEnd, ReleaseCause: errUnlocked, ReleaseKeepsLease: true})
 	last := len(resp.Responses) - 1
 	if kvs := resp.Responses[last].GetResponseRange().Kvs; len(kvs) > 0 {
 		a.cleanup(ctx)
-		return nil, fmt.Errorf("lock: %w: use coordctl sem, or coordctl sem delete to free the name", &session.NameInUseError{Name: m.name, Key: string(kvs[0].Key), Kind: "semaphore"})
+		return nil, primitive.NameInUse(primitive.KindLock, m.name, string(kvs[0].Key), primitive.KindSemaphore)
 	}
 	firstKeys, err := m.ownKeys(ctx, ranges(resp.Responses[1:last]), 0, true)
 	if err != nil {
@@ -284,19 +261,19 @@ func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (
 	clk := a.s.Clock()
 	fail := func(err error) (*Held, error) {
 		a.cleanup(ctx)
-		if errors.Is(err, ErrSessionExpired) && a.m.sess.Closed() {
-			err = ErrClosed // Close revoked our own session
+		if errors.Is(err, session.ErrGoneWhileWaiting) && a.m.sess.Closed() {
+			err = session.ErrClosed // Close revoked our own session
 		}
 		return nil, err
 	}
-	delay := a.m.cfg.delay
+	delay := a.m.cfg.LockDelay
 	// With a delay: the latest loss of a key ahead of us that we know of;
 	// ahead holds every key ahead of us at the last look.
 	var lossAt time.Time
 	for {
 		ops := append([]clientv3.Op{clientv3.OpGet(a.key)}, a.m.blockerOps(a.rev, delay == 0)...)
-		if a.m.cfg.onLook != nil {
-			a.m.cfg.onLook(a.key)
+		if trace := primitive.TraceOf(ctx); trace != nil && trace.OnLook != nil {
+			trace.OnLook(a.key)
 		}
 		resp, err := c.Txn(ctx).Then(ops...).Commit()
 		if err != nil {
@@ -320,7 +297,7 @@ func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (
 			// A key ahead of us that went while we watched another one: was it lost?
 			now := clk.Now()
 			for k, kv := range ahead {
-				if !containsKey(preds, k) && session.LeaseGone(ctx, a.m.client, kv.Lease) {
+				if !containsKey(preds, k) && primitive.LeaseGone(ctx, a.m.client, kv.Lease) {
 					lossAt = laterOf(lossAt, now)
 				}
 			}
@@ -331,7 +308,7 @@ func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (
 		}
 		switch verdict {
 		case verdictGone:
-			return fail(fmt.Errorf("%w: key %s vanished", ErrSessionExpired, a.key))
+			return fail(fmt.Errorf("%w: key %s vanished", session.ErrGoneWhileWaiting, a.key))
 		case verdictHeld:
 			if wait := delayLeft(lossAt, delay, clk.Now()); wait > 0 {
 				if err := a.pause(ctx, wait); err != nil {
@@ -350,7 +327,7 @@ func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (
 		}
 		if delay > 0 && !deletedAt.IsZero() {
 			delete(ahead, string(pred.Key))
-			if session.LeaseGone(ctx, a.m.client, pred.Lease) {
+			if primitive.LeaseGone(ctx, a.m.client, pred.Lease) {
 				lossAt = laterOf(lossAt, deletedAt)
 			}
 		}
@@ -433,7 +410,7 @@ func (a *attempt) cleanup(ctx context.Context) {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	if err := a.k.Release(cctx); err != nil && !errors.Is(err, ErrNotHeld) {
+	if err := a.k.Release(cctx); err != nil && !errors.Is(err, session.ErrNotHeld) {
 		a.k.Drop() // the delete failed: stop watching; the key goes with the lease
 	}
 }
@@ -441,15 +418,15 @@ func (a *attempt) cleanup(ctx context.Context) {
 // held turns the attempt into the lock it won.
 func (a *attempt) held() *Held {
 	a.gate.grant()
-	return &Held{m: a.m, k: a.k}
+	return &Held{HeldKey: a.k, m: a.m}
 }
 
 // goneWhileWaiting is the error of a wait whose own key or session vanished.
 func (a *attempt) goneWhileWaiting() error {
 	if err := a.s.Err(); err != nil {
-		return fmt.Errorf("%w: %w", ErrSessionExpired, err)
+		return fmt.Errorf("%w: %w", session.ErrGoneWhileWaiting, err)
 	}
-	return fmt.Errorf("%w: key %s deleted", ErrSessionExpired, a.key)
+	return fmt.Errorf("%w: key %s deleted", session.ErrGoneWhileWaiting, a.key)
 }
 
 // cleanupByNonce removes our key when we do not know whether our put was
@@ -477,9 +454,9 @@ func (m *Mutex) blockerOps(rev int64, limit1 bool) []clientv3.Op {
 	var ops []clientv3.Op
 	for _, r := range blockingRanges(m.pfx, m.kind) {
 		if rev == 0 {
-			ops = append(ops, blockerOp(r, true, 0, true, m.cfg.delay == 0))
+			ops = append(ops, blockerOp(r, true, 0, true, m.cfg.LockDelay == 0))
 		} else {
-			ops = append(ops, blockerOp(r, false, rev-1, limit1, m.cfg.delay == 0))
+			ops = append(ops, blockerOp(r, false, rev-1, limit1, m.cfg.LockDelay == 0))
 		}
 	}
 	return ops
@@ -512,12 +489,12 @@ func blockerOp(r keyRange, ascending bool, bound int64, limit1, keysOnly bool) c
 // NAME/child) neither hold nor block it. A read limited to one key whose key
 // was another name's is repeated past it; keys are never created before
 // ours after the fact, so a later read sees no blocker the first one missed.
-// A semaphore's key under the name is an error (*session.NameInUseError).
+// A semaphore's key under the name is an error wrapping session.ErrNameInUse.
 func (m *Mutex) ownKeys(ctx context.Context, lists [][]*mvccpb.KeyValue, rev int64, limit1 bool) ([][]*mvccpb.KeyValue, error) {
 	rs := blockingRanges(m.pfx, m.kind)
 	for i, kvs := range lists {
 		for {
-			own, foreign, err := splitOwn(m.name, m.pfx, kvs)
+			own, foreign, err := primitive.OwnLockKeys(m.name, m.pfx, kvs)
 			if err != nil {
 				return nil, err
 			}
@@ -527,9 +504,9 @@ func (m *Mutex) ownKeys(ctx context.Context, lists [][]*mvccpb.KeyValue, rev int
 			}
 			var op clientv3.Op
 			if rev == 0 {
-				op = blockerOp(rs[i], true, foreign.CreateRevision+1, true, m.cfg.delay == 0)
+				op = blockerOp(rs[i], true, foreign.CreateRevision+1, true, m.cfg.LockDelay == 0)
 			} else {
-				op = blockerOp(rs[i], false, foreign.CreateRevision-1, true, m.cfg.delay == 0)
+				op = blockerOp(rs[i], false, foreign.CreateRevision-1, true, m.cfg.LockDelay == 0)
 			}
 			resp, err := m.client.Do(ctx, op)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/lock"
 	"github.com/coordkit/coordkit/semaphore"
 	"github.com/coordkit/coordkit/session"
@@ -41,7 +42,7 @@ func TestLockNestedNamesDoNotAlias(t *testing.T) {
 	w := recv(t, waiting, "b waiting")
 	require.Equal(t, ha.Key(), w.HolderKey, "b waits for a, not for a nested key")
 
-	st, err := lock.Status(ctx, cli, "nest")
+	st, err := primitive.ReadLock(ctx, cli, primitive.Config{Kind: primitive.KindLock, Name: "nest"})
 	require.NoError(t, err)
 	require.Len(t, st.Holders, 1)
 	require.Equal(t, ha.Key(), st.Holders[0].Key)
@@ -74,7 +75,7 @@ func TestLockAndSemaphoreNamesExcludeEachOther(t *testing.T) {
 	_, err = m.Lock(ctx)
 	require.ErrorIs(t, err, session.ErrNameInUse)
 	require.ErrorContains(t, err, "mixed/limit")
-	_, err = lock.Status(ctx, cli, "mixed")
+	_, err = primitive.ReadLock(ctx, cli, primitive.Config{Kind: primitive.KindLock, Name: "mixed"})
 	require.ErrorIs(t, err, session.ErrNameInUse)
 	require.Empty(t, keys(t, cli, "mixed/slots/"))
 
@@ -88,7 +89,7 @@ func TestLockAndSemaphoreNamesExcludeEachOther(t *testing.T) {
 	require.ErrorIs(t, err, session.ErrNameInUse)
 	require.ErrorContains(t, err, hl.Key())
 	require.Equal(t, []string{hl.Key()}, keys(t, cli, "plain/"), "the semaphore left nothing under the lock's name (no limit key)")
-	_, err = semaphore.Status(ctx, cli, "plain")
+	_, err = primitive.ReadSemaphore(ctx, cli, primitive.Config{Kind: primitive.KindSemaphore, Name: "plain"})
 	require.ErrorIs(t, err, session.ErrNameInUse)
 	require.NoError(t, hl.Unlock(ctx))
 }
@@ -99,9 +100,9 @@ func TestLockReservedNames(t *testing.T) {
 	_, cli := etcd.StartWithClient(t)
 	for _, name := range []string{"nest2/read", "nest2/write", "pool/limit", "pool/queue", "pool/slots"} {
 		_, err := lock.New(cli, name)
-		require.ErrorIs(t, err, lock.ErrInvalidName, name)
+		require.ErrorIs(t, err, session.ErrInvalidName, name)
 		_, err = lock.NewRWMutex(cli, name)
-		require.ErrorIs(t, err, lock.ErrInvalidName, name)
+		require.ErrorIs(t, err, session.ErrInvalidName, name)
 		_, err = semaphore.New(cli, name, 2)
 		require.ErrorIs(t, err, session.ErrInvalidName, name)
 	}

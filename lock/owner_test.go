@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/coordkit/coordkit/lock"
+	"github.com/coordkit/coordkit/session"
 )
 
 // A transaction guarded by IsOwner commits while the lock is held and not
@@ -39,7 +39,7 @@ func TestHeldIsOwnerGuardsTxn(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, resp.Succeeded)
 	resp, err = ha.Txn(ctx, clientv3.OpPut("data", "a4"))
-	require.ErrorIs(t, err, lock.ErrNotOwner)
+	require.ErrorIs(t, err, session.ErrNotOwner)
 	require.NotNil(t, resp)
 	require.False(t, resp.Succeeded)
 
@@ -66,7 +66,7 @@ func TestHeldIsOwnerAfterRelock(t *testing.T) {
 	require.Equal(t, h1.Key(), h2.Key())
 
 	_, err = h1.Txn(ctx, clientv3.OpPut("data", "old"))
-	require.ErrorIs(t, err, lock.ErrNotOwner)
+	require.ErrorIs(t, err, session.ErrNotOwner)
 	_, err = h2.Txn(ctx, clientv3.OpPut("data", "new"))
 	require.NoError(t, err)
 }

@@ -45,12 +45,9 @@ func NewReader(client *clientv3.Client, name string, opts ...Option) (*Mutex, er
 	return newMutex(client, name, kindRead, opts...)
 }
 
-// Name returns the lock's name (without the prefix).
+// Name returns the lock's name (without the prefix). Readers are kept under
+// prefix+name+"/read/", writers under prefix+name+"/write/".
 func (rw *RWMutex) Name() string { return rw.r.name }
-
-// Prefix returns the key prefix under which readers (Prefix()+"read/"),
-// writers (Prefix()+"write/") and plain mutex holders are kept.
-func (rw *RWMutex) Prefix() string { return rw.r.pfx }
 
 // RLock blocks until the read lock is held: no writer (nor any plain mutex
 // holder on the same name) that arrived before this reader is left. Its

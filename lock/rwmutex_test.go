@@ -13,7 +13,9 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	recipe "go.etcd.io/etcd/client/v3/experimental/recipes"
 
+	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/lock"
+	"github.com/coordkit/coordkit/session"
 )
 
 func newRW(t *testing.T, cli *clientv3.Client, name string, opts ...lock.Option) *lock.RWMutex {
@@ -193,7 +195,7 @@ func TestRWMutexRevokedWaitingWriter(t *testing.T) {
 	_, err = cli.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
 	require.NoError(t, err)
 	r2 := recv(t, got2, "w2 to fail")
-	require.ErrorIs(t, r2.err, lock.ErrSessionExpired)
+	require.ErrorIs(t, r2.err, session.ErrGoneWhileWaiting)
 	require.Nil(t, r2.h)
 	notYet(t, got3, "w3 (w1 still holds)")
 	require.True(t, h1.Alive())
@@ -201,7 +203,7 @@ func TestRWMutexRevokedWaitingWriter(t *testing.T) {
 	require.NoError(t, h1.Unlock(ctx))
 	r3 := recv(t, got3, "w3")
 	require.NoError(t, r3.err)
-	st, err := lock.Status(ctx, cli, "16221")
+	st, err := primitive.ReadLock(ctx, cli, primitive.Config{Kind: primitive.KindLock, Name: "16221"})
 	require.NoError(t, err)
 	require.Len(t, st.Holders, 1)
 	require.Equal(t, r3.h.Key(), st.Holders[0].Key)
@@ -310,18 +312,18 @@ func TestRWMutexNoHerd(t *testing.T) {
 	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	var looks sync.Map // key -> *atomic.Int32
-	hook := lock.WithLookHook(func(key string) {
+	traced := primitive.WithTrace(ctx, &primitive.Trace{OnLook: func(key string) {
 		v, _ := looks.LoadOrStore(key, new(atomic.Int32))
 		v.(*atomic.Int32).Add(1)
-	})
+	}})
 	holder := newRW(t, cli, "herd")
 	h, err := holder.Lock(ctx)
 	require.NoError(t, err)
 	const n = 4
 	gots := make([]<-chan result, n)
 	for i := range n {
-		w, waiting := waitingRW(t, srv.Client(t), "herd", hook)
-		gots[i] = acquireAsync(ctx, w.Lock)
+		w, waiting := waitingRW(t, srv.Client(t), "herd")
+		gots[i] = acquireAsync(traced, w.Lock)
 		recv(t, waiting, "waiter")
 	}
 	total := func() int {
@@ -355,7 +357,7 @@ func TestNewReaderIsTheReadMode(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, h.Shared())
 	require.Contains(t, h.Key(), "rd/read/")
-	require.Equal(t, fmt.Sprintf("holding read lock rd key=%s token=%d lease=%x", h.Key(), h.Token(), int64(h.Lease())), h.Report().String())
+	require.Equal(t, "rd", h.Name())
 	hr, err := rw.TryRLock(ctx)
 	require.NoError(t, err, "readers share")
 	_, err = newMutex(t, srv.Client(t), "rd").TryLock(ctx)

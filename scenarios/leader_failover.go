@@ -54,6 +54,7 @@ type failoverRun struct {
 	rc        *fencing.Client // the fenced resource
 	clis      []*clientv3.Client
 	elections map[string]*election.Election
+	keys      string // the prefix of the election's keys
 }
 
 // failoverObs is what the act observed.
@@ -114,7 +115,8 @@ func (r *failoverRun) setup(ctx context.Context) error {
 			return err
 		}
 		r.clis = append(r.clis, cli)
-		e, err := election.New(cli, "svc", election.WithPrefix(conn.Prefix+"/"), election.WithTTL(r.ttl))
+		r.keys = conn.Prefix + "/" + failoverElection + "/"
+		e, err := election.New(cli, failoverElection, election.WithPrefix(conn.Prefix+"/"), election.WithTTL(r.ttl))
 		if err != nil {
 			return err
 		}
@@ -125,9 +127,13 @@ func (r *failoverRun) setup(ctx context.Context) error {
 	return nil
 }
 
+// failoverElection is the name the candidates campaign in, under the run's
+// prefix.
+const failoverElection = "svc"
+
 // candidates waits until n candidates have keys in the election.
 func (r *failoverRun) candidates(ctx context.Context, n int64) error {
-	prefix := r.elections["A"].Prefix()
+	prefix := r.keys
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		resp, err := r.clis[0].Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())

@@ -1,34 +1,19 @@
 package semaphore
 
 import (
-	"strconv"
-	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
-	"github.com/coordkit/coordkit/session"
+	"github.com/coordkit/coordkit/internal/primitive"
 )
 
-// Key layout under prefix+name+"/" (session's layout table).
+// Key layout under prefix+name+"/" (primitive's layout table).
 const (
-	limitSuffix = session.SemLimitSuffix
-	queueInfix  = session.SemQueueInfix
-	slotsInfix  = session.SemSlotsInfix
+	limitSuffix = primitive.SemLimitSuffix
+	queueInfix  = primitive.SemQueueInfix
+	slotsInfix  = primitive.SemSlotsInfix
 )
-
-// slotOf parses the slot number of a slot key; ok is false for other keys.
-func slotOf(slotsPfx, key string) (int, bool) {
-	s, found := strings.CutPrefix(key, slotsPfx)
-	if !found {
-		return 0, false
-	}
-	i, err := strconv.Atoi(s)
-	if err != nil || i < 0 || strconv.Itoa(i) != s {
-		return 0, false
-	}
-	return i, true
-}
 
 // choice is what the waiter at the head of the queue decides from one look
 // at the slots.
@@ -70,21 +55,9 @@ func chooseSlot(held map[int]bool, limit int, lostAt map[int]time.Time, delay ti
 func heldSlots(slotsPfx string, kvs []*mvccpb.KeyValue) map[int]*mvccpb.KeyValue {
 	out := make(map[int]*mvccpb.KeyValue, len(kvs))
 	for _, kv := range kvs {
-		if i, ok := slotOf(slotsPfx, string(kv.Key)); ok {
+		if i, ok := primitive.SlotOf(slotsPfx, string(kv.Key)); ok {
 			out[i] = kv
 		}
 	}
 	return out
-}
-
-// parseLimit reads a stored limit; ok is false if absent or malformed.
-func parseLimit(kvs []*mvccpb.KeyValue) (int, bool) {
-	if len(kvs) == 0 {
-		return 0, false
-	}
-	n, err := strconv.Atoi(string(kvs[0].Value))
-	if err != nil || n < 1 {
-		return 0, false
-	}
-	return n, true
 }

@@ -41,27 +41,3 @@ func TestSemaphoreChooseSlot(t *testing.T) {
 		})
 	}
 }
-
-func TestSemaphoreSlotOf(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		key  string
-		slot int
-		ok   bool
-	}{
-		{"s/slots/0", 0, true},
-		{"s/slots/12", 12, true},
-		{"s/slots/012", 0, false},
-		{"s/slots/-1", 0, false},
-		{"s/slots/x", 0, false},
-		{"s/queue/1", 0, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.key, func(t *testing.T) {
-			i, ok := slotOf("s/slots/", tc.key)
-			if ok != tc.ok || i != tc.slot {
-				t.Fatalf("slotOf = %d, %v; want %d, %v", i, ok, tc.slot, tc.ok)
-			}
-		})
-	}
-}

@@ -57,7 +57,7 @@
 // # Changing the limit
 //
 // The limit lives in N/limit, written by the first Acquire. A Semaphore
-// whose limit differs gets a *LimitError (ErrLimitMismatch) from Acquire;
+// whose limit differs gets a error matching ErrLimitMismatch from Acquire;
 // its waiters get it at their next look. SetLimit overwrites the stored
 // limit: grants after it use the new limit. Holders keep their slots: after
 // a lower limit, slots at or above it stay held until released, and no new

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/coordkit/coordkit/semaphore"
+	"github.com/coordkit/coordkit/session"
 )
 
 // A transaction guarded by a slot's IsOwner commits while the slot is held
@@ -35,7 +35,7 @@ func TestSemHeldIsOwnerGuardsTxn(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, resp.Succeeded, "the lost slot's guard must fail")
 	resp, err = ha.Txn(ctx, clientv3.OpPut("data", "a3"))
-	require.ErrorIs(t, err, semaphore.ErrNotOwner)
+	require.ErrorIs(t, err, session.ErrNotOwner)
 	require.False(t, resp.Succeeded)
 
 	_, err = hb.Txn(ctx, clientv3.OpPut("data", "b1"))

@@ -11,12 +11,12 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/session"
 )
 
-// DefaultTTL is the lease TTL of a Semaphore's own session.
-const DefaultTTL = session.DefaultTTL
-
+// cleanupTimeout bounds the requests that undo a failed Acquire; they run
+// after the caller's context may have ended.
 const cleanupTimeout = 5 * time.Second
 
 // Waiting describes an Acquire that has to wait; see WithOnWait.
@@ -30,54 +30,44 @@ type Waiting struct {
 	Limit int
 }
 
-// String is the notice coordctl sem prints while it waits.
-func (w Waiting) String() string {
-	why := fmt.Sprintf("all %d slots held", w.Limit)
-	if w.Ahead {
-		why = "others wait ahead"
-	}
-	return fmt.Sprintf("waiting for semaphore %s (%s)...", w.Name, why)
-}
-
+// config is a Semaphore's configuration: what every primitive has
+// (primitive.Config, whose Validate holds the rules, the limit among them)
+// and the wait notice.
 type config struct {
-	ttl      time.Duration
-	ttlSet   bool
-	sess     *session.Session
-	prefix   string
-	sessOpts []session.Option
-	onWait   func(Waiting)
-	delay    time.Duration
-	onLook   func(key string)
+	primitive.Config
+	onWait func(Waiting)
 }
 
-// Option configures a Semaphore.
+// Option configures a Semaphore (and SetLimit and Delete: WithPrefix).
 type Option func(*config)
 
-// WithTTL sets the lease TTL of the Semaphore's own session (default
-// DefaultTTL, at least 1s). It cannot be combined with WithSession.
-func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl, c.ttlSet = d, true } }
-
-// WithSession makes the Semaphore use s instead of creating its own session.
-// The caller closes s; Close does not.
-func WithSession(s *session.Session) Option { return func(c *config) { c.sess = s } }
-
-// WithPrefix puts the semaphore's keys under p+name+"/".
-func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
-
-// WithSessionOptions passes options to the Semaphore's own session.
-func WithSessionOptions(opts ...session.Option) Option {
-	return func(c *config) { c.sessOpts = append(c.sessOpts, opts...) }
-}
-
-// WithOnWait is called once per Acquire that has to wait, before it waits.
-// It must not block.
-func WithOnWait(fn func(Waiting)) Option { return func(c *config) { c.onWait = fn } }
+// WithSession makes the Semaphore hold its slots on s instead of on
+// sessions of its own. The caller closes s; Close does not.
+func WithSession(s *session.Session) Option { return func(c *config) { c.Session = s } }
 
 // WithLockDelay makes the waiter at the head of the queue, when it saw a
 // slot's holder lost (slot key deleted and its lease gone), wait d after
 // that deletion before it takes that slot. A clean Release costs no delay.
 // Default 0: off.
-func WithLockDelay(d time.Duration) Option { return func(c *config) { c.delay = d } }
+func WithLockDelay(d time.Duration) Option { return func(c *config) { c.LockDelay = d } }
+
+// WithOnWait is called once per Acquire that has to wait, before it waits.
+// It must not block.
+func WithOnWait(fn func(Waiting)) Option { return func(c *config) { c.onWait = fn } }
+
+// WithPrefix puts the semaphore's keys under p+name+"/", p as given (see
+// lock.WithPrefix).
+func WithPrefix(p string) Option { return func(c *config) { c.Prefix = p } }
+
+// WithSessionOptions passes options to the Semaphore's own sessions. Not
+// with WithSession.
+func WithSessionOptions(opts ...session.Option) Option {
+	return func(c *config) { c.SessionOptions = append(c.SessionOptions, opts...) }
+}
+
+// WithTTL sets the lease TTL of the Semaphore's own sessions (default
+// session.DefaultTTL; bounds: session.CheckTTL). Not with WithSession.
+func WithTTL(d time.Duration) Option { return func(c *config) { c.TTL = d } }
 
 // Semaphore is a fenced, FIFO counting semaphore on etcd: at most limit
 // holders at once, each in its own slot. A Semaphore takes one slot at a
@@ -89,36 +79,43 @@ type Semaphore struct {
 	pfx    string
 	limit  int
 	cfg    config
-	sess   *session.Lazy // also serializes acquisitions: see session.Serially
+	sess   *primitive.Lazy // also serializes acquisitions: see primitive.Serially
 }
 
 // New returns a Semaphore named name with limit slots on client. It does no
-// I/O. It returns ErrInvalid for an empty name or a limit below 1 and
-// session.ErrBadTTL or session.ErrTTLTooLong for a TTL out of bounds
-// (session.CheckTTL).
+// I/O. It refuses a name that cannot be what its user meant (an error
+// wrapping session.ErrInvalidName that names the rule, as lock.New) and a
+// limit below 1, both also matching ErrInvalid, and a TTL out of bounds
+// (session.ErrBadTTL).
 func New(client *clientv3.Client, name string, limit int, opts ...Option) (*Semaphore, error) {
-	cfg := config{ttl: DefaultTTL}
+	cfg := newConfig(name, limit, opts)
+	if client == nil {
+		return nil, errors.New("semaphore: nil client")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, invalid(err)
+	}
+	return &Semaphore{
+		client: client, name: name, pfx: cfg.KeyPrefix(), limit: limit, cfg: cfg,
+		sess: primitive.NewLazy(client, cfg.Session, cfg.OwnSessionOptions()...),
+	}, nil
+}
+
+func newConfig(name string, limit int, opts []Option) config {
+	cfg := config{Config: primitive.Config{Kind: primitive.KindSemaphore, Name: name, Limit: limit}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	switch {
-	case client == nil:
-		return nil, errors.New("semaphore: nil client")
-	case session.ValidateName(name) != nil:
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, session.ValidateName(name))
-	case limit < 1:
-		return nil, fmt.Errorf("%w: limit %d", ErrInvalid, limit)
-	case cfg.sess != nil && (cfg.ttlSet || len(cfg.sessOpts) > 0):
-		return nil, errors.New("semaphore: WithSession cannot be combined with WithTTL or WithSessionOptions")
-	case cfg.sess == nil && session.CheckTTL(cfg.ttl) != nil:
-		return nil, session.CheckTTL(cfg.ttl)
-	case cfg.delay < 0:
-		return nil, fmt.Errorf("semaphore: negative lock delay %s", cfg.delay)
+	return cfg
+}
+
+// invalid is Validate's error as the semaphore's: a name's or a limit's
+// also matches ErrInvalid.
+func invalid(err error) error {
+	if errors.Is(err, session.ErrInvalidName) || errors.Is(err, primitive.ErrInvalid) {
+		return fmt.Errorf("semaphore: %w: %w", ErrInvalid, err)
 	}
-	return &Semaphore{
-		client: client, name: name, pfx: cfg.prefix + name + "/", limit: limit, cfg: cfg,
-		sess: session.NewLazy(client, cfg.sess, append([]session.Option{session.WithTTL(cfg.ttl)}, cfg.sessOpts...)...),
-	}, nil
+	return fmt.Errorf("semaphore: %w", err)
 }
 
 // Name returns the semaphore's name; Limit its number of slots.
@@ -126,9 +123,6 @@ func (s *Semaphore) Name() string { return s.name }
 
 // Limit returns the number of slots this Semaphore expects.
 func (s *Semaphore) Limit() int { return s.limit }
-
-// Prefix returns the prefix of the semaphore's keys, prefix+name+"/".
-func (s *Semaphore) Prefix() string { return s.pfx }
 
 func (s *Semaphore) limitKey() string { return s.pfx + limitSuffix }
 func (s *Semaphore) queuePfx() string { return s.pfx + queueInfix }
@@ -148,18 +142,18 @@ func (s *Semaphore) Close() error { return s.sess.Close() }
 // number and fencing token. Waiters are served in the order they asked
 // (FIFO). If ctx ends first, Acquire removes its queue key (and a slot key
 // whose grant it could not confirm) and returns ctx's error. It returns a
-// *LimitError (ErrLimitMismatch) if the name's stored limit is not this
-// Semaphore's, ErrSessionExpired if its key or session vanished while it
+// error matching ErrLimitMismatch if the name's stored limit is not this
+// Semaphore's, session.ErrGoneWhileWaiting if its key or session vanished while it
 // waited, ErrClosed after Close, and etcd's error if a request failed.
 func (s *Semaphore) Acquire(ctx context.Context) (*Held, error) {
-	return session.Serially(ctx, s.sess, false, nil, s.acquire)
+	return primitive.Serially(ctx, s.sess, false, nil, s.acquire)
 }
 
 // TryAcquire takes a slot if one is free and nobody waits before it, and
-// returns a *NoSlotError (ErrNoSlot) at once otherwise, including when this
+// returns an error matching ErrNoSlot at once otherwise, including when this
 // Semaphore holds a slot already.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Held, error) {
-	return session.Serially(ctx, s.sess, true, &NoSlotError{Name: s.name, Limit: s.limit, Holders: -1}, s.acquire)
+	return primitive.Serially(ctx, s.sess, true, noSlot(s.name, s.limit, -1, false), s.acquire)
 }
 
 var errLeaseGone = errors.New("lease not found")
@@ -170,7 +164,7 @@ func (s *Semaphore) acquire(ctx context.Context, try bool) (*Held, error) {
 		h, err = s.acquireOnce(ctx, try)
 	}
 	if errors.Is(err, errLeaseGone) {
-		err = fmt.Errorf("%w: %w", ErrSessionExpired, err)
+		err = fmt.Errorf("%w: %w", session.ErrGoneWhileWaiting, err)
 	}
 	return h, err
 }
@@ -189,7 +183,7 @@ type attempt struct {
 
 func (s *Semaphore) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	sess, err := s.sess.Get(ctx)
-	if errors.Is(err, ErrSessionExpired) || errors.Is(err, ErrClosed) {
+	if errors.Is(err, session.ErrGoneWhileWaiting) || errors.Is(err, session.ErrClosed) {
 		return nil, err
 	}
 	if err != nil {
@@ -205,8 +199,8 @@ func (s *Semaphore) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 		[]clientv3.Cmp{
 			clientv3.Compare(clientv3.CreateRevision(lk), "=", 0),
 			clientv3.Compare(clientv3.CreateRevision(s.pfx+"0"), "=", 0).WithRange(s.pfx + "g"),
-			clientv3.Compare(clientv3.CreateRevision(s.pfx+session.ReaderInfix), "=", 0).WithPrefix(),
-			clientv3.Compare(clientv3.CreateRevision(s.pfx+session.WriterInfix), "=", 0).WithPrefix(),
+			clientv3.Compare(clientv3.CreateRevision(s.pfx+primitive.ReaderInfix), "=", 0).WithPrefix(),
+			clientv3.Compare(clientv3.CreateRevision(s.pfx+primitive.WriterInfix), "=", 0).WithPrefix(),
 		},
 		[]clientv3.Op{clientv3.OpPut(lk, strconv.Itoa(s.limit))}, nil)
 	then := append([]clientv3.Op{storeLimit, clientv3.OpPut(a.qkey, a.nonce, clientv3.WithLease(sess.Lease())), clientv3.OpGet(lk)}, s.lockKeyOps()...)
@@ -232,15 +226,15 @@ func (s *Semaphore) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	}
 	for _, r := range resp.Responses[len(resp.Responses)-len(s.lockKeyOps()):] {
 		for _, kv := range r.GetResponseRange().Kvs {
-			if session.RoleOf(s.pfx, string(kv.Key)).IsLock() {
+			if primitive.RoleOf(s.pfx, string(kv.Key)).IsLock() {
 				a.cleanup(ctx)
-				return nil, lockNameError(s.name, string(kv.Key))
+				return nil, primitive.NameInUse(primitive.KindSemaphore, s.name, string(kv.Key), primitive.KindLock)
 			}
 		}
 	}
-	if stored, ok := parseLimit(limitKvs); ok && stored != s.limit {
+	if stored, ok := primitive.StoredLimit(limitKvs); ok && stored != s.limit {
 		a.cleanup(ctx)
-		return nil, &LimitError{Name: s.name, Stored: stored, Asked: s.limit}
+		return nil, limitMismatch(s.name, stored, s.limit)
 	}
 	return a.run(ctx, try)
 }
@@ -254,15 +248,15 @@ func (a *attempt) run(ctx context.Context, try bool) (*Held, error) {
 	c := s.client
 	fail := func(err error) (*Held, error) {
 		a.cleanup(ctx)
-		if errors.Is(err, ErrSessionExpired) && s.sess.Closed() {
-			err = ErrClosed
+		if errors.Is(err, session.ErrGoneWhileWaiting) && s.sess.Closed() {
+			err = session.ErrClosed
 		}
 		return nil, err
 	}
 	notified := false
 	for {
-		if s.cfg.onLook != nil {
-			s.cfg.onLook(a.qkey)
+		if trace := primitive.TraceOf(ctx); trace != nil && trace.OnLook != nil {
+			trace.OnLook(a.qkey)
 		}
 		resp, err := c.Txn(ctx).Then(
 			clientv3.OpGet(a.qkey),
@@ -282,9 +276,9 @@ func (a *attempt) run(ctx context.Context, try bool) (*Held, error) {
 		seen := resp.Header.Revision
 		own := resp.Responses[0].GetResponseRange().Kvs
 		if len(own) == 0 || own[0].CreateRevision != a.qrev {
-			return fail(fmt.Errorf("%w: key %s vanished", ErrSessionExpired, a.qkey))
+			return fail(fmt.Errorf("%w: key %s vanished", session.ErrGoneWhileWaiting, a.qkey))
 		}
-		limit, ok := parseLimit(resp.Responses[3].GetResponseRange().Kvs)
+		limit, ok := primitive.StoredLimit(resp.Responses[3].GetResponseRange().Kvs)
 		if !ok {
 			// Deleted by an operator (or never stored): store ours again.
 			lk := s.limitKey()
@@ -295,7 +289,7 @@ func (a *attempt) run(ctx context.Context, try bool) (*Held, error) {
 			continue
 		}
 		if limit != s.limit {
-			return fail(&LimitError{Name: s.name, Stored: limit, Asked: s.limit})
+			return fail(limitMismatch(s.name, limit, s.limit))
 		}
 		slots := heldSlots(s.slotsPfx(), resp.Responses[2].GetResponseRange().Kvs)
 		a.noteLosses(ctx, slots)
@@ -305,7 +299,7 @@ func (a *attempt) run(ctx context.Context, try bool) (*Held, error) {
 		var predRev int64
 		if preds := resp.Responses[1].GetResponseRange().Kvs; len(preds) > 0 {
 			if try {
-				return fail(&NoSlotError{Name: s.name, Limit: limit, Holders: len(slots), Ahead: 1})
+				return fail(noSlot(s.name, limit, len(slots), true))
 			}
 			watchKey, predRev = string(preds[0].Key), preds[0].CreateRevision
 		} else {
@@ -313,7 +307,7 @@ func (a *attempt) run(ctx context.Context, try bool) (*Held, error) {
 			for i := range slots {
 				held[i] = true
 			}
-			ch := chooseSlot(held, limit, a.lostAt, s.cfg.delay, a.sess.Clock().Now())
+			ch := chooseSlot(held, limit, a.lostAt, s.cfg.LockDelay, a.sess.Clock().Now())
 			switch {
 			case ch.take:
 				h, retry, err := a.grant(ctx, ch.slot, seen)
@@ -325,7 +319,7 @@ func (a *attempt) run(ctx context.Context, try bool) (*Held, error) {
 				}
 				continue
 			case try:
-				return fail(&NoSlotError{Name: s.name, Limit: limit, Holders: len(slots)})
+				return fail(noSlot(s.name, limit, len(slots), false))
 			case ch.wait > 0:
 				if err := a.pause(ctx, ch.wait); err != nil {
 					return fail(err)
@@ -347,7 +341,7 @@ func (a *attempt) run(ctx context.Context, try bool) (*Held, error) {
 // noteLosses records, with a lock delay, the slots held at the last look
 // that are gone now and whose lease is gone too: their holder was lost.
 func (a *attempt) noteLosses(ctx context.Context, slots map[int]*mvccpb.KeyValue) {
-	if a.s.cfg.delay <= 0 {
+	if a.s.cfg.LockDelay <= 0 {
 		return
 	}
 	now := a.sess.Clock().Now()
@@ -355,7 +349,7 @@ func (a *attempt) noteLosses(ctx context.Context, slots map[int]*mvccpb.KeyValue
 		if cur, ok := slots[i]; ok && cur.CreateRevision == kv.CreateRevision {
 			continue
 		}
-		if _, seen := a.lostAt[i]; !seen && session.LeaseGone(ctx, a.s.client, kv.Lease) {
+		if _, seen := a.lostAt[i]; !seen && primitive.LeaseGone(ctx, a.s.client, kv.Lease) {
 			a.lostAt[i] = now
 		}
 	}
@@ -396,10 +390,10 @@ func (a *attempt) watch(ctx context.Context, key string, opts []clientv3.OpOptio
 				continue
 			}
 			if len(wr.Events) > 0 {
-				return fmt.Errorf("%w: key %s deleted", ErrSessionExpired, a.qkey)
+				return fmt.Errorf("%w: key %s deleted", session.ErrGoneWhileWaiting, a.qkey)
 			}
 		case <-a.sess.Done():
-			return fmt.Errorf("%w: %w", ErrSessionExpired, a.sess.Err())
+			return fmt.Errorf("%w: %w", session.ErrGoneWhileWaiting, a.sess.Err())
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
@@ -416,15 +410,15 @@ func (a *attempt) stillThere(ctx context.Context, key string, rev int64) bool {
 // deleted notes, with a lock delay, a slot whose key we saw deleted while
 // its lease is gone: the delay counts from now.
 func (a *attempt) deleted(ctx context.Context, ev *mvccpb.Event) {
-	if a.s.cfg.delay <= 0 || ev.PrevKv == nil {
+	if a.s.cfg.LockDelay <= 0 || ev.PrevKv == nil {
 		return
 	}
-	i, ok := slotOf(a.s.slotsPfx(), string(ev.PrevKv.Key))
+	i, ok := primitive.SlotOf(a.s.slotsPfx(), string(ev.PrevKv.Key))
 	if !ok {
 		return
 	}
 	now := a.sess.Clock().Now()
-	if session.LeaseGone(ctx, a.s.client, ev.PrevKv.Lease) {
+	if primitive.LeaseGone(ctx, a.s.client, ev.PrevKv.Lease) {
 		a.lostAt[i] = now
 	}
 	delete(a.ahead, i)
@@ -437,7 +431,7 @@ func (a *attempt) pause(ctx context.Context, d time.Duration) error {
 	case <-t.C():
 		return nil
 	case <-a.sess.Done():
-		return fmt.Errorf("%w: %w", ErrSessionExpired, a.sess.Err())
+		return fmt.Errorf("%w: %w", session.ErrGoneWhileWaiting, a.sess.Err())
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
@@ -500,20 +494,18 @@ func (a *attempt) cleanupByNonce(ctx context.Context, slot int) {
 	}
 }
 
-// SetLimit stores a new limit for the semaphore named name (with its prefix
-// in front, if any). Grants made after it use the new limit. Holders keep
+// SetLimit stores a new limit for the semaphore named name (WithPrefix
+// places it; other options are ignored). Grants made after it use the new limit. Holders keep
 // their slots: after a lower limit, slots at or above it stay held until
 // released, and no new slot is granted while limit or more are held.
 // Semaphores built with another limit get ErrLimitMismatch from their next
 // Acquire, and their waiters at their next look.
-func SetLimit(ctx context.Context, client *clientv3.Client, name string, limit int) error {
-	if err := session.ValidateName(name); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+func SetLimit(ctx context.Context, client *clientv3.Client, name string, limit int, opts ...Option) error {
+	cfg := newConfig(name, limit, opts)
+	if err := cfg.Validate(); err != nil {
+		return invalid(err)
 	}
-	if limit < 1 {
-		return fmt.Errorf("%w: limit %d", ErrInvalid, limit)
-	}
-	if _, err := client.Put(ctx, name+"/"+limitSuffix, strconv.Itoa(limit)); err != nil {
+	if _, err := client.Put(ctx, cfg.KeyPrefix()+limitSuffix, strconv.Itoa(limit)); err != nil {
 		return fmt.Errorf("semaphore: set limit of %s: %w", name, err)
 	}
 	return nil
@@ -526,22 +518,23 @@ func (s *Semaphore) lockKeyOps() []clientv3.Op {
 	one := []clientv3.OpOption{clientv3.WithKeysOnly(), clientv3.WithLimit(1)}
 	return []clientv3.Op{
 		clientv3.OpGet(s.pfx+"0", append(one, clientv3.WithRange(s.pfx+"g"))...), // lease IDs in hex
-		clientv3.OpGet(s.pfx+session.ReaderInfix, append(one, clientv3.WithPrefix())...),
-		clientv3.OpGet(s.pfx+session.WriterInfix, append(one, clientv3.WithPrefix())...),
+		clientv3.OpGet(s.pfx+primitive.ReaderInfix, append(one, clientv3.WithPrefix())...),
+		clientv3.OpGet(s.pfx+primitive.WriterInfix, append(one, clientv3.WithPrefix())...),
 	}
 }
 
-// Delete removes the semaphore named name (with its prefix in front, if any)
-// from etcd, so that it can be used again with another limit: its stored
+// Delete removes the semaphore named name (WithPrefix places it; other
+// options are ignored) from etcd, so that it can be used again with another limit: its stored
 // limit, and with force its slot and queue keys too (their holders lose
-// their slots at once, their waiters get ErrSessionExpired). Without force
-// it is refused with an *InUseError (ErrInUse) while a slot is held or a
+// their slots at once, their waiters get session.ErrGoneWhileWaiting). Without force
+// it is refused with an error matching ErrInUse while a slot is held or a
 // waiter queued. It reports whether there was anything to delete.
-func Delete(ctx context.Context, client *clientv3.Client, name string, force bool) (bool, error) {
-	if err := session.ValidateName(name); err != nil {
-		return false, fmt.Errorf("%w: %w", ErrInvalid, err)
+func Delete(ctx context.Context, client *clientv3.Client, name string, force bool, opts ...Option) (bool, error) {
+	cfg := newConfig(name, 0, opts)
+	if err := cfg.ValidateKeys(); err != nil {
+		return false, invalid(err)
 	}
-	pfx := name + "/"
+	pfx := cfg.KeyPrefix()
 	limit, queue, slots := pfx+limitSuffix, pfx+queueInfix, pfx+slotsInfix
 	dels := []clientv3.Op{clientv3.OpDelete(limit)}
 	var conds []clientv3.Cmp
@@ -561,7 +554,7 @@ func Delete(ctx context.Context, client *clientv3.Client, name string, force boo
 		return false, fmt.Errorf("semaphore: delete %s: %w", name, err)
 	}
 	if !resp.Succeeded {
-		return false, &InUseError{Name: name, Holders: int(resp.Responses[0].GetResponseRange().Count), Waiters: int(resp.Responses[1].GetResponseRange().Count)}
+		return false, inUse(name, int(resp.Responses[0].GetResponseRange().Count), int(resp.Responses[1].GetResponseRange().Count))
 	}
 	var n int64
 	for _, r := range resp.Responses {
@@ -571,5 +564,5 @@ func Delete(ctx context.Context, client *clientv3.Client, name string, force boo
 }
 
 // Scope returns the fencing scope of slot i of the semaphore named name:
-// "name#i".
+// "name#i" (a Held's Scope puts the prefix in front).
 func Scope(name string, slot int) string { return name + "#" + strconv.Itoa(slot) }

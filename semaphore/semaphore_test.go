@@ -15,6 +15,7 @@ import (
 
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/semaphore"
 	"github.com/coordkit/coordkit/session"
 )
@@ -226,11 +227,11 @@ func TestSemaphoreNoHerd(t *testing.T) {
 	ctx := testCtx(t)
 	var mu sync.Mutex
 	looks := map[string]int{}
-	hook := semaphore.WithLookHook(func(key string) {
+	traced := primitive.WithTrace(ctx, &primitive.Trace{OnLook: func(key string) {
 		mu.Lock()
 		looks[key]++
 		mu.Unlock()
-	})
+	}})
 	lookCount := func(key string) int {
 		mu.Lock()
 		defer mu.Unlock()
@@ -243,8 +244,8 @@ func TestSemaphoreNoHerd(t *testing.T) {
 	gots := make([]<-chan result, n)
 	keys := make([]string, n)
 	for i := range n {
-		s, waiting := waitingSem(t, srv.Client(t), "herd", 1, hook)
-		gots[i] = acquireAsync(ctx, s)
+		s, waiting := waitingSem(t, srv.Client(t), "herd", 1)
+		gots[i] = acquireAsync(traced, s)
 		keys[i] = recv(t, waiting, "waiter").Key
 	}
 	for i := range n {
@@ -268,7 +269,7 @@ func TestSemaphoreTryAcquireTokenScope(t *testing.T) {
 	ha, err := a.TryAcquire(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 0, ha.Slot())
-	require.Equal(t, "try#0", ha.Scope())
+	require.Equal(t, "ns/try#0", ha.Scope(), "the scope is the key space: the prefix is part of it")
 	require.Equal(t, "ns/try/slots/0", ha.Key())
 	resp, err := cli.Get(ctx, ha.Key())
 	require.NoError(t, err)
@@ -283,7 +284,7 @@ func TestSemaphoreTryAcquireTokenScope(t *testing.T) {
 	require.Empty(t, q.Kvs, "TryAcquire must remove its queue key")
 
 	require.NoError(t, ha.Release(ctx))
-	require.ErrorIs(t, ha.Release(ctx), semaphore.ErrNotHeld)
+	require.ErrorIs(t, ha.Release(ctx), session.ErrNotHeld)
 	hb, err := b.TryAcquire(ctx)
 	require.NoError(t, err)
 	require.Greater(t, hb.Token(), ha.Token())
@@ -305,10 +306,8 @@ func TestSemaphoreLimitChange(t *testing.T) {
 
 	c3 := newSem(t, srv.Client(t), "limit", 3)
 	_, err = c3.Acquire(ctx)
-	var le *semaphore.LimitError
-	require.ErrorAs(t, err, &le)
 	require.ErrorIs(t, err, semaphore.ErrLimitMismatch)
-	require.Equal(t, 2, le.Stored)
+	require.ErrorContains(t, err, "has limit 2 in etcd, this Semaphore has 3")
 
 	require.NoError(t, semaphore.SetLimit(ctx, cli, "limit", 1))
 	require.True(t, ha.Alive() && hb.Alive(), "holders keep their slots")
@@ -324,7 +323,7 @@ func TestSemaphoreLimitChange(t *testing.T) {
 
 	_, err = a.Acquire(ctx)
 	require.ErrorIs(t, err, semaphore.ErrLimitMismatch, "the old limit is refused after SetLimit")
-	st, err := semaphore.Status(ctx, cli, "limit")
+	st, err := primitive.ReadSemaphore(ctx, cli, primitive.Config{Kind: primitive.KindSemaphore, Name: "limit"})
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Limit)
 	require.NoError(t, r.h.Release(ctx))
@@ -347,14 +346,14 @@ func TestSemaphoreLoss(t *testing.T) {
 	r := recv(t, got, "b")
 	require.NoError(t, r.err)
 	recv(t, ha.Lost(), "a's loss")
-	require.ErrorIs(t, ha.Err(), semaphore.ErrLost)
-	require.ErrorIs(t, context.Cause(ha.Context()), semaphore.ErrLost)
+	require.ErrorIs(t, ha.Err(), session.ErrLost)
+	require.ErrorIs(t, context.Cause(ha.Context()), session.ErrLost)
 	require.False(t, ha.Alive())
 	require.Equal(t, ha.Slot(), r.h.Slot())
 	require.Greater(t, r.h.Token(), ha.Token())
 	err = ha.Release(ctx)
-	require.ErrorIs(t, err, semaphore.ErrNotHeld)
-	require.ErrorIs(t, err, semaphore.ErrLost)
+	require.ErrorIs(t, err, session.ErrNotHeld)
+	require.ErrorIs(t, err, session.ErrLost)
 	require.True(t, r.h.Alive())
 	resp, err := cli.Get(ctx, r.h.Key())
 	require.NoError(t, err)
@@ -367,7 +366,7 @@ func TestSemaphoreLoss(t *testing.T) {
 	_, err = cli.Delete(ctx, h.Key())
 	require.NoError(t, err)
 	recv(t, h.Lost(), "loss on delete")
-	require.ErrorIs(t, h.Err(), semaphore.ErrKeyGone)
+	require.ErrorIs(t, h.Err(), session.ErrKeyGone)
 }
 
 // A waiter whose lease is revoked gets ErrSessionExpired, never a slot; a
@@ -388,7 +387,7 @@ func TestSemaphoreWaiterEnds(t *testing.T) {
 	_, err = cli.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
 	require.NoError(t, err)
 	r := recv(t, got, "b to fail")
-	require.ErrorIs(t, r.err, semaphore.ErrSessionExpired)
+	require.ErrorIs(t, r.err, session.ErrGoneWhileWaiting)
 	require.Nil(t, r.h)
 
 	c, cWaiting := waitingSem(t, srv.Client(t), "wend", 1)
@@ -397,7 +396,7 @@ func TestSemaphoreWaiterEnds(t *testing.T) {
 	recv(t, cWaiting, "c waiting")
 	cancel()
 	require.ErrorIs(t, recv(t, got, "c to end").err, context.Canceled)
-	st, err := semaphore.Status(ctx, cli, "wend")
+	st, err := primitive.ReadSemaphore(ctx, cli, primitive.Config{Kind: primitive.KindSemaphore, Name: "wend"})
 	require.NoError(t, err)
 	require.Empty(t, st.Waiters, "a cancelled Acquire must remove its queue key")
 	require.Len(t, st.Holders, 1)
@@ -444,7 +443,7 @@ func TestSemaphoreStatus(t *testing.T) {
 	t.Parallel()
 	srv, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
-	st, err := semaphore.Status(ctx, cli, "st")
+	st, err := primitive.ReadSemaphore(ctx, cli, primitive.Config{Kind: primitive.KindSemaphore, Name: "st"})
 	require.NoError(t, err)
 	require.False(t, st.Held())
 	a := newSem(t, cli, "st", 2, semaphore.WithTTL(30*time.Second))
@@ -457,12 +456,12 @@ func TestSemaphoreStatus(t *testing.T) {
 	got := acquireAsync(ctx, c)
 	w := recv(t, waiting, "c waiting")
 
-	st, err = semaphore.Status(ctx, cli, "st")
+	st, err = primitive.ReadSemaphore(ctx, cli, primitive.Config{Kind: primitive.KindSemaphore, Name: "st"})
 	require.NoError(t, err)
 	require.Equal(t, 2, st.Limit)
 	require.Len(t, st.Holders, 2)
 	require.Equal(t, ha.Key(), st.Holders[0].Key)
-	require.Equal(t, "st#0", st.Holders[0].Scope)
+	require.Equal(t, 0, st.Holders[0].Slot)
 	require.Equal(t, ha.Token(), st.Holders[0].Token)
 	require.Equal(t, ha.Lease(), st.Holders[0].Lease)
 	require.Greater(t, st.Holders[0].TTL, time.Duration(0))
@@ -546,7 +545,7 @@ func TestSemaphoreLossOnLocalDeadlineBeforeServerExpiry(t *testing.T) {
 	resp, err := cli.Get(ctx, h.Key())
 	require.NoError(t, err)
 	require.Len(t, resp.Kvs, 1, "the server must still hold the slot when loss is signalled")
-	require.ErrorIs(t, h.Release(ctx), semaphore.ErrLost)
+	require.ErrorIs(t, h.Release(ctx), session.ErrLost)
 	resp, err = cli.Get(ctx, h.Key())
 	require.NoError(t, err)
 	require.Empty(t, resp.Kvs)

@@ -5,28 +5,28 @@ import (
 	"time"
 )
 
-// Deadline is the pure decision core of a session: it takes observations
+// deadline is the pure decision core of a session: it takes observations
 // (a keepalive was sent at t and succeeded with the server's TTL) and the
 // current time, and says until when the lease can be trusted. It does no I/O
 // and is safe for concurrent use.
-type Deadline struct {
+type deadline struct {
 	mu       sync.Mutex
 	margin   time.Duration
 	deadline time.Time
 	lost     bool
 }
 
-// NewDeadline starts tracking a lease granted by a request sent at sentAt
+// newDeadline starts tracking a lease granted by a request sent at sentAt
 // with the server's TTL; the first deadline is sentAt + ttl - margin.
-func NewDeadline(sentAt time.Time, ttl, margin time.Duration) *Deadline {
-	return &Deadline{margin: margin, deadline: sentAt.Add(ttl - margin)}
+func newDeadline(sentAt time.Time, ttl, margin time.Duration) *deadline {
+	return &deadline{margin: margin, deadline: sentAt.Add(ttl - margin)}
 }
 
 // Renewed records a keepalive that was sent at sentAt and answered, at now,
 // with the server's ttl. It extends the deadline to sentAt + ttl - margin,
 // unless the deadline had already passed at now: then the lease is lost for
 // good and Renewed returns false.
-func (d *Deadline) Renewed(sentAt time.Time, ttl time.Duration, now time.Time) bool {
+func (d *deadline) Renewed(sentAt time.Time, ttl time.Duration, now time.Time) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.lost || !now.Before(d.deadline) {
@@ -41,7 +41,7 @@ func (d *Deadline) Renewed(sentAt time.Time, ttl time.Duration, now time.Time) b
 
 // Alive reports whether the lease can still be trusted at now. Once it has
 // returned false it always does.
-func (d *Deadline) Alive(now time.Time) bool {
+func (d *deadline) Alive(now time.Time) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !d.lost && !now.Before(d.deadline) {
@@ -51,14 +51,14 @@ func (d *Deadline) Alive(now time.Time) bool {
 }
 
 // MarkLost ends trust in the lease (revoked, not found, closed).
-func (d *Deadline) MarkLost() {
+func (d *deadline) MarkLost() {
 	d.mu.Lock()
 	d.lost = true
 	d.mu.Unlock()
 }
 
 // Until returns the current local deadline.
-func (d *Deadline) Until() time.Time {
+func (d *deadline) Until() time.Time {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.deadline

@@ -25,7 +25,7 @@ func TestDeadlineRenewal(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := NewDeadline(t0, ttl, margin)
+			d := newDeadline(t0, ttl, margin)
 			ok := d.Renewed(t0.Add(tc.sentAt), ttl, t0.Add(tc.answerAt))
 			if ok != tc.wantOK {
 				t.Fatalf("Renewed = %v, want %v", ok, tc.wantOK)
@@ -43,7 +43,7 @@ func TestDeadlineRenewal(t *testing.T) {
 func TestDeadlineOnceLostStaysLost(t *testing.T) {
 	t.Parallel()
 	t0 := time.Unix(0, 0)
-	d := NewDeadline(t0, 5*time.Second, time.Second)
+	d := newDeadline(t0, 5*time.Second, time.Second)
 	if !d.Alive(t0.Add(3999 * time.Millisecond)) {
 		t.Fatal("alive before the deadline")
 	}
@@ -69,7 +69,7 @@ func TestDeadlineNeverOutlivesServerLease(t *testing.T) {
 		ttl := time.Duration(rapid.IntRange(1, 30).Draw(t, "ttl_s")) * time.Second
 		margin := time.Duration(rapid.Int64Range(1, int64(ttl)-1).Draw(t, "margin"))
 		t0 := time.Unix(0, 0)
-		d := NewDeadline(t0, ttl, margin)
+		d := newDeadline(t0, ttl, margin)
 		serverExpiry := t0.Add(ttl) // granted on receipt, receipt ≥ t0
 		now := t0
 		steps := rapid.IntRange(1, 40).Draw(t, "steps")

@@ -29,22 +29,37 @@
 // A HeldKey (Session.Hold) is lost when its session ends or when its key is
 // deleted or replaced; one watch per key reports the latter (see
 // HeldKey.watch for why it starts from "now" and reads the key once). The
-// watch starts at Hold; WithLossWatchDelay can start it later, so that a
-// key released sooner — an uncontended lock and unlock — costs its two
-// writes and no watch, at the price of hearing of a deletion behind the
+// watch starts at Hold; HoldConfig.LossWatchDelay can start it later, so
+// that a key released sooner — an uncontended lock and unlock — costs its
+// two writes and no watch, at the price of hearing of a deletion behind the
 // holder's back in that delay only when the watch starts (by the read that
 // covers the gap). The end of the session is reported at once whenever it
-// comes. Release
-// is a compare-and-delete on the create revision, so a late or repeated
-// Release never deletes a newer holder's key, and IsOwner/Txn guard etcd
-// transactions with the same comparison. The errors every holder shares
-// (ErrLost, ErrNotHeld, ErrKeyGone, ErrNotOwner, ErrGoneWhileWaiting,
-// ErrInvalidName) live here; lock, semaphore, election and claim export
-// them under their old names. The release policy is in Session.Close: after
-// a clean release of a lock or slot the lease is left to expire rather than
-// revoked, so a waiter with a lock delay never takes a release for a loss.
-// Lazy is the session of a lock or semaphore handle (given, or its own and
-// renewed after a loss).
+// comes. Release is a compare-and-delete on the create revision, so a late
+// or repeated Release never deletes a newer holder's key, and IsOwner/Txn
+// guard etcd transactions with the same comparison.
+//
+// A lock (lock.Held), a semaphore slot (semaphore.Held) and a leadership
+// (election.Leadership) are each a HeldKey, embedded, plus what is theirs
+// alone (a name, a slot, their own verb for Release). So the same three
+// signals mean the same thing on all of them:
+//
+//   - Lost() is closed when the key is lost while held: the local deadline
+//     passed, the lease was revoked, the session closed, or the key was
+//     deleted or replaced. It is never closed by the holder's own release
+//     (Release, Unlock, Resign): a loop that selects on Lost sees only
+//     losses.
+//   - Context() is cancelled at the end of the hold, whichever way it ends:
+//     its cause wraps ErrLost and the reason on a loss, ErrNotHeld (or a
+//     leadership's ErrResigned) on a release. Bind the protected work to it.
+//   - Err() is nil while held, then the same error as Context's cause.
+//
+// The errors every holder shares (ErrLost, ErrNotHeld, ErrKeyGone,
+// ErrNotOwner, ErrGoneWhileWaiting, ErrInvalidName, ErrNameInUse, ErrClosed)
+// live here, and lock, semaphore, election and claim return them as they
+// are: match session.ErrLost whatever was held. The release policy is in
+// Session.Close: after a clean release of a lock or slot the lease is left
+// to expire rather than revoked, so a waiter with a lock delay never takes a
+// release for a loss.
 //
 // # How keepalives are sent
 //
@@ -94,12 +109,12 @@
 // clientv3 closes a watch stream with its last watch, and the loss watch of
 // each held key would otherwise open and close one per acquisition.
 //
-// Keepaliver.Mode says which path is in use. ModeStream is the default
+// The stream is the default
 // (Stats counts the KeepAliveOnce calls made while a stream was down).
-// ModeOnce sends each keepalive with clientv3's KeepAliveOnce (a stream
+// Without it, each keepalive goes with clientv3's KeepAliveOnce (a stream
 // opened and closed per keepalive, the way sessions renewed before the
 // shared stream, at several times the CPU per keepalive): chosen with
-// WithoutStream, or taken for good when the server refuses the stream
+// KeepaliverConfig.WithoutStream, or taken for good when the server refuses the stream
 // (Unimplemented). Its deadline is measured from the send of each
 // KeepAliveOnce, so it is exactly as safe.
 //

@@ -6,9 +6,9 @@ import (
 )
 
 // Errors of the session package: the lease's own, and the vocabulary of a
-// key held on it, which lock, semaphore, election and claim share (their
-// ErrLost, ErrNotHeld, ... are these same values under the old names).
-// Match them with errors.Is.
+// key held on it, which lock, semaphore, election and claim share: they
+// return these values (wrapped), and define only the errors that are theirs
+// alone. Match them with errors.Is.
 var (
 	// ErrExpired means no keepalive succeeded before the local deadline: the
 	// lease may already have expired on the server.
@@ -17,21 +17,21 @@ var (
 	// or it expired there.
 	ErrRevoked = errors.New("session: lease revoked or expired on the server")
 	// ErrClosed means Close was called: on the session, or on the lock,
-	// semaphore or election that owned it (their ErrClosed is this error).
+	// semaphore or election that owned it.
 	ErrClosed = errors.New("session: closed")
-	// ErrBadTTL is returned by New for a TTL below one second (CheckTTL).
-	ErrBadTTL = errors.New("session: TTL must be at least 1s")
-	// ErrTTLTooLong is returned by New for a TTL above MaxTTL, which etcd
-	// would refuse (CheckTTL); so are lock, semaphore and election's
-	// constructors.
-	ErrTTLTooLong = errors.New("session: TTL longer than etcd's maximum lease TTL")
+	// ErrBadTTL is returned by New, and by the constructors of lock,
+	// semaphore and election, for a TTL below MinTTL or above MaxTTL, which
+	// etcd would refuse (CheckTTL).
+	ErrBadTTL = errors.New("session: TTL out of bounds")
 	// ErrUnavailable is returned by New when etcd grants no lease in time
 	// or reports that it has no leader: the cluster has lost its quorum,
 	// or no member can be reached.
 	ErrUnavailable = errors.New("session: etcd unavailable (no leader, no quorum or unreachable)")
 
 	// ErrInvalidName is returned for the name of a lock, semaphore,
-	// election or claim that cannot be used (ValidateName).
+	// election or claim that cannot be what its user meant: empty, an empty
+	// segment (a leading, trailing or double "/"), white space or a control
+	// character, or a last segment another name's keys use ("N/read").
 	ErrInvalidName = errors.New("session: invalid name")
 	// ErrLost is wrapped, with the reason (ErrExpired, ErrRevoked, ErrClosed
 	// or ErrKeyGone), by HeldKey.Err and the cause of HeldKey.Context once
@@ -48,8 +48,8 @@ var (
 	// failed: the key is gone or was recreated, nothing was applied.
 	ErrNotOwner = errors.New("session: not owner of the key")
 	// ErrNameInUse is returned when a name is held by another kind of
-	// primitive: a lock on a semaphore's name, or the reverse (every
-	// *NameInUseError matches it).
+	// primitive: a lock on a semaphore's name, or the reverse. The error
+	// names the other primitive's key that was found.
 	ErrNameInUse = errors.New("session: name in use by another kind of primitive")
 	// ErrGoneWhileWaiting is returned by an acquisition (Lock, Acquire,
 	// Campaign) whose own key or session vanished before it was granted: it
@@ -58,23 +58,8 @@ var (
 )
 
 // errReleased is HeldKey.Err and the cause of its Context after Release,
-// unless WithReleaseCause gives another.
+// unless HoldConfig.ReleaseCause gives another.
 var errReleased = fmt.Errorf("%w: released", ErrNotHeld)
 
 // lostError builds the error of a lost key: it matches ErrLost and reason.
 func lostError(reason error) error { return fmt.Errorf("%w: %w", ErrLost, reason) }
-
-// NameInUseError says which key shows that a name belongs to another kind
-// of primitive. It matches ErrNameInUse.
-type NameInUseError struct {
-	Name string
-	Key  string // the other primitive's key that was found
-	Kind string // what the name is: "semaphore", "lock"
-}
-
-func (e *NameInUseError) Error() string {
-	return fmt.Sprintf("name %q is a %s's (key %s exists)", e.Name, e.Kind, e.Key)
-}
-
-// Is makes errors.Is(err, ErrNameInUse) true.
-func (e *NameInUseError) Is(target error) bool { return target == ErrNameInUse }

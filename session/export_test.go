@@ -16,3 +16,9 @@ func (k *Keepaliver) BreakStream() int {
 	}
 	return n
 }
+
+// Mode says which path the Keepaliver uses ("stream" or "once") and why.
+func (k *Keepaliver) Mode() (string, string) {
+	m, why := k.sendMode()
+	return m.String(), why
+}

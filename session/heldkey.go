@@ -26,7 +26,7 @@ type HeldKey struct {
 	s   *Session
 	key string
 	rev int64
-	cfg holdConfig
+	cfg HoldConfig
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -50,63 +50,55 @@ type HeldKey struct {
 	pendingLoss bool
 }
 
-type holdConfig struct {
-	onEnd        func()
-	releaseCause error
-	keepLease    bool
-	watchAfter   time.Duration
+// HoldConfig says how a key Hold holds behaves around its end. The zero
+// value is a plain held key.
+type HoldConfig struct {
+	// OnEnd is called once, when the key is held in no sense any more:
+	// after a Release whose delete went through, or on loss (also a loss
+	// after a Release whose request failed). A lock uses it to let its
+	// Mutex be locked again. It runs on the goroutine that saw the end and
+	// must not block.
+	OnEnd func()
+	// ReleaseCause is Err and the cause of Context after Release (nil: an
+	// error wrapping ErrNotHeld). An election sets its ErrResigned.
+	ReleaseCause error
+	// ReleaseKeepsLease makes a clean Release of the key keep the lease
+	// from being revoked by the session's Close (see Session.Close): for
+	// keys whose waiters may use a lock delay, which tell a release from a
+	// loss by the lease. Locks and semaphore slots set it; leaderships do
+	// not.
+	ReleaseKeepsLease bool
+	// LossWatchDelay starts the key's loss watch this long after Hold
+	// instead of at once (0, the default), so a key released sooner never
+	// opens one: an uncontended lock+unlock then costs its two writes and no
+	// watch create and cancel (docs/benchmarks.md, "the uncontended path",
+	// measures what that saves). What it gives up: a key deleted or
+	// replaced behind its holder's back (an operator's delete, the lease
+	// revoked elsewhere) within the delay is reported that much after Hold
+	// plus one read, instead of at once — possibly after the next holder's
+	// Lock returned, so a child run under the hold may overlap the next
+	// holder by up to that long (the fencing token still keeps its writes
+	// out). Once the watch starts, one read covers whatever happened to the
+	// key since its creation (see watch), so nothing is missed, only
+	// reported later. A session's own end (the local deadline, a revoke
+	// seen by a keepalive, Close) is reported at once either way. The
+	// default is no delay because a child run under a hold needs a prompt
+	// loss more than it saves the watch's cost.
+	LossWatchDelay time.Duration
 }
-
-// WithLossWatchDelay starts the key's loss watch d after Hold instead of at
-// once (the default), so a key released sooner never opens one: an
-// uncontended lock+unlock then costs its two writes and no watch create and
-// cancel (docs/benchmarks.md, "the uncontended path", measures what that
-// saves). What it gives up: a key deleted or replaced behind its holder's
-// back (an operator's delete, the lease revoked elsewhere) within d of Hold
-// is reported d after Hold plus one read, instead of at once — possibly
-// after the next holder's Lock returned, so a child run under the hold may
-// overlap the next holder by up to that long (the fencing token still
-// keeps its writes out). Once the watch starts, one read covers whatever
-// happened to the key since its creation (see watch), so nothing is
-// missed, only reported later. A session's own end (the local deadline, a
-// revoke seen by a keepalive, Close) is reported at once either way. The
-// default is no delay because coordctl runs children under holds, and a
-// prompt loss matters more there than the watch's cost.
-func WithLossWatchDelay(d time.Duration) HoldOption {
-	return func(c *holdConfig) { c.watchAfter = max(d, 0) }
-}
-
-// HoldOption configures Hold.
-type HoldOption func(*holdConfig)
-
-// WithOnEnd calls fn once, when the key is held in no sense any more: after
-// a Release whose delete went through, or on loss (also a loss after a
-// Release whose request failed). A lock uses it to let its Mutex be locked
-// again. It runs on the goroutine that saw the end and must not block.
-func WithOnEnd(fn func()) HoldOption { return func(c *holdConfig) { c.onEnd = fn } }
-
-// WithReleaseCause sets Err and the cause of Context after Release (default:
-// an error wrapping ErrNotHeld). An election sets its ErrResigned.
-func WithReleaseCause(err error) HoldOption { return func(c *holdConfig) { c.releaseCause = err } }
-
-// WithReleaseKeepsLease makes a clean Release of the key keep the lease from
-// being revoked by the session's Close (see Session.Close): for keys whose
-// waiters may use a lock delay, which tell a release from a loss by the
-// lease. Locks and semaphore slots set it; leaderships do not.
-func WithReleaseKeepsLease() HoldOption { return func(c *holdConfig) { c.keepLease = true } }
 
 // Hold starts holding key, which the caller created at createRev with this
 // session's lease, and watches for its loss. It does no I/O before it
 // returns: the watch starts in the background (later with
-// WithLossWatchDelay), and whatever happened to the key between its
+// HoldConfig.LossWatchDelay), and whatever happened to the key between its
 // creation and the watch's start is checked by one read (see watch), so
 // nothing is missed. A session that has already ended makes the key lost
 // at once; the session's end is reported at once at any time.
-func (s *Session) Hold(key string, createRev int64, opts ...HoldOption) *HeldKey {
-	cfg := holdConfig{releaseCause: errReleased}
-	for _, o := range opts {
-		o(&cfg)
+func (s *Session) Hold(key string, createRev int64, cfg HoldConfig) *HeldKey {
+	if cfg.ReleaseCause == nil {
+		cfg.ReleaseCause = errReleased
 	}
+	cfg.LossWatchDelay = max(cfg.LossWatchDelay, 0)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	wctx, cancelWait := context.WithCancel(context.Background())
 	k := &HeldKey{
@@ -117,12 +109,12 @@ func (s *Session) Hold(key string, createRev int64, opts ...HoldOption) *HeldKey
 	s.keyHeld()
 	k.mu.Lock() // the session may have ended: lose can run at once, and reads stopSess and watchTimer
 	k.stopSess = context.AfterFunc(s.Context(), func() { k.lose(s.Err()) })
-	if cfg.watchAfter == 0 {
+	if cfg.LossWatchDelay == 0 {
 		go k.watch(wctx)
 	} else {
 		// Not the session's clock: this delay decides when a request is
 		// made, not whether the key can be trusted.
-		k.watchTimer = time.AfterFunc(cfg.watchAfter, func() { k.watch(wctx) })
+		k.watchTimer = time.AfterFunc(cfg.LossWatchDelay, func() { k.watch(wctx) })
 	}
 	k.mu.Unlock()
 	return k
@@ -234,11 +226,11 @@ func (k *HeldKey) Release(ctx context.Context) error {
 	}
 	lostErr := k.lossErr
 	if k.err == nil {
-		k.err = k.cfg.releaseCause
+		k.err = k.cfg.ReleaseCause
 	}
 	k.releasing = true
 	k.mu.Unlock()
-	k.cancel(k.cfg.releaseCause)
+	k.cancel(k.cfg.ReleaseCause)
 
 	resp, err := k.s.client.Txn(ctx).If(k.IsOwner()).Then(clientv3.OpDelete(k.key)).Commit()
 	k.mu.Lock()
@@ -256,7 +248,7 @@ func (k *HeldKey) Release(ctx context.Context) error {
 	// ignored now that the key is released (lose), and the release does not
 	// wait for clientv3 to tear the watch down.
 	k.stopWatch()
-	k.end(lostErr == nil && resp.Succeeded && k.cfg.keepLease)
+	k.end(lostErr == nil && resp.Succeeded && k.cfg.ReleaseKeepsLease)
 	switch {
 	case lostErr != nil:
 		return fmt.Errorf("%w: %w", ErrNotHeld, lostErr)
@@ -273,10 +265,10 @@ func (k *HeldKey) Release(ctx context.Context) error {
 func (k *HeldKey) Drop() {
 	k.mu.Lock()
 	if k.err == nil {
-		k.err = k.cfg.releaseCause
+		k.err = k.cfg.ReleaseCause
 	}
 	k.mu.Unlock()
-	k.cancel(k.cfg.releaseCause)
+	k.cancel(k.cfg.ReleaseCause)
 	k.stopWatch()
 	<-k.watchDone
 	k.end(false)
@@ -325,8 +317,8 @@ func (k *HeldKey) end(clean bool) {
 	stopSess()
 	k.stopWatch()
 	k.s.keyEnded(clean)
-	if k.cfg.onEnd != nil {
-		k.cfg.onEnd()
+	if k.cfg.OnEnd != nil {
+		k.cfg.OnEnd()
 	}
 }
 

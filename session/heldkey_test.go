@@ -41,7 +41,7 @@ func TestHeldKeyReleaseCleanLeavesLeaseToExpire(t *testing.T) {
 	require.NoError(t, err)
 	rev := putKey(t, cli, s, "hk/a")
 	ended := make(chan struct{})
-	k := s.Hold("hk/a", rev, session.WithOnEnd(func() { close(ended) }), session.WithReleaseKeepsLease())
+	k := s.Hold("hk/a", rev, session.HoldConfig{OnEnd: func() { close(ended) }, ReleaseKeepsLease: true})
 	require.Equal(t, rev, int64(k.Token()))
 	require.True(t, k.Alive())
 	require.NoError(t, k.Release(ctx))
@@ -68,9 +68,9 @@ func TestHeldKeyCloseWhileHeldRevokes(t *testing.T) {
 	ctx := context.Background()
 	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
 	require.NoError(t, err)
-	k1 := s.Hold("hk/1", putKey(t, cli, s, "hk/1"), session.WithReleaseKeepsLease())
+	k1 := s.Hold("hk/1", putKey(t, cli, s, "hk/1"), session.HoldConfig{ReleaseKeepsLease: true})
 	require.NoError(t, k1.Release(ctx))
-	k2 := s.Hold("hk/2", putKey(t, cli, s, "hk/2"))
+	k2 := s.Hold("hk/2", putKey(t, cli, s, "hk/2"), session.HoldConfig{})
 	require.NoError(t, s.Close())
 	<-k2.Lost()
 	require.ErrorIs(t, k2.Err(), session.ErrLost)
@@ -85,7 +85,7 @@ func TestHeldKeyLostWhenDeletedBehindItsBack(t *testing.T) {
 	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
 	require.NoError(t, err)
 	defer s.Close()
-	k := s.Hold("hk/del", putKey(t, cli, s, "hk/del"))
+	k := s.Hold("hk/del", putKey(t, cli, s, "hk/del"), session.HoldConfig{})
 	_, err = cli.Delete(ctx, "hk/del")
 	require.NoError(t, err)
 	<-k.Lost()
@@ -113,7 +113,7 @@ func TestHeldKeyDeleteInTheGapIsSeen(t *testing.T) {
 	require.NoError(t, err)
 	// The key is recreated on the same lease: a later incarnation is not ours.
 	putKey(t, cli, s, "hk/gap")
-	k := s.Hold("hk/gap", rev)
+	k := s.Hold("hk/gap", rev, session.HoldConfig{})
 	<-k.Lost()
 	require.ErrorIs(t, k.Err(), session.ErrKeyGone)
 }
@@ -125,7 +125,7 @@ func TestHeldKeyTxnGuardedByOwnership(t *testing.T) {
 	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
 	require.NoError(t, err)
 	defer s.Close()
-	k := s.Hold("hk/txn", putKey(t, cli, s, "hk/txn"))
+	k := s.Hold("hk/txn", putKey(t, cli, s, "hk/txn"), session.HoldConfig{})
 	_, err = k.Txn(ctx, clientv3.OpPut("hk/data", "1"))
 	require.NoError(t, err)
 	_, err = cli.Delete(ctx, "hk/txn")
@@ -147,12 +147,12 @@ func TestHeldKeyOnEndedSessionIsLostAtOnce(t *testing.T) {
 	require.NoError(t, err)
 	rev := putKey(t, cli, s, "hk/late")
 	require.NoError(t, s.Close())
-	k := s.Hold("hk/late", rev)
+	k := s.Hold("hk/late", rev, session.HoldConfig{})
 	<-k.Lost()
 	require.True(t, errors.Is(k.Err(), session.ErrClosed), "got %v", k.Err())
 }
 
-// A key held without WithReleaseKeepsLease (a leadership): Close after its
+// A key held without HoldConfig.ReleaseKeepsLease (a leadership): Close after its
 // clean release revokes as before.
 func TestHeldKeyReleaseWithoutKeepRevokes(t *testing.T) {
 	t.Parallel()
@@ -160,7 +160,7 @@ func TestHeldKeyReleaseWithoutKeepRevokes(t *testing.T) {
 	ctx := context.Background()
 	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
 	require.NoError(t, err)
-	k := s.Hold("hk/lead", putKey(t, cli, s, "hk/lead"))
+	k := s.Hold("hk/lead", putKey(t, cli, s, "hk/lead"), session.HoldConfig{})
 	require.NoError(t, k.Release(ctx))
 	require.NoError(t, s.Close())
 	require.False(t, leaseExists(t, cli, s.Lease()))
@@ -209,14 +209,14 @@ func TestHeldKeyLossWatchDelay(t *testing.T) {
 
 	for i := range 20 {
 		key := fmt.Sprintf("hk/short/%d", i)
-		k := s.Hold(key, putKey(t, cli, s, key), session.WithLossWatchDelay(time.Minute))
+		k := s.Hold(key, putKey(t, cli, s, key), session.HoldConfig{LossWatchDelay: time.Minute})
 		require.NoError(t, k.Release(ctx))
 	}
 	require.Zero(t, creates.n.Load(), "a key released before its loss watch is due opens none")
 
 	const delay = 300 * time.Millisecond
 	held := time.Now()
-	k := s.Hold("hk/late", putKey(t, cli, s, "hk/late"), session.WithLossWatchDelay(delay))
+	k := s.Hold("hk/late", putKey(t, cli, s, "hk/late"), session.HoldConfig{LossWatchDelay: delay})
 	_, err = cli.Delete(ctx, "hk/late")
 	require.NoError(t, err)
 	<-k.Lost()

@@ -89,11 +89,11 @@ func TestKaBookPropertyDeadlineNeverPassesAnAcknowledgedSend(t *testing.T) {
 		var (
 			book  kaBook
 			wire  []req // sent on this stream, not answered yet, in order
-			dl    = map[clientv3.LeaseID]*Deadline{}
+			dl    = map[clientv3.LeaseID]*deadline{}
 			bound = map[clientv3.LeaseID]time.Time{} // latest acknowledged sentAt + ttl - margin
 		)
 		for l := clientv3.LeaseID(1); l <= leases; l++ {
-			dl[l] = NewDeadline(t0, 10*time.Second, margin)
+			dl[l] = newDeadline(t0, 10*time.Second, margin)
 			bound[l] = t0.Add(10*time.Second - margin)
 		}
 		outstanding := func(l clientv3.LeaseID) int {

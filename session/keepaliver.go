@@ -24,21 +24,21 @@ var errStreamBroken = errors.New("session: keepalive stream broken before the an
 // was closed.
 var errKeepaliverStopped = errors.New("session: keepalive stream stopped (client closed)")
 
-// KeepAliveMode is how a Keepaliver sends keepalives.
-type KeepAliveMode int
+// keepAliveMode is how a Keepaliver sends keepalives.
+type keepAliveMode int
 
 const (
-	// ModeStream sends every keepalive on one long-lived LeaseKeepAlive
+	// modeStream sends every keepalive on one long-lived LeaseKeepAlive
 	// stream per client.
-	ModeStream KeepAliveMode = iota
-	// ModeOnce sends each keepalive with clientv3's KeepAliveOnce, which
+	modeStream keepAliveMode = iota
+	// modeOnce sends each keepalive with clientv3's KeepAliveOnce, which
 	// opens and closes a stream per keepalive: chosen with WithoutStream, or
 	// fallen back to when the server does not serve the stream.
-	ModeOnce
+	modeOnce
 )
 
-func (m KeepAliveMode) String() string {
-	if m == ModeOnce {
+func (m keepAliveMode) String() string {
+	if m == modeOnce {
 		return "once"
 	}
 	return "stream"
@@ -46,9 +46,9 @@ func (m KeepAliveMode) String() string {
 
 // KeepaliverStats counts what a Keepaliver did, for benchmarks and metrics.
 type KeepaliverStats struct {
-	// Streams is the number of streams kept open now (ModeStream).
+	// Streams is the number of streams kept open now (modeStream).
 	Streams int
-	// StreamsOpened counts long-lived streams opened (ModeStream).
+	// StreamsOpened counts long-lived streams opened (modeStream).
 	StreamsOpened int64
 	// StreamsBroken counts streams that ended other than by the last
 	// session leaving.
@@ -100,8 +100,8 @@ type Keepaliver struct {
 	mu    sync.Mutex
 	users int
 	runs  []*kaRun // the open streams' lives; only grows while users > 0
-	mode  KeepAliveMode
-	why   string // why ModeOnce
+	mode  keepAliveMode
+	why   string // why modeOnce
 
 	opened, broken, onces, unmatched, leftReady atomic.Int64
 	onUnmatched                                 func() // tests: called after a response is dropped
@@ -116,42 +116,33 @@ type kaStream interface {
 
 var _ kaStream = pb.Lease_LeaseKeepAliveClient(nil)
 
-// KeepaliverOption configures a Keepaliver.
-type KeepaliverOption func(*Keepaliver)
-
-// WithoutStream makes every keepalive a KeepAliveOnce (a stream opened and
-// closed per keepalive), as sessions did before the shared stream: for
-// comparison (coordctl bench scale --keepalive once) and for a proxy that
-// cuts long-lived streams.
-func WithoutStream() KeepaliverOption {
-	return func(k *Keepaliver) { k.mode, k.why = ModeOnce, "chosen (WithoutStream)" }
+// KeepaliverConfig tunes a Keepaliver. The zero value is the default.
+type KeepaliverConfig struct {
+	// WithoutStream makes every keepalive a KeepAliveOnce (a stream opened
+	// and closed per keepalive), as sessions did before the shared stream:
+	// for comparison (coordctl bench scale --keepalive once) and for a proxy
+	// that cuts long-lived streams.
+	WithoutStream bool
+	// BatchWindow is the grid the sessions' regular keepalives are aligned
+	// to on the stream: each is moved to the nearest multiple of it on the
+	// clock (at most half of it earlier or later), so that the keepalives
+	// of many sessions go out together and share the writes and reads of
+	// the stream instead of costing a system call each. The deadline is
+	// still measured from each request's own send time. 0: 50ms; negative:
+	// off. No effect without the stream.
+	BatchWindow time.Duration
+	// PerStream is how many sessions share one stream before the
+	// Keepaliver opens another (0: 128), MaxStreams the most streams it
+	// opens (0: 64); see acquire for why more than one.
+	PerStream, MaxStreams int
+	// ReconnectBackoff is the waits between attempts to reopen a broken
+	// stream. Zero: Initial 50ms, Max 2s, full jitter.
+	ReconnectBackoff Backoff
 }
-
-// WithBatchWindow sets the grid the sessions' regular keepalives are
-// aligned to on the stream: each is moved to the nearest multiple of d of
-// the clock (at most d/2 earlier or later), so that the keepalives of many
-// sessions go out together and share the writes and reads of the stream
-// instead of costing a system call each. The deadline is still measured
-// from each request's own send time. Default 50ms; 0 turns it off. It has
-// no effect in ModeOnce.
-func WithBatchWindow(d time.Duration) KeepaliverOption {
-	return func(k *Keepaliver) { k.batch = max(d, 0) }
-}
-
-// WithStreams sets how many sessions share one stream before the
-// Keepaliver opens another, and the most streams it opens. Default: 128
-// sessions a stream, at most 64 streams (see acquire for why more than one).
-func WithStreams(perStream, maxStreams int) KeepaliverOption {
-	return func(k *Keepaliver) { k.perStream, k.maxStreams = max(perStream, 1), max(maxStreams, 1) }
-}
-
-// WithReconnectBackoff sets the waits between attempts to reopen a broken
-// stream. Default: Backoff{Initial: 50ms, Max: 2s}, full jitter.
-func WithReconnectBackoff(b Backoff) KeepaliverOption { return func(k *Keepaliver) { k.backoff = b } }
 
 // NewKeepaliver returns a Keepaliver for client. It does no I/O: the stream
 // opens with the first session that uses it.
-func NewKeepaliver(client *clientv3.Client, opts ...KeepaliverOption) *Keepaliver {
+func NewKeepaliver(client *clientv3.Client, cfg KeepaliverConfig) *Keepaliver {
 	k := &Keepaliver{
 		parent:      client.Ctx(),
 		backoff:     Backoff{Initial: 50 * time.Millisecond, Max: 2 * time.Second},
@@ -181,8 +172,23 @@ func NewKeepaliver(client *clientv3.Client, opts ...KeepaliverOption) *Keepalive
 		}
 		return resp.TTL, nil
 	}
-	for _, o := range opts {
-		o(k)
+	switch {
+	case cfg.BatchWindow > 0:
+		k.batch = cfg.BatchWindow
+	case cfg.BatchWindow < 0:
+		k.batch = 0
+	}
+	if cfg.PerStream > 0 {
+		k.perStream = cfg.PerStream
+	}
+	if cfg.MaxStreams > 0 {
+		k.maxStreams = cfg.MaxStreams
+	}
+	if cfg.ReconnectBackoff != (Backoff{}) {
+		k.backoff = cfg.ReconnectBackoff
+	}
+	if cfg.WithoutStream {
+		k.mode, k.why = modeOnce, "chosen (KeepaliverConfig.WithoutStream)"
 	}
 	return k
 }
@@ -192,9 +198,9 @@ func NewKeepaliver(client *clientv3.Client, opts ...KeepaliverOption) *Keepalive
 // session's client.
 func WithKeepaliver(k *Keepaliver) Option { return func(c *config) { c.keepaliver = k } }
 
-// Mode reports how keepalives are sent now: ModeStream, or ModeOnce with
+// sendMode reports how keepalives are sent now: modeStream, or modeOnce with
 // the reason (chosen, or the server refused the stream).
-func (k *Keepaliver) Mode() (KeepAliveMode, string) {
+func (k *Keepaliver) sendMode() (keepAliveMode, string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.mode, k.why
@@ -226,7 +232,7 @@ func (k *Keepaliver) acquire() {
 	if k.users == 1 && k.anchor != nil {
 		k.holdAnchor()
 	}
-	if k.mode != ModeStream {
+	if k.mode != modeStream {
 		return
 	}
 	want := min(max(1, (k.users+k.perStream-1)/k.perStream), k.maxStreams)
@@ -284,12 +290,12 @@ func (k *Keepaliver) holdAnchor() {
 
 // align returns the wait from now until the next regular keepalive, due
 // after d: d moved to the nearest multiple of the batch window (kabook.go's
-// alignKeepAlive). Unchanged in ModeOnce and for a Keepaliver with one
+// alignKeepAlive). Unchanged in modeOnce and for a Keepaliver with one
 // session: there is nothing to share, and aligning the lone sessions of
 // many clients would only make their keepalives arrive in bursts.
 func (k *Keepaliver) align(now time.Time, d time.Duration) time.Duration {
 	k.mu.Lock()
-	alone := k.mode == ModeOnce || k.users < 2
+	alone := k.mode == modeOnce || k.users < 2
 	k.mu.Unlock()
 	if alone {
 		return d
@@ -311,7 +317,7 @@ func (k *Keepaliver) renew(ctx context.Context, lease clientv3.LeaseID, clk Cloc
 			r = k.runs[uint64(lease)%uint64(n)]
 		}
 		k.mu.Unlock()
-		if mode == ModeOnce {
+		if mode == modeOnce {
 			return k.renewOnce(ctx, lease, clk)
 		}
 		if r == nil {
@@ -422,7 +428,7 @@ func (k *Keepaliver) loop(r *kaRun) {
 		}
 		if status.Code(err) == codes.Unimplemented && !answered {
 			k.mu.Lock()
-			k.mode, k.why = ModeOnce, fmt.Sprintf("the server does not serve the keepalive stream: %v", err)
+			k.mode, k.why = modeOnce, fmt.Sprintf("the server does not serve the keepalive stream: %v", err)
 			k.mu.Unlock()
 			r.stop(nil)
 			return

@@ -60,7 +60,7 @@ func newSessions(t *testing.T, cli *clientv3.Client, n int, opts func(i int) []s
 func TestThousandSessionsOnOneClientSurviveAStreamBreak(t *testing.T) {
 	_, cli := etcdtest.StartWithClient(t)
 	const n = 1000
-	k := session.NewKeepaliver(cli)
+	k := session.NewKeepaliver(cli, session.KeepaliverConfig{})
 	var phase atomic.Int32 // 0: before the break, 1: after
 	seen := make([]atomic.Int32, n)
 	var renewed [2]atomic.Int64
@@ -105,7 +105,7 @@ func TestThousandSessionsOnOneClientSurviveAStreamBreak(t *testing.T) {
 	require.GreaterOrEqual(t, st.StreamsBroken, int64(1))
 	require.Equal(t, st.StreamsBroken+int64(streams), st.StreamsOpened, "each stream reopened after its break: %+v", st)
 	mode, _ := k.Mode()
-	require.Equal(t, session.ModeStream, mode)
+	require.Equal(t, "stream", mode)
 }
 
 // On the stream path a lease revoked behind the session's back ends it
@@ -114,7 +114,7 @@ func TestRevokedLeaseIsErrRevokedOnTheStream(t *testing.T) {
 	t.Parallel() // a server of its own
 	_, cli := etcdtest.StartWithClient(t)
 	ctx := context.Background()
-	k := session.NewKeepaliver(cli)
+	k := session.NewKeepaliver(cli, session.KeepaliverConfig{})
 	renewed := make(chan struct{}, 100)
 	ss := newSessions(t, cli, 2, func(i int) []session.Option {
 		o := []session.Option{session.WithKeepaliver(k), session.WithTTL(5 * time.Second), session.WithKeepAliveInterval(100 * time.Millisecond)}
@@ -226,7 +226,7 @@ func TestDeadlineNeverPassesAnAcknowledgedSend(t *testing.T) {
 	})
 	require.NoError(t, err)
 	defer cli.Close()
-	k := session.NewKeepaliver(cli)
+	k := session.NewKeepaliver(cli, session.KeepaliverConfig{})
 	const n, perSession = 20, 10
 	var (
 		checked, finished atomic.Int64
@@ -302,7 +302,7 @@ func TestDeadlineNeverPassesAnAcknowledgedSend(t *testing.T) {
 // are logged.
 func TestGracefullyStoppingMemberIsNoticed(t *testing.T) {
 	srv, cli := etcdtest.StartWithClient(t)
-	k := session.NewKeepaliver(cli)
+	k := session.NewKeepaliver(cli, session.KeepaliverConfig{})
 	const n = 2
 	renewed := make(chan struct{}, 1)
 	var stopping atomic.Bool

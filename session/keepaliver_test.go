@@ -307,7 +307,7 @@ func TestKeepaliverFallsBackToOnceWhenTheStreamIsNotServed(t *testing.T) {
 	if got := <-f.onceSeen; got != 1 {
 		t.Fatalf("KeepAliveOnce for lease %d, want 1", got)
 	}
-	if mode, why := k.Mode(); mode != ModeOnce || why == "" {
+	if mode, why := k.sendMode(); mode != modeOnce || why == "" {
 		t.Fatalf("mode %s (%q), want once with a reason", mode, why)
 	}
 }
@@ -318,7 +318,7 @@ func TestKeepaliverWithoutStreamNeverOpensOne(t *testing.T) {
 		t.Error("a stream was opened")
 		return nil, errors.New("no")
 	}, once: func(context.Context, clientv3.LeaseID) (int64, error) { return f.onceTTL, nil }}
-	WithoutStream()(k)
+	k.mode, k.why = modeOnce, "chosen (KeepaliverConfig.WithoutStream)"
 	k.acquire()
 	defer k.release()
 	if res := k.renew(context.Background(), 1, f.clk); res.ttl != 4 || res.err != nil {
@@ -466,7 +466,7 @@ func TestKeepaliverSendsOnceWhileTheStreamIsDown(t *testing.T) {
 	if st := k.Stats(); st.OnceCalls != 1 {
 		t.Fatalf("stats %+v, want one KeepAliveOnce", st)
 	}
-	if mode, _ := k.Mode(); mode != ModeStream {
+	if mode, _ := k.sendMode(); mode != modeStream {
 		t.Fatalf("mode %s: a stream that is down is not a fallback for good", mode)
 	}
 }

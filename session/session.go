@@ -79,7 +79,7 @@ type Session struct {
 	cfg      config
 	lease    clientv3.LeaseID
 	ttl      time.Duration
-	deadline *Deadline
+	deadline *deadline
 	ka       *Keepaliver
 
 	ctx    context.Context
@@ -96,8 +96,8 @@ type Session struct {
 
 // New grants a lease (or adopts one, WithLease) and starts keeping it alive
 // until Close or loss. ctx bounds the grant only, not the session's life. It
-// returns ErrBadTTL for a TTL under 1s, ErrTTLTooLong for one etcd would
-// refuse (CheckTTL), and etcd's error if the grant fails.
+// returns ErrBadTTL for a TTL under 1s or one etcd would refuse
+// (CheckTTL), and etcd's error if the grant fails.
 func New(ctx context.Context, client *clientv3.Client, opts ...Option) (*Session, error) {
 	cfg := config{ttl: DefaultTTL, clock: RealClock{}}
 	for _, o := range opts {
@@ -147,7 +147,7 @@ func New(ctx context.Context, client *clientv3.Client, opts ...Option) (*Session
 		cfg:      cfg,
 		lease:    lease,
 		ttl:      granted,
-		deadline: NewDeadline(sentAt, granted, cfg.margin),
+		deadline: newDeadline(sentAt, granted, cfg.margin),
 		ctx:      sctx,
 		cancel:   cancel,
 		closing:  make(chan struct{}),
@@ -155,7 +155,7 @@ func New(ctx context.Context, client *clientv3.Client, opts ...Option) (*Session
 		ka:       cfg.keepaliver,
 	}
 	if s.ka == nil {
-		s.ka = NewKeepaliver(client)
+		s.ka = NewKeepaliver(client, KeepaliverConfig{})
 	}
 	s.ka.acquire()
 	go s.run(context.WithoutCancel(ctx))
@@ -223,7 +223,7 @@ func (s *Session) Deadline() time.Time { return s.deadline.Until() }
 //
 // The release policy: when no key is held on the session any more and at
 // least one ended by a clean Release (HeldKey.Release before any loss) of a
-// key held WithReleaseKeepsLease (a lock or a semaphore slot), Close does
+// key held with HoldConfig.ReleaseKeepsLease (a lock or a semaphore slot), Close does
 // not revoke the lease but leaves it to expire on the server, as
 // Orphan does; nothing is attached to it then. A waiter with a lock delay
 // tells a holder's release from its loss by whether the lease of the key it

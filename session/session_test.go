@@ -134,7 +134,7 @@ func TestCheckTTLBounds(t *testing.T) {
 	require.ErrorIs(t, session.CheckTTL(999*time.Millisecond), session.ErrBadTTL)
 	require.NoError(t, session.CheckTTL(time.Second))
 	require.NoError(t, session.CheckTTL(session.MaxTTL))
-	require.ErrorIs(t, session.CheckTTL(session.MaxTTL+time.Second), session.ErrTTLTooLong)
+	require.ErrorIs(t, session.CheckTTL(session.MaxTTL+time.Second), session.ErrBadTTL)
 }
 
 // The earliest server-side expiry is the local deadline plus the margin,

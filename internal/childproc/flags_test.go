@@ -15,7 +15,7 @@ func TestHoldFlagsValidate(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", func(*HoldFlags) {}, ""},
-		{"ttl too short", func(h *HoldFlags) { h.TTL = time.Millisecond }, "invalid --ttl 1ms: session: TTL must be at least 1s"},
+		{"ttl too short", func(h *HoldFlags) { h.TTL = time.Millisecond }, "invalid --ttl 1ms: session: TTL out of bounds: must be at least 1s"},
 		{"negative timeout", func(h *HoldFlags) { h.Timeout = -time.Second }, "invalid --timeout -1s: must not be negative"},
 		{"try and timeout", func(h *HoldFlags) { h.Try, h.Timeout = true, time.Second }, "--try and --timeout exclude each other"},
 		{"try alone", func(h *HoldFlags) { h.Try = true }, ""},

@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/claim"
+	"github.com/coordkit/coordkit/session"
 )
 
 type claimOptions struct {
@@ -132,7 +133,7 @@ func claimErr(err error) error {
 	switch {
 	case errors.Is(err, claim.ErrNotClaimed), errors.Is(err, claim.ErrNotOwner):
 		return mark(errNotAcquired, err)
-	case errors.Is(err, claim.ErrEmptyName), errors.Is(err, claim.ErrEmptyOwner), errors.Is(err, claim.ErrTTLTooShort):
+	case errors.Is(err, session.ErrInvalidName), errors.Is(err, claim.ErrEmptyOwner), errors.Is(err, session.ErrBadTTL):
 		return &usageError{err: err}
 	}
 	return err

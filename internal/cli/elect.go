@@ -8,6 +8,7 @@ import (
 
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/report"
 	"github.com/coordkit/coordkit/internal/sidecar"
 	"github.com/coordkit/coordkit/session"
 )
@@ -137,7 +138,7 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 	if opts.Candidates {
 		cctx, cancel := f.CommandContext(ctx)
 		defer cancel()
-		r, err := e.Report(cctx)
+		r, err := report.CandidatesOf(cctx, e)
 		if err != nil {
 			return err
 		}
@@ -163,10 +164,10 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 	}
 	// Asked to yield to a preferred candidate (--policy): the command stops
 	// and the release is the handover.
-	hctx, stopHold := l.UntilYield(ctx)
+	hctx, stopHold := report.UntilYield(ctx, l)
 	defer stopHold()
 	release := f.releaser(ctx, l, func(rctx context.Context) error { // a policy's handover, else a resignation
-		ev, err := l.StepDownEvent(rctx)
+		ev, err := report.StepDown(rctx, l)
 		if ev == nil || err != nil {
 			return err
 		}
@@ -178,11 +179,11 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 		Stop: l.Yield(),
 		OnEnd: func(o childproc.Outcome) {
 			if o.Lost != nil && len(opts.Command) == 0 { // with a command, stdout is the command's
-				_ = p.Print(l.Event("lost", o.Lost.Error()))
+				_ = p.Print(report.EventOf(l, "lost", o.Lost.Error()))
 			}
 		},
 		Command:   opts.Command,
 		KillGrace: opts.KillGrace,
 		Env:       childproc.LeaderEnv(opts.Name, id, l.Token(), childproc.EnvFencingScope, opts.Name),
-	}, l.Event("elected", ""), opts.KillGraceSet)
+	}, report.EventOf(l, "elected", ""), opts.KillGraceSet)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/coordkit/coordkit/election"
+	"github.com/coordkit/coordkit/internal/report"
 )
 
 // observeElection prints the leader on every change until ctx ends, and
@@ -15,9 +16,9 @@ func observeElection(ctx context.Context, f *factory, p *printer, e *election.El
 	err := e.Watch(ctx, election.WatchConfig{RequestTimeout: f.Global.CommandTimeout, OnEvent: func(ev election.WatchEvent) error {
 		switch ev.Kind {
 		case election.WatchLeader:
-			return p.Print(election.LeaderEventOf(ev.Leader))
+			return p.Print(report.LeaderEventOf(ev.Leader))
 		case election.WatchUnknown:
-			return p.Print(election.LeaderEvent{Event: "unknown", Reason: ev.Reason})
+			return p.Print(report.LeaderEvent{Event: "unknown", Reason: ev.Reason})
 		case election.WatchDown:
 			fmt.Fprintf(f.IO.ErrOut, "coordctl: etcd does not answer (%v): the leader shown may be gone\n", ev.Err)
 		case election.WatchUp:

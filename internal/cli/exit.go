@@ -9,6 +9,7 @@ import (
 
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/fencing/sqlfence"
+	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/lock"
 	"github.com/coordkit/coordkit/session"
 )
@@ -61,7 +62,7 @@ var exitCodes = []struct {
 	{isAny(fencing.ErrStale), exitStale},
 	{isAny(errUnknown, sqlfence.ErrCommitUnknown, sqlfence.ErrOutsideFence), exitUnknown},
 	{isAny(errFailed), exitError},
-	{isAny(session.ErrBadTTL, session.ErrTTLTooLong), exitUsage}, // a --ttl the library refuses
+	{isAny(session.ErrBadTTL, primitive.ErrInvalid, session.ErrInvalidName), exitUsage}, // a name, --ttl, --limit or --lock-delay the library refuses
 	{func(err error) bool { var ue *usageError; return errors.As(err, &ue) }, exitUsage},
 	{isAny(context.Canceled), exitOK}, // interrupted (SIGINT) while waiting for nothing
 }

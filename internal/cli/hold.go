@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -51,11 +52,30 @@ func nameAndCommand(what string, cmd *cobra.Command, args []string, nameFlag str
 	return name, command, usageOrNil(err)
 }
 
-func (o *holdOptions) validate(what string) error {
+func (o *holdOptions) validate(what string, cfg primitive.Config) error {
 	if err := needName(what, o.Name); err != nil {
 		return err
 	}
-	return usageOrNil(o.HoldFlags.Validate())
+	if err := o.HoldFlags.Validate(); err != nil {
+		return usageOrNil(err)
+	}
+	return checkConfig(cfg)
+}
+
+// config is the library's configuration of what the flags hold (limit: a
+// semaphore's, 0 for a lock).
+func (o *holdOptions) config(kind primitive.Kind, limit int) primitive.Config {
+	return primitive.Config{Kind: kind, Name: o.Name, Prefix: o.Prefix, TTL: o.TTL, LockDelay: o.LockDelay, Limit: limit}
+}
+
+// checkConfig checks, before anything is dialled, what the library would
+// refuse (primitive.Config's rules: the name and prefix, TTL, lock delay,
+// limit): a usage error (exit 2) naming the rule.
+func checkConfig(cfg primitive.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return usageErrorf("%v", err)
+	}
+	return nil
 }
 
 // runHeldKey runs a lock's or a slot's key as the flags say (runHeld),
@@ -63,10 +83,10 @@ func (o *holdOptions) validate(what string) error {
 func (f *factory) runHeldKey(ctx context.Context, p *printer, o *holdOptions, what string,
 	held interface {
 		childproc.Liveness
-		HeldKey() *session.HeldKey
+		Session() *session.Session
 	}, release func(context.Context) error, out any, env map[string]string) error {
 	return f.runHeld(ctx, p, childproc.Run{What: what, Env: env, Command: o.Command, KillGrace: o.KillGrace,
-		Hold: childproc.KeyHold{Liveness: held, Sess: held.HeldKey().Session(), ReleaseFunc: f.releaser(ctx, held, release)}},
+		Hold: childproc.KeyHold{Liveness: held, Sess: held.Session(), ReleaseFunc: f.releaser(ctx, held, release)}},
 		out, o.KillGraceSet)
 }
 

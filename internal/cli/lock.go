@@ -8,7 +8,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/primitive"
+	"github.com/coordkit/coordkit/internal/report"
 	"github.com/coordkit/coordkit/lock"
+	"github.com/coordkit/coordkit/session"
 )
 
 type lockOptions struct {
@@ -100,7 +103,7 @@ named "status" is taken with --name: coordctl lock --name status -- CMD.`,
 	opts.bind(f, cmd, "lock", &nameFlag, func(ctx context.Context) error { return runLock(ctx, f, opts) })
 	fl := cmd.Flags()
 	f.addEtcdFlags(cmd.PersistentFlags()) // also for subcommands (lock status)
-	fl.DurationVar(&opts.TTL, "ttl", lock.DefaultTTL, "lease TTL: a crashed holder is replaced about this long after it stopped (at least 1s)")
+	fl.DurationVar(&opts.TTL, "ttl", session.DefaultTTL, "lease TTL: a crashed holder is replaced about this long after it stopped (at least 1s)")
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "give up (exit 3) if the lock is not acquired within this time (0: wait for ever)")
 	fl.BoolVar(&opts.Try, "try", false, "exit 3 at once if the lock is held elsewhere")
 	fl.BoolVar(&opts.Read, "read", false, "take the lock shared with other readers (default: exclusive, a writer)")
@@ -115,7 +118,7 @@ named "status" is taken with --name: coordctl lock --name status -- CMD.`,
 // runLock acquires the lock, then holds it until ctx ends (no command) or
 // the command exits, or until it is lost (exit 4).
 func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
-	p, client, err := f.startEtcd(ctx, func() error { return opts.validate("lock") })
+	p, client, err := f.startEtcd(ctx, func() error { return opts.validate("lock", opts.config(primitive.KindLock, 0)) })
 	if err != nil {
 		return err
 	}
@@ -124,7 +127,7 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 	notice := &childproc.WaitNotice{Out: f.IO.ErrOut}
 	lopts := []lock.Option{lock.WithTTL(opts.TTL), lock.WithSessionOptions(holdSessionOptions(f)...),
 		lock.WithPrefix(opts.Prefix), lock.WithLockDelay(opts.LockDelay),
-		lock.WithOnWait(func(w lock.Waiting) { notice.Waiting(w.String()) })}
+		lock.WithOnWait(func(w lock.Waiting) { notice.Waiting(report.LockWaiting(w)) })}
 	// A writer is a plain Mutex (NAME/<lease>), which every RWMutex reader
 	// counts as a writer: 'coordctl lock NAME' keeps its meaning and layout.
 	newMutex := lock.New
@@ -145,7 +148,7 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 	if err != nil {
 		return err
 	}
-	return f.runHeldKey(ctx, p, &opts.holdOptions, "lock "+opts.Name, held, held.Unlock, held.Report(),
+	return f.runHeldKey(ctx, p, &opts.holdOptions, "lock "+opts.Name, held, held.Unlock, report.LockHeldOf(held),
 		childproc.KeyEnv(opts.Name, held.Key(), held.Token(), opts.Name))
 }
 

@@ -7,7 +7,8 @@ import (
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/coordkit/coordkit/lock"
+	"github.com/coordkit/coordkit/internal/primitive"
+	"github.com/coordkit/coordkit/internal/report"
 )
 
 // statusOptions are the options of lock status and sem status.
@@ -67,19 +68,25 @@ func statusArgs(command, noun string) cobra.PositionalArgs {
 }
 
 func runLockStatus(ctx context.Context, f *factory, opts *statusOptions) error {
-	return readStatus(ctx, f, "lock", opts, func(ctx context.Context, c *clientv3.Client) (lock.Report, error) {
-		st, err := lock.Status(ctx, c, opts.Prefix+opts.Name)
-		st.Name = opts.Name // printed without the prefix
-		return st, err
+	cfg := primitive.Config{Kind: primitive.KindLock, Name: opts.Name, Prefix: opts.Prefix}
+	return readStatus(ctx, f, "lock", opts, cfg, func(ctx context.Context, c *clientv3.Client) (report.LockStatus, error) {
+		st, err := primitive.ReadLock(ctx, c, cfg)
+		return report.LockStatus{Name: opts.Name, Status: st}, err // printed without the prefix
 	}, fmt.Errorf("lock %s is free", opts.Name))
 }
 
 // readStatus runs lock status and sem status: read within
 // --command-timeout and print; nobody holding it is exit 3 (free, the
 // output says so).
-func readStatus[S interface{ Held() bool }](ctx context.Context, f *factory, command string, opts *statusOptions,
+func readStatus[S interface{ Held() bool }](ctx context.Context, f *factory, command string, opts *statusOptions, cfg primitive.Config,
 	read func(context.Context, *clientv3.Client) (S, error), free error) error {
-	return f.etcdCall(ctx, func() error { return needName(command+" status", opts.Name) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+	check := func() error {
+		if err := needName(command+" status", opts.Name); err != nil {
+			return err
+		}
+		return usageOrNil(cfg.ValidateKeys())
+	}
+	return f.etcdCall(ctx, check, func(ctx context.Context, p *printer, c *clientv3.Client) error {
 		st, err := read(ctx, c)
 		if err != nil {
 			return fmt.Errorf("%s status %s: %w", command, opts.Name, err)

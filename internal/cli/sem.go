@@ -10,7 +10,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/primitive"
+	"github.com/coordkit/coordkit/internal/report"
 	"github.com/coordkit/coordkit/semaphore"
+	"github.com/coordkit/coordkit/session"
 )
 
 type semOptions struct {
@@ -67,7 +70,7 @@ is taken with --name: coordctl sem --name status --limit 2 -- CMD.`,
 	opts.bind(f, cmd, "sem", &nameFlag, func(ctx context.Context) error { return runSem(ctx, f, opts) })
 	fl := cmd.Flags()
 	fl.IntVar(&opts.Limit, "limit", 0, "number of slots: at most this many holders at once (required)")
-	fl.DurationVar(&opts.TTL, "ttl", semaphore.DefaultTTL, "lease TTL: a crashed holder's slot is freed about this long after it stopped (at least 1s)")
+	fl.DurationVar(&opts.TTL, "ttl", session.DefaultTTL, "lease TTL: a crashed holder's slot is freed about this long after it stopped (at least 1s)")
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "give up (exit 3) if no slot is acquired within this time (0: wait for ever)")
 	fl.BoolVar(&opts.Try, "try", false, "exit 3 at once if no slot is free")
 	fl.DurationVar(&opts.LockDelay, "lock-delay", 0, "after a slot's holder was lost (not released), wait this long before taking that slot (0: off)")
@@ -86,7 +89,7 @@ func (o *semOptions) validate() error {
 	if o.Limit < 1 {
 		return usageErrorf("sem needs --limit N with N at least 1")
 	}
-	return usageOrNil(o.HoldFlags.Validate())
+	return o.holdOptions.validate("sem", o.config(primitive.KindSemaphore, o.Limit))
 }
 
 // runSem acquires a slot, then holds it as runLock holds a lock.
@@ -100,7 +103,7 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 	notice := &childproc.WaitNotice{Out: f.IO.ErrOut}
 	s, err := semaphore.New(client, opts.Name, opts.Limit,
 		semaphore.WithTTL(opts.TTL), semaphore.WithSessionOptions(holdSessionOptions(f)...), semaphore.WithPrefix(opts.Prefix), semaphore.WithLockDelay(opts.LockDelay),
-		semaphore.WithOnWait(func(w semaphore.Waiting) { notice.Waiting(w.String()) }))
+		semaphore.WithOnWait(func(w semaphore.Waiting) { notice.Waiting(report.SemWaiting(w)) }))
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
@@ -111,8 +114,8 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 	if err != nil {
 		return err
 	}
-	return f.runHeldKey(ctx, p, &opts.holdOptions, fmt.Sprintf("semaphore %s slot %d", opts.Name, held.Slot()), held, held.Release, held.Report(),
-		childproc.KeyEnv(opts.Name, held.Key(), held.Token(), held.Scope(), childproc.EnvSemSlot, strconv.Itoa(held.Slot())))
+	return f.runHeldKey(ctx, p, &opts.holdOptions, fmt.Sprintf("semaphore %s slot %d", opts.Name, held.Slot()), held, held.Release, report.SemHeldOf(held, opts.Limit),
+		childproc.KeyEnv(opts.Name, held.Key(), held.Token(), semaphore.Scope(opts.Name, held.Slot()), childproc.EnvSemSlot, strconv.Itoa(held.Slot())))
 }
 
 // acquireSlot takes a slot as the flags say; "not acquired" (exit 3) is
@@ -158,8 +161,9 @@ This is the status subcommand of 'coordctl sem': to hold a semaphore named
 }
 
 func runSemStatus(ctx context.Context, f *factory, opts *statusOptions) error {
-	return readStatus(ctx, f, "sem", opts, func(ctx context.Context, c *clientv3.Client) (semaphore.Report, error) {
-		st, err := semaphore.Status(ctx, c, opts.Prefix+opts.Name)
-		return st.Named(opts.Name), err // printed without the prefix: scopes NAME#i
+	cfg := primitive.Config{Kind: primitive.KindSemaphore, Name: opts.Name, Prefix: opts.Prefix}
+	return readStatus(ctx, f, "sem", opts, cfg, func(ctx context.Context, c *clientv3.Client) (report.SemStatus, error) {
+		st, err := primitive.ReadSemaphore(ctx, c, cfg)
+		return report.SemStatus{Name: opts.Name, Status: st}, err // printed without the prefix: scopes NAME#i
 	}, fmt.Errorf("semaphore %s: no slot held", opts.Name))
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/coordkit/coordkit/internal/report"
 	"github.com/coordkit/coordkit/semaphore"
 )
 
@@ -37,14 +39,14 @@ Prints "ok semaphore NAME limit=N" (-w json: {"name","limit"}).`,
 			if len(args) != 2 {
 				return usageErrorf("sem set-limit needs NAME and N")
 			}
-			if _, err := semaphore.ParseLimit(args[1]); err != nil {
+			if _, err := parseLimit(args[1]); err != nil {
 				return usageErrorf("sem set-limit: N must be a whole number of at least 1, got %q", args[1])
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
-			opts.Limit, _ = semaphore.ParseLimit(args[1])
+			opts.Limit, _ = parseLimit(args[1])
 			return runSemSetLimit(cmd.Context(), f, opts)
 		},
 	}
@@ -85,23 +87,23 @@ Prints "deleted semaphore NAME" or "semaphore NAME: nothing to delete"
 
 func runSemSetLimit(ctx context.Context, f *factory, opts *semAdminOptions) error {
 	return f.etcdCall(ctx, nil, func(ctx context.Context, p *printer, c *clientv3.Client) error {
-		if err := semaphore.SetLimit(ctx, c, opts.Prefix+opts.Name, opts.Limit); err != nil {
+		if err := semaphore.SetLimit(ctx, c, opts.Name, opts.Limit, semaphore.WithPrefix(opts.Prefix)); err != nil {
 			return semAdminError("set the limit of", opts.Name, err)
 		}
-		return p.Print(semaphore.LimitReport{Name: opts.Name, Limit: opts.Limit})
+		return p.Print(report.SemLimit{Name: opts.Name, Limit: opts.Limit})
 	})
 }
 
 func runSemDelete(ctx context.Context, f *factory, opts *semAdminOptions) error {
 	return f.etcdCall(ctx, nil, func(ctx context.Context, p *printer, c *clientv3.Client) error {
-		deleted, err := semaphore.Delete(ctx, c, opts.Prefix+opts.Name, opts.Force)
+		deleted, err := semaphore.Delete(ctx, c, opts.Name, opts.Force, semaphore.WithPrefix(opts.Prefix))
 		if errors.Is(err, semaphore.ErrInUse) {
 			return mark(errNotAcquired, fmt.Errorf("semaphore %s is in use: %w (wait for the holders to release, or --force to take their slots)", opts.Name, err))
 		}
 		if err != nil {
 			return semAdminError("delete", opts.Name, err)
 		}
-		return p.Print(semaphore.DeleteReport{Name: opts.Name, Deleted: deleted})
+		return p.Print(report.SemDeleted{Name: opts.Name, Deleted: deleted})
 	})
 }
 
@@ -111,4 +113,14 @@ func semAdminError(what, name string, err error) error {
 		return usageErrorf("sem: %v", err)
 	}
 	return fmt.Errorf("%s semaphore %s: %w", what, name, err)
+}
+
+// parseLimit reads the N of sem set-limit NAME N: a whole number of at
+// least 1.
+func parseLimit(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("limit must be a whole number of at least 1, got %q", s)
+	}
+	return n, nil
 }

@@ -80,6 +80,16 @@ func TestCheckRules(t *testing.T) {
 		{"a leaf depends on the module", []Package{pkg("fencing", "session")}, []string{
 			"fencing imports session: a leaf (fencing, lamport, chart) depends on this module",
 		}},
+		{"the primitives share internal/primitive", []Package{
+			pkg("lock", "internal/primitive"), pkg("semaphore", "internal/primitive"), pkg("election", "internal/primitive"), pkg("claim", "internal/primitive"),
+		}, nil},
+		{"only the primitives may import internal/primitive", []Package{pkg("scenarios", "internal/primitive"), pkg("cluster", "internal/primitive")}, []string{
+			"cluster imports internal/primitive: a public package imports an internal one",
+			"scenarios imports internal/primitive: a public package imports an internal one",
+		}},
+		{"internal/primitive is below the primitives", []Package{pkg("internal/primitive", "lock")}, []string{
+			"internal/primitive imports lock: layer internal/primitive imports layer {lock, semaphore, election, claim, cluster, lamport}, which is above it",
+		}},
 		{"a package in no layer", []Package{pkg("util")}, []string{
 			"util: in no layer of the arrow; place it in depcheck.Arrow",
 		}},

@@ -14,7 +14,7 @@ import (
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/faultproxy"
 	"github.com/coordkit/coordkit/internal/pglock"
-	"github.com/coordkit/coordkit/lock"
+	"github.com/coordkit/coordkit/session"
 )
 
 // LockPGAdvisory is a PostgreSQL session-level advisory lock
@@ -167,11 +167,11 @@ func (t pgTenure) Reader() bool         { return false }
 func (t pgTenure) Alive() bool { return t.c.Alive() }
 
 // Release unlocks; a closed connection (the lock went with it) is
-// lock.ErrNotHeld, which ends the worker's retries.
+// session.ErrNotHeld, which ends the worker's retries.
 func (t pgTenure) Release(ctx context.Context) error {
 	err := t.c.Unlock(ctx)
 	if errors.Is(err, pglock.ErrClosed) || errors.Is(err, pglock.ErrNotHeld) || (err != nil && !t.c.Usable()) {
-		return lock.ErrNotHeld
+		return session.ErrNotHeld
 	}
 	return err
 }

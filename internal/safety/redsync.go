@@ -15,7 +15,7 @@ import (
 
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/redislock"
-	"github.com/coordkit/coordkit/lock"
+	"github.com/coordkit/coordkit/session"
 )
 
 // ErrRedisUnreachable is returned by Run when the Redis server of
@@ -119,16 +119,16 @@ func (t redsyncTenure) Reader() bool         { return false }
 func (t redsyncTenure) Alive() bool { return time.Now().Before(t.m.Until()) }
 
 // Release unlocks; a lock that expired (or is someone else's now) is
-// lock.ErrNotHeld, which ends the worker's retries.
+// session.ErrNotHeld, which ends the worker's retries.
 func (t redsyncTenure) Release(ctx context.Context) error {
 	ok, err := t.m.UnlockContext(ctx)
 	switch {
 	case ok:
 		return nil
 	case errors.Is(err, redsync.ErrLockAlreadyExpired):
-		return lock.ErrNotHeld
+		return session.ErrNotHeld
 	case err == nil:
-		return lock.ErrNotHeld
+		return session.ErrNotHeld
 	}
 	return err
 }
@@ -163,7 +163,7 @@ func (h *RedsyncHold) Token() fencing.Token { return fencing.Token(h.t.token) }
 // client.
 func (h *RedsyncHold) Release(ctx context.Context) error {
 	err := h.t.Release(ctx)
-	if errors.Is(err, lock.ErrNotHeld) {
+	if errors.Is(err, session.ErrNotHeld) {
 		err = nil
 	}
 	if cerr := h.l.closeClient(); err == nil {

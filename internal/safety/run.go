@@ -19,7 +19,6 @@ import (
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/etcdembed"
 	"github.com/coordkit/coordkit/internal/faultproxy"
-	"github.com/coordkit/coordkit/lock"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -640,7 +639,7 @@ func (w *worker) release(t Tenure) {
 			op.Outcome = OK
 			return
 		}
-		if errors.Is(err, lock.ErrNotHeld) || errors.Is(err, election.ErrNotLeader) {
+		if errors.Is(err, session.ErrNotHeld) || errors.Is(err, election.ErrNotLeader) {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -1,10 +1,11 @@
 package sidecar
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"time"
 
-	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/childproc"
 )
 
@@ -56,7 +57,7 @@ func (o ElectFlags) Validate() error {
 }
 
 // Value is what a candidate proclaims: PROPOSAL, else --id, else
-// election.DefaultValue (hostname-pid); "" for --observe and --candidates,
+// DefaultValue (hostname-pid); "" for --observe and --candidates,
 // which campaign for nothing.
 func (o ElectFlags) Value() string {
 	switch {
@@ -67,5 +68,15 @@ func (o ElectFlags) Value() string {
 	case o.ID != "":
 		return o.ID
 	}
-	return election.DefaultValue()
+	return DefaultValue()
+}
+
+// DefaultValue is the value a candidate proclaims when given none:
+// hostname-pid ("coordctl" when the host has no name).
+func DefaultValue() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "coordctl"
+	}
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }

@@ -2,6 +2,9 @@ package sidecar
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,4 +60,15 @@ func TestElectFlagsValue(t *testing.T) {
 	require.Equal(t, "", ElectFlags{ID: "x", Observe: true}.Value(), "an observer campaigns for nothing")
 	require.Equal(t, "", ElectFlags{Candidates: true}.Value())
 	require.NotEmpty(t, ElectFlags{}.Value(), "the default is hostname-pid")
+}
+
+// (Was election.TestDefaultValueIsHostnamePID.)
+func TestDefaultValueIsHostnamePID(t *testing.T) {
+	v := DefaultValue()
+	if !strings.HasSuffix(v, fmt.Sprintf("-%d", os.Getpid())) {
+		t.Fatalf("DefaultValue() = %q, want a -pid suffix", v)
+	}
+	if host, err := os.Hostname(); err == nil && host != "" && v != fmt.Sprintf("%s-%d", host, os.Getpid()) {
+		t.Fatalf("DefaultValue() = %q, want %s-%d", v, host, os.Getpid())
+	}
 }

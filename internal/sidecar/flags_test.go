@@ -26,7 +26,7 @@ func TestFlagsCheck(t *testing.T) {
 		edit func(*Flags)
 		want string
 	}{
-		{"ttl first", func(f *Flags) { f.TTL, f.Election = time.Millisecond, "" }, "invalid --ttl 1ms: session: TTL must be at least 1s"},
+		{"ttl first", func(f *Flags) { f.TTL, f.Election = time.Millisecond, "" }, "invalid --ttl 1ms: session: TTL out of bounds: must be at least 1s"},
 		{"no election", func(f *Flags) { f.Election = " " }, "--election is required"},
 		{"no id", func(f *Flags) { f.ID = "" }, "--id is required"},
 		{"kill grace", func(f *Flags) { f.KillGrace = 0 }, "invalid --kill-grace 0s: must be positive"},

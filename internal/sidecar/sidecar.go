@@ -223,7 +223,7 @@ func (s *Sidecar) Resign(ctx context.Context) error {
 func (s *Sidecar) ask(ctx context.Context, req resignRequest) error {
 	select {
 	case s.resign <- req:
-	case <-req.l.Lost():
+	case <-req.l.Context().Done(): // lost or resigned
 		return ErrNotLeader
 	case <-ctx.Done():
 		return ctx.Err()
@@ -622,7 +622,7 @@ var errObserveEnded = errors.New("sidecar: observe ended")
 // retryBackoff paces retries after etcd errors: full jitter, capped at
 // 100ms doubling to 2s.
 func retryBackoff() *backoff.ExponentialBackOff {
-	return election.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second}.Exponential()
+	return session.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second}.Exponential()
 }
 
 func errString(err error) string {

@@ -397,7 +397,7 @@ func (r *roller) settled(ctx context.Context, p *proc, want []string) error {
 	pref := election.Preference{Policy: r.policy}
 	for {
 		cs, err := p.candidates(ctx)
-		if err == nil && len(cs) > 0 && !cs[0].Foreign() {
+		if err == nil && len(cs) > 0 && cs[0].Attributes != nil {
 			have := map[string]bool{}
 			for _, c := range cs {
 				have[c.ID()] = true

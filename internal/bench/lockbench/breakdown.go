@@ -10,7 +10,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/coordkit/coordkit/internal/bench"
-	"github.com/coordkit/coordkit/session"
+	"github.com/coordkit/coordkit/internal/primitive"
 )
 
 // The uncontended breakdown: what an uncontended lock+unlock costs for
@@ -190,13 +190,13 @@ func (l *bareLocker) Lock(ctx context.Context) error {
 	first := clientv3.OpGet(l.pfx, clientv3.WithFirstCreate()...)
 	var more []clientv3.Op
 	if l.step.coordkitAcquire {
-		// A value of the shape of session.Lazy's Nonce (16 hex digits, a
+		// A value of the shape of primitive.Lazy's Nonce (16 hex digits, a
 		// dash, the acquisition's count): only its size matters here.
 		l.puts++
 		val = fmt.Sprintf("%016x-%d", int64(l.s.Lease()), l.puts)
 		first = clientv3.OpGet(l.pfx, clientv3.WithRange(clientv3.GetPrefixRangeEnd(l.pfx)), clientv3.WithKeysOnly(),
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
-		more = append(more, clientv3.OpGet(l.pfx+session.SemLimitSuffix, clientv3.WithKeysOnly()))
+		more = append(more, clientv3.OpGet(l.pfx+primitive.SemLimitSuffix, clientv3.WithKeysOnly()))
 	}
 	then := append([]clientv3.Op{clientv3.OpPut(l.key, val, clientv3.WithLease(l.s.Lease())), first}, more...)
 	els := append([]clientv3.Op{clientv3.OpGet(l.key), first}, more...)

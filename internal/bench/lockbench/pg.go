@@ -15,7 +15,7 @@ import (
 
 	"github.com/coordkit/coordkit/internal/bench"
 	"github.com/coordkit/coordkit/internal/pglock"
-	"github.com/coordkit/coordkit/lock"
+	"github.com/coordkit/coordkit/session"
 )
 
 // colPG is the PostgreSQL advisory lock's column.
@@ -209,7 +209,7 @@ func crashOnce(ctx context.Context, e *env, im impl, ch crashHolder, coordctl, n
 		return 0, err
 	}
 	d := granted.Sub(killed)
-	if err := l.Unlock(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, lock.ErrNotHeld) {
+	if err := l.Unlock(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, session.ErrNotHeld) {
 		return 0, err
 	}
 	return d, nil

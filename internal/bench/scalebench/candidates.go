@@ -74,7 +74,7 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape, once bool
 						// out on the loaded server (session.ErrUnavailable):
 						// campaign again after a pause, as election.Run (the
 						// sidecar's loop) does with its backoff.
-						if errors.Is(err, election.ErrSessionExpired) {
+						if errors.Is(err, session.ErrGoneWhileWaiting) {
 							losses.Add(1)
 						} else {
 							retried.Add(1)

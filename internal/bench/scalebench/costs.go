@@ -165,7 +165,7 @@ func (r *runner) costs(ctx context.Context, e *env) error {
 	}()
 	kas := make([]*session.Keepaliver, len(clients))
 	for i, c := range clients {
-		kas[i] = session.NewKeepaliver(c)
+		kas[i] = session.NewKeepaliver(c, session.KeepaliverConfig{})
 	}
 	for i := range sessions {
 		s, err := session.New(ctx, clients[i%len(clients)], session.WithTTL(3*time.Second), session.WithKeepaliver(kas[i%len(clients)]))

@@ -23,7 +23,7 @@
 // state together. Every figure depends on the machine and its load;
 // compare within one run.
 //
-// Herd wake-ups are counted with lock.WithOnWait and lock.WithOnLook: each
+// Herd wake-ups are counted with lock.WithOnWait and primitive.Trace.OnLook: each
 // Lock that waits reads its predecessor once when it starts waiting and
 // once per wake-up; a release that woke more than one waiter is a herd.
 //

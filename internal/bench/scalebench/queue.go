@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/coordkit/coordkit/internal/bench"
+	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/lock"
 )
 
@@ -33,17 +34,22 @@ func (h *herdCounter) options() []lock.Option {
 			h.first[w.Key] = true
 			h.mu.Unlock()
 		}),
-		lock.WithOnLook(func(key string) {
-			h.mu.Lock()
-			first := h.first[key]
-			h.first[key] = false
-			h.mu.Unlock()
-			if !first {
-				h.lastWake.Store(time.Now().UnixNano())
-				h.wakeups.Add(1)
-			}
-		}),
 	}
+}
+
+// trace counts each look of a waiter after its first (primitive.Trace,
+// carried by the context of Lock).
+func (h *herdCounter) trace() *primitive.Trace {
+	return &primitive.Trace{OnLook: func(key string) {
+		h.mu.Lock()
+		first := h.first[key]
+		h.first[key] = false
+		h.mu.Unlock()
+		if !first {
+			h.lastWake.Store(time.Now().UnixNano())
+			h.wakeups.Add(1)
+		}
+	}}
 }
 
 // queueStats is what one implementation measured at one W.
@@ -172,7 +178,7 @@ func queueOnce(ctx context.Context, e *env, im, w, handoffs int, hold time.Durat
 		return st, err
 	}
 
-	wctx, cancel := context.WithCancel(ctx)
+	wctx, cancel := context.WithCancel(primitive.WithTrace(ctx, herd.trace()))
 	defer cancel()
 	var (
 		mu        sync.Mutex

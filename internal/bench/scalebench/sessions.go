@@ -66,9 +66,9 @@ func (r *runner) eachKeepAlive(curve func(once bool) error) error {
 // client, shared by the client's sessions.
 func keepaliver(cli *clientv3.Client, once bool) *session.Keepaliver {
 	if once {
-		return session.NewKeepaliver(cli, session.WithoutStream())
+		return session.NewKeepaliver(cli, session.KeepaliverConfig{WithoutStream: true})
 	}
-	return session.NewKeepaliver(cli)
+	return session.NewKeepaliver(cli, session.KeepaliverConfig{})
 }
 
 func keepAliveName(once bool) string {

@@ -283,7 +283,7 @@ func TestCoordE2EForeignParticipant(t *testing.T) {
 	require.NoError(t, theirs.Campaign(ctx, "etcdctl"))
 	a := startSidecarProc(t, nil, eps, "mixed", "a", "--policy", "priority", "--priority", "1")
 	cs := a.awaitQueued(t, 2)
-	require.True(t, cs[0].Foreign())
+	require.Nil(t, cs[0].Attributes, "a foreign candidate publishes no attributes")
 	require.Equal(t, 503, a.status(t, "/readyz"), "no sidecar leads while etcdctl does")
 	require.NoError(t, theirs.Resign(ctx))
 	el := a.awaitLine(t, "elected", 10*time.Second)

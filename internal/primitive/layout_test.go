@@ -1,7 +1,6 @@
-package session
+package primitive
 
 import (
-	"errors"
 	"testing"
 )
 
@@ -37,31 +36,5 @@ func TestRoleOf(t *testing.T) {
 	}
 	if !RoleReader.IsLock() || RoleSemSlot.IsLock() || !RoleSemLimit.IsSemaphore() || RoleForeign.IsSemaphore() {
 		t.Fatal("IsLock/IsSemaphore")
-	}
-}
-
-func TestValidateName(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		name string
-		ok   bool
-	}{
-		{"jobs/nightly", true},
-		{"read", true}, // no parent whose layout it could be part of
-		{"x/reader", true},
-		{"", false},
-		{"nest2/read", false},
-		{"a/b/write", false},
-		{"pool/queue", false},
-		{"pool/slots", false},
-		{"pool/limit", false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			err := ValidateName(tc.name)
-			if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalidName)) {
-				t.Fatalf("ValidateName(%q) = %v, want ok=%v", tc.name, err, tc.ok)
-			}
-		})
 	}
 }

@@ -1,4 +1,4 @@
-package session
+package primitive
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/session"
 )
 
 // Lazy is the session of a lock or semaphore handle: either one the caller
@@ -20,20 +22,20 @@ import (
 // after it was lost. Safe for concurrent use.
 type Lazy struct {
 	client *clientv3.Client
-	opts   []Option
+	opts   []session.Option
 	owned  bool
 	id     string // random: makes Nonce unique across handles
 	count  atomic.Uint64
 	turn   chan struct{} // taken from the start of an acquisition until what it got ends
 
 	mu     sync.Mutex
-	s      *Session
+	s      *session.Session
 	closed bool
 }
 
 // NewLazy returns the session source of a handle: given, when not nil, or
 // its own sessions created with opts. It does no I/O.
-func NewLazy(client *clientv3.Client, given *Session, opts ...Option) *Lazy {
+func NewLazy(client *clientv3.Client, given *session.Session, opts ...session.Option) *Lazy {
 	return &Lazy{client: client, opts: opts, owned: given == nil, s: given, id: randomID(), turn: make(chan struct{}, 1)}
 }
 
@@ -73,19 +75,19 @@ func (l *Lazy) EndTurn() { <-l.turn }
 func (l *Lazy) Owned() bool { return l.owned }
 
 // Get returns a live session. The handle's own is granted anew if it was
-// lost; a given one that ended is an error wrapping ErrGoneWhileWaiting and
+// lost; a given one that ended is an error wrapping session.ErrGoneWhileWaiting and
 // its reason. After Close, ErrClosed.
-func (l *Lazy) Get(ctx context.Context) (*Session, error) {
+func (l *Lazy) Get(ctx context.Context) (*session.Session, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return nil, ErrClosed
+		return nil, session.ErrClosed
 	}
 	if l.s != nil {
 		select {
 		case <-l.s.Done():
 			if !l.owned {
-				return nil, fmt.Errorf("%w: %w", ErrGoneWhileWaiting, l.s.Err())
+				return nil, fmt.Errorf("%w: %w", session.ErrGoneWhileWaiting, l.s.Err())
 			}
 			_ = l.s.Close() // revoke what is left of it
 			l.s = nil
@@ -93,7 +95,7 @@ func (l *Lazy) Get(ctx context.Context) (*Session, error) {
 			return l.s, nil
 		}
 	}
-	s, err := New(ctx, l.client, l.opts...)
+	s, err := session.New(ctx, l.client, l.opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +105,7 @@ func (l *Lazy) Get(ctx context.Context) (*Session, error) {
 
 // Drop forgets s, closing it, if it is the handle's own current session: an
 // acquisition found its lease gone on the server before the session knew.
-func (l *Lazy) Drop(s *Session) {
+func (l *Lazy) Drop(s *session.Session) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.s == s && l.owned {

@@ -1,20 +1,17 @@
-package session
+package report
 
 import (
 	"fmt"
 	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/primitive"
 )
 
-// StatusEntry is one holder or waiter of a lock or semaphore as their
-// reports print themselves (lock.Report, semaphore.Report: their JSON form
-// is what `coordctl lock status` and `coordctl sem status` print, a stable
-// contract). The lease is in hex, as etcdctl prints lease IDs.
-type StatusEntry struct {
+// statusEntry is one holder or waiter of a lock or semaphore as the status
+// commands print it. The lease is in hex, as etcdctl prints lease IDs.
+type statusEntry struct {
 	Key   string        `json:"key"`
 	Token fencing.Token `json:"token"`
 	Lease string        `json:"lease"`
@@ -26,44 +23,42 @@ type StatusEntry struct {
 	TTL *int64 `json:"ttl_s,omitempty"`
 }
 
-// StatusReport is the JSON form of a lock's or a semaphore's status
-// (lock.Report, semaphore.Report): {"name","revision","limit"?,"held",
-// "holders":[...],"waiters":[...]}; Limit is a semaphore's, nil for a lock.
-type StatusReport struct {
+// statusJSON is the JSON form of a lock's or a semaphore's status:
+// {"name","revision","limit"?,"held","holders":[...],"waiters":[...]};
+// Limit is a semaphore's, nil for a lock.
+type statusJSON struct {
 	Name     string        `json:"name"`
 	Revision int64         `json:"revision"`
 	Limit    *int          `json:"limit,omitempty"`
 	Held     bool          `json:"held"`
-	Holders  []StatusEntry `json:"holders"`
-	Waiters  []StatusEntry `json:"waiters"`
+	Holders  []statusEntry `json:"holders"`
+	Waiters  []statusEntry `json:"waiters"`
 }
 
-// NewStatusEntry is the entry of a key, without mode, slot or TTL.
-func NewStatusEntry(key string, token fencing.Token, lease clientv3.LeaseID) StatusEntry {
-	return StatusEntry{Key: key, Token: token, Lease: fmt.Sprintf("%x", int64(lease))}
-}
-
-// WithTTL sets the entry's TTL from what LeaseTTL said (negative: gone).
-func (e StatusEntry) WithTTL(d time.Duration) StatusEntry {
-	s := int64(d / time.Second)
-	if d < 0 {
-		s = -1
+// entryOf is the printed form of e; withTTL for a holder.
+func entryOf(e primitive.Entry, withTTL bool) statusEntry {
+	out := statusEntry{Key: e.Key, Token: e.Token, Lease: fmt.Sprintf("%x", int64(e.Lease))}
+	if withTTL {
+		s := int64(e.TTL / time.Second)
+		if e.TTL < 0 {
+			s = -1
+		}
+		out.TTL = &s
 	}
-	e.TTL = &s
-	return e
+	return out
 }
 
-// FormatStatus is the text form of a lock's or a semaphore's status: a
+// formatStatus is the text form of a lock's or a semaphore's status: a
 // line "WHAT: held at revision R EXTRA by H, W waiting" (or "free at
 // ..."), then one line per holder and waiter.
-func FormatStatus(what string, rev int64, extra string, holders, waiters []StatusEntry) string {
+func formatStatus(what string, rev int64, extra string, holders, waiters []statusEntry) string {
 	var b strings.Builder
 	if len(holders) == 0 {
 		fmt.Fprintf(&b, "%s: free at revision %d%s, %d waiting\n", what, rev, extra, len(waiters))
 	} else {
 		fmt.Fprintf(&b, "%s: held at revision %d%s by %d, %d waiting\n", what, rev, extra, len(holders), len(waiters))
 	}
-	line := func(role string, e StatusEntry) {
+	line := func(role string, e statusEntry) {
 		fmt.Fprintf(&b, "  %-6s", role)
 		if e.Mode != "" {
 			fmt.Fprintf(&b, " %-9s", e.Mode)

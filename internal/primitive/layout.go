@@ -1,7 +1,6 @@
-package session
+package primitive
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 )
@@ -90,31 +89,4 @@ func isLeaseHex(s string) bool {
 		}
 	}
 	return true
-}
-
-// reservedSegments end no name of a lock, semaphore or election: the keys of
-// a lock named "N/read" would be N/read/<lease hex>, which are the readers
-// of the read-write lock N; likewise for the other infixes and N/limit.
-var reservedSegments = []string{"read", "write", "queue", "slots", "limit"}
-
-// ValidateName reports whether name can name a lock, semaphore or election.
-// It must not be empty, and must not end in a segment the layout of another
-// name's primitives uses ("N/read", "N/write", "N/queue", "N/slots",
-// "N/limit"): their keys could not be told from those of N. The error wraps
-// ErrInvalidName.
-func ValidateName(name string) error {
-	if name == "" {
-		return fmt.Errorf("%w: empty", ErrInvalidName)
-	}
-	i := strings.LastIndexByte(name, '/')
-	if i < 0 {
-		return nil
-	}
-	parent, last := name[:i], name[i+1:]
-	for _, seg := range reservedSegments {
-		if last == seg {
-			return fmt.Errorf("%w: %q ends in %q, which the keys of %q's read-write lock or semaphore use (its keys could not be told from theirs)", ErrInvalidName, name, seg, parent)
-		}
-	}
-	return nil
 }

@@ -1,0 +1,59 @@
+package primitive
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/coordkit/coordkit/session"
+)
+
+// reservedSegments end no name of a lock, semaphore or election: the keys of
+// a lock named "N/read" would be N/read/<lease hex>, which are the readers
+// of the read-write lock N; likewise for the other infixes and N/limit.
+var reservedSegments = []string{"read", "write", "queue", "slots", "limit"}
+
+// ValidateName reports whether name can name a lock, semaphore or election
+// (or a claim). A name is one or more segments joined by "/", so that its
+// keys, name+"/"+..., are what the user meant:
+//
+//   - not empty, and no empty segment: no leading or trailing "/", no "//".
+//     "/my-lock/" is how etcd's concurrency.NewMutex spells a prefix; its
+//     keys are reached with the name "my-lock" under the prefix "/" (the
+//     error says so), not with a name of its own shape, which would put the
+//     keys under "/my-lock//".
+//   - no white space and no control characters (a name is printed, put in
+//     environment variables and typed in shells).
+//   - not ending in a segment another name's primitives use ("N/read",
+//     "N/write", "N/queue", "N/slots", "N/limit"): their keys could not be
+//     told from those of N.
+//
+// The error wraps session.ErrInvalidName and names the rule.
+func ValidateName(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty", session.ErrInvalidName)
+	}
+	if strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") {
+		return fmt.Errorf("%w: %q starts or ends with \"/\" (a name is segments joined by \"/\"; for keys under %q use the name %q with the prefix \"/\")",
+			session.ErrInvalidName, name, "/"+strings.Trim(name, "/")+"/", strings.Trim(name, "/"))
+	}
+	if strings.Contains(name, "//") {
+		return fmt.Errorf("%w: %q has an empty segment (\"//\")", session.ErrInvalidName, name)
+	}
+	for _, r := range name {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			return fmt.Errorf("%w: %q contains white space or a control character (%U)", session.ErrInvalidName, name, r)
+		}
+	}
+	i := strings.LastIndexByte(name, '/')
+	if i < 0 {
+		return nil
+	}
+	parent, last := name[:i], name[i+1:]
+	for _, seg := range reservedSegments {
+		if last == seg {
+			return fmt.Errorf("%w: %q ends in %q, which the keys of %q's read-write lock or semaphore use (its keys could not be told from theirs)", session.ErrInvalidName, name, seg, parent)
+		}
+	}
+	return nil
+}

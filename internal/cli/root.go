@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/primitive"
 )
 
 // Main runs coordctl with the process's arguments and streams and returns
@@ -66,6 +67,12 @@ func hint(cmd *cobra.Command, err error) string {
 			"if etcd was restored from a snapshot or rebuilt, its revisions restarted below the floors; "+
 			"restore it with 'etcdutl snapshot restore --bump-revision N --mark-compacted', N above the highest floor "+
 			"('coordctl resource floors', 'coordctl sql floor --all'); see docs/operations.md)", se.Token, se.Floor-se.Token)
+	}
+	switch kind, ok := primitive.NameTakenBy(err); {
+	case ok && kind == primitive.KindSemaphore:
+		return " (use coordctl sem, or coordctl sem delete to free the name)"
+	case ok:
+		return " (use coordctl lock, or see coordctl lock status)"
 	}
 	asksEtcd := cmd != nil && cmd.Flags().Lookup("endpoints") != nil
 	if asksEtcd && errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "quorum") {

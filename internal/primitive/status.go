@@ -2,6 +2,7 @@ package primitive
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -125,15 +126,33 @@ func ReadSemaphore(ctx context.Context, client *clientv3.Client, c Config) (Stat
 }
 
 // NameInUse is the error of a primitive of kind what that found, under its
-// name, key, a key of a primitive of kind other: it wraps
-// session.ErrNameInUse.
+// name, key, a key of a primitive of kind other: it matches
+// session.ErrNameInUse, and NameTakenBy tells other.
 func NameInUse(what Kind, name, key string, other Kind) error {
 	kind := other.String()
 	if other == KindLock {
 		kind = "read-write lock or lock"
 	}
-	return fmt.Errorf("%s: %w: %q is a %s's (key %s exists)", what, session.ErrNameInUse, name, kind, key)
+	return fmt.Errorf("%s: %w", what, &nameInUseError{other: other, msg: fmt.Sprintf("%v: name %q is a %s's (key %s exists)", session.ErrNameInUse, name, kind, key)})
 }
+
+// NameTakenBy reports which kind of primitive holds the name, if err is a
+// NameInUse error.
+func NameTakenBy(err error) (Kind, bool) {
+	var e *nameInUseError
+	if errors.As(err, &e) {
+		return e.other, true
+	}
+	return 0, false
+}
+
+type nameInUseError struct {
+	other Kind
+	msg   string
+}
+
+func (e *nameInUseError) Error() string        { return e.msg }
+func (e *nameInUseError) Is(target error) bool { return target == session.ErrNameInUse }
 
 // OwnLockKeys keeps, of kvs (keys under pfx, the prefix of the lock name),
 // the lock's own (RoleOf), and returns the last of the others (another

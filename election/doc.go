@@ -24,7 +24,7 @@
 //   - Campaign returns a Leadership only if, at that instant, our key is the
 //     oldest candidate under the prefix and our session's local deadline has not
 //     passed. If the session ends or our key disappears while waiting, it
-//     returns ErrSessionExpired. (etcd's Campaign can return success after
+//     returns session.ErrGoneWhileWaiting. (etcd's Campaign can return success after
 //     its own key expired while it waited: a phantom win.)
 //   - Loss is signalled by Lost/Context as soon as we can know it: at the
 //     session's local deadline (the send time of the last successful

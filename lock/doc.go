@@ -61,7 +61,7 @@
 //     loss watch (one per acquisition, session.HeldKey) starts when the lock
 //     is granted, without delaying Lock's return (a read covers the gap).
 //   - A waiter whose own key or session vanishes while it waits gets
-//     ErrSessionExpired, never the lock.
+//     session.ErrGoneWhileWaiting, never the lock.
 //   - Unlock deletes the key only if it still has this lock's create
 //     revision, so a late or retried Unlock cannot delete a newer lock of
 //     the same session. A Lock that gives up (context done, TryLock) removes
@@ -73,7 +73,7 @@
 //     keys that watched it. Tokens are create revisions for both modes;
 //     writers' tokens grow from writer to writer, and the resource fences
 //     writes by them. A waiting writer whose lease is revoked gets
-//     ErrSessionExpired, never the lock (etcd-io/etcd#16221: the recipe let
+//     session.ErrGoneWhileWaiting, never the lock (etcd-io/etcd#16221: the recipe let
 //     it go on beside the next writer).
 //   - WithLockDelay(d): after a holder ahead of a waiter is lost (its key
 //     deleted and its lease gone: expired or revoked), the waiter takes the
@@ -105,7 +105,7 @@
 // that Lock looks). Close of a Mutex that owns its session revokes the lease,
 // so a lock held at Close counts as lost for the delay: Unlock first. A
 // clean Unlock never counts as a loss, whatever follows it: a lock is a
-// session.HeldKey held WithReleaseKeepsLease, so once nothing is held on the
+// session.HeldKey held with HoldConfig.ReleaseKeepsLease, so once nothing is held on the
 // session any more and something was released cleanly, the session's Close
 // leaves the lease to expire instead of revoking it (see
 // session.Session.Close), and the waiter that looks at the lease finds it. A

@@ -48,7 +48,7 @@
 //     created (matched by a value unique to the attempt).
 //   - Fenced release: Release deletes the slot key only if it still has the
 //     hold's create revision.
-//   - A waiter whose own key or session vanishes gets ErrSessionExpired,
+//   - A waiter whose own key or session vanishes gets session.ErrGoneWhileWaiting,
 //     never a slot.
 //   - WithLockDelay(d): the head of the queue, when it saw a slot's holder
 //     lost (key deleted, lease gone), waits d after the deletion before it

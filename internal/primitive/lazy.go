@@ -44,7 +44,7 @@ func NewLazy(client *clientv3.Client, given *session.Session, opts ...session.Op
 // turn is taken first — waiting for it, or failing at once with busy when
 // try is set — and given back when acquire fails; when it succeeds, the
 // turn lasts until EndTurn, which the acquired key's end calls
-// (WithOnEnd). ctx's cause is returned if it ends while waiting for the turn.
+// (session.HoldConfig.OnEnd). ctx's cause is returned if it ends while waiting for the turn.
 func Serially[T any](ctx context.Context, l *Lazy, try bool, busy error, acquire func(context.Context, bool) (T, error)) (T, error) {
 	var zero T
 	if try {

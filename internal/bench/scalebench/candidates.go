@@ -70,7 +70,7 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape, once bool
 					l, err := ev.Campaign(cctx, fmt.Sprint(id))
 					if err != nil && cctx.Err() == nil {
 						// Its keepalives missed the local deadline while it
-						// waited (ErrSessionExpired), or a lease grant timed
+						// waited (session.ErrGoneWhileWaiting), or a lease grant timed
 						// out on the loaded server (session.ErrUnavailable):
 						// campaign again after a pause, as election.Run (the
 						// sidecar's loop) does with its backoff.

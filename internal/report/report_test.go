@@ -115,3 +115,25 @@ func TestCandidatesOneLinePerCandidate(t *testing.T) {
 	got := Candidates{Name: "s", Candidates: cs}.String()
 	require.Equal(t, cs[0].String()+"\n"+cs[1].String(), got)
 }
+
+// A held lock and a held slot print as coordctl lock and coordctl sem print
+// them once they hold (was the HeldReport assertion of lock's
+// TestNewReaderIsTheReadMode, and semaphore's HeldReport forms).
+func TestHeldForms(t *testing.T) {
+	r := LockHeld{Name: "rd", Key: "rd/read/1f", Token: 7, Lease: "1f", Shared: true}
+	require.Equal(t, "holding read lock rd key=rd/read/1f token=7 lease=1f", r.String())
+	b, err := json.Marshal(r)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"name":"rd","key":"rd/read/1f","token":7,"lease":"1f","shared":true}`, string(b))
+	r.Shared = false
+	require.Equal(t, "holding lock rd key=rd/read/1f token=7 lease=1f", r.String())
+	b, err = json.Marshal(r)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"name":"rd","key":"rd/read/1f","token":7,"lease":"1f"}`, string(b), "shared only for a reader")
+
+	s := SemHeld{Name: "pool", Limit: 3, Slot: 1, Scope: "pool#1", Key: "pool/slots/1", Token: 9, Lease: "2a"}
+	require.Equal(t, "holding semaphore pool slot=1 scope=pool#1 key=pool/slots/1 token=9 lease=2a", s.String())
+	b, err = json.Marshal(s)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"name":"pool","limit":3,"slot":1,"scope":"pool#1","key":"pool/slots/1","token":9,"lease":"2a"}`, string(b))
+}

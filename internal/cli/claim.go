@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/claim"
+	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -114,6 +115,9 @@ func claimSubCmd(f *factory, parent *claimOptions, op claim.Op, cmd *cobra.Comma
 func validateClaimArgs(opts *claimOptions, needOwner bool) error {
 	if opts.Name == "" {
 		return usageErrorf("NAME must not be empty")
+	}
+	if err := primitive.ValidateName(opts.Name); err != nil {
+		return usageErrorf("%v", err)
 	}
 	if needOwner && opts.Owner == "" {
 		return usageErrorf("--owner is required and must not be empty")

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/internal/report"
 	"github.com/coordkit/coordkit/semaphore"
 )
@@ -86,7 +87,8 @@ Prints "deleted semaphore NAME" or "semaphore NAME: nothing to delete"
 }
 
 func runSemSetLimit(ctx context.Context, f *factory, opts *semAdminOptions) error {
-	return f.etcdCall(ctx, nil, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+	cfg := primitive.Config{Kind: primitive.KindSemaphore, Name: opts.Name, Prefix: opts.Prefix, Limit: opts.Limit}
+	return f.etcdCall(ctx, func() error { return checkConfig(cfg) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
 		if err := semaphore.SetLimit(ctx, c, opts.Name, opts.Limit, semaphore.WithPrefix(opts.Prefix)); err != nil {
 			return semAdminError("set the limit of", opts.Name, err)
 		}
@@ -95,7 +97,8 @@ func runSemSetLimit(ctx context.Context, f *factory, opts *semAdminOptions) erro
 }
 
 func runSemDelete(ctx context.Context, f *factory, opts *semAdminOptions) error {
-	return f.etcdCall(ctx, nil, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+	cfg := primitive.Config{Kind: primitive.KindSemaphore, Name: opts.Name, Prefix: opts.Prefix}
+	return f.etcdCall(ctx, func() error { return usageOrNil(cfg.ValidateKeys()) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
 		deleted, err := semaphore.Delete(ctx, c, opts.Name, opts.Force, semaphore.WithPrefix(opts.Prefix))
 		if errors.Is(err, semaphore.ErrInUse) {
 			return mark(errNotAcquired, fmt.Errorf("semaphore %s is in use: %w (wait for the holders to release, or --force to take their slots)", opts.Name, err))

@@ -148,3 +148,34 @@ func TestUsageErrorPrintsTheUsageLineOnly(t *testing.T) {
 		require.LessOrEqual(t, strings.Count(res.Stderr, "\n"), 4, "%v: %s", args, res.Stderr)
 	}
 }
+
+// Names that cannot be what the user meant are refused with exit 2 before
+// anything is dialled (the endpoint answers nothing), naming the rule: the
+// library's rules (primitive.ValidateName), for every command that takes a
+// name.
+func TestUnusableNamesAreUsageErrors(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"COORDCTL_ENDPOINTS": "127.0.0.1:1"}
+	cases := []struct {
+		args []string
+		rule string
+	}{
+		{[]string{"lock", "x/", "--", "true"}, `ends with "/"`},
+		{[]string{"lock", "/my-lock", "--", "true"}, `with the prefix "/"`},
+		{[]string{"lock", "status", "a//b"}, "empty segment"},
+		{[]string{"sem", "with space", "--limit", "2", "--", "true"}, "white space"},
+		{[]string{"sem", "status", "/"}, "no name"},
+		{[]string{"sem", "set-limit", "p/limit", "3"}, `ends in "limit"`},
+		{[]string{"elect", "tab\there", "--id", "a"}, "white space"},
+		{[]string{"sidecar", "--election", "x/", "--id", "a"}, `ends with "/"`},
+		{[]string{"claim", "nul\x01", "--owner", "o"}, "control"},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			res := runInProcess(context.Background(), env, tc.args...)
+			require.Equal(t, exitUsage, res.Code, res.Stderr)
+			require.Contains(t, res.Stderr, tc.rule)
+			require.NotContains(t, res.Stderr, "unreachable", "refused before dialling")
+		})
+	}
+}

@@ -33,9 +33,16 @@ func ValidateName(name string) error {
 	if name == "" {
 		return fmt.Errorf("%w: empty", session.ErrInvalidName)
 	}
-	if strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") {
-		return fmt.Errorf("%w: %q starts or ends with \"/\" (a name is segments joined by \"/\"; for keys under %q use the name %q with the prefix \"/\")",
+	if strings.Trim(name, "/") == "" {
+		return fmt.Errorf("%w: %q is no name (a name is segments joined by \"/\")", session.ErrInvalidName, name)
+	}
+	if strings.HasPrefix(name, "/") {
+		return fmt.Errorf("%w: %q starts with \"/\" (a name is segments joined by \"/\"): for keys under %q use the name %q with the prefix \"/\"",
 			session.ErrInvalidName, name, "/"+strings.Trim(name, "/")+"/", strings.Trim(name, "/"))
+	}
+	if strings.HasSuffix(name, "/") {
+		return fmt.Errorf("%w: %q ends with \"/\" (a name is segments joined by \"/\"): the name %q keeps its keys under %q (etcd's concurrency.NewMutex(s, %q) keeps them under %q)",
+			session.ErrInvalidName, name, strings.TrimRight(name, "/"), strings.TrimRight(name, "/")+"/", name, name+"/")
 	}
 	if strings.Contains(name, "//") {
 		return fmt.Errorf("%w: %q has an empty segment (\"//\")", session.ErrInvalidName, name)

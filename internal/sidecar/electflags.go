@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/primitive"
 )
 
 // ElectFlags are coordctl elect's flags and arguments, as given: a
@@ -28,7 +29,7 @@ type ElectFlags struct {
 }
 
 // Validate checks the flags before anything is dialed, in this order:
-// --ttl, NAME, the flags that exclude each other, --kill-grace, then the
+// --ttl, NAME (and --prefix: the library's rules, primitive.Config), the flags that exclude each other, --kill-grace, then the
 // policy and attribute flags (CoordFlags.Parse). Every error matches
 // ErrUsage and names the flag.
 func (o ElectFlags) Validate() error {
@@ -37,6 +38,9 @@ func (o ElectFlags) Validate() error {
 	}
 	if strings.TrimSpace(o.Name) == "" {
 		return usagef("elect needs a non-empty NAME")
+	}
+	if err := (primitive.Config{Kind: primitive.KindElection, Name: o.Name, Prefix: o.Prefix, TTL: o.TTL}).Validate(); err != nil {
+		return usagef("%v", err)
 	}
 	switch {
 	case o.Proposal != "" && o.ID != "":

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/httpguard"
+	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -63,6 +64,9 @@ func (fl Flags) Check() error {
 		return usagef("--id is required")
 	case fl.KillGrace <= 0:
 		return usagef("invalid --kill-grace %s: must be positive", fl.KillGrace)
+	}
+	if err := (primitive.Config{Kind: primitive.KindElection, Name: fl.Election, Prefix: fl.Prefix, TTL: fl.TTL}).Validate(); err != nil {
+		return usagef("invalid --election: %v", err)
 	}
 	host, port, err := net.SplitHostPort(fl.Listen)
 	if err != nil {

@@ -179,6 +179,7 @@ type attempt struct {
 	nonce   string
 	rev     int64 // create revision of our key
 	created bool  // we put the key (rather than finding it from an earlier call)
+	started time.Time
 }
 
 func (m *Mutex) acquire(ctx context.Context, try bool) (*Held, error) {
@@ -205,7 +206,7 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
-	a := &attempt{m: m, s: s, key: m.keyOf(s), nonce: m.sess.Nonce(), gate: &grantGate{m: m}}
+	a := &attempt{m: m, s: s, key: m.keyOf(s), nonce: m.sess.Nonce(), gate: &grantGate{m: m}, started: s.Clock().Now()}
 
 	// One round trip on the uncontended path: create our key unless this
 	// lease already has one, and read the first holder.
@@ -234,7 +235,11 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	} else {
 		a.rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
 	}
-	a.k = s.Hold(a.key, a.rev, session.WithOnEnd(a.gate.onEnd), session.WithReleaseCause(errUnlocked), session.WithReleaseKeepsLease())
+	kind := "lock"
+	if m.kind == kindRead {
+		kind = "rlock"
+	}
+	a.k = s.Hold(a.key, a.rev, session.WithOnEnd(a.gate.onEnd), session.WithReleaseCause(errUnlocked), session.WithReleaseKeepsLease(), session.WithKind(kind))
 	last := len(resp.Responses) - 1
 	if kvs := resp.Responses[last].GetResponseRange().Kvs; len(kvs) > 0 {
 		a.cleanup(ctx)
@@ -440,6 +445,7 @@ func (a *attempt) cleanup(ctx context.Context) {
 
 // held turns the attempt into the lock it won.
 func (a *attempt) held() *Held {
+	a.k.Granted(a.started)
 	a.gate.grant()
 	return &Held{m: a.m, k: a.k}
 }

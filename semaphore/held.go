@@ -19,7 +19,8 @@ type Held struct {
 }
 
 func (a *attempt) held(slot int, key string, rev int64) *Held {
-	k := a.sess.Hold(key, rev, session.WithReleaseCause(errReleased), session.WithOnEnd(a.s.sess.EndTurn), session.WithReleaseKeepsLease())
+	k := a.sess.Hold(key, rev, session.WithReleaseCause(errReleased), session.WithOnEnd(a.s.sess.EndTurn), session.WithReleaseKeepsLease(), session.WithKind("semaphore"))
+	k.Granted(a.started)
 	return &Held{s: a.s, k: k, slot: slot}
 }
 

@@ -250,17 +250,14 @@ func TestCoordinatedPreemptionThroughRun(t *testing.T) {
 	run := func(id string, prio int64) (stop func()) {
 		e := coordElection(t, cli, "pre", election.PolicyPriority, election.Attributes{ID: id, Priority: prio})
 		rctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() {
-			done <- election.Run(rctx, e, election.RunConfig{
-				Value:           id,
-				ReleaseOnCancel: true,
-				OnStartedLeading: func(ctx context.Context, l *election.Leadership) {
-					leads <- lead{id, l.Token()}
-					<-ctx.Done()
-				},
-			})
-		}()
+		done := runLoop(rctx, e, election.RunConfig{
+			Value:           id,
+			ReleaseOnCancel: true,
+			OnStartedLeading: func(ctx context.Context, l *election.Leadership) {
+				leads <- lead{id, l.Token()}
+				<-ctx.Done()
+			},
+		})
 		return func() { cancel(); require.NoError(t, <-done) }
 	}
 	stopA := run("a", 1)

@@ -68,8 +68,9 @@ func ExampleElection_Campaign() {
 	// next leader's token is larger: true
 }
 
-// Run leads, loses, campaigns again, with callbacks; here it leads once and
-// gives the leadership up when its context ends.
+// Run campaigns, leads until the leadership ends, and returns (a program
+// that wants to lead again calls it again); here it leads once and gives
+// the leadership up when its context ends.
 func ExampleRun() {
 	client, err := clientv3.New(clientv3.Config{Endpoints: exampleEndpoints()})
 	if err != nil {

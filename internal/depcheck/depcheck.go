@@ -24,6 +24,9 @@ func Arrow() []Layer {
 		{Name: "internal/cli", Rank: 3, Prefixes: []string{"internal/cli"}},
 		{Name: "{scenarios, internal/*}", Rank: 2, Prefixes: []string{"scenarios", "internal"}},
 		{Name: "{lock, semaphore, election, claim, cluster, lamport}", Rank: 1, Prefixes: []string{"lock", "semaphore", "election", "claim", "cluster", "lamport"}},
+		// The library's Prometheus metrics: fed by session's events, beside
+		// the primitives (a program imports both), below every command.
+		{Name: "metrics", Rank: 1, Prefixes: []string{"metrics"}},
 		{Name: "{session, fencing, chart}", Rank: 0, Prefixes: []string{"session", "fencing", "chart"}},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -46,7 +47,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Leadership, err
 		return nil, fmt.Errorf("%w: %w", session.ErrGoneWhileWaiting, s.Err())
 	}
 
-	c := &candidate{e: e, s: s, own: own, key: fmt.Sprintf("%s%x", e.keyPrefix, s.Lease())}
+	c := &candidate{e: e, s: s, own: own, key: fmt.Sprintf("%s%x", e.keyPrefix, s.Lease()), started: s.Clock().Now()}
 	l, err := c.run(cctx, value)
 	if err != nil {
 		c.abandon()
@@ -80,6 +81,9 @@ type candidate struct {
 	own   bool
 	key   string
 	token fencing.Token
+	// started is when the campaign began (the session's clock; a campaign
+	// on a session of its own begins once the lease is granted).
+	started time.Time
 	// k is our key, held from the put on: its loss ends the campaign, and
 	// it becomes the leadership.
 	k *session.HeldKey
@@ -143,6 +147,7 @@ func (c *candidate) run(ctx context.Context, value string) (*Leadership, error) 
 			if !c.k.Alive() {
 				return nil, c.gone()
 			}
+			c.k.Granted(c.started)
 			return newLeadership(c.e, c.k, c.own, value), nil
 		}
 		if moved, err := c.stepAside(ctx, value, check); err != nil {
@@ -231,7 +236,7 @@ func (c *candidate) waitDelete(ctx context.Context, pred *mvccpb.KeyValue, rev i
 
 // hold starts holding our key at c.token.
 func (c *candidate) hold() {
-	c.k = c.s.Hold(c.key, int64(c.token), session.HoldConfig{ReleaseCause: ErrResigned})
+	c.k = c.s.Hold(c.key, int64(c.token), session.HoldConfig{ReleaseCause: ErrResigned, Kind: "election"})
 }
 
 // abandon undoes a failed campaign: delete our key if it is still the one

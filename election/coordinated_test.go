@@ -32,7 +32,14 @@ func observeLeaders(t *testing.T, ctx context.Context, cli *clientv3.Client, nam
 	e := newElection(t, cli, name)
 	octx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
-	return &leaderLog{ch: e.Observe(octx)}
+	ch := e.Observe(octx)
+	// The first observation is the state when Observe first read: wait for
+	// it before anyone campaigns, or a leader that came and went before
+	// that read would be missing from the log (seen once under load).
+	first := await(t, ch, "the first observation")
+	require.NoError(t, first.Err)
+	require.Nil(t, first.Leader, "observe before anyone campaigns")
+	return &leaderLog{ch: ch}
 }
 
 // until reads observations until the leader's value is want; it returns
@@ -251,17 +258,14 @@ func TestCoordinatedPreemptionThroughRun(t *testing.T) {
 	run := func(id string, prio int64) (stop func()) {
 		e := coordElection(t, cli, "pre", election.PolicyPriority, election.Attributes{ID: id, Priority: prio})
 		rctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() {
-			done <- election.Run(rctx, e, election.RunConfig{
-				Value:           id,
-				ReleaseOnCancel: true,
-				OnStartedLeading: func(ctx context.Context, l *election.Leadership) {
-					leads <- lead{id, l.Token()}
-					<-ctx.Done()
-				},
-			})
-		}()
+		done := runLoop(rctx, e, election.RunConfig{
+			Value:           id,
+			ReleaseOnCancel: true,
+			OnStartedLeading: func(ctx context.Context, l *election.Leadership) {
+				leads <- lead{id, l.Token()}
+				<-ctx.Done()
+			},
+		})
 		return func() { cancel(); require.NoError(t, <-done) }
 	}
 	stopA := run("a", 1)

@@ -101,6 +101,8 @@ type Election struct {
 	mu     sync.Mutex
 	closed bool
 	live   map[*Leadership]struct{}
+
+	acting acting // Run's leaderships whose OnStartedLeading runs (health.go)
 }
 
 // Leader is the current holder of an election as etcd stores it.

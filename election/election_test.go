@@ -430,8 +430,11 @@ func TestElectionLossSignalled(t *testing.T) {
 		require.NoError(t, err)
 		await(t, l.Lost(), "loss")
 		require.ErrorIs(t, l.Err(), session.ErrLost)
-		require.ErrorIs(t, context.Cause(l.Context()), session.ErrLost)
+		require.ErrorIs(t, l.Err(), session.ErrRevoked, "a revoke is the reason, not only the key's delete")
+		require.ErrorIs(t, context.Cause(l.Context()), session.ErrRevoked)
 		require.False(t, l.Alive())
+		await(t, l.Session().Done(), "the session's end")
+		require.ErrorIs(t, l.Session().Err(), session.ErrRevoked, "the session is not taken for closed")
 	})
 
 	t.Run("local deadline", func(t *testing.T) {

@@ -3,6 +3,8 @@ package election_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -69,8 +71,9 @@ func ExampleElection_Campaign() {
 	// next leader's token is larger: true
 }
 
-// Run leads, loses, campaigns again, with callbacks; here it leads once and
-// gives the leadership up when its context ends.
+// Run campaigns, leads until the leadership ends, and returns (a program
+// that wants to lead again calls it again); here it leads once and gives
+// the leadership up when its context ends.
 func ExampleRun() {
 	client, err := clientv3.New(clientv3.Config{Endpoints: exampleEndpoints()})
 	if err != nil {
@@ -103,4 +106,52 @@ func ExampleRun() {
 	// started leading with a token: true
 	// stopped leading
 	// Run returned: <nil>
+}
+
+// IsLeader answers "am I the leader?" without asking etcd; Check, served
+// on a liveness probe's path, fails only when the process goes on acting
+// as the leader past the moment it could trust its leadership (stuck):
+// restart it then. A candidate that does not lead is healthy.
+func ExampleElection_Check() {
+	client, err := clientv3.New(clientv3.Config{Endpoints: exampleEndpoints()})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	e, err := election.New(client, "probed")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	healthz := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if err := e.Check(10 * time.Second); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	})
+	probe := func() int {
+		rec := httptest.NewRecorder()
+		healthz.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+		return rec.Code
+	}
+	fmt.Println("leader:", e.IsLeader(), "probe:", probe())
+	l, err := e.Campaign(ctx, "node-1")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("leader:", e.IsLeader(), "probe:", probe())
+	if err := l.Resign(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("leader:", e.IsLeader(), "probe:", probe())
+	// Output:
+	// leader: false probe: 200
+	// leader: true probe: 200
+	// leader: false probe: 200
 }

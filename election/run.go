@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -11,21 +12,32 @@ import (
 	"github.com/coordkit/coordkit/session"
 )
 
-// RunConfig is what Run does with the leadership.
+// RunConfig is what Run does with a leadership: the callbacks and
+// ReleaseOnCancel of client-go's LeaderElectionConfig, over an Election
+// (docs/migrating-client-go.md compares them field by field).
 type RunConfig struct {
 	// Value is what the candidate proclaims (its identity or address).
 	Value string
 	// OnStartedLeading runs in its own goroutine when this candidate wins.
-	// ctx is cancelled on loss, on a Resign request, and when Run's ctx
-	// ends; it must return then. Returning earlier does not resign.
+	// ctx is cancelled when the leadership ends, and its cause says why:
+	// an error wrapping session.ErrLost and the reason when it was lost
+	// (Leadership.Err), ErrResigned for a Resign request, a hand-over or
+	// Election.Close, or the cause of Run's ctx when that ended. It must
+	// return then: Run waits for it. Returning earlier does not resign.
 	OnStartedLeading func(ctx context.Context, l *Leadership)
-	// OnStoppedLeading is called after OnStartedLeading has returned, each
-	// time a leadership ends.
+	// OnStoppedLeading is called once, as Run returns, whether this
+	// candidate led or not (client-go defers it the same way): after
+	// OnStartedLeading has returned, the leadership was given up, and the
+	// last OnNewLeader or OnNoLeader call has returned.
 	OnStoppedLeading func()
-	// OnNewLeader is called, from its own goroutine, with each leader this
-	// candidate observes, ours included, and with ("", 0) when there is
-	// none.
+	// OnNewLeader is called, from one goroutine of its own, with each
+	// leader Run observes while it runs, ours included: first the current
+	// one, then each change of leader key, token or value.
 	OnNewLeader func(value string, token fencing.Token)
+	// OnNoLeader is called, from the same goroutine as OnNewLeader, when
+	// Run observes that no candidate leads (at the start, or once the last
+	// candidate left).
+	OnNoLeader func()
 	// OnCampaignError, if set, is told of each failed campaign and how long
 	// Run waits before the next one.
 	OnCampaignError func(err error, retryIn time.Duration)
@@ -35,30 +47,45 @@ type RunConfig struct {
 	// WithSession the session is the caller's: it is left running, and the
 	// key with it.
 	ReleaseOnCancel bool
-	// Backoff paces campaigns after errors (exponential, full jitter: the
-	// type keepalive-stream reconnects use too).
+	// Backoff paces campaigns after errors.
 	Backoff session.Backoff
-	// Resign, if set: each receive while leading makes this candidate
-	// resign (after OnStartedLeading returned) and campaign again, at the
-	// back of the line. Receives while not leading are ignored.
+	// Resign, if set: a receive while leading makes this candidate resign
+	// (after OnStartedLeading returned) and Run return an error wrapping
+	// ErrResigned. Receives while not leading are ignored.
 	//
-	// Under a preemptive policy Run also hands over, the same way, when the
-	// Leadership's Yield closes: by ResignTo(Best), or by Resign if that
-	// fails.
+	// Under a preemptive policy Run also steps down, the same way, when
+	// the Leadership's Yield closes: it hands over by ResignTo(Best), or
+	// resigns if that fails.
 	Resign <-chan struct{}
 }
 
-// Run campaigns, leads and campaigns again, in the manner of client-go's
-// LeaderElector, until ctx ends; then it returns nil. Each campaign uses a
-// fresh session (unless the Election has WithSession). Failed campaigns are
-// retried with cfg.Backoff. It returns session.ErrClosed when the Election was
-// closed, and session.ErrGoneWhileWaiting when the WithSession session has ended
+// Run campaigns until this candidate leads, leads until the leadership
+// ends, and returns, as client-go's LeaderElector.Run does. It returns nil
+// when ctx ended (while campaigning or while leading); otherwise an error
+// wrapping why the leadership ended, the cause OnStartedLeading's ctx had:
+// session.ErrLost and the reason, or ErrResigned. To campaign again, call
+// Run again:
+//
+//	for ctx.Err() == nil {
+//		err := election.Run(ctx, e, cfg)
+//		if !errors.Is(err, session.ErrLost) && !errors.Is(err, election.ErrResigned) {
+//			return err
+//		}
+//	}
+//
+// Each campaign uses a fresh session (unless the Election has
+// WithSession). Failed campaigns are retried with cfg.Backoff. Run returns
+// session.ErrClosed when the Election was closed, and
+// session.ErrGoneWhileWaiting when the WithSession session has ended
 // (nothing can campaign on it again).
 //
 // No goroutine it starts outlives it, provided OnStartedLeading returns
 // when its ctx is cancelled.
 func Run(ctx context.Context, e *Election, cfg RunConfig) error {
-	if cfg.OnNewLeader != nil {
+	if cfg.OnStoppedLeading != nil {
+		defer cfg.OnStoppedLeading()
+	}
+	if cfg.OnNewLeader != nil || cfg.OnNoLeader != nil {
 		octx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
@@ -78,91 +105,90 @@ func Run(ctx context.Context, e *Election, cfg RunConfig) error {
 	if cfg.OnCampaignError != nil {
 		retry = append(retry, backoff.WithNotify(cfg.OnCampaignError))
 	}
-	for {
-		// Retry starts each streak of failed campaigns from the first cap.
-		l, err := backoff.Retry(ctx, campaign, retry...)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		if stop := lead(ctx, l, cfg); stop {
+	l, err := backoff.Retry(ctx, campaign, retry...)
+	if err != nil {
+		if ctx.Err() != nil {
 			return nil
 		}
+		return err
 	}
+	cause, ctxEnded := lead(ctx, e, l, cfg)
+	if ctxEnded {
+		return nil
+	}
+	return fmt.Errorf("election: leadership of %q ended: %w", e.name, cause)
 }
 
-// lead runs one leadership to its end. It returns true when Run must stop.
-func lead(ctx context.Context, l *Leadership, cfg RunConfig) bool {
+// errYielded is the cause of a leadership Run handed over because the
+// policy prefers another candidate (Leadership.Yield).
+var errYielded = fmt.Errorf("%w: the policy prefers another candidate", ErrResigned)
+
+// lead runs one leadership to its end and gives it up. It returns why it
+// ended, and whether that was Run's ctx.
+func lead(ctx context.Context, e *Election, l *Leadership, cfg RunConfig) (cause error, ctxEnded bool) {
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	// A loss cancels the callback's ctx at once, from the goroutine that
+	// saw it, with the same cause as below.
 	stop := context.AfterFunc(l.Context(), func() { cancel(context.Cause(l.Context())) })
 	defer stop()
 
+	e.acting.begin(l)
 	returned := make(chan struct{})
 	go func() {
 		defer close(returned)
+		defer e.acting.done(l)
 		if cfg.OnStartedLeading != nil {
 			cfg.OnStartedLeading(lctx, l)
 		}
 	}()
 
 	resign := cfg.Resign
-	var why int
-	const (
-		lost = iota + 1
-		ended
-		resigning
-		yielding
-	)
-	for why == 0 {
+	var resigning, yielding bool
+	for cause == nil {
 		select {
 		case <-l.Context().Done(): // lost, or resigned by another caller (Close)
-			why = lost
+			cause = context.Cause(l.Context()) // Leadership.Err
 		case <-ctx.Done():
-			why = ended
+			cause, ctxEnded = context.Cause(ctx), true
 		case _, ok := <-resign:
 			if !ok {
 				resign = nil // a closed channel asks nothing
 				continue
 			}
-			why = resigning
+			cause, resigning = ErrResigned, true
 		case <-l.Yield():
-			why = yielding
+			cause, yielding = errYielded, true
 		case <-returned:
 			returned = nil // keep leading until something ends it
 		}
 	}
-	cancel(ErrResigned)
+	e.acting.ended(l)
+	cancel(cause)
 	if returned != nil {
 		<-returned
 	}
-	switch why {
+	switch {
 	case yielding:
 		yieldLeadership(ctx, l)
 	case resigning:
 		rctx, rcancel := context.WithTimeout(ctx, cleanupTimeout)
 		_ = l.Resign(rctx)
 		rcancel()
-	case ended:
-		if cfg.ReleaseOnCancel {
-			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-			_ = l.Resign(rctx)
-			rcancel()
-		} else {
-			l.orphan()
-		}
-	case lost:
-		l.orphan() // stop the dead session's keepalives, if any
+	case ctxEnded && cfg.ReleaseOnCancel:
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		_ = l.Resign(rctx)
+		rcancel()
+	default:
+		// Ended with ctx (the key is left to expire with the lease), or
+		// lost: stop the session's keepalives, if it is ours.
+		l.orphan()
 	}
-	if cfg.OnStoppedLeading != nil {
-		cfg.OnStoppedLeading()
-	}
-	return why == ended
+	return cause, ctxEnded
 }
 
-// observeLoop feeds OnNewLeader, observing again after errors.
+// observeLoop feeds OnNewLeader and OnNoLeader, observing again after
+// errors.
 func observeLoop(ctx context.Context, e *Election, cfg RunConfig) {
 	bo := cfg.Backoff.Exponential()
 	// Observing ends only in an error (or with ctx); each observation
@@ -173,10 +199,11 @@ func observeLoop(ctx context.Context, e *Election, cfg RunConfig) {
 				return struct{}{}, obs.Err
 			}
 			bo.Reset()
-			if obs.Leader == nil {
-				cfg.OnNewLeader("", 0)
-			} else {
+			switch {
+			case obs.Leader != nil && cfg.OnNewLeader != nil:
 				cfg.OnNewLeader(obs.Leader.Value, obs.Leader.Token)
+			case obs.Leader == nil && cfg.OnNoLeader != nil:
+				cfg.OnNoLeader()
 			}
 		}
 		return struct{}{}, errObserveEnded

@@ -2,6 +2,10 @@ package election_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -102,18 +106,39 @@ func runAsync(ctx context.Context, e *election.Election, cfg election.RunConfig)
 	return done
 }
 
-func TestElectionRunLeadsLosesAndCampaignsAgain(t *testing.T) {
+// runLoop runs Run again after each leadership, as a program that wants
+// to campaign again writes it (Run's doc), until ctx ends or Run fails.
+func runLoop(ctx context.Context, e *election.Election, cfg election.RunConfig) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		for {
+			err := election.Run(ctx, e, cfg)
+			if ctx.Err() != nil {
+				done <- nil
+				return
+			}
+			if !errors.Is(err, session.ErrLost) && !errors.Is(err, election.ErrResigned) {
+				done <- err
+				return
+			}
+		}
+	}()
+	return done
+}
+
+// Run returns after its leadership ends, like client-go's LeaderElector.Run,
+// with an error wrapping the cause; the caller's loop campaigns again, on a
+// new session. OnStoppedLeading runs on each return, after OnStartedLeading
+// returned; OnNewLeader sees real leaders only.
+func TestElectionRunReturnsAfterLossAndTheCallerLoops(t *testing.T) {
 	t.Parallel()
 	_, cli := etcd.StartWithClient(t)
 	ctx := testCtx(t)
 	e := newElection(t, cli, "run")
 	rec := newRecorder()
 	leases := make(chan *election.Leadership, 10)
-	var leaders []fencing.Token
 	observed := make(chan fencing.Token, 100)
-	var mu sync.Mutex
-	rctx, cancel := context.WithCancel(ctx)
-	done := runAsync(rctx, e, election.RunConfig{
+	cfg := election.RunConfig{
 		Value: "me",
 		OnStartedLeading: func(ctx context.Context, l *election.Leadership) {
 			rec.add("started")
@@ -123,54 +148,254 @@ func TestElectionRunLeadsLosesAndCampaignsAgain(t *testing.T) {
 		},
 		OnStoppedLeading: func() { rec.add("stopped") },
 		OnNewLeader: func(value string, token fencing.Token) {
-			mu.Lock()
-			leaders = append(leaders, token)
-			mu.Unlock()
 			observed <- token
-			if value == "" {
-				rec.add("leader:none")
-			} else {
-				rec.add("leader:" + value)
-			}
+			rec.add("leader:" + value)
 		},
-		Backoff: session.Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond},
-	})
+		OnNoLeader: func() { rec.add("leader:none") },
+		Backoff:    session.Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond},
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := runAsync(rctx, e, cfg)
 	first := await(t, leases, "first leadership")
-	// The lease goes behind our back: loss, then a new campaign on a new session.
+	// The lease goes behind our back: Run returns the loss.
 	_, err := cli.Revoke(ctx, first.Lease())
 	require.NoError(t, err)
-	rec.waitFor(t, "stopped")
+	err = await(t, done, "Run to return after the loss")
+	require.ErrorIs(t, err, session.ErrLost)
+	require.ErrorIs(t, err, session.ErrRevoked)
+	require.Equal(t, []string{"started", "started-returns", "stopped"}, filter(rec.snapshot(), "started", "started-returns", "stopped"))
+
+	// The caller's loop: Run again leads on a new session.
+	done = runAsync(rctx, e, cfg)
 	second := await(t, leases, "second leadership")
 	require.Greater(t, second.Token(), first.Token())
 	require.NotEqual(t, first.Lease(), second.Lease(), "a new session per campaign")
-	deadline := time.After(waitLimit)
-	for seen := false; !seen; {
+	for deadline := time.After(waitLimit); ; {
 		select {
 		case tok := <-observed:
-			seen = tok == second.Token()
+			if tok == second.Token() {
+				goto seen
+			}
 		case <-deadline:
 			t.Fatal("OnNewLeader never reported the second term")
 		}
 	}
+seen:
 	cancel()
 	require.NoError(t, await(t, done, "Run to return"))
-
-	var order []string
-	for _, ev := range rec.snapshot() {
-		if ev == "started" || ev == "started-returns" || ev == "stopped" {
-			order = append(order, ev)
-		}
-	}
-	require.Equal(t, []string{"started", "started-returns", "stopped", "started", "started-returns", "stopped"}, order)
+	require.Equal(t, []string{"started", "started-returns", "stopped", "started", "started-returns", "stopped"},
+		filter(rec.snapshot(), "started", "started-returns", "stopped"))
 	require.Contains(t, rec.snapshot(), "leader:me")
-	mu.Lock()
-	defer mu.Unlock()
-	require.Contains(t, leaders, second.Token(), "OnNewLeader saw the second term")
+	require.Equal(t, "stopped", rec.snapshot()[len(rec.snapshot())-1], "nothing is called after OnStoppedLeading")
 
 	// Without ReleaseOnCancel the key is left to expire with the lease.
 	got, err := e.Leader(ctx)
 	require.NoError(t, err)
 	require.Equal(t, second.Token(), got.Token)
+}
+
+// filter keeps the events named in keep, in order.
+func filter(events []string, keep ...string) []string {
+	var out []string
+	for _, ev := range events {
+		if slices.Contains(keep, ev) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// A candidate that never leads is told OnStoppedLeading too, when Run
+// returns; "no leader" goes to OnNoLeader, never to OnNewLeader.
+func TestElectionRunCallbacksForACandidateThatNeverLeads(t *testing.T) {
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
+	ctx := testCtx(t)
+	rec := newRecorder()
+	rctx, cancel := context.WithCancel(ctx)
+	// Every campaign of this candidate fails (no session can have a margin
+	// above its TTL), so it never leads and, alone, sees no leader.
+	e := newElection(t, cli, "never", election.WithTTL(time.Second), election.WithSessionOptions(session.WithMargin(time.Hour)))
+	done := runAsync(rctx, e, election.RunConfig{
+		Value:            "waiter",
+		Backoff:          session.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond},
+		OnStartedLeading: func(context.Context, *election.Leadership) { rec.add("started") },
+		OnStoppedLeading: func() { rec.add("stopped") },
+		OnNewLeader:      func(value string, _ fencing.Token) { rec.add("leader:" + value) },
+		OnNoLeader:       func() { rec.add("no-leader") },
+	})
+	rec.waitFor(t, "no-leader")
+	holder, err := newElection(t, cli, "never").Campaign(ctx, "holder")
+	require.NoError(t, err)
+	rec.waitFor(t, "leader:holder")
+	cancel()
+	require.NoError(t, await(t, done, "Run"))
+	require.Equal(t, []string{"no-leader", "leader:holder", "stopped"}, rec.snapshot())
+	require.NoError(t, holder.Resign(ctx))
+}
+
+// The cause of OnStartedLeading's ctx is the real reason the leadership
+// ended, every time: it used to race with ErrResigned after a loss.
+func TestElectionRunCauseIsTheRealReason(t *testing.T) {
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
+	ctx := testCtx(t)
+	errShutdown := errors.New("shutting down")
+	cases := []struct {
+		name string
+		opts []election.Option
+		// end ends the leadership l (with Run's cancel and resign channel at hand).
+		end    func(t *testing.T, l *election.Leadership, cancel context.CancelCauseFunc, resign chan<- struct{}, clk *fakeClock)
+		want   []error
+		notErr error
+		runErr bool // Run returns an error wrapping want (else nil)
+	}{
+		{
+			name: "lease revoked",
+			end: func(t *testing.T, l *election.Leadership, _ context.CancelCauseFunc, _ chan<- struct{}, _ *fakeClock) {
+				_, err := cli.Revoke(ctx, l.Lease())
+				require.NoError(t, err)
+			},
+			want: []error{session.ErrLost, session.ErrRevoked}, runErr: true,
+		},
+		{
+			name: "key deleted",
+			end: func(t *testing.T, l *election.Leadership, _ context.CancelCauseFunc, _ chan<- struct{}, _ *fakeClock) {
+				_, err := cli.Delete(ctx, l.Key())
+				require.NoError(t, err)
+			},
+			want: []error{session.ErrLost, session.ErrKeyGone}, notErr: session.ErrRevoked, runErr: true,
+		},
+		{
+			name: "local deadline",
+			end: func(t *testing.T, l *election.Leadership, _ context.CancelCauseFunc, _ chan<- struct{}, clk *fakeClock) {
+				clk.Advance(time.Minute) // past the deadline, before any keepalive
+			},
+			want: []error{session.ErrLost, session.ErrExpired}, runErr: true,
+		},
+		{
+			name: "resign request",
+			end: func(t *testing.T, _ *election.Leadership, _ context.CancelCauseFunc, resign chan<- struct{}, _ *fakeClock) {
+				resign <- struct{}{}
+			},
+			want: []error{election.ErrResigned}, notErr: session.ErrLost, runErr: true,
+		},
+		{
+			name: "ctx ended",
+			end: func(t *testing.T, _ *election.Leadership, cancel context.CancelCauseFunc, _ chan<- struct{}, _ *fakeClock) {
+				cancel(errShutdown)
+			},
+			want: []error{errShutdown}, notErr: election.ErrResigned,
+		},
+	}
+	const rounds = 5 // the race this guards against was lost in most rounds
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for i := range rounds {
+				clk := newFakeClock()
+				e := newElection(t, cli, fmt.Sprintf("cause-%s-%d", strings.ReplaceAll(tc.name, " ", "-"), i),
+					election.WithTTL(5*time.Second), election.WithSessionOptions(session.WithClock(clk)))
+				leading := make(chan *election.Leadership, 1)
+				causes := make(chan error, 1)
+				resign := make(chan struct{})
+				rctx, cancel := context.WithCancelCause(ctx)
+				done := runAsync(rctx, e, election.RunConfig{
+					Value:  "me",
+					Resign: resign,
+					OnStartedLeading: func(lctx context.Context, l *election.Leadership) {
+						leading <- l
+						<-lctx.Done()
+						causes <- context.Cause(lctx)
+					},
+				})
+				l := await(t, leading, "leadership")
+				tc.end(t, l, cancel, resign, clk)
+				cause := await(t, causes, "OnStartedLeading's ctx to end")
+				err := await(t, done, "Run to return")
+				cancel(nil)
+				for _, want := range tc.want {
+					require.ErrorIs(t, cause, want, "round %d", i)
+					if tc.runErr {
+						require.ErrorIs(t, err, want, "Run's error, round %d", i)
+					}
+				}
+				if !tc.runErr {
+					require.NoError(t, err)
+				}
+				if tc.notErr != nil {
+					require.NotErrorIs(t, cause, tc.notErr, "round %d", i)
+				}
+				if l.Err() != nil && tc.runErr {
+					require.Equal(t, l.Err().Error(), cause.Error(), "the cause is Leadership.Err")
+				}
+			}
+		})
+	}
+}
+
+// fakeClock is a session.Clock that moves only when the test advances it:
+// a session on it keeps its first deadline until Advance passes it.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c   chan time.Time
+	at  time.Time
+	clk *fakeClock
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) NewTimer(d time.Duration) session.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: make(chan time.Time, 1), at: c.now.Add(d), clk: c}
+	if d <= 0 {
+		t.c <- c.now
+		return t
+	}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+// Advance moves the clock and fires the timers that are due.
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	kept := c.timers[:0]
+	for _, t := range c.timers {
+		if t.at.After(c.now) {
+			kept = append(kept, t)
+			continue
+		}
+		t.c <- c.now
+	}
+	c.timers = kept
+}
+
+func (t *fakeTimer) C() <-chan time.Time { return t.c }
+
+func (t *fakeTimer) Stop() bool {
+	t.clk.mu.Lock()
+	defer t.clk.mu.Unlock()
+	for i, o := range t.clk.timers {
+		if o == t {
+			t.clk.timers = slices.Delete(t.clk.timers, i, i+1)
+			return true
+		}
+	}
+	return false
 }
 
 func TestElectionRunReleaseOnCancelAfterCallbackReturns(t *testing.T) {
@@ -219,7 +444,7 @@ func TestElectionRunResignChannel(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	start := func(name string) *node {
 		n := &node{resign: make(chan struct{}), terms: make(chan fencing.Token, 10)}
-		n.done = runAsync(rctx, newElection(t, cli, "resign"), election.RunConfig{
+		n.done = runLoop(rctx, newElection(t, cli, "resign"), election.RunConfig{
 			Value:  name,
 			Resign: n.resign,
 			OnStartedLeading: func(ctx context.Context, l *election.Leadership) {

@@ -156,6 +156,7 @@ type attempt struct {
 	nonce   string
 	rev     int64 // create revision of our key
 	created bool  // we put the key (rather than finding it from an earlier call)
+	started time.Time
 }
 
 func (m *Mutex) acquire(ctx context.Context, try bool) (*Held, error) {
@@ -182,7 +183,7 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
-	a := &attempt{m: m, s: s, key: m.keyOf(s), nonce: m.sess.Nonce(), gate: &grantGate{m: m}}
+	a := &attempt{m: m, s: s, key: m.keyOf(s), nonce: m.sess.Nonce(), gate: &grantGate{m: m}, started: s.Clock().Now()}
 
 	// One round trip on the uncontended path: create our key unless this
 	// lease already has one, and read the first holder.
@@ -211,7 +212,11 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	} else {
 		a.rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
 	}
-	a.k = s.Hold(a.key, a.rev, session.HoldConfig{OnEnd: a.gate.onEnd, ReleaseCause: errUnlocked, ReleaseKeepsLease: true})
+	kind := "lock"
+	if m.kind == kindRead {
+		kind = "rlock"
+	}
+	a.k = s.Hold(a.key, a.rev, session.HoldConfig{OnEnd: a.gate.onEnd, ReleaseCause: errUnlocked, ReleaseKeepsLease: true, Kind: kind})
 	last := len(resp.Responses) - 1
 	if kvs := resp.Responses[last].GetResponseRange().Kvs; len(kvs) > 0 {
 		a.cleanup(ctx)
@@ -417,6 +422,7 @@ func (a *attempt) cleanup(ctx context.Context) {
 
 // held turns the attempt into the lock it won.
 func (a *attempt) held() *Held {
+	a.k.Granted(a.started)
 	a.gate.grant()
 	return &Held{HeldKey: a.k, m: a.m}
 }

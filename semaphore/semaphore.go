@@ -179,6 +179,8 @@ type attempt struct {
 	queued bool // we put the queue key
 	lostAt map[int]time.Time
 	ahead  map[int]*mvccpb.KeyValue // slots held at the last look (with a lock delay)
+
+	started time.Time // for the grant's event (session.HeldKey.Granted)
 }
 
 func (s *Semaphore) acquireOnce(ctx context.Context, try bool) (*Held, error) {
@@ -189,7 +191,7 @@ func (s *Semaphore) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	if err != nil {
 		return nil, fmt.Errorf("semaphore: %w", err)
 	}
-	a := &attempt{s: s, sess: sess, qkey: s.queueKey(sess), nonce: s.sess.Nonce(), lostAt: map[int]time.Time{}}
+	a := &attempt{s: s, sess: sess, qkey: s.queueKey(sess), nonce: s.sess.Nonce(), lostAt: map[int]time.Time{}, started: sess.Clock().Now()}
 
 	// One round trip: store the limit if none is stored, queue our key
 	// unless this lease has one, and read the stored limit back.

@@ -61,6 +61,19 @@
 // to expire rather than revoked, so a waiter with a lock delay never takes a
 // release for a loss.
 //
+// A key that is deleted behind its holder's back is lost with ErrKeyGone;
+// if its lease went with it (revoked, or expired on the server) the reason
+// is ErrRevoked as well, and the session ends with ErrRevoked at once (one
+// read of the lease tells, before the loss is signalled: HeldKey.loseGone).
+//
+// # Events
+//
+// WithObserver sees what a session and its keys do: each keepalive (its
+// latency), the session's loss, and for each key granted to a holder
+// (HeldKey.Granted, tagged with HoldConfig.Kind by lock, semaphore and election) its
+// grant with how long the acquisition waited, then its release or its loss
+// with the reason. Package metrics counts them for Prometheus.
+//
 // # How keepalives are sent
 //
 // A session sends its keepalives through a Keepaliver: one long-lived

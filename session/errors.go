@@ -14,7 +14,8 @@ var (
 	// lease may already have expired on the server.
 	ErrExpired = errors.New("session: lease expired: no keepalive succeeded before the local deadline")
 	// ErrRevoked means the server no longer knows the lease: it was revoked
-	// or it expired there.
+	// or it expired there. A key held on it that was seen deleted with it
+	// is lost with ErrRevoked too (and ErrKeyGone).
 	ErrRevoked = errors.New("session: lease revoked or expired on the server")
 	// ErrClosed means Close was called: on the session, or on the lock,
 	// semaphore or election that owned it.
@@ -42,7 +43,8 @@ var (
 	// After Release it is HeldKey.Err.
 	ErrNotHeld = errors.New("session: key not held")
 	// ErrKeyGone is the reason of a loss when the held key was deleted or
-	// replaced behind the holder's back (etcdctl del, a revoke of its lease).
+	// replaced behind the holder's back (etcdctl del); when it went with
+	// its revoked lease the error wraps ErrRevoked as well.
 	ErrKeyGone = errors.New("session: key deleted or replaced")
 	// ErrNotOwner is returned by HeldKey.Txn when its guard (IsOwner)
 	// failed: the key is gone or was recreated, nothing was applied.

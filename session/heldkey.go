@@ -48,6 +48,8 @@ type HeldKey struct {
 	// (our own delete, on the watch) is Release's to settle (pendingLoss).
 	releasing   bool
 	pendingLoss bool
+	granted     bool // Granted was called: the end is reported to the observer
+	reported    bool // the end was reported
 }
 
 // HoldConfig says how a key Hold holds behaves around its end. The zero
@@ -85,6 +87,42 @@ type HoldConfig struct {
 	// default is no delay because a child run under a hold needs a prompt
 	// loss more than it saves the watch's cost.
 	LossWatchDelay time.Duration
+	// Kind names what the key is in the session's events (Event.Kind):
+	// "lock", "rlock", "semaphore", "election".
+	Kind string
+}
+
+// Granted tells the session's observer that the key was granted to its
+// holder, by an acquisition that began at since (the session's clock): a
+// lock or a leadership holds its key from the put on, while it waits, and
+// is granted later; a semaphore's slot is granted when it is held. From
+// then on the key's end (released or lost) is reported too. Calls after
+// the first, or after the key ended, do nothing.
+func (k *HeldKey) Granted(since time.Time) {
+	k.mu.Lock()
+	if k.granted || k.ended || k.err != nil {
+		k.mu.Unlock()
+		return
+	}
+	k.granted = true
+	k.mu.Unlock()
+	k.s.notify(Event{Key: k.key, Kind: k.cfg.Kind, Held: true, Waited: max(k.s.cfg.clock.Now().Sub(since), 0), Deadline: k.s.Deadline()})
+}
+
+// reportEnd tells the observer how a granted key ended, once.
+func (k *HeldKey) reportEnd(lost error) {
+	k.mu.Lock()
+	report := k.granted && !k.reported
+	k.reported = true
+	k.mu.Unlock()
+	if !report {
+		return
+	}
+	ev := Event{Key: k.key, Kind: k.cfg.Kind, Deadline: k.s.Deadline(), Released: lost == nil}
+	if lost != nil {
+		ev.Lost, ev.Err = true, lost
+	}
+	k.s.notify(ev)
 }
 
 // Hold starts holding key, which the caller created at createRev with this
@@ -199,7 +237,7 @@ func (k *HeldKey) Txn(ctx context.Context, ops ...clientv3.Op) (*clientv3.TxnRes
 		return nil, fmt.Errorf("session: owner txn on %s: %w", k.key, err)
 	}
 	if !resp.Succeeded {
-		k.lose(k.goneError())
+		k.loseGone(ctx)
 		return resp, fmt.Errorf("%w: key %s with token %d is gone", ErrNotOwner, k.key, k.rev)
 	}
 	return resp, nil
@@ -253,8 +291,11 @@ func (k *HeldKey) Release(ctx context.Context) error {
 	case lostErr != nil:
 		return fmt.Errorf("%w: %w", ErrNotHeld, lostErr)
 	case !resp.Succeeded:
+		// Gone before the release could delete it: a loss nobody saw.
+		k.reportEnd(lostError(k.goneError()))
 		return fmt.Errorf("%w: %w", ErrNotHeld, k.goneError())
 	}
+	k.reportEnd(nil)
 	return nil
 }
 
@@ -272,6 +313,7 @@ func (k *HeldKey) Drop() {
 	k.stopWatch()
 	<-k.watchDone
 	k.end(false)
+	k.reportEnd(nil) // a no-op after a loss, which reported itself
 }
 
 // lose records the loss (the first reason wins) unless Release came first;
@@ -301,6 +343,32 @@ func (k *HeldKey) lose(reason error) {
 	close(k.lost)
 	k.cancel(err)
 	k.end(false)
+	k.reportEnd(err)
+}
+
+// loseGone loses the key, which was found deleted or replaced. Before it
+// says so it asks etcd, once and within leaseCheckTimeout, whether the
+// lease went too: a revoked lease (an operator's revoke, a lease that
+// expired on the server) deletes the key, and its holder must be told that
+// reason (ErrRevoked, wrapping ErrKeyGone as well), not only that the key is
+// gone; the session then ends with ErrRevoked at once, as its next
+// keepalive would have found. The read costs the loss signal one round
+// trip: the next holder, woken by the same delete, needs one read too
+// before it is granted anything, so the holder still hears first up to the
+// scheduler.
+func (k *HeldKey) loseGone(ctx context.Context) {
+	if !k.s.leaseGone(context.WithoutCancel(ctx)) {
+		k.lose(k.goneError())
+		return
+	}
+	// This key's reason is the one with the key in it, not the session's
+	// bare ErrRevoked: stop waiting for the session's end before ending it.
+	k.mu.Lock()
+	stopSess := k.stopSess
+	k.mu.Unlock()
+	stopSess()
+	k.s.lose(ErrRevoked)
+	k.lose(fmt.Errorf("%w: %w", ErrRevoked, k.goneError()))
 }
 
 // end runs once (clean: a clean release that keeps the lease): it stops watching (without waiting: it may run on the
@@ -352,7 +420,7 @@ func (k *HeldKey) watch(ctx context.Context) {
 		gone, verified := k.watchOnce(wctx)
 		cancel()
 		if gone {
-			k.lose(k.goneError())
+			k.loseGone(ctx)
 			return
 		}
 		if verified {

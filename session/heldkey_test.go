@@ -224,3 +224,112 @@ func TestHeldKeyLossWatchDelay(t *testing.T) {
 	require.ErrorIs(t, k.Err(), session.ErrKeyGone)
 	require.Equal(t, int64(1), creates.n.Load(), "one loss watch, started after the delay")
 }
+
+// A key that went with its revoked lease is lost with ErrRevoked (and
+// ErrKeyGone), and its session ends as revoked at once, not at its next
+// keepalive; a key deleted alone is lost with ErrKeyGone only, and its
+// session lives on.
+func TestHeldKeyLossReasonTellsRevokeFromDelete(t *testing.T) {
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
+	ctx := context.Background()
+	cases := []struct {
+		name        string
+		end         func(s *session.Session, key string) error
+		revoked     bool
+		sessionLive bool
+	}{
+		{"revoked", func(s *session.Session, _ string) error { _, err := cli.Revoke(ctx, s.Lease()); return err }, true, false},
+		{"deleted", func(_ *session.Session, key string) error { _, err := cli.Delete(ctx, key); return err }, false, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// Keepalives an hour apart: only the key's watch can tell.
+			s, err := session.New(ctx, cli, session.WithTTL(30*time.Second), session.WithKeepAliveInterval(time.Hour))
+			require.NoError(t, err)
+			defer s.Orphan()
+			key := "reason/" + tc.name
+			k := s.Hold(key, putKey(t, cli, s, key), session.HoldConfig{})
+			require.NoError(t, tc.end(s, key))
+			<-k.Lost()
+			require.ErrorIs(t, k.Err(), session.ErrLost)
+			require.ErrorIs(t, k.Err(), session.ErrKeyGone)
+			require.ErrorIs(t, context.Cause(k.Context()), session.ErrLost)
+			if !tc.revoked {
+				require.NotErrorIs(t, k.Err(), session.ErrRevoked)
+				require.True(t, s.Alive(), "a deleted key does not end its session")
+				return
+			}
+			require.ErrorIs(t, k.Err(), session.ErrRevoked)
+			require.ErrorIs(t, context.Cause(k.Context()), session.ErrRevoked)
+			select {
+			case <-s.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the session outlived its revoked lease")
+			}
+			require.ErrorIs(t, s.Err(), session.ErrRevoked)
+		})
+	}
+}
+
+// The observer sees each granted key's grant, with how long it waited,
+// and its end once: released, or lost with the reason. A key never
+// granted (an acquisition that gave up) reports nothing.
+func TestHeldKeyEvents(t *testing.T) {
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
+	ctx := context.Background()
+	events := make(chan session.Event, 100)
+	s, err := session.New(ctx, cli, session.WithTTL(30*time.Second), session.WithObserver(func(ev session.Event) {
+		if ev.Key != "" {
+			events <- ev
+		}
+	}))
+	require.NoError(t, err)
+	defer s.Close()
+	next := func(what string) session.Event {
+		t.Helper()
+		select {
+		case ev := <-events:
+			return ev
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no event for %s", what)
+			panic("unreachable")
+		}
+	}
+
+	gaveUp := s.Hold("ev/gave-up", putKey(t, cli, s, "ev/gave-up"), session.HoldConfig{Kind: "lock"})
+	require.NoError(t, gaveUp.Release(ctx))
+
+	released := s.Hold("ev/released", putKey(t, cli, s, "ev/released"), session.HoldConfig{Kind: "lock"})
+	released.Granted(time.Now().Add(-time.Second))
+	released.Granted(time.Now()) // only the first counts
+	ev := next("the grant")
+	require.Equal(t, "ev/released", ev.Key)
+	require.Equal(t, "lock", ev.Kind)
+	require.True(t, ev.Held)
+	require.GreaterOrEqual(t, ev.Waited, time.Second)
+	require.NoError(t, released.Release(ctx))
+	ev = next("the release")
+	require.Equal(t, session.Event{Key: "ev/released", Kind: "lock", Released: true, Deadline: ev.Deadline}, ev)
+
+	lost := s.Hold("ev/lost", putKey(t, cli, s, "ev/lost"), session.HoldConfig{Kind: "semaphore"})
+	lost.Granted(time.Now())
+	require.True(t, next("the grant").Held)
+	_, err = cli.Delete(ctx, "ev/lost")
+	require.NoError(t, err)
+	ev = next("the loss")
+	require.Equal(t, "ev/lost", ev.Key)
+	require.Equal(t, "semaphore", ev.Kind)
+	require.True(t, ev.Lost)
+	require.False(t, ev.Released)
+	require.ErrorIs(t, ev.Err, session.ErrLost)
+	require.ErrorIs(t, ev.Err, session.ErrKeyGone)
+	require.ErrorIs(t, lost.Release(ctx), session.ErrNotHeld)
+	lost.Drop()
+	select {
+	case ev := <-events:
+		t.Fatalf("unexpected event %+v", ev)
+	default:
+	}
+}

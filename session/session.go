@@ -14,20 +14,41 @@ import (
 // DefaultTTL is the lease TTL when WithTTL is not given.
 const DefaultTTL = 10 * time.Second
 
-// Event reports what the keepalive loop observed, for metrics and logs.
+// Event reports what a session observed, for metrics and logs: one of its
+// keepalives, its loss, or what happened to a key held on it (Key set):
+// granted to its holder (Held), released (Released) or lost (Lost). A key
+// reports its end (released or lost) once, and only if it was granted: a
+// key that an acquisition gave up while it waited reports nothing.
 type Event struct {
 	// KeepAliveLatency is the round trip of a successful keepalive; zero
-	// for a failed one or for loss.
+	// for a failed one, for loss and for a key's events.
 	KeepAliveLatency time.Duration
 	// SentAt is when the keepalive the server answered was sent (the
 	// instant the deadline is measured from); zero unless it succeeded.
 	SentAt time.Time
 	// Deadline is the local deadline after the event.
 	Deadline time.Time
-	// Err is the failed keepalive's error, or the loss reason when Lost.
+	// Err is the failed keepalive's error, or the loss reason when Lost:
+	// the session's (ErrExpired, ErrRevoked), or for a key an error
+	// wrapping ErrLost and the reason (HeldKey.Err).
 	Err error
-	// Lost is true on the one event that reports loss.
+	// Lost is true on the one event that reports the session's loss, and
+	// on the one that reports a held key's.
 	Lost bool
+
+	// Key is the held key the event is about; empty for the session's own
+	// events.
+	Key string
+	// Kind is what the key is ("lock", "rlock", "semaphore", "election":
+	// HoldConfig.Kind).
+	Kind string
+	// Held is true on the event of a key granted to its holder (HeldKey.Granted);
+	// Waited is then how long its acquisition waited.
+	Held   bool
+	Waited time.Duration
+	// Released is true on the event of a key that ended by Release (or
+	// Drop) before any loss.
+	Released bool
 }
 
 type config struct {
@@ -69,8 +90,11 @@ func WithClock(clk Clock) Option { return func(c *config) { c.clock = clk } }
 // deadline starts from the first keepalive.
 func WithLease(id clientv3.LeaseID) Option { return func(c *config) { c.leaseID = id } }
 
-// WithObserver is called, from the keepalive goroutine, after each keepalive
-// and once on loss. It must not block.
+// WithObserver is called after each keepalive, once on the session's loss,
+// and on each event of a key held on it (Event): from the keepalive
+// goroutine, or from the goroutine that held, released or saw the loss of
+// a key, so several calls can run at once. It must not block. Package
+// metrics turns the events into Prometheus metrics.
 func WithObserver(fn func(Event)) Option { return func(c *config) { c.observer = fn } }
 
 // Session is a lease kept alive with a local deadline. See the package doc.
@@ -282,8 +306,10 @@ func (s *Session) Orphan() {
 }
 
 // end records why the session ended (the first reason wins) and cancels it.
-func (s *Session) end(reason error) {
+// It reports whether this call ended it.
+func (s *Session) end(reason error) (ended bool) {
 	s.once.Do(func() {
+		ended = true
 		s.deadline.MarkLost()
 		s.mu.Lock()
 		s.err = reason
@@ -291,6 +317,7 @@ func (s *Session) end(reason error) {
 		s.cancel(reason)
 		close(s.closing)
 	})
+	return ended
 }
 
 func (s *Session) notify(ev Event) {
@@ -344,10 +371,31 @@ func (s *Session) run(parent context.Context) {
 	}
 }
 
+// lose ends the session by loss, and reports it unless it had ended already
+// (Close, or another loss).
 func (s *Session) lose(reason error) {
-	s.end(reason)
-	s.notify(Event{Lost: true, Err: reason, Deadline: s.deadline.Until()})
+	if s.end(reason) {
+		s.notify(Event{Lost: true, Err: reason, Deadline: s.deadline.Until()})
+	}
 }
+
+// leaseGone asks etcd, once and briefly, whether the lease is gone (revoked,
+// or expired on the server). An error or no answer in time counts as not
+// known to be gone.
+func (s *Session) leaseGone(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, leaseCheckTimeout)
+	defer cancel()
+	resp, err := s.client.TimeToLive(ctx, s.lease)
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return true
+	}
+	return err == nil && resp.TTL <= 0
+}
+
+// leaseCheckTimeout bounds leaseGone. It delays the loss it names (see
+// HeldKey.loseGone), so it is short: beyond it the reason is the key's
+// deletion alone.
+const leaseCheckTimeout = 250 * time.Millisecond
 
 // keepAlive sends one keepalive bounded by the local deadline. It returns
 // ok when the lease was renewed and a non-nil loss reason when the session

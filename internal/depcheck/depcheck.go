@@ -27,6 +27,9 @@ func Arrow() []Layer {
 		{Name: "internal/cli", Rank: 4, Prefixes: []string{"internal/cli"}},
 		{Name: "{scenarios, internal/*}", Rank: 3, Prefixes: []string{"scenarios", "internal"}},
 		{Name: "{lock, semaphore, election, claim, cluster, lamport}", Rank: 2, Prefixes: []string{"lock", "semaphore", "election", "claim", "cluster", "lamport"}},
+		// The library's Prometheus metrics: fed by session's events, beside
+		// the primitives (a program imports both), below every command.
+		{Name: "metrics", Rank: 2, Prefixes: []string{"metrics"}},
 		// What the primitives share and no user of them sees: their config,
 		// key layout and handle plumbing. The one internal package a public
 		// package may import, and only a primitive.

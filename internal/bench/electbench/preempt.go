@@ -2,6 +2,7 @@ package electbench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/coordkit/coordkit/election"
+	"github.com/coordkit/coordkit/session"
 )
 
 // preemption is what measurePreemption timed.
@@ -72,14 +74,22 @@ func measurePreemption(ctx context.Context, endpoints []string, rounds int) (pre
 		done := make(chan error, 1)
 		go func() {
 			defer e.Close()
-			done <- election.Run(ctx, e, election.RunConfig{Value: id, ReleaseOnCancel: true,
-				OnStartedLeading: func(lctx context.Context, _ *election.Leadership) {
-					select {
-					case leads <- lead{prio, time.Now()}:
-					default:
-					}
-					<-lctx.Done()
-				}})
+			// A candidate that handed over (or lost) campaigns again, at the
+			// back of the line: Run returns after each leadership.
+			for {
+				err := election.Run(ctx, e, election.RunConfig{Value: id, ReleaseOnCancel: true,
+					OnStartedLeading: func(lctx context.Context, _ *election.Leadership) {
+						select {
+						case leads <- lead{prio, time.Now()}:
+						default:
+						}
+						<-lctx.Done()
+					}})
+				if ctx.Err() != nil || !errors.Is(err, session.ErrLost) && !errors.Is(err, election.ErrResigned) {
+					done <- err
+					return
+				}
+			}
 		}()
 		return done, nil
 	}

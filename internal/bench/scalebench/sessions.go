@@ -100,6 +100,7 @@ func (r *runner) sessionsCurve(ctx context.Context, e *env, n int, once bool) er
 	)
 	observe := func(ev session.Event) {
 		switch {
+		case ev.Key != "": // a held key's event: these sessions hold none
 		case ev.Lost && errors.Is(ev.Err, session.ErrExpired):
 			expired.Add(1)
 		case ev.Lost && errors.Is(ev.Err, session.ErrRevoked):

@@ -63,43 +63,70 @@ type Config struct {
 	Limit int
 }
 
-// Validate reports the first rule the configuration breaks. Its errors
-// wrap session.ErrInvalidName, session.ErrBadTTL or
-// ErrInvalid, and say which value broke which rule.
+// Validate reports the first rule the configuration breaks: a *FieldError
+// naming the field, whose error wraps session.ErrInvalidName,
+// session.ErrBadTTL or ErrInvalid and says which value broke which rule.
 func (c Config) Validate() error {
 	if err := c.ValidateKeys(); err != nil {
 		return err
 	}
 	switch {
 	case c.Session != nil && (c.TTL != 0 || len(c.SessionOptions) > 0):
-		return fmt.Errorf("%w: a given session cannot be combined with a TTL or options for the %s's own sessions", ErrInvalid, c.Kind)
+		return fieldErrorf(FieldSession, "%w: a given session cannot be combined with a TTL or options for the %s's own sessions", ErrInvalid, c.Kind)
 	case c.Session == nil:
 		if err := session.CheckTTL(c.OwnTTL()); err != nil {
-			return err
+			return &FieldError{Field: FieldTTL, Err: err}
 		}
 	}
 	switch {
 	case c.LockDelay < 0:
-		return fmt.Errorf("%w: negative lock delay %s", ErrInvalid, c.LockDelay)
+		return fieldErrorf(FieldLockDelay, "%w: the lock delay must not be negative, got %s", ErrInvalid, c.LockDelay)
 	case c.LockDelay > 0 && c.Kind == KindElection:
-		return fmt.Errorf("%w: an election has no lock delay", ErrInvalid)
+		return fieldErrorf(FieldLockDelay, "%w: an election has no lock delay", ErrInvalid)
 	case c.Kind == KindSemaphore && c.Limit < 1:
-		return fmt.Errorf("%w: limit must be a whole number of at least 1, got %d", ErrInvalid, c.Limit)
+		return fieldErrorf(FieldLimit, "%w: the limit must be a whole number of at least 1, got %d", ErrInvalid, c.Limit)
 	case c.Kind != KindSemaphore && c.Limit != 0:
-		return fmt.Errorf("%w: a %s has no limit", ErrInvalid, c.Kind)
+		return fieldErrorf(FieldLimit, "%w: a %s has no limit", ErrInvalid, c.Kind)
 	}
 	return nil
+}
+
+// Field names a field of Config in a FieldError.
+type Field string
+
+// The fields Validate checks.
+const (
+	FieldName      Field = "name"
+	FieldPrefix    Field = "prefix"
+	FieldSession   Field = "session"
+	FieldTTL       Field = "ttl"
+	FieldLockDelay Field = "lock delay"
+	FieldLimit     Field = "limit"
+)
+
+// FieldError is Validate's error: the field, and the rule it broke. A
+// command maps Field to its flag.
+type FieldError struct {
+	Field Field
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+func fieldErrorf(f Field, format string, args ...any) error {
+	return &FieldError{Field: f, Err: fmt.Errorf(format, args...)}
 }
 
 // ValidateKeys checks only what places the keys: the name and the prefix
 // (for calls that read or write a name's keys without holding anything).
 func (c Config) ValidateKeys() error {
 	if err := ValidateName(c.Name); err != nil {
-		return err
+		return &FieldError{Field: FieldName, Err: err}
 	}
 	for _, r := range c.Prefix {
 		if unicode.IsSpace(r) || unicode.IsControl(r) {
-			return fmt.Errorf("%w: prefix %q contains white space or a control character (%U)", ErrInvalid, c.Prefix, r)
+			return fieldErrorf(FieldPrefix, "%w: prefix %q contains white space or a control character (%U)", ErrInvalid, c.Prefix, r)
 		}
 	}
 	return nil

@@ -149,6 +149,20 @@ func (c *Cluster) BenchWrites(ctx context.Context, n, concurrency int, d time.Du
 // and the benchmarks print latencies.
 func Ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// Sleep waits d or until ctx ends, and reports whether d passed: how the
+// scenarios and the benchmarks let a workload run for a while. It is the
+// module's one (scenarios, public, cannot import an internal package).
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // Percentile returns the nearest-rank p-quantile (p in [0,1]) of ds: the
 // smallest sample with at least a fraction p of the samples at or below
 // it, so the 0.99-quantile of 40 samples is the largest. It returns 0 for

@@ -250,7 +250,7 @@ func (l *ElectionLab) Trial(ctx context.Context, seed int64) (ElectionTrial, err
 	t.Broadcast = committed.Sub(start)
 	term := c.Term(leader)
 	offset := time.Duration(rng.Int63n(int64(max(l.cfg.HeartbeatInterval(), 1))))
-	sleepCtx(ctx, time.Until(committed.Add(offset)))
+	cluster.Sleep(ctx, time.Until(committed.Add(offset)))
 	if err := ctx.Err(); err != nil {
 		return t, err
 	}
@@ -340,7 +340,7 @@ func (l *ElectionLab) waitStable(ctx context.Context) (cluster.NodeID, int, erro
 		if time.Now().After(deadline) {
 			return 0, churn, fmt.Errorf("election trial: %w after %s (%d leader changes)", errUnsettled, time.Since(start).Round(time.Millisecond), churn)
 		}
-		sleepCtx(ctx, time.Millisecond)
+		cluster.Sleep(ctx, time.Millisecond)
 		if err := ctx.Err(); err != nil {
 			return 0, churn, err
 		}

@@ -146,7 +146,7 @@ func (r *failoverRun) candidates(ctx context.Context, n int64) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%d candidates after 10s, want %d", resp.Count, n)
 		}
-		sleepCtx(ctx, 5*time.Millisecond)
+		cluster.Sleep(ctx, 5*time.Millisecond)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/claim"
+	"github.com/coordkit/coordkit/cluster"
 )
 
 // leaseLock is the lock of lock-without-fencing's Redis round: a lease
@@ -62,7 +63,7 @@ func (m *modelLease) waitB(ctx context.Context) error {
 		if err != nil || cb.Won {
 			return err
 		}
-		if sleepCtx(ctx, 50*time.Millisecond); ctx.Err() != nil {
+		if !cluster.Sleep(ctx, 50*time.Millisecond) {
 			return ctx.Err()
 		}
 	}

@@ -56,7 +56,7 @@ func runMinorityPartition(ctx context.Context, env Env) (*report.Report, error) 
 	names[writer.ID()] = "writer"
 	w := startWriter(ctx, writer, "w", Pick(env.Scale, 20*time.Millisecond, 5*time.Millisecond))
 	defer w.Stop()
-	sleepCtx(ctx, Pick(env.Scale, 250*time.Millisecond, time.Second))
+	cluster.Sleep(ctx, Pick(env.Scale, 250*time.Millisecond, time.Second))
 
 	// The old leader and one follower form the minority.
 	minority := []cluster.NodeID{old, old%5 + 1}
@@ -94,7 +94,7 @@ func runMinorityPartition(ctx context.Context, env Env) (*report.Report, error) 
 			majOK++
 		}
 	}
-	sleepCtx(ctx, Pick(env.Scale, 200*time.Millisecond, time.Second))
+	cluster.Sleep(ctx, Pick(env.Scale, 200*time.Millisecond, time.Second))
 	healAt := c.Now()
 	c.Heal()
 	healed := time.Now()
@@ -105,7 +105,7 @@ func runMinorityPartition(ctx context.Context, env Env) (*report.Report, error) 
 	hidden[poller.ID()] = true
 	caughtUp := waitValue(ctx, poller, minority[0], "maj4", "4", 5*time.Second) == nil
 	catchUp := time.Since(healed)
-	sleepCtx(ctx, Pick(env.Scale, 150*time.Millisecond, time.Second))
+	cluster.Sleep(ctx, Pick(env.Scale, 150*time.Millisecond, time.Second))
 	w.Stop()
 
 	recs := without(c.History(), hidden)
@@ -205,7 +205,7 @@ func splitProbe(ctx context.Context, env Env, n int, groups [][]cluster.NodeID) 
 	}
 	// Let the old leader's lease run out and an election happen where one can.
 	t := c.Timing()
-	sleepCtx(ctx, 2*t.Heartbeat+2*t.Election)
+	cluster.Sleep(ctx, 2*t.Heartbeat+2*t.Election)
 	wrote = make([]bool, len(groups))
 	errs = make([]error, len(groups))
 	type res struct {

@@ -53,7 +53,7 @@ func runQuorumLoss(ctx context.Context, env Env) (*report.Report, error) {
 	defer w.Stop()
 
 	// Some writes with all three up.
-	sleepCtx(ctx, Pick(env.Scale, 300*time.Millisecond, time.Second))
+	cluster.Sleep(ctx, Pick(env.Scale, 300*time.Millisecond, time.Second))
 	// Crash the leader and one follower; the third node survives.
 	survivor := leader%3 + 1
 	other := survivor%3 + 1
@@ -92,11 +92,11 @@ func runQuorumLoss(ctx context.Context, env Env) (*report.Report, error) {
 		}
 	}
 	resumeAfter := time.Since(restartedAt)
-	sleepCtx(ctx, Pick(env.Scale, 200*time.Millisecond, time.Second))
+	cluster.Sleep(ctx, Pick(env.Scale, 200*time.Millisecond, time.Second))
 	if err := c.Restart(leader); err != nil {
 		return nil, err
 	}
-	sleepCtx(ctx, Pick(env.Scale, 200*time.Millisecond, time.Second))
+	cluster.Sleep(ctx, Pick(env.Scale, 200*time.Millisecond, time.Second))
 	w.Stop()
 
 	recs := c.History()

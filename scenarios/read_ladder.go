@@ -186,7 +186,7 @@ func (r *ladderRun) readAtOld(ctx context.Context, f ladderFault, old cluster.No
 	}
 	if f.queued {
 		// The reads are queued at the paused node; let it run again.
-		sleepCtx(ctx, 50*time.Millisecond)
+		cluster.Sleep(ctx, 50*time.Millisecond)
 		err := f.unfault(old)
 		wg.Wait()
 		return out, readers, err

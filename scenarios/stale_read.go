@@ -127,7 +127,7 @@ func runStaleRead(ctx context.Context, env Env) (*report.Report, error) {
 			sr.bobRetryIsFinal = sr.bobRetry.Value == scoreFinal
 		}
 		// Keep the partition a moment longer so that the picture shows it.
-		sleepCtx(ctx, 150*time.Millisecond)
+		cluster.Sleep(ctx, 150*time.Millisecond)
 		sr.recs = without(c.History(), hidden)
 		sr.verdict = cluster.CheckHistory(sr.recs, 10*time.Second)
 		c.Heal()

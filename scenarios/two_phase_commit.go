@@ -195,7 +195,7 @@ func (r *twoPCRun) actClassic(ctx context.Context) (classicObs, error) {
 	r.rec.FaultStart("coordinator crashed")
 
 	// Meanwhile another transaction wants P1's row.
-	sleepCtx(ctx, r.downtime/3)
+	cluster.Sleep(ctx, r.downtime/3)
 	t2call := time.Now()
 	obs.t2Wait = r.downtime / 3
 	select {
@@ -211,7 +211,7 @@ func (r *twoPCRun) actClassic(ctx context.Context) (classicObs, error) {
 	}
 	r.rec.Op("T2", obs.t2Desc, t2call, time.Now(), outcomeT2)
 
-	sleepCtx(ctx, r.downtime-time.Since(obs.crashAt))
+	cluster.Sleep(ctx, r.downtime-time.Since(obs.crashAt))
 	// The coordinator returns; with no decision logged it presumes abort,
 	// which is safe: nobody can have committed without hearing from it.
 	coord.set(true, "abort")
@@ -326,7 +326,7 @@ func (r *twoPCRun) actConsensus(ctx context.Context) (consensusObs, error) {
 	obs.lateSwapped = res.Swapped
 	r.labOp("P3", "record T3 abort (CAS pending→abort)", res, obs.lateErr)
 	obs.final, obs.finalErr = late.Get(ctx, txnKey, cluster.ReadIndex)
-	sleepCtx(ctx, 50*time.Millisecond)
+	cluster.Sleep(ctx, 50*time.Millisecond)
 	r.rec.FaultEnd("coordinator crashed (T3)")
 	r.rec.FaultEnd(fmt.Sprintf("lab node n%d (the leader) crashed", leader))
 	return obs, nil
@@ -337,7 +337,7 @@ func (r *twoPCRun) actConsensus(ctx context.Context) (consensusObs, error) {
 func (r *twoPCRun) readDecision(ctx context.Context, cl *cluster.Client, p *participant, crashAt time.Time) consensusDone {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		sleepCtx(ctx, 50*time.Millisecond)
+		cluster.Sleep(ctx, 50*time.Millisecond)
 		res, err := cl.Get(ctx, txnKey, cluster.ReadIndex)
 		if err == nil && res.Value != "pending" {
 			r.labOp(p.name, "read T3's decision: "+res.Value, res, nil)

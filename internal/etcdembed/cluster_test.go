@@ -54,6 +54,7 @@ func putOK(ctx context.Context, cli *clientv3.Client, k, v string) error {
 }
 
 func TestClusterFaults(t *testing.T) {
+	t.Parallel() // a member or cluster of its own
 	if testing.Short() {
 		t.Skip("three-member cluster")
 	}
@@ -161,6 +162,7 @@ func TestClusterClientURLs(t *testing.T) {
 // A second cluster on a data directory in use fails at once with
 // ErrDataDirInUse, as a single member does (issue 11, item 1).
 func TestStartClusterOnDataDirInUseFailsAtOnce(t *testing.T) {
+	t.Parallel() // a member or cluster of its own
 	dir := t.TempDir()
 	c := startCluster(t, dir)
 	_, err := etcdembed.StartCluster(context.Background(), etcdembed.ClusterConfig{DataDir: dir, UnsafeNoFsync: true})

@@ -18,6 +18,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestPutGetAndRestartKeepsData(t *testing.T) {
+	t.Parallel() // a member or cluster of its own
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -65,6 +66,7 @@ func TestStartKeepsGivenPortsOnBindError(t *testing.T) {
 // A second member on a data directory in use fails at once with
 // ErrDataDirInUse; etcd alone would wait for ever on bbolt's file lock.
 func TestStartOnDataDirInUseFailsAtOnce(t *testing.T) {
+	t.Parallel() // a member or cluster of its own
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := t.TempDir()

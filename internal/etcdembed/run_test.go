@@ -15,6 +15,7 @@ import (
 // Run serves until ctx ends, tells ready where, and returns nil then; a
 // failing ready stops it with ready's error.
 func TestRunServesUntilCancelled(t *testing.T) {
+	t.Parallel() // a member or cluster of its own
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	done := make(chan error, 1)

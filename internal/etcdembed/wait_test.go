@@ -12,6 +12,7 @@ import (
 
 // Wait serves until its context ends, then returns nil: a clean stop.
 func TestWaitReturnsWhenContextEnds(t *testing.T) {
+	t.Parallel() // a member or cluster of its own
 	srv, err := etcdembed.Start(context.Background(), etcdembed.Config{DataDir: t.TempDir(), UnsafeNoFsync: true})
 	require.NoError(t, err)
 	defer srv.Close()

@@ -243,7 +243,11 @@ func TestBadCommandsChangeNothing(t *testing.T) {
 }
 
 // Two clients sending commands at once: every command runs once, each
-// answered, each in the stream once.
+// answered, each in the stream once. Whether a put commits is the
+// cluster's answer, not the page's: on a starved machine the leader can
+// miss its heartbeats and lose its lease mid-write ("leadership lost
+// before commit", outcome unknown), so the test counts each put's one
+// answer and one history record, whatever its outcome.
 func TestConcurrentCommandsFromTwoClients(t *testing.T) {
 	lab, srv := startLab(t, 3, Options{}, ServerConfig{})
 	url := srv.URL()
@@ -266,9 +270,13 @@ func TestConcurrentCommandsFromTwoClients(t *testing.T) {
 				var m map[string]any
 				err = json.NewDecoder(resp.Body).Decode(&m)
 				resp.Body.Close()
-				if err != nil || resp.StatusCode != http.StatusOK || m["ok"] != true {
+				// 200: the command ran (its "ok" is the cluster's outcome).
+				if err != nil || resp.StatusCode != http.StatusOK || m["cmd"] != "put" {
 					t.Errorf("client %d: %d %v %v", c, resp.StatusCode, m, err)
 					return
+				}
+				if m["ok"] != true {
+					t.Logf("client %d: the put ran and did not commit: %v", c, m["error"])
 				}
 				seq, _ := strconv.ParseUint(resp.Header.Get("X-Lab-Seq"), 10, 64)
 				seqs[c] = append(seqs[c], seq)
@@ -314,13 +322,19 @@ func TestConcurrentCommandsFromTwoClients(t *testing.T) {
 	for l, n := range lines {
 		require.Equal(t, 1, n, l)
 	}
-	puts := 0
+	// Each ran once: one record per put in the history, whatever its
+	// outcome (the client retries a put inside one operation, never as a
+	// second one).
+	puts := map[string]int{}
 	for _, r := range lab.Cluster().History() {
-		if r.Op == "put" && r.Outcome == "ok" {
-			puts++
+		if r.Op == "put" {
+			puts[r.Key]++
 		}
 	}
-	require.Equal(t, 2*per, puts)
+	require.Len(t, puts, 2*per)
+	for k, n := range puts {
+		require.Equal(t, 1, n, k)
+	}
 }
 
 func TestTokenOffLoopback(t *testing.T) {

@@ -89,6 +89,13 @@ type Config struct {
 	Schedule []Step
 	// Progress receives one line per fault; nil discards.
 	Progress io.Writer
+
+	// onLateWrite, a test hook, is called when a holder's first write
+	// after a freeze is accepted: overwrote says whether a later holder's
+	// write had been accepted before it was sent, so that (unfenced) an
+	// update is lost. A test ends its run there instead of at a wall-clock
+	// time that a loaded machine may not reach it in.
+	onLateWrite func(overwrote bool)
 }
 
 func (c Config) lock() LockImpl {
@@ -723,6 +730,9 @@ func (w *worker) hold(ctx context.Context, t Tenure) {
 		w.r.record(wop)
 		if frozen >= 0 {
 			w.r.lateWrite(frozen, wop)
+			if hook := w.r.cfg.onLateWrite; hook != nil && wop.Outcome == OK {
+				hook(w.r.writtenBefore(wop))
+			}
 		}
 		if err != nil {
 			return

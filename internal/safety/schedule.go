@@ -234,6 +234,19 @@ func (r *run) lateWrite(i int, op Op) {
 	})
 }
 
+// writtenBefore reports whether a holder with a later token than op's had
+// a write to op's slot accepted before op was sent.
+func (r *run) writtenBefore(op Op) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, o := range r.ops {
+		if o.Kind == OpWrite && o.Outcome == OK && o.Slot == op.Slot && o.Token > op.Token && o.Return < op.Call {
+			return true
+		}
+	}
+	return false
+}
+
 // ranSchedule is the schedule as it ran: the steps applied, each with the
 // offset it was applied at.
 func (r *run) ranSchedule() []Step {

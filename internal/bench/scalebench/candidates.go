@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coordkit/coordkit/cluster"
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/bench"
 	"github.com/coordkit/coordkit/session"
@@ -79,7 +80,7 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape, once bool
 						} else {
 							retried.Add(1)
 						}
-						sleep(cctx, 100*time.Millisecond)
+						cluster.Sleep(cctx, 100*time.Millisecond)
 						continue
 					}
 					if err != nil {
@@ -139,7 +140,7 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape, once bool
 				unsteady++
 				return nil
 			}
-			if !sleep(cctx, 10*time.Millisecond) {
+			if !cluster.Sleep(cctx, 10*time.Millisecond) {
 				return context.Cause(cctx)
 			}
 		}
@@ -178,7 +179,7 @@ func (r *runner) candidatesCurve(ctx context.Context, e *env, s Shape, once bool
 		r.progress("many candidates %s: %s steady state (keepalives, watchers), window %d", s, idle, tries)
 		c0 := campaigns.Load()
 		w := startWindow(cctx, nil)
-		sleep(cctx, idle)
+		cluster.Sleep(cctx, idle)
 		idleRes = w.stop()
 		if churn = campaigns.Load() - c0; churn == 0 || cctx.Err() != nil {
 			break

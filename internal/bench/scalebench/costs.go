@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/coordkit/coordkit/cluster"
 	"github.com/coordkit/coordkit/internal/bench"
 	"github.com/coordkit/coordkit/session"
 )
@@ -144,7 +145,7 @@ func (r *runner) costs(ctx context.Context, e *env) error {
 		}
 	}
 	for got.Load() < watchers*wputs && ctx.Err() == nil {
-		sleep(ctx, time.Millisecond)
+		cluster.Sleep(ctx, time.Millisecond)
 	}
 	res = w.stop()
 	cancel()
@@ -175,7 +176,7 @@ func (r *runner) costs(ctx context.Context, e *env) error {
 		ss = append(ss, s)
 	}
 	w = startWindow(ctx, nil)
-	sleep(ctx, 4*time.Second)
+	cluster.Sleep(ctx, 4*time.Second)
 	res = w.stop()
 	if k := res.delta[metricRenewed]; k > 0 {
 		add("keepalives_per_s", "per_s", k/res.wall.Seconds())
@@ -211,7 +212,7 @@ func (r *runner) loneKeepalives(ctx context.Context, e *env, add func(metric, un
 		return err
 	}
 	w := startWindow(ctx, nil)
-	sleep(ctx, 2*time.Second)
+	cluster.Sleep(ctx, 2*time.Second)
 	floor := w.stop()
 	floorPerSec := floor.cpu.Seconds() / floor.wall.Seconds()
 	add("lone_idle_cpu_percent", "%", floor.cpuPercent())
@@ -227,9 +228,9 @@ func (r *runner) loneKeepalives(ctx context.Context, e *env, add func(metric, un
 			}
 			ss = append(ss, s)
 		}
-		sleep(ctx, time.Second) // every session's first keepalive out, streams open
+		cluster.Sleep(ctx, time.Second) // every session's first keepalive out, streams open
 		w := startWindow(ctx, nil)
-		sleep(ctx, 4*time.Second)
+		cluster.Sleep(ctx, 4*time.Second)
 		res := w.stop()
 		for _, s := range ss {
 			_ = s.Close()

@@ -11,6 +11,7 @@ import (
 
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/coordkit/coordkit/cluster"
 	"github.com/coordkit/coordkit/internal/bench"
 	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/lock"
@@ -259,7 +260,7 @@ func queueOnce(ctx context.Context, e *env, im, w, handoffs int, hold time.Durat
 					}
 				}
 				if !last && !done() && hold > 0 {
-					sleep(wctx, hold)
+					cluster.Sleep(wctx, hold)
 				}
 				if last {
 					stopped.Store(true) // before the release: the next holder is not measured

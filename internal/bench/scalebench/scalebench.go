@@ -17,6 +17,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/coordkit/coordkit/cluster"
 	"github.com/coordkit/coordkit/internal/bench"
 	"github.com/coordkit/coordkit/internal/etcdembed"
 )
@@ -561,18 +562,6 @@ func countLeases(ctx context.Context, c *clientv3.Client) (int, error) {
 	return n, nil
 }
 
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // waitKeys polls until at least n keys are under prefix: a waiter queuing
 // exposes no event to wait on.
 func waitKeys(ctx context.Context, c *clientv3.Client, prefix string, n int64) error {
@@ -584,7 +573,7 @@ func waitKeys(ctx context.Context, c *clientv3.Client, prefix string, n int64) e
 		if got >= n {
 			return nil
 		}
-		if !sleep(ctx, time.Millisecond) {
+		if !cluster.Sleep(ctx, time.Millisecond) {
 			return context.Cause(ctx)
 		}
 	}

@@ -71,6 +71,7 @@ func leftBehind(t *testing.T, cli *clientv3.Client) (keys int64, leases int) {
 // No herd: with 50 waiters queued, a release wakes one waiter (its
 // successor), never more, and the run leaves no key and no lease behind.
 func TestQueueNoHerd(t *testing.T) {
+	t.Parallel() // an etcd of its own
 	srv, cli := etcdtest.StartWithClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -93,6 +94,9 @@ func TestQueueNoHerd(t *testing.T) {
 
 // Goroutines per held lock do not depend on how many names the loop went
 // through, and the run leaves no key and no lease behind.
+//
+// Not parallel: it counts the process's goroutines, which the other
+// tests' clients and servers would change under it.
 func TestLocksGoroutinesConstant(t *testing.T) {
 	srv, cli := etcdtest.StartWithClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -148,6 +152,7 @@ func (w *jsonlessWriter) Write(p []byte) (int, error) { w.n += len(p); return le
 // Candidates: every crash of a leader hands its election to another
 // candidate, and the curve leaves no key behind.
 func TestCandidatesFailover(t *testing.T) {
+	t.Parallel() // an etcd of its own
 	srv, cli := etcdtest.StartWithClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -176,6 +181,7 @@ func TestCandidatesFailover(t *testing.T) {
 // The candidates curve says how much churn its steady window had: a
 // window with campaigns in it is measured again (at most idleTries).
 func TestCandidatesReportWindowChurn(t *testing.T) {
+	t.Parallel() // an etcd of its own
 	srv := etcdtest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -201,6 +207,7 @@ func TestCandidatesReportWindowChurn(t *testing.T) {
 // The lone keepalive costs: one session per client, on a stream and with
 // KeepAliveOnce, each with its rate and CPU per keepalive.
 func TestLoneKeepalives(t *testing.T) {
+	t.Parallel() // an etcd of its own
 	srv := etcdtest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/coordkit/coordkit/cluster"
 	"github.com/coordkit/coordkit/internal/bench"
 	"github.com/coordkit/coordkit/session"
 )
@@ -138,12 +139,12 @@ func (r *runner) sessionsCurve(ctx context.Context, e *env, n int, once bool) er
 	// Start-up: every session sends its first keepalive one interval
 	// (TTL/3) after its grant; measure from then on.
 	r.progress("idle sessions %s (%s): %d sessions started in %s; waiting one keepalive interval", pointN(n), keepAliveName(once), n, time.Since(t0).Round(time.Millisecond))
-	if !sleep(ctx, granted/3+time.Second) {
+	if !cluster.Sleep(ctx, granted/3+time.Second) {
 		return context.Cause(ctx)
 	}
 	measuring.Store(true)
 	w := startWindow(ctx, nil)
-	sleep(ctx, r.o.IdleDuration)
+	cluster.Sleep(ctx, r.o.IdleDuration)
 	res := w.stop()
 	measuring.Store(false)
 	if ctx.Err() != nil {

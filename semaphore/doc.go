@@ -12,7 +12,10 @@
 // The semaphore named N lives under "N/" (WithPrefix adds a namespace):
 //
 //	N/limit            the limit, stored by the first acquirer (no lease)
-//	N/queue/<lease>    one waiter, on its session's lease; FIFO by create revision
+//	N/queue/<lease>-<handle>-<n>
+//	                   one waiter (one Acquire), on its session's lease; FIFO by
+//	                   create revision. A waiter of the previous version,
+//	                   N/queue/<lease>, is a waiter all the same.
 //	N/slots/<i>        the holder of slot i, on its session's lease
 //
 // # Fencing with N holders
@@ -74,8 +77,16 @@
 // Scopes are per slot, so a resource cannot tell from the tokens alone how
 // many holders are live at once; the limit is enforced by etcd, not by the
 // resource. Local loss detection assumes the local clock and the etcd
-// leader's clock run at the same rate to within the session margin. Two
-// Semaphores of one session (WithSession) on one name share a queue key:
-// they are one participant, not two. The limit key has no lease and stays
-// after the last holder is gone.
+// leader's clock run at the same rate to within the session margin. The
+// limit key has no lease and stays after the last holder is gone.
+//
+// # Many holders through one handle, and no weighted Acquire
+//
+// Every Acquire is its own holder: goroutines that share one Semaphore (and
+// its session, or a session given WithSession) queue and hold separately,
+// FIFO among themselves and with other processes. There is no weighted
+// Acquire(ctx, n): fencing is per slot, so a holder of n slots would hold n
+// tokens in n scopes, and a resource could not check "this writer holds n
+// slots" with one token. A caller that needs n units acquires n times and
+// fences each write with the slot it uses.
 package semaphore

@@ -28,12 +28,9 @@ var (
 )
 
 // noSlot is TryAcquire's error when it cannot take a slot at once: holders
-// slot keys when it looked (-1: this Semaphore holds a slot already), ahead
-// whether a waiter was ahead of it.
+// slot keys when it looked, ahead whether a waiter was ahead of it.
 func noSlot(name string, limit, holders int, ahead bool) error {
 	switch {
-	case holders < 0:
-		return fmt.Errorf("%w: this Semaphore holds a slot of %q already", ErrNoSlot, name)
 	case ahead:
 		return fmt.Errorf("%w: %q has waiters ahead", ErrNoSlot, name)
 	}

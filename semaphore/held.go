@@ -19,7 +19,7 @@ type Held struct {
 }
 
 func (a *attempt) held(slot int, key string, rev int64) *Held {
-	k := a.sess.Hold(key, rev, session.HoldConfig{ReleaseCause: errReleased, OnEnd: a.s.sess.EndTurn, ReleaseKeepsLease: true, Kind: "semaphore"})
+	k := a.sess.Hold(key, rev, session.HoldConfig{ReleaseCause: errReleased, ReleaseKeepsLease: true, Kind: "semaphore"})
 	k.Granted(a.started)
 	return &Held{HeldKey: k, s: a.s, slot: slot}
 }

@@ -70,16 +70,16 @@ func WithSessionOptions(opts ...session.Option) Option {
 func WithTTL(d time.Duration) Option { return func(c *config) { c.TTL = d } }
 
 // Semaphore is a fenced, FIFO counting semaphore on etcd: at most limit
-// holders at once, each in its own slot. A Semaphore takes one slot at a
-// time (Acquire while it holds one waits for its Release). Safe for
-// concurrent use.
+// holders at once, each in its own slot. Safe for concurrent use: each
+// Acquire through it is a holder of its own (its own queue key, slot, token
+// and Release), so goroutines can share one Semaphore and one session.
 type Semaphore struct {
 	client *clientv3.Client
 	name   string
 	pfx    string
 	limit  int
 	cfg    config
-	sess   *primitive.Lazy // also serializes acquisitions: see primitive.Serially
+	sess   *primitive.Lazy
 }
 
 // New returns a Semaphore named name with limit slots on client. It does no
@@ -130,8 +130,12 @@ func (s *Semaphore) slotsPfx() string { return s.pfx + slotsInfix }
 func (s *Semaphore) slotKey(i int) string {
 	return s.slotsPfx() + strconv.Itoa(i)
 }
-func (s *Semaphore) queueKey(sess *session.Session) string {
-	return fmt.Sprintf("%s%x", s.queuePfx(), int64(sess.Lease()))
+
+// queueKey is one acquisition's queue key: the lease and the attempt's
+// nonce, unique to it, so that acquisitions through one handle (or through
+// handles on one session) queue as the separate holders they will be.
+func (s *Semaphore) queueKey(sess *session.Session, nonce string) string {
+	return fmt.Sprintf("%s%x-%s", s.queuePfx(), int64(sess.Lease()), nonce)
 }
 
 // Close ends the Semaphore. If it created its session, Close revokes the
@@ -145,15 +149,18 @@ func (s *Semaphore) Close() error { return s.sess.Close() }
 // error matching ErrLimitMismatch if the name's stored limit is not this
 // Semaphore's, session.ErrGoneWhileWaiting if its key or session vanished while it
 // waited, ErrClosed after Close, and etcd's error if a request failed.
+//
+// Acquisitions through one Semaphore are independent holders: ten
+// goroutines sharing it, with limit 10, hold ten slots at once, each with
+// its own queue key, slot, token and Release.
 func (s *Semaphore) Acquire(ctx context.Context) (*Held, error) {
-	return primitive.Serially(ctx, s.sess, false, nil, s.acquire)
+	return s.acquire(ctx, false)
 }
 
 // TryAcquire takes a slot if one is free and nobody waits before it, and
-// returns an error matching ErrNoSlot at once otherwise, including when this
-// Semaphore holds a slot already.
+// returns an error matching ErrNoSlot at once otherwise.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Held, error) {
-	return primitive.Serially(ctx, s.sess, true, noSlot(s.name, s.limit, -1, false), s.acquire)
+	return s.acquire(ctx, true)
 }
 
 var errLeaseGone = errors.New("lease not found")
@@ -191,7 +198,8 @@ func (s *Semaphore) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	if err != nil {
 		return nil, fmt.Errorf("semaphore: %w", err)
 	}
-	a := &attempt{s: s, sess: sess, qkey: s.queueKey(sess), nonce: s.sess.Nonce(), lostAt: map[int]time.Time{}, started: sess.Clock().Now()}
+	nonce := s.sess.Nonce()
+	a := &attempt{s: s, sess: sess, qkey: s.queueKey(sess, nonce), nonce: nonce, lostAt: map[int]time.Time{}, started: sess.Clock().Now()}
 
 	// One round trip: store the limit if none is stored, queue our key
 	// unless this lease has one, and read the stored limit back.

@@ -9,7 +9,8 @@ import (
 //
 //	Mutex, concurrency.Mutex, etcdctl lock, election candidates:  N/<lease hex>
 //	RWMutex readers and writers:                N/read/<lease hex>, N/write/<lease hex>
-//	semaphore:                                  N/limit, N/queue/<lease hex>, N/slots/<i>
+//	semaphore:                                  N/limit, N/queue/<lease hex>-<handle hex>-<n>
+//	                                            (or N/queue/<lease hex>, before), N/slots/<i>
 //
 // A primitive counts as its own only the keys of its layout (RoleOf):
 // anything else under N/ — the keys of a lock named N/child, say — belongs
@@ -37,7 +38,8 @@ const (
 	RoleWriter
 	// RoleSemLimit: N/limit, a semaphore's stored limit.
 	RoleSemLimit
-	// RoleSemQueue: N/queue/<lease hex>, a semaphore's waiter.
+	// RoleSemQueue: N/queue/<lease hex>-<handle hex>-<n>, a semaphore's
+	// waiter (N/queue/<lease hex> as the previous version wrote it).
 	RoleSemQueue
 	// RoleSemSlot: N/slots/<i>, a semaphore's slot.
 	RoleSemSlot
@@ -68,12 +70,31 @@ func RoleOf(pfx, key string) KeyRole {
 			return role
 		}
 	}
+	if id, ok := strings.CutPrefix(rest, SemQueueInfix); ok && isAcquisitionID(id) {
+		return RoleSemQueue
+	}
 	if i, ok := strings.CutPrefix(rest, SemSlotsInfix); ok {
 		if n, err := strconv.Atoi(i); err == nil && n >= 0 && strconv.Itoa(n) == i {
 			return RoleSemSlot
 		}
 	}
 	return RoleForeign
+}
+
+// isAcquisitionID reports whether s is a semaphore waiter's ID as this
+// version writes it: <lease hex>-<handle hex>-<count>, one per acquisition
+// (the previous version wrote <lease hex> alone, one per lease).
+func isAcquisitionID(s string) bool {
+	parts := strings.Split(s, "-")
+	if len(parts) != 3 || !isLeaseHex(parts[0]) || !isLeaseHex(parts[1]) || parts[2] == "" {
+		return false
+	}
+	for _, c := range parts[2] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // isLeaseHex reports whether s is a holder's ID as the layouts print it: %x

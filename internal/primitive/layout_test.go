@@ -15,6 +15,10 @@ func TestRoleOf(t *testing.T) {
 		{"n/write/1f", RoleWriter},
 		{"n/limit", RoleSemLimit},
 		{"n/queue/abc", RoleSemQueue},
+		{"n/queue/694d8a2e1f0b3c01-0123456789abcdef-12", RoleSemQueue}, // one acquisition's
+		{"n/queue/694d8a2e1f0b3c01-0123456789abcdef-", RoleForeign},
+		{"n/queue/694d8a2e1f0b3c01-xyz-1", RoleForeign},
+		{"n/queue/1f-2f-3-4", RoleForeign},
 		{"n/slots/0", RoleSemSlot},
 		{"n/slots/12", RoleSemSlot},
 		{"n/slots/012", RoleForeign},

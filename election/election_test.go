@@ -27,11 +27,7 @@ func TestMain(m *testing.M) { os.Exit(etcdtest.Main(m, &etcd)) }
 
 const waitLimit = 10 * time.Second
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testCtx(t *testing.T) context.Context { return etcdtest.Ctx(t, 30*time.Second) }
 
 func newElection(t *testing.T, cli *clientv3.Client, name string, opts ...election.Option) *election.Election {
 	t.Helper()
@@ -59,13 +55,7 @@ func campaignAsync(ctx context.Context, e *election.Election, value string) <-ch
 
 func await[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(waitLimit):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
+	return etcdtest.Recv(t, ch, what, waitLimit)
 }
 
 func closed(ch <-chan struct{}) bool {

@@ -28,12 +28,7 @@ var etcd etcdtest.Shared
 
 func TestMain(m *testing.M) { os.Exit(etcdtest.Main(m, &etcd)) }
 
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testCtx(t *testing.T) context.Context { return etcdtest.Ctx(t, 30*time.Second) }
 
 func newMutex(t *testing.T, cli *clientv3.Client, name string, opts ...lock.Option) *lock.Mutex {
 	t.Helper()
@@ -73,13 +68,7 @@ func waitingMutex(t *testing.T, cli *clientv3.Client, name string, opts ...lock.
 
 func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
+	return etcdtest.Recv(t, ch, what, 10*time.Second)
 }
 
 // Workers increment a counter kept by the fenced resource, each under the

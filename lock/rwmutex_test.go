@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	recipe "go.etcd.io/etcd/client/v3/experimental/recipes"
 
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/lock"
 	"github.com/coordkit/coordkit/session"
@@ -50,11 +51,7 @@ type result struct {
 
 func notYet(t *testing.T, ch <-chan result, what string) {
 	t.Helper()
-	select {
-	case r := <-ch:
-		t.Fatalf("%s returned while it had to wait: %v", what, r.err)
-	case <-time.After(200 * time.Millisecond):
-	}
+	etcdtest.NotYet(t, ch, what, 200*time.Millisecond)
 }
 
 // Readers and writers on many clients: a writer is never inside with anyone

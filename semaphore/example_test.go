@@ -15,7 +15,9 @@ import (
 func exampleEndpoints() []string { return etcd.Endpoints() }
 
 // At most three encoders at once; each fences its writes by its slot's
-// scope, so a slot's next holder fences out that slot's earlier one.
+// scope, so a slot's next holder fences out that slot's earlier one. The
+// encoders are goroutines sharing one Semaphore: each Acquire is a holder
+// of its own.
 func Example() {
 	client, err := clientv3.New(clientv3.Config{Endpoints: exampleEndpoints()})
 	if err != nil {
@@ -23,20 +25,31 @@ func Example() {
 		return
 	}
 	defer client.Close()
+	s, err := semaphore.New(client, "jobs/encoders", 3, semaphore.WithLockDelay(5*time.Second))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
+	slots := make(chan *semaphore.Held)
+	for range 2 { // two encoders at once, through the one handle
+		go func() {
+			h, err := s.Acquire(ctx)
+			if err != nil {
+				fmt.Println(err) // context.DeadlineExceeded, or ErrLimitMismatch
+				close(slots)
+				return
+			}
+			slots <- h
+		}()
+	}
 	var held []*semaphore.Held
-	for range 2 { // two encoders, each with its own handle
-		s, err := semaphore.New(client, "jobs/encoders", 3, semaphore.WithLockDelay(5*time.Second))
-		if err != nil {
-			fmt.Println(err)
-			return
-		}
-		defer s.Close()
-		h, err := s.Acquire(ctx)
-		if err != nil {
-			fmt.Println(err) // context.DeadlineExceeded, or ErrLimitMismatch
+	for range 2 {
+		h, ok := <-slots
+		if !ok {
 			return
 		}
 		defer h.Release(context.Background())
@@ -44,17 +57,11 @@ func Example() {
 	}
 	// Send h.Token() and h.Scope() with each write to the protected
 	// resource (see package fencing).
-	for _, h := range held {
-		select {
-		case <-h.Lost():
-			fmt.Println("lost:", h.Err())
-		default:
-			fmt.Println("slot", h.Slot(), "scope", h.Scope())
-		}
-	}
-	fmt.Println("tokens increase:", held[1].Token() > held[0].Token())
+	fmt.Println("two slots at once:", held[0].Slot() != held[1].Slot(), held[0].Alive() && held[1].Alive())
+	fmt.Println("scopes are the slots':", held[0].Scope() == fmt.Sprintf("jobs/encoders#%d", held[0].Slot()))
+	fmt.Println("tokens differ:", held[0].Token() != held[1].Token())
 	// Output:
-	// slot 0 scope jobs/encoders#0
-	// slot 1 scope jobs/encoders#1
-	// tokens increase: true
+	// two slots at once: true true
+	// scopes are the slots': true
+	// tokens differ: true
 }

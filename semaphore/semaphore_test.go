@@ -26,12 +26,7 @@ var etcd etcdtest.Shared
 
 func TestMain(m *testing.M) { os.Exit(etcdtest.Main(m, &etcd)) }
 
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testCtx(t *testing.T) context.Context { return etcdtest.Ctx(t, 60*time.Second) }
 
 func newSem(t *testing.T, cli *clientv3.Client, name string, limit int, opts ...semaphore.Option) *semaphore.Semaphore {
 	t.Helper()
@@ -49,13 +44,7 @@ func waitingSem(t *testing.T, cli *clientv3.Client, name string, limit int, opts
 
 func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(15 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
+	return etcdtest.Recv(t, ch, what, 15*time.Second)
 }
 
 type result struct {
@@ -75,11 +64,7 @@ func acquireAsync(ctx context.Context, s *semaphore.Semaphore) <-chan result {
 
 func notYet(t *testing.T, ch <-chan result, what string) {
 	t.Helper()
-	select {
-	case r := <-ch:
-		t.Fatalf("%s returned while it had to wait: %v", what, r.err)
-	case <-time.After(200 * time.Millisecond):
-	}
+	etcdtest.NotYet(t, ch, what, 200*time.Millisecond)
 }
 
 // countHolders follows every revision of the slot keys through one watch
@@ -358,6 +343,13 @@ func TestSemaphoreLoss(t *testing.T) {
 	resp, err := cli.Get(ctx, r.h.Key())
 	require.NoError(t, err)
 	require.EqualValues(t, r.h.Token(), resp.Kvs[0].CreateRevision, "the late Release deleted the next holder's slot")
+	// The lost slot's guard fails, the successor's holds (was
+	// TestSemHeldIsOwnerGuardsTxn; the guard itself is session's HeldKey:
+	// TestHeldKeyTxnGuardedByOwnership).
+	_, err = ha.Txn(ctx, clientv3.OpPut("loss-data", "a"))
+	require.ErrorIs(t, err, session.ErrNotOwner)
+	_, err = r.h.Txn(ctx, clientv3.OpPut("loss-data", "b"))
+	require.NoError(t, err)
 	require.NoError(t, r.h.Release(ctx))
 
 	// The slot key deleted behind the holder's back is a loss too.

@@ -5,21 +5,15 @@ import (
 	"fmt"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/coordkit/coordkit/semaphore"
 )
-
-// exampleEndpoints are the client URLs of the package's embedded test etcd
-// (started once, in semaphore_test.go); a program passes its own.
-func exampleEndpoints() []string { return etcd.Endpoints() }
 
 // At most three encoders at once; each fences its writes by its slot's
 // scope, so a slot's next holder fences out that slot's earlier one. The
 // encoders are goroutines sharing one Semaphore: each Acquire is a holder
 // of its own.
 func Example() {
-	client, err := clientv3.New(clientv3.Config{Endpoints: exampleEndpoints()})
+	client, err := etcd.ExampleClient() // clientv3.New(clientv3.Config{Endpoints: ...})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -96,6 +96,12 @@ func (s *Shared) Endpoints() []string {
 	return srv.Endpoints()
 }
 
+// ExampleClient is a client of the member, for Examples (see Endpoints);
+// a program makes its own with clientv3.New.
+func (s *Shared) ExampleClient() (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{Endpoints: s.Endpoints()})
+}
+
 // Close stops the member, if it was started, and removes its data.
 func (s *Shared) Close() {
 	s.mu.Lock()

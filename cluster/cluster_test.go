@@ -93,6 +93,17 @@ func TestLabTimelineRecordsLeaderFaultsAndOps(t *testing.T) {
 	nl, err := c.WaitNewLeader(wctx, l)
 	require.NoError(t, err)
 	c.Heal()
+	// The new leader's state change reaches the timeline from its node's
+	// observer, which may run after WaitNewLeader saw the leader (it did
+	// once under a CPU hog): wait for it, then read the timeline once.
+	require.Eventually(t, func() bool {
+		for _, e := range c.Timeline() {
+			if e.Kind == EventState && e.State == "Leader" && e.Node == nl {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 5*time.Millisecond, "the new leader's state in the timeline")
 	kinds := map[EventKind]int{}
 	var last int64
 	leaders := map[NodeID]bool{}

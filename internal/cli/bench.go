@@ -15,9 +15,10 @@ import (
 	"github.com/coordkit/coordkit/internal/bench/scalebench"
 	"github.com/coordkit/coordkit/internal/bench/sembench"
 	"github.com/coordkit/coordkit/internal/bench/sqlbench"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
-func newBenchCmd(f *factory) *cobra.Command {
+func newBenchCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Benchmarks that print tables",
@@ -31,7 +32,7 @@ a latency the other's value over A's, for a rate A's over the other's;
 {"benchmark":NAME,"rows":[...]}; each command's help gives its rows.`,
 		Example: `  coordctl bench lab
   coordctl bench lab -w json`,
-		Args: argsUsage(cobra.NoArgs),
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	// Each command takes its harness (cli/cli's runF): tests pass one
@@ -48,13 +49,13 @@ a latency the other's value over A's, for a rate A's over the other's;
 
 // runBench runs harness and prints its result (bench.Printed: as JSON the
 // result, as text its table); its errors go through benchError.
-func runBench[O any, R interface{ Table() bench.Table }](ctx context.Context, f *factory, name string, errOptions error,
+func runBench[O any, R interface{ Table() bench.Table }](ctx context.Context, f *cmdutil.Factory, name string, errOptions error,
 	harness func(context.Context, O) (R, error), opts O) error {
 	res, err := harness(ctx, opts)
 	if err != nil {
 		return benchError(ctx, name, errOptions, err)
 	}
-	return printResult(f, bench.PrintedOf(res))
+	return cmdutil.PrintResult(f, bench.PrintedOf(res))
 }
 
 // benchError maps a harness's error: invalid options are usage errors,
@@ -62,9 +63,9 @@ func runBench[O any, R interface{ Table() bench.Table }](ctx context.Context, f 
 func benchError(ctx context.Context, name string, errOptions, err error) error {
 	switch {
 	case errors.Is(err, errOptions):
-		return usageErrorf("%v", err)
+		return cmdutil.UsageErrorf("%v", err)
 	case ctx.Err() != nil:
-		return mark(errFailed, fmt.Errorf("bench %s: interrupted", name))
+		return cmdutil.Mark(cmdutil.ErrFailed, fmt.Errorf("bench %s: interrupted", name))
 	}
 	return fmt.Errorf("bench %s: %w", name, err)
 }

@@ -7,9 +7,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/bench/electbench"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
-func newBenchElectCmd(f *factory, harness func(context.Context, electbench.Options) (electbench.Result, error),
+func newBenchElectCmd(f *cmdutil.Factory, harness func(context.Context, electbench.Options) (electbench.Result, error),
 	rolling func(context.Context, electbench.RollingOptions) (electbench.RollingResult, error)) *cobra.Command {
 	opts := electbench.Options{}
 	ropts := electbench.RollingOptions{}
@@ -64,8 +65,8 @@ writes the same as a page).`,
   coordctl bench elect --rounds 200 --crash-rounds 5
   coordctl bench elect --rolling 5
   coordctl bench elect --rolling 5 --html rolling.html -w json`,
-		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			opts.Progress, ropts.Progress = f.IO.ErrOut, f.IO.ErrOut
 			if cmd.Flags().Changed("rolling") {
 				return runBenchElectRolling(ctx, f, ropts, html, rolling)
@@ -83,7 +84,7 @@ writes the same as a page).`,
 
 // runBenchElectRolling is bench elect --rolling: coordinated election
 // measured with real sidecar processes, this binary.
-func runBenchElectRolling(ctx context.Context, f *factory, opts electbench.RollingOptions, html string,
+func runBenchElectRolling(ctx context.Context, f *cmdutil.Factory, opts electbench.RollingOptions, html string,
 	rolling func(context.Context, electbench.RollingOptions) (electbench.RollingResult, error)) error {
 	var err error
 	if opts.Binary, err = f.Executable(); err != nil {
@@ -98,5 +99,5 @@ func runBenchElectRolling(ctx context.Context, f *factory, opts electbench.Rolli
 			return err
 		}
 	}
-	return printResult(f, res.Printed())
+	return cmdutil.PrintResult(f, res.Printed())
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 func TestBenchElectUsageErrors(t *testing.T) {
@@ -15,6 +17,6 @@ func TestBenchElectUsageErrors(t *testing.T) {
 		{"bench", "elect", "extra"},
 	} {
 		res := runInProcess(context.Background(), nil, args...)
-		require.Equal(t, exitUsage, res.Code, "%v: %s", args, res.Stderr)
+		require.Equal(t, cmdutil.ExitUsage, res.Code, "%v: %s", args, res.Stderr)
 	}
 }

@@ -7,9 +7,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/bench/labbench"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
-func newBenchLabCmd(f *factory, harness func(context.Context, labbench.Options) (labbench.Result, error)) *cobra.Command {
+func newBenchLabCmd(f *cmdutil.Factory, harness func(context.Context, labbench.Options) (labbench.Result, error)) *cobra.Command {
 	opts := labbench.Options{}
 	cmd := &cobra.Command{
 		Use:   "lab",
@@ -46,8 +47,8 @@ or, with --model, {"benchmark":"lab-model","rows":[{"nodes","delay_ms",
   coordctl bench lab --model --fsync-latency 2ms
   coordctl bench lab --ui
   coordctl bench lab --ui --nodes 3 --writers 8 --duration 4s -w json`,
-		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			opts = opts.WithModeDefaults(cmd.Flags().Changed)
 			opts.Progress = f.IO.ErrOut
 			return runBench(ctx, f, "lab", labbench.ErrOptions, harness, opts)

@@ -8,9 +8,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/bench/lockbench"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
-func newBenchLockCmd(f *factory, harness func(context.Context, lockbench.Options) (lockbench.Result, error)) *cobra.Command {
+func newBenchLockCmd(f *cmdutil.Factory, harness func(context.Context, lockbench.Options) (lockbench.Result, error)) *cobra.Command {
 	opts := lockbench.Options{}
 	cmd := &cobra.Command{
 		Use:   "lock [--iterations N] [--handoffs N] [--duration D] [--hold D] [--workers 2,8,32] [--unsafe-no-fsync] [--against redsync --redis ADDR] [--against pg-advisory --dsn DSN]",
@@ -82,8 +83,8 @@ the breakdown is "uncontended_breakdown":[{"step","p50_ms","added_ms",...}].`,
   coordctl bench lock --iterations 500 --handoffs 300 --duration 5s
   coordctl bench lock --against redsync --redis 127.0.0.1:6379
   coordctl bench lock --against pg-advisory --dsn postgres://root@127.0.0.1:5432/test`,
-		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			opts.Progress = f.IO.ErrOut
 			if opts.DSN != "" && opts.Coordctl == "" {
 				var err error

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 func TestBenchLockBadFlags(t *testing.T) {
@@ -19,7 +21,7 @@ func TestBenchLockBadFlags(t *testing.T) {
 	}
 	for _, args := range cases {
 		res := runInProcess(context.Background(), nil, args...)
-		require.Equal(t, exitUsage, res.Code, "%v: %s", args, res.Stderr)
+		require.Equal(t, cmdutil.ExitUsage, res.Code, "%v: %s", args, res.Stderr)
 		require.Contains(t, res.Stderr, "Usage:")
 	}
 }
@@ -32,7 +34,7 @@ func TestBenchLockAgainstBadInput(t *testing.T) {
 		{"bench", "lock", "--redis", "127.0.0.1:6379"},
 	} {
 		res := runInProcess(context.Background(), nil, args...)
-		require.Equal(t, exitUsage, res.Code, "%v: %s", args, res.Stderr)
+		require.Equal(t, cmdutil.ExitUsage, res.Code, "%v: %s", args, res.Stderr)
 		require.Contains(t, res.Stderr, "Usage:")
 	}
 }
@@ -45,7 +47,7 @@ func TestBenchLockRedisUnreachable(t *testing.T) {
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
 	res := runInProcess(context.Background(), nil, "bench", "lock", "--against", "redsync", "--redis", addr)
-	require.Equal(t, exitError, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitError, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, addr)
 	require.Contains(t, res.Stderr, "redis unreachable")
 	require.NotContains(t, res.Stderr, "starting embedded etcd")

@@ -18,6 +18,7 @@ import (
 	"github.com/coordkit/coordkit/internal/bench/lockbench"
 	"github.com/coordkit/coordkit/internal/bench/rwlockbench"
 	"github.com/coordkit/coordkit/internal/bench/sembench"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 // The bench commands' tests check what the command does: its flags reach
@@ -28,10 +29,10 @@ import (
 
 // benchRun runs the bench subcommand mk builds, on a factory with -w
 // format, with args; it returns stdout, the factory's stderr and the error.
-func benchRun(t *testing.T, format string, mk func(*factory) *cobra.Command, args ...string) (string, *bytes.Buffer, error) {
+func benchRun(t *testing.T, format string, mk func(*cmdutil.Factory) *cobra.Command, args ...string) (string, *bytes.Buffer, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	f := newFactory(ioStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	f := cmdutil.NewFactory(cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 	f.Global.WriteOut = format
 	cmd := mk(f)
 	cmd.SetArgs(append([]string{}, args...)) // never nil: cobra would read os.Args
@@ -65,7 +66,7 @@ func requirePrinted(t *testing.T, format string, res any, tab bench.Table, out s
 // result's JSON, or its text form.
 func requirePrintedAs(t *testing.T, format string, want bench.Printed, out string) {
 	t.Helper()
-	if format == formatJSON {
+	if format == cmdutil.FormatJSON {
 		want, err := json.Marshal(want.Result)
 		require.NoError(t, err)
 		require.Equal(t, 1, strings.Count(out, "\n"), "one JSON line: %q", out)
@@ -82,14 +83,14 @@ func TestBenchLockFlagsReachTheHarness(t *testing.T) {
 	h := &recorder[lockbench.Options, lockbench.Result]{res: lockbench.Result{Benchmark: "lock", Rows: []lockbench.Row{
 		{Metric: "handoff_p50_ms", Coordkit: 1.5, EtcdConcurrency: 30, Unit: "ms"}},
 		Breakdown: []lockbench.BreakdownRow{{Step: "plus_loss_watch", P50Ms: 1.07, AddedMs: 0.056, KVRequestsPerOp: 2, WatchRequestsPerOp: 2.1}}}}
-	mk := func(f *factory) *cobra.Command { return newBenchLockCmd(f, h.run) }
-	for _, format := range []string{formatJSON, formatSimple} {
+	mk := func(f *cmdutil.Factory) *cobra.Command { return newBenchLockCmd(f, h.run) }
+	for _, format := range []string{cmdutil.FormatJSON, cmdutil.FormatSimple} {
 		out, errOut, err := benchRun(t, format, mk)
 		require.NoError(t, err)
 		breakdown, ok := h.res.BreakdownTable()
 		require.True(t, ok)
 		requirePrintedAs(t, format, bench.Printed{Result: h.res, Tables: []bench.Table{h.res.Table(), breakdown}}, out)
-		if format == formatSimple {
+		if format == cmdutil.FormatSimple {
 			require.Contains(t, out, "plus_loss_watch", "the breakdown follows the table")
 		}
 		got := h.got[len(h.got)-1]
@@ -98,7 +99,7 @@ func TestBenchLockFlagsReachTheHarness(t *testing.T) {
 		require.Equal(t, lockbench.Options{Iterations: 200, Handoffs: 100, Duration: 3 * time.Second, Hold: time.Millisecond,
 			Workers: []int{2, 8, 32}, CrashHandoffs: 5}, got, "the defaults")
 	}
-	_, _, err := benchRun(t, formatJSON, mk, "--unsafe-no-fsync", "--iterations", "5", "--handoffs", "3", "--duration", "300ms",
+	_, _, err := benchRun(t, cmdutil.FormatJSON, mk, "--unsafe-no-fsync", "--iterations", "5", "--handoffs", "3", "--duration", "300ms",
 		"--hold", "2ms", "--workers", "2,3", "--against", "redsync", "--redis", "127.0.0.1:6379")
 	require.NoError(t, err)
 	got := h.got[len(h.got)-1]
@@ -106,7 +107,7 @@ func TestBenchLockFlagsReachTheHarness(t *testing.T) {
 	require.Equal(t, lockbench.Options{Iterations: 5, Handoffs: 3, Duration: 300 * time.Millisecond, Hold: 2 * time.Millisecond,
 		Workers: []int{2, 3}, NoFsync: true, Against: []string{"redsync"}, Redis: "127.0.0.1:6379", CrashHandoffs: 5}, got)
 
-	_, _, err = benchRun(t, formatJSON, mk, "--against", "pg-advisory", "--dsn", "postgres://u@127.0.0.1:5432/db", "--crash-handoffs", "2")
+	_, _, err = benchRun(t, cmdutil.FormatJSON, mk, "--against", "pg-advisory", "--dsn", "postgres://u@127.0.0.1:5432/db", "--crash-handoffs", "2")
 	require.NoError(t, err)
 	got = h.got[len(h.got)-1]
 	require.Equal(t, []string{"pg-advisory"}, got.Against)
@@ -124,12 +125,12 @@ func TestBenchHarnessErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{fmt.Errorf("%w: --iterations must be positive", lockbench.ErrOptions), exitUsage, "--iterations must be positive"},
-		{errors.New("etcd did not start"), exitError, "bench lock: etcd did not start"},
+		{fmt.Errorf("%w: --iterations must be positive", lockbench.ErrOptions), cmdutil.ExitUsage, "--iterations must be positive"},
+		{errors.New("etcd did not start"), cmdutil.ExitError, "bench lock: etcd did not start"},
 	} {
 		h := &recorder[lockbench.Options, lockbench.Result]{err: tc.err}
-		out, _, err := benchRun(t, formatJSON, func(f *factory) *cobra.Command { return newBenchLockCmd(f, h.run) })
-		require.Equal(t, tc.code, exitCode(err), "%v", err)
+		out, _, err := benchRun(t, cmdutil.FormatJSON, func(f *cmdutil.Factory) *cobra.Command { return newBenchLockCmd(f, h.run) })
+		require.Equal(t, tc.code, cmdutil.ExitCode(err), "%v", err)
 		require.ErrorContains(t, err, tc.want)
 		require.Empty(t, out)
 	}
@@ -139,8 +140,8 @@ func TestBenchElectFlagsReachTheHarness(t *testing.T) {
 	t.Parallel()
 	h := &recorder[electbench.Options, electbench.Result]{res: electbench.Result{Benchmark: "elect", Rows: []electbench.Row{
 		{Metric: "handover_p50_ms", Coordkit: 2, EtcdConcurrency: 101, Unit: "ms"}}}}
-	mk := func(f *factory) *cobra.Command { return newBenchElectCmd(f, h.run, nil) }
-	for _, format := range []string{formatJSON, formatSimple} {
+	mk := func(f *cmdutil.Factory) *cobra.Command { return newBenchElectCmd(f, h.run, nil) }
+	for _, format := range []string{cmdutil.FormatJSON, cmdutil.FormatSimple} {
 		out, errOut, err := benchRun(t, format, mk)
 		require.NoError(t, err)
 		requirePrinted(t, format, h.res, h.res.Table(), out)
@@ -149,7 +150,7 @@ func TestBenchElectFlagsReachTheHarness(t *testing.T) {
 		got.Progress = nil
 		require.Equal(t, electbench.Options{Rounds: 40, CrashRounds: 3}, got, "the defaults")
 	}
-	_, _, err := benchRun(t, formatJSON, mk, "--rounds", "3", "--crash-rounds", "1")
+	_, _, err := benchRun(t, cmdutil.FormatJSON, mk, "--rounds", "3", "--crash-rounds", "1")
 	require.NoError(t, err)
 	got := h.got[len(h.got)-1]
 	got.Progress = nil
@@ -160,8 +161,8 @@ func TestBenchRWLockFlagsReachTheHarness(t *testing.T) {
 	t.Parallel()
 	h := &recorder[rwlockbench.Options, rwlockbench.Result]{res: rwlockbench.Result{Benchmark: "rwlock", Rows: []rwlockbench.Row{
 		{Metric: "readers_batch_p50_ms", Coordkit: 4, EtcdRecipes: 40, Unit: "ms"}}}}
-	mk := func(f *factory) *cobra.Command { return newBenchRWLockCmd(f, h.run) }
-	for _, format := range []string{formatJSON, formatSimple} {
+	mk := func(f *cmdutil.Factory) *cobra.Command { return newBenchRWLockCmd(f, h.run) }
+	for _, format := range []string{cmdutil.FormatJSON, cmdutil.FormatSimple} {
 		out, errOut, err := benchRun(t, format, mk)
 		require.NoError(t, err)
 		requirePrinted(t, format, h.res, h.res.Table(), out)
@@ -170,7 +171,7 @@ func TestBenchRWLockFlagsReachTheHarness(t *testing.T) {
 		got.Progress = nil
 		require.Equal(t, rwlockbench.Options{Batches: 20, Readers: 8, Handoffs: 100, Duration: 3 * time.Second, Hold: time.Millisecond}, got, "the defaults")
 	}
-	_, _, err := benchRun(t, formatJSON, mk, "--unsafe-no-fsync", "--batches", "2", "--readers", "3", "--handoffs", "4",
+	_, _, err := benchRun(t, cmdutil.FormatJSON, mk, "--unsafe-no-fsync", "--batches", "2", "--readers", "3", "--handoffs", "4",
 		"--duration", "300ms", "--hold", "5ms")
 	require.NoError(t, err)
 	got := h.got[len(h.got)-1]
@@ -184,8 +185,8 @@ func TestBenchSemFlagsReachTheHarness(t *testing.T) {
 	h := &recorder[sembench.Options, sembench.Result]{res: sembench.Result{Benchmark: "sem", Rows: []sembench.Row{
 		{Metric: "limit_1_acq_per_s", Coordkit: 20, EtcdConcurrency: &ten, Unit: "1/s"},
 		{Metric: "limit_2_acq_per_s", Coordkit: 30, Unit: "1/s"}}}}
-	mk := func(f *factory) *cobra.Command { return newBenchSemCmd(f, h.run) }
-	for _, format := range []string{formatJSON, formatSimple} {
+	mk := func(f *cmdutil.Factory) *cobra.Command { return newBenchSemCmd(f, h.run) }
+	for _, format := range []string{cmdutil.FormatJSON, cmdutil.FormatSimple} {
 		out, errOut, err := benchRun(t, format, mk)
 		require.NoError(t, err)
 		requirePrinted(t, format, h.res, h.res.Table(), out)
@@ -194,7 +195,7 @@ func TestBenchSemFlagsReachTheHarness(t *testing.T) {
 		got.Progress = nil
 		require.Equal(t, sembench.Options{Limits: []int{1, 3, 10}, Duration: 3 * time.Second, Handoffs: 100, Hold: time.Millisecond}, got, "the defaults")
 	}
-	_, _, err := benchRun(t, formatJSON, mk, "--unsafe-no-fsync", "--limits", "1,2", "--handoffs", "2", "--duration", "300ms", "--hold", "3ms")
+	_, _, err := benchRun(t, cmdutil.FormatJSON, mk, "--unsafe-no-fsync", "--limits", "1,2", "--handoffs", "2", "--duration", "300ms", "--hold", "3ms")
 	require.NoError(t, err)
 	got := h.got[len(h.got)-1]
 	got.Progress = nil

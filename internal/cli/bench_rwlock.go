@@ -7,9 +7,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/bench/rwlockbench"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
-func newBenchRWLockCmd(f *factory, harness func(context.Context, rwlockbench.Options) (rwlockbench.Result, error)) *cobra.Command {
+func newBenchRWLockCmd(f *cmdutil.Factory, harness func(context.Context, rwlockbench.Options) (rwlockbench.Result, error)) *cobra.Command {
 	opts := rwlockbench.Options{}
 	cmd := &cobra.Command{
 		Use:   "rwlock [--batches N] [--readers N] [--handoffs N] [--duration D] [--hold D] [--unsafe-no-fsync]",
@@ -40,8 +41,8 @@ to stderr. The ratio column is how many times better coordkit did.
 		Example: `  coordctl bench rwlock
   coordctl bench rwlock -w json
   coordctl bench rwlock --batches 50 --handoffs 200 --duration 5s`,
-		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			opts.Progress = f.IO.ErrOut
 			return runBench(ctx, f, "rwlock", rwlockbench.ErrOptions, harness, opts)
 		}),

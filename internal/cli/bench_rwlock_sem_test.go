@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 func TestBenchRWLockAndSemBadFlags(t *testing.T) {
@@ -21,7 +23,7 @@ func TestBenchRWLockAndSemBadFlags(t *testing.T) {
 	}
 	for _, args := range cases {
 		res := runInProcess(context.Background(), nil, args...)
-		require.Equal(t, exitUsage, res.Code, "%v: %s", args, res.Stderr)
+		require.Equal(t, cmdutil.ExitUsage, res.Code, "%v: %s", args, res.Stderr)
 		require.Contains(t, res.Stderr, "Usage:")
 	}
 }

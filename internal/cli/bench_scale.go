@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/bench/scalebench"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 type benchScaleOptions struct {
@@ -16,7 +17,7 @@ type benchScaleOptions struct {
 	from []string // read saved -w json results instead of running
 }
 
-func newBenchScaleCmd(f *factory, harness func(context.Context, scalebench.Options) (scalebench.Result, error)) *cobra.Command {
+func newBenchScaleCmd(f *cmdutil.Factory, harness func(context.Context, scalebench.Options) (scalebench.Result, error)) *cobra.Command {
 	o := benchScaleOptions{opts: scalebench.DefaultOptions()}
 	def := scalebench.DefaultOptions()
 	cmd := &cobra.Command{
@@ -78,12 +79,12 @@ measured is null, keepalive_once is present only on the rows it applies to.`,
   coordctl bench scale --from scale.json --svg docs/scale.svg
   coordctl bench scale --waiters 1,100 --locks 10,1000 --shapes 1x100 --members 1
   coordctl bench scale --curves candidates,sessions --shapes 1x500 --idle-sessions 10000 --members 1`,
-		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			o.sel.Given = cmd.Flags().Changed
 			opts, err := o.sel.Apply(o.opts)
 			if err != nil {
-				return usageErrorf("%v", err)
+				return cmdutil.UsageErrorf("%v", err)
 			}
 			o.opts = opts
 			return runBenchScale(ctx, f, o, harness)
@@ -114,7 +115,7 @@ measured is null, keepalive_once is present only on the rows it applies to.`,
 	return cmd
 }
 
-func runBenchScale(ctx context.Context, f *factory, o benchScaleOptions, harness func(context.Context, scalebench.Options) (scalebench.Result, error)) error {
+func runBenchScale(ctx context.Context, f *cmdutil.Factory, o benchScaleOptions, harness func(context.Context, scalebench.Options) (scalebench.Result, error)) error {
 	var res scalebench.Result
 	var err error
 	if len(o.from) > 0 {
@@ -133,5 +134,5 @@ func runBenchScale(ctx context.Context, f *factory, o benchScaleOptions, harness
 		}
 		fmt.Fprintf(f.IO.ErrOut, "bench scale: wrote %s\n", o.svg)
 	}
-	return printResult(f, res.Printed())
+	return cmdutil.PrintResult(f, res.Printed())
 }

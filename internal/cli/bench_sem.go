@@ -7,9 +7,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/bench/sembench"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
-func newBenchSemCmd(f *factory, harness func(context.Context, sembench.Options) (sembench.Result, error)) *cobra.Command {
+func newBenchSemCmd(f *cmdutil.Factory, harness func(context.Context, sembench.Options) (sembench.Result, error)) *cobra.Command {
 	opts := sembench.Options{}
 	cmd := &cobra.Command{
 		Use:   "sem [--limits 1,3,10] [--duration D] [--handoffs N] [--hold D] [--unsafe-no-fsync]",
@@ -34,8 +35,8 @@ stderr. The ratio column is how many times better coordkit did.
 		Example: `  coordctl bench sem
   coordctl bench sem -w json
   coordctl bench sem --limits 1,5 --duration 5s`,
-		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			opts.Progress = f.IO.ErrOut
 			return runBench(ctx, f, "sem", sembench.ErrOptions, harness, opts)
 		}),

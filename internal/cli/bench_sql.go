@@ -9,9 +9,10 @@ import (
 	"github.com/coordkit/coordkit/fencing/sqlfence"
 	"github.com/coordkit/coordkit/internal/bench"
 	"github.com/coordkit/coordkit/internal/bench/sqlbench"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
-func newBenchSQLCmd(f *factory, harness func(context.Context, sqlbench.Options) (sqlbench.Result, error)) *cobra.Command {
+func newBenchSQLCmd(f *cmdutil.Factory, harness func(context.Context, sqlbench.Options) (sqlbench.Result, error)) *cobra.Command {
 	opts := sqlbench.Options{}
 	cmd := &cobra.Command{
 		Use:   "sql [--driver D --dsn DSN] [--fence do|doconn|both] [--iterations N] [--per-writer N] [--writers N] [--rounds N]",
@@ -46,8 +47,8 @@ transactions. Results go to stdout, progress to stderr. -w json prints
   coordctl bench sql --driver postgres --dsn 'postgres://root@127.0.0.1:5432/test?sslmode=disable'
   coordctl bench sql --driver mysql --dsn 'root@tcp(127.0.0.1:3306)/test' -w json
   coordctl bench sql --driver postgres --dsn "$DB" --fence both`,
-		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			return runBenchSQL(ctx, f, opts, harness)
 		}),
 	}
@@ -62,10 +63,10 @@ transactions. Results go to stdout, progress to stderr. -w json prints
 	return cmd
 }
 
-func runBenchSQL(ctx context.Context, f *factory, opts sqlbench.Options, harness func(context.Context, sqlbench.Options) (sqlbench.Result, error)) error {
+func runBenchSQL(ctx context.Context, f *cmdutil.Factory, opts sqlbench.Options, harness func(context.Context, sqlbench.Options) (sqlbench.Result, error)) error {
 	if d, err := sqlfence.ParseDialect(opts.Driver); err == nil && opts.DSN != "" {
 		if opts.DSN, err = sqlfence.NormalizeDSN(d, opts.DSN); err != nil {
-			return usageErrorf("invalid --dsn: %v", err)
+			return cmdutil.UsageErrorf("invalid --dsn: %v", err)
 		}
 	}
 	shown := sqlfence.RedactDSN(opts.DSN)
@@ -73,10 +74,10 @@ func runBenchSQL(ctx context.Context, f *factory, opts sqlbench.Options, harness
 	res, err := harness(ctx, opts)
 	if err != nil {
 		err = benchError(ctx, "sql", sqlbench.ErrOptions, sqlfence.Scrub(err, opts.DSN))
-		if shown != "" && exitCode(err) == exitError {
+		if shown != "" && cmdutil.ExitCode(err) == cmdutil.ExitError {
 			return fmt.Errorf("%w (dsn %s)", err, shown)
 		}
 		return err
 	}
-	return printResult(f, bench.Printed{Result: res, Tables: []bench.Table{res.Table()}})
+	return cmdutil.PrintResult(f, bench.Printed{Result: res, Tables: []bench.Table{res.Table()}})
 }

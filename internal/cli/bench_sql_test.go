@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 func TestBenchSQLBadFlags(t *testing.T) {
@@ -20,7 +22,7 @@ func TestBenchSQLBadFlags(t *testing.T) {
 	}
 	for _, args := range cases {
 		res := runInProcess(context.Background(), nil, args...)
-		require.Equal(t, exitUsage, res.Code, "%v: %s", args, res.Stderr)
+		require.Equal(t, cmdutil.ExitUsage, res.Code, "%v: %s", args, res.Stderr)
 		require.Contains(t, res.Stderr, "Usage:")
 	}
 }
@@ -30,7 +32,7 @@ func TestBenchSQLUnreachable(t *testing.T) {
 	t.Parallel()
 	addr := freeAddr(t)
 	res := runInProcess(context.Background(), nil, "bench", "sql", "--driver", "postgres", "--dsn", "postgres://root:s3cret@"+addr+"/x")
-	require.Equal(t, exitError, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitError, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, addr)
 	require.NotContains(t, res.Stderr, "s3cret")
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 // resource serve on a taken port fails before it creates its data dir.
@@ -18,7 +20,7 @@ func TestResourceServeBusyPortCreatesNothing(t *testing.T) {
 	defer busy.Close()
 	dir := filepath.Join(t.TempDir(), "res")
 	res := runInProcess(context.Background(), nil, "resource", "serve", "--listen", busy.Addr().String(), "--data-dir", dir)
-	require.Equal(t, exitError, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitError, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, "address already in use")
 	_, err = os.Stat(dir)
 	require.ErrorIs(t, err, os.ErrNotExist, "the data dir must not be created")

@@ -9,14 +9,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/election"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/safety"
 	"github.com/coordkit/coordkit/internal/sidecar"
 )
 
 // errCheckFailed: the check ran and found a violation; its report says which.
-var errCheckFailed = fmt.Errorf("check failed: %w", errFailed)
+var errCheckFailed = fmt.Errorf("check failed: %w", cmdutil.ErrFailed)
 
-func newCheckCmd(f *factory) *cobra.Command {
+func newCheckCmd(f *cmdutil.Factory) *cobra.Command {
 	return newCheckCmdRun(f, checkRunners{suite: safety.RunSuite, shrink: safety.ShrinkCheck})
 }
 
@@ -27,7 +28,7 @@ type checkRunners struct {
 	shrink func(context.Context, safety.ShrinkConfig) (safety.ShrinkReport, error)
 }
 
-func newCheckCmdRun(f *factory, run checkRunners) *cobra.Command {
+func newCheckCmdRun(f *cmdutil.Factory, run checkRunners) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Jepsen-style safety checks of fenced locks and elections on a real etcd cluster",
@@ -45,7 +46,7 @@ the clients' history. See docs/safety.md.`,
 		Example: `  coordctl check lock-safety --duration 60s --seed 7
   coordctl check lock-safety --no-fencing --duration 30s -w json
   coordctl check election-safety --duration 60s`,
-		Args: argsUsage(cobra.NoArgs),
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 	}
 	cmd.AddCommand(newCheckSafetyCmd(f, safety.TargetLock, run), newCheckSafetyCmd(f, safety.TargetElection, run), newCheckRMWCmd(f),
 		newCheckRedsyncLockCmd(f), newCheckPGLockCmd(f), newCheckSQLRMWCmd(f))
@@ -63,7 +64,7 @@ type checkOptions struct {
 	changed                     func(string) bool
 }
 
-func newCheckSafetyCmd(f *factory, target safety.Target, run checkRunners) *cobra.Command {
+func newCheckSafetyCmd(f *cmdutil.Factory, target safety.Target, run checkRunners) *cobra.Command {
 	opts := &checkOptions{}
 	opts.Base.Target = target
 	cfg := &opts.Base
@@ -147,8 +148,8 @@ Progress goes to stderr.`, what),
   coordctl check lock-safety --lock redsync --redis 127.0.0.1:6379 --duration 60s
   coordctl check lock-safety --lock pg-advisory --dsn postgres://root@127.0.0.1:5432/test --duration 60s
   coordctl check lock-safety --resource sql --driver postgres --dsn postgres://root@127.0.0.1:5432/test`, target),
-		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			opts.changed = cmd.Flags().Changed
 			return runCheckSafety(ctx, f, opts, run)
 		}),
@@ -178,7 +179,7 @@ Progress goes to stderr.`, what),
 		fl.IntVar(&cfg.Limit, "limit", 2, "with --kind semaphore: holders at once (1..clients-1)")
 		fl.StringVar((*string)(&cfg.Lock), "lock", "coordkit", "lock under test: coordkit, redsync (with --redis) or pg-advisory (with --dsn)")
 		fl.StringVar(&cfg.RedisAddr, "redis", "", "with --lock redsync: the Redis server, host:port")
-		fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "with --lock redsync or pg-advisory: time to wait for Redis or PostgreSQL to answer")
+		fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", cmdutil.DefaultDialTimeout, "with --lock redsync or pg-advisory: time to wait for Redis or PostgreSQL to answer")
 	}
 	if target == safety.TargetElection {
 		fl.StringVar(&opts.Policy, "policy", "", "coordinated election: "+sidecar.PolicyNames()+
@@ -189,19 +190,19 @@ Progress goes to stderr.`, what),
 
 // suite is the safety.Suite the flags describe, validated (Suite.Validate
 // has every rule, those about which flags go together too).
-func (o *checkOptions) suite(f *factory) (safety.Suite, error) {
+func (o *checkOptions) suite(f *cmdutil.Factory) (safety.Suite, error) {
 	s := o.Suite
 	s.Given = o.changed
 	s.Base.Fencing, s.Base.Policy = !o.NoFencing, election.Policy(o.Policy)
-	s.Base.Progress, s.Base.DialTimeout, s.Progress, s.TTY = f.IO.ErrOut, f.Global.DialTimeout, f.IO.ErrOut, isTerminal(f.IO.ErrOut)
+	s.Base.Progress, s.Base.DialTimeout, s.Progress, s.TTY = f.IO.ErrOut, f.Global.DialTimeout, f.IO.ErrOut, cmdutil.IsTerminal(f.IO.ErrOut)
 	err := s.Choose(o.SeedRange, o.Seed, o.Schedule, time.Now())
 	if err == nil {
 		err = s.Validate()
 	}
 	if ue := (interface{ Usage() string })(nil); errors.As(err, &ue) { // *safety.UsageError, *safety.ConfigError
-		return s, usageErrorf("%s", ue.Usage())
+		return s, cmdutil.UsageErrorf("%s", ue.Usage())
 	} else if err != nil {
-		return s, usageErrorf("%v", err)
+		return s, cmdutil.UsageErrorf("%v", err)
 	}
 	if o.ProcessClients {
 		exe, err := f.Executable()
@@ -218,14 +219,14 @@ func (o *checkOptions) suite(f *factory) (safety.Suite, error) {
 func checkError(err error) error {
 	switch {
 	case errors.Is(err, safety.ErrNothingToShrink), errors.Is(err, safety.ErrRedisUnreachable), errors.Is(err, safety.ErrDatabaseUnreachable):
-		return mark(errFailed, err)
+		return cmdutil.Mark(cmdutil.ErrFailed, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return mark(errFailed, errors.New("check interrupted"))
+		return cmdutil.Mark(cmdutil.ErrFailed, errors.New("check interrupted"))
 	}
 	return err
 }
 
-func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions, run checkRunners) error {
+func runCheckSafety(ctx context.Context, f *cmdutil.Factory, opts *checkOptions, run checkRunners) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
@@ -245,7 +246,7 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions, run che
 			return err
 		}
 		if !rep.FirstPassed {
-			return reported(errCheckFailed) // as the check: the unfenced baseline passes
+			return cmdutil.Reported(errCheckFailed) // as the check: the unfenced baseline passes
 		}
 		return nil
 	}
@@ -265,7 +266,7 @@ func runCheckSafety(ctx context.Context, f *factory, opts *checkOptions, run che
 		return err
 	}
 	if sum.Failed > 0 {
-		return reported(errCheckFailed)
+		return cmdutil.Reported(errCheckFailed)
 	}
 	return nil
 }

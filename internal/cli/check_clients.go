@@ -10,6 +10,7 @@ import (
 
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/safety"
 )
 
@@ -25,7 +26,7 @@ type rmwOptions struct {
 	Fence, IfMatch bool
 }
 
-func newCheckRMWCmd(f *factory) *cobra.Command {
+func newCheckRMWCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &rmwOptions{}
 	cmd := &cobra.Command{
 		Use:    "rmw --url URL --key KEY --id ID",
@@ -35,7 +36,7 @@ func newCheckRMWCmd(f *factory) *cobra.Command {
 value + 1 tagged with ID.TOKEN; print what happened as one JSON line. Exit 5 if the
 write was rejected as stale, 1 on other errors.`,
 		Example: `  coordctl lock safety -- coordctl check rmw --url http://127.0.0.1:7070 --key counter --id x-1`,
-		Args:    argsUsage(cobra.NoArgs),
+		Args:    cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runCheckRMW(cmd.Context(), f, opts)
 		},
@@ -50,20 +51,20 @@ write was rejected as stale, 1 on other errors.`,
 	return cmd
 }
 
-func runCheckRMW(ctx context.Context, f *factory, opts *rmwOptions) error {
+func runCheckRMW(ctx context.Context, f *cmdutil.Factory, opts *rmwOptions) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
 	}
 	if opts.URL == "" || opts.ID == "" {
-		return usageErrorf("--url and --id are required")
+		return cmdutil.UsageErrorf("--url and --id are required")
 	}
-	tok, err := parseTokenFlag(f.Getenv(childproc.EnvFencingToken))
+	tok, err := cmdutil.ParseTokenFlag(f.Getenv(childproc.EnvFencingToken))
 	if err != nil {
-		return usageErrorf("$%s: %v", childproc.EnvFencingToken, err)
+		return cmdutil.UsageErrorf("$%s: %v", childproc.EnvFencingToken, err)
 	}
-	scope := envScope(f)
-	if err := checkScopeFlag(scope); err != nil {
+	scope := cmdutil.EnvScope(f)
+	if err := cmdutil.CheckScopeFlag(scope); err != nil {
 		return err
 	}
 	hc := &http.Client{Timeout: f.Global.CommandTimeout}
@@ -82,9 +83,9 @@ func rmwExit(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, fencing.ErrStale):
-		return reported(err)
+		return cmdutil.Reported(err)
 	}
-	return reported(mark(errFailed, err))
+	return cmdutil.Reported(cmdutil.Mark(cmdutil.ErrFailed, err))
 }
 
 // ---- redsync-lock: `coordctl lock` for the redsync process clients ----
@@ -95,7 +96,7 @@ type redsyncLockOptions struct {
 	Command       []string
 }
 
-func newCheckRedsyncLockCmd(f *factory) *cobra.Command {
+func newCheckRedsyncLockCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &redsyncLockOptions{}
 	cmd := &cobra.Command{
 		Use:    "redsync-lock --redis ADDR --prefix P -- COMMAND [ARG...]",
@@ -106,7 +107,7 @@ the command with $COORD_LOCK_NAME and $COORD_FENCING_TOKEN (the grant's number:
 redsync has no token), unlock when it exits, and exit with its status. Like a
 user's wrapper around redsync, nothing stops the command when the lock expires.`,
 		Example: `  coordctl check redsync-lock --redis 127.0.0.1:6379 --prefix coordkit-safety-x/ -- coordctl check rmw --url URL --id x-1`,
-		Args:    argsUsage(cobra.MinimumNArgs(1)),
+		Args:    cmdutil.ArgsUsage(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Command = args
 			return runCheckRedsyncLock(cmd.Context(), f, opts)
@@ -114,16 +115,16 @@ user's wrapper around redsync, nothing stops the command when the lock expires.`
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Redis, "redis", "", "the Redis server, host:port")
-	fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "time to wait for Redis to answer")
+	fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", cmdutil.DefaultDialTimeout, "time to wait for Redis to answer")
 	fl.StringVar(&opts.Prefix, "prefix", "", "the run's key prefix")
 	fl.DurationVar(&opts.TTL, "ttl", 2*time.Second, "the lock's expiry")
 	fl.DurationVar(&opts.Timeout, "timeout", 5*time.Second, "give up acquiring after this long")
 	return cmd
 }
 
-func runCheckRedsyncLock(ctx context.Context, f *factory, opts *redsyncLockOptions) error {
+func runCheckRedsyncLock(ctx context.Context, f *cmdutil.Factory, opts *redsyncLockOptions) error {
 	if opts.Redis == "" || opts.Prefix == "" {
-		return usageErrorf("--redis and --prefix are required")
+		return cmdutil.UsageErrorf("--redis and --prefix are required")
 	}
 	actx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
@@ -132,15 +133,15 @@ func runCheckRedsyncLock(ctx context.Context, f *factory, opts *redsyncLockOptio
 	case errors.Is(err, safety.ErrRedisUnreachable):
 		return err
 	case err != nil:
-		return mark(errNotAcquired, err)
+		return cmdutil.Mark(cmdutil.ErrNotAcquired, err)
 	}
 	return runAnchorHeld(ctx, f, nil, nil, "redsync lock", safety.Scope, hold.Token(), hold.Release, opts.Command)
 }
 
 // runAnchorHeld runs command (or, without one, prints out and waits) while
 // an anchor's lock on name is held, and releases it with release.
-func runAnchorHeld(ctx context.Context, f *factory, p *printer, out any, what, name string, tok fencing.Token, release func(context.Context) error, command []string) error {
-	return f.runHeld(ctx, p, childproc.Run{
+func runAnchorHeld(ctx context.Context, f *cmdutil.Factory, p *cmdutil.Printer, out any, what, name string, tok fencing.Token, release func(context.Context) error, command []string) error {
+	return f.RunHeld(ctx, p, childproc.Run{
 		What: what + " " + name, Command: command, KillGrace: childproc.DefaultKillGrace,
 		Hold: childproc.AnchorHold{ReleaseFunc: func() error {
 			rctx, cancel := context.WithTimeout(context.Background(), f.Global.CommandTimeout)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/pglock"
 	"github.com/coordkit/coordkit/internal/safety"
 )
@@ -21,7 +22,7 @@ type pgLockOptions struct {
 	Command                  []string
 }
 
-func newCheckPGLockCmd(f *factory) *cobra.Command {
+func newCheckPGLockCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &pgLockOptions{}
 	cmd := &cobra.Command{
 		Use:    "pg-advisory-lock --dsn DSN --name NAME [--sequence SEQ] [--via HOST:PORT] [-- COMMAND [ARG...]]",
@@ -38,8 +39,8 @@ server ends the lock's session. The lock connection's keepalives are
 ` + pglock.DefaultKeepalive.String() + `.`,
 		Example: `  coordctl check pg-advisory-lock --dsn postgres://root@127.0.0.1:5432/test --name jobs
   coordctl check pg-advisory-lock --dsn DSN --name safety --sequence s_tokens -- coordctl check sql-rmw ...`,
-		Args: argsUsage(cobra.ArbitraryArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, args []string) error {
+		Args: cmdutil.ArgsUsage(cobra.ArbitraryArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, args []string) error {
 			opts.Command = args
 			return runCheckPGLock(ctx, f, opts)
 		}),
@@ -49,31 +50,31 @@ server ends the lock's session. The lock connection's keepalives are
 	fl.StringVar(&opts.Name, "name", "", "the lock's name")
 	fl.StringVar(&opts.Sequence, "sequence", "", "take a token from this sequence after acquiring")
 	fl.StringVar(&opts.Via, "via", "", "dial the lock connection to this host:port instead (a proxy)")
-	fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "time to wait for PostgreSQL to answer")
+	fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", cmdutil.DefaultDialTimeout, "time to wait for PostgreSQL to answer")
 	fl.DurationVar(&opts.Timeout, "timeout", 5*time.Second, "give up acquiring after this long (0: wait without end)")
 	return cmd
 }
 
-func runCheckPGLock(ctx context.Context, f *factory, opts *pgLockOptions) error {
+func runCheckPGLock(ctx context.Context, f *cmdutil.Factory, opts *pgLockOptions) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
 	}
 	if opts.DSN == "" || opts.Name == "" {
-		return usageErrorf("--dsn and --name are required")
+		return cmdutil.UsageErrorf("--dsn and --name are required")
 	}
 	if _, _, err := net.SplitHostPort(opts.Via); opts.Via != "" && err != nil {
-		return usageErrorf("invalid --via %q: want host:port", opts.Via)
+		return cmdutil.UsageErrorf("invalid --via %q: want host:port", opts.Via)
 	}
 	l, token, err := pglock.Acquire(ctx, pglock.AcquireConfig{DSN: opts.DSN, Name: opts.Name, Via: opts.Via, Sequence: opts.Sequence,
 		DialTimeout: f.Global.DialTimeout, Timeout: opts.Timeout, Keepalive: pglock.DefaultKeepalive})
 	switch {
 	case errors.Is(err, pglock.ErrInvalid):
-		return usageErrorf("%v", err)
+		return cmdutil.UsageErrorf("%v", err)
 	case errors.Is(err, pglock.ErrNotAcquired):
-		return mark(errNotAcquired, err)
+		return cmdutil.Mark(cmdutil.ErrNotAcquired, err)
 	case errors.Is(err, pglock.ErrNoToken):
-		return mark(errLost, err)
+		return cmdutil.Mark(cmdutil.ErrLost, err)
 	case err != nil:
 		return err
 	}
@@ -89,7 +90,7 @@ type sqlRMWOptions struct {
 	Fenced          bool
 }
 
-func newCheckSQLRMWCmd(f *factory) *cobra.Command {
+func newCheckSQLRMWCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &sqlRMWOptions{}
 	cmd := &cobra.Command{
 		Use:    "sql-rmw --dsn DSN --prefix P --id ID [--fenced]",
@@ -100,7 +101,7 @@ read the counter of the run whose tables are under --prefix, wait --work, write 
 value + 1 tagged with ID.TOKEN (fenced: in sqlfence's transaction); print what
 happened as one JSON line. Exit 5 if the write was refused as stale, 1 on other errors.`,
 		Example: `  coordctl check pg-advisory-lock --dsn DSN --name N --sequence S -- coordctl check sql-rmw --dsn DSN --prefix coordkit_safety_1a2b3c4d --id x-1 --fenced`,
-		Args:    argsUsage(cobra.NoArgs),
+		Args:    cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runCheckSQLRMW(cmd.Context(), f, opts)
 		},
@@ -111,21 +112,21 @@ happened as one JSON line. Exit 5 if the write was refused as stale, 1 on other 
 	fl.StringVar(&opts.ID, "id", "", "id stored with the write")
 	fl.DurationVar(&opts.Work, "work", 0, "time between the read and the write")
 	fl.BoolVar(&opts.Fenced, "fenced", false, "fence, and write through sqlfence with the token")
-	fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "time to wait for the database to answer")
+	fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", cmdutil.DefaultDialTimeout, "time to wait for the database to answer")
 	return cmd
 }
 
-func runCheckSQLRMW(ctx context.Context, f *factory, opts *sqlRMWOptions) error {
+func runCheckSQLRMW(ctx context.Context, f *cmdutil.Factory, opts *sqlRMWOptions) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
 	}
 	if opts.DSN == "" || opts.Prefix == "" || opts.ID == "" {
-		return usageErrorf("--dsn, --prefix and --id are required")
+		return cmdutil.UsageErrorf("--dsn, --prefix and --id are required")
 	}
-	tok, err := parseTokenFlag(f.Getenv(childproc.EnvFencingToken))
+	tok, err := cmdutil.ParseTokenFlag(f.Getenv(childproc.EnvFencingToken))
 	if err != nil {
-		return usageErrorf("$%s: %v", childproc.EnvFencingToken, err)
+		return cmdutil.UsageErrorf("$%s: %v", childproc.EnvFencingToken, err)
 	}
 	c, err := safety.OpenSQLCounter(ctx, opts.DSN, opts.Prefix, opts.Fenced, f.Global.DialTimeout)
 	if err != nil {

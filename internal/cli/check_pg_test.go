@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 func TestCheckPGAdvisoryUsageErrors(t *testing.T) {
@@ -19,11 +21,11 @@ func TestCheckPGAdvisoryUsageErrors(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := runInProcess(ctx, nil, append([]string{"check", "lock-safety", "--duration", "5s"}, args...)...)
-			require.Equal(t, exitUsage, res.Code, res.Stderr)
+			require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 		})
 	}
 	res := runInProcess(ctx, nil, "check", "pg-advisory-lock", "--name", "x")
-	require.Equal(t, exitUsage, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 	res = runInProcess(ctx, nil, "check", "sql-rmw", "--dsn", "postgres://x")
-	require.Equal(t, exitUsage, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 }

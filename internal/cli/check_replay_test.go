@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 func TestCheckReplayUsage(t *testing.T) {
@@ -33,8 +35,8 @@ func TestCheckReplayUsage(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := runInProcess(ctx, nil, append([]string{"check", "lock-safety"}, args...)...)
-			if r.Code != exitUsage {
-				t.Errorf("exit %d, want %d: %s", r.Code, exitUsage, r.Stderr)
+			if r.Code != cmdutil.ExitUsage {
+				t.Errorf("exit %d, want %d: %s", r.Code, cmdutil.ExitUsage, r.Stderr)
 			}
 		})
 	}

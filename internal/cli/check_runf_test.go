@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/election"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/safety"
 )
 
@@ -72,7 +73,7 @@ func passing(cfg safety.Config) safety.Report {
 func checkRun(t *testing.T, rec *checkRecorder, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	f := newFactory(ioStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	f := cmdutil.NewFactory(cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 	f.Executable = func() (string, error) { return "/path/to/coordctl", nil }
 	root := newRootCmd(f, func(string) string { return "" })
 	for _, c := range root.Commands() {
@@ -86,9 +87,9 @@ func checkRun(t *testing.T, rec *checkRecorder, args ...string) (int, string, st
 	root.SetErr(&errOut)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	code := exitOK
+	code := cmdutil.ExitOK
 	if err := root.ExecuteContext(ctx); err != nil {
-		code = exitCode(err)
+		code = cmdutil.ExitCode(err)
 		errOut.WriteString(err.Error())
 	}
 	return code, out.String(), errOut.String()
@@ -100,7 +101,7 @@ func TestCheckFlagsReachTheSuite(t *testing.T) {
 	sched := filepath.Join(dir, "s.json")
 	require.NoError(t, os.WriteFile(sched, []byte(`{"check":"lock-safety","seed":42,"steps":[{"kind":"freeze-client","client":2,"hold":"3s","quiet":"1s","at":"2s"}]}`), 0o644))
 	defaults := safety.Config{Target: safety.TargetLock, Duration: 60 * time.Second, Clients: 5, TTL: 2 * time.Second, Fencing: true,
-		Kind: safety.KindMutex, Limit: 2, Lock: safety.LockCoordkit, Resource: safety.ResourceHTTP, DialTimeout: defaultDialTimeout,
+		Kind: safety.KindMutex, Limit: 2, Lock: safety.LockCoordkit, Resource: safety.ResourceHTTP, DialTimeout: cmdutil.DefaultDialTimeout,
 		Coordctl: "/path/to/coordctl"}
 	cases := []struct {
 		name  string
@@ -148,7 +149,7 @@ func TestCheckFlagsReachTheSuite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &checkRecorder{}
 			code, out, stderr := checkRun(t, rec, append(tc.args, "-w", "json")...)
-			require.Equal(t, exitOK, code, stderr)
+			require.Equal(t, cmdutil.ExitOK, code, stderr)
 			require.Len(t, rec.suites, 1)
 			s := rec.suites[0]
 			want := defaults
@@ -182,7 +183,7 @@ func TestCheckSeedsOnTheEngine(t *testing.T) {
 		return rep, safety.History{}, nil
 	}}
 	code, out, stderr := checkRun(t, rec, "lock-safety", "--no-fencing", "--seeds", "3..5", "--duration", "5s")
-	require.Equal(t, exitOK, code, "the unfenced baseline passes when it completes: %s", stderr)
+	require.Equal(t, cmdutil.ExitOK, code, "the unfenced baseline passes when it completes: %s", stderr)
 	require.Contains(t, stderr, "check lock-safety [########################] 3/3", "the sweep engine's progress line")
 	require.Contains(t, stderr, "run 2/3: lock coordkit, mode unfenced, seed 4...")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -205,7 +206,7 @@ func TestCheckSeedsOnTheEngine(t *testing.T) {
 
 	// JSON: one report per seed, then the summary.
 	code, out, _ = checkRun(t, rec, "lock-safety", "--seeds", "1..2", "-w", "json", "--process-clients=false")
-	require.Equal(t, exitOK, code)
+	require.Equal(t, cmdutil.ExitOK, code)
 	lines = strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3)
 	var r safety.Report
@@ -224,7 +225,7 @@ func TestCheckFailedAndErrors(t *testing.T) {
 		return rep, safety.History{}, nil
 	}}
 	code, out, _ := checkRun(t, failing, "lock-safety", "--seed", "6", "--process-clients=false")
-	require.Equal(t, exitError, code, "a violation fails the check")
+	require.Equal(t, cmdutil.ExitError, code, "a violation fails the check")
 	require.Contains(t, out, "lock-safety: FAILED")
 	require.Contains(t, out, "replay: coordctl check lock-safety --duration 1m0s --clients 5 --ttl 2s --seed 6 --process-clients=false --schedule ")
 
@@ -233,14 +234,14 @@ func TestCheckFailedAndErrors(t *testing.T) {
 			return safety.Report{}, safety.History{}, errors.New("at 127.0.0.1:1: " + err.Error())
 		}}
 		code, out, stderr := checkRun(t, rec, "lock-safety", "--seed", "1")
-		require.Equal(t, exitError, code)
+		require.Equal(t, cmdutil.ExitError, code)
 		require.Contains(t, stderr, "127.0.0.1:1")
 		require.Empty(t, out)
 		rec.check = func(context.Context, safety.Config) (safety.Report, safety.History, error) {
 			return safety.Report{}, safety.History{}, err
 		}
 		code, _, stderr = checkRun(t, rec, "lock-safety", "--seeds", "1..3")
-		require.Equal(t, exitError, code)
+		require.Equal(t, cmdutil.ExitError, code)
 		require.Contains(t, stderr, err.Error())
 	}
 }
@@ -258,7 +259,7 @@ func TestCheckShrinkFlags(t *testing.T) {
 	}}
 	code, out, stderr := checkRun(t, rec, "lock-safety", "--no-fencing", "--shrink", "--seed", "8", "--shrink-runs", "2",
 		"--record", filepath.Join(dir, "min.json"), "--process-clients=false", "-w", "json")
-	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, cmdutil.ExitOK, code, stderr)
 	require.Len(t, rec.shrink, 1)
 	c := rec.shrink[0]
 	require.Equal(t, int64(8), c.Base.Seed)
@@ -272,6 +273,6 @@ func TestCheckShrinkFlags(t *testing.T) {
 
 	passes := &checkRecorder{}
 	code, _, stderr = checkRun(t, passes, "lock-safety", "--no-fencing", "--shrink", "--seed", "8")
-	require.Equal(t, exitError, code)
+	require.Equal(t, cmdutil.ExitError, code)
 	require.Contains(t, stderr, "nothing to shrink")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/safety"
 )
 
@@ -49,7 +50,7 @@ func TestCheckUsageErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res := runInProcess(context.Background(), nil, tc.args...)
-			require.Equal(t, exitUsage, res.Code, "stdout %q stderr %q", res.Stdout, res.Stderr)
+			require.Equal(t, cmdutil.ExitUsage, res.Code, "stdout %q stderr %q", res.Stdout, res.Stderr)
 			require.Contains(t, res.Stderr, tc.want)
 		})
 	}
@@ -67,24 +68,24 @@ func TestCheckRMW(t *testing.T) {
 		return res, out
 	}
 	res, out := rmw("a")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Equal(t, safety.RMWResult{ID: "a.5", Token: 5, Fence: safety.OK, Read: 0, ReadOK: true, Wrote: 1, Write: safety.OK}, out)
 	res, out = rmw("b")
-	require.Equal(t, exitOK, res.Code)
+	require.Equal(t, cmdutil.ExitOK, res.Code)
 	require.Equal(t, 2, out.Wrote)
 
 	fc := fencing.Client{BaseURL: url}
 	_, err := fc.Fence(ctx, 9, "safety")
 	require.NoError(t, err)
 	res, out = rmw("c")
-	require.Equal(t, exitStale, res.Code, "a fence with a later token makes the holder stale")
+	require.Equal(t, cmdutil.ExitStale, res.Code, "a fence with a later token makes the holder stale")
 	require.Equal(t, safety.Stale, out.Fence)
 	e, err := fc.Get(ctx, "counter")
 	require.NoError(t, err)
 	require.Equal(t, "2 b.5", e.Value)
 
 	res = runInProcess(ctx, map[string]string{"COORD_LOCK_NAME": "safety"}, "check", "rmw", "--url", url, "--id", "d")
-	require.Equal(t, exitUsage, res.Code)
+	require.Equal(t, cmdutil.ExitUsage, res.Code)
 	require.Contains(t, res.Stderr, "COORD_FENCING_TOKEN")
 }
 
@@ -118,7 +119,7 @@ func TestCheckRedsyncLock(t *testing.T) {
 		return runInProcess(ctx, nil, "check", "redsync-lock", "--redis", addr, "--prefix", prefix, "--", "sh", "-c", script)
 	}
 	res := hold("echo $COORD_FENCING_TOKEN $COORD_LOCK_NAME")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Equal(t, "1 safety\n", res.Stdout)
 	res = hold("echo $COORD_FENCING_TOKEN; exit 7")
 	require.Equal(t, 7, res.Code, res.Stderr)
@@ -128,6 +129,6 @@ func TestCheckRedsyncLock(t *testing.T) {
 	require.Zero(t, n, "the lock was released")
 
 	res = runInProcess(ctx, nil, "check", "redsync-lock", "--redis", "127.0.0.1:1", "--prefix", prefix, "--dial-timeout", "1s", "--", "true")
-	require.Equal(t, exitError, res.Code)
+	require.Equal(t, cmdutil.ExitError, res.Code)
 	require.Contains(t, res.Stderr, "127.0.0.1:1")
 }

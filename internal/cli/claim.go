@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/claim"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/session"
 )
@@ -20,7 +21,7 @@ type claimOptions struct {
 	Prefix string
 }
 
-func newClaimCmd(f *factory) *cobra.Command {
+func newClaimCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &claimOptions{}
 	cmd := &cobra.Command{
 		Use:   "claim NAME --owner OWNER [--ttl D] [--prefix P]",
@@ -55,13 +56,13 @@ Owners are compared as strings: give every claimant its own owner name.`,
   coordctl claim session-7 --owner web-3 --ttl 30s
   coordctl claim get alice
   coordctl claim release alice --owner node-1`,
-		Args: argsUsage(cobra.ExactArgs(1)),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, args []string) error {
+		Args: cmdutil.ArgsUsage(cobra.ExactArgs(1)),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, args []string) error {
 			opts.Name = args[0]
 			return runClaimOp(ctx, f, opts, claim.OpClaim)
 		}),
 	}
-	f.addEtcdFlags(cmd.PersistentFlags())
+	f.AddEtcdFlags(cmd.PersistentFlags())
 	cmd.PersistentFlags().StringVar(&opts.Prefix, "prefix", claim.DefaultPrefix, "key prefix of claims: the claim on NAME is <prefix>/NAME")
 	cmd.Flags().StringVar(&opts.Owner, "owner", "", "who claims the name (required)")
 	cmd.Flags().DurationVar(&opts.TTL, "ttl", 0, "put the claim on a lease of this TTL, not kept alive (0: no lease)")
@@ -69,7 +70,7 @@ Owners are compared as strings: give every claimant its own owner name.`,
 	return cmd
 }
 
-func newClaimReleaseCmd(f *factory, parent *claimOptions) *cobra.Command {
+func newClaimReleaseCmd(f *cmdutil.Factory, parent *claimOptions) *cobra.Command {
 	cmd, opts := claimSubCmd(f, parent, claim.OpRelease, &cobra.Command{
 		Use:   "release NAME --owner OWNER",
 		Short: "Release a claim if OWNER holds it",
@@ -85,7 +86,7 @@ left to expire.`,
 	return cmd
 }
 
-func newClaimGetCmd(f *factory, parent *claimOptions) *cobra.Command {
+func newClaimGetCmd(f *cmdutil.Factory, parent *claimOptions) *cobra.Command {
 	cmd, _ := claimSubCmd(f, parent, claim.OpGet, &cobra.Command{
 		Use:   "get NAME",
 		Short: "Show who holds a claim",
@@ -100,10 +101,10 @@ claimed.`,
 
 // claimSubCmd completes claim release and claim get: one NAME, the
 // parent's --prefix, and op.
-func claimSubCmd(f *factory, parent *claimOptions, op claim.Op, cmd *cobra.Command) (*cobra.Command, *claimOptions) {
+func claimSubCmd(f *cmdutil.Factory, parent *claimOptions, op claim.Op, cmd *cobra.Command) (*cobra.Command, *claimOptions) {
 	opts := &claimOptions{}
-	cmd.Args = argsUsage(cobra.ExactArgs(1))
-	cmd.RunE = signalRunE(f, func(ctx context.Context, _ *cobra.Command, args []string) error {
+	cmd.Args = cmdutil.ArgsUsage(cobra.ExactArgs(1))
+	cmd.RunE = cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, args []string) error {
 		opts.Name, opts.Prefix = args[0], parent.Prefix
 		return runClaimOp(ctx, f, opts, op)
 	})
@@ -114,21 +115,21 @@ func claimSubCmd(f *factory, parent *claimOptions, op claim.Op, cmd *cobra.Comma
 // exit 2 whether or not etcd is up.
 func validateClaimArgs(opts *claimOptions, needOwner bool) error {
 	if opts.Name == "" {
-		return usageErrorf("NAME must not be empty")
+		return cmdutil.UsageErrorf("NAME must not be empty")
 	}
 	if err := primitive.ValidateName(opts.Name); err != nil {
-		return usageErrorf("%v", err)
+		return cmdutil.UsageErrorf("%v", err)
 	}
 	if needOwner && opts.Owner == "" {
-		return usageErrorf("--owner is required and must not be empty")
+		return cmdutil.UsageErrorf("--owner is required and must not be empty")
 	}
 	if opts.TTL != 0 && opts.TTL < claim.MinTTL {
-		return usageErrorf("invalid --ttl %s: must be 0 (no lease) or at least %s; etcd raises shorter leases to its minimum (2s by default)", opts.TTL, claim.MinTTL)
+		return cmdutil.UsageErrorf("invalid --ttl %s: must be 0 (no lease) or at least %s; etcd raises shorter leases to its minimum (2s by default)", opts.TTL, claim.MinTTL)
 	}
 	if opts.TTL == 0 {
 		return nil
 	}
-	return checkTTLFlag(opts.TTL)
+	return cmdutil.CheckTTLFlag(opts.TTL)
 }
 
 // claimErr says what claim's errors mean: someone else's name is "not
@@ -136,9 +137,9 @@ func validateClaimArgs(opts *claimOptions, needOwner bool) error {
 func claimErr(err error) error {
 	switch {
 	case errors.Is(err, claim.ErrNotClaimed), errors.Is(err, claim.ErrNotOwner):
-		return mark(errNotAcquired, err)
+		return cmdutil.Mark(cmdutil.ErrNotAcquired, err)
 	case errors.Is(err, session.ErrInvalidName), errors.Is(err, claim.ErrEmptyOwner), errors.Is(err, session.ErrBadTTL):
-		return &usageError{err: err}
+		return &cmdutil.UsageError{Err: err}
 	}
 	return err
 }
@@ -146,8 +147,8 @@ func claimErr(err error) error {
 // runClaimOp checks the arguments before any connection (bad input is exit
 // 2 whether or not etcd is up), runs op within --command-timeout and
 // prints its result; a claim that is not yours is exit 3.
-func runClaimOp(ctx context.Context, f *factory, opts *claimOptions, op claim.Op) error {
-	return f.etcdCall(ctx, func() error { return validateClaimArgs(opts, op != claim.OpGet) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+func runClaimOp(ctx context.Context, f *cmdutil.Factory, opts *claimOptions, op claim.Op) error {
+	return f.EtcdCall(ctx, func() error { return validateClaimArgs(opts, op != claim.OpGet) }, func(ctx context.Context, p *cmdutil.Printer, c *clientv3.Client) error {
 		res, err := claim.Do(ctx, c, op, opts.Name, opts.Owner, claim.WithPrefix(opts.Prefix), claim.WithTTL(opts.TTL))
 		if err != nil {
 			return claimErr(err)
@@ -155,6 +156,6 @@ func runClaimOp(ctx context.Context, f *factory, opts *claimOptions, op claim.Op
 		if err := p.Print(res.Report(op)); err != nil || op != claim.OpClaim || res.Yours {
 			return err
 		}
-		return reported(errNotAcquired) // the output says whose it is
+		return cmdutil.Reported(cmdutil.ErrNotAcquired) // the output says whose it is
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
@@ -49,7 +50,7 @@ func TestClaimCLIExitCodesAndJSON(t *testing.T) {
 	}
 
 	won := claimCmd("alice", "--owner", "node-1", "-w", "json")
-	require.Equal(t, exitOK, won.Code, won.Stderr)
+	require.Equal(t, cmdutil.ExitOK, won.Code, won.Stderr)
 	w := decodeClaim(t, won)
 	require.Equal(t, "alice", w.Name)
 	require.Equal(t, "node-1", w.Owner)
@@ -60,7 +61,7 @@ func TestClaimCLIExitCodesAndJSON(t *testing.T) {
 	require.Empty(t, w.Lease)
 
 	lost := claimCmd("alice", "--owner", "node-2", "-w", "json")
-	require.Equal(t, exitNotAcquired, lost.Code, lost.Stderr)
+	require.Equal(t, cmdutil.ExitNotAcquired, lost.Code, lost.Stderr)
 	require.Empty(t, lost.Stderr)
 	l := decodeClaim(t, lost)
 	require.Equal(t, "node-1", l.Owner, "the loser learns the owner")
@@ -69,15 +70,15 @@ func TestClaimCLIExitCodesAndJSON(t *testing.T) {
 	require.False(t, *l.Yours)
 
 	lostSimple := claimCmd("alice", "--owner", "node-2")
-	require.Equal(t, exitNotAcquired, lostSimple.Code)
+	require.Equal(t, cmdutil.ExitNotAcquired, lostSimple.Code)
 	require.Contains(t, lostSimple.Stdout, `"alice" is taken: owned by node-1`)
 
 	mine := claimCmd("alice", "--owner", "node-1")
-	require.Equal(t, exitOK, mine.Code, mine.Stderr)
+	require.Equal(t, cmdutil.ExitOK, mine.Code, mine.Stderr)
 	require.Contains(t, mine.Stdout, `"alice" is already yours, node-1`)
 
 	get := claimCmd("get", "alice", "-w", "json")
-	require.Equal(t, exitOK, get.Code, get.Stderr)
+	require.Equal(t, cmdutil.ExitOK, get.Code, get.Stderr)
 	g := decodeClaim(t, get)
 	require.Equal(t, "node-1", g.Owner)
 	require.Equal(t, w.Revision, g.Revision)
@@ -85,24 +86,24 @@ func TestClaimCLIExitCodesAndJSON(t *testing.T) {
 	require.Nil(t, g.LeftSeconds)
 
 	refused := claimCmd("release", "alice", "--owner", "node-2")
-	require.Equal(t, exitNotAcquired, refused.Code)
+	require.Equal(t, cmdutil.ExitNotAcquired, refused.Code)
 	require.Empty(t, refused.Stdout)
 	require.Contains(t, refused.Stderr, `not the owner: "alice" is held by "node-1"`)
 
 	rel := claimCmd("release", "alice", "--owner", "node-1", "-w", "json")
-	require.Equal(t, exitOK, rel.Code, rel.Stderr)
+	require.Equal(t, cmdutil.ExitOK, rel.Code, rel.Stderr)
 	r := decodeClaim(t, rel)
 	require.True(t, *r.Released)
 	require.Equal(t, w.Revision, r.Revision)
 
 	for _, args := range [][]string{{"get", "alice"}, {"release", "alice", "--owner", "node-1"}} {
 		res := claimCmd(args...)
-		require.Equal(t, exitNotAcquired, res.Code, "%v", args)
+		require.Equal(t, cmdutil.ExitNotAcquired, res.Code, "%v", args)
 		require.Contains(t, res.Stderr, `not claimed: nobody holds "alice"`)
 	}
 
 	simple := claimCmd("alice", "--owner", "node-2")
-	require.Equal(t, exitOK, simple.Code)
+	require.Equal(t, cmdutil.ExitOK, simple.Code)
 	require.Regexp(t, `^claimed "alice" for node-2 \(revision \d+\)\n$`, simple.Stdout)
 }
 
@@ -113,7 +114,7 @@ func TestClaimCLITTLAndPrefix(t *testing.T) {
 	ctx := claimTestCtx(t)
 
 	res := runInProcess(ctx, env, "claim", "s", "--owner", "o", "--ttl", "1s", "--prefix", "myapp/names", "-w", "json")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	c := decodeClaim(t, res)
 	require.Equal(t, "myapp/names/s", c.Key)
 	require.NotEmpty(t, c.Lease)
@@ -124,7 +125,7 @@ func TestClaimCLITTLAndPrefix(t *testing.T) {
 	require.Equal(t, "o", string(kv.Kvs[0].Value))
 
 	get := runInProcess(ctx, env, "claim", "get", "s", "--prefix", "myapp/names", "-w", "json")
-	require.Equal(t, exitOK, get.Code, get.Stderr)
+	require.Equal(t, cmdutil.ExitOK, get.Code, get.Stderr)
 	g := decodeClaim(t, get)
 	require.Equal(t, c.Lease, g.Lease)
 	require.NotNil(t, g.LeftSeconds)
@@ -132,7 +133,7 @@ func TestClaimCLITTLAndPrefix(t *testing.T) {
 
 	// A name that is also a subcommand can be claimed after "--".
 	lit := runInProcess(ctx, env, "claim", "--owner", "o", "-w", "json", "--", "get")
-	require.Equal(t, exitOK, lit.Code, lit.Stderr)
+	require.Equal(t, cmdutil.ExitOK, lit.Code, lit.Stderr)
 	require.Equal(t, "coordkit/claims/get", decodeClaim(t, lit).Key)
 }
 
@@ -147,16 +148,16 @@ func TestClaimCLIUsageAndUnreachable(t *testing.T) {
 		code int
 		want string
 	}{
-		{"empty name", []string{"claim", "", "--owner", "o"}, exitUsage, "NAME must not be empty"},
-		{"no owner", []string{"claim", "n"}, exitUsage, "--owner is required"},
-		{"ttl too short", []string{"claim", "n", "--owner", "o", "--ttl", "500ms"}, exitUsage, "invalid --ttl 500ms"},
-		{"negative ttl", []string{"claim", "n", "--owner", "o", "--ttl", "-2s"}, exitUsage, "invalid --ttl"},
-		{"no name", []string{"claim", "--owner", "o"}, exitUsage, "accepts 1 arg"},
-		{"release no owner", []string{"claim", "release", "n"}, exitUsage, "--owner is required"},
-		{"get two names", []string{"claim", "get", "a", "b"}, exitUsage, "accepts 1 arg"},
-		{"unreachable claim", []string{"--dial-timeout", "300ms", "claim", "n", "--owner", "o"}, exitError, dead},
-		{"unreachable get", []string{"--dial-timeout", "300ms", "claim", "get", "n"}, exitError, dead},
-		{"unreachable release", []string{"--dial-timeout", "300ms", "claim", "release", "n", "--owner", "o"}, exitError, dead},
+		{"empty name", []string{"claim", "", "--owner", "o"}, cmdutil.ExitUsage, "NAME must not be empty"},
+		{"no owner", []string{"claim", "n"}, cmdutil.ExitUsage, "--owner is required"},
+		{"ttl too short", []string{"claim", "n", "--owner", "o", "--ttl", "500ms"}, cmdutil.ExitUsage, "invalid --ttl 500ms"},
+		{"negative ttl", []string{"claim", "n", "--owner", "o", "--ttl", "-2s"}, cmdutil.ExitUsage, "invalid --ttl"},
+		{"no name", []string{"claim", "--owner", "o"}, cmdutil.ExitUsage, "accepts 1 arg"},
+		{"release no owner", []string{"claim", "release", "n"}, cmdutil.ExitUsage, "--owner is required"},
+		{"get two names", []string{"claim", "get", "a", "b"}, cmdutil.ExitUsage, "accepts 1 arg"},
+		{"unreachable claim", []string{"--dial-timeout", "300ms", "claim", "n", "--owner", "o"}, cmdutil.ExitError, dead},
+		{"unreachable get", []string{"--dial-timeout", "300ms", "claim", "get", "n"}, cmdutil.ExitError, dead},
+		{"unreachable release", []string{"--dial-timeout", "300ms", "claim", "release", "n", "--owner", "o"}, cmdutil.ExitError, dead},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/demo"
 	"github.com/coordkit/coordkit/scenarios"
 )
@@ -22,12 +23,12 @@ type demoOptions struct {
 	Registry *scenarios.Registry
 }
 
-func newDemoCmd(f *factory) *cobra.Command { return newDemoCmdWith(f, nil) }
+func newDemoCmd(f *cmdutil.Factory) *cobra.Command { return newDemoCmdWith(f, nil) }
 
 // newDemoCmdWith is newDemoCmd with the scenarios passed in (nil:
 // scenarios.Default), as cli/cli passes a runF: tests give it scenarios
 // that record the Env the flags made.
-func newDemoCmdWith(f *factory, reg *scenarios.Registry) *cobra.Command {
+func newDemoCmdWith(f *cmdutil.Factory, reg *scenarios.Registry) *cobra.Command {
 	opts := &demoOptions{Registry: reg}
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -53,8 +54,8 @@ With -w json every step is one JSON object on its own line.`,
   coordctl demo --story-only --ttl 3s
   coordctl demo --story-only --redis 127.0.0.1:6379
   coordctl demo -w json | jq .`,
-		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			return runDemo(ctx, f, opts)
 		}),
 	}
@@ -67,7 +68,7 @@ With -w json every step is one JSON object on its own line.`,
 	return cmd
 }
 
-func runDemo(ctx context.Context, f *factory, opts *demoOptions) error {
+func runDemo(ctx context.Context, f *cmdutil.Factory, opts *demoOptions) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
@@ -76,13 +77,13 @@ func runDemo(ctx context.Context, f *factory, opts *demoOptions) error {
 		Redis: opts.Redis, Registry: opts.Registry, Progress: f.IO.ErrOut}
 	switch err := cfg.Validate(); {
 	case errors.Is(err, demo.ErrTTL):
-		return usageErrorf("invalid --ttl %s: want whole seconds, at least 2s", opts.TTL)
+		return cmdutil.UsageErrorf("invalid --ttl %s: want whole seconds, at least 2s", opts.TTL)
 	case errors.Is(err, demo.ErrNoOut):
-		return usageErrorf("--out must not be empty")
+		return cmdutil.UsageErrorf("--out must not be empty")
 	}
-	err = demo.Run(ctx, cfg, func(ev demo.Event) error { return p.Print(textOutput{ev}) })
+	err = demo.Run(ctx, cfg, func(ev demo.Event) error { return p.Print(cmdutil.TextOutput{V: ev}) })
 	if errors.Is(err, demo.ErrInterrupted) || errors.Is(err, demo.ErrClaimFailed) {
-		return mark(errFailed, err)
+		return cmdutil.Mark(cmdutil.ErrFailed, err)
 	}
 	return err
 }

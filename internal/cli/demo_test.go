@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/demo"
 	"github.com/coordkit/coordkit/scenarios"
 	"github.com/coordkit/coordkit/scenarios/report"
@@ -52,22 +53,22 @@ func TestDemoFlagsAndExitCodes(t *testing.T) {
 		fencedAccepts, timingMisses bool
 		code, lines                 int
 	}{
-		{"passes", false, false, exitOK, 6},
-		{"a timing claim missed", false, true, exitError, 6},
-		{"fenced resource accepted", true, false, exitError, 1},
+		{"passes", false, false, cmdutil.ExitOK, 6},
+		{"a timing claim missed", false, true, cmdutil.ExitError, 6},
+		{"fenced resource accepted", true, false, cmdutil.ExitError, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			envs := map[string]scenarios.Env{}
 			dir, out := t.TempDir(), filepath.Join(t.TempDir(), "tour")
 			var stdout, stderr bytes.Buffer
-			f := newFactory(ioStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr})
-			f.Global.WriteOut = formatJSON
+			f := cmdutil.NewFactory(cmdutil.IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr})
+			f.Global.WriteOut = cmdutil.FormatJSON
 			cmd := newDemoCmdWith(f, demoRegistry(t, envs, tc.fencedAccepts, tc.timingMisses))
 			cmd.SetArgs([]string{"--data-dir", dir, "--out", out, "--seed", "7", "--ttl", "3s", "--redis", "127.0.0.1:6379"})
 			cmd.SetOut(&stderr)
 			cmd.SetErr(&stderr)
 			err := cmd.ExecuteContext(context.Background())
-			require.Equal(t, tc.code, exitCode(err), "%v; stderr: %s", err, stderr.String())
+			require.Equal(t, tc.code, cmdutil.ExitCode(err), "%v; stderr: %s", err, stderr.String())
 			if tc.fencedAccepts {
 				require.ErrorContains(t, err, "the fenced resource accepted the late write")
 			}
@@ -99,9 +100,9 @@ func TestDemoFlagsAndExitCodes(t *testing.T) {
 func TestDemoRejectsBadTTL(t *testing.T) {
 	t.Parallel()
 	res := runInProcess(context.Background(), nil, "demo", "--ttl", "1500ms")
-	require.Equal(t, exitUsage, res.Code)
+	require.Equal(t, cmdutil.ExitUsage, res.Code)
 	require.Contains(t, res.Stderr, "invalid --ttl 1.5s: want whole seconds, at least 2s")
 	res = runInProcess(context.Background(), nil, "demo", "--out", "")
-	require.Equal(t, exitUsage, res.Code)
+	require.Equal(t, cmdutil.ExitUsage, res.Code)
 	require.Contains(t, res.Stderr, "--out must not be empty")
 }

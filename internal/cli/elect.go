@@ -8,6 +8,7 @@ import (
 
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/report"
 	"github.com/coordkit/coordkit/internal/sidecar"
 	"github.com/coordkit/coordkit/session"
@@ -20,7 +21,7 @@ type electOptions struct {
 	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
 }
 
-func newElectCmd(f *factory) *cobra.Command {
+func newElectCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &electOptions{}
 	cmd := &cobra.Command{
 		Use:   "elect NAME [PROPOSAL] [--id ID] [--ttl D] [--prefix P] [--kill-grace D] [-- COMMAND [ARGS...]] | elect NAME --observe",
@@ -86,9 +87,9 @@ as etcdctl elect, have none).`,
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 				n = dash
 			}
-			return argsUsage(cobra.RangeArgs(1, 2))(cmd, args[:n])
+			return cmdutil.ArgsUsage(cobra.RangeArgs(1, 2))(cmd, args[:n])
 		},
-		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 				args, opts.Command = args[:dash], args[dash:]
 			}
@@ -101,21 +102,21 @@ as etcdctl elect, have none).`,
 		}),
 	}
 	fl := cmd.Flags()
-	f.addEtcdFlags(cmd.PersistentFlags())
+	f.AddEtcdFlags(cmd.PersistentFlags())
 	fl.StringVar(&opts.ID, "id", "", "value to proclaim when no PROPOSAL is given (default hostname-pid)")
 	fl.DurationVar(&opts.TTL, "ttl", session.DefaultTTL, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
 	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the election's keys under this etcd key prefix")
 	fl.BoolVar(&opts.Observe, "observe", false, "print the leader on every change instead of campaigning")
 	fl.BoolVar(&opts.Candidates, "candidates", false, "print the candidates, leader first, with their attributes, and exit")
-	addCoordFlags(fl, &opts.Coord, "default: none")
+	cmdutil.AddCoordFlags(fl, &opts.Coord, "default: none")
 	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
 	return cmd
 }
 
 // runElect campaigns and holds the leadership until ctx ends (resign, exit
 // 0) or it is lost (exit 4); with --observe it prints leaders until ctx ends.
-func runElect(ctx context.Context, f *factory, opts *electOptions) error {
-	p, client, err := f.startEtcd(ctx, func() error { return usageOrNil(opts.Validate()) })
+func runElect(ctx context.Context, f *cmdutil.Factory, opts *electOptions) error {
+	p, client, err := f.StartEtcd(ctx, func() error { return cmdutil.UsageOrNil(opts.Validate()) })
 	if err != nil {
 		return err
 	}
@@ -123,13 +124,13 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 	id := opts.Value()
 	coordOpts, err := opts.Coord.ElectionOptions(id)
 	if err != nil {
-		return &usageError{err: err}
+		return &cmdutil.UsageError{Err: err}
 	}
 	e, err := election.New(client, opts.Name, append(coordOpts, election.WithTTL(opts.TTL), election.WithPrefix(opts.Prefix),
 		// Without quorum etcd grants no lease: fail within --command-timeout.
-		election.WithSessionOptions(holdSessionOptions(f)...))...)
+		election.WithSessionOptions(cmdutil.HoldSessionOptions(f)...))...)
 	if err != nil {
-		return usageErrorf("%v", err)
+		return cmdutil.UsageErrorf("%v", err)
 	}
 	defer e.Close()
 	if opts.Observe {
@@ -166,14 +167,14 @@ func runElect(ctx context.Context, f *factory, opts *electOptions) error {
 	// and the release is the handover.
 	hctx, stopHold := report.UntilYield(ctx, l)
 	defer stopHold()
-	release := f.releaser(ctx, l, func(rctx context.Context) error { // a policy's handover, else a resignation
+	release := f.Releaser(ctx, l, func(rctx context.Context) error { // a policy's handover, else a resignation
 		ev, err := report.StepDown(rctx, l)
 		if ev == nil || err != nil {
 			return err
 		}
 		return p.Print(*ev)
 	})
-	return f.runHeld(hctx, p, childproc.Run{
+	return f.RunHeld(hctx, p, childproc.Run{
 		What: "leadership of " + opts.Name,
 		Hold: childproc.KeyHold{Liveness: l, Sess: l.Session(), ReleaseFunc: release},
 		Stop: l.Yield(),

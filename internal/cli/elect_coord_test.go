@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
@@ -27,7 +28,7 @@ func TestElectCoordUsageErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res := runInProcess(context.Background(), map[string]string{"COORDCTL_ENDPOINTS": "127.0.0.1:1"}, tc.args...)
-			require.Equal(t, exitUsage, res.Code, res.Stderr)
+			require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 			require.Contains(t, res.Stderr, tc.want)
 		})
 	}

@@ -5,13 +5,14 @@ import (
 	"fmt"
 
 	"github.com/coordkit/coordkit/election"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/report"
 )
 
 // observeElection prints the leader on every change until ctx ends, and
 // what election.Watch says of an outage: etcd not answering on stderr, "no
 // leader known" once the shown leader's lease must have expired.
-func observeElection(ctx context.Context, f *factory, p *printer, e *election.Election) error {
+func observeElection(ctx context.Context, f *cmdutil.Factory, p *cmdutil.Printer, e *election.Election) error {
 	fmt.Fprintf(f.IO.ErrOut, "observing election %s...\n", e.Name())
 	err := e.Watch(ctx, election.WatchConfig{RequestTimeout: f.Global.CommandTimeout, OnEvent: func(ev election.WatchEvent) error {
 		switch ev.Kind {

@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/election"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
@@ -69,7 +70,7 @@ func startElectInProcess(ctx context.Context, endpoint string, args ...string) *
 	r := &electRun{out: newElectBuffer(), errOut: newElectBuffer(), code: make(chan int, 1)}
 	env := map[string]string{"COORDCTL_ENDPOINTS": endpoint}
 	go func() {
-		r.code <- run(ctx, args, ioStreams{In: bytes.NewReader(nil), Out: r.out, ErrOut: r.errOut}, func(k string) string { return env[k] })
+		r.code <- run(ctx, args, cmdutil.IOStreams{In: bytes.NewReader(nil), Out: r.out, ErrOut: r.errOut}, func(k string) string { return env[k] })
 	}()
 	return r
 }
@@ -119,7 +120,7 @@ func TestElectCmdUsageErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res := runInProcess(context.Background(), map[string]string{"COORDCTL_ENDPOINTS": "127.0.0.1:1"}, tc.args...)
-			require.Equal(t, exitUsage, res.Code, res.Stderr)
+			require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 			require.Contains(t, res.Stderr, tc.want)
 		})
 	}
@@ -130,7 +131,7 @@ func TestElectCmdUnreachableEtcdExits1InTime(t *testing.T) {
 	dead := freeAddr(t)
 	start := time.Now()
 	res := runInProcess(context.Background(), nil, "--endpoints", dead, "--dial-timeout", "500ms", "elect", "svc")
-	require.Equal(t, exitError, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitError, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, dead)
 	require.Less(t, time.Since(start), 1500*time.Millisecond)
 }
@@ -162,7 +163,7 @@ func TestElectCmdHoldsThenResignsOnSignal(t *testing.T) {
 	require.EqualValues(t, ev.Token, leader.Token)
 
 	signal() // SIGINT/SIGTERM: resign and exit 0
-	require.Equal(t, exitOK, r.wait(t), r.errOut.String())
+	require.Equal(t, cmdutil.ExitOK, r.wait(t), r.errOut.String())
 	_, err = other.Leader(ctx)
 	require.ErrorIs(t, err, election.ErrNoLeader, "coordctl resigned")
 }
@@ -181,7 +182,7 @@ func TestElectCmdSignalWhileWaitingWithdraws(t *testing.T) {
 	r := startElectInProcess(sigctx, srv.Endpoints()[0], "elect", "svc")
 	waitForKeys(t, cli, "svc/", 2)
 	signal()
-	require.Equal(t, exitOK, r.wait(t), r.errOut.String())
+	require.Equal(t, cmdutil.ExitOK, r.wait(t), r.errOut.String())
 	require.Empty(t, r.out.String(), "never elected")
 	waitForKeys(t, cli, "svc/", 1) // the candidate key is gone
 	require.True(t, l.Alive())
@@ -197,7 +198,7 @@ func TestElectCmdProposalAndSimpleOutput(t *testing.T) {
 	line := r.out.line(t)
 	require.Regexp(t, `^elected leader of svc as http://10\.0\.0\.7:8080 \(token \d+\)$`, line)
 	signal()
-	require.Equal(t, exitOK, r.wait(t))
+	require.Equal(t, cmdutil.ExitOK, r.wait(t))
 }
 
 func TestElectCmdLossExits4(t *testing.T) {
@@ -215,7 +216,7 @@ func TestElectCmdLossExits4(t *testing.T) {
 	require.Equal(t, "lost", lost.Event)
 	require.Equal(t, ev.Token, lost.Token)
 	require.NotEmpty(t, lost.Reason)
-	require.Equal(t, exitLost, r.wait(t))
+	require.Equal(t, cmdutil.ExitLost, r.wait(t))
 	require.Contains(t, r.errOut.String(), "lost leadership of svc")
 }
 
@@ -243,7 +244,7 @@ func TestElectCmdObserve(t *testing.T) {
 	require.Zero(t, ev.Token)
 	require.Contains(t, r.out.String(), `{"event":"leader","leader":null,"token":0}`)
 	signal()
-	require.Equal(t, exitOK, r.wait(t))
+	require.Equal(t, cmdutil.ExitOK, r.wait(t))
 }
 
 func waitForKeys(t *testing.T, cli *clientv3.Client, prefix string, n int) *clientv3.GetResponse {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/etcdembed"
 	"github.com/coordkit/coordkit/internal/faultctl"
 )
@@ -33,7 +34,7 @@ func (r etcdReady) WriteSimple(w io.Writer) error {
 	return err
 }
 
-func newEtcdCmd(f *factory) *cobra.Command {
+func newEtcdCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &etcdOptions{}
 	cmd := &cobra.Command{
 		Use:   "etcd",
@@ -46,8 +47,8 @@ data stays in --data-dir for the next start.`,
   coordctl etcd --data-dir /tmp/etcd1 --listen-client-urls http://127.0.0.1:23790 --listen-peer-urls http://127.0.0.1:23800
   coordctl etcd -w json   # {"endpoints":["http://127.0.0.1:2379"]}
   coordctl etcd --members 3 --control 127.0.0.1:2399   # three members behind fault proxies`,
-		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error { return runEtcd(ctx, f, opts) }),
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error { return runEtcd(ctx, f, opts) }),
 	}
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", "coordctl.etcd", "directory of the member's data")
 	cmd.Flags().StringVar(&opts.ClientURLs, "listen-client-urls", "http://127.0.0.1:2379", "URL to serve clients on")
@@ -61,34 +62,34 @@ data stays in --data-dir for the next start.`,
 // runEtcd serves until ctx is cancelled or the server fails: one member
 // (etcdembed.Run), or three with fault proxies and the control API
 // (faultctl.RunCluster).
-func runEtcd(ctx context.Context, f *factory, opts *etcdOptions) error {
+func runEtcd(ctx context.Context, f *cmdutil.Factory, opts *etcdOptions) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
 	}
 	if opts.DataDir == "" {
-		return usageErrorf("--data-dir must not be empty")
+		return cmdutil.UsageErrorf("--data-dir must not be empty")
 	}
 	served := false
 	ready := func(r etcdReady) error { served = true; return p.Print(r) }
 	switch opts.Members {
 	case 1:
-		if err := checkMemberURL("--listen-client-urls", opts.ClientURLs); err != nil {
+		if err := cmdutil.CheckMemberURL("--listen-client-urls", opts.ClientURLs); err != nil {
 			return err
 		}
-		if err := checkMemberURL("--listen-peer-urls", opts.PeerURLs); err != nil {
+		if err := cmdutil.CheckMemberURL("--listen-peer-urls", opts.PeerURLs); err != nil {
 			return err
 		}
 		cfg := etcdembed.Config{Name: opts.Name, DataDir: opts.DataDir, ClientURL: opts.ClientURLs, PeerURL: opts.PeerURLs}
 		err = etcdembed.Run(ctx, cfg, func(eps []string) error { return ready(etcdReady{Endpoints: eps}) })
 	case 3:
-		if err := checkListen("--control", opts.Control); err != nil {
+		if err := cmdutil.CheckListen("--control", opts.Control); err != nil {
 			return err
 		}
 		var urls []string
 		for _, u := range strings.Split(opts.ClientURLs, ",") {
 			if u = strings.TrimSpace(u); u != "" {
-				if err := checkMemberURL("--listen-client-urls", u); err != nil {
+				if err := cmdutil.CheckMemberURL("--listen-client-urls", u); err != nil {
 					return err
 				}
 				urls = append(urls, u)
@@ -100,7 +101,7 @@ func runEtcd(ctx context.Context, f *factory, opts *etcdOptions) error {
 			return ready(etcdReady{Endpoints: eps, Control: control})
 		})
 	default:
-		return usageErrorf("invalid --members %d: want 1 or 3", opts.Members)
+		return cmdutil.UsageErrorf("invalid --members %d: want 1 or 3", opts.Members)
 	}
 	if err == nil && served && ctx.Err() != nil {
 		fmt.Fprintln(f.IO.ErrOut, "coordctl etcd: stopping")

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 func TestResourceFloorsCommand(t *testing.T) {
@@ -26,10 +27,10 @@ func TestResourceFloorsCommand(t *testing.T) {
 	require.NoError(t, err)
 
 	res := runInProcess(ctx, nil, "resource", "floors", "--url", srv.URL)
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Equal(t, "scope=jobs/x floor=90\nscope=jobs/y floor=1234\nhighest=1234 scope=jobs/y\n", res.Stdout)
 	res = runInProcess(ctx, nil, "resource", "floors", "--url", srv.URL, "-w", "json")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	var out fencing.FloorsResult
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &out))
 	require.Equal(t, fencing.Token(1234), out.Highest)

@@ -7,13 +7,15 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 // The etcd hint goes only with commands that ask etcd.
 func TestHintOnlyWhereEtcdWasAsked(t *testing.T) {
-	f := newFactory(ioStreams{})
+	f := cmdutil.NewFactory(cmdutil.IOStreams{})
 	etcdCmd := &cobra.Command{Use: "lock"}
-	f.addEndpointFlags(etcdCmd.Flags())
+	f.AddEndpointFlags(etcdCmd.Flags())
 	other := &cobra.Command{Use: "put"}
 	err := fmt.Errorf("put x: %w", context.DeadlineExceeded)
 	if h := hint(etcdCmd, err); !strings.Contains(h, "etcd did not answer") {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/coordkit/coordkit/cluster"
 	"github.com/coordkit/coordkit/cluster/labcmd"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/httpguard"
 	"github.com/coordkit/coordkit/internal/labweb"
 )
@@ -34,7 +34,7 @@ type labOptions struct {
 	HTTPToken    string
 }
 
-func newLabCmd(f *factory) *cobra.Command {
+func newLabCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &labOptions{}
 	cmd := &cobra.Command{
 		Use:   "lab",
@@ -73,8 +73,8 @@ serving until interrupted. Only loopback addresses may go without
   coordctl lab --http 127.0.0.1:7071
   coordctl lab --http 127.0.0.1:7071 --script demo.txt
   coordctl lab --http 0.0.0.0:7071 --http-token token.txt`,
-		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			return runLab(ctx, f, opts)
 		}),
 	}
@@ -107,12 +107,12 @@ func (o *labOptions) config() (cluster.Config, error) {
 	cfg.OpTimeout = o.OpTimeout
 	cfg.NoPipeline = o.NoPipeline
 	if err := cfg.Validate(); err != nil {
-		return cfg, usageErrorf("%v", strings.TrimPrefix(err.Error(), cluster.ErrInvalidConfig.Error()+": "))
+		return cfg, cmdutil.UsageErrorf("%v", strings.TrimPrefix(err.Error(), cluster.ErrInvalidConfig.Error()+": "))
 	}
 	return cfg, nil
 }
 
-func runLab(ctx context.Context, f *factory, opts *labOptions) error {
+func runLab(ctx context.Context, f *cmdutil.Factory, opts *labOptions) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
@@ -138,19 +138,19 @@ func runLab(ctx context.Context, f *factory, opts *labOptions) error {
 	c, err := cluster.New(startCtx, cfg)
 	cancel()
 	if errors.Is(err, cluster.ErrInvalidConfig) {
-		return usageErrorf("%v", strings.TrimPrefix(err.Error(), cluster.ErrInvalidConfig.Error()+": "))
+		return cmdutil.UsageErrorf("%v", strings.TrimPrefix(err.Error(), cluster.ErrInvalidConfig.Error()+": "))
 	}
 	if err != nil {
 		return fmt.Errorf("lab: start cluster: %w", err)
 	}
 	defer c.Close()
 	sh, err := labweb.NewShell(c, labweb.ShellConfig{
-		Print: func(o labcmd.Output) { _ = p.Print(textOutput{o}) },
+		Print: func(o labcmd.Output) { _ = p.Print(cmdutil.TextOutput{V: o}) },
 		Echo: func(ev labweb.CommandEvent, o labcmd.Output) {
 			if !p.JSON() {
-				fmt.Fprintf(p.out, "[web] %s\n", ev.Line)
+				fmt.Fprintf(f.IO.Out, "[web] %s\n", ev.Line)
 			}
-			_ = p.Print(textOutput{o})
+			_ = p.Print(cmdutil.TextOutput{V: o})
 		},
 	})
 	if err != nil {
@@ -160,7 +160,7 @@ func runLab(ctx context.Context, f *factory, opts *labOptions) error {
 	if opts.HTTP != "" {
 		srv, err := sh.Serve(labweb.ServerConfig{Addr: opts.HTTP, Token: token}, opts.Script != "")
 		if errors.Is(err, labweb.ErrTokenRequired) {
-			return usageErrorf("--http %s is not a loopback address: it needs --http-token FILE", opts.HTTP)
+			return cmdutil.UsageErrorf("--http %s is not a loopback address: it needs --http-token FILE", opts.HTTP)
 		} else if err != nil {
 			return fmt.Errorf("lab: %w", err)
 		}
@@ -177,7 +177,7 @@ func runLab(ctx context.Context, f *factory, opts *labOptions) error {
 	if home, _ := os.UserHomeDir(); home != "" {
 		history = home + "/.coordctl_lab_history"
 	}
-	return sh.Run(ctx, labweb.RunConfig{Terminal: opts.Script == "" && isTerminal(script), History: history, In: script,
+	return sh.Run(ctx, labweb.RunConfig{Terminal: opts.Script == "" && cmdutil.IsTerminal(script), History: history, In: script,
 		Out: f.IO.Out, ErrOut: f.IO.ErrOut})
 }
 
@@ -187,27 +187,17 @@ func (o *labOptions) token() (string, error) {
 		return "", nil
 	}
 	if o.HTTP == "" {
-		return "", usageErrorf("--http-token needs --http")
+		return "", cmdutil.UsageErrorf("--http-token needs --http")
 	}
 	t, err := httpguard.ReadTokenFile(o.HTTPToken)
 	if errors.Is(err, httpguard.ErrEmptyToken) {
-		return "", usageErrorf("--http-token %s: the file is empty", o.HTTPToken)
+		return "", cmdutil.UsageErrorf("--http-token %s: the file is empty", o.HTTPToken)
 	}
 	if err != nil {
 		return "", fmt.Errorf("lab: %w", err)
 	}
 	if len(t) < labweb.MinTokenLen {
-		return "", usageErrorf("--http-token %s: the token is %d bytes, at least %d are needed (e.g. head -c 24 /dev/urandom | base64 > %s)", o.HTTPToken, len(t), labweb.MinTokenLen, o.HTTPToken)
+		return "", cmdutil.UsageErrorf("--http-token %s: the token is %d bytes, at least %d are needed (e.g. head -c 24 /dev/urandom | base64 > %s)", o.HTTPToken, len(t), labweb.MinTokenLen, o.HTTPToken)
 	}
 	return t, nil
 }
-
-// textOutput prints a result that writes its own text (labcmd.Output, a
-// sweep's or the demo's reports) through the printer: JSON as the value
-// marshals, simple as its WriteText.
-type textOutput struct{ v textWriter }
-
-type textWriter interface{ WriteText(io.Writer) error }
-
-func (o textOutput) MarshalJSON() ([]byte, error)  { return json.Marshal(o.v) }
-func (o textOutput) WriteSimple(w io.Writer) error { return o.v.WriteText(w) }

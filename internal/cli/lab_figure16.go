@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/sweep/experiments"
 )
 
@@ -22,7 +23,7 @@ type labFigure16Options struct {
 	SVG        string
 }
 
-func newLabFigure16Cmd(f *factory) *cobra.Command {
+func newLabFigure16Cmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &labFigure16Options{}
 	cmd := &cobra.Command{
 		Use:   "figure16",
@@ -51,8 +52,8 @@ makes the run resumable (see 'coordctl lab sweep').`,
 		Example: `  coordctl lab figure16
   coordctl lab figure16 --trials 1000 --results fig16.jsonl --svg docs/figure16.svg
   coordctl lab figure16 --timeouts 150ms --prevote off --trials 50 -w json`,
-		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			return runLabFigure16(ctx, f, opts)
 		}),
 	}
@@ -70,9 +71,9 @@ makes the run resumable (see 'coordctl lab sweep').`,
 }
 
 // config is the run's config; --trials-at's T=N pairs become TrialsAt.
-func (o *labFigure16Options) config(f *factory) (experiments.Figure16Config, error) {
+func (o *labFigure16Options) config(f *cmdutil.Factory) (experiments.Figure16Config, error) {
 	cfg := experiments.Figure16Config{Timeouts: o.Timeouts, Trials: o.Trials, PreVote: o.PreVote, Delay: o.Delay,
-		Results: o.Results, CSV: o.CSV, SVG: o.SVG, ReportOnly: o.ReportOnly, Progress: f.IO.ErrOut, TTY: isTerminal(f.IO.ErrOut)}
+		Results: o.Results, CSV: o.CSV, SVG: o.SVG, ReportOnly: o.ReportOnly, Progress: f.IO.ErrOut, TTY: cmdutil.IsTerminal(f.IO.ErrOut)}
 	trialsAt, err := experiments.ParseTrialsAt(o.TrialsAt, o.Timeouts)
 	if err == nil {
 		cfg.TrialsAt = trialsAt
@@ -81,16 +82,16 @@ func (o *labFigure16Options) config(f *factory) (experiments.Figure16Config, err
 	return cfg, experimentsUsage(err)
 }
 
-func runLabFigure16(ctx context.Context, f *factory, opts *labFigure16Options) error {
+func runLabFigure16(ctx context.Context, f *cmdutil.Factory, opts *labFigure16Options) error {
 	cfg, err := opts.config(f)
 	if err != nil {
 		return err
 	}
 	rep, err := experiments.Figure16(ctx, cfg)
 	if errors.Is(err, experiments.ErrInterrupted) {
-		return mark(errFailed, err)
+		return cmdutil.Mark(cmdutil.ErrFailed, err)
 	} else if err != nil {
 		return err
 	}
-	return printResult(f, textOutput{rep})
+	return cmdutil.PrintResult(f, cmdutil.TextOutput{V: rep})
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 // --http on every interface prints a URL one can open (this machine's
@@ -25,11 +27,11 @@ func TestLabHTTPOpenURLAndShortToken(t *testing.T) {
 	defer cancel()
 
 	res := runInProcess(ctx, nil, "lab", "--nodes", "1", "--http", "127.0.0.1:0", "--http-token", short, "--script", script)
-	require.Equal(t, exitUsage, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, "at least 16")
 
 	res = runInProcess(ctx, nil, "lab", "--nodes", "1", "--http", "0.0.0.0:0", "--http-token", long, "--script", script)
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	host, _ := os.Hostname()
 	require.Contains(t, res.Stderr, "ready url=http://"+host+":")
 	require.Contains(t, res.Stderr, "/?token=a-token-of-24-bytes-long")
@@ -46,9 +48,9 @@ func TestLabDataDirOfAnotherSize(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res := runInProcess(ctx, nil, "lab", "--nodes", "1", "--storage", "disk", "--data-dir", data, "--script", script)
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	res = runInProcess(ctx, nil, "lab", "--nodes", "3", "--storage", "disk", "--data-dir", data, "--script", script)
-	require.Equal(t, exitUsage, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, "holds a 1-node cluster, not 3")
 	require.NotContains(t, res.Stderr, "etcd")
 }

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"os"
 
-	"github.com/chzyer/readline"
 	"github.com/spf13/cobra"
 
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/sweep"
 	"github.com/coordkit/coordkit/internal/sweep/experiments"
 )
@@ -25,7 +25,7 @@ type labSweepOptions struct {
 	ReportOnly bool
 }
 
-func newLabSweepCmd(f *factory) *cobra.Command {
+func newLabSweepCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &labSweepOptions{}
 	cmd := &cobra.Command{
 		Use:   "sweep",
@@ -77,8 +77,8 @@ A spec file holds the same in lines:
   coordctl lab sweep --experiment election --param timeout=25ms,50ms,100ms --seeds 1..50 --curve timeout --svg curve.svg
   coordctl lab sweep --experiment scenario --set name=stale-read --seeds 1..5 --metric stale_reads
   coordctl lab sweep --experiment lock-safety --param fencing=on,off --set duration=20s --seeds 1..5 --results chk.jsonl`,
-		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			return runLabSweep(ctx, f, opts)
 		}),
 	}
@@ -103,43 +103,43 @@ func (o *labSweepOptions) spec() (sweep.Spec, error) {
 	var s sweep.Spec
 	if o.Spec != "" {
 		if o.Experiment != "" || len(o.Params) > 0 || len(o.Sets) > 0 || o.Seeds != "" {
-			return s, usageErrorf("--spec: give the experiment, parameters and seeds in the file, not also as flags")
+			return s, cmdutil.UsageErrorf("--spec: give the experiment, parameters and seeds in the file, not also as flags")
 		}
 		fh, err := os.Open(o.Spec)
 		if err != nil {
-			return s, usageErrorf("--spec: %v", err)
+			return s, cmdutil.UsageErrorf("--spec: %v", err)
 		}
 		defer fh.Close()
 		if s, err = sweep.ParseSpec(fh); err != nil {
-			return s, usageErrorf("--spec %s: %v", o.Spec, err)
+			return s, cmdutil.UsageErrorf("--spec %s: %v", o.Spec, err)
 		}
 		return s, nil
 	}
 	s, err := o.Flags.Spec()
 	var fe *sweep.FlagError
 	if errors.As(err, &fe) {
-		return s, usageErrorf("--%v", fe)
+		return s, cmdutil.UsageErrorf("--%v", fe)
 	} else if err != nil {
-		return s, usageErrorf("%v", err)
+		return s, cmdutil.UsageErrorf("%v", err)
 	}
 	return s, nil
 }
 
 // config is the sweep's config: the spec, its experiment and the flags.
-func (o *labSweepOptions) config(f *factory) (experiments.SweepConfig, error) {
+func (o *labSweepOptions) config(f *cmdutil.Factory) (experiments.SweepConfig, error) {
 	spec, err := o.spec()
 	if err != nil {
 		return experiments.SweepConfig{}, err
 	}
 	exp, err := experiments.Lookup(spec.Experiment)
 	if err != nil {
-		return experiments.SweepConfig{}, usageErrorf("%v", err)
+		return experiments.SweepConfig{}, cmdutil.UsageErrorf("%v", err)
 	}
 	cfg := experiments.SweepConfig{Spec: spec, Experiment: exp, Parallel: o.Parallel, Results: o.Results, CSV: o.CSV,
-		ReportOnly: o.ReportOnly, Metric: o.Metric, SVG: o.SVG, Curve: o.Curve, Progress: f.IO.ErrOut, TTY: isTerminal(f.IO.ErrOut)}
+		ReportOnly: o.ReportOnly, Metric: o.Metric, SVG: o.SVG, Curve: o.Curve, Progress: f.IO.ErrOut, TTY: cmdutil.IsTerminal(f.IO.ErrOut)}
 	err = cfg.Validate()
 	if errors.Is(err, experiments.ErrParallel) {
-		return cfg, usageErrorf("--parallel %d: want at least 1", o.Parallel)
+		return cfg, cmdutil.UsageErrorf("--parallel %d: want at least 1", o.Parallel)
 	}
 	return cfg, experimentsUsage(err)
 }
@@ -150,18 +150,18 @@ func experimentsUsage(err error) error {
 	var ve *experiments.ValueError
 	switch {
 	case errors.As(err, &ve):
-		return usageErrorf("--%s %q: %v", ve.Field, ve.Value, ve.Err)
+		return cmdutil.UsageErrorf("--%s %q: %v", ve.Field, ve.Value, ve.Err)
 	case errors.Is(err, experiments.ErrCurveNeedsSVG):
-		return usageErrorf("--curve draws into --svg: give --svg FILE")
+		return cmdutil.UsageErrorf("--curve draws into --svg: give --svg FILE")
 	case errors.Is(err, experiments.ErrNoResults):
-		return usageErrorf("--report-only summarises --results FILE: give one")
+		return cmdutil.UsageErrorf("--report-only summarises --results FILE: give one")
 	case err != nil:
-		return usageErrorf("%v", err)
+		return cmdutil.UsageErrorf("%v", err)
 	}
 	return nil
 }
 
-func runLabSweep(ctx context.Context, f *factory, opts *labSweepOptions) error {
+func runLabSweep(ctx context.Context, f *cmdutil.Factory, opts *labSweepOptions) error {
 	cfg, err := opts.config(f)
 	if err != nil {
 		return err
@@ -169,18 +169,11 @@ func runLabSweep(ctx context.Context, f *factory, opts *labSweepOptions) error {
 	rep, err := experiments.Sweep(ctx, cfg)
 	switch {
 	case errors.Is(err, experiments.ErrInterrupted):
-		return mark(errFailed, err)
+		return cmdutil.Mark(cmdutil.ErrFailed, err)
 	case errors.Is(err, sweep.ErrNotNumeric):
-		return usageErrorf("--curve: %v", err)
+		return cmdutil.UsageErrorf("--curve: %v", err)
 	case err != nil:
 		return err
 	}
-	return printResult(f, textOutput{rep})
-}
-
-// isTerminal reports whether w is a terminal: stdin then gets line
-// editing, and stderr's progress line redraws itself.
-func isTerminal(w any) bool {
-	fh, ok := w.(*os.File)
-	return ok && readline.IsTerminal(int(fh.Fd()))
+	return cmdutil.PrintResult(f, cmdutil.TextOutput{V: rep})
 }

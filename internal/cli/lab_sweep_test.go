@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 // The flags reach the sweep: a --report-only summary of a results file
@@ -72,8 +74,8 @@ func TestLabSweepUsage(t *testing.T) {
 		{"lab", "sweep", "--experiment", "election", "--report-only"},
 		{"lab", "sweep", "--experiment", "election", "--param", "timeout=25ms", "--curve", "timeout"},
 	} {
-		if r := runInProcess(ctx, nil, args...); r.Code != exitUsage {
-			t.Errorf("%v: exit %d, want %d (%s)", args, r.Code, exitUsage, r.Stderr)
+		if r := runInProcess(ctx, nil, args...); r.Code != cmdutil.ExitUsage {
+			t.Errorf("%v: exit %d, want %d (%s)", args, r.Code, cmdutil.ExitUsage, r.Stderr)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/cluster/labcmd"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 func runLabScript(t *testing.T, script string, args ...string) (cliResult, []map[string]any) {
@@ -68,7 +69,7 @@ history ` + html + `
 timeline ` + filepath.Join(dir, "t.json") + `
 `
 	res, lines := runLabScript(t, script, "--nodes", "3", "--op-timeout", "1500ms", "-w", "json")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	cmds := 0
 	for _, l := range strings.Split(script, "\n") {
 		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
@@ -169,7 +170,7 @@ func TestLabScriptSimpleAndErrors(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, []byte("put a b\nget a\ncrash 7\nhelp\nstatus\ncut 1 2\nlinks\n"), 0o644))
 		return runInProcess(ctx, nil, "lab", "--nodes", "3", "--script", path), nil
 	}()
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, `a = "b" (readindex read at node`)
 	require.Contains(t, res.Stdout, "error: cluster: unknown node: 7 (nodes are 1 to 3)")
 	require.Contains(t, res.Stdout, "bench writes N")
@@ -179,9 +180,9 @@ func TestLabScriptSimpleAndErrors(t *testing.T) {
 
 	// The lab itself failing is an error; bad flags are usage errors.
 	ctx := context.Background()
-	require.Equal(t, exitUsage, runInProcess(ctx, nil, "lab", "--nodes", "9").Code)
-	require.Equal(t, exitUsage, runInProcess(ctx, nil, "lab", "--storage", "tape").Code)
-	require.Equal(t, exitError, runInProcess(ctx, nil, "lab", "--script", "/nonexistent/file").Code)
+	require.Equal(t, cmdutil.ExitUsage, runInProcess(ctx, nil, "lab", "--nodes", "9").Code)
+	require.Equal(t, cmdutil.ExitUsage, runInProcess(ctx, nil, "lab", "--storage", "tape").Code)
+	require.Equal(t, cmdutil.ExitError, runInProcess(ctx, nil, "lab", "--script", "/nonexistent/file").Code)
 }
 
 // "leader" and "paused" work inside a partition spec, as they do for every
@@ -193,7 +194,7 @@ func TestLabPartitionNamesTheLeader(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s")
 	require.NoError(t, os.WriteFile(path, []byte("leader\npartition leader|leader\npartition leader|paused\n"), 0o644))
 	res := runInProcess(ctx, nil, "lab", "--nodes", "3", "--script", path, "-w", "json")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
 	require.Len(t, lines, 3)
 	var leader struct {
@@ -210,12 +211,12 @@ func TestLabPartitionNamesTheLeader(t *testing.T) {
 func TestLabShellExitAndHelp(t *testing.T) {
 	t.Parallel()
 	res, lines := runLabScript(t, "\n# comment\nleader\nexit\nleader\n", "--nodes", "1", "-w", "json")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Len(t, lines, 1, res.Stdout)
 	require.Equal(t, "leader", lines[0]["cmd"])
 
 	help := runInProcess(context.Background(), nil, "lab", "--help")
-	require.Equal(t, exitOK, help.Code, help.Stderr)
+	require.Equal(t, cmdutil.ExitOK, help.Code, help.Stderr)
 	require.Contains(t, help.Stdout, "Commands (one a line; # starts a comment):\n"+labcmd.Help()+"\nN may be")
 }
 
@@ -230,7 +231,7 @@ func TestLabHTTPFlags(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res := runInProcess(ctx, nil, "lab", "--nodes", "1", "--http", "127.0.0.1:0", "--script", script)
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Regexp(t, `ready url=http://127\.0\.0\.1:\d+/`, res.Stderr)
 	require.Contains(t, res.Stdout, "ok (leader 1")
 
@@ -243,7 +244,7 @@ func TestLabHTTPFlags(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := runInProcess(ctx, nil, append([]string{"lab", "--nodes", "1", "--script", script}, args...)...)
-			require.Equal(t, exitUsage, res.Code, res.Stderr)
+			require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 		})
 	}
 
@@ -254,8 +255,8 @@ func TestLabHTTPFlags(t *testing.T) {
 	errOut := &interruptOn{text: "serving the page until interrupted", stop: stop}
 	var out bytes.Buffer
 	code := run(short, []string{"lab", "--nodes", "1", "--http", "127.0.0.1:0", "--script", noExit},
-		ioStreams{In: bytes.NewReader(nil), Out: &out, ErrOut: errOut}, func(string) string { return "" })
-	require.Equal(t, exitOK, code, errOut.b.String())
+		cmdutil.IOStreams{In: bytes.NewReader(nil), Out: &out, ErrOut: errOut}, func(string) string { return "" })
+	require.Equal(t, cmdutil.ExitOK, code, errOut.b.String())
 	require.True(t, errOut.seen)
 	require.Contains(t, out.String(), "leader 1")
 }

@@ -9,10 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/lamport"
 )
 
-func newLamportCmd(f *factory) *cobra.Command {
+func newLamportCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lamport",
 		Short: "Lamport clocks and vector clocks, on a scripted history",
@@ -28,7 +29,7 @@ now?". For that, see 'coordctl claim'.`,
 		Example: `  coordctl lamport trace                 # the textbook example
   coordctl lamport trace history.txt
   printf 'A send B\nB recv A\n' | coordctl lamport trace - -w json`,
-		Args: argsUsage(cobra.NoArgs),
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newLamportTraceCmd(f))
@@ -39,7 +40,7 @@ type lamportTraceOptions struct {
 	File string // "" runs lamport.ExampleScript; "-" reads stdin
 }
 
-func newLamportTraceCmd(f *factory) *cobra.Command {
+func newLamportTraceCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &lamportTraceOptions{}
 	return &cobra.Command{
 		Use:   "trace [FILE]",
@@ -69,7 +70,7 @@ receive with nothing in flight) is an error naming the line: exit 2.`,
   coordctl lamport trace history.txt
   printf 'A local\nA send B\nB local\nB recv A\n' | coordctl lamport trace -
   coordctl lamport trace -w json | jq '.concurrent'`,
-		Args: argsUsage(cobra.MaximumNArgs(1)),
+		Args: cmdutil.ArgsUsage(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.File = args[0]
@@ -80,7 +81,7 @@ receive with nothing in flight) is an error naming the line: exit 2.`,
 }
 
 // runLamportTrace reads the script, simulates it and prints the result.
-func runLamportTrace(f *factory, opts *lamportTraceOptions) error {
+func runLamportTrace(f *cmdutil.Factory, opts *lamportTraceOptions) error {
 	var r io.Reader
 	source := opts.File
 	switch opts.File {
@@ -100,9 +101,9 @@ func runLamportTrace(f *factory, opts *lamportTraceOptions) error {
 	if err != nil {
 		var le *lamport.LineError
 		if errors.As(err, &le) {
-			return usageErrorf("%s: %v", source, err)
+			return cmdutil.UsageErrorf("%s: %v", source, err)
 		}
 		return fmt.Errorf("%s: %w", source, err)
 	}
-	return printResult(f, textOutput{lamport.Report{Trace: tr, Example: opts.File == ""}})
+	return cmdutil.PrintResult(f, cmdutil.TextOutput{V: lamport.Report{Trace: tr, Example: opts.File == ""}})
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 // Untrusted event files: a line over 64 KiB and a NUL in a node name are
@@ -22,19 +24,19 @@ func TestLamportTraceCmdBadInput(t *testing.T) {
 	}
 	long := write("long", "A local\nA local #"+strings.Repeat("x", 70<<10)+"\n")
 	res := runInProcess(context.Background(), nil, "lamport", "trace", long)
-	require.Equal(t, exitUsage, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, "line 2: lamport: line too long")
 	require.NotContains(t, res.Stderr, "bufio")
 
 	nul := write("nul", "A\x00 local\n")
 	res = runInProcess(context.Background(), nil, "lamport", "trace", nul)
-	require.Equal(t, exitUsage, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, "line 1")
 	require.Contains(t, res.Stderr, "control character")
 
 	bom := write("bom", "\ufeffA send B\nB recv A\n")
 	res = runInProcess(context.Background(), nil, "lamport", "trace", bom, "-w", "json")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, `"node":"A"`)
 	require.NotContains(t, res.Stdout, `\ufeff`)
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 // The -update flag rewrites golden files. It is registered in init, after
@@ -41,14 +43,14 @@ func requireGolden(t *testing.T, name, got string) {
 // runWithStdin is runInProcess with stdin.
 func runWithStdin(stdin string, args ...string) cliResult {
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), args, ioStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut}, func(string) string { return "" })
+	code := run(context.Background(), args, cmdutil.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut}, func(string) string { return "" })
 	return cliResult{Code: code, Stdout: out.String(), Stderr: errOut.String()}
 }
 
 func TestLamportTraceExampleGolden(t *testing.T) {
 	t.Parallel()
 	res := runInProcess(context.Background(), nil, "lamport", "trace")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Empty(t, res.Stderr)
 	requireGolden(t, "lamport_trace_example.golden", res.Stdout)
 	// The numbers the theory gives, in case the golden file is rewritten carelessly.
@@ -60,7 +62,7 @@ func TestLamportTraceExampleGolden(t *testing.T) {
 func TestLamportTraceJSON(t *testing.T) {
 	t.Parallel()
 	res := runInProcess(context.Background(), nil, "lamport", "trace", "-w", "json")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Equal(t, 1, strings.Count(res.Stdout, "\n"), "one JSON object on one line")
 	var out struct {
 		Events []struct {
@@ -109,7 +111,7 @@ func TestLamportTraceInputs(t *testing.T) {
 		"stdin": runWithStdin(script, "lamport", "trace", "-"),
 	} {
 		t.Run(name, func(t *testing.T) {
-			require.Equal(t, exitOK, res.Code, res.Stderr)
+			require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 			require.NotContains(t, res.Stdout, "The example from the theory", "the example text is only for the example")
 			require.Contains(t, res.Stdout, "(1,A) < (2,B) < (3,B) < (4,C) < (5,C)")
 			require.Contains(t, res.Stdout, "none: every pair of events is causally ordered")
@@ -128,12 +130,12 @@ func TestLamportTraceErrors(t *testing.T) {
 		code  int
 		want  []string
 	}{
-		{"unknown verb", "A local\nA sned B\n", []string{"-"}, exitUsage, []string{`stdin: line 2 "A sned B"`, "unknown verb"}},
-		{"wrong arity", "A send\n", []string{"-"}, exitUsage, []string{`line 1 "A send"`, "wrong number of words"}},
-		{"send to self", "\nA send A\n", []string{"-"}, exitUsage, []string{`line 2 "A send A"`, "message to self"}},
-		{"nothing in flight", "A local\nB recv A\n", []string{"-"}, exitUsage, []string{`line 2 "B recv A"`, "no message in flight"}},
-		{"two files", "", []string{"a", "b"}, exitUsage, []string{"accepts at most 1 arg"}},
-		{"missing file", "", []string{missing}, exitError, []string{"nope.txt"}},
+		{"unknown verb", "A local\nA sned B\n", []string{"-"}, cmdutil.ExitUsage, []string{`stdin: line 2 "A sned B"`, "unknown verb"}},
+		{"wrong arity", "A send\n", []string{"-"}, cmdutil.ExitUsage, []string{`line 1 "A send"`, "wrong number of words"}},
+		{"send to self", "\nA send A\n", []string{"-"}, cmdutil.ExitUsage, []string{`line 2 "A send A"`, "message to self"}},
+		{"nothing in flight", "A local\nB recv A\n", []string{"-"}, cmdutil.ExitUsage, []string{`line 2 "B recv A"`, "no message in flight"}},
+		{"two files", "", []string{"a", "b"}, cmdutil.ExitUsage, []string{"accepts at most 1 arg"}},
+		{"missing file", "", []string{missing}, cmdutil.ExitError, []string{"nope.txt"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/internal/report"
 	"github.com/coordkit/coordkit/lock"
@@ -15,11 +16,11 @@ import (
 )
 
 type lockOptions struct {
-	holdOptions
+	cmdutil.HoldOptions
 	Read bool
 }
 
-func newLockCmd(f *factory) *cobra.Command {
+func newLockCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &lockOptions{}
 	var nameFlag string
 	cmd := &cobra.Command{
@@ -86,7 +87,7 @@ stacks and exits 2 without releasing, and the lease expires after --ttl.
 
 --try exits 3 at once if the lock is held elsewhere; --timeout exits 3 if it
 is not acquired in time (after one last try, so --timeout 1ns takes a free
-lock). A wait longer than half a second is reported once on
+lock). A wait longer than half a second is cmdutil.Reported once on
 stderr, naming the holder.
 
 'coordctl lock status NAME' shows who holds and who waits. A lock literally
@@ -100,9 +101,9 @@ named "status" is taken with --name: coordctl lock --name status -- CMD.`,
   coordctl lock status jobs/nightly
   coordctl lock --name status -- ./job.sh              # a lock named "status"`,
 	}
-	opts.bind(f, cmd, "lock", &nameFlag, func(ctx context.Context) error { return runLock(ctx, f, opts) })
+	opts.Bind(f, cmd, "lock", &nameFlag, func(ctx context.Context) error { return runLock(ctx, f, opts) })
 	fl := cmd.Flags()
-	f.addEtcdFlags(cmd.PersistentFlags()) // also for subcommands (lock status)
+	f.AddEtcdFlags(cmd.PersistentFlags()) // also for subcommands (lock status)
 	fl.DurationVar(&opts.TTL, "ttl", session.DefaultTTL, "lease TTL: a crashed holder is replaced about this long after it stopped (at least 1s)")
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "give up (exit 3) if the lock is not acquired within this time (0: wait for ever)")
 	fl.BoolVar(&opts.Try, "try", false, "exit 3 at once if the lock is held elsewhere")
@@ -117,15 +118,15 @@ named "status" is taken with --name: coordctl lock --name status -- CMD.`,
 
 // runLock acquires the lock, then holds it until ctx ends (no command) or
 // the command exits, or until it is lost (exit 4).
-func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
-	p, client, err := f.startEtcd(ctx, func() error { return opts.validate("lock", opts.config(primitive.KindLock, 0)) })
+func runLock(ctx context.Context, f *cmdutil.Factory, opts *lockOptions) error {
+	p, client, err := f.StartEtcd(ctx, func() error { return opts.ValidateHold("lock", opts.PrimitiveConfig(primitive.KindLock, 0)) })
 	if err != nil {
 		return err
 	}
 	defer client.Close()
 
 	notice := &childproc.WaitNotice{Out: f.IO.ErrOut}
-	lopts := []lock.Option{lock.WithTTL(opts.TTL), lock.WithSessionOptions(holdSessionOptions(f)...),
+	lopts := []lock.Option{lock.WithTTL(opts.TTL), lock.WithSessionOptions(cmdutil.HoldSessionOptions(f)...),
 		lock.WithPrefix(opts.Prefix), lock.WithLockDelay(opts.LockDelay),
 		lock.WithOnWait(func(w lock.Waiting) { notice.Waiting(report.LockWaiting(w)) })}
 	// A writer is a plain Mutex (NAME/<lease>), which every RWMutex reader
@@ -136,7 +137,7 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 	}
 	m, err := newMutex(client, opts.Name, lopts...)
 	if err != nil {
-		return usageErrorf("%v", err)
+		return cmdutil.UsageErrorf("%v", err)
 	}
 	// Close revokes the lease unless the key was released cleanly (the
 	// library's release policy), so whatever is left is released; when etcd
@@ -148,23 +149,23 @@ func runLock(ctx context.Context, f *factory, opts *lockOptions) error {
 	if err != nil {
 		return err
 	}
-	return f.runHeldKey(ctx, p, &opts.holdOptions, "lock "+opts.Name, held, held.Unlock, report.LockHeldOf(held),
+	return f.RunHeldKey(ctx, p, &opts.HoldOptions, "lock "+opts.Name, held, held.Unlock, report.LockHeldOf(held),
 		childproc.KeyEnv(opts.Name, held.Key(), held.Token(), opts.Name))
 }
 
 // acquireLock takes the lock as the flags say; "not acquired" (exit 3) is
 // lock.ErrLocked or errNotAcquired.
-func acquireLock(ctx context.Context, f *factory, m *lock.Mutex, opts *lockOptions) (*lock.Held, error) {
-	held, timedOut, err := childproc.Acquire(ctx, f.acquisition(opts.HoldFlags), m.Lock, m.TryLock)
+func acquireLock(ctx context.Context, f *cmdutil.Factory, m *lock.Mutex, opts *lockOptions) (*lock.Held, error) {
+	held, timedOut, err := childproc.Acquire(ctx, f.Acquisition(opts.HoldFlags), m.Lock, m.TryLock)
 	switch {
 	case err == nil:
 		return held, nil
 	case timedOut:
-		return nil, mark(errNotAcquired, fmt.Errorf("lock %s not acquired within %s", opts.Name, opts.Timeout))
+		return nil, cmdutil.Mark(cmdutil.ErrNotAcquired, fmt.Errorf("lock %s not acquired within %s", opts.Name, opts.Timeout))
 	case errors.Is(err, lock.ErrLocked):
 		return nil, err
 	case ctx.Err() != nil:
-		return nil, mark(errNotAcquired, fmt.Errorf("interrupted while waiting for lock %s", opts.Name))
+		return nil, cmdutil.Mark(cmdutil.ErrNotAcquired, fmt.Errorf("interrupted while waiting for lock %s", opts.Name))
 	}
 	return nil, fmt.Errorf("acquire lock %s: %w", opts.Name, err)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/lock"
 )
@@ -36,7 +37,7 @@ func TestLockCmdBadFlagsAreUsageErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res := runInProcess(context.Background(), nil, tc.args...)
-			require.Equal(t, exitUsage, res.Code, res.Stderr)
+			require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 			require.Contains(t, res.Stderr, tc.want)
 			require.Contains(t, res.Stderr, "Usage:")
 		})
@@ -49,7 +50,7 @@ func TestLockCmdUnreachableEtcdExits1InTime(t *testing.T) {
 	start := time.Now()
 	res := runInProcess(context.Background(), map[string]string{"COORDCTL_ENDPOINTS": dead},
 		"--dial-timeout", "500ms", "lock", "x", "--", "true")
-	require.Equal(t, exitError, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitError, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, dead)
 	require.Less(t, time.Since(start), 1500*time.Millisecond)
 }
@@ -75,22 +76,22 @@ func TestLockCmdNotAcquiredExits3(t *testing.T) {
 	t.Run("try", func(t *testing.T) {
 		start := time.Now()
 		res := runInProcess(context.Background(), env, "lock", "busy", "--try", "--", "true")
-		require.Equal(t, exitNotAcquired, res.Code, res.Stderr)
+		require.Equal(t, cmdutil.ExitNotAcquired, res.Code, res.Stderr)
 		require.Contains(t, res.Stderr, h.Key())
 		require.Less(t, time.Since(start), 3*time.Second)
 	})
 	t.Run("timeout", func(t *testing.T) {
 		start := time.Now()
 		res := runInProcess(context.Background(), env, "lock", "busy", "--timeout", "1s", "--", "true")
-		require.Equal(t, exitNotAcquired, res.Code, res.Stderr)
+		require.Equal(t, cmdutil.ExitNotAcquired, res.Code, res.Stderr)
 		require.Contains(t, res.Stderr, "not acquired within 1s")
 		require.Contains(t, res.Stderr, "waiting for lock busy (held by key "+h.Key()+", token "+h.Token().String()+")...")
 		require.Equal(t, 1, strings.Count(res.Stderr, "waiting for lock"))
 		require.Less(t, time.Since(start), 4*time.Second)
 	})
-	t.Run("short wait is not reported", func(t *testing.T) {
+	t.Run("short wait is not cmdutil.Reported", func(t *testing.T) {
 		res := runInProcess(context.Background(), env, "lock", "busy", "--timeout", "200ms", "--", "true")
-		require.Equal(t, exitNotAcquired, res.Code, res.Stderr)
+		require.Equal(t, cmdutil.ExitNotAcquired, res.Code, res.Stderr)
 		require.NotContains(t, res.Stderr, "waiting for lock")
 	})
 	resp, err := cli.Get(context.Background(), "busy/", clientv3.WithPrefix())
@@ -141,7 +142,7 @@ func TestLockCmdHoldsWithoutCommand(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("lock did not stop")
 		}
-		require.Equal(t, exitOK, res.Code, res.Stderr)
+		require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 		var out struct {
 			Name  string
 			Key   string
@@ -176,7 +177,7 @@ func TestLockCmdHoldsWithoutCommand(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("lock did not notice the loss")
 		}
-		require.Equal(t, exitLost, res.Code, res.Stderr)
+		require.Equal(t, cmdutil.ExitLost, res.Code, res.Stderr)
 		require.Contains(t, res.Stdout, "holding lock gone key="+string(resp.Kvs[0].Key))
 		require.Contains(t, res.Stderr, "lost lock gone")
 	})

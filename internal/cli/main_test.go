@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
@@ -43,7 +44,7 @@ func runInProcessNotify(ctx context.Context, env map[string]string, firstOut cha
 	var errOut bytes.Buffer
 	out := &notifyingBuffer{first: firstOut}
 	getenv := func(k string) string { return env[k] }
-	code := run(ctx, args, ioStreams{In: bytes.NewReader(nil), Out: out, ErrOut: &errOut}, getenv)
+	code := run(ctx, args, cmdutil.IOStreams{In: bytes.NewReader(nil), Out: out, ErrOut: &errOut}, getenv)
 	return cliResult{Code: code, Stdout: out.String(), Stderr: errOut.String()}
 }
 

@@ -12,13 +12,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 // envResourceURL is the resource's address when --url is not given, as
 // COORDCTL_ENDPOINTS is etcd's; a child of 'coordctl lock' inherits it.
 const envResourceURL = "COORDCTL_RESOURCE_URL"
 
-func newResourceCmd(f *factory) *cobra.Command {
+func newResourceCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "resource",
 		Short: "Run or use the fenced key-value store that fencing tokens protect",
@@ -39,7 +40,7 @@ these commands talk to etcd. See docs/fencing.md for the HTTP API.`,
   # by hand, with a token a lock gave you (a made-up high token would make
   # every later real holder's write exit 5 as stale)
   coordctl resource put config v2 --token "$TOKEN" --scope jobs/nightly`,
-		Args: argsUsage(cobra.NoArgs),
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 	}
 	cmd.AddCommand(newResourceServeCmd(f), newResourcePutCmd(f), newResourceGetCmd(f),
 		newResourceFenceCmd(f), newResourceLogCmd(f), newResourceRepairCmd(f), newResourceFloorsCmd(f))
@@ -65,7 +66,7 @@ func (r resourceReady) WriteSimple(w io.Writer) error {
 	return err
 }
 
-func newResourceServeCmd(f *factory) *cobra.Command {
+func newResourceServeCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &resourceServeOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -82,8 +83,8 @@ recorded): the "lock without fencing" baseline.`,
 		Example: `  coordctl resource serve --data-dir /tmp/res
   coordctl resource serve --listen 127.0.0.1:0 --data-dir /tmp/res -w json
   coordctl resource serve --data-dir /tmp/res-unfenced --unfenced`,
-		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error { return runResourceServe(ctx, f, opts) }),
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error { return runResourceServe(ctx, f, opts) }),
 	}
 	cmd.Flags().StringVar(&opts.Listen, "listen", "127.0.0.1:7070", "address to listen on (host:port; port 0 picks a free one)")
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", "coordctl.resource", "directory of the resource's log")
@@ -92,15 +93,15 @@ recorded): the "lock without fencing" baseline.`,
 }
 
 // runResourceServe serves until ctx is cancelled or the server fails.
-func runResourceServe(ctx context.Context, f *factory, opts *resourceServeOptions) error {
+func runResourceServe(ctx context.Context, f *cmdutil.Factory, opts *resourceServeOptions) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
 	}
 	if opts.DataDir == "" {
-		return usageErrorf("--data-dir must not be empty")
+		return cmdutil.UsageErrorf("--data-dir must not be empty")
 	}
-	if err := checkListen("--listen", opts.Listen); err != nil {
+	if err := cmdutil.CheckListen("--listen", opts.Listen); err != nil {
 		return err
 	}
 	// Bind first: a busy port must not leave a new data dir and log behind.
@@ -147,7 +148,7 @@ func (r resourceRepairResult) WriteSimple(w io.Writer) error {
 	return err
 }
 
-func newResourceRepairCmd(f *factory) *cobra.Command {
+func newResourceRepairCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &resourceRepairOptions{}
 	cmd := &cobra.Command{
 		Use:   "repair --data-dir D [--yes]",
@@ -165,7 +166,7 @@ highest token a dropped record claims, so that no floor goes down. The
 writes it drops are lost.`,
 		Example: `  coordctl resource repair --data-dir /tmp/res          # what would be dropped
   coordctl resource repair --data-dir /tmp/res --yes    # drop it`,
-		Args: argsUsage(cobra.NoArgs),
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runResourceRepair(f, opts)
 		},
@@ -175,13 +176,13 @@ writes it drops are lost.`,
 	return cmd
 }
 
-func runResourceRepair(f *factory, opts *resourceRepairOptions) error {
+func runResourceRepair(f *cmdutil.Factory, opts *resourceRepairOptions) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
 	}
 	if opts.DataDir == "" {
-		return usageErrorf("--data-dir is required")
+		return cmdutil.UsageErrorf("--data-dir is required")
 	}
 	plan, err := fencing.Repair(opts.DataDir, opts.Yes)
 	if err != nil {
@@ -194,7 +195,7 @@ func runResourceRepair(f *factory, opts *resourceRepairOptions) error {
 		return err
 	}
 	if plan.NeedsRepair() && !plan.Applied {
-		return mark(errFailed, errors.New("repair: damage found, not applied: run again with --yes to drop it"))
+		return cmdutil.Mark(cmdutil.ErrFailed, errors.New("repair: damage found, not applied: run again with --yes to drop it"))
 	}
 	return nil
 }

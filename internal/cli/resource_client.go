@@ -3,7 +3,6 @@ package cli
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/fencing"
-	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 // The client commands of coordctl resource: put, get, fence, log and
@@ -32,41 +31,41 @@ type resourceOptions struct {
 
 func (o *resourceOptions) addFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.URL, "url", "", "URL of the resource ('resource serve' prints it; default $"+envResourceURL+", else "+fencing.DefaultURL+")")
-	cmd.Flags().DurationVar(&o.Timeout, "command-timeout", defaultCommandTimeout, "time limit of one request to the resource")
+	cmd.Flags().DurationVar(&o.Timeout, "command-timeout", cmdutil.DefaultCommandTimeout, "time limit of one request to the resource")
 }
 
 // addFenceFlags adds --token and --scope, defaulting to a holder's environment.
-func (o *resourceOptions) addFenceFlags(cmd *cobra.Command, f *factory) {
+func (o *resourceOptions) addFenceFlags(cmd *cobra.Command, f *cmdutil.Factory) {
 	cmd.Flags().StringVar(&o.Token, "token", f.Getenv("COORD_FENCING_TOKEN"), "fencing token, a positive integer (default $COORD_FENCING_TOKEN)")
-	cmd.Flags().StringVar(&o.Scope, "scope", envScope(f), "fencing scope: the lock or election name, or a semaphore's NAME#slot (default $COORD_FENCING_SCOPE, $COORD_LOCK_NAME or $COORD_ELECTION)")
+	cmd.Flags().StringVar(&o.Scope, "scope", cmdutil.EnvScope(f), "fencing scope: the lock or election name, or a semaphore's NAME#slot (default $COORD_FENCING_SCOPE, $COORD_LOCK_NAME or $COORD_ELECTION)")
 }
 
 // fenced checks --token and --scope and returns the token.
 func (o *resourceOptions) fenced() (fencing.Token, error) {
-	tok, err := parseTokenFlag(o.Token)
+	tok, err := cmdutil.ParseTokenFlag(o.Token)
 	if err != nil {
 		return 0, err
 	}
-	return tok, checkScopeFlag(o.Scope)
+	return tok, cmdutil.CheckScopeFlag(o.Scope)
 }
 
 // client returns a client of --url (else $COORDCTL_RESOURCE_URL, else
 // fencing.DefaultURL) whose requests are bounded by --command-timeout.
-func (o *resourceOptions) client(f *factory) (*fencing.Client, error) {
+func (o *resourceOptions) client(f *cmdutil.Factory) (*fencing.Client, error) {
 	o.URL = cmp.Or(o.URL, f.Getenv(envResourceURL), fencing.DefaultURL)
 	c, err := fencing.NewClient(fencing.ClientConfig{URL: o.URL, Timeout: o.Timeout})
 	switch {
 	case errors.Is(err, fencing.ErrInvalidURL):
-		return nil, usageErrorf("invalid --url %q: want http://host:port", o.URL)
+		return nil, cmdutil.UsageErrorf("invalid --url %q: want http://host:port", o.URL)
 	case errors.Is(err, fencing.ErrInvalidTimeout):
-		return nil, usageErrorf("invalid --command-timeout %s: must be positive", o.Timeout)
+		return nil, cmdutil.UsageErrorf("invalid --command-timeout %s: must be positive", o.Timeout)
 	}
 	return c, err
 }
 
 // runResourceClient makes a client command's one request with a client of
 // o and prints the answer; a stale token is fencing.ErrStale, exit 5.
-func runResourceClient[T interface{ WriteText(io.Writer) error }](f *factory, o *resourceOptions, call func(*fencing.Client) (T, error)) error {
+func runResourceClient[T interface{ WriteText(io.Writer) error }](f *cmdutil.Factory, o *resourceOptions, call func(*fencing.Client) (T, error)) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
@@ -80,50 +79,10 @@ func runResourceClient[T interface{ WriteText(io.Writer) error }](f *factory, o 
 	if err != nil {
 		return err
 	}
-	return p.Print(textResult[T]{res})
+	return p.Print(cmdutil.TextResult[T]{V: res})
 }
 
-// textResult prints a library result: with -w simple its WriteText, with
-// -w json its own JSON.
-type textResult[T interface{ WriteText(io.Writer) error }] struct{ v T }
-
-func (r textResult[T]) WriteSimple(w io.Writer) error { return r.v.WriteText(w) }
-func (r textResult[T]) MarshalJSON() ([]byte, error)  { return json.Marshal(r.v) }
-
-// envScope is the scope a child of `coordctl lock`, `coordctl sem` or
-// `coordctl sidecar` finds in its environment: COORD_FENCING_SCOPE (a
-// semaphore's NAME#slot, or the lock's name), else the lock or election name.
-func envScope(f *factory) string {
-	for _, k := range []string{childproc.EnvFencingScope, childproc.EnvLockName, "COORD_ELECTION"} {
-		if s := f.Getenv(k); s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
-func parseTokenFlag(s string) (fencing.Token, error) {
-	if s == "" {
-		return 0, usageErrorf("--token is required")
-	}
-	tok, err := fencing.ParseToken(s)
-	if err != nil {
-		return 0, usageErrorf("invalid --token: %v", err)
-	}
-	return tok, nil
-}
-
-func checkScopeFlag(s string) error {
-	if s == "" {
-		return usageErrorf("--scope is required (the lock or election name)")
-	}
-	if err := fencing.ValidateScope(s); err != nil {
-		return usageErrorf("invalid --scope: %v", err)
-	}
-	return nil
-}
-
-func newResourcePutCmd(f *factory) *cobra.Command {
+func newResourcePutCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &resourceOptions{}
 	cmd := &cobra.Command{
 		Use:   "put KEY VALUE",
@@ -139,7 +98,7 @@ the same key and request are applied once and answered like the first time.`,
 		Example: `  coordctl resource put config v1 --token 42 --scope jobs/nightly
   coordctl resource put config v2 --token 42 --scope jobs/nightly --if-match 1
   echo hello | coordctl resource put greeting - --token 42 --scope jobs/nightly --idempotency-key run-7`,
-		Args: argsUsage(cobra.ExactArgs(2)),
+		Args: cmdutil.ArgsUsage(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runResourcePut(cmd.Context(), f, opts, args[0], args[1])
 		},
@@ -151,19 +110,19 @@ the same key and request are applied once and answered like the first time.`,
 	return cmd
 }
 
-func runResourcePut(ctx context.Context, f *factory, opts *resourceOptions, key, value string) error {
+func runResourcePut(ctx context.Context, f *cmdutil.Factory, opts *resourceOptions, key, value string) error {
 	tok, err := opts.fenced()
 	if err != nil {
 		return err
 	}
 	if key == "" {
-		return usageErrorf("KEY must not be empty")
+		return cmdutil.UsageErrorf("KEY must not be empty")
 	}
 	var putOpts []fencing.PutOption
 	if opts.IfMatch != "" {
 		v, err := strconv.ParseUint(opts.IfMatch, 10, 64)
 		if err != nil || strings.HasPrefix(opts.IfMatch, "+") {
-			return usageErrorf("invalid --if-match %q: want a version number", opts.IfMatch)
+			return cmdutil.UsageErrorf("invalid --if-match %q: want a version number", opts.IfMatch)
 		}
 		putOpts = append(putOpts, fencing.IfMatch(v))
 	}
@@ -182,7 +141,7 @@ func runResourcePut(ctx context.Context, f *factory, opts *resourceOptions, key,
 	})
 }
 
-func newResourceGetCmd(f *factory) *cobra.Command {
+func newResourceGetCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &resourceOptions{}
 	cmd := &cobra.Command{
 		Use:   "get KEY",
@@ -193,10 +152,10 @@ func newResourceGetCmd(f *factory) *cobra.Command {
 the token and scope of the write that set it. A key never written exits 1.`,
 		Example: `  coordctl resource get config
   coordctl resource get config -w json --url http://127.0.0.1:7070`,
-		Args: argsUsage(cobra.ExactArgs(1)),
+		Args: cmdutil.ArgsUsage(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] == "" {
-				return usageErrorf("KEY must not be empty")
+				return cmdutil.UsageErrorf("KEY must not be empty")
 			}
 			return runResourceClient(f, opts, func(c *fencing.Client) (fencing.Entry, error) { return c.Get(cmd.Context(), args[0]) })
 		},
@@ -205,7 +164,7 @@ the token and scope of the write that set it. A key never written exits 1.`,
 	return cmd
 }
 
-func newResourceFenceCmd(f *factory) *cobra.Command {
+func newResourceFenceCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &resourceOptions{}
 	cmd := &cobra.Command{
 		Use:   "fence",
@@ -215,7 +174,7 @@ rejects every lower token. A new lock holder fences before it starts work,
 closing the window in which its predecessor could still write. A token
 below the floor is stale: exit 5.`,
 		Example: `  coordctl resource fence --token 57 --scope jobs/nightly`,
-		Args:    argsUsage(cobra.NoArgs),
+		Args:    cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tok, err := opts.fenced()
 			if err != nil {
@@ -229,7 +188,7 @@ below the floor is stale: exit 5.`,
 	return cmd
 }
 
-func newResourceLogCmd(f *factory) *cobra.Command {
+func newResourceLogCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &resourceOptions{}
 	cmd := &cobra.Command{
 		Use:   "log",
@@ -240,7 +199,7 @@ It is the audit trail: with fencing, the tokens of one scope never go down
 from one accepted write to the next. -w json prints one object.`,
 		Example: `  coordctl resource log --scope jobs/nightly
   coordctl resource log -w json`,
-		Args: argsUsage(cobra.NoArgs),
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runResourceClient(f, opts, func(c *fencing.Client) (fencing.LogResult, error) { return c.Log(cmd.Context(), opts.Scope) })
 		},
@@ -250,7 +209,7 @@ from one accepted write to the next. -w json prints one object.`,
 	return cmd
 }
 
-func newResourceFloorsCmd(f *factory) *cobra.Command {
+func newResourceFloorsCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &resourceOptions{}
 	cmd := &cobra.Command{
 		Use:   "floors",
@@ -262,12 +221,12 @@ floor of all: 'highest=N scope=S' (with -w json
 Tokens are etcd revisions. An etcd restored from a snapshot, or rebuilt
 empty, hands out revisions below these floors, and every real holder is
 refused as stale until the revision catches up. Restore with
-'etcdutl snapshot restore --bump-revision B --mark-compacted' where B is
+'etcdutl snapshot restore --bump-revision B --cmdutil.Mark-compacted' where B is
 above the highest floor printed here (and 'coordctl sql floor --all' for
 fenced databases); see docs/operations.md.`,
 		Example: `  coordctl resource floors
   coordctl resource floors -w json --url http://127.0.0.1:7070`,
-		Args: argsUsage(cobra.NoArgs),
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runResourceClient(f, opts, func(c *fencing.Client) (fencing.FloorsResult, error) { return c.Floors(cmd.Context()) })
 		},

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 // 'resource get' printed the value and a newline, so what put wrote and
@@ -18,10 +20,10 @@ func TestResourceGetRoundTripsTheValue(t *testing.T) {
 		var errOut bytes.Buffer
 		out := &bytes.Buffer{}
 		code := run(ctx, []string{"resource", "put", "k", "-", "--token", "5", "--scope", "s", "--url", url},
-			ioStreams{In: bytes.NewReader([]byte(value)), Out: out, ErrOut: &errOut}, func(string) string { return "" })
-		require.Equal(t, exitOK, code, errOut.String())
+			cmdutil.IOStreams{In: bytes.NewReader([]byte(value)), Out: out, ErrOut: &errOut}, func(string) string { return "" })
+		require.Equal(t, cmdutil.ExitOK, code, errOut.String())
 		got := runInProcess(ctx, nil, "resource", "get", "k", "--url", url)
-		require.Equal(t, exitOK, got.Code, got.Stderr)
+		require.Equal(t, cmdutil.ExitOK, got.Code, got.Stderr)
 		require.Equal(t, value, got.Stdout, "get prints exactly what put wrote")
 	}
 }
@@ -33,13 +35,13 @@ func TestResourceURLFromTheEnvironment(t *testing.T) {
 	ctx := context.Background()
 	env := map[string]string{envResourceURL: url}
 	res := runInProcess(ctx, env, "resource", "put", "k", "from-env", "--token", "3", "--scope", "s")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	res = runInProcess(ctx, env, "resource", "get", "k")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Equal(t, "from-env", res.Stdout)
 	// --url still wins.
 	res = runInProcess(ctx, env, "resource", "get", "k", "--url", "http://127.0.0.1:1")
-	require.Equal(t, exitError, res.Code)
+	require.Equal(t, cmdutil.ExitError, res.Code)
 	// That a child of the built 'coordctl lock' inherits it is
 	// TestResourceE2EURLInheritedByALockCommand in internal/cli/e2e.
 }
@@ -51,7 +53,7 @@ func TestResourceRepairJSONAndExitCode(t *testing.T) {
 	dir, _, _ := damagedResourceLog(t)
 	ctx := context.Background()
 	dry := runInProcess(ctx, nil, "resource", "repair", "--data-dir", dir, "-w", "json")
-	require.Equal(t, exitError, dry.Code, "damage found, not applied: %s", dry.Stderr)
+	require.Equal(t, cmdutil.ExitError, dry.Code, "damage found, not applied: %s", dry.Stderr)
 	require.Contains(t, dry.Stderr, "--yes")
 	var plan map[string]any
 	require.NoError(t, json.Unmarshal([]byte(dry.Stdout), &plan), dry.Stdout)

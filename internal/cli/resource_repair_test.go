@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 // damagedResourceLog writes a resource log with a put (token 5) and a
@@ -48,18 +49,18 @@ func TestResourceRepairCmd(t *testing.T) {
 	ctx := context.Background()
 
 	serve := runInProcess(ctx, nil, "resource", "serve", "--listen", "127.0.0.1:0", "--data-dir", dir)
-	require.Equal(t, exitError, serve.Code, serve.Stderr)
+	require.Equal(t, cmdutil.ExitError, serve.Code, serve.Stderr)
 	require.Contains(t, serve.Stderr, "coordctl resource repair --data-dir "+dir)
 
 	dry := runInProcess(ctx, nil, "resource", "repair", "--data-dir", dir)
-	require.Equal(t, exitError, dry.Code, dry.Stderr)
+	require.Equal(t, cmdutil.ExitError, dry.Code, dry.Stderr)
 	require.Contains(t, dry.Stdout, `type=fence scope="s" token=900 (damaged`)
 	require.Contains(t, dry.Stdout, "--yes")
 	after, _ := os.ReadFile(path)
 	require.Equal(t, data, after, "a dry run changed the log")
 
 	apply := runInProcess(ctx, nil, "resource", "repair", "--data-dir", dir, "--yes")
-	require.Equal(t, exitOK, apply.Code, apply.Stderr)
+	require.Equal(t, cmdutil.ExitOK, apply.Code, apply.Stderr)
 	require.Contains(t, apply.Stdout, "repaired")
 
 	res, err := fencing.NewResource(fencing.ResourceConfig{DataDir: dir})
@@ -68,12 +69,12 @@ func TestResourceRepairCmd(t *testing.T) {
 	require.NoError(t, res.Close())
 
 	again := runInProcess(ctx, nil, "resource", "repair", "--data-dir", dir)
-	require.Equal(t, exitOK, again.Code, again.Stderr)
+	require.Equal(t, cmdutil.ExitOK, again.Code, again.Stderr)
 }
 
 func TestResourceCmdTokenWithLeadingZero(t *testing.T) {
 	t.Parallel()
 	res := runInProcess(context.Background(), nil, "resource", "put", "k", "v", "--token", "05", "--scope", "s", "--url", "http://127.0.0.1:1")
-	require.Equal(t, exitUsage, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, "leading zeros")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 // startTestResource serves a fencing.Resource in-process for the client commands.
@@ -52,7 +53,7 @@ func TestResourceCmdUsageErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res := runInProcess(context.Background(), nil, tc.args...)
-			require.Equal(t, exitUsage, res.Code, "stdout %q stderr %q", res.Stdout, res.Stderr)
+			require.Equal(t, cmdutil.ExitUsage, res.Code, "stdout %q stderr %q", res.Stdout, res.Stderr)
 			require.Contains(t, res.Stderr, tc.want)
 			require.Contains(t, res.Stderr, "Usage:")
 			require.Empty(t, res.Stdout)
@@ -70,12 +71,12 @@ func TestResourceCmdClientsInProcess(t *testing.T) {
 	}
 
 	res := run("resource", "put", "config", "v1", "--token", "42", "--scope", "jobs")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Equal(t, "ok key=config seq=1 version=1 token=42 scope=jobs\n", res.Stdout)
 
 	res = run("-w", "json", "resource", "put", "config", "v2", "--token", "42", "--scope", "jobs", "--if-match", "1",
 		"--idempotency-key", "r1")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	var put fencing.PutResult
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &put))
 	require.Equal(t, fencing.PutResult{Key: "config", Token: 42, Scope: "jobs", Seq: 2, Version: 2}, put)
@@ -83,49 +84,49 @@ func TestResourceCmdClientsInProcess(t *testing.T) {
 	// The retry with the same idempotency key is answered the same, applied once.
 	res2 := run("-w", "json", "resource", "put", "config", "v2", "--token", "42", "--scope", "jobs", "--if-match", "1",
 		"--idempotency-key", "r1")
-	require.Equal(t, exitOK, res2.Code, res2.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res2.Code, res2.Stderr)
 	require.Equal(t, res.Stdout, res2.Stdout)
 
 	res = run("resource", "put", "config", "v3", "--token", "42", "--scope", "jobs", "--if-match", "1")
-	require.Equal(t, exitError, res.Code)
+	require.Equal(t, cmdutil.ExitError, res.Code)
 	require.Contains(t, res.Stderr, "version mismatch")
 
 	res = run("resource", "fence", "--token", "57", "--scope", "jobs")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Equal(t, "ok scope=jobs floor=57\n", res.Stdout)
 
 	res = run("resource", "put", "config", "late", "--token", "42", "--scope", "jobs")
-	require.Equal(t, exitStale, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitStale, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, "stale token 42")
 	require.Contains(t, res.Stderr, "floor is 57")
 	require.Empty(t, res.Stdout)
 
 	res = run("resource", "fence", "--token", "50", "--scope", "jobs")
-	require.Equal(t, exitStale, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitStale, res.Code, res.Stderr)
 
 	res = run("resource", "get", "config")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Equal(t, "v2", res.Stdout)
 
 	res = run("-w", "json", "resource", "get", "config")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	var e fencing.Entry
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &e))
 	require.Equal(t, fencing.Entry{Key: "config", Value: "v2", Token: 42, Scope: "jobs", Version: 2}, e)
 
 	res = run("resource", "get", "missing")
-	require.Equal(t, exitError, res.Code)
+	require.Equal(t, cmdutil.ExitError, res.Code)
 	require.Contains(t, res.Stderr, "key not found")
 
 	res = run("resource", "log", "--scope", "jobs")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Equal(t, `seq=1 scope=jobs token=42 key=config version=1 value="v1"
 seq=2 scope=jobs token=42 key=config version=2 value="v2"
 writes=2 rejected=2
 `, res.Stdout)
 
 	res = run("-w", "json", "resource", "log")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Equal(t, 1, strings.Count(res.Stdout, "\n"), "one JSON object on one line")
 	var l fencing.LogResult
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &l))
@@ -139,8 +140,8 @@ func TestResourceCmdValueFromStdin(t *testing.T) {
 	url := startTestResource(t)
 	var out, errOut strings.Builder
 	code := run(context.Background(), []string{"resource", "put", "k", "-", "--token", "1", "--scope", "s", "--url", url},
-		ioStreams{In: strings.NewReader("from stdin"), Out: &out, ErrOut: &errOut}, func(string) string { return "" })
-	require.Equal(t, exitOK, code, errOut.String())
+		cmdutil.IOStreams{In: strings.NewReader("from stdin"), Out: &out, ErrOut: &errOut}, func(string) string { return "" })
+	require.Equal(t, cmdutil.ExitOK, code, errOut.String())
 	res := runInProcess(context.Background(), nil, "resource", "get", "k", "--url", url)
 	require.Equal(t, "from stdin", res.Stdout)
 }
@@ -149,7 +150,7 @@ func TestResourceCmdUnreachableURL(t *testing.T) {
 	t.Parallel()
 	dead := "http://" + freeAddr(t)
 	res := runInProcess(context.Background(), nil, "resource", "get", "k", "--url", dead)
-	require.Equal(t, exitError, res.Code)
+	require.Equal(t, cmdutil.ExitError, res.Code)
 	require.Contains(t, res.Stderr, strings.TrimPrefix(dead, "http://"))
 }
 
@@ -161,14 +162,14 @@ func TestResourceCmdTokenAndScopeFromEnvironment(t *testing.T) {
 	ctx := context.Background()
 	env := map[string]string{"COORD_FENCING_TOKEN": "12", "COORD_LOCK_NAME": "jobs/env"}
 	res := runInProcess(ctx, env, "resource", "put", "k", "v", "--url", url, "-w", "json")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, `"token":12`)
 	require.Contains(t, res.Stdout, `"scope":"jobs/env"`)
 
 	env = map[string]string{"COORD_FENCING_TOKEN": "11", "COORD_ELECTION": "jobs/env"}
 	res = runInProcess(ctx, env, "resource", "put", "k", "v", "--url", url)
-	require.Equal(t, exitStale, res.Code, "token 11 is below the floor 12 that the first write set")
+	require.Equal(t, cmdutil.ExitStale, res.Code, "token 11 is below the floor 12 that the first write set")
 
 	res = runInProcess(ctx, env, "resource", "put", "k", "v", "--url", url, "--token", "13")
-	require.Equal(t, exitOK, res.Code, "a flag overrides the environment: %s", res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, "a flag overrides the environment: %s", res.Stderr)
 }

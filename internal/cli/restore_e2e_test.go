@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/etcdembed"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/lock"
@@ -68,7 +69,7 @@ func TestRestoreNeedsARevisionBump(t *testing.T) {
 
 	srv, cli := start(filepath.Join(dir, "etcd"))
 	tok, out := hold(srv, cli, "before-snapshot")
-	require.Equal(t, exitOK, out.Code, out.Stderr)
+	require.Equal(t, cmdutil.ExitOK, out.Code, out.Stderr)
 	snap := filepath.Join(dir, "snapshot.db")
 	_, err = snapshotsave.SaveWithVersion(ctx, zap.NewNop(), clientv3.Config{Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second}, snap)
 	require.NoError(t, err)
@@ -83,13 +84,13 @@ func TestRestoreNeedsARevisionBump(t *testing.T) {
 		require.NoError(t, err)
 	}
 	floor, out := hold(srv, cli, "after-snapshot")
-	require.Equal(t, exitOK, out.Code, out.Stderr)
+	require.Equal(t, cmdutil.ExitOK, out.Code, out.Stderr)
 	require.Greater(t, int64(floor), st.Revision+restoreGap, "the floor passed the snapshot's revision")
 	require.NoError(t, cli.Close())
 	srv.Close()
 
 	fl := runInProcess(ctx, nil, "resource", "floors", "--url", rs.URL, "-w", "json")
-	require.Equal(t, exitOK, fl.Code, fl.Stderr)
+	require.Equal(t, cmdutil.ExitOK, fl.Code, fl.Stderr)
 	var floors fencing.FloorsResult
 	require.NoError(t, json.Unmarshal([]byte(fl.Stdout), &floors))
 	require.Equal(t, floor, floors.Highest)
@@ -108,7 +109,7 @@ func TestRestoreNeedsARevisionBump(t *testing.T) {
 	srv, cli = start(filepath.Join(dir, "plain"))
 	low, out := hold(srv, cli, "after-plain-restore")
 	require.Less(t, low, floor)
-	require.Equal(t, exitStale, out.Code, "a real holder refused as stale: %s", out.Stderr)
+	require.Equal(t, cmdutil.ExitStale, out.Code, "a real holder refused as stale: %s", out.Stderr)
 	require.Contains(t, out.Stderr, "restored from a snapshot")
 	require.Contains(t, out.Stderr, "--bump-revision")
 	require.Contains(t, out.Stderr, "docs/operations.md")
@@ -120,7 +121,7 @@ func TestRestoreNeedsARevisionBump(t *testing.T) {
 	srv, cli = start(filepath.Join(dir, "bumped"))
 	high, out := hold(srv, cli, "after-bumped-restore")
 	require.Greater(t, high, floor)
-	require.Equal(t, exitOK, out.Code, out.Stderr)
+	require.Equal(t, cmdutil.ExitOK, out.Code, out.Stderr)
 	got, err := (&fencing.Client{BaseURL: rs.URL}).Get(ctx, "config")
 	require.NoError(t, err)
 	require.Equal(t, "after-bumped-restore", got.Value)

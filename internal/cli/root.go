@@ -10,24 +10,25 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/primitive"
 )
 
 // Main runs coordctl with the process's arguments and streams and returns
 // its exit code.
 func Main() int {
-	return run(context.Background(), os.Args[1:], ioStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Getenv)
+	return run(context.Background(), os.Args[1:], cmdutil.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Getenv)
 }
 
 // run executes one coordctl invocation; tests call it in-process.
-func run(ctx context.Context, args []string, streams ioStreams, getenv func(string) string) int {
-	f := newFactory(streams)
+func run(ctx context.Context, args []string, streams cmdutil.IOStreams, getenv func(string) string) int {
+	f := cmdutil.NewFactory(streams)
 	f.Getenv = getenv
 	return runFactory(ctx, f, args)
 }
 
 // runFactory is run on a factory the caller made (tests replace its parts).
-func runFactory(ctx context.Context, f *factory, args []string) int {
+func runFactory(ctx context.Context, f *cmdutil.Factory, args []string) int {
 	streams := f.IO
 	root := newRootCmd(f, f.Getenv)
 	root.SetArgs(args)
@@ -36,13 +37,13 @@ func runFactory(ctx context.Context, f *factory, args []string) int {
 	root.SetErr(streams.ErrOut)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
-		return exitOK
+		return cmdutil.ExitOK
 	}
-	code := exitCode(err)
-	if !silent(err) && !(code == exitOK && errors.Is(err, context.Canceled)) {
+	code := cmdutil.ExitCode(err)
+	if !cmdutil.Silent(err) && !(code == cmdutil.ExitOK && errors.Is(err, context.Canceled)) {
 		fmt.Fprintf(streams.ErrOut, "coordctl: %v%s\n", err, hint(cmd, err))
 	}
-	if code == exitUsage && cmd != nil {
+	if code == cmdutil.ExitUsage && cmd != nil {
 		// The usage line and where to read more; the whole help is --help's.
 		fmt.Fprintf(streams.ErrOut, "Usage: %s\nSee '%s --help' for the flags and examples.\n", cmd.UseLine(), cmd.CommandPath())
 	}
@@ -65,7 +66,7 @@ func hint(cmd *cobra.Command, err error) string {
 	if errors.As(err, &se) && se.Floor > se.Token && se.Floor-se.Token > restoreGap {
 		return fmt.Sprintf(" (token %d is %d below the floor, far more than a predecessor's usually is: "+
 			"if etcd was restored from a snapshot or rebuilt, its revisions restarted below the floors; "+
-			"restore it with 'etcdutl snapshot restore --bump-revision N --mark-compacted', N above the highest floor "+
+			"restore it with 'etcdutl snapshot restore --bump-revision N --cmdutil.Mark-compacted', N above the highest floor "+
 			"('coordctl resource floors', 'coordctl sql floor --all'); see docs/operations.md)", se.Token, se.Floor-se.Token)
 	}
 	switch kind, ok := primitive.NameTakenBy(err); {
@@ -81,7 +82,7 @@ func hint(cmd *cobra.Command, err error) string {
 	return ""
 }
 
-func newRootCmd(f *factory, getenv func(string) string) *cobra.Command {
+func newRootCmd(f *cmdutil.Factory, getenv func(string) string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "coordctl",
 		Short: "Fenced locks, leader election and a Raft lab on etcd",
@@ -101,19 +102,19 @@ committed: look before retrying). In exec modes the child's code passes through.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			return f.validateGlobal(cmd.Flags().Lookup("endpoints") != nil)
+			return f.ValidateGlobal(cmd.Flags().Lookup("endpoints") != nil)
 		},
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		// "coordctl resource puut --token 5": the flags belong to a
 		// subcommand that does not exist; say so, not "unknown flag".
-		if cmd.Annotations[groupAnnotation] != "" && len(cmd.Flags().Args()) > 0 {
-			return unknownCommand(cmd, cmd.Flags().Args()[0])
+		if cmd.Annotations[cmdutil.GroupAnnotation] != "" && len(cmd.Flags().Args()) > 0 {
+			return cmdutil.UnknownCommand(cmd, cmd.Flags().Args()[0])
 		}
-		return &usageError{err: err}
+		return &cmdutil.UsageError{Err: err}
 	})
 
-	root.PersistentFlags().StringVarP(&f.Global.WriteOut, "write-out", "w", formatSimple, "output format: simple or json")
+	root.PersistentFlags().StringVarP(&f.Global.WriteOut, "write-out", "w", cmdutil.FormatSimple, "output format: simple or json")
 
 	root.AddCommand(newEtcdCmd(f))
 	root.AddCommand(newDemoCmd(f))
@@ -143,12 +144,12 @@ func rejectUnknownSubcommands(cmd *cobra.Command) {
 	for _, sub := range cmd.Commands() {
 		rejectUnknownSubcommands(sub)
 	}
-	if !cmd.HasSubCommands() || (cmd.Args != nil && cmd.Args(cmd, []string{"x"}) == nil) || cmd.Annotations[execAnnotation] != "" {
+	if !cmd.HasSubCommands() || (cmd.Args != nil && cmd.Args(cmd, []string{"x"}) == nil) || cmd.Annotations[cmdutil.ExecAnnotation] != "" {
 		return // a leaf, or a command that takes arguments itself (claim NAME, sidecar -- CMD)
 	}
 	cmd.Args = func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return unknownCommand(cmd, args[0])
+			return cmdutil.UnknownCommand(cmd, args[0])
 		}
 		return nil
 	}
@@ -158,53 +159,5 @@ func rejectUnknownSubcommands(cmd *cobra.Command) {
 	if cmd.Annotations == nil {
 		cmd.Annotations = map[string]string{}
 	}
-	cmd.Annotations[groupAnnotation] = "true"
-}
-
-const groupAnnotation = "coordctl/group"
-
-// execAnnotation marks a command that has subcommands and also runs a
-// command given after "--" (sidecar): its own Args check stays.
-const execAnnotation = "coordctl/exec"
-
-// unknownCommand is the usage error for an unknown subcommand of group.
-func unknownCommand(group *cobra.Command, name string) error {
-	msg := fmt.Sprintf("unknown command %q for %q", name, group.CommandPath())
-	if group.SuggestionsMinimumDistance <= 0 {
-		group.SuggestionsMinimumDistance = 2
-	}
-	if s := group.SuggestionsFor(name); len(s) > 0 {
-		msg += fmt.Sprintf("; did you mean %s?", strings.Join(s, " or "))
-	}
-	return &usageError{err: errors.New(msg)}
-}
-
-// argsUsage wraps a cobra positional-args validator so its errors are usage errors.
-func argsUsage(v cobra.PositionalArgs) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := v(cmd, args); err != nil {
-			return &usageError{err: err}
-		}
-		return nil
-	}
-}
-
-// printResult prints v through the -w printer, for a command that prints
-// once it is done. -w was checked before the command ran (validateGlobal).
-func printResult(f *factory, v any) error {
-	p, err := f.Printer()
-	if err != nil {
-		return err
-	}
-	return p.Print(v)
-}
-
-// signalRunE is the RunE of a command that runs until done or
-// interrupted: run gets a context that f.NotifyContext's signals cancel.
-func signalRunE(f *factory, run func(ctx context.Context, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		ctx, cancel := f.NotifyContext(cmd.Context())
-		defer cancel()
-		return run(ctx, cmd, args)
-	}
+	cmd.Annotations[cmdutil.GroupAnnotation] = "true"
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/etcddial"
 )
 
@@ -27,7 +28,7 @@ func TestGlobalFlagErrorsAreUsageErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res := runInProcess(context.Background(), nil, tc.args...)
-			require.Equal(t, exitUsage, res.Code, res.Stderr)
+			require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 			require.Contains(t, res.Stderr, tc.want)
 			require.Contains(t, res.Stderr, "Usage:")
 		})
@@ -36,15 +37,15 @@ func TestGlobalFlagErrorsAreUsageErrors(t *testing.T) {
 
 func TestUnreachableEtcdFailsFastNamingEndpoints(t *testing.T) {
 	t.Parallel()
-	f := newFactory(ioStreams{})
+	f := cmdutil.NewFactory(cmdutil.IOStreams{})
 	dead := freeAddr(t) // nothing listens there
-	f.Global = globalOptions{Flags: etcddial.Flags{Endpoints: []string{dead}, DialTimeout: 500 * time.Millisecond, CommandTimeout: 5 * time.Second}, WriteOut: "simple"}
+	f.Global = cmdutil.GlobalOptions{Flags: etcddial.Flags{Endpoints: []string{dead}, DialTimeout: 500 * time.Millisecond, CommandTimeout: 5 * time.Second}, WriteOut: "simple"}
 	start := time.Now()
 	_, err := f.EtcdClient(context.Background())
 	require.ErrorIs(t, err, etcddial.ErrUnreachable)
 	require.Contains(t, err.Error(), dead)
 	require.Less(t, time.Since(start), 1500*time.Millisecond)
-	require.Equal(t, exitError, exitCode(err))
+	require.Equal(t, cmdutil.ExitError, cmdutil.ExitCode(err))
 }
 
 func freeAddr(t *testing.T) string {

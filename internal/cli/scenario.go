@@ -8,12 +8,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/etcdembed"
 	"github.com/coordkit/coordkit/scenarios"
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
-func newScenarioCmd(f *factory) *cobra.Command {
+func newScenarioCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scenario",
 		Short: "Run experiments that check what theory predicts",
@@ -31,14 +32,14 @@ unless --endpoints is given explicitly.`,
   coordctl scenario run lamport-clocks
   coordctl scenario run lock-without-fencing --report fencing.html
   coordctl scenario run --all --scale small -w json`,
-		Args: argsUsage(cobra.NoArgs),
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newScenarioListCmd(f), newScenarioRunCmd(f))
 	return cmd
 }
 
-func newScenarioListCmd(f *factory) *cobra.Command {
+func newScenarioListCmd(f *cmdutil.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List the scenarios",
@@ -46,13 +47,13 @@ func newScenarioListCmd(f *factory) *cobra.Command {
 {"name","summary"}.`,
 		Example: `  coordctl scenario list
   coordctl scenario list -w json | jq -r '.[].name'`,
-		Args: argsUsage(cobra.NoArgs),
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			reg, err := scenarios.Default()
 			if err != nil {
 				return err
 			}
-			return printResult(f, textOutput{reg.Listing()})
+			return cmdutil.PrintResult(f, cmdutil.TextOutput{V: reg.Listing()})
 		},
 	}
 }
@@ -73,7 +74,7 @@ type scenarioRunOptions struct {
 	Registry *scenarios.Registry
 }
 
-func newScenarioRunCmd(f *factory) *cobra.Command {
+func newScenarioRunCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &scenarioRunOptions{}
 	cmd := &cobra.Command{
 		Use:   "run NAME | --all",
@@ -117,8 +118,8 @@ fenced); without it the scenario is SKIPPED, which is not a failure.`,
   coordctl scenario run --all --report /tmp/all.html
   coordctl scenario run fenced-sql --driver postgres --dsn postgres://app@db/app
   coordctl scenario run advisory-lock --driver postgres --dsn postgres://app@db/app`,
-		Args: argsUsage(cobra.MaximumNArgs(1)),
-		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		Args: cmdutil.ArgsUsage(cobra.MaximumNArgs(1)),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Name = args[0]
 			}
@@ -128,7 +129,7 @@ fenced); without it the scenario is SKIPPED, which is not a failure.`,
 			return runScenarioRun(ctx, f, opts)
 		}),
 	}
-	f.addEndpointFlags(cmd.Flags())
+	f.AddEndpointFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&opts.All, "all", false, "run every scenario")
 	cmd.Flags().Int64Var(&opts.Seed, "seed", 1, "seed of every random choice, for replay")
 	cmd.Flags().StringVar(&opts.Scale, "scale", string(scenarios.ScaleSmall), "size of the run: small or full")
@@ -139,7 +140,7 @@ fenced); without it the scenario is SKIPPED, which is not a failure.`,
 	return cmd
 }
 
-func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) error {
+func runScenarioRun(ctx context.Context, f *cmdutil.Factory, opts *scenarioRunOptions) error {
 	reg := opts.Registry
 	var err error
 	if reg == nil {
@@ -149,34 +150,34 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 	}
 	scale, err := scenarios.ParseScale(opts.Scale)
 	if err != nil {
-		return usageErrorf("invalid --scale %q: want small or full", opts.Scale)
+		return cmdutil.UsageErrorf("invalid --scale %q: want small or full", opts.Scale)
 	}
 	names, err := reg.Select(opts.Name, opts.All)
 	switch {
 	case errors.Is(err, scenarios.ErrNameAndAll):
-		return usageErrorf("give a scenario name or --all, not both")
+		return cmdutil.UsageErrorf("give a scenario name or --all, not both")
 	case errors.Is(err, scenarios.ErrNoName):
-		return usageErrorf("give a scenario name or --all; scenarios are: %s", strings.Join(reg.Names(), ", "))
+		return cmdutil.UsageErrorf("give a scenario name or --all; scenarios are: %s", strings.Join(reg.Names(), ", "))
 	case err != nil:
-		return usageErrorf("%v", err)
+		return cmdutil.UsageErrorf("%v", err)
 	}
 	env := scenarios.Env{Seed: opts.Seed, Scale: scale, EtcdEndpoints: opts.Endpoints, StartEtcd: etcdembed.Scratch,
 		SQLDriver: opts.SQLDriver, SQLDSN: opts.SQLDSN, Redis: opts.Redis}
 	var sqlErr *scenarios.SQLError
 	switch err := env.Validate(); {
 	case errors.Is(err, scenarios.ErrSQLNeedsDriver):
-		return usageErrorf("--dsn needs --driver")
+		return cmdutil.UsageErrorf("--dsn needs --driver")
 	case errors.Is(err, scenarios.ErrSQLNeedsDSN) && errors.As(err, &sqlErr):
-		return usageErrorf("--driver %s needs --dsn", sqlErr.Dialect)
+		return cmdutil.UsageErrorf("--driver %s needs --dsn", sqlErr.Dialect)
 	case errors.As(err, &sqlErr) && sqlErr.Field == "driver":
-		return usageErrorf("invalid --driver %q: want sqlite, postgres or mysql", opts.SQLDriver)
+		return cmdutil.UsageErrorf("invalid --driver %q: want sqlite, postgres or mysql", opts.SQLDriver)
 	case errors.As(err, &sqlErr):
-		return usageErrorf("invalid --dsn: %v", sqlErr.Err)
+		return cmdutil.UsageErrorf("invalid --dsn: %v", sqlErr.Err)
 	case err != nil:
-		return usageErrorf("%v", err)
+		return cmdutil.UsageErrorf("%v", err)
 	}
 	if opts.Report != "" && !strings.HasSuffix(strings.ToLower(opts.Report), ".html") && !strings.HasSuffix(strings.ToLower(opts.Report), ".htm") {
-		return usageErrorf("invalid --report %q: want a .html file", opts.Report)
+		return cmdutil.UsageErrorf("invalid --report %q: want a .html file", opts.Report)
 	}
 
 	if len(opts.Endpoints) > 0 {
@@ -191,7 +192,7 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 
 	reports, err := reg.RunAll(ctx, names, env, f.IO.ErrOut)
 	if err != nil {
-		return mark(errFailed, err)
+		return cmdutil.Mark(cmdutil.ErrFailed, err)
 	}
 	if opts.Report != "" {
 		if err := report.WriteHTMLFile(opts.Report, reports); err != nil {
@@ -201,7 +202,7 @@ func runScenarioRun(ctx context.Context, f *factory, opts *scenarioRunOptions) e
 	}
 
 	res := report.Results{Reports: reports, All: opts.All}
-	if err := printResult(f, textOutput{res}); err != nil {
+	if err := cmdutil.PrintResult(f, cmdutil.TextOutput{V: res}); err != nil {
 		return err
 	}
 	if failed := res.Failed(); len(failed) > 0 {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 // (TestScenarioCmdFailedRunReportsElapsed moved to scenarios: TestRunAll
@@ -16,7 +18,7 @@ func TestScenarioCmdUnreachableEndpointsUseDialTimeout(t *testing.T) {
 	dead := freeAddr(t)
 	res := runInProcess(context.Background(), nil, "scenario", "run", "lock-without-fencing",
 		"--endpoints", dead, "--dial-timeout", "300ms")
-	require.Equal(t, exitError, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitError, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, "etcd unreachable at "+dead)
 	require.Contains(t, res.Stderr, "--dial-timeout 300ms")
 	require.NotContains(t, res.Stderr, "in 0s")

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/scenarios"
 	"github.com/coordkit/coordkit/scenarios/report"
 )
@@ -92,7 +93,7 @@ func TestScenarioCmdUsage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := runInProcess(ctx, nil, tc.args...)
-			assert.Equal(t, exitUsage, res.Code)
+			assert.Equal(t, cmdutil.ExitUsage, res.Code)
 			assert.Contains(t, res.Stderr, tc.want)
 			if tc.name == "unknown name lists names" {
 				assert.Contains(t, res.Stderr, "lamport-clocks")
@@ -138,19 +139,19 @@ func TestScenarioCmdRunAllExitCodes(t *testing.T) {
 		wantCode int
 		wantN    int
 	}{
-		{"one passing", scenarioRunOptions{Name: "good"}, exitOK, 1},
-		{"one failing (a timing claim: still exit 1)", scenarioRunOptions{Name: "bad"}, exitError, 1},
-		{"all", scenarioRunOptions{All: true}, exitError, 2},
+		{"one passing", scenarioRunOptions{Name: "good"}, cmdutil.ExitOK, 1},
+		{"one failing (a timing claim: still exit 1)", scenarioRunOptions{Name: "bad"}, cmdutil.ExitError, 1},
+		{"all", scenarioRunOptions{All: true}, cmdutil.ExitError, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			f := newFactory(ioStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-			f.Global.WriteOut = formatJSON
+			f := cmdutil.NewFactory(cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+			f.Global.WriteOut = cmdutil.FormatJSON
 			opts := tc.opts
 			opts.Scale, opts.Seed, opts.Registry = "small", 9, fakeRegistry(t)
 			opts.Report = filepath.Join(t.TempDir(), "all.html")
 			err := runScenarioRun(ctx, f, &opts)
-			assert.Equal(t, tc.wantCode, exitCode(err), "err %v", err)
+			assert.Equal(t, tc.wantCode, cmdutil.ExitCode(err), "err %v", err)
 			assert.Contains(t, errOut.String(), "working on")
 			var reps []report.Report
 			if opts.All {
@@ -180,10 +181,10 @@ func TestScenarioCmdBrokenScenarioExits1(t *testing.T) {
 	mustRegister(t, r, scenarios.Scenario{Name: "broken", Summary: "s", Claims: fakeClaims,
 		Run: func(context.Context, scenarios.Env) (*report.Report, error) { return nil, os.ErrPermission }})
 	var out, errOut bytes.Buffer
-	f := newFactory(ioStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	f.Global.WriteOut = formatSimple
+	f := cmdutil.NewFactory(cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	f.Global.WriteOut = cmdutil.FormatSimple
 	err := runScenarioRun(context.Background(), f, &scenarioRunOptions{Name: "broken", Scale: "small", Registry: r})
-	assert.Equal(t, exitError, exitCode(err))
+	assert.Equal(t, cmdutil.ExitError, cmdutil.ExitCode(err))
 	assert.Contains(t, out.String(), "could not be carried out")
 	assert.Contains(t, errOut.String(), "permission denied")
 }
@@ -198,14 +199,14 @@ func TestScenarioCmdInterrupted(t *testing.T) {
 		}})
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut bytes.Buffer
-	f := newFactory(ioStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	f.Global.WriteOut = formatJSON
+	f := cmdutil.NewFactory(cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	f.Global.WriteOut = cmdutil.FormatJSON
 	done := make(chan error, 1)
 	go func() { done <- runScenarioRun(ctx, f, &scenarioRunOptions{Name: "slow", Scale: "small", Registry: r}) }()
 	cancel()
 	select {
 	case err := <-done:
-		assert.Equal(t, exitError, exitCode(err), "an interrupted run is not a pass")
+		assert.Equal(t, cmdutil.ExitError, cmdutil.ExitCode(err), "an interrupted run is not a pass")
 		assert.Contains(t, err.Error(), "interrupted")
 	case <-time.After(10 * time.Second):
 		t.Fatal("run did not return after cancel")
@@ -222,7 +223,7 @@ func TestScenarioCmdRedisUnreachable(t *testing.T) {
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
 	res := runInProcess(context.Background(), nil, "scenario", "run", "lock-without-fencing", "--redis", addr)
-	require.Equal(t, exitError, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitError, res.Code, res.Stderr)
 	assert.Contains(t, res.Stderr, addr)
 	assert.Contains(t, res.Stdout+res.Stderr, "did not answer")
 }

@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/internal/report"
 	"github.com/coordkit/coordkit/semaphore"
@@ -17,11 +18,11 @@ import (
 )
 
 type semOptions struct {
-	holdOptions
+	cmdutil.HoldOptions
 	Limit int
 }
 
-func newSemCmd(f *factory) *cobra.Command {
+func newSemCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &semOptions{}
 	var nameFlag string
 	cmd := &cobra.Command{
@@ -67,7 +68,7 @@ is taken with --name: coordctl sem --name status --limit 2 -- CMD.`,
   coordctl sem jobs/encoders --limit 3 -w json                 # {"name":"jobs/encoders","limit":3,"slot":0,"scope":"jobs/encoders#0",...}
   coordctl sem status jobs/encoders`,
 	}
-	opts.bind(f, cmd, "sem", &nameFlag, func(ctx context.Context) error { return runSem(ctx, f, opts) })
+	opts.Bind(f, cmd, "sem", &nameFlag, func(ctx context.Context) error { return runSem(ctx, f, opts) })
 	fl := cmd.Flags()
 	fl.IntVar(&opts.Limit, "limit", 0, "number of slots: at most this many holders at once (required)")
 	fl.DurationVar(&opts.TTL, "ttl", session.DefaultTTL, "lease TTL: a crashed holder's slot is freed about this long after it stopped (at least 1s)")
@@ -77,24 +78,24 @@ is taken with --name: coordctl sem --name status --limit 2 -- CMD.`,
 	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
 	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the semaphore's keys under this etcd key prefix")
 	fl.StringVar(&nameFlag, "name", "", `the semaphore's NAME, instead of the argument (for one named "status")`)
-	f.addEtcdFlags(cmd.PersistentFlags()) // also for sem status
+	f.AddEtcdFlags(cmd.PersistentFlags()) // also for sem status
 	cmd.AddCommand(newSemStatusCmd(f), newSemSetLimitCmd(f), newSemDeleteCmd(f))
 	return cmd
 }
 
 func (o *semOptions) validate() error {
-	if err := needName("sem", o.Name); err != nil {
+	if err := cmdutil.NeedName("sem", o.Name); err != nil {
 		return err
 	}
 	if o.Limit < 1 {
-		return usageErrorf("sem needs --limit N with N at least 1")
+		return cmdutil.UsageErrorf("sem needs --limit N with N at least 1")
 	}
-	return o.holdOptions.validate("sem", o.config(primitive.KindSemaphore, o.Limit))
+	return o.HoldOptions.ValidateHold("sem", o.PrimitiveConfig(primitive.KindSemaphore, o.Limit))
 }
 
 // runSem acquires a slot, then holds it as runLock holds a lock.
-func runSem(ctx context.Context, f *factory, opts *semOptions) error {
-	p, client, err := f.startEtcd(ctx, opts.validate)
+func runSem(ctx context.Context, f *cmdutil.Factory, opts *semOptions) error {
+	p, client, err := f.StartEtcd(ctx, opts.validate)
 	if err != nil {
 		return err
 	}
@@ -102,10 +103,10 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 
 	notice := &childproc.WaitNotice{Out: f.IO.ErrOut}
 	s, err := semaphore.New(client, opts.Name, opts.Limit,
-		semaphore.WithTTL(opts.TTL), semaphore.WithSessionOptions(holdSessionOptions(f)...), semaphore.WithPrefix(opts.Prefix), semaphore.WithLockDelay(opts.LockDelay),
+		semaphore.WithTTL(opts.TTL), semaphore.WithSessionOptions(cmdutil.HoldSessionOptions(f)...), semaphore.WithPrefix(opts.Prefix), semaphore.WithLockDelay(opts.LockDelay),
 		semaphore.WithOnWait(func(w semaphore.Waiting) { notice.Waiting(report.SemWaiting(w)) }))
 	if err != nil {
-		return usageErrorf("%v", err)
+		return cmdutil.UsageErrorf("%v", err)
 	}
 	defer childproc.WaitAtMost(childproc.CloseGrace, func() { _ = s.Close() }) // as lock's Close
 
@@ -114,31 +115,31 @@ func runSem(ctx context.Context, f *factory, opts *semOptions) error {
 	if err != nil {
 		return err
 	}
-	return f.runHeldKey(ctx, p, &opts.holdOptions, fmt.Sprintf("semaphore %s slot %d", opts.Name, held.Slot()), held, held.Release, report.SemHeldOf(held, opts.Limit),
+	return f.RunHeldKey(ctx, p, &opts.HoldOptions, fmt.Sprintf("semaphore %s slot %d", opts.Name, held.Slot()), held, held.Release, report.SemHeldOf(held, opts.Limit),
 		childproc.KeyEnv(opts.Name, held.Key(), held.Token(), semaphore.Scope(opts.Name, held.Slot()), childproc.EnvSemSlot, strconv.Itoa(held.Slot())))
 }
 
 // acquireSlot takes a slot as the flags say; "not acquired" (exit 3) is
 // errNotAcquired.
-func acquireSlot(ctx context.Context, f *factory, s *semaphore.Semaphore, opts *semOptions) (*semaphore.Held, error) {
-	held, timedOut, err := childproc.Acquire(ctx, f.acquisition(opts.HoldFlags), s.Acquire, s.TryAcquire)
+func acquireSlot(ctx context.Context, f *cmdutil.Factory, s *semaphore.Semaphore, opts *semOptions) (*semaphore.Held, error) {
+	held, timedOut, err := childproc.Acquire(ctx, f.Acquisition(opts.HoldFlags), s.Acquire, s.TryAcquire)
 	switch {
 	case err == nil:
 		return held, nil
 	case timedOut:
-		return nil, mark(errNotAcquired, fmt.Errorf("semaphore %s: no slot acquired within %s", opts.Name, opts.Timeout))
+		return nil, cmdutil.Mark(cmdutil.ErrNotAcquired, fmt.Errorf("semaphore %s: no slot acquired within %s", opts.Name, opts.Timeout))
 	case errors.Is(err, semaphore.ErrNoSlot):
-		return nil, mark(errNotAcquired, err)
+		return nil, cmdutil.Mark(cmdutil.ErrNotAcquired, err)
 	case errors.Is(err, semaphore.ErrLimitMismatch):
 		return nil, fmt.Errorf("acquire semaphore %s: %w (all users of a name must agree; to change the stored limit: coordctl sem set-limit %s N, or coordctl sem delete %s once nobody holds it)", opts.Name, err, opts.Name, opts.Name)
 	case ctx.Err() != nil:
-		return nil, mark(errNotAcquired, fmt.Errorf("interrupted while waiting for semaphore %s", opts.Name))
+		return nil, cmdutil.Mark(cmdutil.ErrNotAcquired, fmt.Errorf("interrupted while waiting for semaphore %s", opts.Name))
 	}
 	return nil, fmt.Errorf("acquire semaphore %s: %w", opts.Name, err)
 }
 
-func newSemStatusCmd(f *factory) *cobra.Command {
-	return statusCmd(f, "sem", "semaphore", runSemStatus, &cobra.Command{
+func newSemStatusCmd(f *cmdutil.Factory) *cobra.Command {
+	return cmdutil.StatusCmd(f, "sem", "semaphore", runSemStatus, &cobra.Command{
 		Use:   "status NAME [--prefix P]",
 		Short: "Show the holders of the semaphore NAME and who waits",
 		Long: `Read the keys of the semaphore NAME in one request at one revision and print
@@ -160,9 +161,9 @@ This is the status subcommand of 'coordctl sem': to hold a semaphore named
 	})
 }
 
-func runSemStatus(ctx context.Context, f *factory, opts *statusOptions) error {
+func runSemStatus(ctx context.Context, f *cmdutil.Factory, opts *cmdutil.StatusOptions) error {
 	cfg := primitive.Config{Kind: primitive.KindSemaphore, Name: opts.Name, Prefix: opts.Prefix}
-	return readStatus(ctx, f, "sem", opts, cfg, func(ctx context.Context, c *clientv3.Client) (report.SemStatus, error) {
+	return cmdutil.ReadStatus(ctx, f, "sem", opts, cfg, func(ctx context.Context, c *clientv3.Client) (report.SemStatus, error) {
 		st, err := primitive.ReadSemaphore(ctx, c, cfg)
 		return report.SemStatus{Name: opts.Name, Status: st}, err // printed without the prefix: scopes NAME#i
 	}, fmt.Errorf("semaphore %s: no slot held", opts.Name))

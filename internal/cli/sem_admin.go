@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/internal/report"
 	"github.com/coordkit/coordkit/semaphore"
@@ -21,7 +22,7 @@ type semAdminOptions struct {
 	Force  bool
 }
 
-func newSemSetLimitCmd(f *factory) *cobra.Command {
+func newSemSetLimitCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &semAdminOptions{}
 	cmd := &cobra.Command{
 		Use:   "set-limit NAME N [--prefix P]",
@@ -38,10 +39,10 @@ Prints "ok semaphore NAME limit=N" (-w json: {"name","limit"}).`,
   coordctl sem set-limit jobs/encoders 4 -w json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
-				return usageErrorf("sem set-limit needs NAME and N")
+				return cmdutil.UsageErrorf("sem set-limit needs NAME and N")
 			}
 			if _, err := parseLimit(args[1]); err != nil {
-				return usageErrorf("sem set-limit: N must be a whole number of at least 1, got %q", args[1])
+				return cmdutil.UsageErrorf("sem set-limit: N must be a whole number of at least 1, got %q", args[1])
 			}
 			return nil
 		},
@@ -55,7 +56,7 @@ Prints "ok semaphore NAME limit=N" (-w json: {"name","limit"}).`,
 	return cmd
 }
 
-func newSemDeleteCmd(f *factory) *cobra.Command {
+func newSemDeleteCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &semAdminOptions{}
 	cmd := &cobra.Command{
 		Use:   "delete NAME [--force] [--prefix P]",
@@ -72,7 +73,7 @@ Prints "deleted semaphore NAME" or "semaphore NAME: nothing to delete"
   coordctl sem delete jobs/encoders --force     # holders lose their slots`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErrorf("sem delete needs exactly one NAME")
+				return cmdutil.UsageErrorf("sem delete needs exactly one NAME")
 			}
 			return nil
 		},
@@ -86,9 +87,9 @@ Prints "deleted semaphore NAME" or "semaphore NAME: nothing to delete"
 	return cmd
 }
 
-func runSemSetLimit(ctx context.Context, f *factory, opts *semAdminOptions) error {
+func runSemSetLimit(ctx context.Context, f *cmdutil.Factory, opts *semAdminOptions) error {
 	cfg := primitive.Config{Kind: primitive.KindSemaphore, Name: opts.Name, Prefix: opts.Prefix, Limit: opts.Limit}
-	return f.etcdCall(ctx, func() error { return checkConfig(cfg) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+	return f.EtcdCall(ctx, func() error { return cmdutil.CheckConfig(cfg) }, func(ctx context.Context, p *cmdutil.Printer, c *clientv3.Client) error {
 		if err := semaphore.SetLimit(ctx, c, opts.Name, opts.Limit, semaphore.WithPrefix(opts.Prefix)); err != nil {
 			return semAdminError("set the limit of", opts.Name, err)
 		}
@@ -96,12 +97,12 @@ func runSemSetLimit(ctx context.Context, f *factory, opts *semAdminOptions) erro
 	})
 }
 
-func runSemDelete(ctx context.Context, f *factory, opts *semAdminOptions) error {
+func runSemDelete(ctx context.Context, f *cmdutil.Factory, opts *semAdminOptions) error {
 	cfg := primitive.Config{Kind: primitive.KindSemaphore, Name: opts.Name, Prefix: opts.Prefix}
-	return f.etcdCall(ctx, func() error { return usageOrNil(cfg.ValidateKeys()) }, func(ctx context.Context, p *printer, c *clientv3.Client) error {
+	return f.EtcdCall(ctx, func() error { return cmdutil.UsageOrNil(cfg.ValidateKeys()) }, func(ctx context.Context, p *cmdutil.Printer, c *clientv3.Client) error {
 		deleted, err := semaphore.Delete(ctx, c, opts.Name, opts.Force, semaphore.WithPrefix(opts.Prefix))
 		if errors.Is(err, semaphore.ErrInUse) {
-			return mark(errNotAcquired, fmt.Errorf("semaphore %s is in use: %w (wait for the holders to release, or --force to take their slots)", opts.Name, err))
+			return cmdutil.Mark(cmdutil.ErrNotAcquired, fmt.Errorf("semaphore %s is in use: %w (wait for the holders to release, or --force to take their slots)", opts.Name, err))
 		}
 		if err != nil {
 			return semAdminError("delete", opts.Name, err)
@@ -113,7 +114,7 @@ func runSemDelete(ctx context.Context, f *factory, opts *semAdminOptions) error 
 // semAdminError maps an invalid name to a usage error (exit 2).
 func semAdminError(what, name string, err error) error {
 	if errors.Is(err, semaphore.ErrInvalid) {
-		return usageErrorf("sem: %v", err)
+		return cmdutil.UsageErrorf("sem: %v", err)
 	}
 	return fmt.Errorf("%s semaphore %s: %w", what, name, err)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/lock"
 )
@@ -21,34 +22,34 @@ func TestSemNameAsLockAndAdmin(t *testing.T) {
 	ctx := context.Background()
 
 	res := runInProcess(ctx, env, "sem", "mixed", "--limit", "2", "--", "true")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	res = runInProcess(ctx, env, "lock", "mixed", "--timeout", "20s", "--", "true")
-	require.Equal(t, exitError, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitError, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, `name "mixed" is a semaphore's (key mixed/limit exists)`)
 	require.Contains(t, res.Stderr, "coordctl sem delete")
 	res = runInProcess(ctx, env, "lock", "status", "mixed")
-	require.Equal(t, exitError, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitError, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, "semaphore's")
 
 	res = runInProcess(ctx, env, "sem", "mixed", "--limit", "3", "--try", "--", "true")
-	require.Equal(t, exitError, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitError, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, "coordctl sem set-limit mixed N")
 	res = runInProcess(ctx, env, "sem", "set-limit", "mixed", "3", "-w", "json")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.JSONEq(t, `{"name":"mixed","limit":3}`, res.Stdout)
 	res = runInProcess(ctx, env, "sem", "mixed", "--limit", "3", "--try", "--", "true")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 
 	res = runInProcess(ctx, env, "sem", "set-limit", "mixed", "0")
-	require.Equal(t, exitUsage, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 	res = runInProcess(ctx, env, "sem", "delete", "mixed")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, "deleted semaphore mixed")
 	res = runInProcess(ctx, env, "lock", "mixed", "--try", "--", "true")
-	require.Equal(t, exitOK, res.Code, "the name is free for a lock now: %s", res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, "the name is free for a lock now: %s", res.Stderr)
 
 	res = runInProcess(ctx, env, "lock", "nest2/read", "--try", "--", "true")
-	require.Equal(t, exitUsage, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, `ends in "read"`)
 }
 
@@ -63,10 +64,10 @@ func TestElectOnASemaphoresName(t *testing.T) {
 	defer cancel()
 
 	res := runInProcess(ctx, env, "sem", "mixed", "--limit", "2", "--", "true")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	for _, args := range [][]string{{"elect", "mixed", "--id", "a"}, {"elect", "mixed", "--observe"}, {"elect", "mixed", "--candidates"}} {
 		res = runInProcess(ctx, env, args...)
-		require.Equal(t, exitError, res.Code, "%v: %s", args, res.Stderr)
+		require.Equal(t, cmdutil.ExitError, res.Code, "%v: %s", args, res.Stderr)
 		require.Contains(t, res.Stderr, `name "mixed" is a semaphore's (key mixed/limit exists)`, args)
 	}
 
@@ -77,7 +78,7 @@ func TestElectOnASemaphoresName(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { _ = h.Unlock(ctx) }()
 	res = runInProcess(ctx, env, "-w", "json", "elect", "nest", "--candidates")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.JSONEq(t, `{"event":"candidates","name":"nest","candidates":[]}`, res.Stdout)
 }
 

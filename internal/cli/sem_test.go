@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/semaphore"
 )
@@ -39,7 +40,7 @@ func TestSemAndLockNewFlagsAreUsageErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res := runInProcess(context.Background(), nil, tc.args...)
-			require.Equal(t, exitUsage, res.Code, res.Stderr)
+			require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 			require.Contains(t, res.Stderr, tc.want)
 			require.Contains(t, res.Stderr, "Usage:")
 		})
@@ -54,13 +55,13 @@ func TestLockNamedStatusThroughNameFlag(t *testing.T) {
 	env := map[string]string{"COORDCTL_ENDPOINTS": srv.Endpoints()[0]}
 	res := runInProcess(context.Background(), env, "lock", "--name", "status", "--try", "--",
 		"sh", "-c", `echo "$COORD_LOCK_NAME $COORD_LOCK_KEY"`)
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Regexp(t, `^status status/[0-9a-f]+\n$`, res.Stdout)
 	h := holdWithLibrary(t, cli, "status")
 	res = runInProcess(context.Background(), env, "lock", "--name", "status", "--try", "--", "true")
-	require.Equal(t, exitNotAcquired, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitNotAcquired, res.Code, res.Stderr)
 	res = runInProcess(context.Background(), env, "lock", "status", "status", "-w", "json")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, h.Key())
 }
 
@@ -71,16 +72,16 @@ func TestResourceCmdScopeFromFencingScope(t *testing.T) {
 	url := startTestResource(t)
 	env := map[string]string{"COORD_FENCING_TOKEN": "12", "COORD_LOCK_NAME": "pool", "COORD_FENCING_SCOPE": "pool#1", "COORD_SEM_SLOT": "1"}
 	res := runInProcess(context.Background(), env, "resource", "put", "k", "v", "--url", url, "-w", "json")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, `"scope":"pool#1"`)
 	// Slot 0 has its own floor: a lower token is admitted there.
 	env["COORD_FENCING_TOKEN"], env["COORD_FENCING_SCOPE"] = "5", "pool#0"
 	res = runInProcess(context.Background(), env, "resource", "put", "k", "v", "--url", url, "-w", "json")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, `"scope":"pool#0"`)
 	env["COORD_FENCING_SCOPE"] = "pool#1"
 	res = runInProcess(context.Background(), env, "resource", "put", "k", "v", "--url", url)
-	require.Equal(t, exitStale, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitStale, res.Code, res.Stderr)
 }
 
 type statusJSON struct {
@@ -118,7 +119,7 @@ func TestLockStatusOfConcurrencyMutex(t *testing.T) {
 	ctx := context.Background()
 
 	res := runInProcess(ctx, env, "lock", "status", "cm")
-	require.Equal(t, exitNotAcquired, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitNotAcquired, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, "lock cm: free")
 	require.Empty(t, res.Stderr, "free is an answer, not an error")
 
@@ -142,7 +143,7 @@ func TestLockStatusOfConcurrencyMutex(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond)
 
 	res = runInProcess(ctx, env, "lock", "status", "cm", "-w", "json")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	st := decodeStatus(t, res.Stdout)
 	require.True(t, st.Held)
 	require.Equal(t, "cm", st.Name)
@@ -158,7 +159,7 @@ func TestLockStatusOfConcurrencyMutex(t *testing.T) {
 	require.Nil(t, st.Waiters[0].TTL)
 
 	res = runInProcess(ctx, env, "lock", "status", "cm")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, "lock cm: held at revision")
 	require.Contains(t, res.Stdout, "holder exclusive")
 	require.Contains(t, res.Stdout, "key="+m1.Key())
@@ -176,7 +177,7 @@ func TestSemStatusInProcess(t *testing.T) {
 	env := map[string]string{"COORDCTL_ENDPOINTS": srv.Endpoints()[0]}
 	ctx := context.Background()
 	res := runInProcess(ctx, env, "sem", "status", "pool", "-w", "json")
-	require.Equal(t, exitNotAcquired, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitNotAcquired, res.Code, res.Stderr)
 	st := decodeStatus(t, res.Stdout)
 	require.False(t, st.Held)
 	require.Zero(t, st.Limit)
@@ -209,7 +210,7 @@ func TestSemStatusInProcess(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond)
 
 	res = runInProcess(ctx, env, "sem", "status", "pool", "-w", "json")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	st = decodeStatus(t, res.Stdout)
 	require.True(t, st.Held)
 	require.Equal(t, 2, st.Limit)
@@ -223,7 +224,7 @@ func TestSemStatusInProcess(t *testing.T) {
 	require.Len(t, st.Waiters, 1)
 
 	res = runInProcess(ctx, env, "sem", "status", "pool")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, "semaphore pool: held at revision")
 	require.Contains(t, res.Stdout, "limit 2 by 2, 1 waiting")
 	require.Contains(t, res.Stdout, "scope=pool#0")
@@ -232,7 +233,7 @@ func TestSemStatusInProcess(t *testing.T) {
 	require.NoError(t, <-got)
 	require.NoError(t, held[1].Release(ctx))
 	res = runInProcess(ctx, env, "sem", "status", "pool")
-	require.Equal(t, exitNotAcquired, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitNotAcquired, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, "semaphore pool: free")
 }
 
@@ -248,7 +249,7 @@ func TestSemCmdLimitMismatch(t *testing.T) {
 	h, err := s.Acquire(context.Background())
 	require.NoError(t, err)
 	res := runInProcess(context.Background(), env, "sem", "mis", "--limit", "3", "--", "true")
-	require.Equal(t, exitError, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitError, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, "limit 2")
 	require.NoError(t, h.Release(context.Background()))
 }

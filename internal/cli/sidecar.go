@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/sidecar"
 )
 
@@ -16,7 +17,7 @@ type sidecarOptions struct {
 	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
 }
 
-func newSidecarCmd(f *factory) *cobra.Command {
+func newSidecarCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &sidecarOptions{}
 	cmd := &cobra.Command{
 		Use:   "sidecar --election NAME --id ID [flags] [-- COMMAND [ARGS...]]",
@@ -83,24 +84,24 @@ noted once on stderr. See docs/sidecar.md.`,
   coordctl sidecar --election my-service --id "$POD_NAME" --policy newest-version --version 2.3.0
   curl -s -X POST -H 'Content-Type: application/json' 'localhost:4040/v1/resign?to=best'
   curl -s localhost:4040/v1/leader   # {"name":"my-service","id":"web-1","leader":"web-2","token":1207,...}`,
-		Annotations: map[string]string{execAnnotation: "true"},
+		Annotations: map[string]string{cmdutil.ExecAnnotation: "true"},
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
 				if cmd.SuggestionsMinimumDistance = 2; len(cmd.SuggestionsFor(args[0])) > 0 {
-					return unknownCommand(cmd, args[0]) // "sidecar resgn": did you mean resign?
+					return cmdutil.UnknownCommand(cmd, args[0]) // "sidecar resgn": did you mean resign?
 				}
-				return usageErrorf("unexpected argument %q: put the command after --", args[0])
+				return cmdutil.UsageErrorf("unexpected argument %q: put the command after --", args[0])
 			}
 			return nil
 		},
-		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			opts.Command = args
 			opts.KillGraceSet = cmd.Flags().Changed("kill-grace")
 			return runSidecar(ctx, f, opts)
 		}),
 	}
 	fl := cmd.Flags()
-	f.addEtcdFlags(fl)
+	f.AddEtcdFlags(fl)
 	fl.StringVar(&opts.Election, "election", "", "election name (required); the sidecars of one service share it")
 	fl.StringVar(&opts.ID, "id", "", "this instance's identity, e.g. the pod name (required)")
 	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the election's keys under this etcd key prefix")
@@ -108,7 +109,7 @@ noted once on stderr. See docs/sidecar.md.`,
 	fl.DurationVar(&opts.TTL, "ttl", sidecar.DefaultTTL, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
 	fl.StringVar(&opts.TokenFile, "token-file", "", "write the fencing token to this file while leading")
 	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
-	addCoordFlags(fl, &opts.Coord, "default: this binary's version, if semantic")
+	cmdutil.AddCoordFlags(fl, &opts.Coord, "default: this binary's version, if semantic")
 	fl.StringVar(&opts.APITokenFile, "api-token-file", "", "file holding the token POST /v1/resign requires (needed for a non-loopback --listen)")
 	cmd.AddCommand(newSidecarResignCmd(f))
 	return cmd
@@ -116,7 +117,7 @@ noted once on stderr. See docs/sidecar.md.`,
 
 // runSidecar connects to etcd, serves the API and campaigns until ctx ends
 // (exit 0) or the command exits (its status).
-func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
+func runSidecar(ctx context.Context, f *cmdutil.Factory, opts *sidecarOptions) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
@@ -125,13 +126,13 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 		return sidecarFlagError(err)
 	}
 	if w := opts.GraceWarning(); w != "" && opts.KillGraceSet {
-		warnKillGrace(f.IO.ErrOut, w)
+		cmdutil.WarnKillGrace(f.IO.ErrOut, w)
 	}
 	cfg, err := opts.Configure()
 	if err != nil {
 		return sidecarFlagError(err)
 	}
-	defer f.holdOutput(p)()
+	defer f.HoldOutput(p)()
 	client, err := f.EtcdClient(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -151,7 +152,7 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 	err = sidecar.Serve(ctx, sc, opts.Listen, func(url string) error { return p.Print(sidecar.NewListening(url)) })
 	var ce *sidecar.ChildExitError
 	if errors.As(err, &ce) {
-		return &childExitError{code: ce.Code}
+		return &cmdutil.ChildExitError{Code: ce.Code}
 	}
 	return err
 }
@@ -160,10 +161,10 @@ func runSidecar(ctx context.Context, f *factory, opts *sidecarOptions) error {
 // 2), a command that cannot start (126, 127).
 func sidecarFlagError(err error) error {
 	if errors.Is(err, sidecar.ErrCommand) {
-		return &childStartError{err: err}
+		return &cmdutil.ChildStartError{Err: err}
 	}
 	if errors.Is(err, sidecar.ErrUsage) {
-		return &usageError{err: err}
+		return &cmdutil.UsageError{Err: err}
 	}
 	return err
 }

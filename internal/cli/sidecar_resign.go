@@ -6,13 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/sidecar"
 )
 
 // sidecarResignOptions are the request the flags make (internal/sidecar).
 type sidecarResignOptions = sidecar.ResignRequest
 
-func newSidecarResignCmd(f *factory) *cobra.Command {
+func newSidecarResignCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &sidecarResignOptions{}
 	cmd := &cobra.Command{
 		Use:   "resign [--url URL] [--api-token-file FILE]",
@@ -29,8 +30,8 @@ reached or refused the request (a wrong token, say).`,
 		Example: `  coordctl sidecar resign
   coordctl sidecar resign --url http://127.0.0.1:4040 --api-token-file /etc/coordctl/api-token
   coordctl sidecar resign -w json   # {"resigned":true,"state":{...}}`,
-		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			*opts = opts.WithDefaults(f.Getenv)
 			return runSidecarResign(ctx, f, opts)
 		}),
@@ -41,7 +42,7 @@ reached or refused the request (a wrong token, say).`,
 	return cmd
 }
 
-func runSidecarResign(ctx context.Context, f *factory, opts *sidecarResignOptions) error {
+func runSidecarResign(ctx context.Context, f *cmdutil.Factory, opts *sidecarResignOptions) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err

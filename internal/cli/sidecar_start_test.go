@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
@@ -28,11 +29,11 @@ func TestSidecarChecksFlagsBeforeReady(t *testing.T) {
 		code int
 		want string
 	}{
-		{"token file in a missing dir", []string{"--token-file", filepath.Join(dir, "nope", "token")}, exitUsage, "invalid --token-file"},
-		{"token file under a file", []string{"--token-file", filepath.Join(file, "token")}, exitUsage, "invalid --token-file"},
-		{"token file is a dir", []string{"--token-file", dir}, exitUsage, "is a directory"},
-		{"command not found", []string{"--", "coordkit-no-such-command"}, exitCommandNotFound, "coordkit-no-such-command"},
-		{"command not executable", []string{"--", file}, exitCannotExecute, "permission denied"},
+		{"token file in a missing dir", []string{"--token-file", filepath.Join(dir, "nope", "token")}, cmdutil.ExitUsage, "invalid --token-file"},
+		{"token file under a file", []string{"--token-file", filepath.Join(file, "token")}, cmdutil.ExitUsage, "invalid --token-file"},
+		{"token file is a dir", []string{"--token-file", dir}, cmdutil.ExitUsage, "is a directory"},
+		{"command not found", []string{"--", "coordkit-no-such-command"}, cmdutil.ExitCommandNotFound, "coordkit-no-such-command"},
+		{"command not executable", []string{"--", file}, cmdutil.ExitCannotExecute, "permission denied"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/election"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
@@ -32,7 +33,7 @@ func TestSidecarCLIUsageAndUnreachable(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res := runInProcess(ctx, nil, tc.args...)
-			require.Equal(t, exitUsage, res.Code, res.Stderr)
+			require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 			require.Contains(t, res.Stderr, tc.want)
 		})
 	}
@@ -40,7 +41,7 @@ func TestSidecarCLIUsageAndUnreachable(t *testing.T) {
 		start := time.Now()
 		res := runInProcess(ctx, nil, "--endpoints", "127.0.0.1:1", "--dial-timeout", "500ms",
 			"sidecar", "--election", "e", "--id", "a", "--listen", "127.0.0.1:0")
-		require.Equal(t, exitError, res.Code, res.Stderr)
+		require.Equal(t, cmdutil.ExitError, res.Code, res.Stderr)
 		require.Contains(t, res.Stderr, "127.0.0.1:1")
 		// Well under the 5s command timeout: the 500ms dial timeout was used.
 		require.Less(t, time.Since(start), 4*time.Second)
@@ -60,7 +61,7 @@ func TestSidecarCLISimpleOutput(t *testing.T) {
 	go func() {
 		codec <- run(runCtx, []string{"--endpoints", strings.Join(srv.Endpoints(), ","),
 			"sidecar", "--election", "simple", "--id", "a", "--listen", "127.0.0.1:0"},
-			ioStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, func(string) string { return "" })
+			cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, func(string) string { return "" })
 	}()
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "elected id=a") }, 10*time.Second, 10*time.Millisecond)
 	e, err := election.New(cli, "simple")
@@ -70,7 +71,7 @@ func TestSidecarCLISimpleOutput(t *testing.T) {
 	stop()
 	select {
 	case code := <-codec:
-		require.Equal(t, exitOK, code, errOut.String())
+		require.Equal(t, cmdutil.ExitOK, code, errOut.String())
 	case <-time.After(15 * time.Second):
 		t.Fatal("sidecar did not stop")
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/coordkit/coordkit/fencing/sqlfence"
 	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/sqlcmd"
 )
 
@@ -23,14 +24,14 @@ func (o *sqlOptions) addConnFlags(cmd *cobra.Command) {
 	fl.StringVar(&o.Driver, "driver", "", "database engine: sqlite, postgres or mysql (MariaDB too)")
 	fl.StringVar(&o.DSN, "dsn", "", "data source name (sqlite: a file path or a file: URI; postgres: URL or key=value; mysql: user:pass@tcp(host:port)/db)")
 	fl.StringVar(&o.Table, "table", sqlfence.DefaultTable, "name of the fence table (created on first use)")
-	fl.DurationVar(&o.Timeout, "command-timeout", defaultCommandTimeout, "time limit of the whole run: connecting, the check, the statements and the commit")
+	fl.DurationVar(&o.Timeout, "command-timeout", cmdutil.DefaultCommandTimeout, "time limit of the whole run: connecting, the check, the statements and the commit")
 }
 
-func (o *sqlOptions) addScopeFlag(cmd *cobra.Command, f *factory) {
-	cmd.Flags().StringVar(&o.Scope, "scope", envScope(f), "fencing scope: the lock or election name (default $COORD_FENCING_SCOPE, else $COORD_LOCK_NAME or $COORD_ELECTION)")
+func (o *sqlOptions) addScopeFlag(cmd *cobra.Command, f *cmdutil.Factory) {
+	cmd.Flags().StringVar(&o.Scope, "scope", cmdutil.EnvScope(f), "fencing scope: the lock or election name (default $COORD_FENCING_SCOPE, else $COORD_LOCK_NAME or $COORD_ELECTION)")
 }
 
-func (o *sqlOptions) addTokenFlag(cmd *cobra.Command, f *factory) {
+func (o *sqlOptions) addTokenFlag(cmd *cobra.Command, f *cmdutil.Factory) {
 	cmd.Flags().StringVar(&o.token, "token", f.Getenv(childproc.EnvFencingToken), "fencing token, a positive integer (default $COORD_FENCING_TOKEN)")
 }
 
@@ -62,13 +63,13 @@ DSN's readTimeout and writeTimeout unless the DSN sets one: go-sql-driver's
 COMMIT does not follow a deadline). Passwords in a DSN are never printed, and a DSN that
 cannot be parsed is not printed at all.`
 
-func newSQLCmd(f *factory) *cobra.Command { return newSQLCmdRun(f, sqlcmd.Run) }
+func newSQLCmd(f *cmdutil.Factory) *cobra.Command { return newSQLCmdRun(f, sqlcmd.Run) }
 
 // sqlRunF is what the sql commands run: sqlcmd.Run, or in tests a recorder
 // of the requests the flags made (cli/cli's runF).
 type sqlRunF = func(context.Context, sqlcmd.Request) (sqlcmd.Result, error)
 
-func newSQLCmdRun(f *factory, run sqlRunF) *cobra.Command {
+func newSQLCmdRun(f *cmdutil.Factory, run sqlRunF) *cobra.Command {
 	opts := &sqlOptions{}
 	cmd := &cobra.Command{
 		Use:   "sql --driver D --dsn DSN -e STATEMENT [-e STATEMENT]...",
@@ -113,8 +114,8 @@ exit 6 {"scope","token","outcome":"unknown" (or "outside_fence"),"error"}.
   # by hand, with a token a lock gave you (a made-up high token would make
   # every later real holder's write exit 5 as stale)
   coordctl sql --driver sqlite --dsn app.db --scope jobs/report --token "$TOKEN" -e "..."`,
-		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			return runSQL(ctx, f, run, opts, sqlcmd.Exec)
 		}),
 	}
@@ -129,7 +130,7 @@ exit 6 {"scope","token","outcome":"unknown" (or "outside_fence"),"error"}.
 // runSQL checks the flags in the order coordctl always has (connection,
 // scope, token, statements), runs op and prints its result; with -w json
 // an unknown outcome (exit 6) is printed as an object too.
-func runSQL(ctx context.Context, f *factory, run sqlRunF, o *sqlOptions, op sqlcmd.Op) error {
+func runSQL(ctx context.Context, f *cmdutil.Factory, run sqlRunF, o *sqlOptions, op sqlcmd.Op) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
@@ -138,24 +139,24 @@ func runSQL(ctx context.Context, f *factory, run sqlRunF, o *sqlOptions, op sqlc
 	// a commit or an unknown outcome into death by SIGPIPE: the exit says what
 	// happened to the transaction. SIGPIPE stays caught until coordctl exits,
 	// for the error printed after runSQL returns.
-	_ = f.holdOutput(p)
+	_ = f.HoldOutput(p)
 	req := o.Request
 	req.Op = op
 	if err := req.Config.Validate(); err != nil {
-		return &usageError{err: err}
+		return &cmdutil.UsageError{Err: err}
 	}
 	if op == sqlcmd.HighestFloor {
 		req.Scope = ""
-	} else if err := checkScopeFlag(req.Scope); err != nil {
+	} else if err := cmdutil.CheckScopeFlag(req.Scope); err != nil {
 		return err
 	}
 	if op == sqlcmd.Exec || op == sqlcmd.Fence {
-		if req.Token, err = parseTokenFlag(o.token); err != nil {
+		if req.Token, err = cmdutil.ParseTokenFlag(o.token); err != nil {
 			return err
 		}
 	}
 	if err := req.Validate(); err != nil {
-		return &usageError{err: err}
+		return &cmdutil.UsageError{Err: err}
 	}
 	res, err := run(ctx, req)
 	var oe *sqlcmd.OutcomeError
@@ -165,17 +166,17 @@ func runSQL(ctx context.Context, f *factory, run sqlRunF, o *sqlOptions, op sqlc
 		}
 	}
 	if errors.Is(err, sqlcmd.ErrUsage) {
-		return &usageError{err: err}
+		return &cmdutil.UsageError{Err: err}
 	}
 	if err != nil {
 		return err // fencing.ErrStale: exit 5; sqlfence.ErrCommitUnknown, ErrOutsideFence: exit 6
 	}
-	return p.Print(textResult[sqlcmd.Result]{res})
+	return p.Print(cmdutil.TextResult[sqlcmd.Result]{V: res})
 }
 
 // ---- sql fence and sql floor: a scope's fence row, raised or read, without a write ----
 
-func newSQLFenceCmd(f *factory, run sqlRunF) *cobra.Command {
+func newSQLFenceCmd(f *cmdutil.Factory, run sqlRunF) *cobra.Command {
 	opts := &sqlOptions{}
 	cmd := &cobra.Command{
 		Use:   "fence --driver D --dsn DSN [--scope S] [--token T]",
@@ -193,8 +194,8 @@ json {"scope","token","floor"}.
 		Example: `  # a new holder fences before its first write; token and scope come from the lock
   coordctl lock jobs/report -- sh -c 'coordctl sql fence --driver postgres --dsn "$DB" && ./job.sh'
   coordctl lock jobs/report -- coordctl sql fence --driver sqlite --dsn /var/lib/app/app.db`,
-		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			return runSQL(ctx, f, run, opts, sqlcmd.Fence)
 		}),
 	}
@@ -204,7 +205,7 @@ json {"scope","token","floor"}.
 	return cmd
 }
 
-func newSQLFloorCmd(f *factory, run sqlRunF) *cobra.Command {
+func newSQLFloorCmd(f *cmdutil.Factory, run sqlRunF) *cobra.Command {
 	opts := &sqlOptions{}
 	var all bool
 	cmd := &cobra.Command{
@@ -217,19 +218,19 @@ decision belongs to 'coordctl sql'. With -w json {"scope","floor"}.
 --all prints the highest floor of every scope (and, with -w json, its
 scope): after etcd is restored from a snapshot or rebuilt, its revision must
 be bumped above it ('etcdutl snapshot restore --bump-revision N
---mark-compacted', docs/operations.md).
+--cmdutil.Mark-compacted', docs/operations.md).
 
 ` + sqlLong,
 		Example: `  coordctl sql floor --driver sqlite --dsn /var/lib/app/app.db --scope jobs/report
   coordctl sql floor --driver postgres --dsn "$DB" --scope jobs/report -w json
   coordctl sql floor --driver postgres --dsn "$DB" --all   # the highest floor of all scopes`,
-		Args: argsUsage(cobra.NoArgs),
-		RunE: signalRunE(f, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			if !all {
 				return runSQL(ctx, f, run, opts, sqlcmd.Floor)
 			}
 			if cmd.Flags().Changed("scope") {
-				return usageErrorf("--all and --scope exclude each other")
+				return cmdutil.UsageErrorf("--all and --scope exclude each other")
 			}
 			return runSQL(ctx, f, run, opts, sqlcmd.HighestFloor)
 		}),

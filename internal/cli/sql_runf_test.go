@@ -14,6 +14,7 @@ import (
 
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/fencing/sqlfence"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/sqlcmd"
 )
 
@@ -38,7 +39,7 @@ func (r *sqlRecorder) run(_ context.Context, req sqlcmd.Request) (sqlcmd.Result,
 func runSQLWith(t *testing.T, rec *sqlRecorder, format string, env map[string]string, args ...string) (string, int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	f := newFactory(ioStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	f := cmdutil.NewFactory(cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 	f.Global.WriteOut = format
 	f.Getenv = func(k string) string { return env[k] }
 	cmd := newSQLCmdRun(f, rec.run)
@@ -48,13 +49,13 @@ func runSQLWith(t *testing.T, rec *sqlRecorder, format string, env map[string]st
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := cmd.ExecuteContext(ctx)
-	return out.String(), exitCode(err)
+	return out.String(), cmdutil.ExitCode(err)
 }
 
 func TestSQLFlagsReachTheRequest(t *testing.T) {
 	t.Parallel()
 	pg := []string{"--driver", "postgres", "--dsn", "postgres://app@db/app"}
-	conn := sqlcmd.Config{Driver: "postgres", DSN: "postgres://app@db/app", Table: sqlfence.DefaultTable, Timeout: defaultCommandTimeout}
+	conn := sqlcmd.Config{Driver: "postgres", DSN: "postgres://app@db/app", Table: sqlfence.DefaultTable, Timeout: cmdutil.DefaultCommandTimeout}
 	holder := map[string]string{"COORD_FENCING_TOKEN": "10", "COORD_LOCK_NAME": "jobs/report"}
 	cases := map[string]struct {
 		env  map[string]string
@@ -85,8 +86,8 @@ func TestSQLFlagsReachTheRequest(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			rec := &sqlRecorder{}
-			_, code := runSQLWith(t, rec, formatSimple, tc.env, tc.args...)
-			require.Equal(t, exitOK, code)
+			_, code := runSQLWith(t, rec, cmdutil.FormatSimple, tc.env, tc.args...)
+			require.Equal(t, cmdutil.ExitOK, code)
 			require.Equal(t, []sqlcmd.Request{tc.want}, rec.got)
 		})
 	}
@@ -107,19 +108,19 @@ func TestSQLPrintsTheResult(t *testing.T) {
 		out          string
 		code         int
 	}{
-		{"committed", formatSimple, sqlcmd.Result{Op: sqlcmd.Exec, Scope: "jobs/ack", Token: 1000, Floor: 1000, RowsAffected: []int64{1}, Outcome: sqlcmd.Committed}, nil,
-			"ok scope=jobs/ack token=1000 floor=1000 rows_affected=1\n", exitOK},
-		{"committed json", formatJSON, sqlcmd.Result{Op: sqlcmd.Exec, Scope: "jobs/ack", Token: 1000, Floor: 1000, RowsAffected: []int64{1}, Outcome: sqlcmd.Committed}, nil,
-			`{"scope":"jobs/ack","token":1000,"floor":1000,"rows_affected":[1],"outcome":"committed"}` + "\n", exitOK},
-		{"stale", formatJSON, sqlcmd.Result{}, fmt.Errorf("%w; nothing was committed", &fencing.StaleError{Scope: "jobs/ack", Token: 1000, Floor: 1001}), "", exitStale},
-		{"commit answer lost", formatSimple, sqlcmd.Result{}, lost, "", exitUnknown},
-		{"commit answer lost json", formatJSON, sqlcmd.Result{}, lost,
-			`{"scope":"jobs/ack","token":1000,"outcome":"unknown","error":"postgres at db: commit outcome unknown: sqlfence: commit outcome unknown"}` + "\n", exitUnknown},
-		{"outside the fence json", formatJSON, sqlcmd.Result{}, outside,
-			`{"scope":"jobs/ack","token":1000,"outcome":"outside_fence","error":"sqlite at app.db: statements ran outside the fence: sqlfence: statements ran outside the fenced transaction"}` + "\n", exitUnknown},
-		{"bad table", formatSimple, sqlcmd.Result{}, fmt.Errorf("wrapped: %w", sqlcmd.ErrUsage), "", exitUsage},
-		{"failed", formatJSON, sqlcmd.Result{}, errors.New("sqlite at app.db: nothing was committed: boom"), "", exitError},
-		{"interrupted", formatSimple, sqlcmd.Result{}, fmt.Errorf("%w: context canceled", sqlcmd.ErrInterrupted), "", exitError},
+		{"committed", cmdutil.FormatSimple, sqlcmd.Result{Op: sqlcmd.Exec, Scope: "jobs/ack", Token: 1000, Floor: 1000, RowsAffected: []int64{1}, Outcome: sqlcmd.Committed}, nil,
+			"ok scope=jobs/ack token=1000 floor=1000 rows_affected=1\n", cmdutil.ExitOK},
+		{"committed json", cmdutil.FormatJSON, sqlcmd.Result{Op: sqlcmd.Exec, Scope: "jobs/ack", Token: 1000, Floor: 1000, RowsAffected: []int64{1}, Outcome: sqlcmd.Committed}, nil,
+			`{"scope":"jobs/ack","token":1000,"floor":1000,"rows_affected":[1],"outcome":"committed"}` + "\n", cmdutil.ExitOK},
+		{"stale", cmdutil.FormatJSON, sqlcmd.Result{}, fmt.Errorf("%w; nothing was committed", &fencing.StaleError{Scope: "jobs/ack", Token: 1000, Floor: 1001}), "", cmdutil.ExitStale},
+		{"commit answer lost", cmdutil.FormatSimple, sqlcmd.Result{}, lost, "", cmdutil.ExitUnknown},
+		{"commit answer lost json", cmdutil.FormatJSON, sqlcmd.Result{}, lost,
+			`{"scope":"jobs/ack","token":1000,"outcome":"unknown","error":"postgres at db: commit outcome unknown: sqlfence: commit outcome unknown"}` + "\n", cmdutil.ExitUnknown},
+		{"outside the fence json", cmdutil.FormatJSON, sqlcmd.Result{}, outside,
+			`{"scope":"jobs/ack","token":1000,"outcome":"outside_fence","error":"sqlite at app.db: statements ran outside the fence: sqlfence: statements ran outside the fenced transaction"}` + "\n", cmdutil.ExitUnknown},
+		{"bad table", cmdutil.FormatSimple, sqlcmd.Result{}, fmt.Errorf("wrapped: %w", sqlcmd.ErrUsage), "", cmdutil.ExitUsage},
+		{"failed", cmdutil.FormatJSON, sqlcmd.Result{}, errors.New("sqlite at app.db: nothing was committed: boom"), "", cmdutil.ExitError},
+		{"interrupted", cmdutil.FormatSimple, sqlcmd.Result{}, fmt.Errorf("%w: context canceled", sqlcmd.ErrInterrupted), "", cmdutil.ExitError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &sqlRecorder{res: tc.res, err: tc.err}
@@ -141,12 +142,12 @@ func TestSQLOnSQLite(t *testing.T) {
 	require.NoError(t, db.Close())
 	res := runInProcess(context.Background(), nil, "sql", "--driver", "sqlite", "--dsn", dsn, "--scope", "jobs/report", "--token", "5",
 		"-e", "INSERT INTO report (id) VALUES (1)", "-e", "INSERT INTO report (id) VALUES (2), (3)")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Equal(t, "ok scope=jobs/report token=5 floor=5 rows_affected=1,2\n", res.Stdout)
 	res = runInProcess(context.Background(), nil, "sql", "floor", "--driver", "sqlite", "--dsn", dsn, "--scope", "jobs/report")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Equal(t, "5\n", res.Stdout)
 	res = runInProcess(context.Background(), nil, "sql", "fence", "--driver", "sqlite", "--dsn", dsn, "--scope", "jobs/report", "--token", "4")
-	require.Equal(t, exitStale, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitStale, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, "floor is 5")
 }

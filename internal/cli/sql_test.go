@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/fencing/sqlfence"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 func TestSQLBadFlags(t *testing.T) {
@@ -45,7 +46,7 @@ func TestSQLBadFlags(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			res := runInProcess(context.Background(), nil, tc.args...)
-			require.Equal(t, exitUsage, res.Code, res.Stderr)
+			require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 			require.Contains(t, res.Stderr, tc.want)
 		})
 	}
@@ -61,7 +62,7 @@ func TestScenarioRunSQLFlags(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := runInProcess(context.Background(), nil, args...)
-			require.Equal(t, exitUsage, res.Code, res.Stderr)
+			require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 		})
 	}
 }
@@ -71,7 +72,7 @@ func TestScenarioRunFencedSQLOnGivenDatabase(t *testing.T) {
 	t.Parallel()
 	path := t.TempDir() + "/given.db"
 	res := runInProcess(context.Background(), nil, "scenario", "run", "fenced-sql", "--driver", "sqlite", "--dsn", path, "-w", "json")
-	require.Equal(t, exitOK, res.Code, res.Stderr)
+	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	var rep struct {
 		Passed bool
 		Claims []struct{ ID string }
@@ -95,8 +96,8 @@ func TestSQLInterrupted(t *testing.T) {
 	cancel()
 	var out, errOut strings.Builder
 	code := run(ctx, []string{"sql", "--driver", "sqlite", "--dsn", t.TempDir() + "/x.db", "--scope", "s", "--token", "1", "-e", "SELECT 1"},
-		ioStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, func(string) string { return "" })
-	require.Equal(t, exitError, code, errOut.String())
+		cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, func(string) string { return "" })
+	require.Equal(t, cmdutil.ExitError, code, errOut.String())
 	require.Contains(t, errOut.String(), "interrupted")
 	require.Empty(t, out.String())
 }
@@ -123,7 +124,7 @@ func TestSQLUnparsableDSN(t *testing.T) {
 					args = args[:len(args)-2]
 				}
 				res := runInProcess(context.Background(), nil, args...)
-				require.Equal(t, exitUsage, res.Code, "%v: %s", args, res.Stderr)
+				require.Equal(t, cmdutil.ExitUsage, res.Code, "%v: %s", args, res.Stderr)
 				require.Contains(t, res.Stderr, "--dsn")
 				require.NotContains(t, res.Stderr, tc.secret)
 				require.NotContains(t, res.Stdout, tc.secret)

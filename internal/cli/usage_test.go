@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 // Unknown subcommands of every group are usage errors (exit 2) that name
@@ -37,11 +39,11 @@ func TestUnknownSubcommandsAreUsageErrors(t *testing.T) {
 			res := runInProcess(context.Background(), nil, tc.args...)
 			if tc.name == "claim subcommand flags" {
 				// claim takes NAME itself: "relase" is a name, and --owner is missing.
-				require.Equal(t, exitUsage, res.Code, res.Stderr)
+				require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 				require.Contains(t, res.Stderr, "--owner")
 				return
 			}
-			require.Equal(t, exitUsage, res.Code, res.Stderr)
+			require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 			require.Contains(t, res.Stderr, "unknown command")
 			require.NotContains(t, res.Stderr, "unknown flag")
 			if tc.suggest != "" {
@@ -52,7 +54,7 @@ func TestUnknownSubcommandsAreUsageErrors(t *testing.T) {
 	}
 	for _, group := range [][]string{{}, {"resource"}, {"check"}, {"scenario"}, {"lamport"}, {"bench"}} {
 		res := runInProcess(context.Background(), nil, group...)
-		require.Equal(t, exitOK, res.Code, "%v: %s", group, res.Stderr)
+		require.Equal(t, cmdutil.ExitOK, res.Code, "%v: %s", group, res.Stderr)
 		require.Contains(t, res.Stdout, "Available Commands:", "%v", group)
 	}
 }
@@ -91,7 +93,7 @@ func TestBadFlagValuesAreUsageErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res := runInProcess(context.Background(), nil, tc.args...)
-			require.Equal(t, exitUsage, res.Code, res.Stderr)
+			require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 			require.Contains(t, res.Stderr, tc.want)
 			require.NotContains(t, res.Stderr, "unreachable")
 		})
@@ -111,7 +113,7 @@ func TestEtcdFlagsOnlyOnEtcdCommands(t *testing.T) {
 		{"etcd", "--endpoints", "127.0.0.1:2379"},
 	} {
 		res := runInProcess(context.Background(), nil, args...)
-		require.Equal(t, exitUsage, res.Code, "%v: %s", args, res.Stderr)
+		require.Equal(t, cmdutil.ExitUsage, res.Code, "%v: %s", args, res.Stderr)
 		require.Contains(t, res.Stderr, "unknown flag", "%v", args)
 	}
 	for _, args := range [][]string{
@@ -119,14 +121,14 @@ func TestEtcdFlagsOnlyOnEtcdCommands(t *testing.T) {
 		{"elect", "--help"}, {"sidecar", "--help"}, {"claim", "--help"}, {"claim", "get", "--help"},
 	} {
 		res := runInProcess(context.Background(), nil, args...)
-		require.Equal(t, exitOK, res.Code)
+		require.Equal(t, cmdutil.ExitOK, res.Code)
 		for _, fl := range []string{"--endpoints", "--dial-timeout", "--command-timeout", "--cacert", "--cert", "--key", "--user", "--password-stdin"} {
 			require.Contains(t, res.Stdout, fl, "%v", args)
 		}
 	}
 	for _, args := range [][]string{{"resource", "get", "--help"}, {"lamport", "trace", "--help"}, {"lab", "--help"}, {"etcd", "--help"}, {"--help"}} {
 		res := runInProcess(context.Background(), nil, args...)
-		require.Equal(t, exitOK, res.Code)
+		require.Equal(t, cmdutil.ExitOK, res.Code)
 		require.NotContains(t, res.Stdout, "--endpoints string", "%v", args)
 		require.NotContains(t, res.Stdout, "--cacert string", "%v", args)
 	}
@@ -141,7 +143,7 @@ func TestEtcdFlagsOnlyOnEtcdCommands(t *testing.T) {
 func TestUsageErrorPrintsTheUsageLineOnly(t *testing.T) {
 	for _, args := range [][]string{{"lock"}, {"sem", "x"}, {"elect"}, {"lock", "x", "--ttl", "10ms"}} {
 		res := runInProcess(context.Background(), nil, args...)
-		require.Equal(t, exitUsage, res.Code, "%v: %s", args, res.Stderr)
+		require.Equal(t, cmdutil.ExitUsage, res.Code, "%v: %s", args, res.Stderr)
 		require.Contains(t, res.Stderr, "Usage: coordctl "+args[0]+" ", "%v", args)
 		require.Contains(t, res.Stderr, "See 'coordctl "+args[0]+" --help'", "%v", args)
 		require.NotContains(t, res.Stderr, "Flags:", "%v", args)
@@ -173,7 +175,7 @@ func TestUnusableNamesAreUsageErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			res := runInProcess(context.Background(), env, tc.args...)
-			require.Equal(t, exitUsage, res.Code, res.Stderr)
+			require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
 			require.Contains(t, res.Stderr, tc.rule)
 			require.NotContains(t, res.Stderr, "unreachable", "refused before dialling")
 		})

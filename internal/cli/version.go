@@ -4,9 +4,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/buildinfo"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
-func newVersionCmd(f *factory) *cobra.Command {
+func newVersionCmd(f *cmdutil.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print coordctl's version, VCS revision, Go version and etcd library versions",
@@ -20,9 +21,9 @@ The sidecar serves the same object on GET /v1/status and as the labels of
 its coordctl_build_info metric.`,
 		Example: `  coordctl version
   coordctl version -w json   # {"module":"github.com/coordkit/coordkit","version":"v0.4.0","revision":"…","modified":false,…}`,
-		Args: argsUsage(cobra.NoArgs),
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return printResult(f, textOutput{buildinfo.Read()})
+			return cmdutil.PrintResult(f, cmdutil.TextOutput{V: buildinfo.Read()})
 		},
 	}
 }

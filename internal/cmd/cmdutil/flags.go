@@ -1,4 +1,4 @@
-package cli
+package cmdutil
 
 import (
 	"net"
@@ -14,18 +14,18 @@ import (
 // without the flags (a resource client's --command-timeout aside) still see
 // sane values.
 const (
-	defaultEndpoint       = "127.0.0.1:2379"
-	defaultDialTimeout    = 2 * time.Second
-	defaultCommandTimeout = 5 * time.Second
+	DefaultEndpoint       = "127.0.0.1:2379"
+	DefaultDialTimeout    = 2 * time.Second
+	DefaultCommandTimeout = 5 * time.Second
 )
 
-// addEtcdFlags adds the etcd client flags (endpoints, timeouts, TLS, user)
+// AddEtcdFlags adds the etcd client flags (endpoints, timeouts, TLS, user)
 // to fs. Every command that talks to etcd calls it from its constructor
 // (persistent flags for a group whose subcommands all do); the others do
 // not show them.
-func (f *factory) addEtcdFlags(fs *pflag.FlagSet) {
-	f.addEndpointFlags(fs)
-	fs.DurationVar(&f.Global.CommandTimeout, "command-timeout", defaultCommandTimeout, "time limit of one etcd request")
+func (f *Factory) AddEtcdFlags(fs *pflag.FlagSet) {
+	f.AddEndpointFlags(fs)
+	fs.DurationVar(&f.Global.CommandTimeout, "command-timeout", DefaultCommandTimeout, "time limit of one etcd request")
 	fs.StringVar(&f.Global.CACert, "cacert", "", "verify etcd's certificate with this CA bundle (PEM); use https:// endpoints")
 	fs.StringVar(&f.Global.Cert, "cert", "", "client TLS certificate file (PEM), with --key")
 	fs.StringVar(&f.Global.Key, "key", "", "client TLS key file (PEM), with --cert")
@@ -33,36 +33,36 @@ func (f *factory) addEtcdFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.Global.PasswordStdin, "password-stdin", false, "read the password of --user NAME from the first line of standard input")
 }
 
-// addEndpointFlags adds only --endpoints and --dial-timeout, for commands
+// AddEndpointFlags adds only --endpoints and --dial-timeout, for commands
 // that connect to etcd without TLS or auth (scenario run).
-func (f *factory) addEndpointFlags(fs *pflag.FlagSet) {
-	def := []string{defaultEndpoint}
+func (f *Factory) AddEndpointFlags(fs *pflag.FlagSet) {
+	def := []string{DefaultEndpoint}
 	if env := strings.TrimSpace(f.Getenv("COORDCTL_ENDPOINTS")); env != "" {
 		def = strings.Split(env, ",")
 	}
 	fs.StringSliceVar(&f.Global.Endpoints, "endpoints", def, "etcd client endpoints, comma separated: host:port or http(s)://host:port (env COORDCTL_ENDPOINTS)")
-	fs.DurationVar(&f.Global.DialTimeout, "dial-timeout", defaultDialTimeout, "time to wait for etcd to answer before giving up")
+	fs.DurationVar(&f.Global.DialTimeout, "dial-timeout", DefaultDialTimeout, "time to wait for etcd to answer before giving up")
 }
 
-// checkListen reports a usage error for a listen address with no port or a
+// CheckListen reports a usage error for a listen address with no port or a
 // port outside 0-65535 (0 picks a free one).
-func checkListen(flag, addr string) error {
+func CheckListen(flag, addr string) error {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return usageErrorf("invalid %s %q: want host:port", flag, addr)
+		return UsageErrorf("invalid %s %q: want host:port", flag, addr)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return usageErrorf("invalid %s %q: bad port %q (0-65535; 0 picks a free one)", flag, addr, port)
+		return UsageErrorf("invalid %s %q: bad port %q (0-65535; 0 picks a free one)", flag, addr, port)
 	}
 	return nil
 }
 
-// checkMemberURL reports a usage error for a URL an etcd member cannot
+// CheckMemberURL reports a usage error for a URL an etcd member cannot
 // listen on: it must be http://host:port with a port in 0-65535.
-func checkMemberURL(flag, raw string) error {
+func CheckMemberURL(flag, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
-		return usageErrorf("invalid %s %q: want http://host:port", flag, raw)
+		return UsageErrorf("invalid %s %q: want http://host:port", flag, raw)
 	}
-	return checkListen(flag, u.Host)
+	return CheckListen(flag, u.Host)
 }

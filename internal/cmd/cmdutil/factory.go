@@ -1,4 +1,4 @@
-package cli
+package cmdutil
 
 import (
 	"context"
@@ -13,24 +13,24 @@ import (
 	"github.com/coordkit/coordkit/internal/etcddial"
 )
 
-// ioStreams are the streams a command reads and writes; tests inject buffers.
-type ioStreams struct {
+// IOStreams are the streams a command reads and writes; tests inject buffers.
+type IOStreams struct {
 	In     io.Reader
 	Out    io.Writer
 	ErrOut io.Writer
 }
 
-// globalOptions are the flags every command has: etcd's and -w.
-type globalOptions struct {
+// GlobalOptions are the flags every command has: etcd's and -w.
+type GlobalOptions struct {
 	etcddial.Flags
 	WriteOut string
 }
 
-// factory hands commands what they need: streams, global options, the
-// printer and etcd clients. One per invocation; no globals.
-type factory struct {
-	IO     ioStreams
-	Global globalOptions
+// Factory hands commands what they need: streams, global options, the
+// Printer and etcd clients. One per invocation; no globals.
+type Factory struct {
+	IO     IOStreams
+	Global GlobalOptions
 	// NotifyContext returns a context cancelled by SIGINT, SIGTERM or SIGHUP
 	// (a closed terminal, a dropped ssh session); tests replace it.
 	NotifyContext func(ctx context.Context) (context.Context, context.CancelFunc)
@@ -44,15 +44,15 @@ type factory struct {
 	// Dial connects to etcd for EtcdClient (etcddial.Dial); tests replace it.
 	Dial func(context.Context, etcddial.Config) (*clientv3.Client, error)
 
-	printer *printer
+	printer *Printer
 }
 
-func newFactory(streams ioStreams) *factory {
-	return &factory{
+func NewFactory(streams IOStreams) *Factory {
+	return &Factory{
 		IO: streams,
-		Global: globalOptions{
-			Flags:    etcddial.Flags{Endpoints: []string{defaultEndpoint}, DialTimeout: defaultDialTimeout, CommandTimeout: defaultCommandTimeout},
-			WriteOut: formatSimple,
+		Global: GlobalOptions{
+			Flags:    etcddial.Flags{Endpoints: []string{DefaultEndpoint}, DialTimeout: DefaultDialTimeout, CommandTimeout: DefaultCommandTimeout},
+			WriteOut: FormatSimple,
 		},
 		NotifyContext: func(ctx context.Context) (context.Context, context.CancelFunc) {
 			return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -69,11 +69,11 @@ func newFactory(streams ioStreams) *factory {
 }
 
 // Printer returns the printer for -w; it fails with a usage error for an unknown format.
-func (f *factory) Printer() (*printer, error) {
+func (f *Factory) Printer() (*Printer, error) {
 	if f.printer != nil {
 		return f.printer, nil
 	}
-	p, err := newPrinter(f.Global.WriteOut, f.IO.Out)
+	p, err := NewPrinter(f.Global.WriteOut, f.IO.Out)
 	if err != nil {
 		return nil, err
 	}
@@ -81,10 +81,10 @@ func (f *factory) Printer() (*printer, error) {
 	return p, nil
 }
 
-// validateGlobal checks -w and, for a command that talks to etcd (it has
+// ValidateGlobal checks -w and, for a command that talks to etcd (it has
 // the etcd flags), those flags (etcddial.Flags.Validate); errors are usage
 // errors (exit 2), found before anything is dialed.
-func (f *factory) validateGlobal(etcd bool) error {
+func (f *Factory) ValidateGlobal(etcd bool) error {
 	if _, err := f.Printer(); err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (f *factory) validateGlobal(etcd bool) error {
 		return nil
 	}
 	if err := f.Global.Validate(); err != nil {
-		return &usageError{err: err}
+		return &UsageError{Err: err}
 	}
 	return nil
 }
@@ -101,19 +101,19 @@ func (f *factory) validateGlobal(etcd bool) error {
 // that at least one answers; when none does, the error says why
 // (etcddial.Dial: ErrUnreachable, ErrTLS, ErrAuth). The caller closes the
 // client.
-func (f *factory) EtcdClient(ctx context.Context) (*clientv3.Client, error) {
+func (f *Factory) EtcdClient(ctx context.Context) (*clientv3.Client, error) {
 	cfg, err := f.Global.Config(f.IO.In)
 	if err != nil {
-		return nil, &usageError{err: err}
+		return nil, &UsageError{Err: err}
 	}
 	cli, err := f.Dial(ctx, cfg)
 	if errors.Is(err, etcddial.ErrTLSConfig) {
-		return nil, &usageError{err: err}
+		return nil, &UsageError{Err: err}
 	}
 	return cli, err
 }
 
 // CommandContext bounds one etcd request by --command-timeout.
-func (f *factory) CommandContext(ctx context.Context) (context.Context, context.CancelFunc) {
+func (f *Factory) CommandContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, f.Global.CommandTimeout)
 }

@@ -1,4 +1,4 @@
-package cli
+package cmdutil
 
 import (
 	"encoding/json"
@@ -9,8 +9,8 @@ import (
 
 // Output formats of -w/--write-out.
 const (
-	formatSimple = "simple"
-	formatJSON   = "json"
+	FormatSimple = "simple"
+	FormatJSON   = "json"
 )
 
 // simpleWriter is implemented by results that have a readable form; others
@@ -19,9 +19,9 @@ type simpleWriter interface {
 	WriteSimple(w io.Writer) error
 }
 
-// printer writes results in the format chosen by -w. JSON is the stable
+// Printer writes results in the format chosen by -w. JSON is the stable
 // contract: one object per line, so streams can be read line by line.
-type printer struct {
+type Printer struct {
 	mu     sync.Mutex
 	format string
 	out    io.Writer
@@ -31,20 +31,20 @@ type printer struct {
 	broken    bool
 }
 
-func newPrinter(format string, out io.Writer) (*printer, error) {
+func NewPrinter(format string, out io.Writer) (*Printer, error) {
 	switch format {
-	case formatSimple, formatJSON:
-		return &printer{format: format, out: out}, nil
+	case FormatSimple, FormatJSON:
+		return &Printer{format: format, out: out}, nil
 	default:
-		return nil, usageErrorf("invalid --write-out %q: want simple or json", format)
+		return nil, UsageErrorf("invalid --write-out %q: want simple or json", format)
 	}
 }
 
 // JSON reports whether the printer writes JSON.
-func (p *printer) JSON() bool { return p.format == formatJSON }
+func (p *Printer) JSON() bool { return p.format == FormatJSON }
 
 // Print writes one result. Safe for concurrent use.
-func (p *printer) Print(v any) error {
+func (p *Printer) Print(v any) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.broken {
@@ -59,8 +59,8 @@ func (p *printer) Print(v any) error {
 	return err
 }
 
-func (p *printer) write(v any) error {
-	if p.format == formatJSON {
+func (p *Printer) write(v any) error {
+	if p.format == FormatJSON {
 		b, err := json.Marshal(v)
 		if err != nil {
 			return fmt.Errorf("encode output: %w", err)
@@ -76,9 +76,9 @@ func (p *printer) write(v any) error {
 	return err
 }
 
-// keepGoingOnWriteError makes a failed write harmless: it is noted once on
+// KeepGoingOnWriteError makes a failed write harmless: it is noted once on
 // errOut and nothing more is printed (see holdOutput).
-func (p *printer) keepGoingOnWriteError(errOut io.Writer) {
+func (p *Printer) KeepGoingOnWriteError(errOut io.Writer) {
 	p.mu.Lock()
 	p.brokenOut = errOut
 	p.mu.Unlock()

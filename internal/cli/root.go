@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	lockcmd "github.com/coordkit/coordkit/internal/cmd/lock"
+
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/fencing"
@@ -122,7 +124,7 @@ committed: look before retrying). In exec modes the child's code passes through.
 	root.AddCommand(newResourceCmd(f))
 	root.AddCommand(newLamportCmd(f))
 	root.AddCommand(newClaimCmd(f))
-	root.AddCommand(newLockCmd(f))
+	root.AddCommand(lockcmd.NewCmd(f))
 	root.AddCommand(newSemCmd(f))
 	root.AddCommand(newScenarioCmd(f))
 	root.AddCommand(newLabCmd(f))

@@ -15,7 +15,7 @@ type TextOutput struct{ V textWriter }
 
 type textWriter interface{ WriteText(io.Writer) error }
 
-func (o TextOutput) MarshalJSON() ([]byte, error) { return json.Marshal(o.V) }
+func (o TextOutput) MarshalJSON() ([]byte, error)  { return json.Marshal(o.V) }
 func (o TextOutput) WriteSimple(w io.Writer) error { return o.V.WriteText(w) }
 
 // IsTerminal reports whether w is a terminal: stdin then gets line
@@ -30,4 +30,4 @@ func IsTerminal(w any) bool {
 type TextResult[T interface{ WriteText(io.Writer) error }] struct{ V T }
 
 func (r TextResult[T]) WriteSimple(w io.Writer) error { return r.V.WriteText(w) }
-func (r TextResult[T]) MarshalJSON() ([]byte, error) { return json.Marshal(r.V) }
+func (r TextResult[T]) MarshalJSON() ([]byte, error)  { return json.Marshal(r.V) }

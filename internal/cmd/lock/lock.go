@@ -1,4 +1,4 @@
-package cli
+package lockcmd
 
 import (
 	"context"
@@ -20,7 +20,7 @@ type lockOptions struct {
 	Read bool
 }
 
-func newLockCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &lockOptions{}
 	var nameFlag string
 	cmd := &cobra.Command{

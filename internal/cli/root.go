@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	semcmd "github.com/coordkit/coordkit/internal/cmd/sem"
+
 	lockcmd "github.com/coordkit/coordkit/internal/cmd/lock"
 
 	"github.com/spf13/cobra"
@@ -125,7 +127,7 @@ committed: look before retrying). In exec modes the child's code passes through.
 	root.AddCommand(newLamportCmd(f))
 	root.AddCommand(newClaimCmd(f))
 	root.AddCommand(lockcmd.NewCmd(f))
-	root.AddCommand(newSemCmd(f))
+	root.AddCommand(semcmd.NewCmd(f))
 	root.AddCommand(newScenarioCmd(f))
 	root.AddCommand(newLabCmd(f))
 	root.AddCommand(newBenchCmd(f))

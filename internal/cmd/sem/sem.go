@@ -1,4 +1,4 @@
-package cli
+package semcmd
 
 import (
 	"context"
@@ -22,7 +22,7 @@ type semOptions struct {
 	Limit int
 }
 
-func newSemCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &semOptions{}
 	var nameFlag string
 	cmd := &cobra.Command{

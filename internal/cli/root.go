@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	electcmd "github.com/coordkit/coordkit/internal/cmd/elect"
+
 	semcmd "github.com/coordkit/coordkit/internal/cmd/sem"
 
 	lockcmd "github.com/coordkit/coordkit/internal/cmd/lock"
@@ -131,7 +133,7 @@ committed: look before retrying). In exec modes the child's code passes through.
 	root.AddCommand(newScenarioCmd(f))
 	root.AddCommand(newLabCmd(f))
 	root.AddCommand(newBenchCmd(f))
-	root.AddCommand(newElectCmd(f))
+	root.AddCommand(electcmd.NewCmd(f))
 	root.AddCommand(newCheckCmd(f))
 	root.AddCommand(newSQLCmd(f))
 	root.AddCommand(newVersionCmd(f))

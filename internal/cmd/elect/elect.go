@@ -1,4 +1,4 @@
-package cli
+package electcmd
 
 import (
 	"context"
@@ -21,7 +21,7 @@ type electOptions struct {
 	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
 }
 
-func newElectCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &electOptions{}
 	cmd := &cobra.Command{
 		Use:   "elect NAME [PROPOSAL] [--id ID] [--ttl D] [--prefix P] [--kill-grace D] [-- COMMAND [ARGS...]] | elect NAME --observe",

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	sidecarcmd "github.com/coordkit/coordkit/internal/cmd/sidecar"
+
 	electcmd "github.com/coordkit/coordkit/internal/cmd/elect"
 
 	semcmd "github.com/coordkit/coordkit/internal/cmd/sem"
@@ -124,7 +126,7 @@ committed: look before retrying). In exec modes the child's code passes through.
 
 	root.AddCommand(newEtcdCmd(f))
 	root.AddCommand(newDemoCmd(f))
-	root.AddCommand(newSidecarCmd(f))
+	root.AddCommand(sidecarcmd.NewCmd(f))
 	root.AddCommand(newResourceCmd(f))
 	root.AddCommand(newLamportCmd(f))
 	root.AddCommand(newClaimCmd(f))

@@ -1,4 +1,4 @@
-package cli
+package sidecarcmd
 
 import (
 	"context"
@@ -17,7 +17,7 @@ type sidecarOptions struct {
 	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
 }
 
-func newSidecarCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &sidecarOptions{}
 	cmd := &cobra.Command{
 		Use:   "sidecar --election NAME --id ID [flags] [-- COMMAND [ARGS...]]",

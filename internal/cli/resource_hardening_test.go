@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	resource "github.com/coordkit/coordkit/internal/cmd/resource"
 )
 
 // 'resource get' printed the value and a newline, so what put wrote and
@@ -33,7 +34,7 @@ func TestResourceGetRoundTripsTheValue(t *testing.T) {
 func TestResourceURLFromTheEnvironment(t *testing.T) {
 	url := startTestResource(t)
 	ctx := context.Background()
-	env := map[string]string{envResourceURL: url}
+	env := map[string]string{resource.EnvURL: url}
 	res := runInProcess(ctx, env, "resource", "put", "k", "from-env", "--token", "3", "--scope", "s")
 	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	res = runInProcess(ctx, env, "resource", "get", "k")

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	resource "github.com/coordkit/coordkit/internal/cmd/resource"
+
 	sidecarcmd "github.com/coordkit/coordkit/internal/cmd/sidecar"
 
 	electcmd "github.com/coordkit/coordkit/internal/cmd/elect"
@@ -127,7 +129,7 @@ committed: look before retrying). In exec modes the child's code passes through.
 	root.AddCommand(newEtcdCmd(f))
 	root.AddCommand(newDemoCmd(f))
 	root.AddCommand(sidecarcmd.NewCmd(f))
-	root.AddCommand(newResourceCmd(f))
+	root.AddCommand(resource.NewCmd(f))
 	root.AddCommand(newLamportCmd(f))
 	root.AddCommand(newClaimCmd(f))
 	root.AddCommand(lockcmd.NewCmd(f))

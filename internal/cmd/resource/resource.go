@@ -1,4 +1,4 @@
-package cli
+package resource
 
 import (
 	"context"
@@ -15,11 +15,11 @@ import (
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
-// envResourceURL is the resource's address when --url is not given, as
+// EnvURL is the resource's address when --url is not given, as
 // COORDCTL_ENDPOINTS is etcd's; a child of 'coordctl lock' inherits it.
-const envResourceURL = "COORDCTL_RESOURCE_URL"
+const EnvURL = "COORDCTL_RESOURCE_URL"
 
-func newResourceCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "resource",
 		Short: "Run or use the fenced key-value store that fencing tokens protect",

@@ -1,4 +1,4 @@
-package cli
+package resource
 
 import (
 	"cmp"
@@ -30,7 +30,7 @@ type resourceOptions struct {
 }
 
 func (o *resourceOptions) addFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.URL, "url", "", "URL of the resource ('resource serve' prints it; default $"+envResourceURL+", else "+fencing.DefaultURL+")")
+	cmd.Flags().StringVar(&o.URL, "url", "", "URL of the resource ('resource serve' prints it; default $"+EnvURL+", else "+fencing.DefaultURL+")")
 	cmd.Flags().DurationVar(&o.Timeout, "command-timeout", cmdutil.DefaultCommandTimeout, "time limit of one request to the resource")
 }
 
@@ -52,7 +52,7 @@ func (o *resourceOptions) fenced() (fencing.Token, error) {
 // client returns a client of --url (else $COORDCTL_RESOURCE_URL, else
 // fencing.DefaultURL) whose requests are bounded by --command-timeout.
 func (o *resourceOptions) client(f *cmdutil.Factory) (*fencing.Client, error) {
-	o.URL = cmp.Or(o.URL, f.Getenv(envResourceURL), fencing.DefaultURL)
+	o.URL = cmp.Or(o.URL, f.Getenv(EnvURL), fencing.DefaultURL)
 	c, err := fencing.NewClient(fencing.ClientConfig{URL: o.URL, Timeout: o.Timeout})
 	switch {
 	case errors.Is(err, fencing.ErrInvalidURL):

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	sqlcli "github.com/coordkit/coordkit/internal/cmd/sql"
+
 	resource "github.com/coordkit/coordkit/internal/cmd/resource"
 
 	sidecarcmd "github.com/coordkit/coordkit/internal/cmd/sidecar"
@@ -139,7 +141,7 @@ committed: look before retrying). In exec modes the child's code passes through.
 	root.AddCommand(newBenchCmd(f))
 	root.AddCommand(electcmd.NewCmd(f))
 	root.AddCommand(newCheckCmd(f))
-	root.AddCommand(newSQLCmd(f))
+	root.AddCommand(sqlcli.NewCmd(f))
 	root.AddCommand(newVersionCmd(f))
 	rejectUnknownSubcommands(root)
 	return root

@@ -1,9 +1,8 @@
-package cli
+package sqlcli
 
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -129,25 +128,4 @@ func TestSQLPrintsTheResult(t *testing.T) {
 			require.Equal(t, tc.out, out)
 		})
 	}
-}
-
-// The real run, wired: on a SQLite file, a statement, then the floor.
-func TestSQLOnSQLite(t *testing.T) {
-	t.Parallel()
-	dsn := t.TempDir() + "/app.db"
-	db, err := sql.Open("sqlite", sqlfence.SQLiteDSN(dsn))
-	require.NoError(t, err)
-	_, err = db.Exec("CREATE TABLE report (id INTEGER PRIMARY KEY)")
-	require.NoError(t, err)
-	require.NoError(t, db.Close())
-	res := runInProcess(context.Background(), nil, "sql", "--driver", "sqlite", "--dsn", dsn, "--scope", "jobs/report", "--token", "5",
-		"-e", "INSERT INTO report (id) VALUES (1)", "-e", "INSERT INTO report (id) VALUES (2), (3)")
-	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
-	require.Equal(t, "ok scope=jobs/report token=5 floor=5 rows_affected=1,2\n", res.Stdout)
-	res = runInProcess(context.Background(), nil, "sql", "floor", "--driver", "sqlite", "--dsn", dsn, "--scope", "jobs/report")
-	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
-	require.Equal(t, "5\n", res.Stdout)
-	res = runInProcess(context.Background(), nil, "sql", "fence", "--driver", "sqlite", "--dsn", dsn, "--scope", "jobs/report", "--token", "4")
-	require.Equal(t, cmdutil.ExitStale, res.Code, res.Stderr)
-	require.Contains(t, res.Stderr, "floor is 5")
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	lab "github.com/coordkit/coordkit/internal/cmd/lab"
+
 	sqlcli "github.com/coordkit/coordkit/internal/cmd/sql"
 
 	resource "github.com/coordkit/coordkit/internal/cmd/resource"
@@ -137,7 +139,7 @@ committed: look before retrying). In exec modes the child's code passes through.
 	root.AddCommand(lockcmd.NewCmd(f))
 	root.AddCommand(semcmd.NewCmd(f))
 	root.AddCommand(newScenarioCmd(f))
-	root.AddCommand(newLabCmd(f))
+	root.AddCommand(lab.NewCmd(f))
 	root.AddCommand(newBenchCmd(f))
 	root.AddCommand(electcmd.NewCmd(f))
 	root.AddCommand(newCheckCmd(f))

@@ -1,4 +1,4 @@
-package cli
+package lab
 
 import (
 	"context"
@@ -34,7 +34,7 @@ type labOptions struct {
 	HTTPToken    string
 }
 
-func newLabCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &labOptions{}
 	cmd := &cobra.Command{
 		Use:   "lab",

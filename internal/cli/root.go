@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	lamportcmd "github.com/coordkit/coordkit/internal/cmd/lamport"
+
 	lab "github.com/coordkit/coordkit/internal/cmd/lab"
 
 	sqlcli "github.com/coordkit/coordkit/internal/cmd/sql"
@@ -134,7 +136,7 @@ committed: look before retrying). In exec modes the child's code passes through.
 	root.AddCommand(newDemoCmd(f))
 	root.AddCommand(sidecarcmd.NewCmd(f))
 	root.AddCommand(resource.NewCmd(f))
-	root.AddCommand(newLamportCmd(f))
+	root.AddCommand(lamportcmd.NewCmd(f))
 	root.AddCommand(newClaimCmd(f))
 	root.AddCommand(lockcmd.NewCmd(f))
 	root.AddCommand(semcmd.NewCmd(f))

@@ -1,4 +1,4 @@
-package cli
+package lamportcmd
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 	"github.com/coordkit/coordkit/lamport"
 )
 
-func newLamportCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lamport",
 		Short: "Lamport clocks and vector clocks, on a scripted history",

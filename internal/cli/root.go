@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	etcdcmd "github.com/coordkit/coordkit/internal/cmd/etcd"
+
 	lamportcmd "github.com/coordkit/coordkit/internal/cmd/lamport"
 
 	lab "github.com/coordkit/coordkit/internal/cmd/lab"
@@ -132,7 +134,7 @@ committed: look before retrying). In exec modes the child's code passes through.
 
 	root.PersistentFlags().StringVarP(&f.Global.WriteOut, "write-out", "w", cmdutil.FormatSimple, "output format: simple or json")
 
-	root.AddCommand(newEtcdCmd(f))
+	root.AddCommand(etcdcmd.NewCmd(f))
 	root.AddCommand(newDemoCmd(f))
 	root.AddCommand(sidecarcmd.NewCmd(f))
 	root.AddCommand(resource.NewCmd(f))

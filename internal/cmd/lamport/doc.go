@@ -1,5 +1,5 @@
-// Package lamportcmd implements coordctl lamport: replay a trace of events
-// under Lamport clocks and print the order and the clocks.
+// Package lamportcmd implements coordctl lamport: Lamport clocks and vector
+// clocks on a scripted history.
 //
 // It is named lamportcmd, not lamport, because it imports the library
 // package lamport; its directory is internal/cmd/lamport.

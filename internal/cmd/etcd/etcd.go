@@ -1,4 +1,4 @@
-package cli
+package etcdcmd
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func (r etcdReady) WriteSimple(w io.Writer) error {
 	return err
 }
 
-func newEtcdCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &etcdOptions{}
 	cmd := &cobra.Command{
 		Use:   "etcd",

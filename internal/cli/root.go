@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	claimcmd "github.com/coordkit/coordkit/internal/cmd/claim"
+
 	etcdcmd "github.com/coordkit/coordkit/internal/cmd/etcd"
 
 	lamportcmd "github.com/coordkit/coordkit/internal/cmd/lamport"
@@ -139,7 +141,7 @@ committed: look before retrying). In exec modes the child's code passes through.
 	root.AddCommand(sidecarcmd.NewCmd(f))
 	root.AddCommand(resource.NewCmd(f))
 	root.AddCommand(lamportcmd.NewCmd(f))
-	root.AddCommand(newClaimCmd(f))
+	root.AddCommand(claimcmd.NewCmd(f))
 	root.AddCommand(lockcmd.NewCmd(f))
 	root.AddCommand(semcmd.NewCmd(f))
 	root.AddCommand(newScenarioCmd(f))

@@ -1,4 +1,4 @@
-package cli
+package claimcmd
 
 import (
 	"context"
@@ -21,7 +21,7 @@ type claimOptions struct {
 	Prefix string
 }
 
-func newClaimCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &claimOptions{}
 	cmd := &cobra.Command{
 		Use:   "claim NAME --owner OWNER [--ttl D] [--prefix P]",

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	version "github.com/coordkit/coordkit/internal/cmd/version"
+
 	claimcmd "github.com/coordkit/coordkit/internal/cmd/claim"
 
 	etcdcmd "github.com/coordkit/coordkit/internal/cmd/etcd"
@@ -150,7 +152,7 @@ committed: look before retrying). In exec modes the child's code passes through.
 	root.AddCommand(electcmd.NewCmd(f))
 	root.AddCommand(newCheckCmd(f))
 	root.AddCommand(sqlcli.NewCmd(f))
-	root.AddCommand(newVersionCmd(f))
+	root.AddCommand(version.NewCmd(f))
 	rejectUnknownSubcommands(root)
 	return root
 }

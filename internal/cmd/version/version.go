@@ -1,4 +1,4 @@
-package cli
+package version
 
 import (
 	"github.com/spf13/cobra"
@@ -7,7 +7,7 @@ import (
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
-func newVersionCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print coordctl's version, VCS revision, Go version and etcd library versions",

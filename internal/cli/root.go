@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	democmd "github.com/coordkit/coordkit/internal/cmd/demo"
+
 	version "github.com/coordkit/coordkit/internal/cmd/version"
 
 	claimcmd "github.com/coordkit/coordkit/internal/cmd/claim"
@@ -139,7 +141,7 @@ committed: look before retrying). In exec modes the child's code passes through.
 	root.PersistentFlags().StringVarP(&f.Global.WriteOut, "write-out", "w", cmdutil.FormatSimple, "output format: simple or json")
 
 	root.AddCommand(etcdcmd.NewCmd(f))
-	root.AddCommand(newDemoCmd(f))
+	root.AddCommand(democmd.NewCmd(f))
 	root.AddCommand(sidecarcmd.NewCmd(f))
 	root.AddCommand(resource.NewCmd(f))
 	root.AddCommand(lamportcmd.NewCmd(f))

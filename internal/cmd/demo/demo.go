@@ -1,4 +1,4 @@
-package cli
+package democmd
 
 import (
 	"context"
@@ -23,9 +23,9 @@ type demoOptions struct {
 	Registry *scenarios.Registry
 }
 
-func newDemoCmd(f *cmdutil.Factory) *cobra.Command { return newDemoCmdWith(f, nil) }
+func NewCmd(f *cmdutil.Factory) *cobra.Command { return newDemoCmdWith(f, nil) }
 
-// newDemoCmdWith is newDemoCmd with the scenarios passed in (nil:
+// newDemoCmdWith is NewCmd with the scenarios passed in (nil:
 // scenarios.Default), as cli/cli passes a runF: tests give it scenarios
 // that record the Env the flags made.
 func newDemoCmdWith(f *cmdutil.Factory, reg *scenarios.Registry) *cobra.Command {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	scenariocmd "github.com/coordkit/coordkit/internal/cmd/scenario"
+
 	democmd "github.com/coordkit/coordkit/internal/cmd/demo"
 
 	version "github.com/coordkit/coordkit/internal/cmd/version"
@@ -148,7 +150,7 @@ committed: look before retrying). In exec modes the child's code passes through.
 	root.AddCommand(claimcmd.NewCmd(f))
 	root.AddCommand(lockcmd.NewCmd(f))
 	root.AddCommand(semcmd.NewCmd(f))
-	root.AddCommand(newScenarioCmd(f))
+	root.AddCommand(scenariocmd.NewCmd(f))
 	root.AddCommand(lab.NewCmd(f))
 	root.AddCommand(newBenchCmd(f))
 	root.AddCommand(electcmd.NewCmd(f))

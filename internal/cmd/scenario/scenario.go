@@ -1,4 +1,4 @@
-package cli
+package scenariocmd
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
-func newScenarioCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scenario",
 		Short: "Run experiments that check what theory predicts",

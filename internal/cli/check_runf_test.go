@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/election"
+	check "github.com/coordkit/coordkit/internal/cmd/check"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/safety"
 )
@@ -37,16 +38,16 @@ type checkRecorder struct {
 	check func(context.Context, safety.Config) (safety.Report, safety.History, error)
 }
 
-func (r *checkRecorder) runners() checkRunners {
-	return checkRunners{
-		suite: func(ctx context.Context, s safety.Suite, each func(safety.SuiteRun) error) (safety.Summary, error) {
+func (r *checkRecorder) runners() check.Runners {
+	return check.Runners{
+		Suite: func(ctx context.Context, s safety.Suite, each func(safety.SuiteRun) error) (safety.Summary, error) {
 			r.mu.Lock()
 			r.suites = append(r.suites, s)
 			r.mu.Unlock()
 			s.Run = r.fake
 			return safety.RunSuite(ctx, s, each)
 		},
-		shrink: func(ctx context.Context, c safety.ShrinkConfig) (safety.ShrinkReport, error) {
+		Shrink: func(ctx context.Context, c safety.ShrinkConfig) (safety.ShrinkReport, error) {
 			r.mu.Lock()
 			r.shrink = append(r.shrink, c)
 			r.mu.Unlock()
@@ -81,7 +82,7 @@ func checkRun(t *testing.T, rec *checkRecorder, args ...string) (int, string, st
 			root.RemoveCommand(c)
 		}
 	}
-	root.AddCommand(newCheckCmdRun(f, rec.runners()))
+	root.AddCommand(check.NewCmdRun(f, rec.runners()))
 	root.SetArgs(append([]string{"check"}, args...))
 	root.SetOut(&errOut)
 	root.SetErr(&errOut)

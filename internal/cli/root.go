@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	check "github.com/coordkit/coordkit/internal/cmd/check"
+
 	scenariocmd "github.com/coordkit/coordkit/internal/cmd/scenario"
 
 	democmd "github.com/coordkit/coordkit/internal/cmd/demo"
@@ -154,7 +156,7 @@ committed: look before retrying). In exec modes the child's code passes through.
 	root.AddCommand(lab.NewCmd(f))
 	root.AddCommand(newBenchCmd(f))
 	root.AddCommand(electcmd.NewCmd(f))
-	root.AddCommand(newCheckCmd(f))
+	root.AddCommand(check.NewCmd(f))
 	root.AddCommand(sqlcli.NewCmd(f))
 	root.AddCommand(version.NewCmd(f))
 	rejectUnknownSubcommands(root)

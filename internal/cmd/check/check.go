@@ -1,4 +1,4 @@
-package cli
+package check
 
 import (
 	"context"
@@ -17,18 +17,19 @@ import (
 // errCheckFailed: the check ran and found a violation; its report says which.
 var errCheckFailed = fmt.Errorf("check failed: %w", cmdutil.ErrFailed)
 
-func newCheckCmd(f *cmdutil.Factory) *cobra.Command {
-	return newCheckCmdRun(f, checkRunners{suite: safety.RunSuite, shrink: safety.ShrinkCheck})
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
+	return NewCmdRun(f, Runners{Suite: safety.RunSuite, Shrink: safety.ShrinkCheck})
 }
 
-// checkRunners are what the safety checks call (cli/cli's runF): tests
+// Runners are what the safety checks call (cli/cli's runF): tests
 // pass recording ones; what a run does is internal/safety's to test.
-type checkRunners struct {
-	suite  func(context.Context, safety.Suite, func(safety.SuiteRun) error) (safety.Summary, error)
-	shrink func(context.Context, safety.ShrinkConfig) (safety.ShrinkReport, error)
+type Runners struct {
+	Suite  func(context.Context, safety.Suite, func(safety.SuiteRun) error) (safety.Summary, error)
+	Shrink func(context.Context, safety.ShrinkConfig) (safety.ShrinkReport, error)
 }
 
-func newCheckCmdRun(f *cmdutil.Factory, run checkRunners) *cobra.Command {
+// NewCmdRun is NewCmd with the runners run: tests pass recording ones.
+func NewCmdRun(f *cmdutil.Factory, run Runners) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Jepsen-style safety checks of fenced locks and elections on a real etcd cluster",
@@ -64,7 +65,7 @@ type checkOptions struct {
 	changed                     func(string) bool
 }
 
-func newCheckSafetyCmd(f *cmdutil.Factory, target safety.Target, run checkRunners) *cobra.Command {
+func newCheckSafetyCmd(f *cmdutil.Factory, target safety.Target, run Runners) *cobra.Command {
 	opts := &checkOptions{}
 	opts.Base.Target = target
 	cfg := &opts.Base
@@ -226,7 +227,7 @@ func checkError(err error) error {
 	return err
 }
 
-func runCheckSafety(ctx context.Context, f *cmdutil.Factory, opts *checkOptions, run checkRunners) error {
+func runCheckSafety(ctx context.Context, f *cmdutil.Factory, opts *checkOptions, run Runners) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
@@ -238,7 +239,7 @@ func runCheckSafety(ctx context.Context, f *cmdutil.Factory, opts *checkOptions,
 	if suite.Shrink {
 		base := suite.Base
 		base.Seed = suite.Seeds[0]
-		rep, err := run.shrink(ctx, safety.ShrinkConfig{Base: base, Runs: suite.ShrinkRuns, Record: suite.Record, Progress: f.IO.ErrOut})
+		rep, err := run.Shrink(ctx, safety.ShrinkConfig{Base: base, Runs: suite.ShrinkRuns, Record: suite.Record, Progress: f.IO.ErrOut})
 		if err != nil {
 			return checkError(err)
 		}
@@ -258,7 +259,7 @@ func runCheckSafety(ctx context.Context, f *cmdutil.Factory, opts *checkOptions,
 		}
 		return nil
 	}
-	sum, err := run.suite(ctx, suite, func(r safety.SuiteRun) error { return printAll(r.Printed(!p.JSON())) })
+	sum, err := run.Suite(ctx, suite, func(r safety.SuiteRun) error { return printAll(r.Printed(!p.JSON())) })
 	if err != nil {
 		return checkError(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	benchcmd "github.com/coordkit/coordkit/internal/cmd/bench"
+
 	check "github.com/coordkit/coordkit/internal/cmd/check"
 
 	scenariocmd "github.com/coordkit/coordkit/internal/cmd/scenario"
@@ -154,7 +156,7 @@ committed: look before retrying). In exec modes the child's code passes through.
 	root.AddCommand(semcmd.NewCmd(f))
 	root.AddCommand(scenariocmd.NewCmd(f))
 	root.AddCommand(lab.NewCmd(f))
-	root.AddCommand(newBenchCmd(f))
+	root.AddCommand(benchcmd.NewCmd(f))
 	root.AddCommand(electcmd.NewCmd(f))
 	root.AddCommand(check.NewCmd(f))
 	root.AddCommand(sqlcli.NewCmd(f))

@@ -1,4 +1,4 @@
-package cli
+package benchcmd
 
 import (
 	"context"
@@ -66,13 +66,6 @@ func TestBenchLabFlagsReachTheHarness(t *testing.T) {
 		require.NoError(t, err, tc.name)
 		require.Equal(t, tc.want(def), last(), tc.name)
 	}
-}
-
-// bench lab's invalid options are usage errors (the harness's Validate).
-func TestBenchLabUsageErrors(t *testing.T) {
-	t.Parallel()
-	require.Equal(t, cmdutil.ExitUsage, runInProcess(context.Background(), nil, "bench", "lab", "--nodes", "9").Code)
-	require.Equal(t, cmdutil.ExitUsage, runInProcess(context.Background(), nil, "bench", "lab", "--duration", "0s").Code)
 }
 
 func TestBenchScaleFlagsReachTheHarness(t *testing.T) {

@@ -1,4 +1,4 @@
-package cli
+package benchcmd
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
-func newBenchCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Benchmarks that print tables",

@@ -18,7 +18,7 @@ import (
 
 // The exit codes of coordctl (DESIGN.md, "coordctl conventions"): the
 // numbers are the contract a user's script relies on, so they are spelled
-// out here rather than taken from internal/cli/exit.go.
+// out here rather than taken from internal/cmd/cmdutil/exit.go.
 const (
 	exitOK          = 0
 	exitError       = 1

@@ -11,7 +11,7 @@ import (
 )
 
 // COORDCTL_RESOURCE_URL is the resource's address when --url is not given
-// (internal/cli's TestResourceURLFromTheEnvironment); a child of the built
+// (internal/cmd/root's TestResourceURLFromTheEnvironment); a child of the built
 // 'coordctl lock' inherits it and writes, with the lock's token and scope,
 // to a 'coordctl resource serve'.
 func TestResourceE2EURLInheritedByALockCommand(t *testing.T) {

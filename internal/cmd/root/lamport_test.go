@@ -152,7 +152,7 @@ func TestLamportTraceErrors(t *testing.T) {
 // docs/lamport.md quotes the example's output; keep it true.
 func TestLamportDocQuotesExampleOutput(t *testing.T) {
 	t.Parallel()
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "lamport.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "lamport.md"))
 	require.NoError(t, err)
 	golden, err := os.ReadFile(filepath.Join("testdata", "lamport_trace_example.golden"))
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/claim"
+	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/session"
@@ -129,7 +130,7 @@ func validateClaimArgs(opts *claimOptions, needOwner bool) error {
 	if opts.TTL == 0 {
 		return nil
 	}
-	return cmdutil.CheckTTLFlag(opts.TTL)
+	return checkTTLFlag(opts.TTL)
 }
 
 // claimErr says what claim's errors mean: someone else's name is "not
@@ -159,3 +160,7 @@ func runClaimOp(ctx context.Context, f *cmdutil.Factory, opts *claimOptions, op 
 		return cmdutil.Reported(cmdutil.ErrNotAcquired) // the output says whose it is
 	})
 }
+
+// checkTTLFlag checks --ttl with the library's bounds, before anything is
+// dialed: a usage error (exit 2).
+func checkTTLFlag(ttl time.Duration) error { return cmdutil.UsageOrNil(childproc.CheckTTLFlag(ttl)) }

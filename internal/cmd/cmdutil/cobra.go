@@ -9,8 +9,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-const GroupAnnotation = "coordctl/group"
-
 // ExecAnnotation marks a command that has subcommands and also runs a
 // command given after "--" (sidecar): its own Args check stays.
 const ExecAnnotation = "coordctl/exec"

@@ -2,7 +2,6 @@ package cmdutil
 
 import (
 	"net"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -55,14 +54,4 @@ func CheckListen(flag, addr string) error {
 		return UsageErrorf("invalid %s %q: bad port %q (0-65535; 0 picks a free one)", flag, addr, port)
 	}
 	return nil
-}
-
-// CheckMemberURL reports a usage error for a URL an etcd member cannot
-// listen on: it must be http://host:port with a port in 0-65535.
-func CheckMemberURL(flag, raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
-		return UsageErrorf("invalid %s %q: want http://host:port", flag, raw)
-	}
-	return CheckListen(flag, u.Host)
 }

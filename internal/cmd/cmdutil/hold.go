@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -195,10 +194,6 @@ func (f *Factory) HoldOutput(p *Printer) (stop func()) {
 	p.KeepGoingOnWriteError(f.IO.ErrOut)
 	return func() { signal.Stop(ch) }
 }
-
-// CheckTTLFlag checks --ttl with the library's bounds, before anything is
-// dialed: a usage error (exit 2).
-func CheckTTLFlag(ttl time.Duration) error { return UsageOrNil(childproc.CheckTTLFlag(ttl)) }
 
 // UsageOrNil is err, if any, as a usage error (exit 2).
 func UsageOrNil(err error) error {

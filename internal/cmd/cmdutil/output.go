@@ -24,10 +24,3 @@ func IsTerminal(w any) bool {
 	fh, ok := w.(*os.File)
 	return ok && readline.IsTerminal(int(fh.Fd()))
 }
-
-// TextResult prints a library result: with -w simple its WriteText, with
-// -w json its own JSON.
-type TextResult[T interface{ WriteText(io.Writer) error }] struct{ V T }
-
-func (r TextResult[T]) WriteSimple(w io.Writer) error { return r.V.WriteText(w) }
-func (r TextResult[T]) MarshalJSON() ([]byte, error)  { return json.Marshal(r.V) }

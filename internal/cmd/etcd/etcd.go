@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -74,10 +75,10 @@ func runEtcd(ctx context.Context, f *cmdutil.Factory, opts *etcdOptions) error {
 	ready := func(r etcdReady) error { served = true; return p.Print(r) }
 	switch opts.Members {
 	case 1:
-		if err := cmdutil.CheckMemberURL("--listen-client-urls", opts.ClientURLs); err != nil {
+		if err := checkMemberURL("--listen-client-urls", opts.ClientURLs); err != nil {
 			return err
 		}
-		if err := cmdutil.CheckMemberURL("--listen-peer-urls", opts.PeerURLs); err != nil {
+		if err := checkMemberURL("--listen-peer-urls", opts.PeerURLs); err != nil {
 			return err
 		}
 		cfg := etcdembed.Config{Name: opts.Name, DataDir: opts.DataDir, ClientURL: opts.ClientURLs, PeerURL: opts.PeerURLs}
@@ -89,7 +90,7 @@ func runEtcd(ctx context.Context, f *cmdutil.Factory, opts *etcdOptions) error {
 		var urls []string
 		for _, u := range strings.Split(opts.ClientURLs, ",") {
 			if u = strings.TrimSpace(u); u != "" {
-				if err := cmdutil.CheckMemberURL("--listen-client-urls", u); err != nil {
+				if err := checkMemberURL("--listen-client-urls", u); err != nil {
 					return err
 				}
 				urls = append(urls, u)
@@ -107,4 +108,14 @@ func runEtcd(ctx context.Context, f *cmdutil.Factory, opts *etcdOptions) error {
 		fmt.Fprintln(f.IO.ErrOut, "coordctl etcd: stopping")
 	}
 	return err
+}
+
+// checkMemberURL reports a usage error for a URL an etcd member cannot
+// listen on: it must be http://host:port with a port in 0-65535.
+func checkMemberURL(flag, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return cmdutil.UsageErrorf("invalid %s %q: want http://host:port", flag, raw)
+	}
+	return cmdutil.CheckListen(flag, u.Host)
 }

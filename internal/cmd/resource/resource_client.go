@@ -79,7 +79,7 @@ func runResourceClient[T interface{ WriteText(io.Writer) error }](f *cmdutil.Fac
 	if err != nil {
 		return err
 	}
-	return p.Print(cmdutil.TextResult[T]{V: res})
+	return p.Print(cmdutil.TextOutput{V: res})
 }
 
 func newResourcePutCmd(f *cmdutil.Factory) *cobra.Command {

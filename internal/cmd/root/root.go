@@ -138,7 +138,7 @@ committed: look before retrying). In exec modes the child's code passes through.
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		// "coordctl resource puut --token 5": the flags belong to a
 		// subcommand that does not exist; say so, not "unknown flag".
-		if cmd.Annotations[cmdutil.GroupAnnotation] != "" && len(cmd.Flags().Args()) > 0 {
+		if cmd.Annotations[groupAnnotation] != "" && len(cmd.Flags().Args()) > 0 {
 			return cmdutil.UnknownCommand(cmd, cmd.Flags().Args()[0])
 		}
 		return &cmdutil.UsageError{Err: err}
@@ -189,5 +189,7 @@ func rejectUnknownSubcommands(cmd *cobra.Command) {
 	if cmd.Annotations == nil {
 		cmd.Annotations = map[string]string{}
 	}
-	cmd.Annotations[cmdutil.GroupAnnotation] = "true"
+	cmd.Annotations[groupAnnotation] = "true"
 }
+
+const groupAnnotation = "coordctl/group"

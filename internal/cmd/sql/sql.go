@@ -171,7 +171,7 @@ func runSQL(ctx context.Context, f *cmdutil.Factory, run sqlRunF, o *sqlOptions,
 	if err != nil {
 		return err // fencing.ErrStale: exit 5; sqlfence.ErrCommitUnknown, ErrOutsideFence: exit 6
 	}
-	return p.Print(cmdutil.TextResult[sqlcmd.Result]{V: res})
+	return p.Print(cmdutil.TextOutput{V: res})
 }
 
 // ---- sql fence and sql floor: a scope's fence row, raised or read, without a write ----

@@ -18,6 +18,7 @@ import (
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
+// NewCmd returns the command coordctl bench.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",

@@ -17,6 +17,7 @@ import (
 // errCheckFailed: the check ran and found a violation; its report says which.
 var errCheckFailed = fmt.Errorf("check failed: %w", cmdutil.ErrFailed)
 
+// NewCmd returns the command coordctl check.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	return NewCmdRun(f, Runners{Suite: safety.RunSuite, Shrink: safety.ShrinkCheck})
 }

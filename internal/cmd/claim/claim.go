@@ -22,6 +22,7 @@ type claimOptions struct {
 	Prefix string
 }
 
+// NewCmd returns the command coordctl claim.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &claimOptions{}
 	cmd := &cobra.Command{

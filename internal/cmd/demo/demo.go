@@ -23,6 +23,7 @@ type demoOptions struct {
 	Registry *scenarios.Registry
 }
 
+// NewCmd returns the command coordctl demo.
 func NewCmd(f *cmdutil.Factory) *cobra.Command { return newDemoCmdWith(f, nil) }
 
 // newDemoCmdWith is NewCmd with the scenarios passed in (nil:

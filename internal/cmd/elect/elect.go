@@ -21,6 +21,7 @@ type electOptions struct {
 	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
 }
 
+// NewCmd returns the command coordctl elect.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &electOptions{}
 	cmd := &cobra.Command{

@@ -35,6 +35,7 @@ func (r etcdReady) WriteSimple(w io.Writer) error {
 	return err
 }
 
+// NewCmd returns the command coordctl etcd.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &etcdOptions{}
 	cmd := &cobra.Command{

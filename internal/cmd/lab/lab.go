@@ -34,6 +34,7 @@ type labOptions struct {
 	HTTPToken    string
 }
 
+// NewCmd returns the command coordctl lab.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &labOptions{}
 	cmd := &cobra.Command{

@@ -13,6 +13,7 @@ import (
 	"github.com/coordkit/coordkit/lamport"
 )
 
+// NewCmd returns the command coordctl lamport.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lamport",

@@ -20,6 +20,7 @@ type lockOptions struct {
 	Read bool
 }
 
+// NewCmd returns the command coordctl lock.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &lockOptions{}
 	var nameFlag string

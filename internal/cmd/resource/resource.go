@@ -19,6 +19,7 @@ import (
 // COORDCTL_ENDPOINTS is etcd's; a child of 'coordctl lock' inherits it.
 const EnvURL = "COORDCTL_RESOURCE_URL"
 
+// NewCmd returns the command coordctl resource.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "resource",

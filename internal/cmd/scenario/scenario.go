@@ -14,6 +14,7 @@ import (
 	"github.com/coordkit/coordkit/scenarios/report"
 )
 
+// NewCmd returns the command coordctl scenario.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scenario",

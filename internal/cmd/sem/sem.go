@@ -22,6 +22,7 @@ type semOptions struct {
 	Limit int
 }
 
+// NewCmd returns the command coordctl sem.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &semOptions{}
 	var nameFlag string

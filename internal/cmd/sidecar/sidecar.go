@@ -17,6 +17,7 @@ type sidecarOptions struct {
 	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
 }
 
+// NewCmd returns the command coordctl sidecar.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &sidecarOptions{}
 	cmd := &cobra.Command{

@@ -63,6 +63,7 @@ DSN's readTimeout and writeTimeout unless the DSN sets one: go-sql-driver's
 COMMIT does not follow a deadline). Passwords in a DSN are never printed, and a DSN that
 cannot be parsed is not printed at all.`
 
+// NewCmd returns the command coordctl sql.
 func NewCmd(f *cmdutil.Factory) *cobra.Command { return newSQLCmdRun(f, sqlcmd.Run) }
 
 // sqlRunF is what the sql commands run: sqlcmd.Run, or in tests a recorder

@@ -7,6 +7,7 @@ import (
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
+// NewCmd returns the command coordctl version.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",

@@ -36,7 +36,7 @@ func ArgsUsage(v cobra.PositionalArgs) cobra.PositionalArgs {
 }
 
 // PrintResult prints v through the -w printer, for a command that prints
-// once it is done. -w was checked before the command ran (validateGlobal).
+// once it is done. -w was checked before the command ran (ValidateGlobal).
 func PrintResult(f *Factory, v any) error {
 	p, err := f.Printer()
 	if err != nil {

@@ -26,7 +26,7 @@ const (
 	// could not confirm it (a lost answer to COMMIT, statements that ran
 	// outside the fence): look before retrying.
 	ExitUnknown = 6
-	// ExitCannotExecute and exitCommandNotFound are the shell's codes for a
+	// ExitCannotExecute and ExitCommandNotFound are the shell's codes for a
 	// command that was found but could not be run, and one not found.
 	ExitCannotExecute   = 126
 	ExitCommandNotFound = 127
@@ -49,8 +49,8 @@ var (
 )
 
 // exitCodes is the one table from a command's error to coordctl's exit
-// code, read in order by exitCode; an error no row matches exits 1. The
-// pass-through of a child's own status (childExitError) comes before it.
+// code, read in order by ExitCode; an error no row matches exits 1. The
+// pass-through of a child's own status (ChildExitError) comes before it.
 var exitCodes = []struct {
 	match func(error) bool
 	code  int
@@ -103,8 +103,8 @@ func isAny(targets ...error) func(error) bool {
 	}
 }
 
-// Mark wraps err so that it also matches kind (errNotAcquired, errLost,
-// ErrUnknown, errFailed), keeping err's text.
+// Mark wraps err so that it also matches kind (ErrNotAcquired, ErrLost,
+// ErrUnknown, ErrFailed), keeping err's text.
 func Mark(kind, err error) error { return &markedError{kind: kind, err: err} }
 
 type markedError struct{ kind, err error }

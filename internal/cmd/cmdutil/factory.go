@@ -47,6 +47,8 @@ type Factory struct {
 	printer *Printer
 }
 
+// NewFactory returns coordctl's factory on streams, with the real signals,
+// environment, executable and dialer, and the flags' defaults.
 func NewFactory(streams IOStreams) *Factory {
 	return &Factory{
 		IO: streams,

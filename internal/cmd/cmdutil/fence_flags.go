@@ -17,6 +17,7 @@ func EnvScope(f *Factory) string {
 	return ""
 }
 
+// ParseTokenFlag parses --token; missing or malformed is a usage error.
 func ParseTokenFlag(s string) (fencing.Token, error) {
 	if s == "" {
 		return 0, UsageErrorf("--token is required")
@@ -28,6 +29,7 @@ func ParseTokenFlag(s string) (fencing.Token, error) {
 	return tok, nil
 }
 
+// CheckScopeFlag checks --scope: missing or invalid is a usage error.
 func CheckScopeFlag(s string) error {
 	if s == "" {
 		return UsageErrorf("--scope is required (the lock or election name)")

@@ -79,7 +79,7 @@ func CheckConfig(cfg primitive.Config) error {
 	return nil
 }
 
-// RunHeldKey runs a lock's or a slot's key as the flags say (runHeld),
+// RunHeldKey runs a lock's or a slot's key as the flags say (RunHeld),
 // released by release within --command-timeout.
 func (f *Factory) RunHeldKey(ctx context.Context, p *Printer, o *HoldOptions, what string,
 	held interface {
@@ -159,7 +159,7 @@ func (f *Factory) StartEtcd(ctx context.Context, validate func() error) (*Printe
 // EtcdCall runs a one-request command (lock/sem status, set-limit, delete,
 // claim): the printer, the arguments checked (validate, may be nil) before
 // anything is dialed, fn with a client and a context bounded by
-// --command-timeout; a closed stdout does not change the exit (holdOutput).
+// --command-timeout; a closed stdout does not change the exit (HoldOutput).
 func (f *Factory) EtcdCall(ctx context.Context, validate func() error, fn func(context.Context, *Printer, *clientv3.Client) error) error {
 	if validate == nil {
 		validate = func() error { return nil }

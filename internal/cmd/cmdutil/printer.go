@@ -26,11 +26,13 @@ type Printer struct {
 	format string
 	out    io.Writer
 	// brokenOut, when set, receives the one note of a failed write, after
-	// which Print prints nothing and returns nil (holdOutput).
+	// which Print prints nothing and returns nil (HoldOutput).
 	brokenOut io.Writer
 	broken    bool
 }
 
+// NewPrinter returns the printer of -w format on out; an unknown format is
+// a usage error.
 func NewPrinter(format string, out io.Writer) (*Printer, error) {
 	switch format {
 	case FormatSimple, FormatJSON:
@@ -77,7 +79,7 @@ func (p *Printer) write(v any) error {
 }
 
 // KeepGoingOnWriteError makes a failed write harmless: it is noted once on
-// errOut and nothing more is printed (see holdOutput).
+// errOut and nothing more is printed (see HoldOutput).
 func (p *Printer) KeepGoingOnWriteError(errOut io.Writer) {
 	p.mu.Lock()
 	p.brokenOut = errOut

@@ -155,7 +155,7 @@ func runLock(ctx context.Context, f *cmdutil.Factory, opts *lockOptions) error {
 }
 
 // acquireLock takes the lock as the flags say; "not acquired" (exit 3) is
-// lock.ErrLocked or errNotAcquired.
+// lock.ErrLocked or cmdutil.ErrNotAcquired.
 func acquireLock(ctx context.Context, f *cmdutil.Factory, m *lock.Mutex, opts *lockOptions) (*lock.Held, error) {
 	held, timedOut, err := childproc.Acquire(ctx, f.Acquisition(opts.HoldFlags), m.Lock, m.TryLock)
 	switch {

@@ -121,7 +121,7 @@ func runSem(ctx context.Context, f *cmdutil.Factory, opts *semOptions) error {
 }
 
 // acquireSlot takes a slot as the flags say; "not acquired" (exit 3) is
-// errNotAcquired.
+// cmdutil.ErrNotAcquired.
 func acquireSlot(ctx context.Context, f *cmdutil.Factory, s *semaphore.Semaphore, opts *semOptions) (*semaphore.Held, error) {
 	held, timedOut, err := childproc.Acquire(ctx, f.Acquisition(opts.HoldFlags), s.Acquire, s.TryAcquire)
 	switch {

@@ -31,9 +31,9 @@ func TestExitCode(t *testing.T) {
 		{"lock held by another", fmt.Errorf("try: %w", lock.ErrLocked), ExitNotAcquired, false},
 		{"not acquired in time", Mark(ErrNotAcquired, errors.New("lock x not acquired within 1s")), ExitNotAcquired, false},
 		{"lost", Mark(ErrLost, fmt.Errorf("lost lock x: %w", context.Canceled)), ExitLost, false},
-		{"lost, Reported", Reported(ErrLost), ExitLost, true},
+		{"lost, reported", Reported(ErrLost), ExitLost, true},
 		{"stale", fmt.Errorf("put: %w", stale), ExitStale, false},
-		{"stale, Reported", Reported(stale), ExitStale, true},
+		{"stale, reported", Reported(stale), ExitStale, true},
 		{"commit outcome unknown", fmt.Errorf("sql: %w", sqlfence.ErrCommitUnknown), ExitUnknown, false},
 		{"outside the fence", fmt.Errorf("sql: %w", sqlfence.ErrOutsideFence), ExitUnknown, false},
 		{"unknown, though interrupted", Mark(ErrUnknown, context.Canceled), ExitUnknown, false},
@@ -51,5 +51,5 @@ func TestExitCode(t *testing.T) {
 			}
 		})
 	}
-	require.Equal(t, "lost lock x: context canceled", Mark(ErrLost, fmt.Errorf("lost lock x: %w", context.Canceled)).Error(), "a Mark keeps the text")
+	require.Equal(t, "lost lock x: context canceled", Mark(ErrLost, fmt.Errorf("lost lock x: %w", context.Canceled)).Error(), "a mark keeps the text")
 }

@@ -27,7 +27,7 @@ type GlobalOptions struct {
 }
 
 // Factory hands commands what they need: streams, global options, the
-// Printer and etcd clients. One per invocation; no globals.
+// printer and etcd clients. One per invocation; no globals.
 type Factory struct {
 	IO     IOStreams
 	Global GlobalOptions

@@ -88,7 +88,7 @@ stacks and exits 2 without releasing, and the lease expires after --ttl.
 
 --try exits 3 at once if the lock is held elsewhere; --timeout exits 3 if it
 is not acquired in time (after one last try, so --timeout 1ns takes a free
-lock). A wait longer than half a second is cmdutil.Reported once on
+lock). A wait longer than half a second is reported once on
 stderr, naming the holder.
 
 'coordctl lock status NAME' shows who holds and who waits. A lock literally

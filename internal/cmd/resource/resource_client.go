@@ -221,7 +221,7 @@ floor of all: 'highest=N scope=S' (with -w json
 Tokens are etcd revisions. An etcd restored from a snapshot, or rebuilt
 empty, hands out revisions below these floors, and every real holder is
 refused as stale until the revision catches up. Restore with
-'etcdutl snapshot restore --bump-revision B --cmdutil.Mark-compacted' where B is
+'etcdutl snapshot restore --bump-revision B --mark-compacted' where B is
 above the highest floor printed here (and 'coordctl sql floor --all' for
 fenced databases); see docs/operations.md.`,
 		Example: `  coordctl resource floors

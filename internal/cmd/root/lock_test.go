@@ -89,7 +89,7 @@ func TestLockCmdNotAcquiredExits3(t *testing.T) {
 		require.Equal(t, 1, strings.Count(res.Stderr, "waiting for lock"))
 		require.Less(t, time.Since(start), 4*time.Second)
 	})
-	t.Run("short wait is not cmdutil.Reported", func(t *testing.T) {
+	t.Run("short wait is not reported", func(t *testing.T) {
 		res := runInProcess(context.Background(), env, "lock", "busy", "--timeout", "200ms", "--", "true")
 		require.Equal(t, cmdutil.ExitNotAcquired, res.Code, res.Stderr)
 		require.NotContains(t, res.Stderr, "waiting for lock")

@@ -96,7 +96,7 @@ func hint(cmd *cobra.Command, err error) string {
 	if errors.As(err, &se) && se.Floor > se.Token && se.Floor-se.Token > restoreGap {
 		return fmt.Sprintf(" (token %d is %d below the floor, far more than a predecessor's usually is: "+
 			"if etcd was restored from a snapshot or rebuilt, its revisions restarted below the floors; "+
-			"restore it with 'etcdutl snapshot restore --bump-revision N --cmdutil.Mark-compacted', N above the highest floor "+
+			"restore it with 'etcdutl snapshot restore --bump-revision N --mark-compacted', N above the highest floor "+
 			"('coordctl resource floors', 'coordctl sql floor --all'); see docs/operations.md)", se.Token, se.Floor-se.Token)
 	}
 	switch kind, ok := primitive.NameTakenBy(err); {

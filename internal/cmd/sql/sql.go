@@ -219,7 +219,7 @@ decision belongs to 'coordctl sql'. With -w json {"scope","floor"}.
 --all prints the highest floor of every scope (and, with -w json, its
 scope): after etcd is restored from a snapshot or rebuilt, its revision must
 be bumped above it ('etcdutl snapshot restore --bump-revision N
---cmdutil.Mark-compacted', docs/operations.md).
+--mark-compacted', docs/operations.md).
 
 ` + sqlLong,
 		Example: `  coordctl sql floor --driver sqlite --dsn /var/lib/app/app.db --scope jobs/report

@@ -32,7 +32,7 @@ image:
 ## side (go vet runs in the background while the tests, mostly waiting on
 ## timers and leases, run; -vet=off because the full vet runs anyway).
 ## -parallel 8: a package's parallel tests mostly wait (leases expiring,
-## processes sleeping; internal/cli/e2e uses about 40s of CPU in 70s), so
+## processes sleeping; internal/cmd/e2e uses about 40s of CPU in 70s), so
 ## eight at a time: with yes > /dev/null on the other core, e2e took 55s at 8
 ## and 86s at 4, internal/safety 24s and 39s, and every package with more than
 ## four parallel tests passed at 8. -p 3: three packages at a time on two

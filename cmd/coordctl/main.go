@@ -4,9 +4,9 @@ package main
 import (
 	"os"
 
-	"github.com/coordkit/coordkit/internal/cli"
+	"github.com/coordkit/coordkit/internal/cmd/root"
 )
 
 func main() {
-	os.Exit(cli.Main())
+	os.Exit(root.Main())
 }

@@ -2,6 +2,7 @@ package depcheck
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -15,16 +16,28 @@ type Layer struct {
 	// OpenTo, for an internal layer, lists the public packages (by path
 	// prefix) that may import it; every other public package may not.
 	OpenTo []string
+	// Rooms makes each package directly under the layer's prefixes a room
+	// (with its subpackages): a room imports no other room of the layer,
+	// only layers below it (internal/cmd's command packages share through
+	// internal/cmd/cmdutil, not through one another). Hubs are the rooms
+	// exempt, by path: the ones that assemble the others.
+	Rooms bool
+	Hubs  []string
 }
 
 // Arrow returns coordkit's layers, top first.
 func Arrow() []Layer {
 	return []Layer{
-		{Name: "cmd", Rank: 5, Prefixes: []string{"cmd"}}, // coordctl, and mkimage (make image)
+		{Name: "cmd", Rank: 6, Prefixes: []string{"cmd"}}, // coordctl, and mkimage (make image)
 		// The Kubernetes manifests: no code, a test that checks them
 		// against internal/sidecar and internal/image.
-		{Name: "deploy", Rank: 5, Prefixes: []string{"deploy"}},
-		{Name: "internal/cli", Rank: 4, Prefixes: []string{"internal/cli"}},
+		{Name: "deploy", Rank: 6, Prefixes: []string{"deploy"}},
+		// coordctl's commands, one package per command group; root builds
+		// the tree of them, e2e runs the built binary (tests only).
+		{Name: "internal/cmd", Rank: 5, Prefixes: []string{"internal/cmd"}, Rooms: true, Hubs: []string{"internal/cmd/root", "internal/cmd/e2e"}},
+		// What every command shares: factory, printer, exit table, hold
+		// flags, the one usage error.
+		{Name: "internal/cmd/cmdutil", Rank: 4, Prefixes: []string{"internal/cmd/cmdutil"}},
 		{Name: "{scenarios, internal/*}", Rank: 3, Prefixes: []string{"scenarios", "internal"}},
 		{Name: "{lock, semaphore, election, claim, cluster, lamport}", Rank: 2, Prefixes: []string{"lock", "semaphore", "election", "claim", "cluster", "lamport"}},
 		// The library's Prometheus metrics: fed by session's events, beside
@@ -101,6 +114,12 @@ func Check(module string, layers []Layer, leaves []string, pkgs []Package) []Vio
 				out = append(out, Violation{From: from, To: to,
 					Rule: fmt.Sprintf("layer %s imports layer %s, which is above it", fl.Name, tl.Name)})
 			}
+			if tl, ok := layerOf(layers, to); ok && fl.Rooms && tl.Name == fl.Name {
+				if rf, rt := roomOf(fl, from), roomOf(fl, to); rf != rt && !slices.Contains(fl.Hubs, rf) {
+					out = append(out, Violation{From: from, To: to,
+						Rule: fmt.Sprintf("%s and %s are rooms of layer %s, which import no other room: share through a layer below", rf, rt, fl.Name)})
+				}
+			}
 			if !isInternal(from) && !strings.HasPrefix(from, "cmd/") && from != "cmd" && isInternal(to) && !openTo(layers, to, from) {
 				out = append(out, Violation{From: from, To: to, Rule: "a public package imports an internal one"})
 			}
@@ -135,6 +154,18 @@ func layerOf(layers []Layer, path string) (Layer, bool) {
 		}
 	}
 	return best, bestLen >= 0
+}
+
+// roomOf is the room of layer l that path is in: the prefix and the
+// first segment under it.
+func roomOf(l Layer, path string) string {
+	for _, pre := range l.Prefixes {
+		if rest, ok := strings.CutPrefix(path, pre+"/"); ok {
+			first, _, _ := strings.Cut(rest, "/")
+			return pre + "/" + first
+		}
+	}
+	return path
 }
 
 // openTo reports whether the internal package to is in a layer open to

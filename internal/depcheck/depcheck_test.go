@@ -40,9 +40,12 @@ func TestCheckRules(t *testing.T) {
 		want []string
 	}{
 		{"the arrow's own edges", []Package{
-			pkg("cmd/coordctl", "internal/cli"),
+			pkg("cmd/coordctl", "internal/cmd/root"),
+			pkg("internal/cmd/root", "internal/cmd/lock", "internal/cmd/sem", "internal/cmd/cmdutil", "fencing"),
+			pkg("internal/cmd/lock", "internal/cmd/cmdutil", "lock", "internal/primitive"),
+			pkg("internal/cmd/cmdutil", "internal/childproc", "internal/etcddial", "session"),
 			pkg("cmd/mkimage", "internal/image"),
-			pkg("internal/cli", "scenarios", "internal/etcdembed", "lock", "session", "internal/buildinfo", "internal/httpguard"),
+			pkg("internal/cmd/scenario", "scenarios", "internal/etcdembed", "lock", "session", "internal/buildinfo", "internal/httpguard"),
 			pkg("internal/sidecar", "internal/buildinfo", "internal/httpguard", "election"),
 			pkg("internal/labweb", "internal/httpguard", "cluster"),
 			pkg("internal/etcdembed", "internal/faultproxy", "go.etcd.io/etcd/server/v3/embed"),
@@ -55,9 +58,9 @@ func TestCheckRules(t *testing.T) {
 			"fencing/sqlfence imports internal/image: a public package imports an internal one",
 			"fencing/sqlfence imports internal/image: layer {session, fencing, chart} imports layer {scenarios, internal/*}, which is above it",
 		}},
-		{"an import upwards", []Package{pkg("lock", "internal/cli")}, []string{
-			"lock imports internal/cli: a public package imports an internal one",
-			"lock imports internal/cli: layer {lock, semaphore, election, claim, cluster, lamport} imports layer internal/cli, which is above it",
+		{"an import upwards", []Package{pkg("lock", "internal/cmd/lock")}, []string{
+			"lock imports internal/cmd/lock: a public package imports an internal one",
+			"lock imports internal/cmd/lock: layer {lock, semaphore, election, claim, cluster, lamport} imports layer internal/cmd, which is above it",
 		}},
 		{"session imports lock", []Package{pkg("session", "lock")}, []string{
 			"session imports lock: layer {session, fencing, chart} imports layer {lock, semaphore, election, claim, cluster, lamport}, which is above it",
@@ -93,9 +96,30 @@ func TestCheckRules(t *testing.T) {
 		{"a package in no layer", []Package{pkg("util")}, []string{
 			"util: in no layer of the arrow; place it in depcheck.Arrow",
 		}},
-		{"longest prefix wins: internal/cli is above internal/*", []Package{pkg("internal/sidecar", "internal/cli")}, []string{
-			"internal/sidecar imports internal/cli: layer {scenarios, internal/*} imports layer internal/cli, which is above it",
+		{"longest prefix wins: internal/cmd is above internal/*", []Package{pkg("internal/sidecar", "internal/cmd/sidecar")}, []string{
+			"internal/sidecar imports internal/cmd/sidecar: layer {scenarios, internal/*} imports layer internal/cmd, which is above it",
 		}},
+		{"longest prefix wins: internal/cmd/cmdutil is below internal/cmd", []Package{
+			pkg("internal/cmd/cmdutil", "internal/cmd/lock"),
+			pkg("internal/childproc", "internal/cmd/cmdutil"),
+		}, []string{
+			"internal/childproc imports internal/cmd/cmdutil: layer {scenarios, internal/*} imports layer internal/cmd/cmdutil, which is above it",
+			"internal/cmd/cmdutil imports internal/cmd/lock: layer internal/cmd/cmdutil imports layer internal/cmd, which is above it",
+		}},
+		{"a command package imports another", []Package{
+			pkg("internal/cmd/sem", "internal/cmd/lock", "internal/cmd/cmdutil"),
+			pkg("internal/cmd/lab", "internal/cmd/bench/sub"),
+			pkg("internal/cmd/check", "internal/cmd/sql"),
+		}, []string{
+			"internal/cmd/check imports internal/cmd/sql: internal/cmd/check and internal/cmd/sql are rooms of layer internal/cmd, which import no other room: share through a layer below",
+			"internal/cmd/lab imports internal/cmd/bench/sub: internal/cmd/lab and internal/cmd/bench are rooms of layer internal/cmd, which import no other room: share through a layer below",
+			"internal/cmd/sem imports internal/cmd/lock: internal/cmd/sem and internal/cmd/lock are rooms of layer internal/cmd, which import no other room: share through a layer below",
+		}},
+		{"a room's subpackages are the room's; root and e2e assemble the rooms", []Package{
+			pkg("internal/cmd/bench", "internal/cmd/bench/sub", "internal/cmd/cmdutil"),
+			pkg("internal/cmd/root", "internal/cmd/check", "internal/cmd/sql", "internal/cmd/bench/sub"),
+			pkg("internal/cmd/e2e", "internal/cmd/root"),
+		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string

@@ -4,9 +4,11 @@
 //
 // The arrow (DESIGN.md, README "Layout and docs"):
 //
-//	cmd → internal/cli → {scenarios, internal/*} → {lock, semaphore, election, claim, cluster, lamport} → {session, fencing, chart}
+//	cmd → internal/cmd → internal/cmd/cmdutil → {scenarios, internal/*} → {lock, semaphore, election, claim, cluster, lamport} → {session, fencing, chart}
 //
-// A package may import packages of its own layer or below, never above; no
+// A package may import packages of its own layer or below, never above
+// (and a command package under internal/cmd no other command package, only
+// internal/cmd/cmdutil and below; internal/cmd/root assembles them); no
 // public package imports an internal one; fencing, lamport and chart import
 // nothing from this module and nothing from etcd, directly or not. Every
 // package of the module must be in a layer, so a new package is placed

@@ -1,0 +1,110 @@
+package benchcmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coordkit/coordkit/internal/bench/lockbench"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+)
+
+func newBenchLockCmd(f *cmdutil.Factory, harness func(context.Context, lockbench.Options) (lockbench.Result, error)) *cobra.Command {
+	opts := lockbench.Options{}
+	cmd := &cobra.Command{
+		Use:   "lock [--iterations N] [--handoffs N] [--duration D] [--hold D] [--workers 2,8,32] [--unsafe-no-fsync] [--against redsync --redis ADDR] [--against pg-advisory --dsn DSN]",
+		Short: "Compare coordkit's lock with etcd's concurrency.Mutex (and redsync on Redis, PostgreSQL advisory locks)",
+		Long: `Start an embedded single-member etcd in a temporary directory (fsync on, as a
+user would run it, unless --unsafe-no-fsync) and measure, side by side in one
+run, coordkit's lock and go.etcd.io/etcd/client/v3/concurrency.Mutex:
+
+  uncontended_p50_ms   one client locks and unlocks, median of --iterations
+  uncontended_kv_requests_per_op, uncontended_watch_requests_per_op
+                       etcd requests each client sends per uncontended
+                       lock+unlock (Txn, Range, DeleteRange; watch creates
+                       and cancels), counted on its connection
+  handoff_p50_ms       two clients take turns; from the holder calling Unlock
+  handoff_p99_ms       to the waiter's Lock returning (--handoffs samples); the
+                       holder releases --hold after the waiter's key appeared,
+                       and each client queues again after a random pause
+  contended_N_per_s    N clients lock and unlock as fast as they can for
+                       --duration: handoffs per second (acquisitions by
+                       another client than the last holder)
+
+A second table breaks the uncontended lock+unlock down by what it sends, in
+the same run: bare clientv3 clients send concurrency.Mutex's requests, then
+add in turn coordkit's compare-and-delete release, its acquire Txn (nonce,
+keys-only read, the N/limit read) and its loss watch; added_us is a step's p50
+less the one before, and a library's less the step that sends its requests.
+
+Each client has its own connection and session. concurrency.Mutex's waiter
+watch lands in etcd's unsynced watcher group, served by a loop every 100ms,
+so short critical sections (the default --hold) pay up to 100ms per handoff
+and a longer hold hands off as fast as coordkit (try --hold 150ms); coordkit's
+watches are synced from the start (the comment on attempt.wait in lock/mutex.go). Results go to stdout,
+progress to stderr. The ratio column is how many times better coordkit did.
+
+--against redsync --redis ADDR adds two columns measured on the Redis server
+at ADDR (keys under a random coordkit:bench-lock:... prefix, deleted at the
+end): redsync (github.com/go-redsync/redsync/v4 over go-redis v9) with its
+default options, as a user runs it (8s expiry, 32 tries, a random 50..250ms
+retry delay), and redsync_min_retry, the same with WithRetryDelay(0), the
+least redsync accepts: its waiters retry back to back. A redsync waiter
+polls; nothing wakes it on release, and nothing stops the releaser taking
+the lock back. In the handoff test its waiters never give up (tries 2^30);
+in the contended runs they keep the default 32 tries, and the rows
+contended_N_lock_failed count the Lock calls that gave up (redsync.ErrFailed
+or "lock already taken"), each retried. An ADDR that does not answer within
+3s is an error (exit 1) before anything runs.
+
+--against pg-advisory --dsn DSN adds the column pg_advisory: a session-level
+pg_advisory_lock(key) on PostgreSQL, each client on its own lock connection
+(key: the first 8 bytes of SHA-256 of a random per-run name; TCP keepalives
+idle 2s, interval 1s, count 2 on both ends, set with SET tcp_keepalives_* on
+the server). A waiter blocks in pg_advisory_lock and the server wakes it. It
+adds two rows, crash_handoff_p50_ms and crash_handoff_max_ms (--crash-handoffs
+samples): a holder process ('coordctl check pg-advisory-lock', or 'coordctl
+lock --ttl 2s' for coordkit) is killed with SIGKILL while a waiter queues, and
+the waiter's wait from the kill is measured; etcd_concurrency has no holder
+process there ("-", null in JSON). PostgreSQL sees a killed client's socket
+close at once; a partitioned one only when its keepalives give up (4s with
+these settings, two hours and more with the defaults), which is not measured.
+A DSN that does not answer within 3s is an error (exit 1).
+
+-w json prints {"benchmark":"lock","fsync":BOOL,"rows":[{"metric","coordkit",
+"etcd_concurrency","unit"}...]}; against redsync the object also has
+"redis":ADDR and each row "redsync" and "redsync_min_retry"; against
+pg-advisory "postgres":"HOST:PORT/DB", "keepalive" and each row "pg_advisory";
+the breakdown is "uncontended_breakdown":[{"step","p50_ms","added_ms",...}].`,
+		Example: `  coordctl bench lock
+  coordctl bench lock -w json
+  coordctl bench lock --iterations 500 --handoffs 300 --duration 5s
+  coordctl bench lock --against redsync --redis 127.0.0.1:6379
+  coordctl bench lock --against pg-advisory --dsn postgres://root@127.0.0.1:5432/test`,
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
+			opts.Progress = f.IO.ErrOut
+			if opts.DSN != "" && opts.Coordctl == "" {
+				var err error
+				if opts.Coordctl, err = f.Executable(); err != nil {
+					return fmt.Errorf("find coordctl for the crash handoff's holder processes: %w", err)
+				}
+			}
+			return runBench(ctx, f, "lock", lockbench.ErrOptions, harness, opts)
+		}),
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&opts.Iterations, "iterations", 200, "uncontended lock+unlock rounds per implementation")
+	fl.IntVar(&opts.Handoffs, "handoffs", 100, "handoffs measured per implementation")
+	fl.DurationVar(&opts.Duration, "duration", 3*time.Second, "length of each contended run")
+	fl.DurationVar(&opts.Hold, "hold", time.Millisecond, "in the handoff test, how long the holder keeps the lock after the waiter queued")
+	fl.IntSliceVar(&opts.Workers, "workers", []int{2, 8, 32}, "contending clients of each contended run (2..256)")
+	fl.BoolVar(&opts.NoFsync, "unsafe-no-fsync", false, "run etcd without fsync (faster, not what users run)")
+	fl.StringSliceVar(&opts.Against, "against", nil, "also measure these locks: redsync (needs --redis), pg-advisory (needs --dsn)")
+	fl.StringVar(&opts.Redis, "redis", "", "the Redis server (host:port) of --against redsync")
+	fl.StringVar(&opts.DSN, "dsn", "", "the PostgreSQL database of --against pg-advisory")
+	fl.IntVar(&opts.CrashHandoffs, "crash-handoffs", 5, "against pg-advisory: crash handoffs measured per lock")
+	return cmd
+}

@@ -1,0 +1,172 @@
+package lockcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/primitive"
+	"github.com/coordkit/coordkit/internal/report"
+	"github.com/coordkit/coordkit/lock"
+	"github.com/coordkit/coordkit/session"
+)
+
+type lockOptions struct {
+	cmdutil.HoldOptions
+	Read bool
+}
+
+// NewCmd returns the command coordctl lock.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
+	opts := &lockOptions{}
+	var nameFlag string
+	cmd := &cobra.Command{
+		Use:   "lock NAME [--read] [--ttl D] [--timeout D | --try] [--lock-delay D] [--kill-grace D] [--prefix P] [-- COMMAND [ARGS...]]",
+		Short: "Hold a fenced lock (exclusive or --read), alone or while a command runs",
+		Long: `Acquire the lock NAME on etcd and hold it. Waiters are served in order (FIFO).
+The fencing token is the create revision of the holder's key; it grows from
+holder to holder, so a protected resource can refuse a holder that lost the
+lock without knowing it (see 'coordctl resource').
+
+Keys are laid out as etcd's concurrency.Mutex lays them out (NAME/<lease hex>),
+so 'coordctl lock' and 'etcdctl lock' on the same name exclude each other.
+
+--read takes the lock in shared mode: readers hold it together, a writer
+(coordctl lock NAME without --read, etcdctl lock, concurrency.Mutex) holds it
+alone. Readers' keys are NAME/read/<lease hex>, as etcd's recipes.RWMutex lays
+them out. Arrival order is kept: a waiting writer holds back the readers that
+came after it. Readers' tokens are not ordered against each other: fence
+writes by writers' tokens.
+
+--lock-delay D: if the holder ahead of this waiter is lost (its lease expired
+or was revoked: crashed, frozen, cut off) rather than released, take the lock
+no earlier than D after its key went. A clean release costs nothing. It is a
+second line of defence behind the token, for side effects no resource checks.
+
+Without a command, coordctl prints the holder once it has the lock:
+  holding lock NAME key=K token=T lease=L      (--read: holding read lock ...)
+  (-w json: {"name":NAME,"key":K,"token":T,"lease":"L"}, lease in hex, and
+  "shared":true with --read)
+then holds until SIGINT, SIGTERM or SIGHUP, releases and exits 0.
+
+With a command after '--', the command runs in its own process group with
+COORD_LOCK_NAME, COORD_LOCK_KEY, COORD_FENCING_TOKEN and COORD_FENCING_SCOPE
+(the lock's name) set, replacing inherited values; SIGINT and SIGTERM are
+forwarded to it, SIGHUP as SIGTERM; coordctl releases the lock when it and its whole process
+group have ended, and exits with its status (127 if it could not be
+started). Processes the command leaves in its group when it exits
+(background jobs) get SIGTERM, SIGKILL after --kill-grace, before the
+release; so do those a forwarded signal does not end when it ends the
+command.
+
+What remains possible: a process that leaves the group on purpose (setsid,
+as daemons do) is not stopped and may outlive the lock. If coordctl
+itself is killed with SIGKILL, the command gets SIGKILL from the kernel
+(Linux parent-death signal), but processes it started survive it and run on
+unfenced once the lease expires; elsewhere the command survives too.
+
+If the lock is lost while held — keepalives failing until the local deadline,
+which comes a margin (a tenth of --ttl, at least 200ms) before etcd can
+expire the lease; the lease revoked or the key deleted; the process frozen
+(SIGSTOP) past its lease — coordctl says so on stderr, sends SIGTERM to the
+command's group and SIGKILL after --kill-grace or half the margin before the
+lease's earliest possible expiry on the server, whichever is first, and exits 4. So the
+command is dead before etcd can grant the lock to anyone else, whatever
+--kill-grace says (after a revoke or a deleted key, SIGKILL follows SIGTERM
+at once); a --kill-grace longer than half the margin is warned about. If the local
+deadline passed before coordctl saw the command exit (coordctl was frozen
+meanwhile), the exit is 4 too.
+
+A write error on stdout (coordctl lock x | true) ends nothing: it is noted
+once on stderr and nothing more is printed. SIGQUIT is forwarded to the
+command like SIGINT; without a command it is not caught: coordctl dumps its
+stacks and exits 2 without releasing, and the lease expires after --ttl.
+
+--try exits 3 at once if the lock is held elsewhere; --timeout exits 3 if it
+is not acquired in time (after one last try, so --timeout 1ns takes a free
+lock). A wait longer than half a second is reported once on
+stderr, naming the holder.
+
+'coordctl lock status NAME' shows who holds and who waits. A lock literally
+named "status" is taken with --name: coordctl lock --name status -- CMD.`,
+		Example: `  coordctl lock jobs/nightly -- ./nightly.sh
+  coordctl lock jobs/nightly --try -- ./nightly.sh     # exit 3 if it already runs
+  coordctl lock db/migrate --timeout 30s --ttl 5s -- sh -c 'migrate --fencing-token "$COORD_FENCING_TOKEN"'
+  coordctl lock reports --read -- ./read-report.sh     # readers share; 'coordctl lock reports' writes alone
+  coordctl lock jobs/payout --lock-delay 10s -- ./payout.sh
+  coordctl lock maintenance -w json                   # {"name":"maintenance","key":"maintenance/694d...","token":42,"lease":"694d..."}
+  coordctl lock status jobs/nightly
+  coordctl lock --name status -- ./job.sh              # a lock named "status"`,
+	}
+	opts.Bind(f, cmd, "lock", &nameFlag, func(ctx context.Context) error { return runLock(ctx, f, opts) })
+	fl := cmd.Flags()
+	f.AddEtcdFlags(cmd.PersistentFlags()) // also for subcommands (lock status)
+	fl.DurationVar(&opts.TTL, "ttl", session.DefaultTTL, "lease TTL: a crashed holder is replaced about this long after it stopped (at least 1s)")
+	fl.DurationVar(&opts.Timeout, "timeout", 0, "give up (exit 3) if the lock is not acquired within this time (0: wait for ever)")
+	fl.BoolVar(&opts.Try, "try", false, "exit 3 at once if the lock is held elsewhere")
+	fl.BoolVar(&opts.Read, "read", false, "take the lock shared with other readers (default: exclusive, a writer)")
+	fl.DurationVar(&opts.LockDelay, "lock-delay", 0, "after a holder ahead was lost (not released), wait this long before taking the lock (0: off)")
+	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
+	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the lock's keys under this etcd key prefix")
+	fl.StringVar(&nameFlag, "name", "", `the lock's NAME, instead of the argument (for a lock named "status")`)
+	cmd.AddCommand(newLockStatusCmd(f))
+	return cmd
+}
+
+// runLock acquires the lock, then holds it until ctx ends (no command) or
+// the command exits, or until it is lost (exit 4).
+func runLock(ctx context.Context, f *cmdutil.Factory, opts *lockOptions) error {
+	p, client, err := f.StartEtcd(ctx, func() error { return opts.ValidateHold("lock", opts.PrimitiveConfig(primitive.KindLock, 0)) })
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+
+	notice := &childproc.WaitNotice{Out: f.IO.ErrOut}
+	lopts := []lock.Option{lock.WithTTL(opts.TTL), lock.WithSessionOptions(cmdutil.HoldSessionOptions(f)...),
+		lock.WithPrefix(opts.Prefix), lock.WithLockDelay(opts.LockDelay),
+		lock.WithOnWait(func(w lock.Waiting) { notice.Waiting(report.LockWaiting(w)) })}
+	// A writer is a plain Mutex (NAME/<lease>), which every RWMutex reader
+	// counts as a writer: 'coordctl lock NAME' keeps its meaning and layout.
+	newMutex := lock.New
+	if opts.Read {
+		newMutex = lock.NewReader
+	}
+	m, err := newMutex(client, opts.Name, lopts...)
+	if err != nil {
+		return cmdutil.UsageErrorf("%v", err)
+	}
+	// Close revokes the lease unless the key was released cleanly (the
+	// library's release policy), so whatever is left is released; when etcd
+	// is gone that cannot succeed, and exit need not wait for it.
+	defer childproc.WaitAtMost(childproc.CloseGrace, func() { _ = m.Close() })
+
+	held, err := acquireLock(ctx, f, m, opts)
+	notice.Stop()
+	if err != nil {
+		return err
+	}
+	return f.RunHeldKey(ctx, p, &opts.HoldOptions, "lock "+opts.Name, held, held.Unlock, report.LockHeldOf(held),
+		childproc.KeyEnv(opts.Name, held.Key(), held.Token(), opts.Name))
+}
+
+// acquireLock takes the lock as the flags say; "not acquired" (exit 3) is
+// lock.ErrLocked or cmdutil.ErrNotAcquired.
+func acquireLock(ctx context.Context, f *cmdutil.Factory, m *lock.Mutex, opts *lockOptions) (*lock.Held, error) {
+	held, timedOut, err := childproc.Acquire(ctx, f.Acquisition(opts.HoldFlags), m.Lock, m.TryLock)
+	switch {
+	case err == nil:
+		return held, nil
+	case timedOut:
+		return nil, cmdutil.Mark(cmdutil.ErrNotAcquired, fmt.Errorf("lock %s not acquired within %s", opts.Name, opts.Timeout))
+	case errors.Is(err, lock.ErrLocked):
+		return nil, err
+	case ctx.Err() != nil:
+		return nil, cmdutil.Mark(cmdutil.ErrNotAcquired, fmt.Errorf("interrupted while waiting for lock %s", opts.Name))
+	}
+	return nil, fmt.Errorf("acquire lock %s: %w", opts.Name, err)
+}

@@ -1,0 +1,171 @@
+package sidecarcmd
+
+import (
+	"context"
+	"errors"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/sidecar"
+)
+
+type sidecarOptions struct {
+	// Flags are the flags internal/sidecar checks and turns into a Config.
+	sidecar.Flags
+	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
+}
+
+// NewCmd returns the command coordctl sidecar.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
+	opts := &sidecarOptions{}
+	cmd := &cobra.Command{
+		Use:   "sidecar --election NAME --id ID [flags] [-- COMMAND [ARGS...]]",
+		Short: "Run beside a replica: leader election with a fencing token over HTTP",
+		Long: `Run next to each replica of a service. The sidecars campaign in one etcd
+election; exactly one leads at a time and holds a fencing token (the create
+revision of its key), which grows with every change of leader.
+
+HTTP API on --listen (port 0 picks a free port):
+  GET  /v1/leader   {"name","id","leader","token","is_leader","since"}
+  GET  /v1/watch    Server-Sent Events: the current view, then one per change
+  GET  /v1/status   the view, both probes' answers and the build (coordctl version)
+  POST /v1/resign   step down and campaign again at the back of the queue
+                    (Content-Type: application/json; the token of
+                    --api-token-file if given, else a loopback Host)
+  POST /v1/resign?to=ID|best
+                    hand over to that candidate (best: the one --policy
+                    prefers among the others), then stay out of the queue
+                    for --ttl (a preStop hook's SIGTERM comes meanwhile)
+  GET  /v1/candidates  the queue, leader first, with each one's attributes
+  GET  /healthz     200 while the session with etcd is alive, else 503
+  GET  /readyz      200 only while this instance leads, else 503
+  GET  /metrics     Prometheus metrics
+
+Once listening it prints 'ready url=http://ADDR' (with -w json:
+{"event":"listening","url":...}), then one line per event: elected, lost,
+leader (changed).
+
+The GET endpoints are open to anyone who can reach --listen (probes and
+Prometheus carry no token). POST /v1/resign is not: it wants Content-Type
+application/json, and either the token of --api-token-file ("Authorization:
+Bearer TOKEN") or, without one, a Host header naming a loopback host, so a
+web page in a browser cannot make the sidecar resign. A non-loopback
+--listen (":4040" in a pod) needs --api-token-file. 'coordctl sidecar
+resign' sends the request (a Kubernetes preStop hook).
+
+With --token-file the token is written there atomically while this instance
+leads and the file is removed on loss, and at start-up, before 'ready' (a
+file left by an earlier run is stale). With a COMMAND after '--', the command
+runs only while this instance leads, with COORD_ELECTION, COORD_LEADER_ID and
+COORD_FENCING_TOKEN set; on loss its process group gets SIGTERM, then
+SIGKILL after --kill-grace or half the margin before the lease's earliest possible
+expiry on the server, whichever is first (the command is dead before another instance can
+be elected; a --kill-grace longer than half the lease's margin, a tenth of --ttl,
+is warned about). If the command exits by itself the sidecar
+resigns and exits with its status. Both are checked before 'ready': a
+--token-file whose directory does not take a new file exits 2, a command
+that is not found or not executable exits 127 or 126.
+
+--policy priority|newest-version|oldest-version makes leadership follow
+--priority or --version (default: this binary's version, if it is a
+semantic one) instead of arrival; a leader that is not the preferred one
+hands over to it (unless --no-preempt), with no other leader in between.
+See docs/sidecar.md for a rolling update with a preStop hook.
+
+SIGTERM, SIGINT or SIGHUP stop the command, resign (a standby takes over at once)
+and exit 0. A crashed leader is replaced about --ttl after it stopped; a
+leader whose keepalives fail turns unready before its lease can expire on
+the server. A write error on stdout (a log reader gone) ends nothing: it is
+noted once on stderr. See docs/sidecar.md.`,
+		Example: `  coordctl sidecar --election my-service --id "$POD_NAME"
+  coordctl sidecar --election my-service --id web-1 --listen :4040 --api-token-file /etc/coordctl/api-token --token-file /run/leader/token
+  coordctl sidecar --election cron --id node-a --ttl 3s -- ./run-scheduler.sh
+  coordctl sidecar --election my-service --id "$POD_NAME" --policy newest-version --version 2.3.0
+  curl -s -X POST -H 'Content-Type: application/json' 'localhost:4040/v1/resign?to=best'
+  curl -s localhost:4040/v1/leader   # {"name":"my-service","id":"web-1","leader":"web-2","token":1207,...}`,
+		Annotations: map[string]string{cmdutil.ExecAnnotation: "true"},
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
+				if cmd.SuggestionsMinimumDistance = 2; len(cmd.SuggestionsFor(args[0])) > 0 {
+					return cmdutil.UnknownCommand(cmd, args[0]) // "sidecar resgn": did you mean resign?
+				}
+				return cmdutil.UsageErrorf("unexpected argument %q: put the command after --", args[0])
+			}
+			return nil
+		},
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			opts.Command = args
+			opts.KillGraceSet = cmd.Flags().Changed("kill-grace")
+			return runSidecar(ctx, f, opts)
+		}),
+	}
+	fl := cmd.Flags()
+	f.AddEtcdFlags(fl)
+	fl.StringVar(&opts.Election, "election", "", "election name (required); the sidecars of one service share it")
+	fl.StringVar(&opts.ID, "id", "", "this instance's identity, e.g. the pod name (required)")
+	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the election's keys under this etcd key prefix")
+	fl.StringVar(&opts.Listen, "listen", "127.0.0.1:4040", "HTTP address to serve the API on (port 0: any free port)")
+	fl.DurationVar(&opts.TTL, "ttl", sidecar.DefaultTTL, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
+	fl.StringVar(&opts.TokenFile, "token-file", "", "write the fencing token to this file while leading")
+	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
+	cmdutil.AddCoordFlags(fl, &opts.Coord, "default: this binary's version, if semantic")
+	fl.StringVar(&opts.APITokenFile, "api-token-file", "", "file holding the token POST /v1/resign requires (needed for a non-loopback --listen)")
+	cmd.AddCommand(newSidecarResignCmd(f))
+	return cmd
+}
+
+// runSidecar connects to etcd, serves the API and campaigns until ctx ends
+// (exit 0) or the command exits (its status).
+func runSidecar(ctx context.Context, f *cmdutil.Factory, opts *sidecarOptions) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	if err := opts.Check(); err != nil {
+		return sidecarFlagError(err)
+	}
+	if w := opts.GraceWarning(); w != "" && opts.KillGraceSet {
+		cmdutil.WarnKillGrace(f.IO.ErrOut, w)
+	}
+	cfg, err := opts.Configure()
+	if err != nil {
+		return sidecarFlagError(err)
+	}
+	defer f.HoldOutput(p)()
+	client, err := f.EtcdClient(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer client.Close()
+
+	reg := sidecar.NewRegistry()
+	cfg.Client, cfg.Stdout, cfg.Stderr = client, f.IO.Out, f.IO.ErrOut
+	cfg.Registerer, cfg.Gatherer, cfg.OnChange = reg, reg, sidecar.OutputLines(p.Print, f.IO.ErrOut)
+	sc, err := sidecar.New(cfg)
+	if err != nil {
+		return err
+	}
+	err = sidecar.Serve(ctx, sc, opts.Listen, func(url string) error { return p.Print(sidecar.NewListening(url)) })
+	var ce *sidecar.ChildExitError
+	if errors.As(err, &ce) {
+		return &cmdutil.ChildExitError{Code: ce.Code}
+	}
+	return err
+}
+
+// sidecarFlagError maps internal/sidecar's flag errors: a usage error (exit
+// 2), a command that cannot start (126, 127).
+func sidecarFlagError(err error) error {
+	if errors.Is(err, sidecar.ErrCommand) {
+		return &cmdutil.ChildStartError{Err: err}
+	}
+	if errors.Is(err, sidecar.ErrUsage) {
+		return &cmdutil.UsageError{Err: err}
+	}
+	return err
+}

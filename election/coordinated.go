@@ -310,7 +310,7 @@ func (l *Leadership) handOver(ctx context.Context, target Candidate, stop func()
 		stop()
 	}
 	// The record goes first: a crash between the two leaves no request.
-	if _, err := l.k.Txn(ctx, clientv3.OpDelete(l.e.handoverKey())); err != nil && !errors.Is(err, session.ErrNotOwner) {
+	if _, err := l.HeldKey.Txn(ctx, clientv3.OpDelete(l.e.handoverKey())); err != nil && !errors.Is(err, session.ErrNotOwner) {
 		return errors.Join(fmt.Errorf("election: resign %q to %s: %w", l.e.name, target.ID(), err), l.Resign(ctx))
 	}
 	if err := l.Resign(ctx); err != nil {

@@ -220,7 +220,7 @@ func (e *Election) register(l *Leadership) bool {
 	if e.closed {
 		return false
 	}
-	if l.k.Context().Err() == nil {
+	if l.HeldKey.Context().Err() == nil {
 		e.live[l] = struct{}{}
 	}
 	return true

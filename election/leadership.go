@@ -22,8 +22,7 @@ import (
 type Leadership struct {
 	*session.HeldKey
 	e   *Election
-	k   *session.HeldKey // the embedded key, for the package's own use
-	own bool             // the session is the campaign's own: Resign closes it
+	own bool // the session is the campaign's own: Resign closes it
 
 	stopOnEnd func() bool
 	yield     chan struct{} // closed when the policy prefers another candidate
@@ -38,7 +37,7 @@ type Leadership struct {
 // when it is lost while our own session lives, the session holds nothing
 // and is closed.
 func newLeadership(e *Election, k *session.HeldKey, own bool, value string) *Leadership {
-	l := &Leadership{HeldKey: k, e: e, k: k, own: own, value: value, yield: make(chan struct{})}
+	l := &Leadership{HeldKey: k, e: e, own: own, value: value, yield: make(chan struct{})}
 	l.stopOnEnd = context.AfterFunc(k.Context(), func() {
 		e.unregister(l)
 		l.mu.Lock()
@@ -86,7 +85,7 @@ func (l *Leadership) Resign(ctx context.Context) error {
 		return nil
 	}
 	l.mu.Unlock()
-	err := l.k.Release(ctx)
+	err := l.HeldKey.Release(ctx)
 	if err != nil && !errors.Is(err, session.ErrNotHeld) && !l.own {
 		// The key may still be there, on a session we must not revoke:
 		// the caller can retry.
@@ -97,7 +96,7 @@ func (l *Leadership) Resign(ctx context.Context) error {
 	l.mu.Unlock()
 	var closeErr error
 	if l.own {
-		closeErr = l.k.Session().Close()
+		closeErr = l.HeldKey.Session().Close()
 	}
 	switch {
 	case errors.Is(err, session.ErrNotHeld):
@@ -114,7 +113,7 @@ func (l *Leadership) Proclaim(ctx context.Context, value string) error {
 	if !l.Alive() {
 		return ErrNotLeader
 	}
-	_, err := l.k.Txn(ctx, clientv3.OpPut(l.k.Key(), value, clientv3.WithLease(l.k.Lease())))
+	_, err := l.HeldKey.Txn(ctx, clientv3.OpPut(l.HeldKey.Key(), value, clientv3.WithLease(l.HeldKey.Lease())))
 	switch {
 	case errors.Is(err, session.ErrNotOwner):
 		return ErrNotLeader
@@ -134,10 +133,10 @@ func (l *Leadership) orphan() {
 	l.orphaned = true
 	l.mu.Unlock()
 	if l.own {
-		l.k.Session().Orphan()
+		l.HeldKey.Session().Orphan()
 		return
 	}
-	l.k.Drop()
+	l.HeldKey.Drop()
 }
 
 // Txn applies ops in one etcd transaction guarded by IsOwner (a
@@ -150,7 +149,7 @@ func (l *Leadership) orphan() {
 // or the request's error, in which case the transaction may or may not
 // have been applied.
 func (l *Leadership) Txn(ctx context.Context, ops ...clientv3.Op) (*clientv3.TxnResponse, error) {
-	resp, err := l.k.Txn(ctx, ops...)
+	resp, err := l.HeldKey.Txn(ctx, ops...)
 	if errors.Is(err, session.ErrNotOwner) {
 		return resp, fmt.Errorf("%w: %w", ErrNotLeader, err)
 	}

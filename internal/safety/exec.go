@@ -214,6 +214,9 @@ func (r *run) sigstop(ctx context.Context, i int, s Step) func() {
 	}
 	_ = syscall.Kill(pid, syscall.SIGSTOP)
 	_ = syscall.Kill(-child, syscall.SIGSTOP)
+	r.mu.Lock()
+	r.stoppedPid = pid
+	r.mu.Unlock()
 	r.countFault(FaultSigstop)
 	r.touched(i, fmt.Sprintf("process client pid %d (holding the lock)", pid))
 	r.effective(i, "stopped a coordctl process client while it held the lock")

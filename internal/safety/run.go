@@ -403,19 +403,25 @@ func Run(ctx context.Context, cfg Config) (Report, History, error) {
 	}
 	r.steps = steps
 
-	rctx, cancel := context.WithTimeout(ctx, cfg.Duration)
-	defer cancel()
+	// The nemesis works for cfg.Duration; the clients work until then and
+	// until the holders it paused have made their late writes (drain).
+	nctx, ncancel := context.WithTimeout(ctx, cfg.Duration)
+	defer ncancel()
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
 	var wg sync.WaitGroup
 	for _, w := range r.workers {
 		wg.Add(1)
-		go func() { defer wg.Done(); w.loop(rctx) }()
+		go func() { defer wg.Done(); w.loop(wctx) }()
 	}
 	var execDone chan struct{}
 	if cfg.ProcessClients() {
 		execDone = make(chan struct{})
-		go func() { defer close(execDone); r.execLoop(rctx) }()
+		go func() { defer close(execDone); r.execLoop(wctx) }()
 	}
-	r.nemesis(rctx, steps)
+	r.nemesis(nctx, steps)
+	r.drain(ctx)
+	wcancel()
 	wg.Wait()
 	if execDone != nil {
 		<-execDone
@@ -458,14 +464,16 @@ type run struct {
 	holder  atomic.Int64  // the client holding the lock now, 0 if none known
 	granted atomic.Uint64 // the largest token granted so far
 
-	mu        sync.Mutex
-	ops       []Op
-	faults    map[string]int
-	proc      *execProc           // the running `coordctl lock` client, if any
-	execSpans map[string][2]int64 // process client write id → its process's life
-	handovers handoverCounter     // with a policy: how leaderships ended
-	steps     []Step              // the schedule the nemesis applies
-	applied   []appliedStep       // what it did, in order (schedule.go)
+	mu         sync.Mutex
+	ops        []Op
+	faults     map[string]int
+	proc       *execProc           // the running `coordctl lock` client, if any
+	stoppedPid int                 // the process client the nemesis last SIGSTOPped
+	frozen     int                 // in-process holders frozen that have not written since
+	execSpans  map[string][2]int64 // process client write id → its process's life
+	handovers  handoverCounter     // with a policy: how leaderships ended
+	steps      []Step              // the schedule the nemesis applies
+	applied    []appliedStep       // what it did, in order (schedule.go)
 }
 
 func (r *run) now() int64 { return time.Since(r.start).Nanoseconds() }
@@ -729,6 +737,9 @@ func (w *worker) hold(ctx context.Context, t Tenure) {
 		wop.Return, wop.Outcome = w.r.now(), res.Outcome(err)
 		w.r.record(wop)
 		if frozen >= 0 {
+			w.r.mu.Lock()
+			w.r.frozen--
+			w.r.mu.Unlock()
 			w.r.lateWrite(frozen, wop)
 			if hook := w.r.cfg.onLateWrite; hook != nil && wop.Outcome == OK {
 				hook(w.r.writtenBefore(wop))
@@ -779,6 +790,9 @@ func (w *worker) freezePoint(ctx context.Context, token uint64) int {
 	case order := <-w.freeze:
 		d := order.hold
 		w.r.countFault(FaultFreezeClient)
+		w.r.mu.Lock()
+		w.r.frozen++
+		w.r.mu.Unlock()
 		w.r.frozeHolder(order.step, w.id, token)
 		w.r.progressf("freeze client %d for %s (holding token %d)", w.id, d.Round(time.Millisecond), token)
 		w.pause(true)
@@ -810,6 +824,49 @@ func (w *worker) freezePoint(ctx context.Context, token uint64) int {
 // supersedeWait bounds how long a freeze waits, after its duration, for a
 // later holder to be granted.
 const supersedeWait = 10 * time.Second
+
+// drainWait bounds how long a run goes on after cfg.Duration for the
+// holders the nemesis paused to make their late writes: a freeze's wait
+// for a later grant, and a little more for the write itself.
+const drainWait = supersedeWait + 5*time.Second
+
+// drain ends the run on events, not on the clock: after the nemesis has
+// stopped (and healed the cluster), it drops the freezes no client has
+// reached yet and waits, at most drainWait, until every holder it froze has
+// sent its late write and every process client it stopped has exited.
+// Those late writes are what the run is about; a run that ended at
+// cfg.Duration sharp would lose the ones of faults applied near its end.
+func (r *run) drain(ctx context.Context) {
+	for _, w := range r.workers {
+		select {
+		case <-w.freeze:
+		default:
+		}
+	}
+	deadline := time.NewTimer(drainWait)
+	defer deadline.Stop()
+	poll := time.NewTicker(20 * time.Millisecond)
+	defer poll.Stop()
+	for r.pausedHolders() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			r.progressf("a paused holder had not written %s after the run's end; stopped waiting", drainWait)
+			return
+		case <-poll.C:
+		}
+	}
+}
+
+// pausedHolders reports whether a holder the nemesis paused has yet to make
+// its late write: an in-process client frozen or thawing, or the stopped
+// process client still running.
+func (r *run) pausedHolders() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.frozen > 0 || (r.proc != nil && r.proc.pid == r.stoppedPid)
+}
 
 // nemesis applies the schedule until ctx is done, then heals everything
 // and restarts stopped members.

@@ -67,6 +67,12 @@ func (l *Leadership) Value() string {
 // Name returns the election's name.
 func (l *Leadership) Name() string { return l.e.name }
 
+// Scope returns the fencing scope of the token: the election's key prefix
+// in etcd, PREFIX+NAME+"/", the same for every spelling of prefix and name
+// that reaches its keys (and a lock's of the same name, which shares its
+// layout and excludes it). Give it to the protected resource with Token.
+func (l *Leadership) Scope() string { return l.e.cfg.Scope() }
+
 // Release is Resign: a leadership's release closes its own session too.
 func (l *Leadership) Release(ctx context.Context) error { return l.Resign(ctx) }
 

@@ -20,9 +20,11 @@ type Held struct {
 // Name returns the lock's name (without the prefix).
 func (h *Held) Name() string { return h.m.name }
 
-// Scope returns the fencing scope of the token: the lock's key space,
-// prefix+name, the same for every spelling that reaches its keys.
-func (h *Held) Scope() string { return h.m.cfg.Prefix + h.m.name }
+// Scope returns the fencing scope of the token: the lock's key prefix in
+// etcd, PREFIX+NAME+"/", the same for every spelling of prefix and name
+// that reaches its keys (and an election's of the same name: they exclude
+// each other), and never a semaphore slot's scope.
+func (h *Held) Scope() string { return h.m.cfg.Scope() }
 
 // Shared reports whether this is a read lock of an RWMutex (RLock).
 func (h *Held) Shared() bool { return h.m.kind == kindRead }

@@ -5,7 +5,8 @@
 //	held, err := s.Acquire(ctx)
 //	defer held.Release(context.Background())
 //	// work under held.Context(); send held.Token() with held.Scope()
-//	// ("jobs/encoders#1") to the protected resource (package fencing).
+//	// ("jobs/encoders/slots/1", the slot's key) to the protected resource
+//	// (package fencing).
 //
 // # Layout
 //

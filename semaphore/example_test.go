@@ -52,7 +52,7 @@ func Example() {
 	// Send h.Token() and h.Scope() with each write to the protected
 	// resource (see package fencing).
 	fmt.Println("two slots at once:", held[0].Slot() != held[1].Slot(), held[0].Alive() && held[1].Alive())
-	fmt.Println("scopes are the slots':", held[0].Scope() == fmt.Sprintf("jobs/encoders#%d", held[0].Slot()))
+	fmt.Println("scopes are the slots':", held[0].Scope() == fmt.Sprintf("jobs/encoders/slots/%d", held[0].Slot()))
 	fmt.Println("tokens differ:", held[0].Token() != held[1].Token())
 	// Output:
 	// two slots at once: true true

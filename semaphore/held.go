@@ -27,10 +27,12 @@ func (a *attempt) held(slot int, key string, rev int64) *Held {
 // Slot returns the slot number, in [0, limit).
 func (h *Held) Slot() int { return h.slot }
 
-// Scope returns the fencing scope of the slot, prefix+name+"#"+slot: give
-// it to the protected resource with the token. Tokens grow from holder to
-// holder of one slot.
-func (h *Held) Scope() string { return Scope(h.s.cfg.Prefix+h.s.name, h.slot) }
+// Scope returns the fencing scope of the slot: the slot's etcd key,
+// PREFIX+NAME/slots/SLOT, the same for every spelling of prefix and name
+// that reaches it, and never a lock's or another slot's scope. Give it to
+// the protected resource with the token. Tokens grow from holder to holder
+// of one slot.
+func (h *Held) Scope() string { return h.s.cfg.SlotScope(h.slot) }
 
 // Name returns the semaphore's name (without the prefix).
 func (h *Held) Name() string { return h.s.name }

@@ -573,6 +573,3 @@ func Delete(ctx context.Context, client *clientv3.Client, name string, force boo
 	return n > 0, nil
 }
 
-// Scope returns the fencing scope of slot i of the semaphore named name:
-// "name#i" (a Held's Scope puts the prefix in front).
-func Scope(name string, slot int) string { return name + "#" + strconv.Itoa(slot) }

@@ -19,8 +19,10 @@ const (
 	EnvLockName     = "COORD_LOCK_NAME"
 	EnvLockKey      = "COORD_LOCK_KEY"
 	EnvFencingToken = "COORD_FENCING_TOKEN"
-	// EnvFencingScope is the scope the token fences: the lock's or the
-	// election's name, or NAME#slot for a semaphore. Set by every hold, so
+	// EnvFencingScope is the scope the token fences: where the held key
+	// lives in etcd (lock.Held.Scope, semaphore.Held.Scope,
+	// election.Leadership.Scope), PREFIX+NAME/ for a lock or an election,
+	// PREFIX+NAME/slots/I for a semaphore's slot. Set by every hold, so
 	// that a lock run inside a semaphore's command does not inherit the
 	// semaphore's scope.
 	EnvFencingScope = "COORD_FENCING_SCOPE"
@@ -41,10 +43,10 @@ func KeyEnv(name, key string, tok fencing.Token, scope string, extra ...string) 
 }
 
 // LeaderEnv is the environment of a command run while leading an election:
-// the election's name, the value proclaimed, the token, and extra
-// name-value pairs.
-func LeaderEnv(election, id string, tok fencing.Token, extra ...string) map[string]string {
-	env := map[string]string{EnvElection: election, EnvLeaderID: id, EnvFencingToken: tok.String()}
+// the election's name, the value proclaimed, the token and the scope it
+// fences, and extra name-value pairs.
+func LeaderEnv(election, id string, tok fencing.Token, scope string, extra ...string) map[string]string {
+	env := map[string]string{EnvElection: election, EnvLeaderID: id, EnvFencingToken: tok.String(), EnvFencingScope: scope}
 	for i := 0; i+1 < len(extra); i += 2 {
 		env[extra[i]] = extra[i+1]
 	}

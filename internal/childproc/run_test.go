@@ -26,10 +26,9 @@ func TestRunSupervision(t *testing.T) {
 
 func TestKeyEnvAndReleaser(t *testing.T) {
 	require.Equal(t, map[string]string{EnvLockName: "pool", EnvLockKey: "pool/slots/1", EnvFencingToken: "7",
-		EnvFencingScope: "pool#1", EnvSemSlot: "1"}, KeyEnv("pool", "pool/slots/1", 7, "pool#1", EnvSemSlot, "1"))
-	require.Equal(t, map[string]string{EnvElection: "sched", EnvLeaderID: "n1", EnvFencingToken: "9", EnvFencingScope: "sched"},
-		LeaderEnv("sched", "n1", 9, EnvFencingScope, "sched"))
-	require.Equal(t, map[string]string{EnvElection: "sched", EnvLeaderID: "n1", EnvFencingToken: "9"}, LeaderEnv("sched", "n1", 9))
+		EnvFencingScope: "pool/slots/1", EnvSemSlot: "1"}, KeyEnv("pool", "pool/slots/1", 7, "pool/slots/1", EnvSemSlot, "1"))
+	require.Equal(t, map[string]string{EnvElection: "sched", EnvLeaderID: "n1", EnvFencingToken: "9", EnvFencingScope: "sched/"},
+		LeaderEnv("sched", "n1", 9, "sched/"))
 
 	h := newFakeHold()
 	var deadline time.Duration

@@ -129,7 +129,7 @@ func (c Config) ValidateKeys() error {
 			return fieldErrorf(FieldPrefix, "%w: prefix %q contains white space or a control character (%U)", ErrInvalid, c.Prefix, r)
 		}
 	}
-	return nil
+	return c.checkScopeLen()
 }
 
 // OwnTTL is the lease TTL of the handle's own sessions: TTL, or

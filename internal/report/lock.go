@@ -15,6 +15,7 @@ import (
 // (the lease in hex, "shared" only for a reader).
 type LockHeld struct {
 	Name   string        `json:"name"`
+	Scope  string        `json:"scope"`
 	Key    string        `json:"key"`
 	Token  fencing.Token `json:"token"`
 	Lease  string        `json:"lease"`
@@ -22,18 +23,19 @@ type LockHeld struct {
 }
 
 // LockHeldOf is what is printed of h: the lock's name (without the
-// prefix), key, token, lease and mode.
+// prefix), its fencing scope, key, token, lease and mode.
 func LockHeldOf(h *lock.Held) LockHeld {
-	return LockHeld{Name: h.Name(), Key: h.Key(), Token: h.Token(), Lease: fmt.Sprintf("%x", int64(h.Lease())), Shared: h.Shared()}
+	return LockHeld{Name: h.Name(), Scope: h.Scope(), Key: h.Key(), Token: h.Token(), Lease: fmt.Sprintf("%x", int64(h.Lease())), Shared: h.Shared()}
 }
 
-// String is "holding lock NAME key=K token=T lease=L" ("read lock" when shared).
+// String is "holding lock NAME scope=S key=K token=T lease=L" ("read lock"
+// when shared).
 func (r LockHeld) String() string {
 	what := "lock"
 	if r.Shared {
 		what = "read lock"
 	}
-	return fmt.Sprintf("holding %s %s key=%s token=%d lease=%s", what, r.Name, r.Key, r.Token, r.Lease)
+	return fmt.Sprintf("holding %s %s scope=%s key=%s token=%d lease=%s", what, r.Name, r.Scope, r.Key, r.Token, r.Lease)
 }
 
 // LockWaiting is the notice `coordctl lock` prints while it waits.
@@ -95,7 +97,7 @@ type SemHeld struct {
 // SemHeldOf is what is printed of h: the semaphore's name (without the
 // prefix) and limit, the slot and its fencing scope, key, token and lease.
 func SemHeldOf(h *semaphore.Held, limit int) SemHeld {
-	return SemHeld{Name: h.Name(), Limit: limit, Slot: h.Slot(), Scope: semaphore.Scope(h.Name(), h.Slot()), Key: h.Key(),
+	return SemHeld{Name: h.Name(), Limit: limit, Slot: h.Slot(), Scope: h.Scope(), Key: h.Key(),
 		Token: h.Token(), Lease: fmt.Sprintf("%x", int64(h.Lease()))}
 }
 
@@ -114,7 +116,7 @@ func SemWaiting(w semaphore.Waiting) string {
 }
 
 // SemStatus is what `coordctl sem status` prints of the semaphore named
-// Name: its holders' scopes are NAME#slot.
+// Name: its holders' scopes are their slot keys.
 type SemStatus struct {
 	Name string
 	primitive.Status
@@ -125,7 +127,7 @@ func (r SemStatus) entries() (holders, waiters []statusEntry) {
 	for _, e := range r.Holders {
 		se := entryOf(e, true)
 		slot := e.Slot
-		se.Slot, se.Scope = &slot, semaphore.Scope(r.Name, slot)
+		se.Slot, se.Scope = &slot, e.Key // a slot's scope is its key (semaphore.Held.Scope)
 		holders = append(holders, se)
 	}
 	for _, e := range r.Waiters {

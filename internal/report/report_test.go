@@ -39,19 +39,19 @@ func TestLockStatusPrintedForms(t *testing.T) {
 }
 
 // A semaphore's status prints as coordctl sem status prints it, under the
-// name without the prefix, scopes NAME#slot. (Was
+// name without the prefix, scopes the slot keys. (Was
 // semaphore.TestReportPrintedForms.)
 func TestSemStatusPrintedForms(t *testing.T) {
 	r := SemStatus{Name: "pool", Status: primitive.Status{Revision: 9, Limit: 2,
 		Holders: []primitive.Entry{{Key: "p/pool/slots/1", Slot: 1, Token: 5, Lease: 0x1f, TTL: 4 * time.Second}},
 		Waiters: []primitive.Entry{{Key: "p/pool/queue/2a", Slot: -1, Token: 8, Lease: 0x2a}}}}
 	require.Equal(t, "semaphore pool: held at revision 9, limit 2 by 1, 1 waiting\n"+
-		"  holder scope=pool#1 token=5 lease=1f ttl=4s key=p/pool/slots/1\n"+
+		"  holder scope=p/pool/slots/1 token=5 lease=1f ttl=4s key=p/pool/slots/1\n"+
 		"  waiter token=8 lease=2a key=p/pool/queue/2a", r.String())
 	b, err := json.Marshal(r)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"name":"pool","revision":9,"limit":2,"held":true,
-		"holders":[{"key":"p/pool/slots/1","token":5,"lease":"1f","slot":1,"scope":"pool#1","ttl_s":4}],
+		"holders":[{"key":"p/pool/slots/1","token":5,"lease":"1f","slot":1,"scope":"p/pool/slots/1","ttl_s":4}],
 		"waiters":[{"key":"p/pool/queue/2a","token":8,"lease":"2a"}]}`, string(b))
 	require.Equal(t, "semaphore pool: free at revision 1, no limit stored, 0 waiting", SemStatus{Name: "pool", Status: primitive.Status{Revision: 1}}.String())
 }
@@ -120,20 +120,20 @@ func TestCandidatesOneLinePerCandidate(t *testing.T) {
 // them once they hold (was the HeldReport assertion of lock's
 // TestNewReaderIsTheReadMode, and semaphore's HeldReport forms).
 func TestHeldForms(t *testing.T) {
-	r := LockHeld{Name: "rd", Key: "rd/read/1f", Token: 7, Lease: "1f", Shared: true}
-	require.Equal(t, "holding read lock rd key=rd/read/1f token=7 lease=1f", r.String())
+	r := LockHeld{Name: "rd", Scope: "rd/", Key: "rd/read/1f", Token: 7, Lease: "1f", Shared: true}
+	require.Equal(t, "holding read lock rd scope=rd/ key=rd/read/1f token=7 lease=1f", r.String())
 	b, err := json.Marshal(r)
 	require.NoError(t, err)
-	require.JSONEq(t, `{"name":"rd","key":"rd/read/1f","token":7,"lease":"1f","shared":true}`, string(b))
+	require.JSONEq(t, `{"name":"rd","scope":"rd/","key":"rd/read/1f","token":7,"lease":"1f","shared":true}`, string(b))
 	r.Shared = false
-	require.Equal(t, "holding lock rd key=rd/read/1f token=7 lease=1f", r.String())
+	require.Equal(t, "holding lock rd scope=rd/ key=rd/read/1f token=7 lease=1f", r.String())
 	b, err = json.Marshal(r)
 	require.NoError(t, err)
-	require.JSONEq(t, `{"name":"rd","key":"rd/read/1f","token":7,"lease":"1f"}`, string(b), "shared only for a reader")
+	require.JSONEq(t, `{"name":"rd","scope":"rd/","key":"rd/read/1f","token":7,"lease":"1f"}`, string(b), "shared only for a reader")
 
-	s := SemHeld{Name: "pool", Limit: 3, Slot: 1, Scope: "pool#1", Key: "pool/slots/1", Token: 9, Lease: "2a"}
-	require.Equal(t, "holding semaphore pool slot=1 scope=pool#1 key=pool/slots/1 token=9 lease=2a", s.String())
+	s := SemHeld{Name: "pool", Limit: 3, Slot: 1, Scope: "pool/slots/1", Key: "pool/slots/1", Token: 9, Lease: "2a"}
+	require.Equal(t, "holding semaphore pool slot=1 scope=pool/slots/1 key=pool/slots/1 token=9 lease=2a", s.String())
 	b, err = json.Marshal(s)
 	require.NoError(t, err)
-	require.JSONEq(t, `{"name":"pool","limit":3,"slot":1,"scope":"pool#1","key":"pool/slots/1","token":9,"lease":"2a"}`, string(b))
+	require.JSONEq(t, `{"name":"pool","limit":3,"slot":1,"scope":"pool/slots/1","key":"pool/slots/1","token":9,"lease":"2a"}`, string(b))
 }

@@ -143,7 +143,7 @@ type heldTenure struct {
 }
 
 func (t heldTenure) Token() fencing.Token              { return t.h.Token() }
-func (t heldTenure) Scope() string                     { return Scope }
+func (t heldTenure) Scope() string                     { return t.h.Scope() }
 func (t heldTenure) Slot() int                         { return 0 }
 func (t heldTenure) Reader() bool                      { return t.reader }
 func (t heldTenure) Alive() bool                       { return t.h.Alive() }
@@ -193,7 +193,7 @@ type leaderTenure struct {
 }
 
 func (t leaderTenure) Token() fencing.Token              { return t.l.Token() }
-func (t leaderTenure) Scope() string                     { return Scope }
+func (t leaderTenure) Scope() string                     { return t.l.Scope() }
 func (t leaderTenure) Slot() int                         { return 0 }
 func (t leaderTenure) Reader() bool                      { return false }
 func (t leaderTenure) Alive() bool                       { return t.l.Alive() && !yielding(t.l) }

@@ -28,7 +28,9 @@ var (
 	ErrBadConfig = errors.New("safety: bad config")
 )
 
-// Scope is the lock or election name, and the fencing scope, of a run.
+// Scope is the lock or election name of a run, and the fencing scope of the
+// locks that are not etcd's (redsync, PostgreSQL advisory locks); an etcd
+// lock's or election's scope is its key prefix, Scope+"/" (Held.Scope).
 const Scope = "safety"
 
 // counterKey is the resource key the clients increment.

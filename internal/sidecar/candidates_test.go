@@ -29,7 +29,7 @@ func TestSidecarHTTPCandidatesAndResignTo(t *testing.T) {
 		}
 		return nil
 	}
-	tr := NewTracker("svc", "a", fixedClock{t0})
+	tr := NewTracker("svc", "svc/", "a", fixedClock{t0})
 	api := NewAPI(APIConfig{Tracker: tr, Policy: election.PolicyPriority, ResignTo: resignTo,
 		Resign: func(context.Context) error { asked = append(asked, "(plain)"); return nil },
 		Candidates: func(context.Context) ([]election.Candidate, error) {
@@ -73,7 +73,7 @@ func TestSidecarHTTPCandidatesAndResignTo(t *testing.T) {
 }
 
 func TestSidecarHTTPCandidatesUnavailable(t *testing.T) {
-	tr := NewTracker("svc", "a", fixedClock{t0})
+	tr := NewTracker("svc", "svc/", "a", fixedClock{t0})
 	api := NewAPI(APIConfig{Tracker: tr})
 	srv := httptest.NewServer(api)
 	t.Cleanup(func() { api.Close(); srv.Close() })

@@ -22,6 +22,7 @@ import (
 // GET /v1/watch. Leader and Token are null while there is no leader.
 type View struct {
 	Name     string         `json:"name"`
+	Scope    string         `json:"scope"`
 	ID       string         `json:"id"`
 	Leader   *string        `json:"leader"`
 	Token    *fencing.Token `json:"token"`
@@ -31,7 +32,7 @@ type View struct {
 
 // View returns the state as the HTTP API shows it.
 func (s State) View() View {
-	v := View{Name: s.Name, ID: s.ID, IsLeader: s.IsLeader, Since: s.Since.UTC()}
+	v := View{Name: s.Name, Scope: s.Scope, ID: s.ID, IsLeader: s.IsLeader, Since: s.Since.UTC()}
 	if s.HasLeader {
 		leader, tok := s.Leader, s.Token
 		v.Leader, v.Token = &leader, &tok

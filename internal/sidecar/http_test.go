@@ -23,7 +23,7 @@ var testBuild = buildinfo.Info{Module: "github.com/coordkit/coordkit", Version: 
 
 func newTestAPI(t *testing.T, resign func(context.Context) error) (*Tracker, *httptest.Server, *prometheus.Registry) {
 	t.Helper()
-	tr := NewTracker("svc", "a", fixedClock{t0})
+	tr := NewTracker("svc", "svc/", "a", fixedClock{t0})
 	reg := prometheus.NewRegistry()
 	_, err := NewMetrics(reg, "svc", "a", func() time.Duration { return 1500 * time.Millisecond }, testBuild)
 	require.NoError(t, err)
@@ -64,7 +64,7 @@ func TestSidecarHTTPStatusCodes(t *testing.T) {
 		{"connecting", nil, []probe{
 			{"/healthz", 503, `"reason":"connecting to etcd"`},
 			{"/readyz", 503, `"status":"unavailable"`},
-			{"/v1/leader", 200, `{"name":"svc","id":"a","leader":null,"token":null,"is_leader":false,"since":"2026-01-02T03:04:05Z"}`},
+			{"/v1/leader", 200, `{"name":"svc","scope":"svc/","id":"a","leader":null,"token":null,"is_leader":false,"since":"2026-01-02T03:04:05Z"}`},
 		}},
 		{"standby", &Event{Kind: SessionUp, Alive: aliveFn}, []probe{
 			{"/healthz", 200, `{"status":"ok"}`},
@@ -201,7 +201,7 @@ func TestSidecarHTTPWatchSSE(t *testing.T) {
 	require.Equal(t, "event: leader\n", line1)
 	line2, err := br.ReadString('\n')
 	require.NoError(t, err)
-	require.Equal(t, `data: {"name":"svc","id":"a","leader":"b","token":5,"is_leader":false,"since":"2026-01-02T03:04:05Z"}`+"\n", line2)
+	require.Equal(t, `data: {"name":"svc","scope":"svc/","id":"a","leader":"b","token":5,"is_leader":false,"since":"2026-01-02T03:04:05Z"}`+"\n", line2)
 	line3, err := br.ReadString('\n')
 	require.NoError(t, err)
 	require.Equal(t, "\n", line3)
@@ -226,7 +226,7 @@ func TestSidecarHTTPWatchSSE(t *testing.T) {
 }
 
 func TestSidecarHTTPWatchEndsOnClose(t *testing.T) {
-	tr := NewTracker("svc", "a", fixedClock{t0})
+	tr := NewTracker("svc", "svc/", "a", fixedClock{t0})
 	api := NewAPI(APIConfig{Tracker: tr})
 	srv := httptest.NewServer(api)
 	defer srv.Close()
@@ -342,7 +342,7 @@ func TestSidecarResignGuard(t *testing.T) {
 		return nil
 	}
 	newAPI := func(token string) *API {
-		tr = NewTracker("svc", "a", fixedClock{t0})
+		tr = NewTracker("svc", "svc/", "a", fixedClock{t0})
 		tr.Apply(Event{Kind: Elected, Token: 3})
 		return NewAPI(APIConfig{Tracker: tr, Resign: resign, Token: token})
 	}

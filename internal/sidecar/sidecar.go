@@ -17,6 +17,7 @@ import (
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/buildinfo"
 	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -166,9 +167,12 @@ func New(cfg Config) (*Sidecar, error) {
 	if cfg.Stderr == nil {
 		cfg.Stderr = io.Discard
 	}
+	// The scope is known before any leadership: where the election's keys
+	// live (what Leadership.Scope returns).
+	scope := primitive.Config{Kind: primitive.KindElection, Name: cfg.Name, Prefix: cfg.Prefix}.Scope()
 	s := &Sidecar{
 		cfg:     cfg,
-		tracker: NewTracker(cfg.Name, cfg.ID, cfg.Clock),
+		tracker: NewTracker(cfg.Name, scope, cfg.ID, cfg.Clock),
 		resign:  make(chan resignRequest),
 	}
 	if cfg.Registerer != nil {
@@ -434,7 +438,7 @@ func (s *Sidecar) hold(ctx context.Context, l *election.Leadership) error {
 		cmd = childproc.Config{
 			Path:      s.cfg.Command[0],
 			Args:      s.cfg.Command[1:],
-			Env:       childproc.LeaderEnv(s.cfg.Name, s.cfg.ID, l.Token()),
+			Env:       childproc.LeaderEnv(s.cfg.Name, s.cfg.ID, l.Token(), l.Scope()),
 			Stdout:    s.cfg.Stdout,
 			Stderr:    s.cfg.Stderr,
 			KillGrace: s.cfg.KillGrace,

@@ -13,6 +13,9 @@ type State struct {
 	// Name is the election name; ID is this instance's candidate value.
 	Name string
 	ID   string
+	// Scope is the fencing scope of the leaders' tokens
+	// (election.Leadership.Scope).
+	Scope string
 	// Leader is the leader's ID and Token its fencing token; HasLeader is
 	// false while no candidate leads (or none is known yet).
 	Leader    string

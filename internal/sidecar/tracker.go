@@ -20,15 +20,17 @@ type Tracker struct {
 	subs  map[chan View]struct{}
 }
 
-// NewTracker returns a tracker for the election name and this instance's
-// id. A nil clock means the system clock.
-func NewTracker(name, id string, clock session.Clock) *Tracker {
+// NewTracker returns a tracker for the election name, whose tokens fence
+// scope, and this instance's id. A nil clock means the system clock.
+func NewTracker(name, scope, id string, clock session.Clock) *Tracker {
 	if clock == nil {
 		clock = session.RealClock{}
 	}
+	state := NewState(name, id, clock.Now())
+	state.Scope = scope
 	return &Tracker{
 		clock: clock,
-		state: NewState(name, id, clock.Now()),
+		state: state,
 		subs:  make(map[chan View]struct{}),
 	}
 }

@@ -30,7 +30,7 @@ func recv(t *testing.T, ch <-chan View) View {
 }
 
 func TestSidecarTrackerSubscribe(t *testing.T) {
-	tr := NewTracker("svc", "a", fixedClock{t0})
+	tr := NewTracker("svc", "svc/", "a", fixedClock{t0})
 	views, cancel := tr.Subscribe()
 	defer cancel()
 	first := recv(t, views)
@@ -56,7 +56,7 @@ func TestSidecarTrackerSubscribe(t *testing.T) {
 }
 
 func TestSidecarTrackerSlowWatcherKeepsLatest(t *testing.T) {
-	tr := NewTracker("svc", "a", fixedClock{t0})
+	tr := NewTracker("svc", "svc/", "a", fixedClock{t0})
 	views, cancel := tr.Subscribe()
 	defer cancel()
 	for i := 1; i <= 3*subscriberBuffer; i++ {

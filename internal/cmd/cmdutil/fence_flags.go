@@ -5,17 +5,12 @@ import (
 	"github.com/coordkit/coordkit/internal/childproc"
 )
 
-// EnvScope is the scope a child of `coordctl lock`, `coordctl sem` or
-// `coordctl sidecar` finds in its environment: COORD_FENCING_SCOPE (a
-// semaphore's NAME#slot, or the lock's name), else the lock or election name.
-func EnvScope(f *Factory) string {
-	for _, k := range []string{childproc.EnvFencingScope, childproc.EnvLockName, "COORD_ELECTION"} {
-		if s := f.Getenv(k); s != "" {
-			return s
-		}
-	}
-	return ""
-}
+// EnvScope is the scope a child of `coordctl lock`, `sem`, `elect` or
+// `sidecar` finds in its environment: COORD_FENCING_SCOPE, where its held
+// key lives in etcd (PREFIX+NAME/ for a lock or an election,
+// PREFIX+NAME/slots/I for a semaphore's slot). The lock's or election's
+// name is not a scope: it leaves the prefix out.
+func EnvScope(f *Factory) string { return f.Getenv(childproc.EnvFencingScope) }
 
 // ParseTokenFlag parses --token; missing or malformed is a usage error.
 func ParseTokenFlag(s string) (fencing.Token, error) {
@@ -32,7 +27,7 @@ func ParseTokenFlag(s string) (fencing.Token, error) {
 // CheckScopeFlag checks --scope: missing or invalid is a usage error.
 func CheckScopeFlag(s string) error {
 	if s == "" {
-		return UsageErrorf("--scope is required (the lock or election name)")
+		return UsageErrorf("--scope is required (a hold sets $%s: PREFIX+NAME/ for a lock or an election, PREFIX+NAME/slots/I for a semaphore's slot)", childproc.EnvFencingScope)
 	}
 	if err := fencing.ValidateScope(s); err != nil {
 		return UsageErrorf("invalid --scope: %v", err)

@@ -255,7 +255,7 @@ func TestElectE2EObserveReportsAnOutage(t *testing.T) {
 func TestElectE2ECommand(t *testing.T) {
 	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
-	env := append(lockEnv(srv.Endpoints()[0]), "COORD_FENCING_TOKEN=999999", "COORD_FENCING_SCOPE=inherited#0")
+	env := append(lockEnv(srv.Endpoints()[0]), "COORD_FENCING_TOKEN=999999", "COORD_FENCING_SCOPE=inherited/slots/0")
 	t.Run("env and status", func(t *testing.T) {
 		p := startCoordctl(t, env, "elect", "e2e/elect-cmd", "--id", "node-a", "--",
 			"sh", "-c", `echo "$COORD_ELECTION|$COORD_LEADER_ID|$COORD_FENCING_TOKEN|$COORD_FENCING_SCOPE"; exit 7`)
@@ -266,7 +266,7 @@ func TestElectE2ECommand(t *testing.T) {
 		require.NoError(t, err)
 		require.Positive(t, tok)
 		require.NotEqual(t, "999999", fields[2])
-		require.Equal(t, "e2e/elect-cmd", fields[3])
+		require.Equal(t, "e2e/elect-cmd/", fields[3], "the election's key prefix")
 		require.Equal(t, 7, p.wait(t, 20*time.Second), p.stderr.String())
 		resp, err := cli.Get(context.Background(), "e2e/elect-cmd/", clientv3.WithPrefix())
 		require.NoError(t, err)

@@ -66,7 +66,7 @@ func TestSemE2ELimitTwoThreeProcesses(t *testing.T) {
 		tok, err := strconv.ParseInt(f[2], 10, 64)
 		require.NoError(t, err, l)
 		require.Equal(t, "e2e/pool", f[3])
-		require.Equal(t, "e2e/pool#"+f[0], f[1])
+		require.Equal(t, "e2e/pool/slots/"+f[0], f[1], "the slot's key")
 		return hold{slot, f[1], tok}
 	}
 	p1 := start(1)
@@ -110,7 +110,7 @@ func TestSemE2ETry(t *testing.T) {
 	srv, _ := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
 	p := startCoordctl(t, env, "sem", "e2e/try", "--limit", "1", "-w", "json")
-	require.Contains(t, p.line(t), `"scope":"e2e/try#0"`)
+	require.Contains(t, p.line(t), `"scope":"e2e/try/slots/0"`)
 	try := startCoordctl(t, env, "sem", "e2e/try", "--limit", "1", "--try", "--", "true")
 	require.Equal(t, exitNotAcquired, try.wait(t, 20*time.Second), try.stderr.String())
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))

@@ -47,7 +47,8 @@ etcd can expire the lease; the lease revoked; the key deleted), it prints a
 
 With a command after '--', the command runs while this candidate leads,
 in its own process group, with COORD_ELECTION (NAME), COORD_LEADER_ID (the
-value proclaimed), COORD_FENCING_TOKEN and COORD_FENCING_SCOPE (NAME) set;
+value proclaimed), COORD_FENCING_TOKEN and COORD_FENCING_SCOPE (PREFIX+NAME/, where the
+election's keys live) set;
 nothing is printed on stdout, which is the command's. Signals, exit status
 and loss (SIGTERM, SIGKILL after --kill-grace or half the margin before the lease's
 earliest expiry, exit 4) are as for 'coordctl lock'; when the command exits,
@@ -186,6 +187,6 @@ func runElect(ctx context.Context, f *cmdutil.Factory, opts *electOptions) error
 		},
 		Command:   opts.Command,
 		KillGrace: opts.KillGrace,
-		Env:       childproc.LeaderEnv(opts.Name, id, l.Token(), childproc.EnvFencingScope, opts.Name),
+		Env:       childproc.LeaderEnv(opts.Name, id, l.Token(), l.Scope()),
 	}, report.EventOf(l, "elected", ""), opts.KillGraceSet)
 }

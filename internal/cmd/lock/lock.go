@@ -48,14 +48,15 @@ no earlier than D after its key went. A clean release costs nothing. It is a
 second line of defence behind the token, for side effects no resource checks.
 
 Without a command, coordctl prints the holder once it has the lock:
-  holding lock NAME key=K token=T lease=L      (--read: holding read lock ...)
-  (-w json: {"name":NAME,"key":K,"token":T,"lease":"L"}, lease in hex, and
-  "shared":true with --read)
+  holding lock NAME scope=S key=K token=T lease=L      (--read: holding read lock ...)
+  (-w json: {"name":NAME,"scope":S,"key":K,"token":T,"lease":"L"}, lease in
+  hex, and "shared":true with --read)
 then holds until SIGINT, SIGTERM or SIGHUP, releases and exits 0.
 
 With a command after '--', the command runs in its own process group with
 COORD_LOCK_NAME, COORD_LOCK_KEY, COORD_FENCING_TOKEN and COORD_FENCING_SCOPE
-(the lock's name) set, replacing inherited values; SIGINT and SIGTERM are
+set (the scope is where the lock's keys live in etcd, PREFIX+NAME/: the
+same for --prefix team1/ report and team1/report, which are one lock), replacing inherited values; SIGINT and SIGTERM are
 forwarded to it, SIGHUP as SIGTERM; coordctl releases the lock when it and its whole process
 group have ended, and exits with its status (127 if it could not be
 started). Processes the command leaves in its group when it exits
@@ -98,7 +99,7 @@ named "status" is taken with --name: coordctl lock --name status -- CMD.`,
   coordctl lock db/migrate --timeout 30s --ttl 5s -- sh -c 'migrate --fencing-token "$COORD_FENCING_TOKEN"'
   coordctl lock reports --read -- ./read-report.sh     # readers share; 'coordctl lock reports' writes alone
   coordctl lock jobs/payout --lock-delay 10s -- ./payout.sh
-  coordctl lock maintenance -w json                   # {"name":"maintenance","key":"maintenance/694d...","token":42,"lease":"694d..."}
+  coordctl lock maintenance -w json                   # {"name":"maintenance","scope":"maintenance/","key":"maintenance/694d...","token":42,...}
   coordctl lock status jobs/nightly
   coordctl lock --name status -- ./job.sh              # a lock named "status"`,
 	}
@@ -151,7 +152,7 @@ func runLock(ctx context.Context, f *cmdutil.Factory, opts *lockOptions) error {
 		return err
 	}
 	return f.RunHeldKey(ctx, p, &opts.HoldOptions, "lock "+opts.Name, held, held.Unlock, report.LockHeldOf(held),
-		childproc.KeyEnv(opts.Name, held.Key(), held.Token(), opts.Name))
+		childproc.KeyEnv(opts.Name, held.Key(), held.Token(), held.Scope()))
 }
 
 // acquireLock takes the lock as the flags say; "not acquired" (exit 3) is

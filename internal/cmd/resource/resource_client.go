@@ -37,7 +37,7 @@ func (o *resourceOptions) addFlags(cmd *cobra.Command) {
 // addFenceFlags adds --token and --scope, defaulting to a holder's environment.
 func (o *resourceOptions) addFenceFlags(cmd *cobra.Command, f *cmdutil.Factory) {
 	cmd.Flags().StringVar(&o.Token, "token", f.Getenv("COORD_FENCING_TOKEN"), "fencing token, a positive integer (default $COORD_FENCING_TOKEN)")
-	cmd.Flags().StringVar(&o.Scope, "scope", cmdutil.EnvScope(f), "fencing scope: the lock or election name, or a semaphore's NAME#slot (default $COORD_FENCING_SCOPE, $COORD_LOCK_NAME or $COORD_ELECTION)")
+	cmd.Flags().StringVar(&o.Scope, "scope", cmdutil.EnvScope(f), "fencing scope: where the held key lives in etcd, PREFIX+NAME/ for a lock or an election, PREFIX+NAME/slots/I for a semaphore's slot (default $COORD_FENCING_SCOPE, which every hold sets)")
 }
 
 // fenced checks --token and --scope and returns the token.
@@ -95,9 +95,9 @@ func newResourcePutCmd(f *cmdutil.Factory) *cobra.Command {
 key does not exist): optimistic concurrency, the alternative fencing is
 compared with. A mismatch exits 1. --idempotency-key K makes a retry safe:
 the same key and request are applied once and answered like the first time.`,
-		Example: `  coordctl resource put config v1 --token 42 --scope jobs/nightly
-  coordctl resource put config v2 --token 42 --scope jobs/nightly --if-match 1
-  echo hello | coordctl resource put greeting - --token 42 --scope jobs/nightly --idempotency-key run-7`,
+		Example: `  coordctl resource put config v1 --token 42 --scope jobs/nightly/
+  coordctl resource put config v2 --token 42 --scope jobs/nightly/ --if-match 1
+  echo hello | coordctl resource put greeting - --token 42 --scope jobs/nightly/ --idempotency-key run-7`,
 		Args: cmdutil.ArgsUsage(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runResourcePut(cmd.Context(), f, opts, args[0], args[1])
@@ -173,7 +173,7 @@ func newResourceFenceCmd(f *cmdutil.Factory) *cobra.Command {
 rejects every lower token. A new lock holder fences before it starts work,
 closing the window in which its predecessor could still write. A token
 below the floor is stale: exit 5.`,
-		Example: `  coordctl resource fence --token 57 --scope jobs/nightly`,
+		Example: `  coordctl resource fence --token 57 --scope jobs/nightly/`,
 		Args:    cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tok, err := opts.fenced()
@@ -197,7 +197,7 @@ func newResourceLogCmd(f *cmdutil.Factory) *cobra.Command {
 --scope (every scope if empty), then how many stale requests it rejected.
 It is the audit trail: with fencing, the tokens of one scope never go down
 from one accepted write to the next. -w json prints one object.`,
-		Example: `  coordctl resource log --scope jobs/nightly
+		Example: `  coordctl resource log --scope jobs/nightly/
   coordctl resource log -w json`,
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -65,21 +65,21 @@ func TestLockNamedStatusThroughNameFlag(t *testing.T) {
 	require.Contains(t, res.Stdout, h.Key())
 }
 
-// A child of coordctl sem fences per slot: resource put takes NAME#slot
-// from COORD_FENCING_SCOPE before COORD_LOCK_NAME.
+// A child of coordctl sem fences per slot: resource put takes the slot's
+// scope from COORD_FENCING_SCOPE, never the name from COORD_LOCK_NAME.
 func TestResourceCmdScopeFromFencingScope(t *testing.T) {
 	t.Parallel()
 	url := startTestResource(t)
-	env := map[string]string{"COORD_FENCING_TOKEN": "12", "COORD_LOCK_NAME": "pool", "COORD_FENCING_SCOPE": "pool#1", "COORD_SEM_SLOT": "1"}
+	env := map[string]string{"COORD_FENCING_TOKEN": "12", "COORD_LOCK_NAME": "pool", "COORD_FENCING_SCOPE": "pool/slots/1", "COORD_SEM_SLOT": "1"}
 	res := runInProcess(context.Background(), env, "resource", "put", "k", "v", "--url", url, "-w", "json")
 	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
-	require.Contains(t, res.Stdout, `"scope":"pool#1"`)
+	require.Contains(t, res.Stdout, `"scope":"pool/slots/1"`)
 	// Slot 0 has its own floor: a lower token is admitted there.
-	env["COORD_FENCING_TOKEN"], env["COORD_FENCING_SCOPE"] = "5", "pool#0"
+	env["COORD_FENCING_TOKEN"], env["COORD_FENCING_SCOPE"] = "5", "pool/slots/0"
 	res = runInProcess(context.Background(), env, "resource", "put", "k", "v", "--url", url, "-w", "json")
 	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
-	require.Contains(t, res.Stdout, `"scope":"pool#0"`)
-	env["COORD_FENCING_SCOPE"] = "pool#1"
+	require.Contains(t, res.Stdout, `"scope":"pool/slots/0"`)
+	env["COORD_FENCING_SCOPE"] = "pool/slots/1"
 	res = runInProcess(context.Background(), env, "resource", "put", "k", "v", "--url", url)
 	require.Equal(t, cmdutil.ExitStale, res.Code, res.Stderr)
 }
@@ -218,7 +218,7 @@ func TestSemStatusInProcess(t *testing.T) {
 	for i, h := range st.Holders {
 		require.NotNil(t, h.Slot)
 		require.Equal(t, i, *h.Slot)
-		require.Equal(t, fmt.Sprintf("pool#%d", i), h.Scope)
+		require.Equal(t, fmt.Sprintf("pool/slots/%d", i), h.Scope)
 		require.Positive(t, *h.TTL)
 	}
 	require.Len(t, st.Waiters, 1)
@@ -227,7 +227,7 @@ func TestSemStatusInProcess(t *testing.T) {
 	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, "semaphore pool: held at revision")
 	require.Contains(t, res.Stdout, "limit 2 by 2, 1 waiting")
-	require.Contains(t, res.Stdout, "scope=pool#0")
+	require.Contains(t, res.Stdout, "scope=pool/slots/0")
 
 	require.NoError(t, held[0].Release(ctx))
 	require.NoError(t, <-got)

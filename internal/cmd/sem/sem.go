@@ -35,22 +35,23 @@ one waiter.
 
 Each holder has a slot i in [0, N) and a fencing token, the create revision
 of its slot key NAME/slots/i. The resource fences per slot: the scope is
-NAME#i, so a holder frozen in slot i is refused once slot i went to someone
+the slot's key, PREFIX+NAME/slots/i (never a lock's scope, whatever its
+name), so a holder frozen in slot i is refused once slot i went to someone
 else who wrote or fenced, and the other slots are not affected. 'coordctl
-resource put' takes the scope from COORD_FENCING_SCOPE.
+resource put' and 'coordctl sql' take the scope from COORD_FENCING_SCOPE.
 
 The limit is stored in etcd by the first acquirer (NAME/limit). A coordctl
 sem whose --limit differs from the stored one fails (exit 1) and says the
 stored limit; all users of a name must agree on it.
 
 Without a command, coordctl prints the holder once it has a slot:
-  holding semaphore NAME slot=I scope=NAME#I key=K token=T lease=L
+  holding semaphore NAME slot=I scope=S key=K token=T lease=L
   (-w json: {"name","limit","slot","scope","key","token","lease"}, lease in hex)
 then holds until SIGINT, SIGTERM or SIGHUP, releases and exits 0.
 
 With a command after '--', the command runs in its own process group with
 COORD_LOCK_NAME (NAME), COORD_LOCK_KEY (the slot key), COORD_FENCING_TOKEN,
-COORD_FENCING_SCOPE (NAME#I) and COORD_SEM_SLOT (I) set, replacing inherited
+COORD_FENCING_SCOPE (PREFIX+NAME/slots/I) and COORD_SEM_SLOT (I) set, replacing inherited
 values; signals, exit status, loss (exit 4, SIGKILL no later than the
 lease's earliest expiry) and stdout errors as for 'coordctl lock'.
 
@@ -65,8 +66,8 @@ removes the semaphore. A semaphore named "status", "set-limit" or "delete"
 is taken with --name: coordctl sem --name status --limit 2 -- CMD.`,
 		Example: `  coordctl sem jobs/encoders --limit 3 -- ./encode.sh
   coordctl sem jobs/encoders --limit 3 --try -- ./encode.sh     # exit 3 if all 3 slots are busy
-  coordctl sem db/pool --limit 2 -- sh -c 'coordctl resource put out v1'   # --scope db/pool#I from the environment
-  coordctl sem jobs/encoders --limit 3 -w json                 # {"name":"jobs/encoders","limit":3,"slot":0,"scope":"jobs/encoders#0",...}
+  coordctl sem db/pool --limit 2 -- sh -c 'coordctl resource put out v1'   # --scope db/pool/slots/I from the environment
+  coordctl sem jobs/encoders --limit 3 -w json                 # {"name":"jobs/encoders","limit":3,"slot":0,"scope":"jobs/encoders/slots/0",...}
   coordctl sem status jobs/encoders`,
 	}
 	opts.Bind(f, cmd, "sem", &nameFlag, func(ctx context.Context) error { return runSem(ctx, f, opts) })
@@ -117,7 +118,7 @@ func runSem(ctx context.Context, f *cmdutil.Factory, opts *semOptions) error {
 		return err
 	}
 	return f.RunHeldKey(ctx, p, &opts.HoldOptions, fmt.Sprintf("semaphore %s slot %d", opts.Name, held.Slot()), held, held.Release, report.SemHeldOf(held, opts.Limit),
-		childproc.KeyEnv(opts.Name, held.Key(), held.Token(), semaphore.Scope(opts.Name, held.Slot()), childproc.EnvSemSlot, strconv.Itoa(held.Slot())))
+		childproc.KeyEnv(opts.Name, held.Key(), held.Token(), held.Scope(), childproc.EnvSemSlot, strconv.Itoa(held.Slot())))
 }
 
 // acquireSlot takes a slot as the flags say; "not acquired" (exit 3) is
@@ -144,14 +145,14 @@ func newSemStatusCmd(f *cmdutil.Factory) *cobra.Command {
 		Use:   "status NAME [--prefix P]",
 		Short: "Show the holders of the semaphore NAME and who waits",
 		Long: `Read the keys of the semaphore NAME in one request at one revision and print
-its stored limit, its holders by slot (key, fencing scope NAME#i, token,
+its stored limit, its holders by slot (key, fencing scope (the slot's key), token,
 lease and the TTL the lease has left on the server), then the waiters in the
 order they will be served.
 
 Exit 0 when at least one slot is held, 3 when none is. -w json prints one
 object:
   {"name":N,"revision":R,"limit":L,"held":BOOL,
-   "holders":[{"key":K,"token":T,"lease":"HEX","slot":I,"scope":"N#I","ttl_s":S}],
+   "holders":[{"key":K,"token":T,"lease":"HEX","slot":I,"scope":K,"ttl_s":S}],
    "waiters":[{"key":K,"token":T,"lease":"HEX"}]}
 limit is 0 if none is stored; ttl_s is -1 when the lease was already gone.
 
@@ -166,6 +167,6 @@ func runSemStatus(ctx context.Context, f *cmdutil.Factory, opts *cmdutil.StatusO
 	cfg := primitive.Config{Kind: primitive.KindSemaphore, Name: opts.Name, Prefix: opts.Prefix}
 	return cmdutil.ReadStatus(ctx, f, "sem", opts, cfg, func(ctx context.Context, c *clientv3.Client) (report.SemStatus, error) {
 		st, err := primitive.ReadSemaphore(ctx, c, cfg)
-		return report.SemStatus{Name: opts.Name, Status: st}, err // printed without the prefix: scopes NAME#i
+		return report.SemStatus{Name: opts.Name, Status: st}, err // printed without the prefix; a slot's scope is its key
 	}, fmt.Errorf("semaphore %s: no slot held", opts.Name))
 }

@@ -28,7 +28,7 @@ election; exactly one leads at a time and holds a fencing token (the create
 revision of its key), which grows with every change of leader.
 
 HTTP API on --listen (port 0 picks a free port):
-  GET  /v1/leader   {"name","id","leader","token","is_leader","since"}
+  GET  /v1/leader   {"name","scope","id","leader","token","is_leader","since"}
   GET  /v1/watch    Server-Sent Events: the current view, then one per change
   GET  /v1/status   the view, both probes' answers and the build (coordctl version)
   POST /v1/resign   step down and campaign again at the back of the queue
@@ -57,9 +57,11 @@ resign' sends the request (a Kubernetes preStop hook).
 
 With --token-file the token is written there atomically while this instance
 leads and the file is removed on loss, and at start-up, before 'ready' (a
-file left by an earlier run is stale). With a COMMAND after '--', the command
-runs only while this instance leads, with COORD_ELECTION, COORD_LEADER_ID and
-COORD_FENCING_TOKEN set; on loss its process group gets SIGTERM, then
+file left by an earlier run is stale); the token fences the scope
+PREFIX+ELECTION/, where the election's keys live (/v1/leader's "scope").
+With a COMMAND after '--', the command
+runs only while this instance leads, with COORD_ELECTION, COORD_LEADER_ID,
+COORD_FENCING_TOKEN and COORD_FENCING_SCOPE set; on loss its process group gets SIGTERM, then
 SIGKILL after --kill-grace or half the margin before the lease's earliest possible
 expiry on the server, whichever is first (the command is dead before another instance can
 be elected; a --kill-grace longer than half the lease's margin, a tenth of --ttl,

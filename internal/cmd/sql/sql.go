@@ -28,7 +28,7 @@ func (o *sqlOptions) addConnFlags(cmd *cobra.Command) {
 }
 
 func (o *sqlOptions) addScopeFlag(cmd *cobra.Command, f *cmdutil.Factory) {
-	cmd.Flags().StringVar(&o.Scope, "scope", cmdutil.EnvScope(f), "fencing scope: the lock or election name (default $COORD_FENCING_SCOPE, else $COORD_LOCK_NAME or $COORD_ELECTION)")
+	cmd.Flags().StringVar(&o.Scope, "scope", cmdutil.EnvScope(f), "fencing scope: where the held key lives in etcd, PREFIX+NAME/ for a lock or an election, PREFIX+NAME/slots/I for a semaphore's slot (default $COORD_FENCING_SCOPE, which every hold sets)")
 }
 
 func (o *sqlOptions) addTokenFlag(cmd *cobra.Command, f *cmdutil.Factory) {
@@ -45,8 +45,10 @@ admitted; the check is the transaction's first statement:
   WHERE scope = $scope AND token <= $tok
 
 Inside 'coordctl lock NAME -- CMD' (or 'elect', or the sidecar's child)
---token and --scope come from the environment: COORD_FENCING_TOKEN, and
-COORD_FENCING_SCOPE, else COORD_LOCK_NAME or COORD_ELECTION. See
+--token and --scope come from the environment: COORD_FENCING_TOKEN and
+COORD_FENCING_SCOPE (where the held key lives in etcd: PREFIX+NAME/ for a
+lock or an election, PREFIX+NAME/slots/I for a semaphore's slot; the name
+alone is no scope, it leaves the prefix out). See
 docs/fencing.md, "Fencing your own database".
 
 Drivers: sqlite (modernc.org/sqlite, no cgo), postgres (pgx), mysql
@@ -111,10 +113,10 @@ exit 6 {"scope","token","outcome":"unknown" (or "outside_fence"),"error"}.
       -e "UPDATE report SET body = 'new' WHERE id = 1" -e "DELETE FROM drafts"
   coordctl lock jobs/report -- coordctl sql --driver mysql --dsn 'app:secret@tcp(db:3306)/app' \
       -w json -e "UPDATE t SET n = n + 1"
-  coordctl sql floor --driver sqlite --dsn /var/lib/app/app.db --scope jobs/report
+  coordctl sql floor --driver sqlite --dsn /var/lib/app/app.db --scope jobs/report/
   # by hand, with a token a lock gave you (a made-up high token would make
   # every later real holder's write exit 5 as stale)
-  coordctl sql --driver sqlite --dsn app.db --scope jobs/report --token "$TOKEN" -e "..."`,
+  coordctl sql --driver sqlite --dsn app.db --scope jobs/report/ --token "$TOKEN" -e "..."`,
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			return runSQL(ctx, f, run, opts, sqlcmd.Exec)
@@ -222,8 +224,8 @@ be bumped above it ('etcdutl snapshot restore --bump-revision N
 --mark-compacted', docs/operations.md).
 
 ` + sqlLong,
-		Example: `  coordctl sql floor --driver sqlite --dsn /var/lib/app/app.db --scope jobs/report
-  coordctl sql floor --driver postgres --dsn "$DB" --scope jobs/report -w json
+		Example: `  coordctl sql floor --driver sqlite --dsn /var/lib/app/app.db --scope jobs/report/
+  coordctl sql floor --driver postgres --dsn "$DB" --scope jobs/report/ -w json
   coordctl sql floor --driver postgres --dsn "$DB" --all   # the highest floor of all scopes`,
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, cmd *cobra.Command, _ []string) error {

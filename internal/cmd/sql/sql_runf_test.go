@@ -55,7 +55,7 @@ func TestSQLFlagsReachTheRequest(t *testing.T) {
 	t.Parallel()
 	pg := []string{"--driver", "postgres", "--dsn", "postgres://app@db/app"}
 	conn := sqlcmd.Config{Driver: "postgres", DSN: "postgres://app@db/app", Table: sqlfence.DefaultTable, Timeout: cmdutil.DefaultCommandTimeout}
-	holder := map[string]string{"COORD_FENCING_TOKEN": "10", "COORD_LOCK_NAME": "jobs/report"}
+	holder := map[string]string{"COORD_FENCING_TOKEN": "10", "COORD_LOCK_NAME": "jobs/report", "COORD_FENCING_SCOPE": "jobs/report/"}
 	cases := map[string]struct {
 		env  map[string]string
 		args []string
@@ -65,18 +65,18 @@ func TestSQLFlagsReachTheRequest(t *testing.T) {
 			sqlcmd.Request{Config: sqlcmd.Config{Driver: "postgres", DSN: "postgres://app@db/app", Table: "fence2", Timeout: 7 * time.Second},
 				Op: sqlcmd.Exec, Scope: "s", Token: 12, Statements: []string{"A", "B"}}},
 		"a lock's environment": {holder, append(append([]string{}, pg...), "-e", "A"),
-			sqlcmd.Request{Config: conn, Op: sqlcmd.Exec, Scope: "jobs/report", Token: 10, Statements: []string{"A"}}},
+			sqlcmd.Request{Config: conn, Op: sqlcmd.Exec, Scope: "jobs/report/", Token: 10, Statements: []string{"A"}}},
 		"COORD_FENCING_SCOPE before the lock's name": {map[string]string{"COORD_FENCING_TOKEN": "3", "COORD_FENCING_SCOPE": "other", "COORD_LOCK_NAME": "jobs/report"},
 			append(append([]string{}, pg...), "-e", "A"),
 			sqlcmd.Request{Config: conn, Op: sqlcmd.Exec, Scope: "other", Token: 3, Statements: []string{"A"}}},
-		"an election's name": {map[string]string{"COORD_FENCING_TOKEN": "4", "COORD_ELECTION": "leader"}, append(append([]string{}, pg...), "-e", "A"),
-			sqlcmd.Request{Config: conn, Op: sqlcmd.Exec, Scope: "leader", Token: 4, Statements: []string{"A"}}},
+		"an election's scope": {map[string]string{"COORD_FENCING_TOKEN": "4", "COORD_ELECTION": "leader", "COORD_FENCING_SCOPE": "leader/"}, append(append([]string{}, pg...), "-e", "A"),
+			sqlcmd.Request{Config: conn, Op: sqlcmd.Exec, Scope: "leader/", Token: 4, Statements: []string{"A"}}},
 		"flags before the environment": {holder, append(append([]string{}, pg...), "--scope", "mine", "--token", "11", "-e", "A"),
 			sqlcmd.Request{Config: conn, Op: sqlcmd.Exec, Scope: "mine", Token: 11, Statements: []string{"A"}}},
 		"fence": {holder, append([]string{"fence"}, pg...),
-			sqlcmd.Request{Config: conn, Op: sqlcmd.Fence, Scope: "jobs/report", Token: 10}},
+			sqlcmd.Request{Config: conn, Op: sqlcmd.Fence, Scope: "jobs/report/", Token: 10}},
 		"floor": {holder, append([]string{"floor"}, pg...),
-			sqlcmd.Request{Config: conn, Op: sqlcmd.Floor, Scope: "jobs/report"}},
+			sqlcmd.Request{Config: conn, Op: sqlcmd.Floor, Scope: "jobs/report/"}},
 		"floor --all": {nil, append([]string{"floor", "--all"}, pg...),
 			sqlcmd.Request{Config: conn, Op: sqlcmd.HighestFloor}},
 		"floor --all in a lock's environment": {holder, append([]string{"floor", "--all"}, pg...),
@@ -89,6 +89,23 @@ func TestSQLFlagsReachTheRequest(t *testing.T) {
 			require.Equal(t, cmdutil.ExitOK, code)
 			require.Equal(t, []sqlcmd.Request{tc.want}, rec.got)
 		})
+	}
+}
+
+// A lock's or an election's name is not a scope (it leaves --prefix out):
+// without COORD_FENCING_SCOPE or --scope, sql is a usage error and runs
+// nothing, whatever COORD_LOCK_NAME or COORD_ELECTION say.
+func TestSQLNameIsNoScope(t *testing.T) {
+	t.Parallel()
+	pg := []string{"--driver", "postgres", "--dsn", "postgres://app@db/app", "-e", "A"}
+	for _, env := range []map[string]string{
+		{"COORD_FENCING_TOKEN": "10", "COORD_LOCK_NAME": "jobs/report"},
+		{"COORD_FENCING_TOKEN": "10", "COORD_ELECTION": "leader"},
+	} {
+		rec := &sqlRecorder{}
+		_, code := runSQLWith(t, rec, cmdutil.FormatSimple, env, pg...)
+		require.Equal(t, cmdutil.ExitUsage, code, "%v", env)
+		require.Empty(t, rec.got, "nothing ran")
 	}
 }
 

@@ -25,5 +25,5 @@ func TestResourceE2EURLInheritedByALockCommand(t *testing.T) {
 	e, err := (&fencing.Client{BaseURL: url}).Get(context.Background(), "child")
 	require.NoError(t, err)
 	require.Equal(t, "inherited", e.Value)
-	require.Equal(t, "env-url", e.Scope, "token and scope from the lock, the URL from the inherited variable")
+	require.Equal(t, "env-url/", e.Scope, "token and scope from the lock, the URL from the inherited variable")
 }

@@ -40,8 +40,10 @@ type Config struct {
 // at least one answers. When none does it finds out why from a raw
 // connection to each: ErrUnreachable when nothing answered, ErrTLS or
 // ErrAuth with the cause in words when something did; ErrTLSConfig when the
-// TLS files do not load; ctx's error when ctx ended. The caller closes the
-// client.
+// TLS files do not load; ctx's error when ctx ended. Endpoints that answer
+// for two etcd clusters are ErrClusterMismatch, at Dial or (an endpoint that
+// answered late) on the client's first answer from the other cluster. The
+// caller closes the client.
 func Dial(ctx context.Context, cfg Config) (*clientv3.Client, error) {
 	ccfg := clientv3.Config{
 		Endpoints:            cfg.Endpoints,
@@ -57,6 +59,8 @@ func Dial(ctx context.Context, cfg Config) (*clientv3.Client, error) {
 		Username: cfg.Username,
 		Password: cfg.Password,
 	}
+	pin := &clusterPin{}
+	ccfg.DialOptions = pin.dialOptions()
 	if cfg.CACert != "" || cfg.Cert != "" {
 		info := transport.TLSInfo{TrustedCAFile: cfg.CACert, CertFile: cfg.Cert, KeyFile: cfg.Key}
 		tlsCfg, err := info.ClientConfig()
@@ -67,9 +71,16 @@ func Dial(ctx context.Context, cfg Config) (*clientv3.Client, error) {
 	}
 	cli, err := clientv3.New(ccfg)
 	if err == nil {
-		err = probe(ctx, cli, cfg.Endpoints, cfg.DialTimeout)
-		if err != nil {
+		var sts []endpointStatus
+		sts, err = probeClusters(ctx, cli, cfg.Endpoints, cfg.DialTimeout)
+		switch {
+		case errors.Is(err, ErrClusterMismatch):
 			_ = cli.Close()
+			return nil, err
+		case err != nil:
+			_ = cli.Close()
+		default:
+			pin.set(sts[0].cluster, sts[0].endpoint)
 		}
 	}
 	if err != nil {
@@ -79,28 +90,4 @@ func Dial(ctx context.Context, cfg Config) (*clientv3.Client, error) {
 		return nil, explainDialError(ctx, cfg.Endpoints, ccfg.TLS, cfg.Username, cfg.DialTimeout, err)
 	}
 	return cli, nil
-}
-
-// probe asks every endpoint for its status until one answers or the dial
-// timeout passes. clientv3.New does not block, so without it the first
-// request would wait for the command timeout instead.
-func probe(ctx context.Context, cli *clientv3.Client, eps []string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	errs := make(chan error, len(eps))
-	for _, ep := range eps {
-		go func() {
-			_, err := cli.Status(ctx, ep)
-			errs <- err
-		}()
-	}
-	var last error
-	for range eps {
-		err := <-errs
-		if err == nil {
-			return nil
-		}
-		last = err
-	}
-	return last
 }

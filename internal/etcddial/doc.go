@@ -22,8 +22,19 @@
 // Flags holds the flags as given: Validate runs those checks on all of them,
 // Config turns them into the Config Dial takes.
 //
+// One cluster per client: fencing tokens are revisions of one etcd cluster,
+// and a lock taken on one cluster does not exclude a holder on another. Dial
+// asks every endpoint for its status and refuses endpoints that answer with
+// different cluster IDs (ErrClusterMismatch, naming each endpoint and its
+// cluster); it waits for the others at most 500ms after the first answer,
+// and pins the client to the cluster it saw: every later response header,
+// and every message of a watch or keepalive stream, from another cluster
+// fails with ErrClusterMismatch (an endpoint that was down at Dial is
+// checked on its first answer).
+//
 // Guaranteed: ErrUnreachable only when nothing answered at any endpoint; a
-// client Dial returns has had an answer from at least one endpoint. Not
+// client Dial returns has had an answer from at least one endpoint, and
+// never returns an answer from a second cluster. Not
 // guaranteed: that it still answers on the next request, nor how long Dial
 // takes beyond its bound: the raw connections get the dial timeout of their
 // own, so an address that drops packets (no refusal, no answer) makes Dial

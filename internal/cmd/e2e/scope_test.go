@@ -81,3 +81,17 @@ func TestScopeE2ELockNamedLikeASlotIsNotTheSlot(t *testing.T) {
 	require.Equal(t, exitOK, lock.stop(t))
 	require.Equal(t, exitOK, sem.stop(t))
 }
+
+// Issue 31, item 3: `--endpoints` naming members of two etcd clusters is an
+// error naming both (exit 1), before anything is held; before, two holders
+// ran together with tokens of two clusters.
+func TestScopeE2EEndpointsOfTwoClustersRefused(t *testing.T) {
+	t.Parallel()
+	a, b := etcdtest.Start(t), etcdtest.Start(t)
+	eps := a.Endpoints()[0] + "," + b.Endpoints()[0]
+	code, out, _ := runBinary(t, nil, "--endpoints", eps, "lock", "twice", "--", "true")
+	require.Equal(t, exitError, code, out)
+	require.Contains(t, out, "etcd endpoints belong to different clusters")
+	require.Contains(t, out, a.Endpoints()[0])
+	require.Contains(t, out, b.Endpoints()[0])
+}

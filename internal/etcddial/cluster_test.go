@@ -1,0 +1,60 @@
+package etcddial
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+)
+
+// Issue 31, item 3: endpoints of two etcd clusters behind one --endpoints
+// (a typo, a stale config) gave two holders at once, with tokens of two
+// clusters. Dial refuses them, naming each endpoint and its cluster.
+func TestDialRefusesEndpointsOfTwoClusters(t *testing.T) {
+	t.Parallel()
+	a, b := etcdtest.Start(t), etcdtest.Start(t)
+	eps := []string{a.Endpoints()[0], b.Endpoints()[0]}
+	cli, err := Dial(context.Background(), Config{Endpoints: eps, DialTimeout: 5 * time.Second})
+	if cli != nil {
+		cli.Close()
+	}
+	require.ErrorIs(t, err, ErrClusterMismatch)
+	for _, ep := range eps {
+		require.Contains(t, err.Error(), ep)
+	}
+	require.Contains(t, err.Error(), "give --endpoints of one cluster")
+}
+
+// An endpoint of another cluster that answers only after Dial (here: the
+// client moved to it) fails every request with ErrClusterMismatch instead
+// of answering from the other cluster.
+func TestAnswerFromAnotherClusterAfterDialFails(t *testing.T) {
+	t.Parallel()
+	a, b := etcdtest.Start(t), etcdtest.Start(t)
+	cli, err := Dial(context.Background(), Config{Endpoints: a.Endpoints(), DialTimeout: 5 * time.Second})
+	require.NoError(t, err)
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = cli.Put(ctx, "k", "a")
+	require.NoError(t, err)
+
+	cli.SetEndpoints(b.Endpoints()...)
+	require.Eventually(t, func() bool {
+		_, err = cli.Get(ctx, "k")
+		return err != nil
+	}, 10*time.Second, 20*time.Millisecond, "answers from the other cluster must fail")
+	require.ErrorIs(t, err, ErrClusterMismatch)
+	require.Contains(t, err.Error(), "at dial")
+}
+
+func TestSameCluster(t *testing.T) {
+	require.NoError(t, sameCluster([]endpointStatus{{endpoint: "a", cluster: 7}, {endpoint: "b", cluster: 7}}))
+	err := sameCluster([]endpointStatus{{endpoint: "a", cluster: 7}, {endpoint: "c", cluster: 9}, {endpoint: "b", cluster: 7}})
+	require.ErrorIs(t, err, ErrClusterMismatch)
+	require.Contains(t, err.Error(), fmt.Sprintf("a, b (cluster %x) and c (cluster %x)", 7, 9))
+}

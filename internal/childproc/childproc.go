@@ -35,14 +35,35 @@ type Config struct {
 	Stderr io.Writer
 	// KillGrace is how long Stop waits after SIGTERM before SIGKILL.
 	KillGrace time.Duration
+	// Watchdog, when set (on Linux), is the path of a coordctl binary run
+	// as the command's parent in watchdog mode (watchdog.go): it stops the
+	// command and every descendant when Deadline's instants pass without
+	// the supervisor moving them, or when the supervisor dies. Empty: the
+	// command is this process's child, as coordctl's in-process tests run it.
+	Watchdog string
+	// Deadline returns the instants by which the command must be stopping
+	// (term) and dead (kill); the watchdog holds them and is told each
+	// later pair. Nil: no deadline, the watchdog acts only when the
+	// supervisor dies.
+	Deadline func() (term, kill time.Time)
+}
+
+func (c Config) deadlines() (term, kill time.Time) {
+	if c.Deadline == nil {
+		return time.Time{}, time.Time{}
+	}
+	return c.Deadline()
 }
 
 // Child is a running command.
 type Child struct {
-	cmd   *exec.Cmd
-	grace time.Duration
-	done  chan struct{}
+	cmd      *exec.Cmd     // nil under a watchdog
+	watchdog *watchdogLink // nil without one
+	pid      int           // the command's pid, also its process group's id
+	grace    time.Duration
+	done     chan struct{}
 
+	exitOnce sync.Once
 	mu       sync.Mutex
 	exitCode int
 	waitErr  error
@@ -53,19 +74,30 @@ type Child struct {
 // (Pdeathsig): Start pins that thread to a goroutine that lives until the
 // command has exited, so the signal comes only when the whole process ends,
 // for example with kill -9.
+//
+// With cfg.Watchdog set (on Linux) the command's parent is the watchdog
+// instead (watchdog.go), and Stop returns only once the watchdog has
+// reported every descendant dead.
 func Start(cfg Config) (*Child, error) {
 	if cfg.Path == "" {
 		return nil, ErrNoCommand
+	}
+	grace := cfg.KillGrace
+	if grace <= 0 {
+		grace = DefaultKillGrace
+	}
+	if cfg.Watchdog != "" && watchdogSupported {
+		c, err := startWatched(cfg, grace)
+		if err != nil {
+			return nil, fmt.Errorf("childproc: start %s: %w", cfg.Path, err)
+		}
+		return c, nil
 	}
 	cmd := exec.Command(cfg.Path, cfg.Args...)
 	cmd.Env = MergeEnv(os.Environ(), cfg.Env)
 	cmd.Dir = cfg.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = cfg.Stdin, cfg.Stdout, cfg.Stderr
 	cmd.SysProcAttr = sysProcAttr()
-	grace := cfg.KillGrace
-	if grace <= 0 {
-		grace = DefaultKillGrace
-	}
 	c := &Child{cmd: cmd, grace: grace, done: make(chan struct{})}
 	started := make(chan error, 1)
 	go c.run(started)
@@ -85,6 +117,7 @@ func (c *Child) run(started chan<- error) {
 		started <- err
 		return
 	}
+	c.pid = c.cmd.Process.Pid
 	started <- nil
 	c.wait()
 }
@@ -104,14 +137,11 @@ func (c *Child) wait() {
 	default:
 		code = 1
 	}
-	c.mu.Lock()
-	c.exitCode, c.waitErr = code, err
-	c.mu.Unlock()
-	close(c.done)
+	c.exit(code, err)
 }
 
 // Pid returns the command's process id, which is also its process group id.
-func (c *Child) Pid() int { return c.cmd.Process.Pid }
+func (c *Child) Pid() int { return c.pid }
 
 // Done is closed when the command has exited.
 func (c *Child) Done() <-chan struct{} { return c.done }
@@ -128,7 +158,7 @@ func (c *Child) ExitCode() int {
 // Signal sends sig to the command's whole process group (also after the
 // leader exited, while processes it started remain in the group).
 func (c *Child) Signal(sig syscall.Signal) error {
-	err := syscall.Kill(-c.cmd.Process.Pid, sig)
+	err := syscall.Kill(-c.pid, sig)
 	if errors.Is(err, syscall.ESRCH) {
 		return nil // already gone
 	}
@@ -144,7 +174,7 @@ func (c *Child) GroupAlive() bool {
 	default:
 		return true
 	}
-	return groupAlive(c.cmd.Process.Pid)
+	return groupAlive(c.pid)
 }
 
 // pollEvery is how often Stop looks whether the group is empty: there is no
@@ -165,6 +195,7 @@ func (c *Child) Stop() int { return c.StopBy(nil) }
 // grace period or as soon as kill is closed, whichever is first (a closed
 // kill makes SIGKILL follow SIGTERM at once). A nil kill is never closed.
 func (c *Child) StopBy(kill <-chan struct{}) int {
+	defer c.reap()
 	if !c.GroupAlive() {
 		return c.ExitCode()
 	}
@@ -191,7 +222,7 @@ func (c *Child) waitGroup(timeout <-chan time.Time, kill <-chan struct{}) bool {
 	}
 	ticker := time.NewTicker(pollEvery)
 	defer ticker.Stop()
-	for groupAlive(c.cmd.Process.Pid) {
+	for groupAlive(c.pid) {
 		select {
 		case <-ticker.C:
 		case <-timeout:

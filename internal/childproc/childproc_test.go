@@ -13,7 +13,13 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// Tests that set Config.Watchdog run this binary as the watchdog.
+	if len(os.Args) > 1 && os.Args[1] == WatchdogArg {
+		os.Exit(WatchdogMain(os.Args[2:]))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func TestMergeEnvOverridesInherited(t *testing.T) {
 	got := MergeEnv([]string{"A=1", "COORD_FENCING_TOKEN=old", "B=2"}, map[string]string{"COORD_FENCING_TOKEN": "42", "C": "3"})

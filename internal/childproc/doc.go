@@ -17,11 +17,22 @@
 // SIGKILL (Pdeathsig, tied to an OS thread that Start keeps for the
 // command's life).
 //
-// What is not: processes that leave the group on purpose (setsid, as daemons
-// do) are neither signalled nor waited for. The parent-death signal reaches
+// With Config.Watchdog (coordctl does it on Linux), the command's parent is
+// a watchdog process instead (watchdog.go): a child subreaper that holds the
+// lease's local deadline, moved forward only by this process after etcd
+// acknowledged a keepalive, and stops every descendant — the command's
+// group, setsid'd and job-controlled processes — when the deadline passes
+// unmoved (this process frozen or starved) or this process dies. Stop then
+// returns only when the watchdog has reported the whole tree dead.
+//
+// What is not: a SIGSTOP of the supervisor and the watchdog together (they
+// share a process group), a SIGKILL of the watchdog, a freeze of the whole
+// machine. Without a watchdog (elsewhere than Linux, or Config.Watchdog
+// empty), processes that leave the group on purpose (setsid, as daemons do)
+// are neither signalled nor waited for, and the parent-death signal reaches
 // only the direct child: after a SIGKILL of the supervisor, processes the
-// command started in its group survive it. Elsewhere than Linux there is no
-// parent-death signal at all, and zombies in the group count as alive.
-// Stop waits for as long as a process that SIGKILL cannot end (uninterruptible
-// sleep) stays in the group; the group is watched by polling, every 20 ms.
+// command started survive it. Elsewhere than Linux there is no parent-death
+// signal at all, and zombies in the group count as alive. Stop waits for as
+// long as a process that SIGKILL cannot end (uninterruptible sleep) stays in
+// the group; the group is watched by polling, every 20 ms.
 package childproc

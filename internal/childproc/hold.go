@@ -102,10 +102,7 @@ var errDeadlinePassed = errors.New("childproc: the local deadline passed")
 // holds when the hold is lost while the command is being stopped for
 // another reason.
 func Supervise(sv Supervision) Outcome {
-	notef := sv.Notef
-	if notef == nil {
-		notef = func(string, ...any) {}
-	}
+	notef := sv.notef
 	h := sv.Hold
 	done := make(chan struct{})
 	defer close(done)
@@ -113,16 +110,27 @@ func Supervise(sv Supervision) Outcome {
 
 	var child *Child
 	var childDone <-chan struct{}
+	var fired <-chan string
+	if s := h.Session(); s != nil && sv.Command.Deadline == nil {
+		// What the watchdog holds: the local deadline (SIGTERM) and the
+		// instant the command must be dead (KillBy's for an expiry).
+		sv.Command.Deadline = func() (time.Time, time.Time) {
+			return s.Deadline(), killAt(s.EarliestExpiry(), s.Margin())
+		}
+	}
 	if sv.Command.Path != "" {
 		var err error
 		if child, err = Start(sv.Command); err != nil {
 			o := Outcome{End: StartFailed, StartErr: err}
 			return finish(sv, o, nil, kill)
 		}
-		childDone = child.Done()
+		childDone, fired = child.Done(), child.Fired()
 	}
 	for {
 		select {
+		case what := <-fired:
+			notef("the watchdog acted for %s: %s", sv.What, firedNote[what])
+			fired = nil // the rest is noted by finish
 		case <-childDone:
 			o := Outcome{End: Exited, Code: child.ExitCode()}
 			if !h.Alive() {
@@ -152,6 +160,19 @@ func Supervise(sv Supervision) Outcome {
 	}
 }
 
+func (sv Supervision) notef(format string, args ...any) {
+	if sv.Notef != nil {
+		sv.Notef(format, args...)
+	}
+}
+
+// firedNote explains what the watchdog did on its own.
+var firedNote = map[string]string{
+	"term":     "no keepalive acknowledgement reached it before the lease's local deadline (this process was frozen or starved); it sent SIGTERM to the command's tree",
+	"kill":     "the command's tree was still alive half the margin before the lease's earliest expiry on the server; it sent SIGKILL",
+	"orphaned": "this process's pipe closed",
+}
+
 // finish calls OnEnd, stops what is left of the command and releases.
 func finish(sv Supervision, o Outcome, child *Child, kill <-chan struct{}) Outcome {
 	if sv.OnEnd != nil {
@@ -159,6 +180,16 @@ func finish(sv Supervision, o Outcome, child *Child, kill <-chan struct{}) Outco
 	}
 	if child != nil {
 		code := child.StopBy(kill)
+		// The watchdog has exited: what it did on its own while this
+		// process could not see it (frozen) is all read now.
+		for more := true; more; {
+			select {
+			case what := <-child.Fired():
+				sv.notef("the watchdog acted for %s: %s", sv.What, firedNote[what])
+			default:
+				more = false
+			}
+		}
 		if o.End != Exited {
 			o.Code = code
 		}

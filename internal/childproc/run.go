@@ -17,9 +17,12 @@ type Run struct {
 	Command   []string
 	Env       map[string]string
 	KillGrace time.Duration
-	Stdin     io.Reader
-	Stdout    io.Writer
-	Stderr    io.Writer
+	// Watchdog is Config.Watchdog: the coordctl binary whose watchdog mode
+	// is the command's parent; empty for none.
+	Watchdog string
+	Stdin    io.Reader
+	Stdout   io.Writer
+	Stderr   io.Writer
 	// Signals are forwarded to the command (Supervision.Signals).
 	Signals <-chan os.Signal
 	// Stop stops the command, or ends a hold without one, and releases.
@@ -54,7 +57,7 @@ func (r Run) Supervision() Supervision {
 	sv := Supervision{Hold: r.Hold, What: r.What, Signals: r.Signals, Stop: r.Stop, OnEnd: r.OnEnd, Notef: r.Notef}
 	if len(r.Command) > 0 {
 		sv.Command = Config{Path: r.Command[0], Args: r.Command[1:], Env: r.Env,
-			Stdin: r.Stdin, Stdout: r.Stdout, Stderr: r.Stderr, KillGrace: r.KillGrace}
+			Stdin: r.Stdin, Stdout: r.Stdout, Stderr: r.Stderr, KillGrace: r.KillGrace, Watchdog: r.Watchdog}
 	}
 	return sv
 }

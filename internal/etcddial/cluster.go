@@ -77,21 +77,21 @@ func (p *clusterPin) dialOptions() []grpc.DialOption {
 		return nil
 	}
 	stream := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-		from := &peer.Peer{}
-		s, err := streamer(ctx, desc, cc, method, append(opts, grpc.Peer(from))...)
+		s, err := streamer(ctx, desc, cc, method, opts...)
 		if err != nil {
 			return nil, err
 		}
-		return &pinnedStream{ClientStream: s, pin: p, from: from}, nil
+		return &pinnedStream{ClientStream: s, pin: p}, nil
 	}
 	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(unary), grpc.WithChainStreamInterceptor(stream)}
 }
 
 // pinnedStream checks the header of every message a stream receives.
+// (Not with a grpc.Peer call option: a stream writes it when it finishes,
+// while messages are read.)
 type pinnedStream struct {
 	grpc.ClientStream
-	pin  *clusterPin
-	from *peer.Peer
+	pin *clusterPin
 }
 
 func (s *pinnedStream) RecvMsg(m any) error {
@@ -99,13 +99,8 @@ func (s *pinnedStream) RecvMsg(m any) error {
 		return err
 	}
 	if r, ok := m.(headered); ok {
-		from := peerAddr(s.from)
-		if s.from.Addr == nil {
-			if pr, ok := peer.FromContext(s.Context()); ok {
-				from = peerAddr(pr)
-			}
-		}
-		return s.pin.check(r.GetHeader(), from)
+		from, _ := peer.FromContext(s.Context())
+		return s.pin.check(r.GetHeader(), peerAddr(from))
 	}
 	return nil
 }

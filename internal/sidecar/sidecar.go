@@ -58,6 +58,9 @@ type Config struct {
 	// KillGrace is the time between SIGTERM and SIGKILL when the command
 	// must stop; childproc.DefaultKillGrace when zero.
 	KillGrace time.Duration
+	// Watchdog is the coordctl binary the command runs below, in watchdog
+	// mode (childproc.Config.Watchdog); empty for none.
+	Watchdog string
 	// Stdout and Stderr are the command's; discarded when nil.
 	Stdout, Stderr io.Writer
 	// Registerer receives the sidecar's metrics; nil registers them nowhere.
@@ -442,6 +445,7 @@ func (s *Sidecar) hold(ctx context.Context, l *election.Leadership) error {
 			Stdout:    s.cfg.Stdout,
 			Stderr:    s.cfg.Stderr,
 			KillGrace: s.cfg.KillGrace,
+			Watchdog:  s.cfg.Watchdog,
 		}
 	}
 	o := childproc.Supervise(childproc.Supervision{

@@ -43,6 +43,10 @@ type Factory struct {
 	Signals func() (ch <-chan os.Signal, stop func())
 	// Dial connects to etcd for EtcdClient (etcddial.Dial); tests replace it.
 	Dial func(context.Context, etcddial.Config) (*clientv3.Client, error)
+	// Watchdog is the coordctl binary a command under a hold runs below, in
+	// watchdog mode (childproc.Config.Watchdog); Main sets it to the running
+	// coordctl. Empty (in-process tests): the command is coordctl's child.
+	Watchdog string
 
 	printer *Printer
 }

@@ -103,6 +103,7 @@ func (f *Factory) RunHeld(ctx context.Context, p *Printer, run childproc.Run, ou
 		defer f.HoldOutput(p)()
 	}
 	run.Stdin, run.Stdout, run.Stderr = f.IO.In, f.IO.Out, f.IO.ErrOut
+	run.Watchdog = f.Watchdog
 	run.Out = func() error { return p.Print(out) }
 	run.Notef = func(format string, args ...any) { fmt.Fprintf(f.IO.ErrOut, "coordctl: "+format+"\n", args...) }
 	if w := run.GraceWarning(); w != "" && graceSet {

@@ -64,11 +64,23 @@ started). Processes the command leaves in its group when it exits
 release; so do those a forwarded signal does not end when it ends the
 command.
 
-What remains possible: a process that leaves the group on purpose (setsid,
-as daemons do) is not stopped and may outlive the lock. If coordctl
-itself is killed with SIGKILL, the command gets SIGKILL from the kernel
-(Linux parent-death signal), but processes it started survive it and run on
-unfenced once the lease expires; elsewhere the command survives too.
+On Linux the command's parent is a watchdog (coordctl re-executed, a child
+subreaper, so every process the command starts stays below it, whatever
+its group or session: setsid, a shell's job control). coordctl tells it
+the lease's local deadline each time etcd acknowledges a keepalive. If
+coordctl is frozen (SIGSTOP, starved) the deadline is not moved and the
+watchdog sends the command's whole tree SIGTERM at the local deadline and
+SIGKILL half the margin before the lease's earliest expiry; if coordctl is
+killed (even SIGKILL) its pipe closes and the watchdog stops the tree at
+once (SIGTERM, SIGKILL after --kill-grace or at that instant). The lock is
+released only after the whole tree is dead.
+
+What remains possible: a SIGSTOP of coordctl's process group, which holds
+the watchdog too (kill -STOP -PGID, a terminal's Ctrl-Z); a SIGKILL of the
+watchdog itself (the command gets SIGKILL from the kernel, its children
+survive); a freeze of the whole machine; and, elsewhere than Linux, no
+watchdog: processes that leave the group (setsid) or survive a killed
+coordctl run on unfenced once the lease expires.
 
 If the lock is lost while held — keepalives failing until the local deadline,
 which comes a margin (a tenth of --ttl, at least 200ms) before etcd can

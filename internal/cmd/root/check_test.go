@@ -60,7 +60,7 @@ func TestCheckRMW(t *testing.T) {
 	t.Parallel()
 	url := startTestResource(t)
 	ctx := context.Background()
-	env := map[string]string{"COORD_FENCING_TOKEN": "5", "COORD_LOCK_NAME": "safety"}
+	env := map[string]string{"COORD_FENCING_TOKEN": "5", "COORD_LOCK_NAME": "safety", "COORD_FENCING_SCOPE": "safety/"}
 	rmw := func(id string) (cliResult, safety.RMWResult) {
 		res := runInProcess(ctx, env, "check", "rmw", "--url", url, "--id", id, "-w", "json")
 		var out safety.RMWResult
@@ -75,7 +75,7 @@ func TestCheckRMW(t *testing.T) {
 	require.Equal(t, 2, out.Wrote)
 
 	fc := fencing.Client{BaseURL: url}
-	_, err := fc.Fence(ctx, 9, "safety")
+	_, err := fc.Fence(ctx, 9, "safety/")
 	require.NoError(t, err)
 	res, out = rmw("c")
 	require.Equal(t, cmdutil.ExitStale, res.Code, "a fence with a later token makes the holder stale")

@@ -178,7 +178,7 @@ func TestLockCmdHoldsWithoutCommand(t *testing.T) {
 			t.Fatal("lock did not notice the loss")
 		}
 		require.Equal(t, cmdutil.ExitLost, res.Code, res.Stderr)
-		require.Contains(t, res.Stdout, "holding lock gone key="+string(resp.Kvs[0].Key))
+		require.Contains(t, res.Stdout, "holding lock gone scope=gone/ key="+string(resp.Kvs[0].Key))
 		require.Contains(t, res.Stderr, "lost lock gone")
 	})
 }

@@ -160,13 +160,17 @@ func TestResourceCmdTokenAndScopeFromEnvironment(t *testing.T) {
 	t.Parallel()
 	url := startTestResource(t)
 	ctx := context.Background()
-	env := map[string]string{"COORD_FENCING_TOKEN": "12", "COORD_LOCK_NAME": "jobs/env"}
+	env := map[string]string{"COORD_FENCING_TOKEN": "12", "COORD_LOCK_NAME": "jobs/env", "COORD_FENCING_SCOPE": "jobs/env/"}
 	res := runInProcess(ctx, env, "resource", "put", "k", "v", "--url", url, "-w", "json")
 	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
 	require.Contains(t, res.Stdout, `"token":12`)
-	require.Contains(t, res.Stdout, `"scope":"jobs/env"`)
+	require.Contains(t, res.Stdout, `"scope":"jobs/env/"`)
 
-	env = map[string]string{"COORD_FENCING_TOKEN": "11", "COORD_ELECTION": "jobs/env"}
+	// The name is no scope: without COORD_FENCING_SCOPE nothing is written.
+	res = runInProcess(ctx, map[string]string{"COORD_FENCING_TOKEN": "13", "COORD_LOCK_NAME": "jobs/env"}, "resource", "put", "k", "v", "--url", url)
+	require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
+
+	env = map[string]string{"COORD_FENCING_TOKEN": "11", "COORD_ELECTION": "jobs/env", "COORD_FENCING_SCOPE": "jobs/env/"}
 	res = runInProcess(ctx, env, "resource", "put", "k", "v", "--url", url)
 	require.Equal(t, cmdutil.ExitStale, res.Code, "token 11 is below the floor 12 that the first write set")
 

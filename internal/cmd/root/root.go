@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/coordkit/coordkit/internal/childproc"
 	benchcmd "github.com/coordkit/coordkit/internal/cmd/bench"
 
 	check "github.com/coordkit/coordkit/internal/cmd/check"
@@ -47,7 +48,15 @@ import (
 // Main runs coordctl with the process's arguments and streams and returns
 // its exit code.
 func Main() int {
-	return run(context.Background(), os.Args[1:], cmdutil.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Getenv)
+	if len(os.Args) > 1 && os.Args[1] == childproc.WatchdogArg {
+		return childproc.WatchdogMain(os.Args[2:])
+	}
+	f := cmdutil.NewFactory(cmdutil.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	// A command under a hold runs below this binary's watchdog mode.
+	if exe, err := os.Executable(); err == nil {
+		f.Watchdog = exe
+	}
+	return runFactory(context.Background(), f, os.Args[1:])
 }
 
 // run executes one coordctl invocation; tests call it in-process.

@@ -146,7 +146,7 @@ func runSidecar(ctx context.Context, f *cmdutil.Factory, opts *sidecarOptions) e
 	defer client.Close()
 
 	reg := sidecar.NewRegistry()
-	cfg.Client, cfg.Stdout, cfg.Stderr = client, f.IO.Out, f.IO.ErrOut
+	cfg.Client, cfg.Stdout, cfg.Stderr, cfg.Watchdog = client, f.IO.Out, f.IO.ErrOut, f.Watchdog
 	cfg.Registerer, cfg.Gatherer, cfg.OnChange = reg, reg, sidecar.OutputLines(p.Print, f.IO.ErrOut)
 	sc, err := sidecar.New(cfg)
 	if err != nil {

@@ -1,0 +1,304 @@
+package childproc
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const watchdogSupported = true
+
+func monoNow() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+// untilMono is how long until mono (CLOCK_MONOTONIC ns); 0 means never.
+func untilMono(mono int64) (time.Duration, bool) {
+	if mono == 0 {
+		return 0, false
+	}
+	return time.Duration(mono - monoNow()), true
+}
+
+// WatchdogMain is `coordctl __watchdog --grace D --term-at N --kill-at N --
+// CMD ARGS...`: it starts CMD in a process group of its own, reports its
+// pid and exit status on fd 4, takes deadlines and "reap" on fd 3, and
+// stops CMD and every descendant when a deadline passes or fd 3 closes. It
+// returns the watchdog's exit code (0 once the tree is dead).
+func WatchdogMain(args []string) int {
+	report := os.NewFile(watchdogReportFD, "report")
+	control := os.NewFile(watchdogControlFD, "control")
+	if report == nil || control == nil {
+		fmt.Fprintln(os.Stderr, "coordctl: __watchdog is started by coordctl itself")
+		return 2
+	}
+	syscall.CloseOnExec(watchdogControlFD)
+	syscall.CloseOnExec(watchdogReportFD)
+	w := &watchdog{report: report, self: os.Getpid()}
+	fs := flag.NewFlagSet(WatchdogArg, flag.ContinueOnError)
+	fs.DurationVar(&w.grace, "grace", DefaultKillGrace, "")
+	fs.Int64Var(&w.termAt, "term-at", 0, "")
+	fs.Int64Var(&w.killAt, "kill-at", 0, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
+		w.say("starterr watchdog: bad arguments")
+		return 2
+	}
+	// Orphans anywhere below become this process's children.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		w.say("starterr watchdog: PR_SET_CHILD_SUBREAPER: " + err.Error())
+		return 1
+	}
+	// The supervisor forwards signals to the command's group; the
+	// watchdog, in the supervisor's group, must outlive them.
+	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
+	chld := make(chan os.Signal, 16)
+	signal.Notify(chld, syscall.SIGCHLD)
+
+	path, err := exec.LookPath(fs.Arg(0))
+	if err != nil {
+		w.say("starterr " + oneLine(err.Error()))
+		return 127
+	}
+	proc, err := os.StartProcess(path, fs.Args(), &os.ProcAttr{
+		Env:   os.Environ(),
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
+		w.say("starterr " + oneLine(err.Error()))
+		return 127
+	}
+	w.cmd = proc.Pid
+	w.say("pid " + strconv.Itoa(w.cmd))
+	return w.run(control, chld)
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+
+type watchdog struct {
+	report         *os.File
+	self, cmd      int
+	grace          time.Duration
+	termAt, killAt int64 // CLOCK_MONOTONIC ns; 0: none
+	exited         bool  // the command's exit was reported
+}
+
+func (w *watchdog) say(line string) { _, _ = w.report.WriteString(line + "\n") }
+
+type controlMsg struct {
+	verb       string
+	term, kill int64
+}
+
+func readControl(f *os.File, out chan<- controlMsg) {
+	defer close(out)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		m := controlMsg{verb: fields[0]}
+		if m.verb == "extend" && len(fields) == 3 {
+			m.term, _ = strconv.ParseInt(fields[1], 10, 64)
+			m.kill, _ = strconv.ParseInt(fields[2], 10, 64)
+		}
+		out <- m
+	}
+}
+
+// run is the watchdog's loop; it returns when the tree is dead after a
+// reap, or after the supervisor's pipe closed.
+func (w *watchdog) run(control *os.File, chld <-chan os.Signal) int {
+	msgs := make(chan controlMsg, 16)
+	go readControl(control, msgs)
+	termT, killT := newStoppedTimer(), newStoppedTimer()
+	arm := func() {
+		if d, ok := untilMono(w.termAt); ok {
+			termT.Reset(max(d, 0))
+		}
+		if d, ok := untilMono(w.killAt); ok {
+			killT.Reset(max(d, 0))
+		}
+	}
+	arm()
+	w.reapChildren()
+	for {
+		select {
+		case <-chld:
+			w.reapChildren()
+		case m, ok := <-msgs:
+			switch {
+			case !ok:
+				// The supervisor is gone (killed): nobody keeps the lease
+				// alive or will release it. Stop the tree now.
+				w.say("fired orphaned")
+				w.stopTree(chld)
+				return 0
+			case m.verb == "reap":
+				w.killTree(chld)
+				w.say("dead")
+				return 0
+			case m.verb == "extend" && m.kill > w.killAt:
+				// Only ever forward.
+				w.termAt, w.killAt = max(m.term, w.termAt), m.kill
+				termT.Stop()
+				killT.Stop()
+				arm()
+			}
+		case <-termT.C:
+			if w.treeAlive() {
+				w.say("fired term")
+				w.signalTree(syscall.SIGTERM)
+				w.signalTree(syscall.SIGCONT)
+			}
+		case <-killT.C:
+			if w.treeAlive() {
+				w.say("fired kill")
+			}
+			w.killTree(chld)
+		}
+	}
+}
+
+func newStoppedTimer() *time.Timer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}
+
+// stopTree is the stop of an orphaned watchdog: SIGTERM (and SIGCONT) to
+// every descendant, SIGKILL after the grace or at the kill deadline,
+// whichever is first.
+func (w *watchdog) stopTree(chld <-chan os.Signal) {
+	w.signalTree(syscall.SIGTERM)
+	w.signalTree(syscall.SIGCONT)
+	wait := w.grace
+	if d, ok := untilMono(w.killAt); ok && d < wait {
+		wait = d
+	}
+	deadline := time.NewTimer(max(wait, 0))
+	defer deadline.Stop()
+	for w.treeAlive() {
+		select {
+		case <-chld:
+			w.reapChildren()
+		case <-deadline.C:
+			w.killTree(chld)
+			return
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+// killTree sends SIGKILL to every descendant until none is alive. A
+// process that forks meanwhile leaves its child to the next round; a child
+// whose parent died is this process's child (subreaper), so nothing leaves
+// the tree.
+func (w *watchdog) killTree(chld <-chan os.Signal) {
+	for {
+		w.reapChildren()
+		live := w.descendants()
+		if len(live) == 0 {
+			return
+		}
+		_ = syscall.Kill(-w.cmd, syscall.SIGKILL)
+		for _, pid := range live {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		select {
+		case <-chld:
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func (w *watchdog) signalTree(sig syscall.Signal) {
+	_ = syscall.Kill(-w.cmd, sig)
+	for _, pid := range w.descendants() {
+		_ = syscall.Kill(pid, sig)
+	}
+}
+
+func (w *watchdog) treeAlive() bool { return len(w.descendants()) > 0 }
+
+// reapChildren waits for every child that has exited (the command, and
+// orphans reparented here), reporting the command's status once.
+func (w *watchdog) reapChildren() {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if err != nil || pid <= 0 {
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			return
+		}
+		if pid == w.cmd && !w.exited {
+			w.exited = true
+			code := ws.ExitStatus()
+			if ws.Signaled() {
+				code = 128 + int(ws.Signal())
+			}
+			w.say("exit " + strconv.Itoa(code))
+		}
+	}
+}
+
+// descendants lists the live (not zombie) processes below this one, read
+// from /proc.
+func (w *watchdog) descendants() []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	live := map[int]bool{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := bytes.Fields(b[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(string(f[1]))
+		children[ppid] = append(children[ppid], pid)
+		live[pid] = f[0][0] != 'Z' && f[0][0] != 'X'
+	}
+	var out []int
+	queue := []int{w.self}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			if live[c] {
+				out = append(out, c)
+			}
+			queue = append(queue, c)
+		}
+	}
+	return out
+}

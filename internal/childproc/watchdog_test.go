@@ -1,0 +1,94 @@
+//go:build linux
+
+package childproc
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The test binary is the watchdog (TestMain).
+func watched(cfg Config) Config {
+	cfg.Watchdog = os.Args[0]
+	return cfg
+}
+
+// Under the watchdog the command runs as before: environment, output and
+// exit status pass through, and its pid is its group's.
+func TestWatchdogRunsTheCommand(t *testing.T) {
+	var out bytes.Buffer
+	c, err := Start(watched(Config{Path: "sh", Args: []string{"-c", `echo "$COORD_LOCK_NAME $$"; exit 7`},
+		Env: map[string]string{"COORD_LOCK_NAME": "jobs"}, Stdout: &out}))
+	require.NoError(t, err)
+	require.Equal(t, 7, c.ExitCode())
+	require.Equal(t, 7, c.Stop(), "Stop returns the command's status")
+	require.Equal(t, "jobs "+strconv.Itoa(c.Pid())+"\n", out.String())
+
+	_, err = Start(watched(Config{Path: "/nonexistent/command"}))
+	require.ErrorContains(t, err, "/nonexistent/command")
+}
+
+// Nothing extends the deadline (the supervisor is frozen): the watchdog
+// stops the command and a descendant that left its group and session
+// (setsid) on its own, SIGTERM at the first instant, SIGKILL at the second.
+func TestWatchdogStopsTheTreeAtAnUnextendedDeadline(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "escaped")
+	term, kill := time.Now().Add(300*time.Millisecond), time.Now().Add(800*time.Millisecond)
+	c, err := Start(watched(Config{Path: "sh", Args: []string{"-c", `setsid sh -c 'trap "" TERM; sleep 300' & echo $! > ` + pidFile + `; trap "" TERM; sleep 300`},
+		Deadline: func() (time.Time, time.Time) { return term, kill }}))
+	require.NoError(t, err)
+	escaped := waitPid(t, pidFile)
+	require.Equal(t, "term", <-c.Fired())
+	require.Equal(t, "kill", <-c.Fired())
+	<-c.Done()
+	require.False(t, time.Now().Before(kill), "SIGKILL not before the kill instant")
+	require.Equal(t, 128+int(syscall.SIGKILL), c.ExitCode())
+	requireGone(t, escaped)
+	c.Stop()
+}
+
+// An extended deadline is honoured: the command outlives the first pair.
+func TestWatchdogDeadlineExtended(t *testing.T) {
+	start := time.Now()
+	c, err := Start(watched(Config{Path: "sleep", Args: []string{"1"},
+		Deadline: func() (time.Time, time.Time) { return time.Now().Add(300 * time.Millisecond), time.Now().Add(600 * time.Millisecond) }}))
+	require.NoError(t, err)
+	require.Equal(t, 0, c.ExitCode(), "kept alive by extensions")
+	require.GreaterOrEqual(t, time.Since(start), time.Second)
+	c.Stop()
+}
+
+// The supervisor's pipe closes (it was killed): the watchdog stops the
+// tree at once, SIGTERM then SIGKILL after the grace.
+func TestWatchdogStopsTheTreeWhenTheSupervisorGoes(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "escaped")
+	c, err := Start(watched(Config{Path: "sh", Args: []string{"-c", `setsid sleep 300 & echo $! > ` + pidFile + `; sleep 300`},
+		KillGrace: 200 * time.Millisecond}))
+	require.NoError(t, err)
+	escaped := waitPid(t, pidFile)
+	require.NoError(t, c.watchdog.control.Close())
+	require.Equal(t, "orphaned", <-c.Fired())
+	<-c.Done()
+	requireGone(t, escaped)
+	<-c.watchdog.exited
+}
+
+// Stop returns only once every descendant is dead, also one that left the
+// command's process group after the command exited.
+func TestWatchdogStopReapsWhatLeftTheGroup(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "escaped")
+	c, err := Start(watched(Config{Path: "sh", Args: []string{"-c", `setsid sleep 300 & echo $! > ` + pidFile}}))
+	require.NoError(t, err)
+	escaped := waitPid(t, pidFile)
+	require.Equal(t, 0, c.ExitCode())
+	require.Equal(t, 0, c.Stop())
+	requireGone(t, escaped)
+}
+

@@ -58,7 +58,9 @@ func TestWatchdogStopsTheTreeAtAnUnextendedDeadline(t *testing.T) {
 func TestWatchdogDeadlineExtended(t *testing.T) {
 	start := time.Now()
 	c, err := Start(watched(Config{Path: "sleep", Args: []string{"1"},
-		Deadline: func() (time.Time, time.Time) { return time.Now().Add(300 * time.Millisecond), time.Now().Add(600 * time.Millisecond) }}))
+		Deadline: func() (time.Time, time.Time) {
+			return time.Now().Add(300 * time.Millisecond), time.Now().Add(600 * time.Millisecond)
+		}}))
 	require.NoError(t, err)
 	require.Equal(t, 0, c.ExitCode(), "kept alive by extensions")
 	require.GreaterOrEqual(t, time.Since(start), time.Second)
@@ -91,4 +93,3 @@ func TestWatchdogStopReapsWhatLeftTheGroup(t *testing.T) {
 	require.Equal(t, 0, c.Stop())
 	requireGone(t, escaped)
 }
-

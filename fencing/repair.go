@@ -172,6 +172,7 @@ func Repair(dataDir string, opts RepairOptions) (RepairPlan, error) {
 func planFloors(plan *RepairPlan, kept *Guard, bound Token) {
 	floors := kept.Floors()
 	all := kept.FloorAll()
+	plan.Refence = []Admission{} // [] in JSON, not null
 	claims := map[string]Token{} // "" is the floor of every scope
 	for _, d := range plan.Dropped {
 		if !d.Trusted {

@@ -197,7 +197,7 @@ $COORDCTL_ENDPOINTS) the refusal says whether the floor is above etcd's
 current revision (a restore without --bump-revision, or a hand-made fence).`,
 		Example: `  coordctl resource fence --token 57 --scope jobs/nightly
   coordctl lock jobs/nightly -- sh -c 'coordctl resource fence && ./job.sh'`,
-		Args:    cmdutil.ArgsUsage(cobra.NoArgs),
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tok, err := opts.fenced()
 			if err != nil {

@@ -129,6 +129,7 @@ func TestResourceE2ERestoreHintWhateverTheGap(t *testing.T) {
 	tok, err := strconv.ParseInt(m[1], 10, 64)
 	require.NoError(t, err)
 	require.Less(t, floor-tok, int64(1000), "a small gap")
+	t.Logf("the refusal: %s", out)
 	for _, want := range []string{
 		fmt.Sprintf("floor %d is above etcd's current revision", floor),
 		"restored",

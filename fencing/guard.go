@@ -41,9 +41,16 @@ type Guard struct {
 	all Token
 }
 
-func checkArgs(scope string, t Token) error {
+func checkToken(t Token) error {
 	if !t.Valid() {
 		return fmt.Errorf("%w: %d (want 1..%d)", ErrInvalidToken, t, MaxToken)
+	}
+	return nil
+}
+
+func checkArgs(scope string, t Token) error {
+	if err := checkToken(t); err != nil {
+		return err
 	}
 	return ValidateScope(scope)
 }
@@ -51,8 +58,8 @@ func checkArgs(scope string, t Token) error {
 // checkAllArgs checks a record of the floor of every scope: a valid token
 // and no scope.
 func checkAllArgs(scope string, t Token) error {
-	if !t.Valid() {
-		return fmt.Errorf("%w: %d (want 1..%d)", ErrInvalidToken, t, MaxToken)
+	if err := checkToken(t); err != nil {
+		return err
 	}
 	if scope != "" {
 		return fmt.Errorf("%w %q: the floor of every scope names none", ErrInvalidScope, scope)

@@ -239,9 +239,10 @@ func newResourceFloorsCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "floors",
 		Short: "Print every scope's floor and the highest, to choose etcd's revision bump after a restore",
-		Long: `Print the floor of every scope (the highest token admitted), then the highest
-floor of all: 'highest=N scope=S' (with -w json
-{"floors":{SCOPE:FLOOR,...},"highest":N,"highest_scope":S}).
+		Long: `Print the floor of every scope (the highest token admitted), then the floor
+of every scope that a repair set ('every-scope floor=N', when there is one),
+then the highest floor of all: 'highest=N scope=S' (with -w json
+{"floors":{SCOPE:FLOOR,...},"all":N,"highest":N,"highest_scope":S}).
 
 Tokens are etcd revisions. An etcd restored from a snapshot, or rebuilt
 empty, hands out revisions below these floors, and every real holder is

@@ -247,7 +247,10 @@ func runResourceRepair(ctx context.Context, f *cmdutil.Factory, opts *resourceRe
 	if err := p.Print(resourceRepairResult{plan, opts.DataDir}); err != nil {
 		return err
 	}
-	if plan.NeedsRepair() && !plan.Applied {
+	switch {
+	case plan.NeedsRepair() && !plan.Applied && plan.NeedsBound && plan.Bound == 0:
+		return cmdutil.Mark(cmdutil.ErrFailed, errors.New("repair: damage found, not applied: an untrusted record needs a bound (--endpoints or --at-least) and --yes"))
+	case plan.NeedsRepair() && !plan.Applied:
 		return cmdutil.Mark(cmdutil.ErrFailed, errors.New("repair: damage found, not applied: run again with --yes to drop it"))
 	}
 	return nil

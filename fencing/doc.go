@@ -32,10 +32,14 @@
 // floor never goes down, also across a restart, for every admission or write
 // whose success was returned or acknowledged (it was fsynced first, and the
 // directory entry of a new log file too). Replay at open cuts off a torn final
-// record — one whose length runs past the end of the file — and reports any
-// other damaged record, including a full-length final record with a bad
-// checksum, as a *CorruptError (ErrCorrupt) instead of guessing; Repair drops
-// the damage and re-fences, so a floor does not go down.
+// record — a partial header, or one whose length runs past the end of the
+// file — and reports any other damaged record, including a full-length final
+// record with a bad checksum and a zero-filled one, as a *CorruptError
+// (ErrCorrupt) instead of guessing. Repair drops the damage; since a damaged
+// record's scope and token cannot be trusted, it needs a bound no granted
+// token exceeds (etcd's current revision) and raises the floor of every
+// scope, named or not, to it (Guard.RaiseAll), so a floor does not go down;
+// without a bound it refuses (ErrRepairNeedsBound).
 //
 // What is not: fencing protects only what checks the token. A resource that
 // is written around the Guard, or a side effect outside it (an email sent, a

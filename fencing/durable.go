@@ -25,9 +25,14 @@ type DurableGuard struct {
 	path  string
 }
 
+// floorRecord is one record of a DurableGuard's log: a scope's floor, or
+// with All the floor of every scope (Guard.RaiseAll; Scope is empty, which
+// no scope can be, so a binary that predates All refuses the log as corrupt
+// instead of ignoring the record).
 type floorRecord struct {
 	Scope string `json:"scope"`
 	Token Token  `json:"token"`
+	All   bool   `json:"all,omitempty"`
 }
 
 // compactAbove is the number of log records per scope above which
@@ -56,6 +61,13 @@ func (d *DurableGuard) open() error {
 		if err := json.Unmarshal(p, &r); err != nil {
 			return err
 		}
+		if r.All {
+			if err := checkAllArgs(r.Scope, r.Token); err != nil {
+				return err
+			}
+			d.guard.RaiseAll(r.Token)
+			return nil
+		}
 		if err := checkArgs(r.Scope, r.Token); err != nil {
 			return err
 		}
@@ -67,6 +79,7 @@ func (d *DurableGuard) open() error {
 		return err
 	}
 	floors := d.guard.Floors()
+	all := d.guard.FloorAll()
 	if info.Records <= compactAbove*(len(floors)+1) {
 		d.log = l
 		return nil
@@ -79,7 +92,14 @@ func (d *DurableGuard) open() error {
 		scopes = append(scopes, s)
 	}
 	sort.Strings(scopes)
-	payloads := make([][]byte, 0, len(scopes))
+	payloads := make([][]byte, 0, len(scopes)+1)
+	if all > 0 {
+		p, err := json.Marshal(floorRecord{Token: all, All: true})
+		if err != nil {
+			return err
+		}
+		payloads = append(payloads, p)
+	}
 	for _, s := range scopes {
 		p, err := json.Marshal(floorRecord{Scope: s, Token: floors[s]})
 		if err != nil {
@@ -125,6 +145,36 @@ func (d *DurableGuard) Admit(scope string, t Token) (Admission, error) {
 		return nil
 	})
 }
+
+// RaiseAll raises the floor of every scope, named or not, to t (see
+// Guard.RaiseAll), durably: the record is fsynced before the floor is raised
+// in memory. It returns an error wrapping ErrInvalidToken for an invalid t
+// and ErrClosed as Admit does.
+func (d *DurableGuard) RaiseAll(t Token) error {
+	if err := checkAllArgs("", t); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.log == nil {
+		return ErrClosed
+	}
+	if t <= d.guard.FloorAll() {
+		return nil
+	}
+	p, err := json.Marshal(floorRecord{Token: t, All: true})
+	if err != nil {
+		return err
+	}
+	if err := d.log.append(true, p); err != nil {
+		return fmt.Errorf("persist the floor of every scope: %w", err)
+	}
+	d.guard.RaiseAll(t)
+	return nil
+}
+
+// FloorAll returns the floor of every scope set by RaiseAll (0 if none).
+func (d *DurableGuard) FloorAll() Token { return d.guard.FloorAll() }
 
 // Check computes the admission of t in scope without applying or persisting it.
 func (d *DurableGuard) Check(scope string, t Token) (Admission, error) {

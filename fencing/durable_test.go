@@ -119,10 +119,6 @@ func TestDurableTornTailIsCutOff(t *testing.T) {
 		{"partial header", func(f []byte) []byte { return f[:5] }},
 		{"header only", func(f []byte) []byte { return f[:frameHeaderSize] }},
 		{"half the payload", func(f []byte) []byte { return f[:frameHeaderSize+(len(f)-frameHeaderSize)/2] }},
-		{"zeros only", func(f []byte) []byte { return make([]byte, 4096) }},
-		{"garbage header then zeros", func(f []byte) []byte {
-			return append([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, make([]byte, 100)...)
-		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,12 +151,20 @@ func TestDurableTornTailIsCutOff(t *testing.T) {
 
 // TestDurableFullLengthBadChecksumAtTheEndIsCorrupt: a final record that is
 // there in full but fails its checksum may have been acknowledged; it is not
-// cut off as torn.
+// cut off as torn. Nor is a header's worth of zeros or more: the file's
+// length covers it, so it may be an acknowledged record whose bytes the disk
+// lost.
 func TestDurableFullLengthBadChecksumAtTheEndIsCorrupt(t *testing.T) {
 	cases := []struct {
 		name string
 		tail func(frame []byte) []byte
 	}{
+		{"zero-filled record", func(f []byte) []byte { return make([]byte, len(f)) }},
+		{"zeros only", func(f []byte) []byte { return make([]byte, 4096) }},
+		{"a header's worth of zeros", func(f []byte) []byte { return make([]byte, frameHeaderSize) }},
+		{"garbage header then zeros", func(f []byte) []byte {
+			return append([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, make([]byte, 100)...)
+		}},
 		{"payload zeroed at the end", func(f []byte) []byte {
 			g := bytes.Clone(f)
 			clear(g[len(g)-4:])
@@ -268,8 +272,9 @@ func TestDurableCompactsAtOpen(t *testing.T) {
 
 // TestDurablePropertyCrashAtAnyByte: cutting a log anywhere (a crash at any
 // point of any append), perhaps followed by zeros, opens as exactly the
-// records that were complete — unless the zeros complete the cut record's
-// length, which is corruption.
+// records that were complete — unless what follows them holds a whole
+// header that cannot be read, or a readable header whose record is there in
+// full: that is corruption, since an acknowledged record may look the same.
 func TestDurablePropertyCrashAtAnyByte(t *testing.T) {
 	dir := t.TempDir()
 	rapid.Check(t, func(t *rapid.T) {
@@ -295,17 +300,17 @@ func TestDurablePropertyCrashAtAnyByte(t *testing.T) {
 		}
 		// The zeros may fill the frame the cut went through to its full
 		// length, its header readable: that is a full-length record with a
-		// bad checksum, which open refuses (it cannot tell it from a record
-		// damaged after it was acknowledged) and leaves as it is.
-		if want < n {
-			start := 0
-			if want > 0 {
-				start = ends[want-1]
-			}
-			file := append(bytes.Clone(data[:cut]), make([]byte, pad)...)
-			rest := file[start:]
-			if cut+pad >= ends[want] && len(rest) >= frameHeaderSize &&
-				crc32.Checksum(rest[0:8], castagnoli) == binary.LittleEndian.Uint32(rest[8:12]) {
+		// bad checksum. Or they may fill a whole header that cannot be
+		// read. Open refuses both (it cannot tell them from a record
+		// damaged after it was acknowledged) and leaves the file as it is.
+		start := 0
+		if want > 0 {
+			start = ends[want-1]
+		}
+		file := append(bytes.Clone(data[:cut]), make([]byte, pad)...)
+		if rest := file[start:]; len(rest) >= frameHeaderSize {
+			readable := crc32.Checksum(rest[0:8], castagnoli) == binary.LittleEndian.Uint32(rest[8:12])
+			if !readable || (want < n && cut+pad >= ends[want]) {
 				_, _, err := openLog(path, func([]byte) error { return nil })
 				var ce *CorruptError
 				if !errors.As(err, &ce) || ce.Offset != int64(start) {
@@ -396,13 +401,47 @@ func FuzzReplayFrames(f *testing.F) {
 		if err == nil && int64(n) != good {
 			t.Fatalf("replayed %d bytes of frames, good prefix %d", n, good)
 		}
-		if err == nil && !allZero(data[good:]) && int64(len(data))-good >= frameHeaderSize {
-			// A non-zero tail that was cut must not hold a complete valid frame at its start.
-			var again int
-			replayFrames(data[good:], func([]byte) error { again++; return nil })
-			if again > 0 {
-				t.Fatalf("cut off a valid frame at %d", good)
+		if rest := data[good:]; err == nil && len(rest) >= frameHeaderSize {
+			// A tail that was cut is a readable header whose record runs
+			// past the end of the file.
+			if crc32.Checksum(rest[0:8], castagnoli) != binary.LittleEndian.Uint32(rest[8:12]) {
+				t.Fatalf("cut off an unreadable header at %d as a torn tail", good)
+			}
+			if n := binary.LittleEndian.Uint32(rest[0:4]); frameHeaderSize+int64(n) <= int64(len(rest)) {
+				t.Fatalf("cut off a full-length record at %d", good)
 			}
 		}
 	})
+}
+
+// The floor of every scope is durable, survives compaction, and a binary
+// that predates it would refuse the log (its record names no scope).
+func TestDurableRaiseAllSurvivesReopenAndCompaction(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "floors.log")
+	d := openDurable(t, path)
+	mustAdmit(t, d, "a", 5)
+	if err := d.RaiseAll(40); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RaiseAll(0); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("RaiseAll(0) = %v", err)
+	}
+	for i := range compactAbove * 3 {
+		mustAdmit(t, d, "b", Token(41+i))
+	}
+	d.Close()
+	for range 2 { // the second open reads the compacted log
+		d = openDurable(t, path)
+		if d.FloorAll() != 40 || d.Floor("a") != 40 || d.Floor("unseen") != 40 {
+			t.Fatalf("after reopen: all %d, a %d, unseen %d; want 40", d.FloorAll(), d.Floor("a"), d.Floor("unseen"))
+		}
+		if _, err := d.Admit("unseen", 39); !errors.Is(err, ErrStale) {
+			t.Fatalf("token 39 in a scope never seen: %v", err)
+		}
+		d.Close()
+	}
+	data, _ := os.ReadFile(path)
+	if err := checkArgs("", 40); !bytes.Contains(data, []byte(`"scope":"","token":40,"all":true`)) || err == nil {
+		t.Fatalf("the record of every scope's floor must have a scope no older binary accepts: %q", data)
+	}
 }

@@ -19,6 +19,12 @@ var (
 	// ErrCorrupt is matched by every *CorruptError: a log holds a damaged
 	// record that is not a torn final write.
 	ErrCorrupt = errors.New("fencing: corrupt log")
+	// ErrRepairNeedsBound is returned by Repair asked to apply without a
+	// bound when a record it would drop cannot be trusted.
+	ErrRepairNeedsBound = errors.New("fencing: repair needs a bound on the tokens granted")
+	// ErrBoundBelowFloor is returned by Repair for a bound below a floor the
+	// log holds.
+	ErrBoundBelowFloor = errors.New("fencing: repair bound below a floor")
 	// ErrClosed is returned by a DurableGuard or Resource after Close, and after a failed fsync.
 	ErrClosed = errors.New("fencing: closed")
 	// ErrDirInUse is returned when another process holds the data directory or

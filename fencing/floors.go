@@ -24,18 +24,25 @@ func Highest(floors map[string]Token) (string, Token) {
 
 // FloorsResult is the body of GET /v1/floors: every scope's floor and the
 // highest of them.
+// A floor of every scope (set by a repair) counts as the highest when no
+// named scope's floor is above it; HighestScope is then empty.
 type FloorsResult struct {
-	Floors       map[string]Token `json:"floors"`
-	Highest      Token            `json:"highest"`
-	HighestScope string           `json:"highest_scope"`
+	Floors map[string]Token `json:"floors"`
+	// All is the floor of every scope, named or not (Guard.RaiseAll), 0 if none.
+	All          Token  `json:"all,omitempty"`
+	Highest      Token  `json:"highest"`
+	HighestScope string `json:"highest_scope"`
 }
 
 func (r *Resource) handleFloors(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
-	floors := r.guard.Floors()
+	floors, all := r.guard.Floors(), r.guard.FloorAll()
 	r.mu.Unlock()
-	res := FloorsResult{Floors: floors}
+	res := FloorsResult{Floors: floors, All: all}
 	res.HighestScope, res.Highest = Highest(floors)
+	if all > res.Highest {
+		res.HighestScope, res.Highest = "", all
+	}
 	writeJSON(w, http.StatusOK, res)
 }
 

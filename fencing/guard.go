@@ -25,6 +25,11 @@ func (a Admission) NewFloor() Token { return max(a.Token, a.Floor) }
 // token below the floor is rejected with a *StaleError; a token at or above
 // it is admitted and raises the floor to it.
 //
+// Besides the per-scope floors a Guard has a floor for every scope, named or
+// not (RaiseAll): a repair that cannot tell which scope a damaged record
+// named raises it to a bound no granted token exceeds, and every scope's
+// floor is at least that.
+//
 // Guard is pure — no I/O, no clock — and safe for concurrent use. Its zero
 // value is ready (every floor 0). To make floors survive a restart, persist
 // an admission before applying it (see Check and AdmitFunc, or use
@@ -32,20 +37,41 @@ func (a Admission) NewFloor() Token { return max(a.Token, a.Floor) }
 type Guard struct {
 	mu     sync.Mutex
 	floors map[string]Token
+	// all is the floor of every scope, named in floors or not.
+	all Token
 }
 
-func checkArgs(scope string, t Token) error {
+func checkToken(t Token) error {
 	if !t.Valid() {
 		return fmt.Errorf("%w: %d (want 1..%d)", ErrInvalidToken, t, MaxToken)
 	}
+	return nil
+}
+
+func checkArgs(scope string, t Token) error {
+	if err := checkToken(t); err != nil {
+		return err
+	}
 	return ValidateScope(scope)
+}
+
+// checkAllArgs checks a record of the floor of every scope: a valid token
+// and no scope.
+func checkAllArgs(scope string, t Token) error {
+	if err := checkToken(t); err != nil {
+		return err
+	}
+	if scope != "" {
+		return fmt.Errorf("%w %q: the floor of every scope names none", ErrInvalidScope, scope)
+	}
+	return nil
 }
 
 func (g *Guard) check(scope string, t Token) (Admission, error) {
 	if err := checkArgs(scope, t); err != nil {
 		return Admission{}, err
 	}
-	a := Admission{Scope: scope, Token: t, Floor: g.floors[scope]}
+	a := Admission{Scope: scope, Token: t, Floor: max(g.floors[scope], g.all)}
 	if t < a.Floor {
 		return a, &StaleError{Scope: scope, Token: t, Floor: a.Floor}
 	}
@@ -116,20 +142,42 @@ func (g *Guard) AdmitFunc(scope string, t Token, commit func(Admission) error) (
 	return a, nil
 }
 
-// Floor returns the floor of scope: the highest token admitted, 0 if none.
+// RaiseAll raises the floor of every scope — those admitted so far and
+// those never seen — to t if that is higher: from then on a token below t is
+// stale in every scope. It never lowers a floor. It does not validate t; it
+// is meant for a bound read from a log or given by a repair.
+func (g *Guard) RaiseAll(t Token) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.all = max(g.all, t)
+}
+
+// FloorAll returns the floor of every scope set by RaiseAll, 0 if none.
+func (g *Guard) FloorAll() Token {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.all
+}
+
+// Floor returns the floor of scope: the highest token admitted in it or
+// FloorAll, whichever is higher; 0 if none.
 func (g *Guard) Floor(scope string) Token {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.floors[scope]
+	return max(g.floors[scope], g.all)
 }
 
-// Floors returns a copy of every non-zero floor by scope.
+// Floors returns a copy of every non-zero floor by scope, for the scopes
+// that admitted a token (each at least FloorAll, which is not in the map).
 func (g *Guard) Floors() map[string]Token {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	m := maps.Clone(g.floors)
 	if m == nil {
 		m = map[string]Token{}
+	}
+	for s, f := range m {
+		m[s] = max(f, g.all)
 	}
 	return m
 }

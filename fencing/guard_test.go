@@ -235,3 +235,40 @@ func TestGuardPropertyConcurrent(t *testing.T) {
 		}
 	})
 }
+
+// RaiseAll sets a floor for every scope, those admitted and those never
+// seen; a scope's own higher floor stays, nothing goes down.
+func TestGuardRaiseAll(t *testing.T) {
+	var g Guard
+	if _, err := g.Admit("high", 50); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Admit("low", 5); err != nil {
+		t.Fatal(err)
+	}
+	g.RaiseAll(20)
+	g.RaiseAll(10) // never lowers
+	for _, tc := range []struct {
+		scope string
+		tok   Token
+		stale bool
+		floor Token
+	}{
+		{"low", 19, true, 20},
+		{"never/seen", 19, true, 20},
+		{"high", 49, true, 50},
+		{"never/seen", 20, false, 20},
+	} {
+		a, err := g.Check(tc.scope, tc.tok)
+		var se *StaleError
+		if stale := errors.As(err, &se); stale != tc.stale || a.Floor != tc.floor {
+			t.Errorf("Check(%q, %d) = %+v, %v; want stale %v at floor %d", tc.scope, tc.tok, a, err, tc.stale, tc.floor)
+		}
+	}
+	if a, _ := g.Check("never/seen", 20); a.Raises() {
+		t.Error("a token equal to the floor of every scope raises nothing that must be persisted")
+	}
+	if got := g.Floors(); got["low"] != 20 || got["high"] != 50 || len(got) != 2 || g.FloorAll() != 20 {
+		t.Errorf("Floors() = %v, FloorAll() = %d", got, g.FloorAll())
+	}
+}

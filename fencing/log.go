@@ -19,11 +19,19 @@ import (
 //
 // A crash in the middle of an append leaves a prefix of the last frame. Replay
 // treats as torn — and truncates — only a final frame that is short: a partial
-// header, or a valid header whose length runs past the end of the file (and
-// zero bytes where a header should be: a file extended but not written). A
-// frame that is there in full but fails its payload checksum was written in
-// full and may have been acknowledged: it is corruption (*CorruptError), never
-// cut off silently, so a floor cannot go down by accident.
+// header, or a valid header whose length runs past the end of the file. Those
+// were never acknowledged: the fsync that acknowledges a record makes the
+// file's length durable with it, so an acknowledged frame lies wholly inside
+// the file. Anything else is corruption (*CorruptError), never cut off
+// silently, so a floor cannot go down by accident: a frame that is there in
+// full but fails its payload checksum, and a header that cannot be read —
+// also when it and everything after it are zeros. A file system can leave
+// zeros where a crash interrupted an append that was never fsynced (the
+// length reached the disk, the data did not), but a disk that loses or
+// zeroes blocks after an fsync leaves the same bytes in place of an
+// acknowledged record, and nothing in the file tells the two apart; a floor
+// that went down is worse than a resource that waits for a repair with a
+// bound (Repair).
 
 const (
 	frameHeaderSize = 12
@@ -55,12 +63,15 @@ func replayFrames(data []byte, fn func([]byte) error) (good int64, err error) {
 		}
 		n := binary.LittleEndian.Uint32(rest[0:4])
 		if crc32.Checksum(rest[0:8], castagnoli) != binary.LittleEndian.Uint32(rest[8:12]) {
-			if allZero(rest[frameHeaderSize:]) {
-				// A header that cannot be read with nothing after it: its
-				// length is unknown, the payload was never written.
-				return int64(off), nil
+			// Not torn, also when only zeros follow: the file's length
+			// covers a whole header, and an fsync that acknowledged a record
+			// made that length durable with it, so these bytes may be an
+			// acknowledged record the disk lost (see the comment above).
+			reason := "bad record header (length unreadable)"
+			if allZero(rest) {
+				reason = fmt.Sprintf("zero-filled tail of %d bytes where a record header should be", len(rest))
 			}
-			return int64(off), &CorruptError{Offset: int64(off), Reason: "bad record header (length unreadable)"}
+			return int64(off), &CorruptError{Offset: int64(off), Reason: reason}
 		}
 		if n > maxRecordSize {
 			return int64(off), &CorruptError{Offset: int64(off), Reason: fmt.Sprintf("record length %d exceeds %d", n, maxRecordSize)}

@@ -13,7 +13,7 @@ import (
 )
 
 // RepairPlan says what Repair drops from a Resource's log and which floors it
-// re-fences so that none goes down.
+// raises so that none goes down.
 type RepairPlan struct {
 	// Path is the log; Size its length in bytes.
 	Path string `json:"path"`
@@ -22,12 +22,24 @@ type RepairPlan struct {
 	Keep int64 `json:"keep"`
 	// Dropped lists every record from the first damaged one to the end.
 	Dropped []DroppedRecord `json:"dropped"`
-	// Refence lists, per scope, the highest token that a dropped record
-	// claims above the floor the kept prefix leaves; Repair appends a fence
-	// record for each, so a floor never goes down (a claim read from a
-	// damaged record may be wrong, but a floor too high refuses old tokens,
-	// it does not admit them).
+	// Refence lists, per scope, the highest token that a trusted dropped
+	// record claims above the floor the kept prefix and Bound leave (Scope
+	// "" for a dropped floor of every scope); Repair appends a fence record
+	// for each.
 	Refence []Admission `json:"refence"`
+	// HighestKept is the highest floor the kept records and the trusted
+	// dropped ones hold (the floor of every scope included), HighestScope
+	// its scope ("" for the floor of every scope). A bound must not be
+	// below it.
+	HighestKept  Token  `json:"highest_kept"`
+	HighestScope string `json:"highest_scope"`
+	// NeedsBound is true when a dropped record cannot be trusted (its
+	// checksum fails, or it does not decode: its scope and token may be
+	// anything), so that only a bound keeps every floor from going down.
+	NeedsBound bool `json:"needs_bound"`
+	// Bound is RepairOptions.Bound: the floor of every scope, named in the
+	// log or not, after the repair; 0 for none.
+	Bound Token `json:"bound,omitempty"`
 	// Backup is the copy of the whole log made before a repair was applied.
 	Backup string `json:"backup,omitempty"`
 	// Applied is true once the log was rewritten.
@@ -46,22 +58,45 @@ type DroppedRecord struct {
 	// Damaged says why the record is damaged; empty for an intact record
 	// dropped because it follows the damage.
 	Damaged string `json:"damaged,omitempty"`
-	// Type, Scope and Token are what could be read; from a damaged record
-	// they are not verified.
-	Type  string `json:"type,omitempty"`
-	Scope string `json:"scope,omitempty"`
-	Token Token  `json:"token,omitempty"`
+	// Trusted is true when the record's checksum matches and its type,
+	// scope and token decode: they are what was written. Type, Scope and
+	// Token of an untrusted record are what could be read, perhaps nothing;
+	// none of them is evidence.
+	Trusted bool   `json:"trusted"`
+	Type    string `json:"type,omitempty"`
+	Scope   string `json:"scope,omitempty"`
+	Token   Token  `json:"token,omitempty"`
+}
+
+// RepairOptions says what Repair may do.
+type RepairOptions struct {
+	// Apply rewrites the log; without it Repair only plans.
+	Apply bool
+	// Bound is a token that no granted token exceeds: the current revision
+	// of the etcd that grants the tokens (every token is one of its
+	// revisions), or an operator's. With a bound the repair raises the floor
+	// of every scope, named in the log or not, to it, so whatever scope and
+	// token a damaged record held, its floor does not go down. 0 is no
+	// bound: then a repair that drops an untrusted record is refused.
+	Bound Token
 }
 
 // Repair examines the log of the Resource in dataDir, which no process may
 // have open (ErrDirInUse otherwise), and says what it would drop: the first
 // damaged record (a *CorruptError at open) and every record after it, since a
-// write's sequence number depends on the ones before. With apply it then
-// copies the log to resource.log.before-repair, rewrites it as the kept prefix
-// followed by the fence records of plan.Refence, durably, and sets Applied.
-// A log with no damage (a torn tail is not damage: open cuts it) is left as
-// it is and the plan drops nothing.
-func Repair(dataDir string, apply bool) (RepairPlan, error) {
+// write's sequence number depends on the ones before.
+//
+// With opts.Apply it then copies the log to resource.log.before-repair and
+// rewrites it, durably, as the kept prefix, a floor of every scope at
+// opts.Bound (if any) and a fence for each entry of plan.Refence, and sets
+// Applied. A log with no damage (a torn tail is not damage: open cuts it) is
+// left as it is and the plan drops nothing.
+//
+// Errors: ErrRepairNeedsBound when opts.Apply is set without a bound and a
+// dropped record cannot be trusted; ErrBoundBelowFloor when opts.Bound is
+// below a floor the log holds (it cannot then be a bound on granted tokens).
+// Both leave the log unchanged and come with the plan.
+func Repair(dataDir string, opts RepairOptions) (RepairPlan, error) {
 	path := filepath.Join(dataDir, resourceLogName)
 	plan := RepairPlan{Path: path}
 	if _, err := os.Stat(path); err != nil {
@@ -88,20 +123,17 @@ func Repair(dataDir string, apply bool) (RepairPlan, error) {
 		return plan, nil
 	}
 	plan.Dropped = scanDropped(data, ce)
-	claims := map[string]Token{}
-	for _, d := range plan.Dropped {
-		if ValidateScope(d.Scope) != nil || !d.Token.Valid() || d.Type == "reject" {
-			continue
-		}
-		if d.Token > scratch.guard.Floor(d.Scope) && d.Token > claims[d.Scope] {
-			claims[d.Scope] = d.Token
-		}
-	}
-	for scope, tok := range claims {
-		plan.Refence = append(plan.Refence, Admission{Scope: scope, Token: tok, Floor: scratch.guard.Floor(scope)})
-	}
-	sort.Slice(plan.Refence, func(i, j int) bool { return plan.Refence[i].Scope < plan.Refence[j].Scope })
-	if !apply {
+	planFloors(&plan, &scratch.guard, opts.Bound)
+	plan.Bound = opts.Bound
+	switch {
+	case opts.Bound > 0 && opts.Bound < plan.HighestKept:
+		return plan, fmt.Errorf("%w: bound %d is below the floor %d of %s, so it is no bound on the tokens etcd granted "+
+			"(was etcd restored, or the floor fenced by hand?); give a bound at or above %d",
+			ErrBoundBelowFloor, opts.Bound, plan.HighestKept, scopeName(plan.HighestScope), plan.HighestKept)
+	case opts.Apply && plan.NeedsBound && opts.Bound == 0:
+		return plan, fmt.Errorf("%w: a dropped record cannot be trusted (%s), so the scope and token it held are unknown",
+			ErrRepairNeedsBound, plan.Dropped[0].Damaged)
+	case !opts.Apply:
 		return plan, nil
 	}
 	plan.Backup = path + ".before-repair"
@@ -110,8 +142,19 @@ func Repair(dataDir string, apply bool) (RepairPlan, error) {
 	}
 	buf := append([]byte(nil), data[:good]...)
 	now := time.Now().UTC()
+	var recs []resourceRecord
+	if opts.Bound > scratch.guard.FloorAll() {
+		recs = append(recs, resourceRecord{Type: recordFenceAll, Token: opts.Bound, Time: now})
+	}
 	for _, a := range plan.Refence {
-		p, err := json.Marshal(resourceRecord{Type: "fence", Token: a.Token, Scope: a.Scope, Time: now})
+		typ := recordFence
+		if a.Scope == "" {
+			typ = recordFenceAll
+		}
+		recs = append(recs, resourceRecord{Type: typ, Token: a.Token, Scope: a.Scope, Time: now})
+	}
+	for _, rec := range recs {
+		p, err := json.Marshal(rec)
 		if err != nil {
 			return plan, err
 		}
@@ -122,6 +165,50 @@ func Repair(dataDir string, apply bool) (RepairPlan, error) {
 	}
 	plan.Applied = true
 	return plan, nil
+}
+
+// planFloors fills plan's Refence, HighestKept, HighestScope and NeedsBound
+// from its Dropped records and the floors of the kept prefix in kept.
+func planFloors(plan *RepairPlan, kept *Guard, bound Token) {
+	floors := kept.Floors()
+	all := kept.FloorAll()
+	plan.Refence = []Admission{} // [] in JSON, not null
+	claims := map[string]Token{} // "" is the floor of every scope
+	for _, d := range plan.Dropped {
+		if !d.Trusted {
+			plan.NeedsBound = true
+			continue
+		}
+		if d.Type == recordReject {
+			continue // a rejection raises no floor
+		}
+		claims[d.Scope] = max(claims[d.Scope], d.Token)
+	}
+	plan.HighestScope, plan.HighestKept = Highest(floors)
+	if all > plan.HighestKept {
+		plan.HighestScope, plan.HighestKept = "", all
+	}
+	for scope, tok := range claims {
+		if tok > plan.HighestKept || (tok == plan.HighestKept && scope < plan.HighestScope) {
+			plan.HighestScope, plan.HighestKept = scope, tok
+		}
+		floor := max(floors[scope], all, bound)
+		if scope == "" {
+			floor = max(all, bound)
+		}
+		if tok > floor {
+			plan.Refence = append(plan.Refence, Admission{Scope: scope, Token: tok, Floor: floor})
+		}
+	}
+	sort.Slice(plan.Refence, func(i, j int) bool { return plan.Refence[i].Scope < plan.Refence[j].Scope })
+}
+
+// scopeName is how a message names scope: quoted, or "every scope" for "".
+func scopeName(scope string) string {
+	if scope == "" {
+		return "every scope"
+	}
+	return fmt.Sprintf("scope %q", scope)
 }
 
 // scanDropped lists the records from the damaged one to the end of data.
@@ -153,16 +240,35 @@ func scanDropped(data []byte, ce *CorruptError) []DroppedRecord {
 		}
 		d.Size = frameHeaderSize + n
 		payload := rest[frameHeaderSize:d.Size]
-		if d.Damaged == "" && crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(rest[4:8]) {
+		sumOK := crc32.Checksum(payload, castagnoli) == binary.LittleEndian.Uint32(rest[4:8])
+		if d.Damaged == "" && !sumOK {
 			d.Damaged = "checksum mismatch in a full-length record"
 		}
 		var desc CorruptError
 		desc.describe(payload)
 		d.Type, d.Scope, d.Token = desc.Type, desc.Scope, desc.Token
+		d.Trusted = sumOK && trustedRecord(payload)
 		out = append(out, d)
 		off += d.Size
 	}
 	return out
+}
+
+// trustedRecord reports whether a payload whose checksum matches decodes to
+// a record whose type, scope and token are valid, so that the floor it
+// claims is known.
+func trustedRecord(payload []byte) bool {
+	var rec resourceRecord
+	if json.Unmarshal(payload, &rec) != nil {
+		return false
+	}
+	switch rec.Type {
+	case recordFenceAll:
+		return checkAllArgs(rec.Scope, rec.Token) == nil
+	case recordWrite, recordFence, recordReject:
+		return checkArgs(rec.Scope, rec.Token) == nil
+	}
+	return false
 }
 
 // writeFileDurable replaces path with data atomically: a temporary file,

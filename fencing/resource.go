@@ -123,9 +123,20 @@ type errorBody struct {
 	Version *uint64 `json:"version,omitempty"`
 }
 
+// Types of the resource's log records. recordFenceAll raises the floor of
+// every scope (Guard.RaiseAll) and has an empty scope, which no other record
+// may have, so a binary that predates it refuses the log as corrupt instead
+// of ignoring the record and lowering floors.
+const (
+	recordWrite    = "write"
+	recordFence    = "fence"
+	recordReject   = "reject"
+	recordFenceAll = "fence-all"
+)
+
 // resourceRecord is one record of the resource's log.
 type resourceRecord struct {
-	Type    string    `json:"t"` // "write", "fence" or "reject"
+	Type    string    `json:"t"` // recordWrite, recordFence, recordReject or recordFenceAll
 	Seq     uint64    `json:"seq,omitempty"`
 	Key     string    `json:"key,omitempty"`
 	Value   string    `json:"value,omitempty"`
@@ -250,18 +261,25 @@ func (r *Resource) replay(p []byte) error {
 	if err := json.Unmarshal(p, &rec); err != nil {
 		return err
 	}
+	if rec.Type == recordFenceAll {
+		if err := checkAllArgs(rec.Scope, rec.Token); err != nil {
+			return err
+		}
+		r.guard.RaiseAll(rec.Token)
+		return nil
+	}
 	if err := checkArgs(rec.Scope, rec.Token); err != nil {
 		return err
 	}
 	switch rec.Type {
-	case "write":
+	case recordWrite:
 		if rec.Seq != uint64(len(r.writes))+1 {
 			return fmt.Errorf("write seq %d out of order (want %d)", rec.Seq, len(r.writes)+1)
 		}
 		r.applyWrite(rec)
-	case "fence":
+	case recordFence:
 		r.guard.Apply(Admission{Scope: rec.Scope, Token: rec.Token})
-	case "reject":
+	case recordReject:
 		r.rejected[rec.Scope]++
 	default:
 		return fmt.Errorf("unknown record type %q", rec.Type)
@@ -490,7 +508,7 @@ func (r *Resource) handlePut(w http.ResponseWriter, req *http.Request, key strin
 		}
 	}
 	rec := resourceRecord{
-		Type: "write", Seq: uint64(len(r.writes)) + 1, Key: key, Value: value, Token: tok, Scope: scope,
+		Type: recordWrite, Seq: uint64(len(r.writes)) + 1, Key: key, Value: value, Token: tok, Scope: scope,
 		Version: cur.Version + 1, IdemKey: idemKey, IdemSum: sum, Time: r.clock.Now().UTC(),
 	}
 	if err := r.persist(rec); err != nil {
@@ -524,7 +542,7 @@ func (r *Resource) reject(w http.ResponseWriter, scope string, tok Token, err er
 		return
 	}
 	r.rejected[scope]++
-	if p, merr := json.Marshal(resourceRecord{Type: "reject", Token: tok, Scope: scope}); merr == nil {
+	if p, merr := json.Marshal(resourceRecord{Type: recordReject, Token: tok, Scope: scope}); merr == nil {
 		if aerr := r.log.append(false, p); aerr != nil {
 			r.logger.Error("rejection not recorded", "err", aerr)
 		}
@@ -551,7 +569,7 @@ func (r *Resource) handleFence(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if adm.Raises() {
-		rec := resourceRecord{Type: "fence", Token: tok, Scope: scope, Time: r.clock.Now().UTC()}
+		rec := resourceRecord{Type: recordFence, Token: tok, Scope: scope, Time: r.clock.Now().UTC()}
 		if err := r.persist(rec); err != nil {
 			r.logger.Error("fence not persisted", "scope", scope, "err", err)
 			writeJSON(w, http.StatusInternalServerError, errorBody{Error: "fence not persisted: " + err.Error()})

@@ -422,40 +422,41 @@ func TestResourceCorruptFenceKeepsTheFloor(t *testing.T) {
 		t.Fatal("a refused open changed the log")
 	}
 
-	// Repair without apply only says what it would do.
-	plan, err := Repair(dir, false)
-	if err != nil || !plan.NeedsRepair() || plan.Applied {
+	// Repair without apply only says what it would do. The damaged fence
+	// cannot be trusted: no re-fence from it, a bound is needed.
+	plan, err := Repair(dir, RepairOptions{})
+	if err != nil || !plan.NeedsRepair() || plan.Applied || !plan.NeedsBound {
 		t.Fatalf("Repair(dry run) = %+v, %v", plan, err)
 	}
 	if len(plan.Dropped) != 1 || plan.Dropped[0].Offset != ce.Offset || plan.Dropped[0].Type != "fence" || plan.Dropped[0].Damaged == "" {
 		t.Fatalf("plan drops %+v, want the damaged fence at offset %d", plan.Dropped, ce.Offset)
 	}
-	if len(plan.Refence) != 1 || plan.Refence[0].Scope != "s" || plan.Refence[0].Token != 900 {
-		t.Fatalf("plan re-fences %+v, want s at 900", plan.Refence)
+	if len(plan.Refence) != 0 {
+		t.Fatalf("plan re-fences %+v from an untrusted record", plan.Refence)
 	}
 	if after, _ := os.ReadFile(path); !bytes.Equal(after, data) {
 		t.Fatal("a dry-run repair changed the log")
 	}
-	if plan, err = Repair(dir, true); err != nil || !plan.Applied {
+	if plan, err = Repair(dir, RepairOptions{Apply: true, Bound: 1000}); err != nil || !plan.Applied {
 		t.Fatalf("Repair(apply) = %+v, %v", plan, err)
 	}
 	if backup, _ := os.ReadFile(plan.Backup); !bytes.Equal(backup, data) {
 		t.Fatal("the backup is not the log as it was")
 	}
 
-	// After the repair the floor is still 900: token 5 is refused.
+	// After the repair the floor is the bound, 1000: token 5 is refused.
 	rs = startResource(t, dir, false)
-	if f := rs.res.Floor("s"); f != 900 {
-		t.Fatalf("floor after repair = %d, want 900", f)
+	if f := rs.res.Floor("s"); f != 1000 {
+		t.Fatalf("floor after repair = %d, want 1000", f)
 	}
 	if _, err := rs.client.Put(ctxT(t), "a", "late", 5, "s"); !errors.Is(err, ErrStale) {
 		t.Fatalf("put with token 5 after repair: %v, want ErrStale", err)
 	}
-	if plan, err := Repair(dir, false); !errors.Is(err, ErrDirInUse) {
+	if plan, err := Repair(dir, RepairOptions{}); !errors.Is(err, ErrDirInUse) {
 		t.Fatalf("Repair while the resource is open = %+v, %v; want ErrDirInUse", plan, err)
 	}
 	rs.stop()
-	if plan, err := Repair(dir, false); err != nil || plan.NeedsRepair() {
+	if plan, err := Repair(dir, RepairOptions{}); err != nil || plan.NeedsRepair() {
 		t.Fatalf("Repair of a repaired log = %+v, %v", plan, err)
 	}
 }

@@ -44,6 +44,7 @@ func (r LogResult) WriteText(w io.Writer) error {
 }
 
 // WriteText writes "scope=S floor=F" per scope in scope order, then
+// "every-scope floor=F" if a repair set a floor for every scope, then
 // "highest=N scope=S".
 func (r FloorsResult) WriteText(w io.Writer) error {
 	scopes := make([]string, 0, len(r.Floors))
@@ -56,12 +57,17 @@ func (r FloorsResult) WriteText(w io.Writer) error {
 			return err
 		}
 	}
+	if r.All > 0 {
+		if _, err := fmt.Fprintf(w, "every-scope floor=%d\n", r.All); err != nil {
+			return err
+		}
+	}
 	_, err := fmt.Fprintf(w, "highest=%d scope=%s\n", r.Highest, r.HighestScope)
 	return err
 }
 
-// WriteText says what the plan drops and re-fences and, once applied,
-// where the old log is.
+// WriteText says what the plan drops and which floors it raises, whether
+// it needs a bound and, once applied, where the old log is.
 func (p RepairPlan) WriteText(w io.Writer) error {
 	if !p.NeedsRepair() {
 		_, err := fmt.Fprintf(w, "ok log=%s: no damaged record, nothing to drop\n", p.Path)
@@ -73,18 +79,35 @@ func (p RepairPlan) WriteText(w io.Writer) error {
 		if d.Damaged != "" {
 			state = "damaged: " + d.Damaged
 		}
+		if !d.Trusted {
+			state += "; untrusted: its scope and token may be anything"
+		}
 		typ := d.Type
 		if typ == "" {
 			typ = "-"
 		}
 		fmt.Fprintf(w, "  offset=%d size=%d type=%s scope=%q token=%d (%s)\n", d.Offset, d.Size, typ, d.Scope, d.Token, state)
 	}
+	if p.Bound > 0 {
+		fmt.Fprintf(w, "raise the floor of every scope, named in the log or not, to the bound %d, so that none goes down\n", p.Bound)
+	}
 	for _, a := range p.Refence {
-		fmt.Fprintf(w, "re-fence scope=%q token=%d (floor of the kept records: %d), so that it does not go down\n", a.Scope, a.Token, a.Floor)
+		fmt.Fprintf(w, "re-fence %s token=%d (floor otherwise: %d), so that it does not go down\n", scopeField(a.Scope), a.Token, a.Floor)
+	}
+	if p.NeedsBound && p.Bound == 0 {
+		fmt.Fprintf(w, "needs a bound: no granted token exceeds it, at or above the highest floor kept (%d)\n", p.HighestKept)
 	}
 	if !p.Applied {
 		return nil
 	}
 	_, err := fmt.Fprintf(w, "repaired; the old log is in %s\n", p.Backup)
 	return err
+}
+
+// scopeField is scope=%q, or "every-scope" for the floor of every scope.
+func scopeField(scope string) string {
+	if scope == "" {
+		return "every-scope"
+	}
+	return fmt.Sprintf("scope=%q", scope)
 }

@@ -32,20 +32,25 @@ func TestWriteText(t *testing.T) {
 			"scope=jobs/x floor=90\nscope=jobs/y floor=1234\nhighest=1234 scope=jobs/y\n"},
 		{"no floors", fencing.FloorsResult{}, "highest=0 scope=\n"},
 		{"sound log", fencing.RepairPlan{Path: "/d/resource.log", Size: 100, Keep: 100}, "ok log=/d/resource.log: no damaged record, nothing to drop\n"},
-		{"repair plan", fencing.RepairPlan{Path: "/d/resource.log", Size: 300, Keep: 200,
+		{"repair plan that needs a bound", fencing.RepairPlan{Path: "/d/resource.log", Size: 300, Keep: 200, NeedsBound: true, HighestKept: 5,
 			Dropped: []fencing.DroppedRecord{
 				{Offset: 200, Size: 60, Damaged: "checksum mismatch in a full-length record", Type: "fence", Scope: "s", Token: 900},
-				{Offset: 260, Size: 40}},
-			Refence: []fencing.Admission{{Scope: "s", Token: 900, Floor: 5}}},
+				{Offset: 260, Size: 40, Trusted: true, Type: "fence", Scope: "t", Token: 950}},
+			Refence: []fencing.Admission{{Scope: "t", Token: 950}}},
 			"log /d/resource.log: 300 bytes; keeping the first 200, dropping 2 record(s):\n" +
-				"  offset=200 size=60 type=fence scope=\"s\" token=900 (damaged: checksum mismatch in a full-length record)\n" +
-				"  offset=260 size=40 type=- scope=\"\" token=0 (intact, after the damage)\n" +
-				"re-fence scope=\"s\" token=900 (floor of the kept records: 5), so that it does not go down\n"},
-		{"applied repair", fencing.RepairPlan{Path: "/d/resource.log", Size: 300, Keep: 200, Applied: true, Backup: "/d/resource.log.before-repair",
+				"  offset=200 size=60 type=fence scope=\"s\" token=900 (damaged: checksum mismatch in a full-length record; untrusted: its scope and token may be anything)\n" +
+				"  offset=260 size=40 type=fence scope=\"t\" token=950 (intact, after the damage)\n" +
+				"re-fence scope=\"t\" token=950 (floor otherwise: 0), so that it does not go down\n" +
+				"needs a bound: no granted token exceeds it, at or above the highest floor kept (5)\n"},
+		{"applied repair with a bound", fencing.RepairPlan{Path: "/d/resource.log", Size: 300, Keep: 200, Applied: true, Backup: "/d/resource.log.before-repair",
+			NeedsBound: true, Bound: 1200,
 			Dropped: []fencing.DroppedRecord{{Offset: 200, Size: 100, Damaged: "bad record header (length unreadable)"}}},
 			"log /d/resource.log: 300 bytes; keeping the first 200, dropping 1 record(s):\n" +
-				"  offset=200 size=100 type=- scope=\"\" token=0 (damaged: bad record header (length unreadable))\n" +
+				"  offset=200 size=100 type=- scope=\"\" token=0 (damaged: bad record header (length unreadable); untrusted: its scope and token may be anything)\n" +
+				"raise the floor of every scope, named in the log or not, to the bound 1200, so that none goes down\n" +
 				"repaired; the old log is in /d/resource.log.before-repair\n"},
+		{"floors with a floor of every scope", fencing.FloorsResult{Floors: map[string]fencing.Token{"jobs/x": 1300}, All: 1200, Highest: 1300, HighestScope: "jobs/x"},
+			"scope=jobs/x floor=1300\nevery-scope floor=1200\nhighest=1300 scope=jobs/x\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder

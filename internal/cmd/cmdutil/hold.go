@@ -96,7 +96,8 @@ func (f *Factory) RunHeldKey(ctx context.Context, p *Printer, o *HoldOptions, wh
 // through), or until the hold is lost (exit 4). It fills in what coordctl
 // gives every hold: its streams, its notes, out printed once held without
 // a command, and with a command SIGINT, SIGTERM, SIGHUP and SIGQUIT forwarded to it
-// (SIGHUP as SIGTERM). graceSet (--kill-grace given) warns when the grace
+// (SIGHUP as SIGTERM), and $COORDCTL_ENDPOINTS set for it to the hold's
+// endpoints. graceSet (--kill-grace given) warns when the grace
 // exceeds the lease's margin. It releases the hold in every case.
 func (f *Factory) RunHeld(ctx context.Context, p *Printer, run childproc.Run, out any, graceSet bool) error {
 	if p != nil {
@@ -104,6 +105,16 @@ func (f *Factory) RunHeld(ctx context.Context, p *Printer, run childproc.Run, ou
 	}
 	run.Stdin, run.Stdout, run.Stderr = f.IO.In, f.IO.Out, f.IO.ErrOut
 	run.Watchdog = f.Watchdog
+	if len(run.Command) > 0 {
+		// The command's coordctl asks the etcd of the hold (a refusal as
+		// stale compares the floor with its revision: RestoreHint).
+		if run.Env == nil {
+			run.Env = map[string]string{}
+		}
+		if _, set := run.Env[EnvEndpoints]; !set {
+			run.Env[EnvEndpoints] = strings.Join(f.Global.SplitEndpoints(), ",")
+		}
+	}
 	run.Out = func() error { return p.Print(out) }
 	run.Notef = func(format string, args ...any) { fmt.Fprintf(f.IO.ErrOut, "coordctl: "+format+"\n", args...) }
 	if w := run.GraceWarning(); w != "" && graceSet {

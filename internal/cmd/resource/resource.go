@@ -31,7 +31,9 @@ rejected as stale (HTTP 409, exit 5). Floors and writes are fsynced before
 they are acknowledged, so they survive a restart.
 
 'resource serve' runs it; put, get, fence and log are its clients. None of
-these commands talk to etcd. See docs/fencing.md for the HTTP API.`,
+these commands needs etcd: given one (--endpoints), repair raises floors to
+its revision, and put and fence explain a refusal with it. See
+docs/fencing.md for the HTTP API.`,
 		Example: `  coordctl resource serve --listen 127.0.0.1:7070 --data-dir /tmp/res &
   # inside 'coordctl lock jobs/nightly -- ...': token and scope come from the lock
   coordctl lock jobs/nightly -- coordctl resource put config v1
@@ -136,24 +138,39 @@ func runResourceServe(ctx context.Context, f *cmdutil.Factory, opts *resourceSer
 type resourceRepairOptions struct {
 	DataDir string
 	Yes     bool
+	AtLeast string
 }
 
-type resourceRepairResult struct{ fencing.RepairPlan }
+type resourceRepairResult struct {
+	fencing.RepairPlan
+	dataDir string
+}
 
 // WriteSimple adds to the plan what to run when it was not applied.
 func (r resourceRepairResult) WriteSimple(w io.Writer) error {
 	if err := r.WriteText(w); err != nil || !r.NeedsRepair() || r.Applied {
 		return err
 	}
+	if r.NeedsBound && r.Bound == 0 {
+		_, err := fmt.Fprintf(w, "nothing changed: %s\n", runWithABound(r.dataDir, r.HighestKept))
+		return err
+	}
 	_, err := fmt.Fprintln(w, "nothing changed: run again with --yes to drop these records")
 	return err
+}
+
+// runWithABound says what to run when a repair needs a bound.
+func runWithABound(dataDir string, highest fencing.Token) string {
+	return fmt.Sprintf("run 'coordctl resource repair --data-dir %s --yes --endpoints HOST:PORT' with the etcd that grants "+
+		"the tokens (its current revision is the bound), or '--at-least N' with N at or above every token it granted "+
+		"(and at least %d, the highest floor kept)", dataDir, highest)
 }
 
 func newResourceRepairCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &resourceRepairOptions{}
 	cmd := &cobra.Command{
-		Use:   "repair --data-dir D [--yes]",
-		Short: "Drop a damaged record from a stopped resource's log, keeping the floors",
+		Use:   "repair --data-dir D [--yes] [--endpoints E | --at-least N]",
+		Short: "Drop a damaged record from a stopped resource's log, never lowering a floor",
 		Long: `Examine the log of a resource that refused to start with "corrupt log"
 (no 'resource serve' may be running on the directory) and print what a
 repair drops: the first damaged record and every record after it. Nothing
@@ -161,23 +178,40 @@ changes without --yes: then it exits 1 if there is something to drop (the
 log is still damaged and 'resource serve' will refuse it), 0 if the log is
 sound; 2 is kept for bad flags.
 
+A damaged record (a checksum that fails, a zero-filled record) cannot be
+trusted: its scope and token may be anything, and it may have been an
+acknowledged fence. So a repair needs a bound that no granted token
+exceeds: every token is a revision of the etcd that grants them, so its
+current revision is one (--endpoints, with the etcd flags of the other
+commands), or give one yourself (--at-least N; with both, the higher
+counts). The repair raises the floor of every scope, those in the log and
+those it never named, to the bound: tokens granted before the damage are
+refused everywhere, the next holders are admitted. Without a bound, --yes
+refuses (exit 1, nothing changed) and says what to run. A bound below a
+floor the log keeps is refused too: it cannot be a bound.
+
 With --yes it copies the log to DATA_DIR/resource.log.before-repair, keeps the
-intact records before the damage and appends a fence for each scope at the
-highest token a dropped record claims, so that no floor goes down. The
-writes it drops are lost.`,
+intact records before the damage, records the bound and re-fences each scope
+at the highest token an intact dropped record holds. The writes it drops
+are lost. See docs/fencing.md.`,
 		Example: `  coordctl resource repair --data-dir /tmp/res          # what would be dropped
-  coordctl resource repair --data-dir /tmp/res --yes    # drop it`,
+  # drop it; every floor rises to etcd's current revision
+  coordctl resource repair --data-dir /tmp/res --yes --endpoints 127.0.0.1:2379
+  # no etcd at hand: a bound you know no granted token exceeds
+  coordctl resource repair --data-dir /tmp/res --yes --at-least 250000`,
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runResourceRepair(f, opts)
+			return runResourceRepair(cmd.Context(), f, opts, f.EtcdKnown(cmd))
 		},
 	}
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", "", "the resource's data directory (required)")
 	cmd.Flags().BoolVar(&opts.Yes, "yes", false, "apply the repair")
+	cmd.Flags().StringVar(&opts.AtLeast, "at-least", "", "a bound no granted token exceeds: every floor rises to it")
+	f.AddEtcdFlags(cmd.Flags())
 	return cmd
 }
 
-func runResourceRepair(f *cmdutil.Factory, opts *resourceRepairOptions) error {
+func runResourceRepair(ctx context.Context, f *cmdutil.Factory, opts *resourceRepairOptions, askEtcd bool) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
@@ -185,17 +219,38 @@ func runResourceRepair(f *cmdutil.Factory, opts *resourceRepairOptions) error {
 	if opts.DataDir == "" {
 		return cmdutil.UsageErrorf("--data-dir is required")
 	}
-	plan, err := fencing.Repair(opts.DataDir, opts.Yes)
-	if err != nil {
-		if errors.Is(err, fencing.ErrCorrupt) {
-			return err
+	var bound fencing.Token
+	if opts.AtLeast != "" {
+		if bound, err = fencing.ParseToken(opts.AtLeast); err != nil {
+			return cmdutil.UsageErrorf("invalid --at-least: %v", err)
 		}
+	}
+	if askEtcd {
+		rev, err := f.EtcdRevision(ctx)
+		if err != nil {
+			return fmt.Errorf("repair %s: the bound: %w", opts.DataDir, err)
+		}
+		bound = max(bound, fencing.Token(rev))
+	}
+	plan, err := fencing.Repair(opts.DataDir, fencing.RepairOptions{Apply: opts.Yes, Bound: bound})
+	switch {
+	case errors.Is(err, fencing.ErrRepairNeedsBound):
+		_ = p.Print(resourceRepairResult{plan, opts.DataDir})
+		return fmt.Errorf("repair %s: nothing changed: %w; %s", opts.DataDir, err, runWithABound(opts.DataDir, plan.HighestKept))
+	case errors.Is(err, fencing.ErrBoundBelowFloor):
+		return fmt.Errorf("repair %s: nothing changed: %w", opts.DataDir, err)
+	case errors.Is(err, fencing.ErrCorrupt):
+		return err
+	case err != nil:
 		return fmt.Errorf("repair %s: %w", opts.DataDir, err)
 	}
-	if err := p.Print(resourceRepairResult{plan}); err != nil {
+	if err := p.Print(resourceRepairResult{plan, opts.DataDir}); err != nil {
 		return err
 	}
-	if plan.NeedsRepair() && !plan.Applied {
+	switch {
+	case plan.NeedsRepair() && !plan.Applied && plan.NeedsBound && plan.Bound == 0:
+		return cmdutil.Mark(cmdutil.ErrFailed, errors.New("repair: damage found, not applied: an untrusted record needs a bound (--endpoints or --at-least) and --yes"))
+	case plan.NeedsRepair() && !plan.Applied:
 		return cmdutil.Mark(cmdutil.ErrFailed, errors.New("repair: damage found, not applied: run again with --yes to drop it"))
 	}
 	return nil

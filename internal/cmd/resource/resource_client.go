@@ -34,10 +34,23 @@ func (o *resourceOptions) addFlags(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&o.Timeout, "command-timeout", cmdutil.DefaultCommandTimeout, "time limit of one request to the resource")
 }
 
-// addFenceFlags adds --token and --scope, defaulting to a holder's environment.
+// addFenceFlags adds --token and --scope, defaulting to a holder's
+// environment, and --endpoints and --dial-timeout, used only to explain a
+// refusal as stale (explainStale).
 func (o *resourceOptions) addFenceFlags(cmd *cobra.Command, f *cmdutil.Factory) {
 	cmd.Flags().StringVar(&o.Token, "token", f.Getenv("COORD_FENCING_TOKEN"), "fencing token, a positive integer (default $COORD_FENCING_TOKEN)")
 	cmd.Flags().StringVar(&o.Scope, "scope", cmdutil.EnvScope(f), "fencing scope: where the held key lives in etcd, PREFIX+NAME/ for a lock or an election, PREFIX+NAME/slots/I for a semaphore's slot (default $COORD_FENCING_SCOPE, which every hold sets)")
+	f.AddEndpointFlags(cmd.Flags())
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[cmdutil.EtcdForHintsAnnotation] = "true"
+}
+
+// explainStale is run's error, a refusal as stale asked about with etcd's
+// revision when the user named an etcd (cmdutil.Factory.ExplainStale).
+func explainStale(f *cmdutil.Factory, cmd *cobra.Command, run func() error) error {
+	return f.ExplainStale(cmd.Context(), cmd, run())
 }
 
 // fenced checks --token and --scope and returns the token.
@@ -91,16 +104,23 @@ func newResourcePutCmd(f *cmdutil.Factory) *cobra.Command {
 --scope. A token below the scope's floor is rejected as stale: exit 5. VALUE
 '-' reads the value from stdin (at most 1 MiB).
 
+The command does not need etcd. Given one (--endpoints, or
+$COORDCTL_ENDPOINTS, which 'coordctl lock' sets for its command), it asks
+etcd's current revision after a refusal: a floor above it is a token etcd
+never granted (etcd restored without --bump-revision, or a hand-made fence),
+and the refusal says how to recover, whatever the gap.
+
 --if-match V writes only if the key's current version is V (0: only if the
 key does not exist): optimistic concurrency, the alternative fencing is
 compared with. A mismatch exits 1. --idempotency-key K makes a retry safe:
 the same key and request are applied once and answered like the first time.`,
 		Example: `  coordctl resource put config v1 --token 42 --scope jobs/nightly/
+  coordctl lock jobs/nightly --endpoints 10.0.0.5:2379 -- coordctl resource put config v1
   coordctl resource put config v2 --token 42 --scope jobs/nightly/ --if-match 1
   echo hello | coordctl resource put greeting - --token 42 --scope jobs/nightly/ --idempotency-key run-7`,
 		Args: cmdutil.ArgsUsage(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runResourcePut(cmd.Context(), f, opts, args[0], args[1])
+			return explainStale(f, cmd, func() error { return runResourcePut(cmd.Context(), f, opts, args[0], args[1]) })
 		},
 	}
 	opts.addFlags(cmd)
@@ -172,15 +192,20 @@ func newResourceFenceCmd(f *cmdutil.Factory) *cobra.Command {
 		Long: `Raise the floor of --scope to --token, so that from now on the resource
 rejects every lower token. A new lock holder fences before it starts work,
 closing the window in which its predecessor could still write. A token
-below the floor is stale: exit 5.`,
-		Example: `  coordctl resource fence --token 57 --scope jobs/nightly/`,
-		Args:    cmdutil.ArgsUsage(cobra.NoArgs),
+below the floor is stale: exit 5; given an etcd (--endpoints or
+$COORDCTL_ENDPOINTS) the refusal says whether the floor is above etcd's
+current revision (a restore without --bump-revision, or a hand-made fence).`,
+		Example: `  coordctl resource fence --token 57 --scope jobs/nightly/
+  coordctl lock jobs/nightly -- sh -c 'coordctl resource fence && ./job.sh'`,
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tok, err := opts.fenced()
 			if err != nil {
 				return err
 			}
-			return runResourceClient(f, opts, func(c *fencing.Client) (fencing.FenceResult, error) { return c.Fence(cmd.Context(), tok, opts.Scope) })
+			return explainStale(f, cmd, func() error {
+				return runResourceClient(f, opts, func(c *fencing.Client) (fencing.FenceResult, error) { return c.Fence(cmd.Context(), tok, opts.Scope) })
+			})
 		},
 	}
 	opts.addFlags(cmd)
@@ -214,9 +239,10 @@ func newResourceFloorsCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "floors",
 		Short: "Print every scope's floor and the highest, to choose etcd's revision bump after a restore",
-		Long: `Print the floor of every scope (the highest token admitted), then the highest
-floor of all: 'highest=N scope=S' (with -w json
-{"floors":{SCOPE:FLOOR,...},"highest":N,"highest_scope":S}).
+		Long: `Print the floor of every scope (the highest token admitted), then the floor
+of every scope that a repair set ('every-scope floor=N', when there is one),
+then the highest floor of all: 'highest=N scope=S' (with -w json
+{"floors":{SCOPE:FLOOR,...},"all":N,"highest":N,"highest_scope":S}).
 
 Tokens are etcd revisions. An etcd restored from a snapshot, or rebuilt
 empty, hands out revisions below these floors, and every real holder is

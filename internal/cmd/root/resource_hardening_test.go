@@ -49,7 +49,9 @@ func TestResourceURLFromTheEnvironment(t *testing.T) {
 
 // 'repair -w json' printed "Scope","Token","Floor" in refence, and a dry
 // run that found damage exited 2 as if the flags were wrong. It exits 1
-// now: the log is still damaged and the resource will not start.
+// now: the log is still damaged and the resource will not start. The
+// damaged fence is not trusted: nothing is re-fenced from it, and the plan
+// says a bound is needed, at least the highest floor kept.
 func TestResourceRepairJSONAndExitCode(t *testing.T) {
 	dir, _, _ := damagedResourceLog(t)
 	ctx := context.Background()
@@ -58,8 +60,14 @@ func TestResourceRepairJSONAndExitCode(t *testing.T) {
 	require.Contains(t, dry.Stderr, "--yes")
 	var plan map[string]any
 	require.NoError(t, json.Unmarshal([]byte(dry.Stdout), &plan), dry.Stdout)
-	refence := plan["refence"].([]any)
-	require.Len(t, refence, 1)
-	require.Equal(t, map[string]any{"scope": "s", "token": 900.0, "floor": 5.0}, refence[0])
+	require.Equal(t, []any{}, plan["refence"])
+	require.Equal(t, true, plan["needs_bound"])
+	require.Equal(t, 5.0, plan["highest_kept"])
+	require.Equal(t, false, plan["applied"])
+
+	bounded := runInProcess(ctx, nil, "resource", "repair", "--data-dir", dir, "-w", "json", "--at-least", "1000")
+	require.Equal(t, cmdutil.ExitError, bounded.Code, bounded.Stderr)
+	require.NoError(t, json.Unmarshal([]byte(bounded.Stdout), &plan), bounded.Stdout)
+	require.Equal(t, 1000.0, plan["bound"])
 	require.Equal(t, false, plan["applied"])
 }

@@ -41,8 +41,10 @@ func damagedResourceLog(t *testing.T) (dir, path string, data []byte) {
 }
 
 // TestResourceRepairCmd: a fence at 900 damaged in place; the resource
-// refuses to start, repair without --yes lists it and exits 1, with --yes it
-// drops it and keeps the floor at 900.
+// refuses to start, repair without --yes lists it and exits 1 naming the
+// bound it needs; --yes without a bound refuses (exit 1, the log unchanged);
+// --yes --at-least 1000 drops it and every floor, of "s" and of a scope the
+// log never named, is 1000.
 func TestResourceRepairCmd(t *testing.T) {
 	t.Parallel()
 	dir, path, data := damagedResourceLog(t)
@@ -55,17 +57,34 @@ func TestResourceRepairCmd(t *testing.T) {
 	dry := runInProcess(ctx, nil, "resource", "repair", "--data-dir", dir)
 	require.Equal(t, cmdutil.ExitError, dry.Code, dry.Stderr)
 	require.Contains(t, dry.Stdout, `type=fence scope="s" token=900 (damaged`)
-	require.Contains(t, dry.Stdout, "--yes")
+	require.Contains(t, dry.Stdout, "untrusted")
+	require.Contains(t, dry.Stdout, "--at-least N")
 	after, _ := os.ReadFile(path)
 	require.Equal(t, data, after, "a dry run changed the log")
 
-	apply := runInProcess(ctx, nil, "resource", "repair", "--data-dir", dir, "--yes")
+	refused := runInProcess(ctx, nil, "resource", "repair", "--data-dir", dir, "--yes")
+	require.Equal(t, cmdutil.ExitError, refused.Code, refused.Stderr)
+	require.Contains(t, refused.Stderr, "nothing changed")
+	require.Contains(t, refused.Stderr, "--endpoints HOST:PORT")
+	require.Contains(t, refused.Stderr, "--at-least N")
+	after, _ = os.ReadFile(path)
+	require.Equal(t, data, after, "a repair without a bound changed the log")
+
+	low := runInProcess(ctx, nil, "resource", "repair", "--data-dir", dir, "--yes", "--at-least", "4")
+	require.Equal(t, cmdutil.ExitError, low.Code, low.Stderr)
+	require.Contains(t, low.Stderr, "below the floor 5")
+	bad := runInProcess(ctx, nil, "resource", "repair", "--data-dir", dir, "--yes", "--at-least", "x")
+	require.Equal(t, cmdutil.ExitUsage, bad.Code, bad.Stderr)
+
+	apply := runInProcess(ctx, nil, "resource", "repair", "--data-dir", dir, "--yes", "--at-least", "1000")
 	require.Equal(t, cmdutil.ExitOK, apply.Code, apply.Stderr)
+	require.Contains(t, apply.Stdout, "to the bound 1000")
 	require.Contains(t, apply.Stdout, "repaired")
 
 	res, err := fencing.NewResource(fencing.ResourceConfig{DataDir: dir})
 	require.NoError(t, err)
-	require.Equal(t, fencing.Token(900), res.Floor("s"))
+	require.Equal(t, fencing.Token(1000), res.Floor("s"))
+	require.Equal(t, fencing.Token(1000), res.Floor("never/named"))
 	require.NoError(t, res.Close())
 
 	again := runInProcess(ctx, nil, "resource", "repair", "--data-dir", dir)

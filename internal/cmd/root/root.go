@@ -40,7 +40,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/primitive"
 )
@@ -89,24 +88,14 @@ func runFactory(ctx context.Context, f *cmdutil.Factory, args []string) int {
 	return code
 }
 
-// restoreGap is how far below the floor a refused token must be for the
-// refusal to name a restored etcd as the likely cause. A predecessor's
-// token lags the floor by the etcd writes made while the two overlapped;
-// an etcd restored from a snapshot lags by every write since the snapshot.
-// The figure is a heuristic: the hint says "if".
-const restoreGap = 1000
-
 // hint explains errors whose own text does not say what to do: a stale
-// token far below the floor (a restored etcd), and a deadline of a command
-// that asks etcd (it has --endpoints), which is etcd's silence; another
-// command's deadline (resource put, the lab) says nothing of etcd.
+// token below a floor etcd never granted (a restored etcd:
+// cmdutil.RestoreHint), and a deadline of a command that asks etcd (it has
+// --endpoints), which is etcd's silence; another command's deadline
+// (resource put, the lab) says nothing of etcd.
 func hint(cmd *cobra.Command, err error) string {
-	var se *fencing.StaleError
-	if errors.As(err, &se) && se.Floor > se.Token && se.Floor-se.Token > restoreGap {
-		return fmt.Sprintf(" (token %d is %d below the floor, far more than a predecessor's usually is: "+
-			"if etcd was restored from a snapshot or rebuilt, its revisions restarted below the floors; "+
-			"restore it with 'etcdutl snapshot restore --bump-revision N --mark-compacted', N above the highest floor "+
-			"('coordctl resource floors', 'coordctl sql floor --all'); see docs/operations.md)", se.Token, se.Floor-se.Token)
+	if h := cmdutil.RestoreHint(err); h != "" {
+		return h
 	}
 	switch kind, ok := primitive.NameTakenBy(err); {
 	case ok && kind == primitive.KindSemaphore:
@@ -114,11 +103,17 @@ func hint(cmd *cobra.Command, err error) string {
 	case ok:
 		return " (use coordctl lock, or see coordctl lock status)"
 	}
-	asksEtcd := cmd != nil && cmd.Flags().Lookup("endpoints") != nil
+	asksEtcd := cmd != nil && asksEtcd(cmd)
 	if asksEtcd && errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "quorum") {
 		return " (etcd did not answer within --command-timeout: the cluster may have lost its quorum or be unreachable)"
 	}
 	return ""
+}
+
+// asksEtcd reports whether cmd talks to etcd to do its work: it has
+// --endpoints, and not only to explain a stale refusal.
+func asksEtcd(cmd *cobra.Command) bool {
+	return cmd.Flags().Lookup("endpoints") != nil && cmd.Annotations[cmdutil.EtcdForHintsAnnotation] == ""
 }
 
 func newRootCmd(f *cmdutil.Factory, getenv func(string) string) *cobra.Command {
@@ -141,7 +136,7 @@ committed: look before retrying). In exec modes the child's code passes through.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			return f.ValidateGlobal(cmd.Flags().Lookup("endpoints") != nil)
+			return f.ValidateGlobal(asksEtcd(cmd))
 		},
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {

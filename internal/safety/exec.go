@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/childproc"
 )
 
 // RMWResult is the line `coordctl check rmw` prints: what one
@@ -192,7 +193,7 @@ func (r *run) sigstop(ctx context.Context, i int, s Step) func() {
 		r.mu.Unlock()
 		c := 0
 		if p != nil {
-			c = childOf(p.pid)
+			c = commandOf(p.pid)
 		}
 		switch {
 		case c == 0 || c != child:
@@ -212,14 +213,21 @@ func (r *run) sigstop(ctx context.Context, i int, s Step) func() {
 		r.progressf("sigstop: no process client held the lock, skipped")
 		return func() {}
 	}
+	alone := s.Kind == FaultSigstopSupervisor
 	_ = syscall.Kill(pid, syscall.SIGSTOP)
-	_ = syscall.Kill(-child, syscall.SIGSTOP)
+	if !alone {
+		_ = syscall.Kill(-child, syscall.SIGSTOP)
+	}
 	r.mu.Lock()
 	r.stoppedPid = pid
 	r.mu.Unlock()
-	r.countFault(FaultSigstop)
+	r.countFault(s.Kind)
 	r.touched(i, fmt.Sprintf("process client pid %d (holding the lock)", pid))
-	r.effective(i, "stopped a coordctl process client while it held the lock")
+	if alone {
+		r.effective(i, "stopped a coordctl process client, not its command, while it held the lock")
+	} else {
+		r.effective(i, "stopped a coordctl process client while it held the lock")
+	}
 	what := map[Target]string{TargetLock: "lock", TargetElection: "sidecar"}[r.cfg.Target]
 	if r.redsync != nil {
 		what = "check redsync-lock"
@@ -227,12 +235,31 @@ func (r *run) sigstop(ctx context.Context, i int, s Step) func() {
 	if r.pg != nil {
 		what = "check pg-advisory-lock"
 	}
+	if alone {
+		r.progressf("SIGSTOP coordctl %s (pid %d) alone, its command (pid %d) running on, for %s", what, pid, child, s.Hold.Round(time.Millisecond))
+		return func() { _ = syscall.Kill(pid, syscall.SIGCONT) }
+	}
 	r.progressf("SIGSTOP coordctl %s (pid %d) and its command (pid %d) for %s", what, pid, child, s.Hold.Round(time.Millisecond))
 	return func() {
 		_ = syscall.Kill(-child, syscall.SIGCONT)
 		time.Sleep(50 * time.Millisecond)
 		_ = syscall.Kill(pid, syscall.SIGCONT)
 	}
+}
+
+// commandOf returns the command a process client runs: its child, or,
+// when that child is coordctl's watchdog (childproc.WatchdogArg), the
+// watchdog's child; 0 if none yet.
+func commandOf(pid int) int {
+	c := childOf(pid)
+	if c == 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c))
+	if err == nil && len(bytes.Split(b, []byte{0})) > 1 && string(bytes.Split(b, []byte{0})[1]) == childproc.WatchdogArg {
+		return childOf(c)
+	}
+	return c
 }
 
 // childOf returns a child of pid, 0 if none. Linux lists children per

@@ -16,7 +16,15 @@ const (
 	FaultStopMember    FaultKind = "stop-member"     // stop a member, restart it after the hold
 	FaultFreezeClient  FaultKind = "freeze-client"   // pause a client's keepalives and work past its TTL (in process)
 	FaultSigstop       FaultKind = "sigstop-child"   // SIGSTOP a `coordctl lock` process and its child past the TTL
+	// SIGSTOP a `coordctl lock` process alone past the TTL: its command
+	// runs on, and only its watchdog can stop it (not in the default kinds:
+	// coordctl check --faults names it).
+	FaultSigstopSupervisor FaultKind = "sigstop-supervisor"
 )
+
+// knownFaults are the kinds a schedule or --faults may name.
+var knownFaults = []FaultKind{FaultIsolateMember, FaultIsolateLeader, FaultCutClient, FaultStopMember,
+	FaultFreezeClient, FaultSigstop, FaultSigstopSupervisor, FaultCutLock}
 
 // Step is one fault of a schedule: apply it, hold it, heal, stay quiet.
 type Step struct {
@@ -55,7 +63,7 @@ func Schedule(seed int64, kinds []FaultKind, members, clients int, ttl, d time.D
 		for _, k := range round {
 			s := Step{Kind: k, Member: 1 + rng.IntN(members), Client: 1 + rng.IntN(clients), Quiet: between(500*time.Millisecond, 1500*time.Millisecond)}
 			switch k {
-			case FaultFreezeClient, FaultSigstop:
+			case FaultFreezeClient, FaultSigstop, FaultSigstopSupervisor:
 				s.Hold = between(ttl*3/2, 2*ttl)
 			case FaultStopMember:
 				s.Hold = between(1500*time.Millisecond, 3*time.Second)

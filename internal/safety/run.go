@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -221,6 +222,14 @@ func (c Config) Validate() error {
 		return badConfig("driver", "%q: want sqlite, postgres or mysql", c.SQLDriver)
 	case c.resource() == ResourceSQL && c.SQLDriver != "sqlite" && c.SQLDSN == "":
 		return badConfig("dsn", "the sql resource on %s needs a DSN", c.SQLDriver)
+	}
+	for _, k := range c.Kinds {
+		switch {
+		case !slices.Contains(knownFaults, k):
+			return badConfig("faults", "unknown fault %q: want some of %v", k, knownFaults)
+		case (k == FaultSigstop || k == FaultSigstopSupervisor) && !c.ProcessClients():
+			return badConfig("faults", "%s needs the process clients (a coordctl mutex or election with the http resource)", k)
+		}
 	}
 	return c.validatePG()
 }
@@ -924,7 +933,7 @@ func (r *run) healAll() {
 // apply applies one step and returns what undoes it.
 func (r *run) apply(ctx context.Context, i int, s Step) (undo func()) {
 	heal := func() { r.cluster.Heal() }
-	if r.cluster == nil && s.Kind != FaultFreezeClient && s.Kind != FaultSigstop && s.Kind != FaultCutLock {
+	if r.cluster == nil && s.Kind != FaultFreezeClient && s.Kind != FaultSigstop && s.Kind != FaultSigstopSupervisor && s.Kind != FaultCutLock {
 		r.progressf("%s: no etcd cluster in this run, skipped", s.Kind)
 		return func() {}
 	}
@@ -986,7 +995,7 @@ func (r *run) apply(ctx context.Context, i int, s Step) (undo func()) {
 		// faults stall the workload, the next tenure of that client
 		// freezes instead.
 		return func() {}
-	case FaultSigstop:
+	case FaultSigstop, FaultSigstopSupervisor:
 		return r.sigstop(ctx, i, s)
 	case FaultCutLock:
 		return r.cutLock(s)

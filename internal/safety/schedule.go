@@ -97,11 +97,10 @@ func WriteSchedule(w io.Writer, f ScheduleFile) error {
 // ValidateSchedule checks steps: known kinds, positive holds, offsets that
 // do not go back, members 1..3 and (when clients > 0) clients 1..clients.
 func ValidateSchedule(steps []Step, clients int) error {
-	known := []FaultKind{FaultIsolateMember, FaultIsolateLeader, FaultCutClient, FaultStopMember, FaultFreezeClient, FaultSigstop}
 	var at time.Duration
 	for i, s := range steps {
 		switch {
-		case !slices.Contains(known, s.Kind):
+		case !slices.Contains(knownFaults, s.Kind):
 			return fmt.Errorf("%w: step %d: unknown fault %q", ErrBadSchedule, i+1, s.Kind)
 		case s.Hold <= 0 || s.Quiet < 0 || s.At < 0:
 			return fmt.Errorf("%w: step %d: hold must be positive, quiet and at not negative", ErrBadSchedule, i+1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -61,6 +62,7 @@ type checkOptions struct {
 	safety.Suite
 	Seed                        int64
 	SeedRange, Schedule, Policy string
+	Faults                      string
 	NoFencing                   bool
 	ProcessClients              bool
 	changed                     func(string) bool
@@ -169,6 +171,8 @@ Progress goes to stderr.`, what),
 	fl.StringVar(&opts.History, "history", "", "write the recorded history (ops and the resource's log) as JSON to this file (one run only)")
 	fl.StringVar(&opts.SeedRange, "seeds", "", "run one check per seed of the range A..B (inclusive) or the list 1,5,9")
 	fl.IntVar(&opts.Parallel, "parallel", 1, "with --seeds: runs at once (1 keeps timing honest)")
+	fl.StringVar(&opts.Faults, "faults", "", "the fault kinds to apply, comma-separated (default: all that apply; "+
+		"sigstop-supervisor, freezing coordctl alone so that only its watchdog can stop the command, only when named)")
 	fl.StringVar(&opts.Schedule, "schedule", "", "replay the fault schedule recorded in this file (a failed run prints one)")
 	fl.StringVar(&opts.Record, "record", "", "write the schedule as it ran to this file (default: a failed run writes one to the temporary directory)")
 	fl.BoolVar(&opts.Shrink, "shrink", false, "if the run fails, delta-debug its fault schedule to a smallest one that still fails")
@@ -197,6 +201,18 @@ func (o *checkOptions) suite(f *cmdutil.Factory) (safety.Suite, error) {
 	s.Given = o.changed
 	s.Base.Fencing, s.Base.Policy = !o.NoFencing, election.Policy(o.Policy)
 	s.Base.Progress, s.Base.DialTimeout, s.Progress, s.TTY = f.IO.ErrOut, f.Global.DialTimeout, f.IO.ErrOut, cmdutil.IsTerminal(f.IO.ErrOut)
+	for _, k := range strings.Split(o.Faults, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			s.Base.Kinds = append(s.Base.Kinds, safety.FaultKind(k))
+		}
+	}
+	if o.ProcessClients {
+		exe, err := f.Executable()
+		if err != nil {
+			return s, fmt.Errorf("find coordctl for the process clients: %w", err)
+		}
+		s.Base.Coordctl = exe
+	}
 	err := s.Choose(o.SeedRange, o.Seed, o.Schedule, time.Now())
 	if err == nil {
 		err = s.Validate()
@@ -205,13 +221,6 @@ func (o *checkOptions) suite(f *cmdutil.Factory) (safety.Suite, error) {
 		return s, cmdutil.UsageErrorf("%s", ue.Usage())
 	} else if err != nil {
 		return s, cmdutil.UsageErrorf("%v", err)
-	}
-	if o.ProcessClients {
-		exe, err := f.Executable()
-		if err != nil {
-			return s, fmt.Errorf("find coordctl for the process clients: %w", err)
-		}
-		s.Base.Coordctl = exe
 	}
 	return s, nil
 }

@@ -82,7 +82,7 @@ func (r *run) execOnce(ctx context.Context, id string) {
 	}
 	if r.pg == nil {
 		args = append(args, "--", bin, "check", "rmw", "--url", r.resURL, "--key", counterKey, "--id", id,
-			"--work", rmwWork.String(), "--fence="+strconv.FormatBool(!r.cfg.NoFenceFirst && !r.tokenless()),
+			"--work", r.rmwWork().String(), "--fence="+strconv.FormatBool(!r.cfg.NoFenceFirst && !r.tokenless()),
 			"--if-match="+strconv.FormatBool(r.cfg.IfMatch), "-w", "json")
 	}
 	cmd := exec.Command(bin, args...)
@@ -260,6 +260,19 @@ func commandOf(pid int) int {
 		return childOf(c)
 	}
 	return c
+}
+
+// rmwWork is the process clients' work: rmwWork, or, when the nemesis
+// freezes their coordctl alone (sigstop-supervisor), twice the TTL, so that
+// a command nothing stops writes after its lease expired and another
+// holder wrote: the late write that only the watchdog prevents.
+func (r *run) rmwWork() time.Duration {
+	for _, s := range r.steps {
+		if s.Kind == FaultSigstopSupervisor {
+			return max(rmwWork, 2*r.cfg.TTL)
+		}
+	}
+	return rmwWork
 }
 
 // childOf returns a child of pid, 0 if none. Linux lists children per

@@ -342,3 +342,24 @@ func TestCheckE2ESeedsReplay(t *testing.T) {
 		require.GreaterOrEqual(t, s.At, sf.Steps[i].At, "no earlier than recorded")
 	}
 }
+
+// Issue 32: the nemesis freezes a process client's coordctl alone
+// (sigstop-supervisor) while its command works on for twice the TTL; only
+// the watchdog stops that command before its lease can expire. Unfenced,
+// so that a late write would show: no overlapping holder, no lost update.
+// (Without the watchdog the same run, seed 1 for 20s, had 4 overlapping
+// holders and 2,184 lost updates.)
+func TestCheckE2ESupervisorFrozenAloneNeverOverlaps(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("a 15-second run against a three-member cluster")
+	}
+	p := startCoordctl(t, nil, "check", "lock-safety", "--faults", "sigstop-supervisor", "--duration", "15s", "--seed", "1", "--no-fencing", "-w", "json")
+	require.Equal(t, exitOK, p.wait(t, 3*time.Minute), p.stderr.String())
+	line := p.line(t)
+	var rep safety.Report
+	require.NoError(t, json.Unmarshal([]byte(line), &rep), line)
+	require.NotZero(t, rep.EffectiveFaults, "no coordctl was frozen while it held: %s", p.stderr.String())
+	require.Zero(t, rep.OverlappingHolders, line)
+	require.Zero(t, rep.LostUpdates, line)
+}

@@ -83,6 +83,11 @@ func runResourceClient[T interface{ WriteText(io.Writer) error }](f *cmdutil.Fac
 	if err != nil {
 		return err
 	}
+	// A closed or full stdout (resource put ... | true, > /dev/full) must
+	// not turn an applied write into death by SIGPIPE or exit 1, which a
+	// script would retry: the exit says what happened to the request, and
+	// the failed print is noted on stderr (as coordctl sql does).
+	_ = f.HoldOutput(p)
 	c, err := o.client(f)
 	if err != nil {
 		return err

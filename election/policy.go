@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/primitive"
 )
 
 // This file is the pure core of coordinated election: which candidate
@@ -160,17 +161,17 @@ func (c Candidate) String() string {
 	if c.Leader {
 		role = "leader"
 	}
-	line := fmt.Sprintf("%-7s token=%d id=%s", role, c.Token, c.ID())
+	line := fmt.Sprintf("%-7s token=%d id=%s", role, c.Token, primitive.TextValue(c.ID()))
 	if c.foreign() {
 		return line + " foreign (no attributes: etcdctl elect or concurrency.Election)"
 	}
 	a := c.Attributes
 	line += fmt.Sprintf(" policy=%s priority=%d", c.Policy, a.Priority)
 	if a.Version != "" {
-		line += " version=" + a.Version
+		line += " version=" + primitive.TextValue(a.Version)
 	}
 	for _, k := range slices.Sorted(maps.Keys(a.Labels)) {
-		line += fmt.Sprintf(" %s=%s", k, a.Labels[k])
+		line += fmt.Sprintf(" %s=%s", primitive.TextValue(k), primitive.TextValue(a.Labels[k]))
 	}
 	return line
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/primitive"
 )
 
 // Event is a campaign's event as `coordctl elect` and the sidecar print
@@ -27,14 +28,17 @@ func EventOf(l *election.Leadership, kind, reason string) Event {
 	return Event{Event: kind, Name: l.Name(), ID: l.Value(), Token: l.Token(), Reason: reason}
 }
 
+// String is the event as one text line; the ID as primitive.TextValue
+// (an ID with a newline cannot forge a line).
 func (ev Event) String() string {
+	id := primitive.TextValue(ev.ID)
 	switch ev.Event {
 	case "elected":
-		return fmt.Sprintf("elected leader of %s as %s (token %d)", ev.Name, ev.ID, ev.Token)
+		return fmt.Sprintf("elected leader of %s as %s (token %d)", ev.Name, id, ev.Token)
 	case "handed-over":
-		return fmt.Sprintf("handed leadership of %s over as %s (token %d): %s", ev.Name, ev.ID, ev.Token, ev.Reason)
+		return fmt.Sprintf("handed leadership of %s over as %s (token %d): %s", ev.Name, id, ev.Token, ev.Reason)
 	}
-	return fmt.Sprintf("lost leadership of %s as %s (token %d): %s", ev.Name, ev.ID, ev.Token, ev.Reason)
+	return fmt.Sprintf("lost leadership of %s as %s (token %d): %s", ev.Name, id, ev.Token, ev.Reason)
 }
 
 // StepDown is l.StepDown as an event: the "handed-over" event when the
@@ -80,7 +84,7 @@ func (ev LeaderEvent) String() string {
 	case ev.Leader == nil:
 		return "no leader"
 	}
-	return fmt.Sprintf("leader %s (token %d)", *ev.Leader, ev.Token)
+	return fmt.Sprintf("leader %s (token %d)", primitive.TextValue(*ev.Leader), ev.Token)
 }
 
 // Candidates is the queue of an election, leader first

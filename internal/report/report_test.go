@@ -137,3 +137,14 @@ func TestHeldForms(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"name":"pool","limit":3,"slot":1,"scope":"pool/slots/1","key":"pool/slots/1","token":9,"lease":"2a"}`, string(b))
 }
+
+// Issue 32: an ID with a newline and quotes cannot forge a line in text
+// mode; JSON keeps it as it is.
+func TestElectionLinesQuoteIDs(t *testing.T) {
+	evil := "a\nleader b (token 999)"
+	require.Equal(t, `elected leader of s as "a\nleader b (token 999)" (token 5)`, Event{Event: "elected", Name: "s", ID: evil, Token: 5}.String())
+	require.Equal(t, `leader "a\nleader b (token 999)" (token 5)`, LeaderEvent{Event: "leader", Leader: &evil, Token: 5}.String())
+	b, err := json.Marshal(LeaderEvent{Event: "leader", Leader: &evil, Token: 5})
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"leader":"a\nleader b (token 999)"`)
+}

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/primitive"
 )
 
 // The lines of `coordctl sidecar`'s output stream, one per event: their
@@ -43,14 +44,18 @@ type (
 func NewListening(url string) ListeningLine { return ListeningLine{Event: "listening", URL: url} }
 
 func (e ListeningLine) String() string { return "ready url=" + e.URL }
-func (e ElectedLine) String() string   { return fmt.Sprintf("elected id=%s token=%s", e.ID, e.Token) }
-func (e LostLine) String() string      { return fmt.Sprintf("lost id=%s reason=%q", e.ID, e.Reason) }
+func (e ElectedLine) String() string {
+	return fmt.Sprintf("elected id=%s token=%s", primitive.TextValue(e.ID), e.Token)
+}
+func (e LostLine) String() string {
+	return fmt.Sprintf("lost id=%s reason=%q", primitive.TextValue(e.ID), e.Reason)
+}
 
 func (e LeaderLine) String() string {
 	if e.Leader == nil {
 		return "leader none"
 	}
-	return fmt.Sprintf("leader id=%s token=%s", *e.Leader, e.Token)
+	return fmt.Sprintf("leader id=%s token=%s", primitive.TextValue(*e.Leader), e.Token)
 }
 
 // OutputLines is a Config.OnChange that turns state changes into output

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -151,4 +152,15 @@ func TestSidecarStateInitial(t *testing.T) {
 	v := s.View()
 	require.Nil(t, v.Leader)
 	require.Nil(t, v.Token)
+}
+
+// Issue 32: an --id with a newline and quotes printed forged "leader id=…"
+// lines in text mode (JSON and /metrics escape it).
+func TestOutputLinesQuoteIDs(t *testing.T) {
+	evil := "x token=1\nleader id=evil"
+	tok := fencing.Token(5)
+	for _, line := range []fmt.Stringer{ElectedLine{ID: evil, Token: tok}, LostLine{ID: evil}, LeaderLine{Leader: &evil, Token: &tok}} {
+		require.NotContains(t, line.String(), "\n", "%T", line)
+		require.Contains(t, line.String(), `id="x token=1\nleader id=evil"`, "%T", line)
+	}
 }

@@ -90,7 +90,8 @@ command's group and SIGKILL after --kill-grace or half the margin before the
 lease's earliest possible expiry on the server, whichever is first, and exits 4. So the
 command is dead before etcd can grant the lock to anyone else, whatever
 --kill-grace says (after a revoke or a deleted key, SIGKILL follows SIGTERM
-at once); a --kill-grace longer than half the margin is warned about. If the local
+at once); a --kill-grace given longer than half the margin is warned about
+(not the default: it applies in full only to stops that are not losses). If the local
 deadline passed before coordctl saw the command exit (coordctl was frozen
 meanwhile), the exit is 4 too.
 

@@ -64,8 +64,9 @@ runs only while this instance leads, with COORD_ELECTION, COORD_LEADER_ID,
 COORD_FENCING_TOKEN and COORD_FENCING_SCOPE set; on loss its process group gets SIGTERM, then
 SIGKILL after --kill-grace or half the margin before the lease's earliest possible
 expiry on the server, whichever is first (the command is dead before another instance can
-be elected; a --kill-grace longer than half the lease's margin, a tenth of --ttl,
-is warned about). If the command exits by itself the sidecar
+be elected; a --kill-grace given longer than half the lease's margin, a tenth of
+--ttl, is warned about: the default applies in full only to stops that are not
+losses). If the command exits by itself the sidecar
 resigns and exits with its status. Both are checked before 'ready': a
 --token-file whose directory does not take a new file exits 2, a command
 that is not found or not executable exits 127 or 126.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -85,9 +86,10 @@ func (c WatchConfig) withDefaults() WatchConfig {
 // Watch reports the leader on every change, as Observe does, until ctx ends
 // (nil) — and tells an outage from a quiet election: a probe asks etcd
 // every ProbeEvery whether it answers (requiring a leader); when it stops
-// answering Watch reports WatchDown, and once the shown leader's lease must
-// have expired (no answer for longer than its granted TTL, or the
-// election's TTL when that is not known) WatchUnknown; when etcd answers
+// answering Watch reports WatchDown, and the instant the shown leader's
+// lease must have expired (no answer for longer than its granted TTL, or
+// the election's TTL when that is not known; a timer, not a probe's own
+// timeout) WatchUnknown; when etcd answers
 // again, WatchUp, and it observes afresh. A failed observation is
 // WatchRetry, observed again after RetryAfter. It returns the error of
 // OnEvent, or the session.ErrNameInUse of a name that is a semaphore's or
@@ -115,6 +117,34 @@ type probeResult struct {
 func (w *watcher) run(ctx context.Context) error {
 	probe := w.cfg.Clock.NewTimer(w.cfg.ProbeEvery)
 	defer func() { probe.Stop() }()
+	// due fires when "no leader known" is due (outage.unknownAt); a
+	// stopped timer whose channel never fires when nothing is due.
+	var due session.Timer
+	var dueC <-chan time.Time
+	rearm := func() {
+		if due != nil {
+			due.Stop()
+		}
+		dueC = nil
+		if at, ok := w.st.unknownAt(); ok {
+			due = w.cfg.Clock.NewTimer(max(at.Sub(w.cfg.Clock.Now()), 0) + time.Millisecond)
+			dueC = due.C()
+		}
+	}
+	defer func() {
+		if due != nil {
+			due.Stop()
+		}
+	}()
+	ttls := make(chan leaseTTLOf, 1)
+	var wg sync.WaitGroup
+	reqCtx, cancelReqs := context.WithCancel(ctx)
+	defer func() {
+		cancelReqs()
+		go func() { wg.Wait(); close(ttls) }()
+		for range ttls { // the lease requests end with ctx's cancellation
+		}
+	}()
 	probed := make(chan probeResult, 1)
 	probing := false
 	defer func() {
@@ -143,8 +173,29 @@ func (w *watcher) run(ctx context.Context) error {
 					restart = true
 				default:
 					err = w.cfg.OnEvent(WatchEvent{Kind: WatchLeader, Leader: o.Leader})
-					w.st.leader(o.Leader, w.leaseTTL(ctx, o.Leader))
+					// The lease's TTL is asked aside: etcd may stop
+					// answering right now, and the decision must not
+					// wait for that request's timeout.
+					w.st.leader(o.Leader, 0)
+					rearm()
+					if o.Leader != nil {
+						wg.Add(1)
+						go func(l *Leader) { defer wg.Done(); ttls <- leaseTTLOf{l, w.leaseTTL(reqCtx, l)} }(o.Leader)
+					}
 				}
+			case t := <-ttls:
+				if t.leader == w.st.shown {
+					w.st.leaseTTL = t.ttl
+					rearm()
+				}
+			case <-dueC:
+				dueC = nil
+				for _, ev := range w.st.silentPast(w.cfg.Clock.Now()) {
+					if err == nil {
+						err = w.cfg.OnEvent(ev)
+					}
+				}
+				rearm()
 			case <-probe.C():
 				probe = w.cfg.Clock.NewTimer(w.cfg.ProbeEvery)
 				if !probing {
@@ -160,6 +211,7 @@ func (w *watcher) run(ctx context.Context) error {
 						err = w.cfg.OnEvent(ev)
 					}
 				}
+				rearm()
 			}
 		}
 		stop()
@@ -178,6 +230,12 @@ func (w *watcher) run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// leaseTTLOf is the answer of leaseTTL for the leader shown then.
+type leaseTTLOf struct {
+	leader *Leader
+	ttl    time.Duration
 }
 
 // leaseTTL is the granted TTL of l's lease, 0 when unknown.
@@ -234,15 +292,41 @@ func (o *outage) probed(sent time.Time, err error, now time.Time) (evs []WatchEv
 		o.down = true
 		evs = append(evs, WatchEvent{Kind: WatchDown, Err: err})
 	}
-	ttl := o.leaseTTL
-	if ttl == 0 {
-		ttl = o.defaultTTL
+	return append(evs, o.silentPast(now)...), false
+}
+
+func (o *outage) ttl() time.Duration {
+	if o.leaseTTL == 0 {
+		return o.defaultTTL
 	}
-	if silent := now.Sub(o.lastOK); o.shown != nil && !o.unknown && silent > ttl {
-		o.unknown = true
-		evs = append(evs, WatchEvent{Kind: WatchUnknown, Reason: fmt.Sprintf(
-			"etcd has not answered for %s, longer than the lease TTL %s of the last leader %s (token %d)",
-			silent.Round(time.Second), ttl, o.shown.Value, o.shown.Token)})
+	return o.leaseTTL
+}
+
+// unknownAt is when "no leader known" is due if etcd does not answer
+// meanwhile: the shown leader's TTL after the last answer (ok false when
+// no leader is shown or it was said already).
+func (o *outage) unknownAt() (at time.Time, ok bool) {
+	if o.shown == nil || o.unknown {
+		return time.Time{}, false
 	}
-	return evs, false
+	return o.lastOK.Add(o.ttl()), true
+}
+
+// silentPast is the decision at now, with or without a probe's answer:
+// once etcd has been silent for longer than the shown leader's TTL, the
+// leader may be gone — WatchDown (if not said) and WatchUnknown, at that
+// instant, not when a probe's own timeout ends.
+func (o *outage) silentPast(now time.Time) (evs []WatchEvent) {
+	silent := now.Sub(o.lastOK)
+	if o.shown == nil || o.unknown || silent <= o.ttl() {
+		return nil
+	}
+	if !o.down {
+		o.down = true
+		evs = append(evs, WatchEvent{Kind: WatchDown, Err: fmt.Errorf("no answer for %s", silent.Round(time.Millisecond))})
+	}
+	o.unknown = true
+	return append(evs, WatchEvent{Kind: WatchUnknown, Reason: fmt.Sprintf(
+		"etcd has not answered for %s, longer than the lease TTL %s of the last leader %s (token %d)",
+		silent.Round(100*time.Millisecond), o.ttl(), o.shown.Value, o.shown.Token)})
 }

@@ -64,3 +64,29 @@ func TestWatchConfigValidate(t *testing.T) {
 	require.Error(t, WatchConfig{OnEvent: on, ProbeEvery: -1}.Validate())
 	require.NoError(t, WatchConfig{OnEvent: on}.Validate())
 }
+
+// Issue 32: "no leader known" is due at the shown leader's TTL after the
+// last answer, whether or not a probe has failed by then (a probe waits for
+// its own timeout: elect --observe said it 5.8s after a 2s lease could have
+// expired).
+func TestWatchUnknownDueAtTheTTLWithoutAFailedProbe(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	o := &outage{lastOK: t0, defaultTTL: 10 * time.Second}
+	_, ok := o.unknownAt()
+	require.False(t, ok, "no leader shown, nothing due")
+	o.leader(&Leader{Value: "a", Token: 7}, 2*time.Second)
+	at, ok := o.unknownAt()
+	require.True(t, ok)
+	require.Equal(t, t0.Add(2*time.Second), at)
+	require.Empty(t, o.silentPast(at), "not at exactly the TTL")
+	evs := o.silentPast(at.Add(time.Millisecond))
+	require.Len(t, evs, 2)
+	require.Equal(t, WatchDown, evs[0].Kind)
+	require.Equal(t, WatchUnknown, evs[1].Kind)
+	require.Contains(t, evs[1].Reason, "longer than the lease TTL 2s of the last leader a (token 7)")
+	_, ok = o.unknownAt()
+	require.False(t, ok, "said once")
+	evs, restart := o.probed(at.Add(time.Second), nil, at.Add(time.Second))
+	require.Equal(t, WatchUp, evs[0].Kind)
+	require.True(t, restart)
+}

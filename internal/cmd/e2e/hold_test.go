@@ -329,3 +329,32 @@ func TestLockE2ESignalKeepsTheLeaseWhileTheCommandStops(t *testing.T) {
 		})
 	}
 }
+
+// Issue 32: "no leader known" comes at the last leader's TTL (2s) after
+// etcd's last answer, not after a probe's --command-timeout (here 10s):
+// before, it came 5.8s after the lease could have expired. (--ttl 2s: until
+// the observer has read the leader's lease TTL, asked aside, it assumes its
+// own, and the cut may come right after the leader is shown.)
+func TestElectE2EObserveUnknownAtTheLeadersTTL(t *testing.T) {
+	t.Parallel()
+	srv, cli := etcdtest.StartWithClient(t)
+	e, err := election.New(cli, "e2e/observe-ttl", election.WithTTL(2*time.Second))
+	require.NoError(t, err)
+	defer e.Close()
+	ctx := context.Background()
+	l, err := e.Campaign(ctx, "node-a")
+	require.NoError(t, err)
+	defer func() { _ = l.Resign(ctx) }()
+
+	px := startCutProxy(t, srv.Endpoints()[0])
+	p := startCoordctl(t, lockEnv(px.endpoint), "--command-timeout", "10s", "-w", "json", "elect", "e2e/observe-ttl", "--observe", "--ttl", "2s")
+	require.Equal(t, "leader", decodeElect(t, p.line(t)).Event)
+	px.cut()
+	cut := time.Now()
+	ev := decodeElect(t, p.line(t))
+	require.Equal(t, "unknown", ev.Event)
+	// The last answer came at most a probe interval (1s) before the cut.
+	require.Less(t, time.Since(cut), 2*time.Second+1500*time.Millisecond, "unknown due at the TTL after the last answer")
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, exitOK, p.wait(t, 20*time.Second), p.stderr.String())
+}

@@ -597,35 +597,36 @@ func (s *Sidecar) deposed(reason string) {
 	}
 }
 
-// observe feeds LeaderObserved events until ctx ends, observing again
-// after errors.
+// observe feeds LeaderObserved events until ctx ends (election.Watch,
+// which observes again after errors), and LeaderUnknown once etcd has not
+// answered for longer than the last leader's lease TTL: a standby cut off
+// from etcd stops naming a leader that may be gone.
 func (s *Sidecar) observe(ctx context.Context) {
-	e, err := election.New(s.cfg.Client, s.cfg.Name, election.WithPrefix(s.cfg.Prefix))
+	e, err := election.New(s.cfg.Client, s.cfg.Name, election.WithPrefix(s.cfg.Prefix), election.WithTTL(s.cfg.TTL))
 	if err != nil {
 		return
 	}
-	bo := retryBackoff()
-	// Observing ends only in an error (or with ctx); each observation
-	// starts the backoff over.
-	_, _ = backoff.Retry(ctx, func() (struct{}, error) {
-		for obs := range e.Observe(ctx) {
-			if obs.Err != nil {
-				s.cfg.Logger.Warn("observe", "err", obs.Err)
-				return struct{}{}, obs.Err
-			}
-			bo.Reset()
-			if obs.Leader == nil {
+	defer e.Close()
+	err = e.Watch(ctx, election.WatchConfig{Clock: s.cfg.Clock, OnEvent: func(ev election.WatchEvent) error {
+		switch ev.Kind {
+		case election.WatchLeader:
+			if ev.Leader == nil {
 				s.apply(Event{Kind: LeaderObserved})
 			} else {
-				s.apply(Event{Kind: LeaderObserved, Leader: obs.Leader.Value, Token: obs.Leader.Token})
+				s.apply(Event{Kind: LeaderObserved, Leader: ev.Leader.Value, Token: ev.Leader.Token})
 			}
+		case election.WatchUnknown:
+			s.cfg.Logger.Warn("observe", "leader", "unknown", "reason", ev.Reason)
+			s.apply(Event{Kind: LeaderUnknown, Reason: ev.Reason})
+		case election.WatchRetry, election.WatchDown:
+			s.cfg.Logger.Warn("observe", "err", ev.Err)
 		}
-		return struct{}{}, errObserveEnded
-	}, backoff.WithBackOff(bo), backoff.WithMaxElapsedTime(0))
+		return nil
+	}})
+	if err != nil && ctx.Err() == nil {
+		s.cfg.Logger.Error("observe: stopped", "err", err) // the name is another primitive's
+	}
 }
-
-// errObserveEnded: an Observe channel closed without an error; observe again.
-var errObserveEnded = errors.New("sidecar: observe ended")
 
 // retryBackoff paces retries after etcd errors: full jitter, capped at
 // 100ms doubling to 2s.

@@ -59,6 +59,10 @@ const (
 	Elected
 	// Deposed: this instance stopped leading (Reason: resigned, lease lost…).
 	Deposed
+	// LeaderUnknown: etcd has not answered for longer than the last
+	// leader's lease TTL, so that leader may be gone (Reason); a standby
+	// shows no leader until etcd answers again.
+	LeaderUnknown
 )
 
 func (k EventKind) String() string {
@@ -73,6 +77,8 @@ func (k EventKind) String() string {
 		return "elected"
 	case Deposed:
 		return "deposed"
+	case LeaderUnknown:
+		return "leader-unknown"
 	default:
 		return "unknown"
 	}
@@ -149,6 +155,11 @@ func (s State) Apply(ev Event) (State, Change) {
 			s.Reason = ""
 		}
 		s = s.setLeader(true, s.ID, ev.Token, ev.At)
+	case LeaderUnknown:
+		if s.IsLeader {
+			break // a leader knows itself: its session's deadline decides
+		}
+		s = s.setLeader(false, "", 0, ev.At)
 	case Deposed:
 		if !s.IsLeader {
 			break

@@ -164,3 +164,22 @@ func TestOutputLinesQuoteIDs(t *testing.T) {
 		require.Contains(t, line.String(), `id="x token=1\nleader id=evil"`, "%T", line)
 	}
 }
+
+// A standby that learns that no leader is known (etcd silent past the
+// leader's TTL) shows none; a leader ignores it (its session decides).
+func TestLeaderUnknown(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	s := NewState("svc", "a", t0)
+	s, _ = s.Apply(Event{Kind: LeaderObserved, Leader: "b", Token: 7, At: t0})
+	s, c := s.Apply(Event{Kind: LeaderUnknown, Reason: "etcd silent", At: t0.Add(3 * time.Second)})
+	require.True(t, c.LeaderChanged)
+	require.False(t, s.HasLeader)
+	require.Nil(t, s.View().Leader)
+	ready, _ := s.Ready()
+	require.False(t, ready)
+
+	s, _ = s.Apply(Event{Kind: Elected, Token: 9, At: t0.Add(4 * time.Second)})
+	s, c = s.Apply(Event{Kind: LeaderUnknown, At: t0.Add(5 * time.Second)})
+	require.False(t, c.LeaderChanged)
+	require.True(t, s.IsLeader)
+}

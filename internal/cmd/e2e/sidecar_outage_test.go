@@ -1,0 +1,72 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+)
+
+// Issue 32: during an etcd outage a standby's /v1/leader kept naming the
+// old leader and token (7s, --ttl 3s). Once etcd has not answered it for
+// longer than the leader's TTL it names no leader, and is not ready; when
+// etcd answers again it names the leader again.
+func TestSidecarE2EStandbyCutOffNamesNoLeader(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t)
+	leader := startSidecarProc(t, nil, srv.Endpoints(), "e2e/outage", "a", "--ttl", "2s")
+	require.Eventually(t, func() bool { return leader.status(t, "/readyz") == 200 }, 30*time.Second, 20*time.Millisecond)
+	px := startCutProxy(t, srv.Endpoints()[0])
+	standby := startSidecarProc(t, nil, []string{px.endpoint}, "e2e/outage", "b", "--ttl", "2s")
+	require.Eventually(t, func() bool { v := standby.leader(t); return v.Leader != nil && *v.Leader == "a" }, 30*time.Second, 20*time.Millisecond)
+
+	px.cut()
+	cut := time.Now()
+	require.Eventually(t, func() bool { return standby.leader(t).Leader == nil }, 20*time.Second, 20*time.Millisecond,
+		"a standby cut off from etcd for longer than the leader's TTL must not name it")
+	require.Less(t, time.Since(cut), 2*time.Second+2*time.Second, "at the TTL after etcd's last answer, not after a request's timeout")
+	require.Equal(t, 503, standby.status(t, "/readyz"))
+	require.Equal(t, 200, leader.status(t, "/readyz"), "the leader itself reaches etcd and still leads")
+
+	px.heal()
+	require.Eventually(t, func() bool { v := standby.leader(t); return v.Leader != nil && *v.Leader == "a" }, 30*time.Second, 20*time.Millisecond)
+}
+
+// Issue 32: a `kill -STOP` of the leading sidecar alone (TTL 2s, frozen
+// 4s) let its command run 1,922 ms beside the next leader's. Its command
+// is below the watchdog now: no "A" after the first "B".
+func TestSidecarE2EFrozenLeaderCommandDiesBeforeTheNext(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t)
+	log := filepath.Join(t.TempDir(), "log")
+	env := []string{"LOG=" + log}
+	a := startSidecarProc(t, env, srv.Endpoints(), "e2e/frozen", "a", "--ttl", "2s", "--",
+		"sh", "-c", `while :; do echo A >> "$LOG"; sleep 0.01; done`)
+	require.Eventually(t, func() bool { return strings.Count(readLog(t, log), "A") >= 3 }, 30*time.Second, 10*time.Millisecond)
+	b := startSidecarProc(t, env, srv.Endpoints(), "e2e/frozen", "b", "--ttl", "2s", "--",
+		"sh", "-c", `while :; do echo B >> "$LOG"; sleep 0.01; done`)
+	a.signal(t, syscall.SIGSTOP)
+	require.Eventually(t, func() bool { return strings.Contains(readLog(t, log), "B") }, 30*time.Second, 10*time.Millisecond,
+		"b must lead once a's lease expired")
+	a.signal(t, syscall.SIGCONT)
+	b.signal(t, syscall.SIGTERM)
+	b.wait(t, 30*time.Second)
+	// a campaigns again once thawed and leads again after b resigned: its
+	// second tenure's lines come after b's last.
+	lines := strings.Fields(readLog(t, log))
+	firstB, lastB := indexOf(lines, "B"), len(lines)-1-indexOf(reversed(lines), "B")
+	require.NotContains(t, lines[firstB:lastB+1], "A", "a's command wrote while b led")
+}
+
+func reversed(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[len(s)-1-i] = v
+	}
+	return out
+}

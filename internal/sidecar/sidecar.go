@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -102,6 +103,8 @@ type Sidecar struct {
 	api     *API
 
 	applyMu sync.Mutex // orders Apply and OnChange
+	// tokenOwner holds the token file's lock (OwnTokenFile) until Run ends.
+	tokenOwner *os.File
 
 	mu      sync.Mutex
 	sess    *session.Session
@@ -123,7 +126,7 @@ type resignRequest struct {
 // this instance leads. Errors wrap
 // ErrBadConfig, ErrTokenFile (CheckTokenFile) or ErrCommand (CheckCommand),
 // or come from registering the metrics.
-func New(cfg Config) (*Sidecar, error) {
+func New(cfg Config) (s *Sidecar, err error) {
 	switch {
 	case cfg.Client == nil:
 		return nil, fmt.Errorf("%w: no etcd client", ErrBadConfig)
@@ -136,10 +139,20 @@ func New(cfg Config) (*Sidecar, error) {
 	case cfg.Command != nil && len(cfg.Command) == 0:
 		return nil, fmt.Errorf("%w: empty command", ErrBadConfig)
 	}
+	var owned *os.File
 	if cfg.TokenFile != "" {
 		if err := CheckTokenFile(cfg.TokenFile); err != nil {
 			return nil, err
 		}
+		var err error
+		if owned, err = OwnTokenFile(cfg.TokenFile); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if s == nil {
+				owned.Close() // New failed: give the token file up
+			}
+		}()
 		// A file left by an earlier run (a leader killed with -9; an
 		// emptyDir outlives its container) must not say "I lead" for an
 		// instance that starts as a standby.
@@ -173,10 +186,11 @@ func New(cfg Config) (*Sidecar, error) {
 	// The scope is known before any leadership: where the election's keys
 	// live (what Leadership.Scope returns).
 	scope := primitive.Config{Kind: primitive.KindElection, Name: cfg.Name, Prefix: cfg.Prefix}.Scope()
-	s := &Sidecar{
-		cfg:     cfg,
-		tracker: NewTracker(cfg.Name, scope, cfg.ID, cfg.Clock),
-		resign:  make(chan resignRequest),
+	s = &Sidecar{
+		cfg:        cfg,
+		tracker:    NewTracker(cfg.Name, scope, cfg.ID, cfg.Clock),
+		resign:     make(chan resignRequest),
+		tokenOwner: owned,
 	}
 	if cfg.Registerer != nil {
 		m, err := NewMetrics(cfg.Registerer, cfg.Name, cfg.ID, s.leaseLeft, cfg.Build)
@@ -306,6 +320,9 @@ func (s *Sidecar) onSessionEvent(ev session.Event) {
 // (after resigning). Sessions lost on the way (etcd unreachable, lease
 // expired) are replaced; /healthz reports them meanwhile.
 func (s *Sidecar) Run(ctx context.Context) error {
+	if s.tokenOwner != nil {
+		defer s.tokenOwner.Close()
+	}
 	octx, stopObserve := context.WithCancel(ctx)
 	observed := make(chan struct{})
 	go func() {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/coordkit/coordkit/fencing"
 )
@@ -72,4 +73,27 @@ func syncDir(dir string) error {
 		return fmt.Errorf("sidecar: sync directory %s: %w", dir, err)
 	}
 	return nil
+}
+
+// OwnTokenFile makes this process the owner of the token file at path: an
+// exclusive flock on PATH.lock, held until the returned file is closed or
+// the process ends (the kernel drops it even after SIGKILL). A second
+// sidecar given the same --token-file would otherwise delete the leader's
+// live token file at start-up, and the application would believe it does
+// not lead; it gets an error wrapping ErrTokenFile instead.
+func OwnTokenFile(path string) (*os.File, error) {
+	lockPath := path + ".lock"
+	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrTokenFile, path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w %s: owned by another running sidecar (it holds %s); give each sidecar a --token-file of its own",
+				ErrTokenFile, path, lockPath)
+		}
+		return nil, fmt.Errorf("%w %s: lock %s: %w", ErrTokenFile, path, lockPath, err)
+	}
+	return f, nil
 }

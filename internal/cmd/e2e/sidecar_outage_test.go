@@ -70,3 +70,28 @@ func reversed(s []string) []string {
 	}
 	return out
 }
+
+// Issue 32: a second sidecar given the same --token-file deleted the
+// leader's live token file at start-up. The file is owned now: the second
+// exits 1 naming the owner's lock, and the leader's token stays.
+func TestSidecarE2ETokenFileIsOwned(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t)
+	file := filepath.Join(t.TempDir(), "token")
+	leader := startSidecarProc(t, nil, srv.Endpoints(), "e2e/owned", "a", "--token-file", file)
+	require.Eventually(t, func() bool { return readLog(t, file) != "" }, 30*time.Second, 10*time.Millisecond)
+	tok := readLog(t, file)
+
+	code, out, _ := runBinary(t, nil, "--endpoints", srv.Endpoints()[0], "sidecar", "--election", "e2e/owned", "--id", "b",
+		"--listen", "127.0.0.1:0", "--token-file", file)
+	require.Equal(t, exitError, code, out)
+	require.Contains(t, out, "owned by another running sidecar")
+	require.Equal(t, tok, readLog(t, file), "the leader's token file is untouched")
+
+	leader.signal(t, syscall.SIGKILL)
+	leader.wait(t, 20*time.Second)
+	// The kernel dropped the dead owner's lock: a new sidecar may take the file.
+	next := startSidecarProc(t, nil, srv.Endpoints(), "e2e/owned", "c", "--token-file", file)
+	next.signal(t, syscall.SIGTERM)
+	next.wait(t, 30*time.Second)
+}

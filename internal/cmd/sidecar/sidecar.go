@@ -57,7 +57,9 @@ resign' sends the request (a Kubernetes preStop hook).
 
 With --token-file the token is written there atomically while this instance
 leads and the file is removed on loss, and at start-up, before 'ready' (a
-file left by an earlier run is stale); the token fences the scope
+file left by an earlier run is stale). The file is owned: a sidecar holds
+PATH.lock (flock) while it runs, and a second one given the same
+--token-file exits 1 instead of deleting the leader's token; the token fences the scope
 PREFIX+ELECTION/, where the election's keys live (/v1/leader's "scope").
 With a COMMAND after '--', the command
 runs only while this instance leads, with COORD_ELECTION, COORD_LEADER_ID,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,9 @@ type Flags struct {
 	KillGrace    time.Duration
 	Command      []string
 	APITokenFile string
+	// Health ties leadership to the application (--health-url,
+	// --health-interval, --health-failures).
+	Health HealthConfig
 	// Coord are the policy and attribute flags.
 	Coord CoordFlags
 }
@@ -64,6 +68,15 @@ func (fl Flags) Check() error {
 		return usagef("--id is required")
 	case fl.KillGrace <= 0:
 		return usagef("invalid --kill-grace %s: must be positive", fl.KillGrace)
+	case fl.Health.Interval < 0:
+		return usagef("invalid --health-interval %s: must be positive", fl.Health.Interval)
+	case fl.Health.Failures < 0:
+		return usagef("invalid --health-failures %d: must be at least 1", fl.Health.Failures)
+	}
+	if fl.Health.URL != "" {
+		if u, err := url.Parse(fl.Health.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usagef("invalid --health-url %q: want http://HOST[:PORT]/PATH", fl.Health.URL)
+		}
 	}
 	if err := (primitive.Config{Kind: primitive.KindElection, Name: fl.Election, Prefix: fl.Prefix, TTL: fl.TTL}).Validate(); err != nil {
 		return usagef("invalid --election: %v", err)
@@ -124,7 +137,7 @@ func (fl Flags) APIToken() (string, error) {
 // client, the streams, the metrics, the coordination and OnChange.
 func (fl Flags) Config(apiToken string) Config {
 	cfg := Config{Name: fl.Election, ID: fl.ID, Prefix: fl.Prefix, TTL: fl.TTL, TokenFile: fl.TokenFile,
-		KillGrace: fl.KillGrace, APIToken: apiToken}
+		KillGrace: fl.KillGrace, APIToken: apiToken, Health: fl.Health}
 	if len(fl.Command) > 0 {
 		cfg.Command = fl.Command
 	}

@@ -62,6 +62,9 @@ type Config struct {
 	// Watchdog is the coordctl binary the command runs below, in watchdog
 	// mode (childproc.Config.Watchdog); empty for none.
 	Watchdog string
+	// Health, with a URL, ties leadership to the application's health
+	// (HealthConfig); zero: leadership is the sidecar's alone.
+	Health HealthConfig
 	// Stdout and Stderr are the command's; discarded when nil.
 	Stdout, Stderr io.Writer
 	// Registerer receives the sidecar's metrics; nil registers them nowhere.
@@ -105,6 +108,7 @@ type Sidecar struct {
 	applyMu sync.Mutex // orders Apply and OnChange
 	// tokenOwner holds the token file's lock (OwnTokenFile) until Run ends.
 	tokenOwner *os.File
+	health     *appHealth
 
 	mu      sync.Mutex
 	sess    *session.Session
@@ -191,7 +195,9 @@ func New(cfg Config) (s *Sidecar, err error) {
 		tracker:    NewTracker(cfg.Name, scope, cfg.ID, cfg.Clock),
 		resign:     make(chan resignRequest),
 		tokenOwner: owned,
+		health:     newAppHealth(),
 	}
+	s.cfg.Health = cfg.Health.withDefaults()
 	if cfg.Registerer != nil {
 		m, err := NewMetrics(cfg.Registerer, cfg.Name, cfg.ID, s.leaseLeft, cfg.Build)
 		if err != nil {
@@ -324,14 +330,16 @@ func (s *Sidecar) Run(ctx context.Context) error {
 		defer s.tokenOwner.Close()
 	}
 	octx, stopObserve := context.WithCancel(ctx)
-	observed := make(chan struct{})
-	go func() {
-		defer close(observed)
-		s.observe(octx)
-	}()
+	var aside sync.WaitGroup // the observer and the health checks
+	aside.Add(1)
+	go func() { defer aside.Done(); s.observe(octx) }()
+	if s.cfg.Health.URL != "" {
+		aside.Add(1)
+		go func() { defer aside.Done(); s.checkHealth(octx) }()
+	}
 	defer func() {
 		stopObserve()
-		<-observed
+		aside.Wait()
 	}()
 
 	newSession := func() (*session.Session, error) {
@@ -399,7 +407,7 @@ func (s *Sidecar) runSession(ctx context.Context, sess *session.Session) error {
 	}
 	campaignFailed := backoff.WithNotify(func(err error, _ time.Duration) { s.cfg.Logger.Warn("campaign", "err", err) })
 	for {
-		if !s.waitStandAside(ctx, sess) {
+		if !s.waitStandAside(ctx, sess) || !s.waitHealthy(ctx, sess.Done()) {
 			return nil
 		}
 		l, err := backoff.Retry(ctx, campaign, backoff.WithBackOff(retryBackoff()), backoff.WithMaxElapsedTime(0), campaignFailed)

@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -94,4 +97,58 @@ func TestSidecarE2ETokenFileIsOwned(t *testing.T) {
 	next := startSidecarProc(t, nil, srv.Endpoints(), "e2e/owned", "c", "--token-file", file)
 	next.signal(t, syscall.SIGTERM)
 	next.wait(t, 30*time.Second)
+}
+
+// healthSwitch is an application's health endpoint a test turns on and off.
+type healthSwitch struct {
+	url string
+	ok  atomic.Bool
+}
+
+func startHealth(t *testing.T, ok bool) *healthSwitch {
+	t.Helper()
+	h := &healthSwitch{}
+	h.ok.Store(ok)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !h.ok.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	h.url = srv.URL + "/healthz"
+	return h
+}
+
+// Issue 32: a sidecar whose application had exited or hung stayed leader
+// and ready. With --health-url an unhealthy application's sidecar resigns
+// (a standby takes over), does not campaign while unhealthy (nor before
+// its first healthy answer), and campaigns again once healthy.
+func TestSidecarE2ELeadershipFollowsTheApplicationsHealth(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t)
+	appA, appB := startHealth(t, false), startHealth(t, true)
+	health := func(h *healthSwitch) []string {
+		return []string{"--ttl", "2s", "--health-url", h.url, "--health-interval", "100ms", "--health-failures", "2"}
+	}
+	a := startSidecarProc(t, nil, srv.Endpoints(), "e2e/health", "a", health(appA)...)
+	time.Sleep(500 * time.Millisecond) // a's unhealthy app had five checks to let it campaign: it must not
+	require.Nil(t, a.leader(t).Leader, "an instance whose application is not up does not lead")
+
+	appA.ok.Store(true)
+	require.Eventually(t, func() bool { return a.status(t, "/readyz") == 200 }, 20*time.Second, 20*time.Millisecond)
+	b := startSidecarProc(t, nil, srv.Endpoints(), "e2e/health", "b", health(appB)...)
+	require.Eventually(t, func() bool { v := b.leader(t); return v.Leader != nil && *v.Leader == "a" }, 20*time.Second, 20*time.Millisecond)
+
+	appA.ok.Store(false)
+	require.Eventually(t, func() bool { return b.status(t, "/readyz") == 200 }, 20*time.Second, 20*time.Millisecond,
+		"a resigns when its application is unhealthy; b takes over")
+	require.Equal(t, 503, a.status(t, "/readyz"))
+
+	appB.ok.Store(false)
+	require.Eventually(t, func() bool { return b.leader(t).Leader == nil }, 20*time.Second, 20*time.Millisecond,
+		"b resigns too, and a stays out while unhealthy")
+
+	appA.ok.Store(true)
+	require.Eventually(t, func() bool { return a.status(t, "/readyz") == 200 }, 20*time.Second, 20*time.Millisecond,
+		"a campaigns again once healthy")
 }

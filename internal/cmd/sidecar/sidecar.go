@@ -3,6 +3,7 @@ package sidecarcmd
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -57,7 +58,15 @@ resign' sends the request (a Kubernetes preStop hook).
 
 With --token-file the token is written there atomically while this instance
 leads and the file is removed on loss, and at start-up, before 'ready' (a
-file left by an earlier run is stale). The file is owned: a sidecar holds
+file left by an earlier run is stale).
+
+With --health-url the leadership is tied to the application's health: the
+sidecar asks the URL every --health-interval and, after --health-failures
+answers in a row that are not 2xx in time, resigns (a standby takes over at
+once) and does not campaign again until an answer is healthy; it does not
+campaign before the first healthy answer.
+
+The token file is owned: a sidecar holds
 PATH.lock (flock) while it runs, and a second one given the same
 --token-file exits 1 instead of deleting the leader's token; the token fences the scope
 PREFIX+ELECTION/, where the election's keys live (/v1/leader's "scope").
@@ -87,6 +96,7 @@ noted once on stderr. See docs/sidecar.md.`,
 		Example: `  coordctl sidecar --election my-service --id "$POD_NAME"
   coordctl sidecar --election my-service --id web-1 --listen :4040 --api-token-file /etc/coordctl/api-token --token-file /run/leader/token
   coordctl sidecar --election cron --id node-a --ttl 3s -- ./run-scheduler.sh
+  coordctl sidecar --election my-service --id "$POD_NAME" --health-url http://127.0.0.1:8080/healthz   # lead only while the app is healthy
   coordctl sidecar --election my-service --id "$POD_NAME" --policy newest-version --version 2.3.0
   curl -s -X POST -H 'Content-Type: application/json' 'localhost:4040/v1/resign?to=best'
   curl -s localhost:4040/v1/leader   # {"name":"my-service","id":"web-1","leader":"web-2","token":1207,...}`,
@@ -114,6 +124,9 @@ noted once on stderr. See docs/sidecar.md.`,
 	fl.StringVar(&opts.Listen, "listen", "127.0.0.1:4040", "HTTP address to serve the API on (port 0: any free port)")
 	fl.DurationVar(&opts.TTL, "ttl", sidecar.DefaultTTL, "lease TTL: a crashed leader is replaced about this long after it stopped (at least 1s)")
 	fl.StringVar(&opts.TokenFile, "token-file", "", "write the fencing token to this file while leading")
+	fl.StringVar(&opts.Health.URL, "health-url", "", "the application's health URL: lead only while GET answers 2xx (resign after --health-failures bad answers in a row, campaign again once healthy)")
+	fl.DurationVar(&opts.Health.Interval, "health-interval", time.Second, "with --health-url: how often to ask, and the time limit of each answer")
+	fl.IntVar(&opts.Health.Failures, "health-failures", 3, "with --health-url: bad answers in a row that make the application unhealthy")
 	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
 	cmdutil.AddCoordFlags(fl, &opts.Coord, "default: this binary's version, if semantic")
 	fl.StringVar(&opts.APITokenFile, "api-token-file", "", "file holding the token POST /v1/resign requires (needed for a non-loopback --listen)")

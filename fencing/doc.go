@@ -3,7 +3,10 @@
 //
 // Every holder of a lock or leadership gets a Token that grows from holder
 // to holder (coordkit uses the create revision of the holder's key in etcd).
-// A scope is the lock or election name. The resource keeps per scope the
+// A scope names the holders that exclude each other: coordkit's are where
+// the held key lives in etcd (lock.Held.Scope, semaphore.Held.Scope,
+// election.Leadership.Scope: the key prefix PREFIX+NAME/, or a slot's key);
+// this package compares scopes as opaque strings. The resource keeps per scope the
 // highest token it has admitted, the floor: a request whose token is below
 // the floor is rejected (*StaleError, ErrStale); a token at or above it is
 // admitted and raises the floor. A holder that paused, was partitioned or sat

@@ -24,7 +24,8 @@
 // One floor per name cannot work when N tokens are live at once: the
 // holders' tokens interleave. Each holder gets a slot i in [0, limit) and a
 // token, the create revision of its slot key N/slots/i; the protected
-// resource fences per scope "N#i" (Held.Scope). Successive holders of one
+// resource fences per scope "N/slots/i", the slot's key with the prefix
+// (Held.Scope): never a lock's scope, whatever its name. Successive holders of one
 // slot get growing tokens, so a holder frozen in slot i is refused once
 // slot i was handed to someone else and they wrote or fenced; other slots
 // are not affected. fencing.Guard, the reference resource and the SQL helper

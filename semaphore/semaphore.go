@@ -572,4 +572,3 @@ func Delete(ctx context.Context, client *clientv3.Client, name string, force boo
 	}
 	return n > 0, nil
 }
-

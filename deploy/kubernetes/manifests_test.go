@@ -221,7 +221,7 @@ func TestSidecarContainerAgreesWithCoordctl(t *testing.T) {
 	require.NotZero(t, listenPort, "a fixed --listen port: the probes name it")
 
 	// The real API, to see that every probed path exists.
-	api := sidecar.NewAPI(sidecar.APIConfig{Tracker: sidecar.NewTracker("e", "a", nil)})
+	api := sidecar.NewAPI(sidecar.APIConfig{Tracker: sidecar.NewTracker("e", "e/", "a", nil)})
 	defer api.Close()
 	probes := map[string]*corev1.Probe{"readiness": sc.ReadinessProbe, "liveness": sc.LivenessProbe}
 	for kind, p := range probes {

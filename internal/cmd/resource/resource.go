@@ -201,7 +201,7 @@ are lost. See docs/fencing.md.`,
   coordctl resource repair --data-dir /tmp/res --yes --at-least 250000`,
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runResourceRepair(cmd.Context(), f, opts, f.EtcdKnown(cmd))
+			return runResourceRepair(cmd.Context(), f, opts, etcdKnown(f, cmd))
 		},
 	}
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", "", "the resource's data directory (required)")
@@ -226,7 +226,7 @@ func runResourceRepair(ctx context.Context, f *cmdutil.Factory, opts *resourceRe
 		}
 	}
 	if askEtcd {
-		rev, err := f.EtcdRevision(ctx)
+		rev, err := etcdRevision(ctx, f)
 		if err != nil {
 			return fmt.Errorf("repair %s: the bound: %w", opts.DataDir, err)
 		}

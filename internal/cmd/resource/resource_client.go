@@ -48,9 +48,9 @@ func (o *resourceOptions) addFenceFlags(cmd *cobra.Command, f *cmdutil.Factory) 
 }
 
 // explainStale is run's error, a refusal as stale asked about with etcd's
-// revision when the user named an etcd (cmdutil.Factory.ExplainStale).
+// revision when the user named an etcd (explainStaleErr).
 func explainStale(f *cmdutil.Factory, cmd *cobra.Command, run func() error) error {
-	return f.ExplainStale(cmd.Context(), cmd, run())
+	return explainStaleErr(cmd.Context(), f, cmd, run())
 }
 
 // fenced checks --token and --scope and returns the token.

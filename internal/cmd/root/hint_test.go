@@ -12,6 +12,7 @@ import (
 
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	resource "github.com/coordkit/coordkit/internal/cmd/resource"
 )
 
 // The etcd hint goes only with commands that ask etcd.
@@ -43,13 +44,13 @@ func TestHintRestoreWhateverTheGap(t *testing.T) {
 		err  error
 		want []string // empty: no hint
 	}{
-		{"floor above etcd's revision, small gap", &cmdutil.StaleContext{Err: stale, Revision: 10},
+		{"floor above etcd's revision, small gap", &resource.StaleContext{Err: stale, Revision: 10},
 			[]string{"floor 62 is above etcd's current revision 10", "--bump-revision N --mark-compacted", "coordctl resource floors"}},
-		{"floor etcd granted, small gap", &cmdutil.StaleContext{Err: stale, Revision: 62}, nil},
-		{"floor etcd granted, large gap", &cmdutil.StaleContext{Err: far, Revision: 9000}, nil},
+		{"floor etcd granted, small gap", &resource.StaleContext{Err: stale, Revision: 62}, nil},
+		{"floor etcd granted, large gap", &resource.StaleContext{Err: far, Revision: 9000}, nil},
 		{"no etcd, small gap", stale, nil},
 		{"no etcd, large gap: a guess", far, []string{"a guess, no etcd was asked", "--bump-revision"}},
-		{"etcd did not answer, large gap", &cmdutil.StaleContext{Err: far, AskErr: errors.New("unreachable")},
+		{"etcd did not answer, large gap", &resource.StaleContext{Err: far, AskErr: errors.New("unreachable")},
 			[]string{"a guess, etcd could not be asked: unreachable"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -90,11 +90,11 @@ func runFactory(ctx context.Context, f *cmdutil.Factory, args []string) int {
 
 // hint explains errors whose own text does not say what to do: a stale
 // token below a floor etcd never granted (a restored etcd:
-// cmdutil.RestoreHint), and a deadline of a command that asks etcd (it has
+// resource.RestoreHint), and a deadline of a command that asks etcd (it has
 // --endpoints), which is etcd's silence; another command's deadline
 // (resource put, the lab) says nothing of etcd.
 func hint(cmd *cobra.Command, err error) string {
-	if h := cmdutil.RestoreHint(err); h != "" {
+	if h := resource.RestoreHint(err); h != "" {
 		return h
 	}
 	switch kind, ok := primitive.NameTakenBy(err); {

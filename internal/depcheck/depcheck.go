@@ -35,8 +35,8 @@ func Arrow() []Layer {
 		// coordctl's commands, one package per command group; root builds
 		// the tree of them, e2e runs the built binary (tests only).
 		{Name: "internal/cmd", Rank: 5, Prefixes: []string{"internal/cmd"}, Rooms: true, Hubs: []string{"internal/cmd/root", "internal/cmd/e2e"}},
-		// What every command shares: factory, printer, exit table, hold
-		// flags, the one usage error.
+		// What every command shares: factory, printer, exit table, the one
+		// usage error; and cmdutil/hold, the holds of lock, sem and elect.
 		{Name: "internal/cmd/cmdutil", Rank: 4, Prefixes: []string{"internal/cmd/cmdutil"}},
 		{Name: "{scenarios, internal/*}", Rank: 3, Prefixes: []string{"scenarios", "internal"}},
 		{Name: "{lock, semaphore, election, claim, cluster, lamport}", Rank: 2, Prefixes: []string{"lock", "semaphore", "election", "claim", "cluster", "lamport"}},

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/primitive"
 )
 
@@ -33,8 +32,8 @@ type ElectFlags struct {
 // policy and attribute flags (CoordFlags.Parse). Every error matches
 // ErrUsage and names the flag.
 func (o ElectFlags) Validate() error {
-	if err := childproc.CheckTTLFlag(o.TTL); err != nil {
-		return usagef("%v", err)
+	if err := checkTTLFlag(o.TTL); err != nil {
+		return err
 	}
 	if strings.TrimSpace(o.Name) == "" {
 		return usagef("elect needs a non-empty NAME")

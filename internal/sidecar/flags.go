@@ -34,6 +34,15 @@ func (e *usageError) Is(target error) bool { return target == ErrUsage }
 
 func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
 
+// checkTTLFlag checks --ttl with session's bounds, as hold.CheckTTLFlag does
+// for lock and sem (this package is below the command layer).
+func checkTTLFlag(ttl time.Duration) error {
+	if err := session.CheckTTL(ttl); err != nil {
+		return usagef("invalid --ttl %s: %v", ttl, err)
+	}
+	return nil
+}
+
 // Flags are coordctl sidecar's flags, as given.
 type Flags struct {
 	Election     string
@@ -58,8 +67,8 @@ type Flags struct {
 // (ErrUsage), and a command that is not found or not executable
 // (ErrCommand, from CheckCommand).
 func (fl Flags) Check() error {
-	if err := childproc.CheckTTLFlag(fl.TTL); err != nil {
-		return usagef("%v", err)
+	if err := checkTTLFlag(fl.TTL); err != nil {
+		return err
 	}
 	switch {
 	case strings.TrimSpace(fl.Election) == "":

@@ -11,6 +11,7 @@ import (
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil/hold"
 	"github.com/coordkit/coordkit/internal/safety"
 )
 
@@ -141,7 +142,7 @@ func runCheckRedsyncLock(ctx context.Context, f *cmdutil.Factory, opts *redsyncL
 // runAnchorHeld runs command (or, without one, prints out and waits) while
 // an anchor's lock on name is held, and releases it with release.
 func runAnchorHeld(ctx context.Context, f *cmdutil.Factory, p *cmdutil.Printer, out any, what, name string, tok fencing.Token, release func(context.Context) error, command []string) error {
-	return f.RunHeld(ctx, p, childproc.Run{
+	return hold.Run(ctx, f, p, childproc.Run{
 		What: what + " " + name, Command: command, KillGrace: childproc.DefaultKillGrace,
 		Hold: childproc.AnchorHold{ReleaseFunc: func() error {
 			rctx, cancel := context.WithTimeout(context.Background(), f.Global.CommandTimeout)

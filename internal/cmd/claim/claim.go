@@ -9,8 +9,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/claim"
-	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil/hold"
 	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/session"
 )
@@ -164,4 +164,4 @@ func runClaimOp(ctx context.Context, f *cmdutil.Factory, opts *claimOptions, op 
 
 // checkTTLFlag checks --ttl with the library's bounds, before anything is
 // dialed: a usage error (exit 2).
-func checkTTLFlag(ttl time.Duration) error { return cmdutil.UsageOrNil(childproc.CheckTTLFlag(ttl)) }
+func checkTTLFlag(ttl time.Duration) error { return cmdutil.UsageOrNil(hold.CheckTTLFlag(ttl)) }

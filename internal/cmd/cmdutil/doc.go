@@ -1,6 +1,7 @@
 // Package cmdutil is what coordctl's command packages share (cli/cli's
 // cmdutil): the Factory and its Printer, the one exit table (ExitCode) and
-// the one usage error (UsageError, UsageErrorf), the etcd and hold flags and
-// the one way a hold runs (RunHeld), and the small cobra helpers every
-// command uses. It imports no command package; depcheck keeps it below them.
+// the one usage error (UsageError, UsageErrorf), the etcd flags, and the
+// small cobra helpers every command uses. The holds of lock, sem and elect
+// (their flags and the one way a hold runs) are its subpackage hold. It
+// imports no command package; depcheck keeps it below them.
 package cmdutil

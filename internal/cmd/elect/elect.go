@@ -9,6 +9,7 @@ import (
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil/hold"
 	"github.com/coordkit/coordkit/internal/report"
 	"github.com/coordkit/coordkit/internal/sidecar"
 	"github.com/coordkit/coordkit/session"
@@ -130,7 +131,7 @@ func runElect(ctx context.Context, f *cmdutil.Factory, opts *electOptions) error
 	}
 	e, err := election.New(client, opts.Name, append(coordOpts, election.WithTTL(opts.TTL), election.WithPrefix(opts.Prefix),
 		// Without quorum etcd grants no lease: fail within --command-timeout.
-		election.WithSessionOptions(cmdutil.HoldSessionOptions(f)...))...)
+		election.WithSessionOptions(hold.SessionOptions(f)...))...)
 	if err != nil {
 		return cmdutil.UsageErrorf("%v", err)
 	}
@@ -169,14 +170,14 @@ func runElect(ctx context.Context, f *cmdutil.Factory, opts *electOptions) error
 	// and the release is the handover.
 	hctx, stopHold := report.UntilYield(ctx, l)
 	defer stopHold()
-	release := f.Releaser(ctx, l, func(rctx context.Context) error { // a policy's handover, else a resignation
+	release := hold.Releaser(ctx, f, l, func(rctx context.Context) error { // a policy's handover, else a resignation
 		ev, err := report.StepDown(rctx, l)
 		if ev == nil || err != nil {
 			return err
 		}
 		return p.Print(*ev)
 	})
-	return f.RunHeld(hctx, p, childproc.Run{
+	return hold.Run(hctx, f, p, childproc.Run{
 		What: "leadership of " + opts.Name,
 		Hold: childproc.KeyHold{Liveness: l, Sess: l.Session(), ReleaseFunc: release},
 		Stop: l.Yield(),

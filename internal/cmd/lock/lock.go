@@ -9,6 +9,7 @@ import (
 
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil/hold"
 	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/internal/report"
 	"github.com/coordkit/coordkit/lock"
@@ -16,7 +17,7 @@ import (
 )
 
 type lockOptions struct {
-	cmdutil.HoldOptions
+	hold.Options
 	Read bool
 }
 
@@ -140,8 +141,8 @@ func runLock(ctx context.Context, f *cmdutil.Factory, opts *lockOptions) error {
 	}
 	defer client.Close()
 
-	notice := &childproc.WaitNotice{Out: f.IO.ErrOut}
-	lopts := []lock.Option{lock.WithTTL(opts.TTL), lock.WithSessionOptions(cmdutil.HoldSessionOptions(f)...),
+	notice := &hold.WaitNotice{Out: f.IO.ErrOut}
+	lopts := []lock.Option{lock.WithTTL(opts.TTL), lock.WithSessionOptions(hold.SessionOptions(f)...),
 		lock.WithPrefix(opts.Prefix), lock.WithLockDelay(opts.LockDelay),
 		lock.WithOnWait(func(w lock.Waiting) { notice.Waiting(report.LockWaiting(w)) })}
 	// A writer is a plain Mutex (NAME/<lease>), which every RWMutex reader
@@ -164,14 +165,14 @@ func runLock(ctx context.Context, f *cmdutil.Factory, opts *lockOptions) error {
 	if err != nil {
 		return err
 	}
-	return f.RunHeldKey(ctx, p, &opts.HoldOptions, "lock "+opts.Name, held, held.Unlock, report.LockHeldOf(held),
+	return hold.RunKey(ctx, f, p, &opts.Options, "lock "+opts.Name, held, held.Unlock, report.LockHeldOf(held),
 		childproc.KeyEnv(opts.Name, held.Key(), held.Token(), held.Scope()))
 }
 
 // acquireLock takes the lock as the flags say; "not acquired" (exit 3) is
 // lock.ErrLocked or cmdutil.ErrNotAcquired.
 func acquireLock(ctx context.Context, f *cmdutil.Factory, m *lock.Mutex, opts *lockOptions) (*lock.Held, error) {
-	held, timedOut, err := childproc.Acquire(ctx, f.Acquisition(opts.HoldFlags), m.Lock, m.TryLock)
+	held, timedOut, err := hold.Acquire(ctx, hold.AcquisitionOf(f, opts.Flags), m.Lock, m.TryLock)
 	switch {
 	case err == nil:
 		return held, nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil/hold"
 	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/internal/report"
 	"github.com/coordkit/coordkit/semaphore"
@@ -18,7 +19,7 @@ import (
 )
 
 type semOptions struct {
-	cmdutil.HoldOptions
+	hold.Options
 	Limit int
 }
 
@@ -92,7 +93,7 @@ func (o *semOptions) validate() error {
 	if o.Limit < 1 {
 		return cmdutil.UsageErrorf("sem needs --limit N with N at least 1")
 	}
-	return o.HoldOptions.ValidateHold("sem", o.PrimitiveConfig(primitive.KindSemaphore, o.Limit))
+	return o.Options.ValidateHold("sem", o.PrimitiveConfig(primitive.KindSemaphore, o.Limit))
 }
 
 // runSem acquires a slot, then holds it as runLock holds a lock.
@@ -103,9 +104,9 @@ func runSem(ctx context.Context, f *cmdutil.Factory, opts *semOptions) error {
 	}
 	defer client.Close()
 
-	notice := &childproc.WaitNotice{Out: f.IO.ErrOut}
+	notice := &hold.WaitNotice{Out: f.IO.ErrOut}
 	s, err := semaphore.New(client, opts.Name, opts.Limit,
-		semaphore.WithTTL(opts.TTL), semaphore.WithSessionOptions(cmdutil.HoldSessionOptions(f)...), semaphore.WithPrefix(opts.Prefix), semaphore.WithLockDelay(opts.LockDelay),
+		semaphore.WithTTL(opts.TTL), semaphore.WithSessionOptions(hold.SessionOptions(f)...), semaphore.WithPrefix(opts.Prefix), semaphore.WithLockDelay(opts.LockDelay),
 		semaphore.WithOnWait(func(w semaphore.Waiting) { notice.Waiting(report.SemWaiting(w)) }))
 	if err != nil {
 		return cmdutil.UsageErrorf("%v", err)
@@ -117,14 +118,14 @@ func runSem(ctx context.Context, f *cmdutil.Factory, opts *semOptions) error {
 	if err != nil {
 		return err
 	}
-	return f.RunHeldKey(ctx, p, &opts.HoldOptions, fmt.Sprintf("semaphore %s slot %d", opts.Name, held.Slot()), held, held.Release, report.SemHeldOf(held, opts.Limit),
+	return hold.RunKey(ctx, f, p, &opts.Options, fmt.Sprintf("semaphore %s slot %d", opts.Name, held.Slot()), held, held.Release, report.SemHeldOf(held, opts.Limit),
 		childproc.KeyEnv(opts.Name, held.Key(), held.Token(), held.Scope(), childproc.EnvSemSlot, strconv.Itoa(held.Slot())))
 }
 
 // acquireSlot takes a slot as the flags say; "not acquired" (exit 3) is
 // cmdutil.ErrNotAcquired.
 func acquireSlot(ctx context.Context, f *cmdutil.Factory, s *semaphore.Semaphore, opts *semOptions) (*semaphore.Held, error) {
-	held, timedOut, err := childproc.Acquire(ctx, f.Acquisition(opts.HoldFlags), s.Acquire, s.TryAcquire)
+	held, timedOut, err := hold.Acquire(ctx, hold.AcquisitionOf(f, opts.Flags), s.Acquire, s.TryAcquire)
 	switch {
 	case err == nil:
 		return held, nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil/hold"
 	"github.com/coordkit/coordkit/internal/sidecar"
 )
 
@@ -145,7 +146,7 @@ func runSidecar(ctx context.Context, f *cmdutil.Factory, opts *sidecarOptions) e
 		return sidecarFlagError(err)
 	}
 	if w := opts.GraceWarning(); w != "" && opts.KillGraceSet {
-		cmdutil.WarnKillGrace(f.IO.ErrOut, w)
+		hold.WarnKillGrace(f.IO.ErrOut, w)
 	}
 	cfg, err := opts.Configure()
 	if err != nil {

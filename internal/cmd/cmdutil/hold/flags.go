@@ -1,4 +1,4 @@
-package childproc
+package hold
 
 import (
 	"fmt"
@@ -7,10 +7,10 @@ import (
 	"github.com/coordkit/coordkit/session"
 )
 
-// HoldFlags are the flags coordctl lock and sem share, as given: how long
+// Flags are the flags coordctl lock and sem share, as given: how long
 // the lease lives, how long to wait, what a lost predecessor costs, how a
 // command is stopped.
-type HoldFlags struct {
+type Flags struct {
 	TTL, Timeout         time.Duration
 	Try                  bool
 	LockDelay, KillGrace time.Duration
@@ -26,7 +26,7 @@ func CheckTTLFlag(ttl time.Duration) error {
 
 // Validate checks the flags before anything is dialed; every error is a
 // flag a user got wrong (a usage error), naming it.
-func (h HoldFlags) Validate() error {
+func (h Flags) Validate() error {
 	if err := CheckTTLFlag(h.TTL); err != nil {
 		return err
 	}

@@ -135,7 +135,8 @@ func (c *Child) readReports(sc *bufio.Scanner, started chan<- error) {
 			c.pid = pid
 			started <- nil
 		case "starterr":
-			started <- errors.New(arg)
+			kind, msg, _ := strings.Cut(arg, " ")
+			started <- &startError{msg: msg, notFound: kind == "notfound"}
 			return
 		case "exit":
 			code, _ := strconv.Atoi(arg)
@@ -151,6 +152,17 @@ func (c *Child) readReports(sc *bufio.Scanner, started chan<- error) {
 		started <- errors.New("watchdog: exited before starting the command")
 	}
 }
+
+// startError is why the watchdog could not start the command, as it
+// reported it; a command not found matches os.ErrNotExist (exit 127, as a
+// shell says), one found and not executable does not (126).
+type startError struct {
+	msg      string
+	notFound bool
+}
+
+func (e *startError) Error() string        { return e.msg }
+func (e *startError) Is(target error) bool { return e.notFound && target == os.ErrNotExist }
 
 // exit records the command's status once.
 func (c *Child) exit(code int, err error) {

@@ -62,14 +62,21 @@ func WatchdogMain(args []string) int {
 		return 1
 	}
 	// The supervisor forwards signals to the command's group; the
-	// watchdog, in the supervisor's group, must outlive them.
-	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
+	// watchdog, in the supervisor's group, must outlive them (a terminal's
+	// Ctrl-C reaches the whole group). Caught, not ignored: an ignored
+	// signal stays ignored across exec, and a shell cannot even trap it.
+	outlive := make(chan os.Signal, 4)
+	signal.Notify(outlive, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	go func() {
+		for range outlive {
+		}
+	}()
 	chld := make(chan os.Signal, 16)
 	signal.Notify(chld, syscall.SIGCHLD)
 
 	path, err := exec.LookPath(fs.Arg(0))
 	if err != nil {
-		w.say("starterr " + oneLine(err.Error()))
+		w.sayStartErr(err)
 		return 127
 	}
 	proc, err := os.StartProcess(path, fs.Args(), &os.ProcAttr{
@@ -78,8 +85,8 @@ func WatchdogMain(args []string) int {
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	})
 	if err != nil {
-		w.say("starterr " + oneLine(err.Error()))
-		return 127
+		w.sayStartErr(err)
+		return 126
 	}
 	w.cmd = proc.Pid
 	w.say("pid " + strconv.Itoa(w.cmd))
@@ -87,6 +94,16 @@ func WatchdogMain(args []string) int {
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+
+// sayStartErr reports why the command did not start, and whether it was
+// not found (127) or found and not executable (126), as a shell tells them.
+func (w *watchdog) sayStartErr(err error) {
+	kind := "exec"
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		kind = "notfound"
+	}
+	w.say("starterr " + kind + " " + oneLine(err.Error()))
+}
 
 type watchdog struct {
 	report         *os.File

@@ -93,3 +93,25 @@ func TestWatchdogStopReapsWhatLeftTheGroup(t *testing.T) {
 	require.Equal(t, 0, c.Stop())
 	requireGone(t, escaped)
 }
+
+// The command does not inherit the watchdog's signal handling: a shell can
+// trap SIGTERM (a signal ignored at exec could not even be trapped), and a
+// start failure keeps "not found" (127) apart from "not executable" (126).
+func TestWatchdogCommandGetsDefaultSignalsAndStartErrors(t *testing.T) {
+	ready := filepath.Join(t.TempDir(), "ready")
+	c, err := Start(watched(Config{Path: "sh", Args: []string{"-c", `trap 'exit 9' TERM; echo $$ > ` + ready + `; while :; do sleep 0.05; done`},
+		KillGrace: 5 * time.Second}))
+	require.NoError(t, err)
+	waitPid(t, ready)
+	require.NoError(t, c.Signal(syscall.SIGTERM))
+	require.Equal(t, 9, c.ExitCode())
+	c.Stop()
+
+	_, err = Start(watched(Config{Path: "/nonexistent/command"}))
+	require.ErrorIs(t, err, os.ErrNotExist)
+	notExec := filepath.Join(t.TempDir(), "plain")
+	require.NoError(t, os.WriteFile(notExec, []byte("x"), 0o644))
+	_, err = Start(watched(Config{Path: notExec}))
+	require.Error(t, err)
+	require.NotErrorIs(t, err, os.ErrNotExist)
+}

@@ -32,9 +32,11 @@ func processStopped(pid int) bool {
 
 // coordctl lock NAME -- coordctl sql ... with a frozen holder: A takes the
 // lock and freezes (its coordctl lock stopped, so no keepalives; its child
-// stopped before its write); etcd expires A's lease; B takes the lock and
-// writes through coordctl sql; A's child wakes and sends its UPDATE with
-// A's token: rejected with exit 5, and B's write is what the table holds.
+// stopped before its write); etcd expires A's lease, and A's watchdog kills
+// A's child; B takes the lock and writes through coordctl sql; A's late
+// write, sent with A's token and scope from where the watchdog cannot
+// reach (another machine's worker), is rejected with exit 5, and B's write
+// is what the table holds.
 func TestSQLE2ELockFrozenHolder(t *testing.T) {
 	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
@@ -60,9 +62,11 @@ func TestSQLE2ELockFrozenHolder(t *testing.T) {
 		// A prints its pid and token, stops itself before writing, and on
 		// SIGCONT writes and prints coordctl sql's exit code.
 		a := startCoordctl(t, env, "lock", name, "--ttl", "2s", "--kill-grace", "2s", "--",
-			"sh", "-c", `echo "$$ $COORD_FENCING_TOKEN"; kill -STOP $$; `+sqlCmd("A")+`; echo "rc=$?"; while :; do sleep 0.05; done`)
+			"sh", "-c", `echo "$$ $COORD_FENCING_TOKEN $COORD_FENCING_SCOPE"; kill -STOP $$; `+sqlCmd("A")+`; echo "rc=$?"; while :; do sleep 0.05; done`)
 		fields := strings.Fields(a.line(t))
-		require.Len(t, fields, 2)
+		require.Len(t, fields, 3)
+		scopeA := fields[2]
+		require.Equal(t, name+"/", scopeA)
 		childPid, err := strconv.Atoi(fields[0])
 		require.NoError(t, err)
 		tokA, err := strconv.ParseInt(fields[1], 10, 64)
@@ -81,19 +85,19 @@ func TestSQLE2ELockFrozenHolder(t *testing.T) {
 		require.NoError(t, err)
 		require.Greater(t, tokB, tokA)
 		require.Equal(t, exitOK, b.wait(t, 30*time.Second), b.stderr.String())
-		require.Contains(t, b.line(t), fmt.Sprintf("ok scope=%s token=%d floor=%d rows_affected=1", name, tokB, tokB))
+		require.Contains(t, b.line(t), fmt.Sprintf("ok scope=%s token=%d floor=%d rows_affected=1", scopeA, tokB, tokB))
 		require.Equal(t, "B", reportBody(t, db))
+		require.Eventually(t, func() bool { return syscall.Kill(childPid, 0) != nil }, 20*time.Second, 10*time.Millisecond,
+			"A's watchdog kills A's child once A's lease could expire")
 
-		// A's child wakes and sends its late write.
-		require.NoError(t, syscall.Kill(childPid, syscall.SIGCONT))
-		require.Equal(t, "rc=5", a.line(t), a.stderr.String())
-		// stdout and stderr are two pipes read by two goroutines: the
-		// message written before "rc=5" may be copied after it.
-		stale := fmt.Sprintf("stale token %d for scope %q: floor is %d", tokA, name, tokB)
-		require.Eventually(t, func() bool { return strings.Contains(a.stderr.String(), stale) }, 10*time.Second, 10*time.Millisecond, a.stderr.String())
+		// A's late write, from a worker the watchdog cannot reach.
+		code, out, _ := runBinary(t, env, "sql", "--driver", db.Dialect.String(), "--dsn", dsn, "--token", strconv.FormatInt(tokA, 10),
+			"--scope", scopeA, "-e", "UPDATE report SET body = 'A' WHERE id = 1")
+		require.Equal(t, exitStale, code, out)
+		require.Contains(t, out, fmt.Sprintf("stale token %d for scope %q: floor is %d", tokA, scopeA, tokB))
 		require.Equal(t, "B", reportBody(t, db), "the successor's write stays")
 		var floor int64
-		require.NoError(t, db.QueryRow(db.Rebind("SELECT token FROM coordkit_fence WHERE scope = ?"), name).Scan(&floor))
+		require.NoError(t, db.QueryRow(db.Rebind("SELECT token FROM coordkit_fence WHERE scope = ?"), scopeA).Scan(&floor))
 		require.Equal(t, tokB, floor)
 
 		// The frozen holder wakes, finds its lease gone and exits 4.

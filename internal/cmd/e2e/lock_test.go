@@ -122,6 +122,8 @@ func TestLockE2EChildKilledOnLoss(t *testing.T) {
 
 // A coordctl lock frozen past its lease treats the lock as lost the moment
 // it runs again: it does not trust a lease that etcd has expired meanwhile.
+// Its command does not wait for it to wake: the watchdog killed it while
+// coordctl was frozen, before etcd could expire the lease (issue 32).
 func TestLockE2EFrozenHolderExits4OnWake(t *testing.T) {
 	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
@@ -136,14 +138,13 @@ func TestLockE2EFrozenHolderExits4OnWake(t *testing.T) {
 		resp, err := cli.Get(context.Background(), "e2e/frozen/", clientv3.WithPrefix())
 		return err == nil && len(resp.Kvs) == 0
 	}, 15*time.Second, 20*time.Millisecond, "etcd never expired the frozen holder's lease")
+	require.True(t, groupGone(pid), "the watchdog killed the command while coordctl was frozen")
 	// Someone else takes the lock meanwhile.
 	require.Equal(t, exitOK, tryLock(t, env, "e2e/frozen"))
-	woke := time.Now()
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGCONT))
 	require.Equal(t, exitLost, p.wait(t, 20*time.Second), p.stderr.String())
-	require.Less(t, time.Since(woke), 2*time.Second, "the woken holder must give up at once (the command dies on SIGTERM)")
-	require.Eventually(t, func() bool { return groupGone(pid) }, 2*time.Second, 10*time.Millisecond, "the command's process group must be killed")
 	require.Contains(t, p.stderr.String(), "lost lock e2e/frozen")
+	require.Contains(t, p.stderr.String(), "the watchdog acted for lock e2e/frozen")
 }
 
 // etcd goes away under a holder: keepalives fail, and coordctl gives up the

@@ -493,6 +493,8 @@ while :; do sleep 0.05; done`
 	p.signal(t, syscall.SIGTERM)
 	require.Equal(t, 0, p.wait(t, 10*time.Second))
 	require.FileExists(t, filepath.Join(dir, "term."+pid2))
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 	_, err = e.Leader(ctx)
 	require.ErrorIs(t, err, election.ErrNoLeader, "resigned on exit")
 }

@@ -9,72 +9,55 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/lock"
 	"github.com/coordkit/coordkit/session"
 )
 
 // After a holder is lost (lease revoked), the next holder waits the lock
-// delay; after a clean release it does not. Only lower bounds are asserted
-// for the delay; "no delay" is shown by a delay far longer than the test's
-// whole context.
+// delay; after a clean release it does not (etcdtest.CheckLockDelay, which
+// semaphore's TestSemaphoreLockDelay runs too), for a mutex and both
+// orders of a read-write lock.
 func TestLockDelay(t *testing.T) {
 	t.Parallel()
 	const d = 700 * time.Millisecond
-	const never = time.Hour
 	srv, cli := etcd.StartWithClient(t)
 	type lockFn func(context.Context) (*lock.Held, error)
+	held := func(fn lockFn) func(context.Context) (etcdtest.Held, error) {
+		return func(ctx context.Context) (etcdtest.Held, error) {
+			h, err := fn(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return h, nil
+		}
+	}
+	pair := func(t *testing.T, hold, wait lockFn, waiting <-chan lock.Waiting) etcdtest.DelayPair {
+		return etcdtest.DelayPair{Hold: held(hold), Wait: held(wait), Waiting: func() { recv(t, waiting, "waiter") }}
+	}
 	kinds := []struct {
 		name string
-		// holder and waiter lock functions on fresh clients, with opts for the waiter
-		make func(t *testing.T, name string, delay time.Duration) (hold, wait lockFn, waiting <-chan lock.Waiting)
+		make func(t *testing.T, name string, delay time.Duration) etcdtest.DelayPair
 	}{
-		{"mutex", func(t *testing.T, name string, delay time.Duration) (lockFn, lockFn, <-chan lock.Waiting) {
+		{"mutex", func(t *testing.T, name string, delay time.Duration) etcdtest.DelayPair {
 			a := newMutex(t, srv.Client(t), name)
 			b, w := waitingMutex(t, srv.Client(t), name, lock.WithLockDelay(delay))
-			return a.Lock, b.Lock, w
+			return pair(t, a.Lock, b.Lock, w)
 		}},
-		{"rwmutex writer after reader", func(t *testing.T, name string, delay time.Duration) (lockFn, lockFn, <-chan lock.Waiting) {
+		{"rwmutex writer after reader", func(t *testing.T, name string, delay time.Duration) etcdtest.DelayPair {
 			a := newRW(t, srv.Client(t), name)
 			b, w := waitingRW(t, srv.Client(t), name, lock.WithLockDelay(delay))
-			return a.RLock, b.Lock, w
+			return pair(t, a.RLock, b.Lock, w)
 		}},
-		{"rwmutex reader after writer", func(t *testing.T, name string, delay time.Duration) (lockFn, lockFn, <-chan lock.Waiting) {
+		{"rwmutex reader after writer", func(t *testing.T, name string, delay time.Duration) etcdtest.DelayPair {
 			a := newRW(t, srv.Client(t), name)
 			b, w := waitingRW(t, srv.Client(t), name, lock.WithLockDelay(delay))
-			return a.Lock, b.RLock, w
+			return pair(t, a.Lock, b.RLock, w)
 		}},
 	}
 	for _, k := range kinds {
-		t.Run(k.name+"/lost", func(t *testing.T) {
-			ctx := testCtx(t)
-			hold, wait, waiting := k.make(t, "delay-lost", d)
-			h, err := hold(ctx)
-			require.NoError(t, err)
-			got := acquireAsync(ctx, wait)
-			recv(t, waiting, "waiter")
-			revokedAt := time.Now()
-			_, err = cli.Revoke(ctx, h.Lease())
-			require.NoError(t, err)
-			r := recv(t, got, "next holder")
-			require.NoError(t, r.err)
-			require.GreaterOrEqual(t, r.at.Sub(revokedAt), d, "granted before the lock delay passed")
-			recv(t, h.Lost(), "holder's loss")
-			require.NoError(t, r.h.Unlock(ctx))
-		})
-		t.Run(k.name+"/released", func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			hold, wait, waiting := k.make(t, "delay-released", never)
-			h, err := hold(ctx)
-			require.NoError(t, err)
-			got := acquireAsync(ctx, wait)
-			recv(t, waiting, "waiter")
-			require.NoError(t, h.Unlock(ctx))
-			r := recv(t, got, "next holder")
-			require.NoError(t, r.err, "a clean release must not cost the lock delay")
-			require.NoError(t, r.h.Unlock(ctx))
-		})
+		t.Run(k.name, func(t *testing.T) { etcdtest.CheckLockDelay(t, cli, d, k.make) })
 	}
 }
 

@@ -256,9 +256,7 @@ func TestSemaphoreTryAcquireTokenScope(t *testing.T) {
 	require.Equal(t, 0, ha.Slot())
 	require.Equal(t, "ns/try/slots/0", ha.Scope(), "the scope is the slot's key: the prefix is part of it")
 	require.Equal(t, "ns/try/slots/0", ha.Key())
-	resp, err := cli.Get(ctx, ha.Key())
-	require.NoError(t, err)
-	require.EqualValues(t, resp.Kvs[0].CreateRevision, ha.Token())
+	etcdtest.RequireTokenOf(t, cli, ha, nil)
 
 	_, err = b.TryAcquire(ctx)
 	require.ErrorIs(t, err, semaphore.ErrNoSlot)
@@ -272,7 +270,7 @@ func TestSemaphoreTryAcquireTokenScope(t *testing.T) {
 	require.ErrorIs(t, ha.Release(ctx), session.ErrNotHeld)
 	hb, err := b.TryAcquire(ctx)
 	require.NoError(t, err)
-	require.Greater(t, hb.Token(), ha.Token())
+	etcdtest.RequireTokenOf(t, cli, hb, ha)
 	require.NoError(t, hb.Release(ctx))
 }
 
@@ -395,39 +393,24 @@ func TestSemaphoreWaiterEnds(t *testing.T) {
 	require.NoError(t, ha.Release(ctx))
 }
 
+// After a slot's holder is lost the next holder waits the lock delay; after
+// a clean release it does not (etcdtest.CheckLockDelay, as for locks).
 func TestSemaphoreLockDelay(t *testing.T) {
 	t.Parallel()
-	const d = 700 * time.Millisecond
 	srv, cli := etcd.StartWithClient(t)
-	t.Run("lost", func(t *testing.T) {
-		ctx := testCtx(t)
-		a := newSem(t, srv.Client(t), "delay-lost", 1)
-		b, waiting := waitingSem(t, srv.Client(t), "delay-lost", 1, semaphore.WithLockDelay(d))
-		ha, err := a.Acquire(ctx)
-		require.NoError(t, err)
-		got := acquireAsync(ctx, b)
-		recv(t, waiting, "b waiting")
-		revokedAt := time.Now()
-		_, err = cli.Revoke(ctx, ha.Lease())
-		require.NoError(t, err)
-		r := recv(t, got, "b")
-		require.NoError(t, r.err)
-		require.GreaterOrEqual(t, r.at.Sub(revokedAt), d)
-		require.NoError(t, r.h.Release(ctx))
-	})
-	t.Run("released", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		a := newSem(t, srv.Client(t), "delay-rel", 1)
-		b, waiting := waitingSem(t, srv.Client(t), "delay-rel", 1, semaphore.WithLockDelay(time.Hour))
-		ha, err := a.Acquire(ctx)
-		require.NoError(t, err)
-		got := acquireAsync(ctx, b)
-		recv(t, waiting, "b waiting")
-		require.NoError(t, ha.Release(ctx))
-		r := recv(t, got, "b")
-		require.NoError(t, r.err, "a clean release must not cost the lock delay")
-		require.NoError(t, r.h.Release(ctx))
+	etcdtest.CheckLockDelay(t, cli, 700*time.Millisecond, func(t *testing.T, name string, delay time.Duration) etcdtest.DelayPair {
+		a := newSem(t, srv.Client(t), name, 1)
+		b, waiting := waitingSem(t, srv.Client(t), name, 1, semaphore.WithLockDelay(delay))
+		held := func(s *semaphore.Semaphore) func(context.Context) (etcdtest.Held, error) {
+			return func(ctx context.Context) (etcdtest.Held, error) {
+				h, err := s.Acquire(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return h, nil
+			}
+		}
+		return etcdtest.DelayPair{Hold: held(a), Wait: held(b), Waiting: func() { recv(t, waiting, "waiter") }}
 	})
 }
 

@@ -19,8 +19,10 @@
 //   - Every leadership has a fencing token, the create revision of its key.
 //     Leaders of one election are granted in create-revision order, so each
 //     leader's token is strictly greater than every earlier leader's. A
-//     resource that admits only tokens ≥ the highest it has seen (package
-//     fencing) rejects the writes of a deposed leader.
+//     resource that admits only tokens ≥ the highest it has seen in a scope
+//     (package fencing) rejects the writes of a deposed leader; the scope is
+//     Leadership.Scope, the key prefix "N/" (with WithPrefix's prefix in
+//     front), the same as a lock's of that name (the two exclude each other).
 //   - Campaign returns a Leadership only if, at that instant, our key is the
 //     oldest candidate under the prefix and our session's local deadline has not
 //     passed. If the session ends or our key disappears while waiting, it

@@ -41,9 +41,9 @@ func ExampleElection_Campaign() {
 		fmt.Println(err)
 		return
 	}
-	// Send l.Token() with every write while l.Alive(): the resource rejects
-	// a deposed leader's late writes (package fencing).
-	fmt.Println("leading:", l.Value(), l.Alive())
+	// Send l.Token() and l.Scope() with every write while l.Alive(): the
+	// resource rejects a deposed leader's late writes (package fencing).
+	fmt.Println("leading:", l.Value(), "scope", l.Scope(), l.Alive())
 	leader, err := e.Leader(ctx)
 	if err != nil {
 		fmt.Println(err)
@@ -65,7 +65,7 @@ func ExampleElection_Campaign() {
 	defer next.Resign(context.Background())
 	fmt.Println("next leader's token is larger:", next.Token() > first)
 	// Output:
-	// leading: node-1 true
+	// leading: node-1 scope scheduler/ true
 	// everyone sees: node-1 true
 	// after resigning: false
 	// next leader's token is larger: true

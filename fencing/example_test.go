@@ -24,9 +24,9 @@ func ExampleGuard() {
 		return nil
 	}
 
-	fmt.Println(write("jobs/nightly", 41, "report", "from holder 41"))
-	fmt.Println(write("jobs/nightly", 57, "report", "from holder 57"))
-	err := write("jobs/nightly", 41, "report", "late write of holder 41")
+	fmt.Println(write("jobs/nightly/", 41, "report", "from holder 41"))
+	fmt.Println(write("jobs/nightly/", 57, "report", "from holder 57"))
+	err := write("jobs/nightly/", 41, "report", "late write of holder 41")
 	var se *fencing.StaleError
 	fmt.Println(errors.As(err, &se), se.Token, se.Floor, store["report"])
 	// Output:
@@ -43,13 +43,13 @@ func ExampleDurableGuard() {
 	path := filepath.Join(dir, "floors.log")
 
 	g, _ := fencing.OpenDurableGuard(path)
-	g.Admit("jobs/nightly", 57)
+	g.Admit("jobs/nightly/", 57)
 	g.Close()
 
 	g, _ = fencing.OpenDurableGuard(path) // a restart
 	defer g.Close()
-	_, err := g.Admit("jobs/nightly", 41)
-	fmt.Println(errors.Is(err, fencing.ErrStale), g.Floor("jobs/nightly"))
+	_, err := g.Admit("jobs/nightly/", 41)
+	fmt.Println(errors.Is(err, fencing.ErrStale), g.Floor("jobs/nightly/"))
 	// Output: true 57
 }
 
@@ -57,7 +57,7 @@ func ExampleDurableGuard() {
 // transaction can persist the new floor with the data and apply after commit.
 func ExampleGuard_Check() {
 	var g fencing.Guard
-	a, err := g.Check("jobs/nightly", 57)
+	a, err := g.Check("jobs/nightly/", 57)
 	if err != nil {
 		return // stale: reject the write
 	}
@@ -66,9 +66,9 @@ func ExampleGuard_Check() {
 		fmt.Println("persist floor", a.Scope, a.NewFloor())
 	}
 	g.Apply(a)
-	fmt.Println(g.Floor("jobs/nightly"))
+	fmt.Println(g.Floor("jobs/nightly/"))
 	// Output:
-	// persist floor jobs/nightly 57
+	// persist floor jobs/nightly/ 57
 	// 57
 }
 
@@ -82,13 +82,13 @@ func ExampleClient() {
 
 	ctx := context.Background()
 	c := &fencing.Client{BaseURL: srv.URL, HTTP: srv.Client()}
-	c.Put(ctx, "report", "v1", 41, "jobs/nightly")
-	c.Fence(ctx, 57, "jobs/nightly") // the next holder fences before it starts
-	_, err := c.Put(ctx, "report", "late", 41, "jobs/nightly")
+	c.Put(ctx, "report", "v1", 41, "jobs/nightly/")
+	c.Fence(ctx, 57, "jobs/nightly/") // the next holder fences before it starts
+	_, err := c.Put(ctx, "report", "late", 41, "jobs/nightly/")
 	fmt.Println(err)
 	e, _ := c.Get(ctx, "report")
 	fmt.Println(e.Value, e.Token)
 	// Output:
-	// fencing: stale token 41 for scope "jobs/nightly": floor is 57
+	// fencing: stale token 41 for scope "jobs/nightly/": floor is 57
 	// v1 41
 }

@@ -4,9 +4,10 @@
 //	m, err := lock.New(client, "jobs/nightly", lock.WithTTL(10*time.Second))
 //	held, err := m.Lock(ctx)
 //	defer held.Unlock(context.Background())
-//	// do the work under held.Context(); send held.Token() with every write
-//	// to the protected resource (package fencing) so that it can refuse a
-//	// holder that lost the lock without knowing it.
+//	// do the work under held.Context(); send held.Token() and held.Scope()
+//	// ("jobs/nightly/", the key prefix) with every write to the protected
+//	// resource (package fencing) so that it can refuse a holder that lost
+//	// the lock without knowing it.
 //
 // # Layout and compatibility
 //

@@ -38,13 +38,14 @@ func Example() {
 		fmt.Println(err) // context.DeadlineExceeded: not acquired in time
 		return
 	}
-	// Bind the work to held.Context() and send held.Token() with each write
-	// to the protected resource (see package fencing).
+	// Bind the work to held.Context() and send held.Token() and
+	// held.Scope() with each write to the protected resource (see package
+	// fencing).
 	select {
 	case <-held.Lost():
 		fmt.Println("lost:", held.Err())
 	default:
-		fmt.Println("holding", held.Name(), "alive:", held.Alive())
+		fmt.Println("holding", held.Name(), "scope", held.Scope(), "alive:", held.Alive())
 	}
 	first := held.Token()
 	if err := held.Unlock(ctx); err != nil {
@@ -60,7 +61,7 @@ func Example() {
 	defer next.Unlock(context.Background())
 	fmt.Println("next holder's token is larger:", next.Token() > first)
 	// Output:
-	// holding jobs/nightly alive: true
+	// holding jobs/nightly scope jobs/nightly/ alive: true
 	// next holder's token is larger: true
 }
 

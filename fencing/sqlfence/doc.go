@@ -3,7 +3,7 @@
 // through database/sql.
 //
 //	f, err := sqlfence.New(db, sqlfence.Postgres)
-//	err = f.Do(ctx, "jobs/report", held.Token(), func(tx *sql.Tx) error {
+//	err = f.Do(ctx, held.Scope(), held.Token(), func(tx *sql.Tx) error {
 //		_, err := tx.ExecContext(ctx, "UPDATE report SET body = $1 WHERE id = 1", body)
 //		return err
 //	})

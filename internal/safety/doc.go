@@ -17,7 +17,7 @@
 // Two consumer-side interfaces make the check pluggable. Lock (one per
 // client, granting Tenures with a token, a fencing scope and a slot) is the
 // lock under test: coordkit's Mutex, RWMutex (odd clients write, even
-// clients read and share), Semaphore (a counter and scope "safety#i" per
+// clients read and share), Semaphore (a counter and scope "safety/slots/i", the slot's key, per
 // slot) and Election, or redsync on Redis (no token: the harness numbers
 // the grants with a Redis INCR to order them, and never fences with that
 // number; the etcd faults do not apply, only freeze-client and

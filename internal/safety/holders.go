@@ -26,9 +26,9 @@ type Kind string
 
 // Kinds.
 const (
-	KindMutex     Kind = "mutex"     // lock.Mutex: one holder, scope Scope
-	KindRWMutex   Kind = "rwmutex"   // lock.RWMutex: writers alone (fenced, scope Scope), readers share
-	KindSemaphore Kind = "semaphore" // semaphore.Semaphore: Limit holders, scope Scope#i per slot
+	KindMutex     Kind = "mutex"     // lock.Mutex: one holder, scope Scope+"/"
+	KindRWMutex   Kind = "rwmutex"   // lock.RWMutex: writers alone (fenced, scope Scope+"/"), readers share
+	KindSemaphore Kind = "semaphore" // semaphore.Semaphore: Limit holders, scope Scope+"/slots/i" per slot
 )
 
 // LockImpl is the implementation of the lock under test.
@@ -55,8 +55,10 @@ type Tenure interface {
 	// from the harness, in the order its grants returned, so that the
 	// checker can order holders; the resource is never fenced with it.
 	Token() fencing.Token
-	// Scope is the fencing scope the holder sends: Scope, or Scope#i for
-	// slot i of a semaphore.
+	// Scope is the fencing scope the holder sends: for coordkit's locks
+	// and election the held key's Scope (Scope+"/", Scope+"/slots/i" for
+	// slot i of a semaphore); for redsync and PostgreSQL advisory locks,
+	// which have no etcd key, the constant Scope.
 	Scope() string
 	// Slot is the counter the holder increments: 0, or the semaphore slot.
 	Slot() int

@@ -113,8 +113,8 @@ election-safety only:
 
 lock-safety only:
   --kind rwmutex|semaphore tests coordkit's read-write lock (odd clients write,
-  fenced on scope "safety"; even clients read and share) or semaphore (--limit N
-  holders, each slot i its own counter fenced on scope "safety#i"). The check
+  fenced on scope "safety/"; even clients read and share) or semaphore (--limit N
+  holders, each slot i its own counter fenced on scope "safety/slots/i"). The check
   adds: never more holders live at once in the resource's log than the lock
   admits. These kinds run without process clients (no sigstop-child).
   --lock redsync --redis ADDR runs the same clients with redsync (a Redis lock

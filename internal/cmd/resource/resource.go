@@ -25,7 +25,9 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 		Use:   "resource",
 		Short: "Run or use the fenced key-value store that fencing tokens protect",
 		Long: `A protected resource: a small durable key-value store served over HTTP that
-checks fencing tokens. It keeps, per scope (the lock or election name), the
+checks fencing tokens. It keeps, per scope (where the holder's key lives in
+etcd: PREFIX+NAME/ for a lock or an election, PREFIX+NAME/slots/I for a
+semaphore's slot; $COORD_FENCING_SCOPE under a hold), the
 highest token it admitted, the floor; a write or fence with a lower token is
 rejected as stale (HTTP 409, exit 5). Floors and writes are fsynced before
 they are acknowledged, so they survive a restart.
@@ -39,10 +41,10 @@ docs/fencing.md for the HTTP API.`,
   coordctl lock jobs/nightly -- coordctl resource put config v1
   coordctl lock jobs/nightly -- sh -c 'coordctl resource fence && ./job.sh'
   coordctl resource get config
-  coordctl resource log --scope jobs/nightly -w json
+  coordctl resource log --scope jobs/nightly/ -w json
   # by hand, with a token a lock gave you (a made-up high token would make
   # every later real holder's write exit 5 as stale)
-  coordctl resource put config v2 --token "$TOKEN" --scope jobs/nightly`,
+  coordctl resource put config v2 --token "$TOKEN" --scope jobs/nightly/`,
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 	}
 	cmd.AddCommand(newResourceServeCmd(f), newResourcePutCmd(f), newResourceGetCmd(f),

@@ -100,7 +100,7 @@ noted once on stderr. See docs/sidecar.md.`,
   coordctl sidecar --election my-service --id "$POD_NAME" --health-url http://127.0.0.1:8080/healthz   # lead only while the app is healthy
   coordctl sidecar --election my-service --id "$POD_NAME" --policy newest-version --version 2.3.0
   curl -s -X POST -H 'Content-Type: application/json' 'localhost:4040/v1/resign?to=best'
-  curl -s localhost:4040/v1/leader   # {"name":"my-service","id":"web-1","leader":"web-2","token":1207,...}`,
+  curl -s localhost:4040/v1/leader   # {"name":"my-service","scope":"my-service/","id":"web-1","leader":"web-2","token":1207,...}`,
 		Annotations: map[string]string{cmdutil.ExecAnnotation: "true"},
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {

@@ -215,18 +215,24 @@ func TestSidecarE2EStaleTokenFileRemovedBeforeReady(t *testing.T) {
 // Issue 25 item 14: elect --observe cut off from etcd says so on stderr
 // and, once the leader's lease must have expired, "no leader known"; when
 // etcd answers again it shows the leader.
+// leaderBehindProxy makes node-a lead the election name (2s TTL) on an etcd
+// of its own, and returns that leadership and a cut proxy in front of etcd
+// for an observer.
+func leaderBehindProxy(t *testing.T, name string) (*election.Leadership, *cutProxy) {
+	t.Helper()
+	srv, cli := etcdtest.StartWithClient(t)
+	e, err := election.New(cli, name, election.WithTTL(2*time.Second))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	l, err := e.Campaign(context.Background(), "node-a")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Resign(context.Background()) })
+	return l, startCutProxy(t, srv.Endpoints()[0])
+}
+
 func TestElectE2EObserveReportsAnOutage(t *testing.T) {
 	t.Parallel()
-	srv, cli := etcdtest.StartWithClient(t)
-	e, err := election.New(cli, "e2e/observe-outage", election.WithTTL(2*time.Second))
-	require.NoError(t, err)
-	defer e.Close()
-	ctx := context.Background()
-	l, err := e.Campaign(ctx, "node-a")
-	require.NoError(t, err)
-	defer func() { _ = l.Resign(ctx) }()
-
-	px := startCutProxy(t, srv.Endpoints()[0])
+	l, px := leaderBehindProxy(t, "e2e/observe-outage")
 	p := startCoordctl(t, lockEnv(px.endpoint), "--command-timeout", "1s", "-w", "json", "elect", "e2e/observe-outage", "--observe")
 	decode := func(line string) electJSON { return decodeElect(t, line) }
 	ev := decode(p.line(t))
@@ -337,16 +343,7 @@ func TestLockE2ESignalKeepsTheLeaseWhileTheCommandStops(t *testing.T) {
 // own, and the cut may come right after the leader is shown.)
 func TestElectE2EObserveUnknownAtTheLeadersTTL(t *testing.T) {
 	t.Parallel()
-	srv, cli := etcdtest.StartWithClient(t)
-	e, err := election.New(cli, "e2e/observe-ttl", election.WithTTL(2*time.Second))
-	require.NoError(t, err)
-	defer e.Close()
-	ctx := context.Background()
-	l, err := e.Campaign(ctx, "node-a")
-	require.NoError(t, err)
-	defer func() { _ = l.Resign(ctx) }()
-
-	px := startCutProxy(t, srv.Endpoints()[0])
+	_, px := leaderBehindProxy(t, "e2e/observe-ttl")
 	p := startCoordctl(t, lockEnv(px.endpoint), "--command-timeout", "10s", "-w", "json", "elect", "e2e/observe-ttl", "--observe", "--ttl", "2s")
 	require.Equal(t, "leader", decodeElect(t, p.line(t)).Event)
 	px.cut()

@@ -28,6 +28,14 @@ func holdWith(t *testing.T, env []string, args ...string) (*proc, heldLine) {
 	return p, h
 }
 
+// etcdAndResource starts an etcd and a `coordctl resource serve` of the
+// test's own and returns the environment that points coordctl at both.
+func etcdAndResource(t *testing.T) []string {
+	t.Helper()
+	url := startResourceProcess(t, coordctlBinary(t), t.TempDir()).url
+	return append(lockEnv(etcdtest.Start(t).Endpoints()[0]), "COORDCTL_RESOURCE_URL="+url)
+}
+
 // Issue 31, item 1: `lock report --prefix team1/` and `lock team1/report`
 // are one etcd lock (the same keys), so they are one scope: once the second
 // spelling's holder fenced the resource, the first spelling's stale holder
@@ -35,9 +43,7 @@ func holdWith(t *testing.T, env []string, args ...string) (*proc, heldLine) {
 // "team1/report", and the stale write was admitted.
 func TestScopeE2ESpellingsOfOneLockShareAScope(t *testing.T) {
 	t.Parallel()
-	bin := coordctlBinary(t)
-	url := startResourceProcess(t, bin, t.TempDir()).url
-	env := append(lockEnv(etcdtest.Start(t).Endpoints()[0]), "COORDCTL_RESOURCE_URL="+url)
+	env := etcdAndResource(t)
 
 	a, old := holdWith(t, env, "lock", "report", "--prefix", "team1/")
 	require.Equal(t, "team1/report/", old.Scope, "the lock's key prefix")
@@ -47,7 +53,7 @@ func TestScopeE2ESpellingsOfOneLockShareAScope(t *testing.T) {
 	require.Equal(t, exitOK, a.stop(t))
 
 	code, out, _ := runBinary(t, env, "lock", "team1/report", "--", "sh", "-c",
-		`echo "scope=$COORD_FENCING_SCOPE" && exec "$0" resource fence`, bin)
+		`echo "scope=$COORD_FENCING_SCOPE" && exec "$0" resource fence`, coordctlBinary(t))
 	require.Equal(t, exitOK, code, out)
 	require.Contains(t, out, "scope=team1/report/\n", "the other spelling's scope")
 
@@ -62,9 +68,7 @@ func TestScopeE2ESpellingsOfOneLockShareAScope(t *testing.T) {
 // the semaphore's holder, which still held its slot, was refused.
 func TestScopeE2ELockNamedLikeASlotIsNotTheSlot(t *testing.T) {
 	t.Parallel()
-	bin := coordctlBinary(t)
-	url := startResourceProcess(t, bin, t.TempDir()).url
-	env := append(lockEnv(etcdtest.Start(t).Endpoints()[0]), "COORDCTL_RESOURCE_URL="+url)
+	env := etcdAndResource(t)
 
 	sem, slot := holdWith(t, env, "sem", "N", "--limit", "1")
 	require.Equal(t, "N/slots/0", slot.Scope, "a slot's scope is its key")

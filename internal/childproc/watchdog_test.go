@@ -55,15 +55,18 @@ func TestWatchdogStopsTheTreeAtAnUnextendedDeadline(t *testing.T) {
 }
 
 // An extended deadline is honoured: the command outlives the first pair.
+// The deadlines are seconds ahead, as a lease's are: with 300ms, a test
+// process starved on a loaded machine once sent no extension in time, and
+// the watchdog rightly stopped the command.
 func TestWatchdogDeadlineExtended(t *testing.T) {
 	start := time.Now()
-	c, err := Start(watched(Config{Path: "sleep", Args: []string{"1"},
+	c, err := Start(watched(Config{Path: "sleep", Args: []string{"4"},
 		Deadline: func() (time.Time, time.Time) {
-			return time.Now().Add(300 * time.Millisecond), time.Now().Add(600 * time.Millisecond)
+			return time.Now().Add(2 * time.Second), time.Now().Add(3 * time.Second)
 		}}))
 	require.NoError(t, err)
 	require.Equal(t, 0, c.ExitCode(), "kept alive by extensions")
-	require.GreaterOrEqual(t, time.Since(start), time.Second)
+	require.GreaterOrEqual(t, time.Since(start), 4*time.Second)
 	c.Stop()
 }
 

@@ -36,7 +36,10 @@ func TestWatchdogE2ENoOverlapWhenTheSupervisorCannotAct(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
+			// One case at a time: each runs an etcd and -race coordctl
+			// processes that re-exec themselves, beside the package's other
+			// parallel tests; three at once starved the first holder on a
+			// loaded machine.
 			log := filepath.Join(t.TempDir(), "log")
 			env := append(lockEnv(etcdtest.Start(t).Endpoints()[0]), "LOG="+log)
 			first := startCoordctl(t, env, append([]string{"lock", "wd", "--ttl", "2s", "--"}, tc.command...)...)

@@ -39,8 +39,9 @@ func (p *clusterPin) set(id uint64, endpoint string) {
 }
 
 // check returns an ErrClusterMismatch error when h is from another cluster
-// than the pinned one; from is who answered, for the message.
-func (p *clusterPin) check(h *pb.ResponseHeader, from string) error {
+// than the pinned one; from names who answered, asked only for the message
+// (every watch event and keepalive answer passes here).
+func (p *clusterPin) check(h *pb.ResponseHeader, from func() string) error {
 	if h == nil || h.ClusterId == 0 {
 		return nil
 	}
@@ -52,7 +53,7 @@ func (p *clusterPin) check(h *pb.ResponseHeader, from string) error {
 	}
 	return fmt.Errorf("%w: %s answered for cluster %x, %s for cluster %x at dial; "+
 		"tokens of two clusters are not comparable and their locks do not exclude each other: give --endpoints of one cluster",
-		ErrClusterMismatch, from, h.ClusterId, seen, id)
+		ErrClusterMismatch, from(), h.ClusterId, seen, id)
 }
 
 type headered interface{ GetHeader() *pb.ResponseHeader }
@@ -72,7 +73,7 @@ func (p *clusterPin) dialOptions() []grpc.DialOption {
 			return err
 		}
 		if r, ok := reply.(headered); ok {
-			return p.check(r.GetHeader(), peerAddr(&from))
+			return p.check(r.GetHeader(), func() string { return peerAddr(&from) })
 		}
 		return nil
 	}
@@ -99,8 +100,10 @@ func (s *pinnedStream) RecvMsg(m any) error {
 		return err
 	}
 	if r, ok := m.(headered); ok {
-		from, _ := peer.FromContext(s.Context())
-		return s.pin.check(r.GetHeader(), peerAddr(from))
+		return s.pin.check(r.GetHeader(), func() string {
+			from, _ := peer.FromContext(s.Context())
+			return peerAddr(from)
+		})
 	}
 	return nil
 }

@@ -16,6 +16,11 @@ import (
 func TestMain(m *testing.M) {
 	// Tests that set Config.Watchdog run this binary as the watchdog.
 	if len(os.Args) > 1 && os.Args[1] == WatchdogArg {
+		// A watchdog slow to start, as a large binary is on a starved
+		// machine (TestWatchdogSlowStartKeepsTheExtensions).
+		if d, err := time.ParseDuration(os.Getenv("COORDKIT_TEST_WATCHDOG_START_DELAY")); err == nil {
+			time.Sleep(d)
+		}
 		os.Exit(WatchdogMain(os.Args[2:]))
 	}
 	goleak.VerifyTestMain(m)

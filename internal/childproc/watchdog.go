@@ -100,11 +100,17 @@ func startWatched(cfg Config, grace time.Duration) (*Child, error) {
 	c := &Child{grace: grace, done: make(chan struct{}), watchdog: link}
 	started := make(chan error, 1)
 	go c.readReports(bufio.NewScanner(repR), started)
-	if err := <-started; err != nil {
-		return nil, err
-	}
+	// Extensions flow from now on, not from the pid: a watchdog slow to
+	// start (a large binary on a starved machine) finds the deadlines that
+	// moved meanwhile waiting on its pipe, instead of acting on the ones
+	// it was started with.
 	if cfg.Deadline != nil {
 		go c.extend(cfg.deadlines)
+	}
+	if err := <-started; err != nil {
+		<-link.exited
+		_ = link.control.Close()
+		return nil, err
 	}
 	return c, nil
 }
@@ -181,20 +187,18 @@ func (c *Child) extend(deadlines func() (term, kill time.Time)) {
 	defer t.Stop()
 	var last int64
 	for {
+		term, kill := deadlines()
+		// The clock is read before the time left, so that a pause in
+		// between makes the instant sent earlier, never later.
+		if k := monoOf(kill); k > last {
+			last = k
+			c.watchdog.send(fmt.Sprintf("extend %d %d", monoOf(term), k))
+		}
 		select {
 		case <-c.watchdog.exited:
 			return
 		case <-t.C:
 		}
-		term, kill := deadlines()
-		// The clock is read before the time left, so that a pause in
-		// between makes the instant sent earlier, never later.
-		k := monoOf(kill)
-		if k <= last {
-			continue
-		}
-		last = k
-		c.watchdog.send(fmt.Sprintf("extend %d %d", monoOf(term), k))
 	}
 }
 

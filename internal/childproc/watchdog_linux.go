@@ -1,7 +1,6 @@
 package childproc
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"flag"
@@ -40,13 +39,13 @@ func untilMono(mono int64) (time.Duration, bool) {
 // returns the watchdog's exit code (0 once the tree is dead).
 func WatchdogMain(args []string) int {
 	report := os.NewFile(watchdogReportFD, "report")
-	control := os.NewFile(watchdogControlFD, "control")
-	if report == nil || control == nil {
+	if report == nil || unix.SetNonblock(watchdogControlFD, true) != nil {
 		fmt.Fprintln(os.Stderr, "coordctl: __watchdog is started by coordctl itself")
 		return 2
 	}
 	syscall.CloseOnExec(watchdogControlFD)
 	syscall.CloseOnExec(watchdogReportFD)
+	control := &controlPipe{fd: watchdogControlFD}
 	w := &watchdog{report: report, self: os.Getpid()}
 	fs := flag.NewFlagSet(WatchdogArg, flag.ContinueOnError)
 	fs.DurationVar(&w.grace, "grace", DefaultKillGrace, "")
@@ -120,11 +119,39 @@ type controlMsg struct {
 	term, kill int64
 }
 
-func readControl(f *os.File, out chan<- controlMsg) {
-	defer close(out)
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
+// controlPipe is the supervisor's pipe, read without blocking (the fd is
+// O_NONBLOCK) and only by the watchdog's loop: when a deadline passes, the
+// loop reads whatever the supervisor wrote before it, so an extension
+// already sent always counts. Every line is one write shorter than
+// PIPE_BUF, so it arrives whole.
+type controlPipe struct {
+	fd      int
+	pending []byte // the start of a line not yet complete
+}
+
+// read returns the complete lines written so far, and whether the
+// supervisor's end is closed.
+func (p *controlPipe) read() (msgs []controlMsg, closed bool) {
+	var buf [512]byte
+	for {
+		n, err := unix.Read(p.fd, buf[:])
+		if err == unix.EINTR {
+			continue
+		}
+		if n > 0 {
+			p.pending = append(p.pending, buf[:n]...)
+			continue
+		}
+		closed = err != unix.EAGAIN // 0 bytes: EOF; any other error: unreadable
+		break
+	}
+	for {
+		line, rest, ok := bytes.Cut(p.pending, []byte("\n"))
+		if !ok {
+			break
+		}
+		p.pending = rest
+		fields := strings.Fields(string(line))
 		if len(fields) == 0 {
 			continue
 		}
@@ -133,17 +160,42 @@ func readControl(f *os.File, out chan<- controlMsg) {
 			m.term, _ = strconv.ParseInt(fields[1], 10, 64)
 			m.kill, _ = strconv.ParseInt(fields[2], 10, 64)
 		}
-		out <- m
+		msgs = append(msgs, m)
+	}
+	return msgs, closed
+}
+
+// watch sends on ready each time the pipe has something to read (or is
+// closed), then waits for the loop to have read it; it never reads itself.
+func (p *controlPipe) watch(ready chan<- struct{}, read <-chan struct{}, quit <-chan struct{}) {
+	for {
+		fds := []unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, -1); err == unix.EINTR {
+			continue
+		}
+		select {
+		case ready <- struct{}{}:
+		case <-quit:
+			return
+		}
+		select {
+		case <-read:
+		case <-quit:
+			return
+		}
 	}
 }
 
 // run is the watchdog's loop; it returns when the tree is dead after a
 // reap, or after the supervisor's pipe closed.
-func (w *watchdog) run(control *os.File, chld <-chan os.Signal) int {
-	msgs := make(chan controlMsg, 16)
-	go readControl(control, msgs)
+func (w *watchdog) run(control *controlPipe, chld <-chan os.Signal) int {
+	ready, read, quit := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	defer close(quit)
+	go control.watch(ready, read, quit)
 	termT, killT := newStoppedTimer(), newStoppedTimer()
 	arm := func() {
+		termT.Stop()
+		killT.Stop()
 		if d, ok := untilMono(w.termAt); ok {
 			termT.Reset(max(d, 0))
 		}
@@ -153,40 +205,69 @@ func (w *watchdog) run(control *os.File, chld <-chan os.Signal) int {
 	}
 	arm()
 	w.reapChildren()
+	// obey applies what the supervisor wrote; true when the watchdog's
+	// work is over.
+	obey := func() bool {
+		msgs, closed := control.read()
+		for _, m := range msgs {
+			switch {
+			case m.verb == "reap":
+				w.killTree(chld)
+				w.say("dead")
+				return true
+			case m.verb == "extend" && m.kill > w.killAt:
+				// Only ever forward.
+				w.termAt, w.killAt = max(m.term, w.termAt), m.kill
+				arm()
+			}
+		}
+		if closed {
+			// The supervisor is gone (killed): nobody keeps the lease
+			// alive or will release it. Stop the tree now.
+			w.say("fired orphaned")
+			w.stopTree(chld)
+			return true
+		}
+		return false
+	}
+	// due reports whether the instant still stands after what the
+	// supervisor wrote before it passed; if so, its timer stays stopped
+	// (obey may have re-armed it at zero).
+	due := func(at *int64, t *time.Timer) bool {
+		if d, _ := untilMono(*at); d > 0 {
+			return false
+		}
+		t.Stop()
+		return true
+	}
 	for {
 		select {
 		case <-chld:
 			w.reapChildren()
-		case m, ok := <-msgs:
-			switch {
-			case !ok:
-				// The supervisor is gone (killed): nobody keeps the lease
-				// alive or will release it. Stop the tree now.
-				w.say("fired orphaned")
-				w.stopTree(chld)
+		case <-ready:
+			if obey() {
 				return 0
-			case m.verb == "reap":
-				w.killTree(chld)
-				w.say("dead")
-				return 0
-			case m.verb == "extend" && m.kill > w.killAt:
-				// Only ever forward.
-				w.termAt, w.killAt = max(m.term, w.termAt), m.kill
-				termT.Stop()
-				killT.Stop()
-				arm()
 			}
+			read <- struct{}{}
 		case <-termT.C:
-			if w.treeAlive() {
+			if obey() {
+				return 0
+			}
+			if due(&w.termAt, termT) && w.treeAlive() {
 				w.say("fired term")
 				w.signalTree(syscall.SIGTERM)
 				w.signalTree(syscall.SIGCONT)
 			}
 		case <-killT.C:
-			if w.treeAlive() {
-				w.say("fired kill")
+			if obey() {
+				return 0
 			}
-			w.killTree(chld)
+			if due(&w.killAt, killT) {
+				if w.treeAlive() {
+					w.say("fired kill")
+				}
+				w.killTree(chld)
+			}
 		}
 	}
 }

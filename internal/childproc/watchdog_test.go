@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -67,6 +68,34 @@ func TestWatchdogDeadlineExtended(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 0, c.ExitCode(), "kept alive by extensions")
 	require.GreaterOrEqual(t, time.Since(start), 4*time.Second)
+	c.Stop()
+}
+
+// The watchdog takes longer to start than the deadline it was started
+// with (a large binary on a starved machine: CI saw a first holder's
+// command stopped before its first write), while the supervisor's lease
+// was extended meanwhile: the extensions sent during the start count, and
+// the command runs. Before, extensions were sent only once the watchdog
+// had reported the command's pid, and a deadline that passed while it
+// started fired SIGTERM at once.
+func TestWatchdogSlowStartKeepsTheExtensions(t *testing.T) {
+	var calls atomic.Int32
+	first := time.Now().Add(100 * time.Millisecond)
+	c, err := Start(watched(Config{Path: "sleep", Args: []string{"1"},
+		Env: map[string]string{"COORDKIT_TEST_WATCHDOG_START_DELAY": "600ms"},
+		Deadline: func() (time.Time, time.Time) {
+			if calls.Add(1) == 1 {
+				return first, first.Add(100 * time.Millisecond)
+			}
+			return time.Now().Add(2 * time.Second), time.Now().Add(3 * time.Second)
+		}}))
+	require.NoError(t, err)
+	require.Equal(t, 0, c.ExitCode(), "the command ran to its end")
+	select {
+	case f := <-c.Fired():
+		t.Fatalf("the watchdog fired %q although the deadline had been extended", f)
+	default:
+	}
 	c.Stop()
 }
 

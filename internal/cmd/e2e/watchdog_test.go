@@ -46,8 +46,7 @@ func TestWatchdogE2ENoOverlapWhenTheSupervisorCannotAct(t *testing.T) {
 			// A cap, not a pause: with -race binaries beside the other
 			// parallel e2e tests on a starved machine, a first grant and
 			// two execs took over 20s twice.
-			require.Eventually(t, func() bool { return strings.Count(readLog(t, log), "A") >= 3 }, time.Minute, 10*time.Millisecond,
-				"the first holder's command must write; stderr: %s", first.stderr.String())
+			waitWrites(t, first, log, time.Minute)
 
 			require.NoError(t, first.cmd.Process.Signal(tc.fault))
 			second := startCoordctl(t, env, "lock", "wd", "--ttl", "2s", "--", "sh", "-c", `echo B >> "$LOG"`)
@@ -65,6 +64,23 @@ func TestWatchdogE2ENoOverlapWhenTheSupervisorCannotAct(t *testing.T) {
 				require.Contains(t, first.stderr.String(), "the watchdog acted")
 			}
 		})
+	}
+}
+
+// waitWrites waits until the holder's command has written three "A" lines,
+// failing with the holder's stderr if it exits first or within limit
+// does not write.
+func waitWrites(t *testing.T, holder *proc, log string, limit time.Duration) {
+	t.Helper()
+	deadline := time.After(limit)
+	for strings.Count(readLog(t, log), "A") < 3 {
+		select {
+		case <-holder.done:
+			t.Fatalf("the first holder exited (%d) before its command wrote; stderr: %s", holder.code, holder.stderr.String())
+		case <-deadline:
+			t.Fatalf("the first holder's command did not write within %s; stderr: %s", limit, holder.stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
 

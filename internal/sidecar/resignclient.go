@@ -10,38 +10,17 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/coordkit/coordkit/internal/httpguard"
 )
 
 // ResignRequest is what `coordctl sidecar resign` asks of a running
-// sidecar: POST /v1/resign at URL, with the token of APITokenFile if
-// given, within Timeout.
+// sidecar: POST /v1/resign at URL (http or https, HOST[:PORT]), with Token
+// as a bearer token if given, within Timeout.
 type ResignRequest struct {
-	URL          string
-	APITokenFile string
-	Timeout      time.Duration
+	URL     string
+	Token   string
+	Timeout time.Duration
 	// Client sends the request; http.DefaultClient when nil.
 	Client *http.Client
-}
-
-// EnvURL names the variable that gives the sidecar's API when no URL is.
-const EnvURL = "COORDCTL_SIDECAR_URL"
-
-// DefaultURL is the sidecar's API when neither a URL nor EnvURL is given:
-// the default --listen.
-const DefaultURL = "http://127.0.0.1:4040"
-
-// WithDefaults is r with an empty URL filled in from getenv(EnvURL), else
-// DefaultURL.
-func (r ResignRequest) WithDefaults(getenv func(string) string) ResignRequest {
-	if r.URL == "" {
-		r.URL = getenv(EnvURL)
-	}
-	if r.URL == "" {
-		r.URL = DefaultURL
-	}
-	return r
 }
 
 // ResignResult is the sidecar's answer: Resigned, or not (Reason: it did
@@ -60,40 +39,26 @@ func (r ResignResult) String() string {
 	return fmt.Sprintf("not resigned id=%s: %s", r.View.ID, r.Reason)
 }
 
-// endpoint checks the request (errors match ErrUsage) and returns the
-// resign URL and the token.
-func (r ResignRequest) endpoint() (string, string, error) {
-	u, err := url.Parse(r.URL)
+// ResignURL is the resign endpoint of the sidecar whose API is at api, or
+// an error saying why api is not an http(s)://HOST[:PORT] URL.
+func ResignURL(api string) (string, error) {
+	u, err := url.Parse(api)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", "", usagef("invalid --url %q: want http://HOST:PORT", r.URL)
+		return "", fmt.Errorf("%q is not a sidecar's URL: want http://HOST:PORT", api)
 	}
-	if r.Timeout <= 0 {
-		return "", "", usagef("invalid --timeout %s: must be positive", r.Timeout)
-	}
-	token := ""
-	if r.APITokenFile != "" {
-		if token, err = httpguard.ReadTokenFile(r.APITokenFile); err != nil {
-			return "", "", usagef("invalid --api-token-file: %v", err)
-		}
-	}
-	return strings.TrimSuffix(u.String(), "/") + "/v1/resign", token, nil
-}
-
-// Validate reports a request that cannot be sent: a URL that is not
-// http(s)://HOST, a timeout that is not positive, an unreadable token
-// file. Its errors match ErrUsage.
-func (r ResignRequest) Validate() error {
-	_, _, err := r.endpoint()
-	return err
+	return strings.TrimSuffix(u.String(), "/") + "/v1/resign", nil
 }
 
 // Resign sends the request. A 200 is Resigned, a 409 (this instance does
 // not lead) is not, with the sidecar's reason; anything else, or no
 // answer, is an error naming the endpoint.
 func Resign(ctx context.Context, r ResignRequest) (ResignResult, error) {
-	endpoint, token, err := r.endpoint()
+	endpoint, err := ResignURL(r.URL)
 	if err != nil {
 		return ResignResult{}, err
+	}
+	if r.Timeout <= 0 {
+		return ResignResult{}, fmt.Errorf("sidecar resign: timeout %s: must be positive", r.Timeout)
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
@@ -102,8 +67,8 @@ func Resign(ctx context.Context, r ResignRequest) (ResignResult, error) {
 		return ResignResult{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	if r.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.Token)
 	}
 	client := r.Client
 	if client == nil {

@@ -11,16 +11,8 @@ import (
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil/hold"
 	"github.com/coordkit/coordkit/internal/report"
-	"github.com/coordkit/coordkit/internal/sidecar"
 	"github.com/coordkit/coordkit/session"
 )
-
-// electOptions are elect's flags (sidecar.ElectFlags, which has their
-// rules) and what cobra tells apart.
-type electOptions struct {
-	sidecar.ElectFlags
-	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
-}
 
 // NewCmd returns the command coordctl elect.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
@@ -119,7 +111,7 @@ as etcdctl elect, have none).`,
 // runElect campaigns and holds the leadership until ctx ends (resign, exit
 // 0) or it is lost (exit 4); with --observe it prints leaders until ctx ends.
 func runElect(ctx context.Context, f *cmdutil.Factory, opts *electOptions) error {
-	p, client, err := f.StartEtcd(ctx, func() error { return cmdutil.UsageOrNil(opts.Validate()) })
+	p, client, err := f.StartEtcd(ctx, opts.Validate)
 	if err != nil {
 		return err
 	}

@@ -13,12 +13,6 @@ import (
 	"github.com/coordkit/coordkit/internal/sidecar"
 )
 
-type sidecarOptions struct {
-	// Flags are the flags internal/sidecar checks and turns into a Config.
-	sidecar.Flags
-	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
-}
-
 // NewCmd returns the command coordctl sidecar.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &sidecarOptions{}
@@ -143,14 +137,14 @@ func runSidecar(ctx context.Context, f *cmdutil.Factory, opts *sidecarOptions) e
 		return err
 	}
 	if err := opts.Check(); err != nil {
-		return sidecarFlagError(err)
+		return err
 	}
 	if w := opts.GraceWarning(); w != "" && opts.KillGraceSet {
 		hold.WarnKillGrace(f.IO.ErrOut, w)
 	}
 	cfg, err := opts.Configure()
 	if err != nil {
-		return sidecarFlagError(err)
+		return err
 	}
 	defer f.HoldOutput(p)()
 	client, err := f.EtcdClient(ctx)
@@ -173,18 +167,6 @@ func runSidecar(ctx context.Context, f *cmdutil.Factory, opts *sidecarOptions) e
 	var ce *sidecar.ChildExitError
 	if errors.As(err, &ce) {
 		return &cmdutil.ChildExitError{Code: ce.Code}
-	}
-	return err
-}
-
-// sidecarFlagError maps internal/sidecar's flag errors: a usage error (exit
-// 2), a command that cannot start (126, 127).
-func sidecarFlagError(err error) error {
-	if errors.Is(err, sidecar.ErrCommand) {
-		return &cmdutil.ChildStartError{Err: err}
-	}
-	if errors.Is(err, sidecar.ErrUsage) {
-		return &cmdutil.UsageError{Err: err}
 	}
 	return err
 }

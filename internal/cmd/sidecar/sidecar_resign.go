@@ -1,25 +1,58 @@
 package sidecarcmd
 
 import (
+	"cmp"
 	"context"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/httpguard"
 	"github.com/coordkit/coordkit/internal/sidecar"
 )
 
-// sidecarResignOptions are the request the flags make (internal/sidecar).
-type sidecarResignOptions = sidecar.ResignRequest
+// envURL names the variable that gives the sidecar's API when --url is not
+// given.
+const envURL = "COORDCTL_SIDECAR_URL"
+
+// defaultURL is the sidecar's API when neither --url nor envURL is given:
+// the default --listen.
+const defaultURL = "http://127.0.0.1:4040"
+
+// sidecarResignOptions are coordctl sidecar resign's flags, as given.
+type sidecarResignOptions struct {
+	URL          string
+	APITokenFile string
+	Timeout      time.Duration
+}
+
+// request checks the flags (usage errors naming the flag) and makes the
+// request: --url, else $COORDCTL_SIDECAR_URL, else the default --listen.
+func (o sidecarResignOptions) request(getenv func(string) string) (sidecar.ResignRequest, error) {
+	r := sidecar.ResignRequest{URL: cmp.Or(o.URL, getenv(envURL), defaultURL), Timeout: o.Timeout}
+	if _, err := sidecar.ResignURL(r.URL); err != nil {
+		return r, cmdutil.UsageErrorf("invalid --url %q: want http://HOST:PORT", r.URL)
+	}
+	if r.Timeout <= 0 {
+		return r, cmdutil.UsageErrorf("invalid --timeout %s: must be positive", r.Timeout)
+	}
+	if o.APITokenFile != "" {
+		var err error
+		if r.Token, err = httpguard.ReadTokenFile(o.APITokenFile); err != nil {
+			return r, cmdutil.UsageErrorf("invalid --api-token-file: %v", err)
+		}
+	}
+	return r, nil
+}
 
 func newSidecarResignCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &sidecarResignOptions{}
 	cmd := &cobra.Command{
 		Use:   "resign [--url URL] [--api-token-file FILE]",
 		Short: "Ask a running sidecar to step down (a preStop hook)",
-		Long: `Send POST /v1/resign to the sidecar at --url (default $` + sidecar.EnvURL + `, else
-http://127.0.0.1:4040), with Content-Type application/json and, with
+		Long: `Send POST /v1/resign to the sidecar at --url (default $` + envURL + `, else
+` + defaultURL + `), with Content-Type application/json and, with
 --api-token-file, "Authorization: Bearer TOKEN". A leader stops its command,
 steps down and campaigns again at the back of the queue, so a standby takes
 over at once instead of a TTL later.
@@ -32,11 +65,10 @@ reached or refused the request (a wrong token, say).`,
   coordctl sidecar resign -w json   # {"resigned":true,"state":{...}}`,
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
-			*opts = opts.WithDefaults(f.Getenv)
 			return runSidecarResign(ctx, f, opts)
 		}),
 	}
-	cmd.Flags().StringVar(&opts.URL, "url", "", "the sidecar's API (default $"+sidecar.EnvURL+", else http://127.0.0.1:4040)")
+	cmd.Flags().StringVar(&opts.URL, "url", "", "the sidecar's API (default $"+envURL+", else "+defaultURL+")")
 	cmd.Flags().StringVar(&opts.APITokenFile, "api-token-file", "", "file holding the sidecar's --api-token-file token")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 30*time.Second, "give up after this long (a leader stops its command first, up to its --kill-grace)")
 	return cmd
@@ -47,9 +79,13 @@ func runSidecarResign(ctx context.Context, f *cmdutil.Factory, opts *sidecarResi
 	if err != nil {
 		return err
 	}
-	res, err := sidecar.Resign(ctx, *opts)
+	req, err := opts.request(f.Getenv)
 	if err != nil {
-		return sidecarFlagError(err)
+		return err
+	}
+	res, err := sidecar.Resign(ctx, req)
+	if err != nil {
+		return err
 	}
 	return p.Print(res)
 }

@@ -1,4 +1,4 @@
-package sidecar
+package electcmd
 
 import (
 	"fmt"
@@ -6,13 +6,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil/hold"
 	"github.com/coordkit/coordkit/internal/primitive"
 )
 
-// ElectFlags are coordctl elect's flags and arguments, as given: a
+// electOptions are coordctl elect's flags and arguments, as given: a
 // candidate (PROPOSAL or --id, optionally a command to run while leading),
 // an observer (--observe) or a look at the queue (--candidates).
-type ElectFlags struct {
+type electOptions struct {
 	Name      string
 	Proposal  string
 	ID        string
@@ -23,46 +25,49 @@ type ElectFlags struct {
 	Command   []string
 	// Coord are the policy and attribute flags; Candidates lists the
 	// queue instead of campaigning.
-	Coord      CoordFlags
+	Coord      cmdutil.CoordFlags
 	Candidates bool
+	// KillGraceSet: --kill-grace was given (warn when it exceeds the
+	// lease's margin).
+	KillGraceSet bool
 }
 
 // Validate checks the flags before anything is dialed, in this order:
 // --ttl, NAME (and --prefix: the library's rules, primitive.Config), the flags that exclude each other, --kill-grace, then the
-// policy and attribute flags (CoordFlags.Parse). Every error matches
-// ErrUsage and names the flag.
-func (o ElectFlags) Validate() error {
-	if err := checkTTLFlag(o.TTL); err != nil {
-		return err
+// policy and attribute flags (CoordFlags.Parse). Every error is a
+// cmdutil.UsageError naming the flag.
+func (o electOptions) Validate() error {
+	if err := hold.CheckTTLFlag(o.TTL); err != nil {
+		return cmdutil.UsageOrNil(err)
 	}
 	if strings.TrimSpace(o.Name) == "" {
-		return usagef("elect needs a non-empty NAME")
+		return cmdutil.UsageErrorf("elect needs a non-empty NAME")
 	}
 	if err := (primitive.Config{Kind: primitive.KindElection, Name: o.Name, Prefix: o.Prefix, TTL: o.TTL}).Validate(); err != nil {
-		return usagef("%v", err)
+		return &cmdutil.UsageError{Err: err}
 	}
 	switch {
 	case o.Proposal != "" && o.ID != "":
-		return usagef("give either PROPOSAL or --id, not both")
+		return cmdutil.UsageErrorf("give either PROPOSAL or --id, not both")
 	case o.Observe && (o.Proposal != "" || o.ID != ""):
-		return usagef("--observe campaigns for nothing: it takes no PROPOSAL or --id")
+		return cmdutil.UsageErrorf("--observe campaigns for nothing: it takes no PROPOSAL or --id")
 	case o.Observe && len(o.Command) > 0:
-		return usagef("--observe campaigns for nothing: it runs no command")
+		return cmdutil.UsageErrorf("--observe campaigns for nothing: it runs no command")
 	case o.KillGrace <= 0:
-		return usagef("invalid --kill-grace %s: must be positive", o.KillGrace)
+		return cmdutil.UsageErrorf("invalid --kill-grace %s: must be positive", o.KillGrace)
 	case o.Candidates && (o.Observe || o.Proposal != "" || o.ID != ""):
-		return usagef("--candidates lists the queue: it takes no PROPOSAL, --id or --observe")
+		return cmdutil.UsageErrorf("--candidates lists the queue: it takes no PROPOSAL, --id or --observe")
 	case (o.Candidates || o.Observe) && o.Coord.Given():
-		return usagef("--policy, --priority, --version and --label are a candidate's: not with --candidates or --observe")
+		return cmdutil.UsageErrorf("--policy, --priority, --version and --label are a candidate's: not with --candidates or --observe")
 	}
 	_, err := o.Coord.Parse()
 	return err
 }
 
 // Value is what a candidate proclaims: PROPOSAL, else --id, else
-// DefaultValue (hostname-pid); "" for --observe and --candidates,
+// defaultValue (hostname-pid); "" for --observe and --candidates,
 // which campaign for nothing.
-func (o ElectFlags) Value() string {
+func (o electOptions) Value() string {
 	switch {
 	case o.Observe || o.Candidates:
 		return ""
@@ -71,12 +76,12 @@ func (o ElectFlags) Value() string {
 	case o.ID != "":
 		return o.ID
 	}
-	return DefaultValue()
+	return defaultValue()
 }
 
-// DefaultValue is the value a candidate proclaims when given none:
+// defaultValue is the value a candidate proclaims when given none:
 // hostname-pid ("coordctl" when the host has no name).
-func DefaultValue() string {
+func defaultValue() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "coordctl"

@@ -1,0 +1,50 @@
+package sidecar
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Serve listens on listen, calls listening with the API's URL once it
+// accepts connections, serves the API and runs the sidecar until ctx ends
+// or Run returns (its error: a *ChildExitError when the command exited).
+// If the HTTP server fails, no probe can tell the truth any more: the
+// sidecar steps down and Serve returns that error.
+func Serve(ctx context.Context, sc *Sidecar, listen string, listening func(url string) error) error {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", listen, err)
+	}
+	srv := &http.Server{Handler: sc.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	serving := true
+	defer func() {
+		sc.CloseAPI()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		if serving {
+			<-served
+		}
+	}()
+	if err := listening("http://" + ln.Addr().String()); err != nil {
+		return err
+	}
+	runErr := make(chan error, 1)
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { runErr <- sc.Run(rctx) }()
+	select {
+	case err = <-runErr:
+		return err
+	case err = <-served:
+		serving = false
+		stop()
+		<-runErr
+		return fmt.Errorf("http server: %w", err)
+	}
+}

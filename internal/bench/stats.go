@@ -14,17 +14,9 @@ func Percentile(ds []time.Duration, p float64) time.Duration { return cluster.Pe
 // Ms is cluster.Ms: d in milliseconds, to the microsecond.
 func Ms(d time.Duration) float64 { return cluster.Ms(d) }
 
-// Sleep waits d or until ctx ends; it reports whether d passed.
-func Sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+// Sleep is cluster.Sleep: it waits d or until ctx ends and reports
+// whether d passed.
+func Sleep(ctx context.Context, d time.Duration) bool { return cluster.Sleep(ctx, d) }
 
 // Window returns a context that is cancelled d from now (or with ctx) and
 // its cancel. Unlike context.WithTimeout it carries no deadline: a deadline

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil/hold"
 	"github.com/coordkit/coordkit/internal/safety"
 )
 
@@ -187,7 +188,7 @@ Progress goes to stderr.`, what),
 		fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", cmdutil.DefaultDialTimeout, "with --lock redsync or pg-advisory: time to wait for Redis or PostgreSQL to answer")
 	}
 	if target == safety.TargetElection {
-		fl.StringVar(&opts.Policy, "policy", "", "coordinated election: "+cmdutil.PolicyNames()+
+		fl.StringVar(&opts.Policy, "policy", "", "coordinated election: "+hold.PolicyNames()+
 			" (clients with differing priorities and versions, preemption, leaderships ending by resign-to)")
 	}
 	return cmd

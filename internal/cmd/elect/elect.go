@@ -103,7 +103,7 @@ as etcdctl elect, have none).`,
 	fl.StringVar(&opts.Prefix, "prefix", "", "namespace the election's keys under this etcd key prefix")
 	fl.BoolVar(&opts.Observe, "observe", false, "print the leader on every change instead of campaigning")
 	fl.BoolVar(&opts.Candidates, "candidates", false, "print the candidates, leader first, with their attributes, and exit")
-	cmdutil.AddCoordFlags(fl, &opts.Coord, "default: none")
+	hold.AddCoordFlags(fl, &opts.Coord, "default: none")
 	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
 	return cmd
 }

@@ -25,7 +25,7 @@ type electOptions struct {
 	Command   []string
 	// Coord are the policy and attribute flags; Candidates lists the
 	// queue instead of campaigning.
-	Coord      cmdutil.CoordFlags
+	Coord      hold.CoordFlags
 	Candidates bool
 	// KillGraceSet: --kill-grace was given (warn when it exceeds the
 	// lease's margin).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil/hold"
 )
 
 func TestElectOptionsValidate(t *testing.T) {
@@ -23,7 +24,7 @@ func TestElectOptionsValidate(t *testing.T) {
 	}{
 		{"valid", func(*electOptions) {}, ""},
 		{"valid candidate with command and policy", func(o *electOptions) {
-			o.ID, o.Command, o.Coord = "n1", []string{"true"}, cmdutil.CoordFlags{Policy: "priority", Priority: 3}
+			o.ID, o.Command, o.Coord = "n1", []string{"true"}, hold.CoordFlags{Policy: "priority", Priority: 3}
 		}, ""},
 		{"valid observer", func(o *electOptions) { o.Observe = true }, ""},
 		{"short ttl", func(o *electOptions) { o.TTL = 500 * time.Millisecond }, "invalid --ttl"},

@@ -36,7 +36,7 @@ type sidecarOptions struct {
 	// --health-interval, --health-failures).
 	Health sidecar.HealthConfig
 	// Coord are the policy and attribute flags.
-	Coord cmdutil.CoordFlags
+	Coord hold.CoordFlags
 	// KillGraceSet: --kill-grace was given (warn when it exceeds the
 	// lease's margin).
 	KillGraceSet bool

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil/hold"
 	"github.com/coordkit/coordkit/internal/sidecar"
 )
 
@@ -79,7 +80,7 @@ func TestSidecarOptionsAPITokenAndConfig(t *testing.T) {
 // Configure checks the API token before the coordination flags and carries
 // both into the Config.
 func TestSidecarOptionsConfigure(t *testing.T) {
-	fl := sidecarOptions{Election: "e", ID: "i", Listen: "127.0.0.1:0", Coord: cmdutil.CoordFlags{Policy: "priority", Priority: 3}}
+	fl := sidecarOptions{Election: "e", ID: "i", Listen: "127.0.0.1:0", Coord: hold.CoordFlags{Policy: "priority", Priority: 3}}
 	cfg, err := fl.Configure()
 	require.NoError(t, err)
 	require.Equal(t, sidecar.Coordination{Policy: election.PolicyPriority, Priority: 3}, cfg.Coordination)

@@ -123,7 +123,7 @@ noted once on stderr. See docs/sidecar.md.`,
 	fl.DurationVar(&opts.Health.Interval, "health-interval", time.Second, "with --health-url: how often to ask, and the time limit of each answer")
 	fl.IntVar(&opts.Health.Failures, "health-failures", 3, "with --health-url: bad answers in a row that make the application unhealthy")
 	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
-	cmdutil.AddCoordFlags(fl, &opts.Coord, "default: this binary's version, if semantic")
+	hold.AddCoordFlags(fl, &opts.Coord, "default: this binary's version, if semantic")
 	fl.StringVar(&opts.APITokenFile, "api-token-file", "", "file holding the token POST /v1/resign requires (needed for a non-loopback --listen)")
 	cmd.AddCommand(newSidecarResignCmd(f))
 	return cmd

@@ -1,4 +1,4 @@
-package cmdutil
+package hold
 
 import (
 	"errors"
@@ -7,11 +7,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/election"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/sidecar"
 )
 
 func isUsage(err error) bool {
-	var u *UsageError
+	var u *cmdutil.UsageError
 	return errors.As(err, &u)
 }
 

@@ -1,4 +1,4 @@
-package cmdutil
+package hold
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/coordkit/coordkit/election"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/sidecar"
 )
 
@@ -50,16 +51,16 @@ func (c CoordFlags) Given() bool {
 func (c CoordFlags) Parse() (sidecar.Coordination, error) {
 	p, err := election.ParsePolicy(c.Policy)
 	if err != nil {
-		return sidecar.Coordination{}, UsageErrorf("invalid --policy %q: want %s", c.Policy, PolicyNames())
+		return sidecar.Coordination{}, cmdutil.UsageErrorf("invalid --policy %q: want %s", c.Policy, PolicyNames())
 	}
 	if c.Version != "" && !election.ValidVersion(c.Version) {
-		return sidecar.Coordination{}, UsageErrorf("invalid --version %q: want a semantic version MAJOR.MINOR.PATCH, as 1.4.0 or v2.0.0-rc.1", c.Version)
+		return sidecar.Coordination{}, cmdutil.UsageErrorf("invalid --version %q: want a semantic version MAJOR.MINOR.PATCH, as 1.4.0 or v2.0.0-rc.1", c.Version)
 	}
 	var labels map[string]string
 	for _, l := range c.Labels {
 		k, v, ok := strings.Cut(l, "=")
 		if !ok || k == "" {
-			return sidecar.Coordination{}, UsageErrorf("invalid --label %q: want KEY=VALUE", l)
+			return sidecar.Coordination{}, cmdutil.UsageErrorf("invalid --label %q: want KEY=VALUE", l)
 		}
 		if labels == nil {
 			labels = map[string]string{}

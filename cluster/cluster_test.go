@@ -15,6 +15,16 @@ func labConfig(n int) Config {
 	return cfg
 }
 
+// steadyConfig is labConfig with Raft's timeouts ten times the default, for
+// tests that measure a leader's writes rather than elections: a starved
+// machine (every node is a goroutine of the test process) then does not
+// move the leadership under them ("leadership lost" in two loaded CI runs).
+func steadyConfig(n int) Config {
+	cfg := labConfig(n)
+	cfg.Timing.Heartbeat, cfg.Timing.Election, cfg.Timing.LeaderLease = time.Second, 1500*time.Millisecond, 750*time.Millisecond
+	return cfg
+}
+
 func startLab(t *testing.T, cfg Config) *Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -133,7 +133,7 @@ func TestLabPausedFollowerCatchesUpAfterResume(t *testing.T) {
 // delayed message never arrives early, however loaded the machine); the
 // typical cost is measured by coordctl bench lab.
 func TestLabForwardingHopCostsTwoDelays(t *testing.T) {
-	cfg := labConfig(3)
+	cfg := steadyConfig(3)
 	cfg.Link.Delay = 15 * time.Millisecond
 	c := startLab(t, cfg)
 	l, f := leaderAndFollower(t, c)
@@ -154,7 +154,7 @@ func TestLabForwardingHopCostsTwoDelays(t *testing.T) {
 }
 
 func TestLabSimulatedFsyncCostsLatency(t *testing.T) {
-	cfg := labConfig(3)
+	cfg := steadyConfig(3)
 	cfg.Storage = StorageSimFsync
 	cfg.FsyncLatency = 10 * time.Millisecond
 	c := startLab(t, cfg)

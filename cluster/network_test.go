@@ -141,7 +141,7 @@ func TestLabNetworkSlowLinkDoesNotBlockOthers(t *testing.T) {
 
 // Measured through Raft: a write's latency grows with the link delay.
 func TestLabWriteLatencyFollowsDelay(t *testing.T) {
-	cfg := labConfig(3)
+	cfg := steadyConfig(3)
 	cfg.Link.Delay = 10 * time.Millisecond
 	c := startLab(t, cfg)
 	l, _ := leaderAndFollower(t, c)

@@ -274,7 +274,10 @@ func (r *roller) mark(slot int, up bool) {
 }
 
 // childScript logs its start and stop with the fencing token and the time
-// in nanoseconds; it runs only while its sidecar leads.
+// in nanoseconds; it runs only while its sidecar leads. A command killed
+// before its trap ran logs no stop and counts as an overlap, so the
+// sidecars give it --kill-grace 10s (2s was once too short for a starved
+// shell's trap; a loss still kills it before the lease can expire).
 const childScript = `echo "start $COORD_FENCING_TOKEN $(date +%s%N) $COORD_LEADER_ID" >> "$ROLL_LOG"
 trap 'echo "stop $COORD_FENCING_TOKEN $(date +%s%N) $COORD_LEADER_ID" >> "$ROLL_LOG"; exit 0' TERM
 while :; do sleep 1 & wait $!; done`
@@ -290,7 +293,7 @@ type proc struct {
 func (r *roller) start(ctx context.Context, slot int, version string) (*proc, error) {
 	id := fmt.Sprintf("r%d-v%s", slot, version)
 	args := []string{"--endpoints", r.endpoints, "-w", "json", "sidecar", "--election", r.name, "--id", id,
-		"--listen", "127.0.0.1:0", "--ttl", r.o.TTL.String(), "--kill-grace", "2s",
+		"--listen", "127.0.0.1:0", "--ttl", r.o.TTL.String(), "--kill-grace", "10s",
 		"--policy", string(r.policy), "--version", version, "--", "sh", "-c", childScript}
 	cmd := exec.Command(r.o.Binary, args...)
 	cmd.Env = append(os.Environ(), "ROLL_LOG="+r.log)

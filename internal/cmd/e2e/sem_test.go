@@ -171,7 +171,9 @@ func TestLockE2ELockDelay(t *testing.T) {
 	const delay = 2 * time.Second
 
 	t.Run("holder killed", func(t *testing.T) {
-		h := startCoordctl(t, env, "lock", "e2e/delay", "--ttl", "2s", "--", "sh", "-c", `echo $$; while :; do sleep 0.05; done`)
+		// --ttl 4s, not 2s: on a starved machine a 2s holder lost its
+		// lease before the waiter queued (then the waiter never queues).
+		h := startCoordctl(t, env, "lock", "e2e/delay", "--ttl", "4s", "--", "sh", "-c", `echo $$; while :; do sleep 0.05; done`)
 		pgid, err := strconv.Atoi(h.line(t))
 		require.NoError(t, err)
 		// The command survives coordctl's SIGKILL in its own group.

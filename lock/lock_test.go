@@ -383,16 +383,19 @@ func TestLockWaiterSessionExpired(t *testing.T) {
 	cases := []struct {
 		name    string
 		opts    []lock.Option
-		within  time.Duration // from the break to ErrSessionExpired
+		// within bounds the time from the break to ErrGoneWhileWaiting:
+		// well below the default 10s TTL (an event, not an expiry), with
+		// room for a loaded machine (1.3s once against a 1s bound).
+		within  time.Duration
 		breakIt func(t *testing.T, cli *clientv3.Client, w lock.Waiting)
 	}{
-		{"lease revoked", nil, time.Second, func(t *testing.T, cli *clientv3.Client, w lock.Waiting) {
+		{"lease revoked", nil, 3 * time.Second, func(t *testing.T, cli *clientv3.Client, w lock.Waiting) {
 			resp, err := cli.Get(context.Background(), w.Key)
 			require.NoError(t, err)
 			_, err = cli.Revoke(context.Background(), clientv3.LeaseID(resp.Kvs[0].Lease))
 			require.NoError(t, err)
 		}},
-		{"key deleted", nil, time.Second, func(t *testing.T, cli *clientv3.Client, w lock.Waiting) {
+		{"key deleted", nil, 3 * time.Second, func(t *testing.T, cli *clientv3.Client, w lock.Waiting) {
 			_, err := cli.Delete(context.Background(), w.Key)
 			require.NoError(t, err)
 		}},

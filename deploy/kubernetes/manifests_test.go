@@ -445,15 +445,9 @@ func TestEtcdSpreadAndLimits(t *testing.T) {
 	o := load(t)
 	sts, c, _ := etcdContainer(t, o)
 	spec := sts.Spec.Template.Spec
+	// A hostname spread with maxSkew 1 would still put two members on one
+	// of two nodes: only a required anti-affinity keeps them apart.
 	byNode := false
-	for _, tsc := range spec.TopologySpreadConstraints {
-		sel, err := metav1.LabelSelectorAsSelector(tsc.LabelSelector)
-		require.NoError(t, err)
-		if tsc.TopologyKey == "kubernetes.io/hostname" && tsc.WhenUnsatisfiable == corev1.DoNotSchedule && tsc.MaxSkew == 1 &&
-			sel.Matches(labels.Set(sts.Spec.Template.Labels)) {
-			byNode = true
-		}
-	}
 	if a := spec.Affinity; a != nil && a.PodAntiAffinity != nil {
 		for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 			sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
@@ -461,7 +455,12 @@ func TestEtcdSpreadAndLimits(t *testing.T) {
 			byNode = byNode || (term.TopologyKey == "kubernetes.io/hostname" && sel.Matches(labels.Set(sts.Spec.Template.Labels)))
 		}
 	}
-	require.True(t, byNode, "no two etcd members on one node: a required hostname spread or anti-affinity on the members' labels")
+	require.True(t, byNode, "no two etcd members on one node: a required hostname anti-affinity on the members' labels")
+	zones := false
+	for _, tsc := range spec.TopologySpreadConstraints {
+		zones = zones || tsc.TopologyKey == "topology.kubernetes.io/zone"
+	}
+	require.True(t, zones, "members spread over zones where there are some")
 
 	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		lim, ok := c.Resources.Limits[r]

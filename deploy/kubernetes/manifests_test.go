@@ -60,26 +60,19 @@ func load(t *testing.T) objects {
 			var obj any
 			switch tm.APIVersion + " " + tm.Kind {
 			case "apps/v1 Deployment":
-				d := &appsv1.Deployment{}
-				o.deployments, obj = append(o.deployments, d), d
+				obj = decodeInto(&o.deployments)
 			case "apps/v1 StatefulSet":
-				s := &appsv1.StatefulSet{}
-				o.statefulSets, obj = append(o.statefulSets, s), s
+				obj = decodeInto(&o.statefulSets)
 			case "v1 Service":
-				s := &corev1.Service{}
-				o.services, obj = append(o.services, s), s
+				obj = decodeInto(&o.services)
 			case "policy/v1 PodDisruptionBudget":
-				p := &policyv1.PodDisruptionBudget{}
-				o.pdbs, obj = append(o.pdbs, p), p
+				obj = decodeInto(&o.pdbs)
 			case "batch/v1 CronJob":
-				c := &batchv1.CronJob{}
-				o.cronJobs, obj = append(o.cronJobs, c), c
+				obj = decodeInto(&o.cronJobs)
 			case "v1 PersistentVolumeClaim":
-				c := &corev1.PersistentVolumeClaim{}
-				o.claims, obj = append(o.claims, c), c
+				obj = decodeInto(&o.claims)
 			case "v1 ConfigMap":
-				c := &corev1.ConfigMap{}
-				o.configMaps, obj = append(o.configMaps, c), c
+				obj = decodeInto(&o.configMaps)
 			default:
 				t.Fatalf("%s #%d: kind %s %s is not checked by this test: add it", f, i, tm.APIVersion, tm.Kind)
 			}
@@ -87,6 +80,14 @@ func load(t *testing.T) objects {
 		}
 	}
 	return o
+}
+
+// decodeInto appends a new object to list and returns it, for the decoder
+// to fill.
+func decodeInto[T any](list *[]*T) *T {
+	v := new(T)
+	*list = append(*list, v)
+	return v
 }
 
 func stripComments(doc string) string {

@@ -682,6 +682,12 @@ func (c *Cluster) waitStopped(ctx context.Context, m *member) error {
 // clients (which needs a quorum) or ctx is done; in the latter case it keeps
 // running and joins when it can. ErrMemberRunning if it runs.
 func (c *Cluster) StartMember(ctx context.Context, n int) error {
+	return c.restart(ctx, n, nil)
+}
+
+// restart starts stopped member n once a StopMember of it has finished
+// closing it, after prepare (if any) has readied its data.
+func (c *Cluster) restart(ctx context.Context, n int, prepare func(m *member) error) error {
 	c.mu.Lock()
 	m, err := c.member(n)
 	if err == nil && m.etcd != nil {
@@ -702,6 +708,11 @@ func (c *Cluster) StartMember(ctx context.Context, n int) error {
 	c.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	if prepare != nil {
+		if err := prepare(m); err != nil {
+			return err
+		}
 	}
 	c.faults.SetDown(n, false)
 	return c.startMember(ctx, m)
@@ -736,33 +747,21 @@ func (c *Cluster) PeerURL(n int) string {
 // the member serves clients, as StartMember does. ErrMemberRunning if it
 // runs; ErrBadInitialCluster if initialCluster does not name it.
 func (c *Cluster) StartFreshMember(ctx context.Context, n int, initialCluster string) error {
-	c.mu.Lock()
-	m, err := c.member(n)
-	if err == nil && m.etcd != nil {
-		err = fmt.Errorf("%w: %d", ErrMemberRunning, n)
+	if self := c.Name(n) + "=" + c.PeerURL(n); c.Name(n) != "" && !slices.Contains(strings.Split(initialCluster, ","), self) {
+		return fmt.Errorf("%w: %q has no %s", ErrBadInitialCluster, initialCluster, self)
 	}
-	c.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	if !slices.Contains(strings.Split(initialCluster, ","), m.name+"="+m.peerURL.String()) {
-		return fmt.Errorf("%w: %q has no %s=%s", ErrBadInitialCluster, initialCluster, m.name, m.peerURL)
-	}
-	if err := c.waitStopped(ctx, m); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(m.dir); err != nil {
-		return fmt.Errorf("etcdembed: %w", err)
-	}
-	if err := os.MkdirAll(m.dir, 0o700); err != nil {
-		return fmt.Errorf("etcdembed: %w", err)
-	}
-	c.mu.Lock()
-	m.stopping = nil
-	m.initialCluster = initialCluster
-	c.mu.Unlock()
-	c.faults.SetDown(n, false)
-	return c.startMember(ctx, m)
+	return c.restart(ctx, n, func(m *member) error {
+		if err := os.RemoveAll(m.dir); err != nil {
+			return fmt.Errorf("etcdembed: %w", err)
+		}
+		if err := os.MkdirAll(m.dir, 0o700); err != nil {
+			return fmt.Errorf("etcdembed: %w", err)
+		}
+		c.mu.Lock()
+		m.initialCluster = initialCluster
+		c.mu.Unlock()
+		return nil
+	})
 }
 
 // Isolate cuts every peer link from and to member n: it neither hears nor

@@ -1,4 +1,4 @@
-// Command mkimage builds coordctl's OCI image without a daemon or a
+// Command mkimage builds the OCI image of coordctl or coordkit-sidecar without a daemon or a
 // registry (`make image`); see internal/image.
 package main
 

@@ -11,9 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +33,9 @@ type objects struct {
 	statefulSets []*appsv1.StatefulSet
 	services     []*corev1.Service
 	pdbs         []*policyv1.PodDisruptionBudget
+	cronJobs     []*batchv1.CronJob
+	claims       []*corev1.PersistentVolumeClaim
+	configMaps   []*corev1.ConfigMap
 }
 
 var docSep = regexp.MustCompile(`(?m)^---\s*$`)
@@ -55,17 +60,19 @@ func load(t *testing.T) objects {
 			var obj any
 			switch tm.APIVersion + " " + tm.Kind {
 			case "apps/v1 Deployment":
-				d := &appsv1.Deployment{}
-				o.deployments, obj = append(o.deployments, d), d
+				obj = decodeInto(&o.deployments)
 			case "apps/v1 StatefulSet":
-				s := &appsv1.StatefulSet{}
-				o.statefulSets, obj = append(o.statefulSets, s), s
+				obj = decodeInto(&o.statefulSets)
 			case "v1 Service":
-				s := &corev1.Service{}
-				o.services, obj = append(o.services, s), s
+				obj = decodeInto(&o.services)
 			case "policy/v1 PodDisruptionBudget":
-				p := &policyv1.PodDisruptionBudget{}
-				o.pdbs, obj = append(o.pdbs, p), p
+				obj = decodeInto(&o.pdbs)
+			case "batch/v1 CronJob":
+				obj = decodeInto(&o.cronJobs)
+			case "v1 PersistentVolumeClaim":
+				obj = decodeInto(&o.claims)
+			case "v1 ConfigMap":
+				obj = decodeInto(&o.configMaps)
 			default:
 				t.Fatalf("%s #%d: kind %s %s is not checked by this test: add it", f, i, tm.APIVersion, tm.Kind)
 			}
@@ -73,6 +80,14 @@ func load(t *testing.T) objects {
 		}
 	}
 	return o
+}
+
+// decodeInto appends a new object to list and returns it, for the decoder
+// to fill.
+func decodeInto[T any](list *[]*T) *T {
+	v := new(T)
+	*list = append(*list, v)
+	return v
 }
 
 func stripComments(doc string) string {
@@ -105,6 +120,11 @@ func (o objects) workloads() []workload {
 		}
 		ws = append(ws, w)
 	}
+	for _, c := range o.cronJobs {
+		// A Job's selector is generated; its pods carry the template's labels.
+		tmpl := c.Spec.JobTemplate.Spec.Template
+		ws = append(ws, workload{name: "CronJob " + c.Name, selector: &metav1.LabelSelector{MatchLabels: tmpl.Labels}, tmpl: tmpl})
+	}
 	return ws
 }
 
@@ -113,6 +133,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 	require.Len(t, o.deployments, 1)
 	require.Len(t, o.statefulSets, 1)
 	require.Len(t, o.pdbs, 2)
+	require.Len(t, o.cronJobs, 1)
 
 	// A misspelt field is refused: the decoding is really strict.
 	var d appsv1.Deployment
@@ -170,7 +191,7 @@ func TestSecurityContextAndRequests(t *testing.T) {
 		for _, c := range w.claims {
 			volumes[c] = true
 		}
-		for _, c := range w.tmpl.Spec.Containers {
+		for _, c := range append(w.tmpl.Spec.InitContainers, w.tmpl.Spec.Containers...) {
 			where := w.name + " container " + c.Name
 			sc := c.SecurityContext
 			require.NotNil(t, sc, where)
@@ -309,12 +330,35 @@ func TestEtcdStatefulSet(t *testing.T) {
 
 	c := sts.Spec.Template.Spec.Containers[0]
 	flags := parseFlags(c.Args)
+	// Full DNS names, which resolve from any namespace: the pod's namespace
+	// and the cluster domain come from the environment.
+	domain := "." + sts.Spec.ServiceName + ".$(POD_NAMESPACE).svc.$(CLUSTER_DOMAIN)"
+	env := envOf(c)
+	require.Equal(t, "metadata.namespace", env["POD_NAMESPACE"].ValueFrom.FieldRef.FieldPath)
+	require.Equal(t, "metadata.name", env["POD_NAME"].ValueFrom.FieldRef.FieldPath)
+	require.Equal(t, "cluster.local", env["CLUSTER_DOMAIN"].Value)
 	var members []string
 	for i := 0; i < 3; i++ {
 		name := sts.Name + "-" + strconv.Itoa(i)
-		members = append(members, name+"=https://"+name+"."+sts.Spec.ServiceName+":2380")
+		members = append(members, name+"=https://"+name+domain+":2380")
 	}
 	require.Equal(t, strings.Join(members, ","), flags["initial-cluster"])
+	require.Equal(t, "https://$(POD_NAME)"+domain+":2380", flags["initial-advertise-peer-urls"])
+	require.Equal(t, "https://$(POD_NAME)"+domain+":2379", flags["advertise-client-urls"])
+
+	// --initial-cluster-state is the operator's value, from a ConfigMap
+	// (docs/operations.md: "new" at the first start, then "existing").
+	require.Equal(t, "$(ETCD_INITIAL_CLUSTER_STATE)", flags["initial-cluster-state"])
+	require.Len(t, c.EnvFrom, 1)
+	require.NotNil(t, c.EnvFrom[0].ConfigMapRef)
+	var bootstrap *corev1.ConfigMap
+	for _, cm := range o.configMaps {
+		if cm.Name == c.EnvFrom[0].ConfigMapRef.Name {
+			bootstrap = cm
+		}
+	}
+	require.NotNil(t, bootstrap, "the ConfigMap %s is in the manifest", c.EnvFrom[0].ConfigMapRef.Name)
+	require.Contains(t, []string{"new", "existing"}, bootstrap.Data["ETCD_INITIAL_CLUSTER_STATE"])
 	for _, f := range []string{"listen-client-urls", "advertise-client-urls", "listen-peer-urls", "initial-advertise-peer-urls"} {
 		require.True(t, strings.HasPrefix(flags[f], "https://"), "--%s is TLS", f)
 	}
@@ -351,6 +395,146 @@ func TestEtcdStatefulSet(t *testing.T) {
 	}
 	require.NotNil(t, pdb)
 	require.Equal(t, intstr.FromInt32(2), *pdb.Spec.MinAvailable, "a quorum of three stays up")
+}
+
+func envOf(c corev1.Container) map[string]corev1.EnvVar {
+	out := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		out[e.Name] = e
+	}
+	return out
+}
+
+func etcdContainer(t *testing.T, o objects) (*appsv1.StatefulSet, corev1.Container, map[string]string) {
+	t.Helper()
+	require.Len(t, o.statefulSets, 1)
+	sts := o.statefulSets[0]
+	c := sts.Spec.Template.Spec.Containers[0]
+	require.Equal(t, "etcd", c.Name)
+	return sts, c, parseFlags(c.Args)
+}
+
+// History is compacted and the backend has a quota the volume and the
+// memory limit leave room for.
+func TestEtcdCompactionAndQuota(t *testing.T) {
+	o := load(t)
+	sts, c, flags := etcdContainer(t, o)
+	require.Equal(t, "periodic", flags["auto-compaction-mode"])
+	retention, err := time.ParseDuration(flags["auto-compaction-retention"])
+	require.NoError(t, err, "--auto-compaction-retention is a duration in periodic mode")
+	require.GreaterOrEqual(t, retention, 5*time.Minute, "watches that resume need some history")
+	require.LessOrEqual(t, retention, 24*time.Hour)
+
+	quota, err := strconv.ParseInt(flags["quota-backend-bytes"], 10, 64)
+	require.NoError(t, err, "--quota-backend-bytes is set")
+	require.Positive(t, quota)
+	require.LessOrEqual(t, quota, int64(8)<<30, "etcd's advice: at most 8 GiB")
+	var data *corev1.PersistentVolumeClaim
+	for i := range sts.Spec.VolumeClaimTemplates {
+		if sts.Spec.VolumeClaimTemplates[i].Name == "data" {
+			data = &sts.Spec.VolumeClaimTemplates[i]
+		}
+	}
+	require.NotNil(t, data)
+	volume := data.Spec.Resources.Requests.Storage().Value()
+	require.GreaterOrEqual(t, volume, 2*quota, "room on the volume for a defragmentation's copy")
+	require.Greater(t, c.Resources.Limits.Memory().Value(), quota, "etcd maps its database: the memory limit is above the quota")
+}
+
+// Members spread over nodes, and have limits.
+func TestEtcdSpreadAndLimits(t *testing.T) {
+	o := load(t)
+	sts, c, _ := etcdContainer(t, o)
+	spec := sts.Spec.Template.Spec
+	// A hostname spread with maxSkew 1 would still put two members on one
+	// of two nodes: only a required anti-affinity keeps them apart.
+	byNode := false
+	if a := spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+			require.NoError(t, err)
+			byNode = byNode || (term.TopologyKey == "kubernetes.io/hostname" && sel.Matches(labels.Set(sts.Spec.Template.Labels)))
+		}
+	}
+	require.True(t, byNode, "no two etcd members on one node: a required hostname anti-affinity on the members' labels")
+	zones := false
+	for _, tsc := range spec.TopologySpreadConstraints {
+		zones = zones || tsc.TopologyKey == "topology.kubernetes.io/zone"
+	}
+	require.True(t, zones, "members spread over zones where there are some")
+
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		lim, ok := c.Resources.Limits[r]
+		require.True(t, ok, "etcd has a %s limit", r)
+		req := c.Resources.Requests[r]
+		require.GreaterOrEqual(t, lim.Cmp(req), 0, "%s limit >= request", r)
+	}
+}
+
+// A CronJob snapshots etcd with etcdctl, from the members' own image, onto a
+// claim the manifest creates, over TLS with the members' certificate.
+func TestEtcdSnapshotCronJob(t *testing.T) {
+	o := load(t)
+	sts, etcd, etcdFlags := etcdContainer(t, o)
+	require.Len(t, o.cronJobs, 1)
+	cj := o.cronJobs[0]
+	require.NotEmpty(t, cj.Spec.Schedule)
+	require.Equal(t, batchv1.ForbidConcurrent, cj.Spec.ConcurrencyPolicy, "one snapshot at a time")
+	// (TestLabelsAndSelectorsAgree: etcd's Service selects no snapshot pod.)
+	spec := cj.Spec.JobTemplate.Spec.Template.Spec
+
+	// The snapshot runs first (an init container), the pruning after it.
+	require.Len(t, spec.InitContainers, 1)
+	snap := spec.InitContainers[0]
+	require.Equal(t, etcd.Image, snap.Image, "etcdctl of the members' own version")
+	require.Equal(t, []string{"/usr/local/bin/etcdctl"}, snap.Command)
+	require.GreaterOrEqual(t, len(snap.Args), 3)
+	require.Equal(t, []string{"snapshot", "save"}, snap.Args[:2])
+	file := snap.Args[2]
+	flags := parseFlags(snap.Args[3:])
+
+	// The file is on a mounted claim that exists.
+	m, ok := mountOf(snap, file)
+	require.True(t, ok, "%s is on a mounted volume", file)
+	var claim string
+	for _, v := range spec.Volumes {
+		if v.Name == m.Name && v.PersistentVolumeClaim != nil {
+			claim = v.PersistentVolumeClaim.ClaimName
+		}
+	}
+	require.NotEmpty(t, claim, "snapshots go to a PersistentVolumeClaim, not the pod's own disk")
+	var pvc *corev1.PersistentVolumeClaim
+	for _, c := range o.claims {
+		if c.Name == claim {
+			pvc = c
+		}
+	}
+	require.NotNil(t, pvc, "the claim %s is in the manifest", claim)
+	require.GreaterOrEqual(t, pvc.Spec.Resources.Requests.Storage().Value(), int64(4)<<30)
+	require.Contains(t, file, "$(JOB_NAME)", "one file per run")
+	require.Equal(t, "metadata.labels['batch.kubernetes.io/job-name']", envOf(snap)["JOB_NAME"].ValueFrom.FieldRef.FieldPath)
+
+	// One endpoint (etcdctl snapshot save takes one), the members' Service
+	// by its full name, with etcd's CA and certificate.
+	u, err := url.Parse(flags["endpoints"])
+	require.NoError(t, err)
+	require.Equal(t, "https", u.Scheme)
+	require.Equal(t, sts.Spec.ServiceName+".$(POD_NAMESPACE).svc.$(CLUSTER_DOMAIN)", u.Hostname())
+	port, ok := containerPort([]corev1.Container{etcd}, intstr.FromString("client"))
+	require.True(t, ok)
+	require.Equal(t, strconv.Itoa(port), u.Port())
+	for f, etcdFlag := range map[string]string{"cacert": "trusted-ca-file", "cert": "cert-file", "key": "key-file"} {
+		require.Equal(t, etcdFlags[etcdFlag], flags[f], "--%s is etcd's --%s", f, etcdFlag)
+		_, ok := mountOf(snap, flags[f])
+		require.True(t, ok, "--%s %s is mounted", f, flags[f])
+	}
+
+	// Pruning keeps the newest snapshots of the same claim.
+	require.Len(t, spec.Containers, 1)
+	prune := spec.Containers[0]
+	pm, ok := mountOf(prune, file)
+	require.True(t, ok)
+	require.Equal(t, m.Name, pm.Name)
 }
 
 // parseFlags reads --name=value and bare --name arguments.

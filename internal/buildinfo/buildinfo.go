@@ -3,9 +3,18 @@ package buildinfo
 import (
 	"fmt"
 	"io"
+	"path"
 	"runtime"
 	"runtime/debug"
+	"strings"
 )
+
+// version is the release version the build stamped into the binary
+// (`make build`, `make release`: -ldflags "-X
+// github.com/coordkit/coordkit/internal/buildinfo.version=$(git describe
+// --tags --always --dirty)"); empty in a plain `go build`, which leaves
+// the module version the toolchain recorded.
+var version string
 
 // Module paths whose versions Info reports.
 const (
@@ -15,10 +24,16 @@ const (
 
 // Info is what `coordctl version` prints and the sidecar serves.
 type Info struct {
-	// Module is the main module's path; Version its version as the Go
-	// toolchain stamped it ("v1.2.3", a pseudo-version, or "(devel)").
+	// Module is the main module's path; Version the version the build
+	// stamped (-ldflags -X, from git describe: "v0.5.0", or
+	// "v0.5.0-3-gabc1234-dirty" between tags), else the module's version
+	// as the Go toolchain recorded it ("v1.2.3", a pseudo-version, or
+	// "(devel)").
 	Module  string `json:"module"`
 	Version string `json:"version"`
+	// Program is the command built: coordctl or coordkit-sidecar (the
+	// base name of the main package under cmd/); empty when unknown.
+	Program string `json:"program,omitempty"`
 	// Revision, Time and Modified come from the VCS: the commit, its time
 	// (RFC 3339) and whether the work tree had uncommitted changes. Empty
 	// and false when the build recorded no VCS information.
@@ -41,9 +56,17 @@ type Info struct {
 func Read() Info {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return Info{Version: "unknown", GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+		v := version
+		if v == "" {
+			v = "unknown"
+		}
+		return Info{Version: v, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	}
-	return FromBuildInfo(bi)
+	in := FromBuildInfo(bi)
+	if version != "" {
+		in.Version = version
+	}
+	return in
 }
 
 // FromBuildInfo extracts Info from bi; it is pure, for tests.
@@ -51,6 +74,9 @@ func FromBuildInfo(bi *debug.BuildInfo) Info {
 	in := Info{Module: bi.Main.Path, Version: bi.Main.Version, GoVersion: bi.GoVersion}
 	if in.Version == "" {
 		in.Version = "(devel)"
+	}
+	if strings.HasPrefix(bi.Path, bi.Main.Path+"/cmd/") {
+		in.Program = path.Base(bi.Path)
 	}
 	var goos, goarch string
 	for _, s := range bi.Settings {
@@ -105,17 +131,21 @@ func (in Info) Short() string {
 	return s
 }
 
-// WriteText writes in as `coordctl version` prints it: one field a line,
-// the revision marked when the tree was modified or when the build
-// recorded none.
+// WriteText writes in as `coordctl version` prints it: the program and
+// version, then one field a line, the revision marked when the tree was
+// modified or when the build recorded none.
 func (in Info) WriteText(w io.Writer) error {
+	prog := in.Program
+	if prog == "" {
+		prog = "coordctl"
+	}
 	rev := in.Revision
 	if rev == "" {
 		rev = "unknown (built without VCS information)"
 	} else if in.Modified {
 		rev += " (modified)"
 	}
-	_, err := fmt.Fprintf(w, "coordctl %s\nmodule:      %s\nrevision:    %s\ngo:          %s %s\netcd client: %s\netcd server: %s\n",
-		in.Version, in.Module, rev, in.GoVersion, in.Platform, in.EtcdClient, in.EtcdServer)
+	_, err := fmt.Fprintf(w, "%s %s\nmodule:      %s\nrevision:    %s\ngo:          %s %s\netcd client: %s\netcd server: %s\n",
+		prog, in.Version, in.Module, rev, in.GoVersion, in.Platform, in.EtcdClient, in.EtcdServer)
 	return err
 }

@@ -18,6 +18,7 @@ func TestFromBuildInfo(t *testing.T) {
 			name: "a release build from a clean tree",
 			bi: debug.BuildInfo{
 				GoVersion: "go1.26.8",
+				Path:      "github.com/coordkit/coordkit/cmd/coordkit-sidecar",
 				Main:      debug.Module{Path: "github.com/coordkit/coordkit", Version: "v0.3.0"},
 				Deps: []*debug.Module{
 					{Path: EtcdClientModule, Version: "v3.7.3"},
@@ -32,7 +33,7 @@ func TestFromBuildInfo(t *testing.T) {
 				},
 			},
 			want: Info{
-				Module: "github.com/coordkit/coordkit", Version: "v0.3.0",
+				Module: "github.com/coordkit/coordkit", Version: "v0.3.0", Program: "coordkit-sidecar",
 				Revision: "0123456789abcdef0123", Time: "2026-12-01T10:00:00Z",
 				GoVersion: "go1.26.8", Platform: "linux/arm64",
 				EtcdClient: "v3.7.3", EtcdServer: "v3.7.2",
@@ -69,6 +70,24 @@ func TestReadInATestBinary(t *testing.T) {
 	require.NotEmpty(t, in.GoVersion)
 	require.NotEmpty(t, in.Platform)
 	require.NotEmpty(t, in.Version)
+}
+
+// A version stamped with -ldflags -X (make build, make release) wins over
+// the module version the toolchain recorded.
+func TestReadPrefersTheStampedVersion(t *testing.T) {
+	old := version
+	t.Cleanup(func() { version = old })
+	version = ""
+	unstamped := Read().Version
+	version = "v9.8.7-2-gabc1234-dirty"
+	require.Equal(t, "v9.8.7-2-gabc1234-dirty", Read().Version)
+	require.NotEqual(t, version, unstamped)
+}
+
+func TestWriteTextNamesTheProgram(t *testing.T) {
+	var b strings.Builder
+	require.NoError(t, Info{Program: "coordkit-sidecar", Version: "v0.5.0"}.WriteText(&b))
+	require.True(t, strings.HasPrefix(b.String(), "coordkit-sidecar v0.5.0\n"), b.String())
 }
 
 func TestInfoWriteText(t *testing.T) {

@@ -28,13 +28,14 @@ type Layer struct {
 // Arrow returns coordkit's layers, top first.
 func Arrow() []Layer {
 	return []Layer{
-		{Name: "cmd", Rank: 6, Prefixes: []string{"cmd"}}, // coordctl, and mkimage (make image)
+		{Name: "cmd", Rank: 6, Prefixes: []string{"cmd"}}, // coordctl, coordkit-sidecar, and mkimage (make image)
 		// The Kubernetes manifests: no code, a test that checks them
 		// against internal/sidecar and internal/image.
 		{Name: "deploy", Rank: 6, Prefixes: []string{"deploy"}},
 		// coordctl's commands, one package per command group; root builds
-		// the tree of them, e2e runs the built binary (tests only).
-		{Name: "internal/cmd", Rank: 5, Prefixes: []string{"internal/cmd"}, Rooms: true, Hubs: []string{"internal/cmd/root", "internal/cmd/e2e"}},
+		// the tree of them (sidecarroot the slim sidecar's), e2e runs the
+		// built binary (tests only).
+		{Name: "internal/cmd", Rank: 5, Prefixes: []string{"internal/cmd"}, Rooms: true, Hubs: []string{"internal/cmd/root", "internal/cmd/sidecarroot", "internal/cmd/e2e"}},
 		// What every command shares: factory, printer, exit table, the one
 		// usage error; and cmdutil/hold, the holds of lock, sem and elect.
 		{Name: "internal/cmd/cmdutil", Rank: 4, Prefixes: []string{"internal/cmd/cmdutil"}},

@@ -51,7 +51,8 @@ func CheckEndpoint(ep string) error {
 }
 
 // CheckTLSFiles reports, before anything is dialed, a --cacert that holds no
-// PEM certificate and a --cert/--key pair that does not load; the error
+// PEM certificate, a --cert/--key pair that does not load, and a --cert
+// whose extended key usages leave out clientAuth (ErrCertUsage); the error
 // names the flag and the file.
 func CheckTLSFiles(caFile, certFile, keyFile string) error {
 	if caFile != "" {
@@ -63,12 +64,61 @@ func CheckTLSFiles(caFile, certFile, keyFile string) error {
 			return fmt.Errorf("invalid --cacert %s: %v", caFile, err)
 		}
 	}
-	if certFile != "" {
-		if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
-			return fmt.Errorf("invalid --cert/--key %s, %s: %v", certFile, keyFile, err)
+	return checkClientCert(certFile, keyFile)
+}
+
+// checkClientCert loads the --cert/--key pair, if any, and checks that the
+// certificate may authenticate a client. etcd (Go's crypto/tls) verifies a
+// client certificate for clientAuth: one issued for serverAuth alone fails
+// the handshake with "bad certificate", which does not say why. A
+// certificate without the extension, or with anyExtendedKeyUsage, may.
+func checkClientCert(certFile, keyFile string) error {
+	if certFile == "" {
+		return nil
+	}
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return fmt.Errorf("invalid --cert/--key %s, %s: %v", certFile, keyFile, err)
+	}
+	leaf := pair.Leaf
+	if leaf == nil {
+		if leaf, err = x509.ParseCertificate(pair.Certificate[0]); err != nil {
+			return fmt.Errorf("invalid --cert %s: %v", certFile, err)
 		}
 	}
-	return nil
+	if len(leaf.ExtKeyUsage) == 0 && len(leaf.UnknownExtKeyUsage) == 0 {
+		return nil
+	}
+	var names []string
+	for _, u := range leaf.ExtKeyUsage {
+		if u == x509.ExtKeyUsageClientAuth || u == x509.ExtKeyUsageAny {
+			return nil
+		}
+		names = append(names, extKeyUsageName(u))
+	}
+	for _, oid := range leaf.UnknownExtKeyUsage {
+		names = append(names, oid.String())
+	}
+	return fmt.Errorf("invalid --cert %s: %w: its extended key usage is %s, without clientAuth, so etcd would refuse it "+
+		"in the TLS handshake; issue it with clientAuth (extendedKeyUsage = clientAuth; a certificate etcd also serves "+
+		"with needs serverAuth, clientAuth)", certFile, ErrCertUsage, strings.Join(names, ", "))
+}
+
+// extKeyUsageName names u as openssl's extendedKeyUsage does.
+func extKeyUsageName(u x509.ExtKeyUsage) string {
+	switch u {
+	case x509.ExtKeyUsageServerAuth:
+		return "serverAuth"
+	case x509.ExtKeyUsageCodeSigning:
+		return "codeSigning"
+	case x509.ExtKeyUsageEmailProtection:
+		return "emailProtection"
+	case x509.ExtKeyUsageTimeStamping:
+		return "timeStamping"
+	case x509.ExtKeyUsageOCSPSigning:
+		return "OCSPSigning"
+	}
+	return fmt.Sprintf("usage %d", u)
 }
 
 // checkPEMCerts checks that data holds at least one PEM certificate and

@@ -23,6 +23,10 @@ var (
 	// ErrTLSConfig: the TLS files of Config did not make a client
 	// configuration (nothing was dialed).
 	ErrTLSConfig = errors.New("TLS configuration")
+	// ErrCertUsage: the client certificate's extended key usages do not
+	// include clientAuth, so etcd would refuse it in the handshake; it
+	// comes wrapped with ErrTLSConfig from Dial.
+	ErrCertUsage = errors.New("the client certificate is not for client authentication")
 )
 
 // Config is what Dial connects with.
@@ -62,6 +66,9 @@ func Dial(ctx context.Context, cfg Config) (*clientv3.Client, error) {
 	pin := &clusterPin{}
 	ccfg.DialOptions = pin.dialOptions()
 	if cfg.CACert != "" || cfg.Cert != "" {
+		if err := checkClientCert(cfg.Cert, cfg.Key); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrTLSConfig, err)
+		}
 		info := transport.TLSInfo{TrustedCAFile: cfg.CACert, CertFile: cfg.Cert, KeyFile: cfg.Key}
 		tlsCfg, err := info.ClientConfig()
 		if err != nil {

@@ -34,6 +34,9 @@ var (
 	ErrMemberStopped = errors.New("etcdembed: member is stopped")
 	// ErrClusterClosed is returned after Close.
 	ErrClusterClosed = errors.New("etcdembed: cluster closed")
+	// ErrBadInitialCluster is returned by StartFreshMember for an initial
+	// cluster that does not name the member at its peer URL.
+	ErrBadInitialCluster = errors.New("etcdembed: initial cluster does not name the member")
 )
 
 // ClusterConfig describes a cluster of embedded members in one process.
@@ -80,7 +83,7 @@ type Cluster struct {
 	cfg    ClusterConfig
 	token  string
 	faults *faultproxy.Faults
-	ids    map[string]int // member ID as X-Server-From spells it → index
+	ids    *memberIDs // member ID as X-Server-From spells it → index
 
 	lock *dirLock // on cfg.DataDir, released by Close
 
@@ -105,6 +108,29 @@ type member struct {
 	stopping chan struct{}
 	id       uint64 // etcd's member ID, once started
 	level    zap.AtomicLevel
+	// initialCluster, when set, makes the next start join a running
+	// cluster (--initial-cluster-state=existing) as these members
+	// (StartFreshMember) instead of forming a new one.
+	initialCluster string
+}
+
+// memberIDs names the member that dialed a peer proxy (faultproxy.Senders).
+// A replaced member gets a new ID (MemberAdd's) while the proxies run.
+type memberIDs struct {
+	mu sync.RWMutex
+	m  map[string]int
+}
+
+func (ids *memberIDs) Sender(id string) int {
+	ids.mu.RLock()
+	defer ids.mu.RUnlock()
+	return ids.m[id]
+}
+
+func (ids *memberIDs) set(id string, index int) {
+	ids.mu.Lock()
+	ids.m[id] = index
+	ids.mu.Unlock()
 }
 
 // MemberStatus describes one member for Status.
@@ -225,7 +251,7 @@ func startCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, token: "coordkit-cluster", faults: faultproxy.NewFaults(cfg.Size), ids: map[string]int{}}
+	c := &Cluster{cfg: cfg, token: "coordkit-cluster", faults: faultproxy.NewFaults(cfg.Size), ids: &memberIDs{m: map[string]int{}}}
 	for i := 1; i <= cfg.Size; i++ {
 		m, err := newMember(i, cfg.DataDir, clientURLs[i-1], peerURLs[i-1])
 		if err != nil {
@@ -235,7 +261,7 @@ func startCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		// The ID etcd derives for a member of a new cluster, known before
 		// it starts, so a proxy can name a dialer from its first request.
 		id := membership.NewMember(m.name, types.URLs{*m.peerURL}, c.token, nil).ID
-		c.ids[id.String()] = i
+		c.ids.set(id.String(), i)
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
 	defer cancel()
@@ -492,6 +518,10 @@ func (c *Cluster) embedConfig(m *member) (*embed.Config, zap.AtomicLevel, error)
 	ec.InitialCluster = initial
 	ec.InitialClusterToken = c.token
 	ec.ClusterState = embed.ClusterStateFlagNew
+	if m.initialCluster != "" {
+		ec.InitialCluster = m.initialCluster
+		ec.ClusterState = embed.ClusterStateFlagExisting
+	}
 	if c.cfg.TickMs > 0 {
 		ec.TickMs = c.cfg.TickMs
 	}
@@ -532,6 +562,7 @@ func (c *Cluster) startMember(ctx context.Context, m *member) error {
 	// The proxies open only now that the member listens: a proxy that
 	// accepts a connection it cannot forward leaves it open and unserved,
 	// and the peer or client on the other end hangs until its own timeout.
+	c.ids.set(e.Server.MemberID().String(), m.index)
 	c.mu.Lock()
 	m.etcd, m.level, m.id = e, level, uint64(e.Server.MemberID())
 	if m.peerProxy == nil {
@@ -651,6 +682,12 @@ func (c *Cluster) waitStopped(ctx context.Context, m *member) error {
 // clients (which needs a quorum) or ctx is done; in the latter case it keeps
 // running and joins when it can. ErrMemberRunning if it runs.
 func (c *Cluster) StartMember(ctx context.Context, n int) error {
+	return c.restart(ctx, n, nil)
+}
+
+// restart starts stopped member n once a StopMember of it has finished
+// closing it, after prepare (if any) has readied its data.
+func (c *Cluster) restart(ctx context.Context, n int, prepare func(m *member) error) error {
 	c.mu.Lock()
 	m, err := c.member(n)
 	if err == nil && m.etcd != nil {
@@ -672,8 +709,59 @@ func (c *Cluster) StartMember(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
+	if prepare != nil {
+		if err := prepare(m); err != nil {
+			return err
+		}
+	}
 	c.faults.SetDown(n, false)
 	return c.startMember(ctx, m)
+}
+
+// Name returns member n's etcd name (member-N); "" if n is bad.
+func (c *Cluster) Name(n int) string {
+	if n < 1 || n > len(c.members) {
+		return ""
+	}
+	return c.members[n-1].name
+}
+
+// PeerURL returns the peer URL member n advertises (its peer proxy's),
+// the URL to give MemberAdd for a member that replaces it; "" if n is bad.
+func (c *Cluster) PeerURL(n int) string {
+	if n < 1 || n > len(c.members) {
+		return ""
+	}
+	return c.members[n-1].peerURL.String()
+}
+
+// StartFreshMember starts member n, which must be stopped, as a new
+// member that joins the running cluster, the way an operator replaces a
+// lost machine (docs/operations.md): its data directory is emptied, and
+// it starts with --initial-cluster-state=existing and initialCluster
+// (NAME=PEER_URL,..., every member MemberAdd returned, this one under
+// Name(n) at PeerURL(n)). The caller removes the old member
+// (MemberRemove) and adds the new one (MemberAdd with PeerURL(n)) first,
+// as etcdctl would. It keeps its name, peer and client URLs, as a
+// StatefulSet's pod keeps its DNS name with a new volume. It waits until
+// the member serves clients, as StartMember does. ErrMemberRunning if it
+// runs; ErrBadInitialCluster if initialCluster does not name it.
+func (c *Cluster) StartFreshMember(ctx context.Context, n int, initialCluster string) error {
+	if self := c.Name(n) + "=" + c.PeerURL(n); c.Name(n) != "" && !slices.Contains(strings.Split(initialCluster, ","), self) {
+		return fmt.Errorf("%w: %q has no %s", ErrBadInitialCluster, initialCluster, self)
+	}
+	return c.restart(ctx, n, func(m *member) error {
+		if err := os.RemoveAll(m.dir); err != nil {
+			return fmt.Errorf("etcdembed: %w", err)
+		}
+		if err := os.MkdirAll(m.dir, 0o700); err != nil {
+			return fmt.Errorf("etcdembed: %w", err)
+		}
+		c.mu.Lock()
+		m.initialCluster = initialCluster
+		c.mu.Unlock()
+		return nil
+	})
 }
 
 // Isolate cuts every peer link from and to member n: it neither hears nor

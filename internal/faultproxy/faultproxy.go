@@ -190,7 +190,7 @@ type Proxy struct {
 	ln     net.Listener
 	target string // host:port of the member's own peer listener
 	to     int    // index of the member
-	ids    map[string]int
+	ids    Senders
 	faults *Faults
 
 	mu     sync.Mutex
@@ -199,11 +199,25 @@ type Proxy struct {
 	wg     sync.WaitGroup
 }
 
+// Senders names the member that dialed a peer connection: the index of
+// the member whose ID X-Server-From spells, 0 when unknown. A cluster
+// whose membership changes (a member replaced) updates its answers while
+// proxies ask, so implementations are safe for concurrent use.
+type Senders interface {
+	Sender(id string) int
+}
+
+// SenderMap is a fixed Senders: member IDs to indexes.
+type SenderMap map[string]int
+
+// Sender implements Senders.
+func (m SenderMap) Sender(id string) int { return m[id] }
+
 // Start listens on addr (host:port; port 0 picks one) and forwards to
-// target, the listener of member `to` (an index of faults). ids maps member
-// IDs (as X-Server-From spells them) to indexes; nil makes a client proxy.
+// target, the listener of member `to` (an index of faults). ids names the
+// member that dialed by the ID in X-Server-From; nil makes a client proxy.
 // It returns the listen error, if any.
-func Start(addr, target string, to int, ids map[string]int, faults *Faults) (*Proxy, error) {
+func Start(addr, target string, to int, ids Senders, faults *Faults) (*Proxy, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -290,7 +304,7 @@ func (p *Proxy) serve(in net.Conn) {
 			if err != nil {
 				return
 			}
-			if idx := p.ids[req.Header.Get("X-Server-From")]; idx != 0 {
+			if idx := p.ids.Sender(req.Header.Get("X-Server-From")); idx != 0 {
 				from.Store(int64(idx))
 			}
 			if err := req.Write(tx); err != nil {

@@ -46,7 +46,7 @@ func TestProxyDirectedFaults(t *testing.T) {
 	}))
 	defer target.Close()
 	faults := NewFaults(3)
-	ids := map[string]int{"aa": 1, "bb": 2}
+	ids := SenderMap{"aa": 1, "bb": 2}
 	p, err := Start("127.0.0.1:0", strings.TrimPrefix(target.URL, "http://"), 3, ids, faults)
 	require.NoError(t, err)
 	defer p.Close()
@@ -87,7 +87,7 @@ func TestProxyHoldsThroughACut(t *testing.T) {
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer target.Close()
 	faults := NewFaults(2)
-	p, err := Start("127.0.0.1:0", strings.TrimPrefix(target.URL, "http://"), 2, map[string]int{"aa": 1}, faults)
+	p, err := Start("127.0.0.1:0", strings.TrimPrefix(target.URL, "http://"), 2, SenderMap{"aa": 1}, faults)
 	require.NoError(t, err)
 	defer p.Close()
 	faults.SetIsolated(2)

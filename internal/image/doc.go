@@ -1,8 +1,9 @@
-// Package image builds coordctl's OCI image without a container daemon
-// or a registry, with go-containerregistry: two layers appended to an
-// empty base — the files a static binary needs (a CA bundle, /etc/passwd
-// and /etc/group with the non-root user 65532, a writable /tmp and the
-// user's home) and the binary itself at /usr/local/bin/coordctl — with
+// Package image builds the OCI images of coordctl and of the slim
+// coordkit-sidecar without a container daemon or a registry, with
+// go-containerregistry: two layers appended to an empty base — the files
+// a static binary needs (a CA bundle, /etc/passwd and /etc/group with the
+// non-root user 65532, a writable /tmp and the user's home) and the binary
+// itself at /usr/local/bin/NAME (Config.Name) — with
 // User 65532:65532, the entrypoint and the org.opencontainers.image.*
 // labels, one image per platform in one OCI index.
 //

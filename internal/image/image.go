@@ -29,14 +29,24 @@ const (
 	// user of distroless images).
 	UID = 65532
 	GID = 65532
-	// BinaryPath is where coordctl lives in the image; the entrypoint.
-	BinaryPath = "/usr/local/bin/coordctl"
+	// BinDir is where an image's binary lives; BinDir/NAME is the
+	// entrypoint.
+	BinDir = "/usr/local/bin"
+	// BinaryPath is where coordctl lives in coordctl's image.
+	BinaryPath = BinDir + "/" + DefaultName
+	// DefaultName is the binary an image holds unless Config.Name says
+	// otherwise; SidecarName is the slim sidecar's (cmd/coordkit-sidecar).
+	DefaultName = "coordctl"
+	SidecarName = "coordkit-sidecar"
 	// CABundlePath is the CA bundle, also named by SSL_CERT_FILE.
 	CABundlePath = "/etc/ssl/certs/ca-certificates.crt"
 	// Home is user 65532's home and the working directory.
 	Home = "/home/nonroot"
-	// DefaultRepository names the image in the tarballs and the layout.
-	DefaultRepository = "coordkit/coordctl"
+	// RepositoryPrefix + NAME names an image in the tarballs and the
+	// layout unless Config.Repository says otherwise.
+	RepositoryPrefix = "coordkit/"
+	// DefaultRepository names coordctl's image.
+	DefaultRepository = RepositoryPrefix + DefaultName
 )
 
 // Errors of Build.
@@ -47,12 +57,26 @@ var (
 	ErrPlatform = errors.New("image: bad platform")
 	// ErrNoCABundle: the CA bundle is empty.
 	ErrNoCABundle = errors.New("image: empty CA bundle")
+	// ErrName: Config.Name is not a plain file name.
+	ErrName = errors.New("image: bad binary name")
 )
+
+// Descriptions are the org.opencontainers.image.description labels of the
+// images `make image` builds, by binary name.
+var descriptions = map[string]string{
+	DefaultName: "Fenced locks, leader election (a sidecar) and a Raft lab on etcd",
+	SidecarName: "coordctl's leader-election sidecar alone: etcd's client, no etcd server, lab or SQL drivers",
+}
 
 // Config says what goes into the image.
 type Config struct {
+	// Name is the binary's name: it is installed at BinDir/Name, the
+	// entrypoint, and names the image (RepositoryPrefix+Name) and its
+	// tarballs. DefaultName (coordctl) when empty; SidecarName for the
+	// slim sidecar.
+	Name string
 	// Binaries maps a platform, "linux/amd64", to the path of a static
-	// coordctl (CGO_ENABLED=0) built for it. At least one.
+	// binary (CGO_ENABLED=0) built for it. At least one.
 	Binaries map[string]string
 	// CABundle is the PEM bundle installed at CABundlePath. Required.
 	CABundle []byte
@@ -66,12 +90,16 @@ type Config struct {
 	// Source is the org.opencontainers.image.source label; optional.
 	Source string
 	// Repository names the image in the tarballs and the layout's
-	// ref.name; DefaultRepository when empty.
+	// ref.name; RepositoryPrefix+Name when empty.
 	Repository string
 }
 
+var plainName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+
 // Result is what Build made.
 type Result struct {
+	// Name is the binary's name (Config.Name).
+	Name string
 	// Index is the multi-platform index; its digest is the image's.
 	Index v1.ImageIndex
 	// Images are the per-platform images, by platform.
@@ -84,9 +112,15 @@ type Result struct {
 
 // Build assembles the image of every platform and the index. It reads
 // the binaries but writes nothing; see Result.WriteLayout and
-// Result.WriteTarballs. Errors wrap ErrNoBinary, ErrPlatform or
-// ErrNoCABundle, or come from reading the files.
+// Result.WriteTarballs. Errors wrap ErrNoBinary, ErrPlatform,
+// ErrNoCABundle or ErrName, or come from reading the files.
 func Build(cfg Config) (*Result, error) {
+	if cfg.Name == "" {
+		cfg.Name = DefaultName
+	}
+	if !plainName.MatchString(cfg.Name) {
+		return nil, fmt.Errorf("%w %q: want a file name such as %s", ErrName, cfg.Name, SidecarName)
+	}
 	if len(cfg.Binaries) == 0 {
 		return nil, fmt.Errorf("%w: give at least one platform's binary", ErrNoBinary)
 	}
@@ -103,7 +137,7 @@ func Build(cfg Config) (*Result, error) {
 	}
 	cfg.Created = cfg.Created.UTC()
 	if cfg.Repository == "" {
-		cfg.Repository = DefaultRepository
+		cfg.Repository = RepositoryPrefix + cfg.Name
 	}
 	if cfg.Version == "" || cfg.Revision == "" {
 		v, r := versionOf(cfg.Binaries[platforms[0]])
@@ -119,7 +153,7 @@ func Build(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Images: map[string]v1.Image{}, Platforms: platforms, Tag: cfg.Repository + ":" + tagOf(cfg.Version)}
+	res := &Result{Name: cfg.Name, Images: map[string]v1.Image{}, Platforms: platforms, Tag: cfg.Repository + ":" + tagOf(cfg.Version)}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, p := range platforms {
 		osName, arch, ok := strings.Cut(p, "/")
@@ -171,12 +205,12 @@ func baseFiles(caBundle []byte) []file {
 	}
 }
 
-func binaryFiles(bin []byte) []file {
+func binaryFiles(name string, bin []byte) []file {
 	return []file{
 		{name: "usr", mode: 0o755, dir: true},
 		{name: "usr/local", mode: 0o755, dir: true},
 		{name: "usr/local/bin", mode: 0o755, dir: true},
-		{name: strings.TrimPrefix(BinaryPath, "/"), mode: 0o755, body: bin},
+		{name: strings.TrimPrefix(BinDir, "/") + "/" + name, mode: 0o755, body: bin},
 	}
 }
 
@@ -211,7 +245,8 @@ func layerOf(files []file, mtime time.Time) (v1.Layer, error) {
 }
 
 func platformImage(cfg Config, base v1.Layer, bin []byte, osName, arch string) (v1.Image, error) {
-	binLayer, err := layerOf(binaryFiles(bin), cfg.Created)
+	binLayer, err := layerOf(binaryFiles(cfg.Name, bin), cfg.Created)
+	binPath := BinDir + "/" + cfg.Name
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +256,7 @@ func platformImage(cfg Config, base v1.Layer, bin []byte, osName, arch string) (
 		mutate.Addendum{Layer: base, MediaType: types.OCILayer, History: v1.History{Created: created,
 			CreatedBy: "mkimage: CA bundle, /etc/passwd and /etc/group (nonroot 65532), /tmp, " + Home}},
 		mutate.Addendum{Layer: binLayer, MediaType: types.OCILayer, History: v1.History{Created: created,
-			CreatedBy: "mkimage: " + BinaryPath + " (CGO_ENABLED=0)"}},
+			CreatedBy: "mkimage: " + binPath + " (CGO_ENABLED=0)"}},
 	)
 	if err != nil {
 		return nil, err
@@ -235,7 +270,7 @@ func platformImage(cfg Config, base v1.Layer, bin []byte, osName, arch string) (
 	cf.Author = "coordkit"
 	cf.Config = v1.Config{
 		User:       fmt.Sprintf("%d:%d", UID, GID),
-		Entrypoint: []string{BinaryPath},
+		Entrypoint: []string{binPath},
 		WorkingDir: Home,
 		Env: []string{
 			"PATH=/usr/local/bin:/usr/bin:/bin",
@@ -247,10 +282,17 @@ func platformImage(cfg Config, base v1.Layer, bin []byte, osName, arch string) (
 	return mutate.ConfigFile(img, cf)
 }
 
+func description(name string) string {
+	if d, ok := descriptions[name]; ok {
+		return d
+	}
+	return "coordkit's " + name
+}
+
 func labels(cfg Config) map[string]string {
 	l := map[string]string{
-		"org.opencontainers.image.title":       "coordctl",
-		"org.opencontainers.image.description": "Fenced locks, leader election (a sidecar) and a Raft lab on etcd",
+		"org.opencontainers.image.title":       cfg.Name,
+		"org.opencontainers.image.description": description(cfg.Name),
 		"org.opencontainers.image.created":     cfg.Created.Format(time.RFC3339),
 		"org.opencontainers.image.version":     cfg.Version,
 		"org.opencontainers.image.vendor":      "coordkit",
@@ -318,7 +360,7 @@ func (r *Result) WriteLayout(dir string) error {
 }
 
 // WriteTarballs writes one `docker load`-able tarball per platform into
-// dir, named coordctl-OS-ARCH.tar, tagged r.Tag, and returns their paths
+// dir, named NAME-OS-ARCH.tar (coordctl-linux-amd64.tar), tagged r.Tag, and returns their paths
 // in platform order. (A docker tarball holds one image per tag, so the
 // platforms get a file each; the OCI layout holds them all.)
 func (r *Result) WriteTarballs(dir string) ([]string, error) {
@@ -331,7 +373,7 @@ func (r *Result) WriteTarballs(dir string) ([]string, error) {
 	}
 	var paths []string
 	for _, p := range r.Platforms {
-		path := filepath.Join(dir, "coordctl-"+strings.ReplaceAll(p, "/", "-")+".tar")
+		path := filepath.Join(dir, r.Name+"-"+strings.ReplaceAll(p, "/", "-")+".tar")
 		if err := tarball.WriteToFile(path, tag, r.Images[p]); err != nil {
 			return nil, fmt.Errorf("image: tarball %s: %w", p, err)
 		}

@@ -131,6 +131,30 @@ func TestImageShape(t *testing.T) {
 	}
 }
 
+// The slim sidecar's image: the same base, its binary at its own path as
+// the entrypoint, named and tagged by it.
+func TestSidecarImage(t *testing.T) {
+	cfg := Config{Name: SidecarName, Binaries: fakeBinaries(t, "linux/amd64"), CABundle: []byte(testCA), Version: "v0.5.0"}
+	res, err := Build(cfg)
+	require.NoError(t, err)
+	require.Equal(t, "coordkit/coordkit-sidecar:v0.5.0", res.Tag)
+	dir := t.TempDir()
+	paths, err := res.WriteTarballs(dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{filepath.Join(dir, "coordkit-sidecar-linux-amd64.tar")}, paths)
+	img, err := tarball.ImageFromPath(paths[0], nil)
+	require.NoError(t, err)
+	cf, err := img.ConfigFile()
+	require.NoError(t, err)
+	require.Equal(t, []string{"/usr/local/bin/coordkit-sidecar"}, cf.Config.Entrypoint)
+	require.Equal(t, "coordkit-sidecar", cf.Config.Labels["org.opencontainers.image.title"])
+	require.Equal(t, "65532:65532", cf.Config.User)
+	files := flatten(t, mutate.Extract(img))
+	require.Contains(t, string(files["usr/local/bin/coordkit-sidecar"].body), "binary for linux/amd64")
+	require.NotContains(t, files, "usr/local/bin/coordctl")
+	require.Equal(t, testCA, string(files["etc/ssl/certs/ca-certificates.crt"].body), "the same base as coordctl's")
+}
+
 func TestBuildErrors(t *testing.T) {
 	_, err := Build(Config{CABundle: []byte(testCA)})
 	require.True(t, errors.Is(err, ErrNoBinary), "%v", err)
@@ -140,6 +164,8 @@ func TestBuildErrors(t *testing.T) {
 	require.True(t, errors.Is(err, ErrNoCABundle), "%v", err)
 	_, err = Build(Config{Binaries: map[string]string{"amd64": "/x"}, CABundle: []byte(testCA)})
 	require.True(t, errors.Is(err, ErrPlatform), "%v", err)
+	_, err = Build(Config{Name: "../coordctl", Binaries: fakeBinaries(t, "linux/amd64"), CABundle: []byte(testCA)})
+	require.True(t, errors.Is(err, ErrName), "%v", err)
 }
 
 func TestTagOf(t *testing.T) {

@@ -12,24 +12,27 @@ import (
 	"time"
 )
 
-// Main is cmd/mkimage: it parses args, builds the image and writes the
-// OCI layout (OUT/oci) and the tarballs (OUT/coordctl-OS-ARCH.tar), then
+// Main is cmd/mkimage: it parses args, builds the image of one binary
+// (--name) and writes its OCI layout (OUT/oci/NAME) and tarballs
+// (OUT/NAME-OS-ARCH.tar), then
 // prints the index digest and one line per platform. It returns the exit
 // code: 0, 1 for a failure, 2 for bad arguments.
 func Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mkimage", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	out := fs.String("out", "bin/image", "output directory: OUT/oci (the OCI layout) and OUT/coordctl-OS-ARCH.tar")
+	out := fs.String("out", "bin/image", "output directory: OUT/oci/NAME (the OCI layout) and OUT/NAME-OS-ARCH.tar")
+	binName := fs.String("name", DefaultName, "the binary's name: "+BinDir+"/NAME, the entrypoint ("+DefaultName+" or "+SidecarName+")")
+	version := fs.String("version", "", "the image's version and tag (make image: $(VERSION)); default: the binary's module version")
 	ca := fs.String("ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "PEM CA bundle to install at "+CABundlePath)
 	created := fs.String("created", os.Getenv("SOURCE_DATE_EPOCH"), "creation time and file times: Unix seconds or RFC 3339 (default $SOURCE_DATE_EPOCH, else 0)")
 	source := fs.String("source", "", "org.opencontainers.image.source label")
-	repo := fs.String("repository", DefaultRepository, "image name in the tarballs and the layout")
+	repo := fs.String("repository", "", "image name in the tarballs and the layout (default "+RepositoryPrefix+"NAME)")
 	var bins binaryFlag
-	fs.Var(&bins, "binary", "OS/ARCH=PATH of a static coordctl for that platform (repeatable)")
+	fs.Var(&bins, "binary", "OS/ARCH=PATH of the static binary for that platform (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, `usage: mkimage --binary linux/amd64=bin/coordctl-linux-amd64 [--binary linux/arm64=...] [--out DIR] [--created EPOCH]
+		fmt.Fprintln(stderr, `usage: mkimage [--name coordctl|coordkit-sidecar] --binary linux/amd64=bin/coordctl-linux-amd64 [--binary linux/arm64=...] [--version V] [--out DIR] [--created EPOCH]
 
-Builds coordctl's OCI image (no daemon, no registry): see internal/image.
+Builds the OCI image of coordctl or coordkit-sidecar (no daemon, no registry): see internal/image.
 Example: make image`)
 		fs.PrintDefaults()
 	}
@@ -50,12 +53,13 @@ Example: make image`)
 		fmt.Fprintf(stderr, "mkimage: --ca-bundle: %v (Debian: apt-get install ca-certificates)\n", err)
 		return 1
 	}
-	res, err := Build(Config{Binaries: bins, CABundle: bundle, Created: when, Source: *source, Repository: *repo})
+	res, err := Build(Config{Name: *binName, Binaries: bins, CABundle: bundle, Created: when, Version: *version, Source: *source, Repository: *repo})
 	if err != nil {
 		fmt.Fprintf(stderr, "mkimage: %v\n", err)
 		return 1
 	}
-	if err := res.WriteLayout(filepath.Join(*out, "oci")); err != nil {
+	layoutDir := filepath.Join(*out, "oci", res.Name)
+	if err := res.WriteLayout(layoutDir); err != nil {
 		fmt.Fprintf(stderr, "mkimage: %v\n", err)
 		return 1
 	}
@@ -69,7 +73,7 @@ Example: make image`)
 		fmt.Fprintf(stderr, "mkimage: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "image %s %s (OCI layout %s)\n", res.Tag, d, filepath.Join(*out, "oci"))
+	fmt.Fprintf(stdout, "image %s %s (OCI layout %s)\n", res.Tag, d, layoutDir)
 	for i, p := range res.Platforms {
 		pd, err := res.Images[p].Digest()
 		if err != nil {

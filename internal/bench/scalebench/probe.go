@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -106,16 +104,6 @@ func rssBytes() float64 {
 		}
 	}
 	return 0
-}
-
-// threadCPU is the CPU time of the calling OS thread (0 where Linux's
-// RUSAGE_THREAD is not there).
-func threadCPU() time.Duration {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // heapBytes is the live heap after a collection.

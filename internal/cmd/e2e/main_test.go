@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"testing"
 
@@ -68,6 +69,41 @@ func coordctlBinary(t testing.TB) string {
 		t.Fatalf("build coordctl: %v", buildErr)
 	}
 	return binPath
+}
+
+var (
+	slimOnce sync.Once
+	slimPath string
+	slimErr  error
+)
+
+// sidecarBinary builds cmd/coordkit-sidecar with the race detector and
+// the build tags `make build` and `make image` give it (the Makefile's
+// SIDECAR_TAGS), once per test binary, and returns its path.
+func sidecarBinary(t testing.TB) string {
+	t.Helper()
+	coordctlBinary(t) // binDir
+	slimOnce.Do(func() {
+		mk, err := os.ReadFile(filepath.Join("..", "..", "..", "Makefile"))
+		if err != nil {
+			slimErr = err
+			return
+		}
+		m := regexp.MustCompile(`(?m)^SIDECAR_TAGS \?= (\S+)$`).FindSubmatch(mk)
+		if m == nil {
+			slimErr = errors.New("no SIDECAR_TAGS in the Makefile")
+			return
+		}
+		slimPath = filepath.Join(binDir, "coordkit-sidecar")
+		cmd := exec.Command("go", "build", "-race", "-tags", string(m[1]), "-o", slimPath, "github.com/coordkit/coordkit/cmd/coordkit-sidecar")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			slimErr = errors.New(string(out))
+		}
+	})
+	if slimErr != nil {
+		t.Fatalf("build coordkit-sidecar: %v", slimErr)
+	}
+	return slimPath
 }
 
 // freeAddr is a loopback address nothing listens on (at the moment).

@@ -44,10 +44,17 @@ type sidecarProc struct {
 // test's environment, and waits for its "listening" line.
 func startSidecarProc(t *testing.T, env, endpoints []string, election, id string, extra ...string) *sidecarProc {
 	t.Helper()
+	return startSidecarBinary(t, coordctlBinary(t), env, endpoints, election, id, extra...)
+}
+
+// startSidecarBinary is startSidecarProc with the binary given: coordctl,
+// or the slim coordkit-sidecar, which takes the same arguments.
+func startSidecarBinary(t *testing.T, bin string, env, endpoints []string, election, id string, extra ...string) *sidecarProc {
+	t.Helper()
 	args := []string{"--endpoints", strings.Join(endpoints, ","), "-w", "json", "sidecar",
 		"--election", election, "--id", id, "--listen", "127.0.0.1:0"}
 	args = append(args, extra...)
-	cmd := exec.Command(coordctlBinary(t), args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(cmd.Environ(), env...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -516,4 +523,49 @@ func TestSidecarE2EChildExitCode(t *testing.T) {
 	defer cancel()
 	_, err = e.Leader(ctx)
 	require.ErrorIs(t, err, election.ErrNoLeader, "resigned before exiting")
+}
+
+// The slim coordkit-sidecar takes coordctl sidecar's arguments and joins
+// the same election: a slim leader resigned by `coordkit-sidecar sidecar
+// resign` hands over to a coordctl standby, with a higher token, so a
+// fleet can move from one image to the other one replica at a time.
+func TestSlimSidecarInterchangesWithCoordctl(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	slim := sidecarBinary(t)
+	srv := etcdtest.Start(t)
+	eps := srv.Endpoints()
+	first := startSidecarBinary(t, slim, nil, eps, "slim", "slim", "--ttl", "2s")
+	first.awaitLine(t, "elected", 10*time.Second)
+	lv := first.leader(t)
+	full := startSidecarProc(t, nil, eps, "slim", "full", "--ttl", "2s")
+	fullWatch := full.watch(t)
+	// The standby's first views may say no leader yet: it has just started.
+	for {
+		if v := drainFirst(t, fullWatch); v.Leader != nil {
+			require.Equal(t, "slim", *v.Leader, "the coordctl standby sees the slim leader")
+			break
+		}
+	}
+
+	out, err := exec.Command(slim, "sidecar", "resign", "--url", first.url).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	_, nv := awaitWin(t, map[*sidecarProc]<-chan sidecar.View{full: fullWatch}, 10*time.Second)
+	require.Equal(t, "full", *nv.Leader)
+	require.Greater(t, *nv.Token, *lv.Token, "the next leader's token is higher")
+
+	var st struct {
+		Build struct {
+			Program    string `json:"program"`
+			EtcdServer string `json:"etcd_server"`
+		} `json:"build"`
+	}
+	resp, err := first.http.Get(first.url + "/v1/status")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	require.Equal(t, "coordkit-sidecar", st.Build.Program)
+	require.Empty(t, st.Build.EtcdServer, "no etcd server linked in")
 }

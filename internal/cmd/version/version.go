@@ -21,7 +21,7 @@ the revision; a binary built with -buildvcs=false says it has none.
 The sidecar serves the same object on GET /v1/status and as the labels of
 its coordctl_build_info metric.`,
 		Example: `  coordctl version
-  coordctl version -w json   # {"module":"github.com/coordkit/coordkit","version":"v0.4.0","revision":"…","modified":false,…}`,
+  coordctl version -w json   # {"module":"github.com/coordkit/coordkit","version":"v0.5.0","revision":"…","modified":false,…}`,
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmdutil.PrintResult(f, cmdutil.TextOutput{V: buildinfo.Read()})

@@ -53,6 +53,16 @@ func NewCA(t testing.TB, dir, name string) *CA {
 // and key files.
 func (ca *CA) Issue(t testing.TB, dir, cn string, server bool) (certFile, keyFile string) {
 	t.Helper()
+	if server {
+		return ca.IssueWithUsage(t, dir, cn, true, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+	}
+	return ca.IssueWithUsage(t, dir, cn, false, x509.ExtKeyUsageClientAuth)
+}
+
+// IssueWithUsage is Issue with the certificate's extended key usages
+// given (none: the extension is left out, which allows every usage).
+func (ca *CA) IssueWithUsage(t testing.TB, dir, cn string, server bool, usage ...x509.ExtKeyUsage) (certFile, keyFile string) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	must(t, err)
 	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
@@ -63,10 +73,9 @@ func (ca *CA) Issue(t testing.TB, dir, cn string, server bool) (certFile, keyFil
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		ExtKeyUsage:  usage,
 	}
 	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
 		tmpl.DNSNames = []string{"localhost"}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	benchcmd "github.com/coordkit/coordkit/internal/cmd/bench"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil/program"
 
 	check "github.com/coordkit/coordkit/internal/cmd/check"
 
@@ -42,7 +43,7 @@ import (
 // Main runs coordctl with the process's arguments and streams and returns
 // its exit code.
 func Main() int {
-	return cmdutil.Main(func(f *cmdutil.Factory) *cobra.Command { return newRootCmd(f, f.Getenv) }, hint)
+	return program.Main(func(f *cmdutil.Factory) *cobra.Command { return newRootCmd(f, f.Getenv) }, hint)
 }
 
 // run executes one coordctl invocation; tests call it in-process.
@@ -54,7 +55,7 @@ func run(ctx context.Context, args []string, streams cmdutil.IOStreams, getenv f
 
 // runFactory is run on a factory the caller made (tests replace its parts).
 func runFactory(ctx context.Context, f *cmdutil.Factory, args []string) int {
-	return cmdutil.Execute(ctx, f, newRootCmd(f, f.Getenv), args, hint)
+	return program.Execute(ctx, f, newRootCmd(f, f.Getenv), args, hint)
 }
 
 // hint explains errors whose own text does not say what to do: a stale
@@ -72,7 +73,7 @@ func hint(cmd *cobra.Command, err error) string {
 	case ok:
 		return " (use coordctl lock, or see coordctl lock status)"
 	}
-	return cmdutil.EtcdDeadlineHint(cmd, err)
+	return program.EtcdDeadlineHint(cmd, err)
 }
 
 func newRootCmd(f *cmdutil.Factory, getenv func(string) string) *cobra.Command {
@@ -93,7 +94,7 @@ committed: look before retrying). In exec modes the child's code passes through.
   coordctl lock jobs/nightly -- ./nightly.sh
   coordctl resource serve --data-dir /tmp/res &`,
 	}
-	cmdutil.SetUpRoot(f, root)
+	program.SetUpRoot(f, root)
 
 	root.AddCommand(etcdcmd.NewCmd(f))
 	root.AddCommand(democmd.NewCmd(f))
@@ -110,6 +111,6 @@ committed: look before retrying). In exec modes the child's code passes through.
 	root.AddCommand(check.NewCmd(f))
 	root.AddCommand(sqlcli.NewCmd(f))
 	root.AddCommand(version.NewCmd(f))
-	cmdutil.RejectUnknownSubcommands(root)
+	program.RejectUnknownSubcommands(root)
 	return root
 }

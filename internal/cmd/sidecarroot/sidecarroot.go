@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil/program"
 	sidecarcmd "github.com/coordkit/coordkit/internal/cmd/sidecar"
 	"github.com/coordkit/coordkit/internal/cmd/version"
 )
@@ -13,7 +14,7 @@ const Name = "coordkit-sidecar"
 
 // Main runs coordkit-sidecar with the process's arguments and streams and
 // returns its exit code.
-func Main() int { return cmdutil.Main(NewCmd, cmdutil.EtcdDeadlineHint) }
+func Main() int { return program.Main(NewCmd, program.EtcdDeadlineHint) }
 
 // NewCmd returns the root of coordkit-sidecar's tree on f.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
@@ -33,9 +34,9 @@ code passes through.`,
   coordkit-sidecar sidecar resign --url http://127.0.0.1:4040
   coordkit-sidecar version -w json`,
 	}
-	cmdutil.SetUpRoot(f, root)
+	program.SetUpRoot(f, root)
 	root.AddCommand(sidecarcmd.NewCmd(f))
 	root.AddCommand(version.NewCmd(f))
-	cmdutil.RejectUnknownSubcommands(root)
+	program.RejectUnknownSubcommands(root)
 	return root
 }

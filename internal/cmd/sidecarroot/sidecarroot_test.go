@@ -15,6 +15,7 @@ import (
 
 	"github.com/coordkit/coordkit/internal/buildinfo"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil/program"
 )
 
 // What the slim binary must not link: the lab's Raft, the SQL drivers,
@@ -75,7 +76,7 @@ func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	f := cmdutil.NewFactory(cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	code = cmdutil.Execute(context.Background(), f, NewCmd(f), args, cmdutil.EtcdDeadlineHint)
+	code = program.Execute(context.Background(), f, NewCmd(f), args, program.EtcdDeadlineHint)
 	return code, out.String(), errOut.String()
 }
 

@@ -166,7 +166,9 @@ func TestLockE2EEtcdGoneExits4(t *testing.T) {
 	stopped := time.Now()
 	srv.Close()
 	require.Equal(t, exitLost, p.wait(t, 20*time.Second), p.stderr.String())
-	require.Less(t, time.Since(stopped), 6*time.Second, "TTL 2s + kill grace + bounded clean-up")
+	// A bound that tells "promptly" from a hang (a close waiting out its
+	// request timeout): 6.8s once on a starved machine against 6s.
+	require.Less(t, time.Since(stopped), 10*time.Second, "TTL 2s + kill grace + bounded clean-up")
 	require.Contains(t, p.stderr.String(), "lost lock e2e/gone")
 	require.Eventually(t, func() bool { return groupGone(pid) }, 2*time.Second, 10*time.Millisecond)
 }

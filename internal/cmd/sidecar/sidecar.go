@@ -3,6 +3,7 @@ package sidecarcmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -10,6 +11,7 @@ import (
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil/hold"
+	"github.com/coordkit/coordkit/internal/etcddial"
 	"github.com/coordkit/coordkit/internal/sidecar"
 )
 
@@ -124,6 +126,7 @@ noted once on stderr. See docs/sidecar.md.`,
 	fl.IntVar(&opts.Health.Failures, "health-failures", 3, "with --health-url: bad answers in a row that make the application unhealthy")
 	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
 	cmdutil.AddCoordFlags(fl, &opts.Coord, "default: this binary's version, if semantic")
+	fl.DurationVar(&opts.StartTimeout, "start-timeout", 0, "give up (exit 1) when etcd has not been reached this long after start; 0: wait as long as it takes, serving the API meanwhile")
 	fl.StringVar(&opts.APITokenFile, "api-token-file", "", "file holding the token POST /v1/resign requires (needed for a non-loopback --listen)")
 	cmd.AddCommand(newSidecarResignCmd(f))
 	return cmd
@@ -146,18 +149,18 @@ func runSidecar(ctx context.Context, f *cmdutil.Factory, opts *sidecarOptions) e
 	if err != nil {
 		return err
 	}
-	defer f.HoldOutput(p)()
-	client, err := f.EtcdClient(ctx)
+	dial, err := f.EtcdDialer()
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
 		return err
 	}
-	defer client.Close()
+	defer f.HoldOutput(p)()
 
+	// No dial here: the sidecar connects once it serves, and retries
+	// while etcd is unreachable (an exit would be a CrashLoopBackOff).
+	cfg.Connect.Dial, cfg.Connect.Transient = dial, transient
+	cfg.Connect.OnRetry = func(r sidecar.ConnectRetry) { fmt.Fprintf(f.IO.ErrOut, "coordctl sidecar: %s\n", r) }
 	reg := sidecar.NewRegistry()
-	cfg.Client, cfg.Stdout, cfg.Stderr, cfg.Watchdog = client, f.IO.Out, f.IO.ErrOut, f.Watchdog
+	cfg.Stdout, cfg.Stderr, cfg.Watchdog = f.IO.Out, f.IO.ErrOut, f.Watchdog
 	cfg.Registerer, cfg.Gatherer, cfg.OnChange = reg, reg, sidecar.OutputLines(p.Print, f.IO.ErrOut)
 	sc, err := sidecar.New(cfg)
 	if err != nil {
@@ -165,8 +168,23 @@ func runSidecar(ctx context.Context, f *cmdutil.Factory, opts *sidecarOptions) e
 	}
 	err = sidecar.Serve(ctx, sc, opts.Listen, func(url string) error { return p.Print(sidecar.NewListening(url)) })
 	var ce *sidecar.ChildExitError
-	if errors.As(err, &ce) {
+	switch {
+	case errors.As(err, &ce):
 		return &cmdutil.ChildExitError{Code: ce.Code}
+	case errors.Is(err, sidecar.ErrStartTimeout):
+		return fmt.Errorf("--start-timeout %s: %w", opts.StartTimeout, err)
 	}
 	return err
+}
+
+// transient says which errors of connecting are worth another attempt:
+// etcd not reached, or reached and silent (starting, no quorum yet). Not
+// those of an etcd that answered and refused (TLS, credentials, another
+// cluster) nor TLS files that do not load: a configuration to fix, which
+// exits 1 (2) at once and shows as a crash loop, not as a sidecar that
+// waits for ever.
+func transient(err error) bool {
+	var usage *cmdutil.UsageError
+	return !errors.As(err, &usage) && !errors.Is(err, etcddial.ErrTLS) && !errors.Is(err, etcddial.ErrAuth) &&
+		!errors.Is(err, etcddial.ErrClusterMismatch) && !errors.Is(err, etcddial.ErrTLSConfig)
 }

@@ -37,13 +37,24 @@ HTTP API on --listen (port 0 picks a free port):
                     prefers among the others), then stay out of the queue
                     for --ttl (a preStop hook's SIGTERM comes meanwhile)
   GET  /v1/candidates  the queue, leader first, with each one's attributes
+  GET  /livez       200 while the process serves (a liveness probe that
+                    does not depend on etcd)
   GET  /healthz     200 while the session with etcd is alive, else 503
+                    (monitoring: "connecting to etcd" at start)
   GET  /readyz      200 only while this instance leads, else 503
   GET  /metrics     Prometheus metrics
 
 Once listening it prints 'ready url=http://ADDR' (with -w json:
 {"event":"listening","url":...}), then one line per event: elected, lost,
 leader (changed).
+
+It listens before it connects to etcd, and waits for etcd instead of
+exiting: while etcd cannot be reached it serves (/healthz 503 "connecting
+to etcd: ...", no leader known), retries with waits capped at 100ms
+doubling to 5s, writes one line per failed attempt on stderr, and
+campaigns once connected. --start-timeout bounds the wait (exit 1). An
+etcd that answers and refuses (TLS, credentials, another cluster) exits 1
+at once: a configuration to fix.
 
 The GET endpoints are open to anyone who can reach --listen (probes and
 Prometheus carry no token). POST /v1/resign is not: it wants Content-Type
@@ -95,6 +106,7 @@ noted once on stderr. See docs/sidecar.md.`,
   coordctl sidecar --election cron --id node-a --ttl 3s -- ./run-scheduler.sh
   coordctl sidecar --election my-service --id "$POD_NAME" --health-url http://127.0.0.1:8080/healthz   # lead only while the app is healthy
   coordctl sidecar --election my-service --id "$POD_NAME" --policy newest-version --version 2.3.0
+  coordctl sidecar --election my-service --id "$POD_NAME" --start-timeout 10m   # exit 1 if etcd is not reached in 10 minutes
   curl -s -X POST -H 'Content-Type: application/json' 'localhost:4040/v1/resign?to=best'
   curl -s localhost:4040/v1/leader   # {"name":"my-service","scope":"my-service/","id":"web-1","leader":"web-2","token":1207,...}`,
 		Annotations: map[string]string{cmdutil.ExecAnnotation: "true"},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/session"
@@ -15,9 +16,11 @@ import (
 // etcd does, etcd restarting, a network not up yet) must not exit: in
 // Kubernetes an exit is a CrashLoopBackOff whose back-off grows to five
 // minutes, so the pod would come back long after etcd did. With
-// Config.Connect, Run connects by itself, serving the API meanwhile
-// (/healthz 503 "connecting to etcd: …", no leader known), and campaigns
-// once connected.
+// Config.Connect, Serve makes one attempt before it listens (connected,
+// 'ready' means connected as it always did, and an etcd that refuses ends
+// it before 'ready'); if etcd cannot be reached, Run keeps trying, serving
+// the API meanwhile (/healthz 503 "connecting to etcd: …", no leader known,
+// /v1/candidates 503), and campaigns once connected.
 
 // Connect is how Run connects to etcd when Config.Client is nil.
 type Connect struct {
@@ -58,49 +61,101 @@ func ConnectBackoff() session.Backoff {
 	return session.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
 }
 
-// errTimedOut is the cause of connect's context when Timeout passes.
+// connecting is one run of attempts to connect: the attempts so far, the
+// backoff, the deadline of Connect.Timeout (from the first attempt), and
+// the wait owed before the next attempt. Serve makes the first attempt
+// before it listens and Run the rest.
+type connecting struct {
+	Connect
+	clock    session.Clock
+	exp      *backoff.ExponentialBackOff
+	retry    func(ConnectRetry)
+	deadline time.Time // zero: no Timeout
+	attempts int
+	last     error         // the last attempt that ended by itself, not by the deadline
+	owed     time.Duration // the wait before the next attempt
+}
+
+// errTimedOut is the cause of an attempt's context when Timeout passes.
 var errTimedOut = errors.New("start timeout")
 
-// connect dials until an attempt succeeds, an error is not transient, ctx
-// ends (ctx's error) or the timeout passes (ErrStartTimeout). Failed
-// attempts that will be retried go to retry; clock times the waits.
-func (c Connect) connect(ctx context.Context, clock session.Clock, b session.Backoff, retry func(ConnectRetry)) (*clientv3.Client, error) {
-	dctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+func (c Connect) start(clock session.Clock, b session.Backoff, retry func(ConnectRetry)) *connecting {
+	k := &connecting{Connect: c, clock: clock, exp: b.Exponential(), retry: retry}
 	if c.Timeout > 0 {
-		var cancelT context.CancelFunc
-		dctx, cancelT = context.WithTimeoutCause(dctx, c.Timeout, errTimedOut)
-		defer cancelT()
+		k.deadline = time.Now().Add(c.Timeout)
 	}
-	exp := b.Exponential()
-	var last error // the last attempt that ended by itself, not by dctx
-	for attempt := 1; ; attempt++ {
-		cli, err := c.Dial(dctx)
-		if err == nil {
-			return cli, nil
-		}
-		if dctx.Err() == nil || last == nil {
-			last = err
-		}
-		switch {
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		case errors.Is(context.Cause(dctx), errTimedOut):
-			return nil, fmt.Errorf("%w (%s, %d attempts): %w", ErrStartTimeout, c.Timeout, attempt, last)
-		case c.Transient != nil && !c.Transient(err):
-			return nil, err
-		}
-		wait := exp.NextBackOff()
-		retry(ConnectRetry{Attempt: attempt, Err: err, Wait: wait})
-		t := clock.NewTimer(wait)
-		select {
-		case <-t.C():
-		case <-dctx.Done():
-			t.Stop()
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
+	return k
+}
+
+// bounded is ctx bounded by the deadline, if any.
+func (k *connecting) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if k.deadline.IsZero() {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadlineCause(ctx, k.deadline, errTimedOut)
+}
+
+// timedOut is the error of a deadline passed.
+func (k *connecting) timedOut() error {
+	return fmt.Errorf("%w (%s, %d attempts): %w", ErrStartTimeout, k.Timeout, k.attempts, k.last)
+}
+
+// attempt makes one attempt: the client; or the error to end with (not
+// transient, the deadline passed, ctx ended); or neither: try again after
+// k.owed, told to retry.
+func (k *connecting) attempt(ctx context.Context) (*clientv3.Client, error) {
+	dctx, cancel := k.bounded(ctx)
+	defer cancel()
+	k.attempts++
+	cli, err := k.Dial(dctx)
+	if err == nil {
+		return cli, nil
+	}
+	if dctx.Err() == nil || k.last == nil {
+		k.last = err
+	}
+	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.Is(context.Cause(dctx), errTimedOut):
+		return nil, k.timedOut()
+	case k.Transient != nil && !k.Transient(err):
+		return nil, err
+	}
+	k.owed = k.exp.NextBackOff()
+	k.retry(ConnectRetry{Attempt: k.attempts, Err: err, Wait: k.owed})
+	return nil, nil
+}
+
+// run waits what is owed and attempts until one succeeds or attempt
+// returns an error.
+func (k *connecting) run(ctx context.Context) (*clientv3.Client, error) {
+	for {
+		if k.attempts > 0 {
+			if err := k.wait(ctx); err != nil {
+				return nil, err
 			}
-			return nil, fmt.Errorf("%w (%s, %d attempts): %w", ErrStartTimeout, c.Timeout, attempt, last)
+		}
+		if cli, err := k.attempt(ctx); cli != nil || err != nil {
+			return cli, err
 		}
 	}
+}
+
+// wait waits what is owed: ctx's error if ctx ends first, the timeout's if
+// the deadline passes first.
+func (k *connecting) wait(ctx context.Context) error {
+	dctx, cancel := k.bounded(ctx)
+	defer cancel()
+	t := k.clock.NewTimer(k.owed)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-dctx.Done():
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return k.timedOut()
 }

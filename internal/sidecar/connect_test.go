@@ -39,7 +39,7 @@ func TestConnectRetriesTransientErrors(t *testing.T) {
 	}
 	var retries []ConnectRetry
 	c := Connect{Dial: dial, Transient: func(err error) bool { return errors.Is(err, errDown) }}
-	cli, err := c.connect(ctx, session.RealClock{}, fastBackoff, func(r ConnectRetry) { retries = append(retries, r) })
+	cli, err := c.start(session.RealClock{}, fastBackoff, func(r ConnectRetry) { retries = append(retries, r) }).run(ctx)
 	require.NoError(t, err)
 	require.Same(t, want, cli)
 	require.Len(t, retries, 3)
@@ -52,17 +52,17 @@ func TestConnectRetriesTransientErrors(t *testing.T) {
 
 	attempts := 0
 	c.Dial = func(context.Context) (*clientv3.Client, error) { attempts++; return nil, errRefused }
-	_, err = c.connect(ctx, session.RealClock{}, fastBackoff, func(ConnectRetry) { t.Error("a rejected error is not retried") })
+	_, err = c.start(session.RealClock{}, fastBackoff, func(ConnectRetry) { t.Error("a rejected error is not retried") }).run(ctx)
 	require.ErrorIs(t, err, errRefused)
 	require.Equal(t, 1, attempts)
 
 	cctx, cancel := context.WithCancel(ctx)
 	c.Dial = func(context.Context) (*clientv3.Client, error) { return nil, errDown }
-	_, err = c.connect(cctx, session.RealClock{}, fastBackoff, func(r ConnectRetry) {
+	_, err = c.start(session.RealClock{}, fastBackoff, func(r ConnectRetry) {
 		if r.Attempt == 5 {
 			cancel()
 		}
-	})
+	}).run(cctx)
 	require.ErrorIs(t, err, context.Canceled)
 }
 
@@ -89,7 +89,7 @@ func TestConnectStartTimeout(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Connect{Dial: tc.dial, Timeout: 100 * time.Millisecond}
 			start := time.Now()
-			_, err := c.connect(context.Background(), session.RealClock{}, ConnectBackoff(), func(ConnectRetry) {})
+			_, err := c.start(session.RealClock{}, ConnectBackoff(), func(ConnectRetry) {}).run(context.Background())
 			require.ErrorIs(t, err, ErrStartTimeout)
 			require.ErrorIs(t, err, errDown)
 			require.NotErrorIs(t, err, context.DeadlineExceeded)

@@ -114,8 +114,12 @@ type Sidecar struct {
 	tokenOwner *os.File
 	health     *appHealth
 
+	// conn connects through Config.Connect when there is no Config.Client
+	// (nil otherwise); the client it makes is Run's to close.
+	conn *connecting
+
 	mu      sync.Mutex
-	client  *clientv3.Client // Config.Client, or Connect's once connected
+	client  *clientv3.Client // Config.Client, or conn's once connected
 	sess    *session.Session
 	leading *election.Leadership
 	resign  chan resignRequest
@@ -206,6 +210,9 @@ func New(cfg Config) (s *Sidecar, err error) {
 		client:     cfg.Client,
 	}
 	s.cfg.Health = cfg.Health.withDefaults()
+	if cfg.Client == nil {
+		s.conn = cfg.Connect.start(cfg.Clock, ConnectBackoff(), s.connectRetry)
+	}
 	if cfg.Registerer != nil {
 		m, err := NewMetrics(cfg.Registerer, cfg.Name, cfg.ID, s.leaseLeft, cfg.Build)
 		if err != nil {
@@ -302,24 +309,37 @@ func (s *Sidecar) etcd() *clientv3.Client {
 	return s.client
 }
 
-// connect makes the etcd client through Config.Connect: each failed
-// attempt is reported on /healthz (and to Connect.OnRetry) until one
-// succeeds. The caller closes the client.
-func (s *Sidecar) connect(ctx context.Context) (*clientv3.Client, error) {
-	cli, err := s.cfg.Connect.connect(ctx, s.cfg.Clock, ConnectBackoff(), func(r ConnectRetry) {
-		s.apply(Event{Kind: SessionDown, Reason: "connecting to etcd: " + r.Err.Error()})
-		s.cfg.Logger.Warn("connect", "attempt", r.Attempt, "err", r.Err, "wait", r.Wait)
-		if s.cfg.Connect.OnRetry != nil {
-			s.cfg.Connect.OnRetry(r)
-		}
-	})
-	if err != nil {
-		return nil, err
+// connectRetry reports a failed attempt to connect on /healthz, in the
+// log and to Connect.OnRetry.
+func (s *Sidecar) connectRetry(r ConnectRetry) {
+	s.apply(Event{Kind: SessionDown, Reason: "connecting to etcd: " + r.Err.Error()})
+	s.cfg.Logger.Warn("connect", "attempt", r.Attempt, "err", r.Err, "wait", r.Wait)
+	if s.cfg.Connect.OnRetry != nil {
+		s.cfg.Connect.OnRetry(r)
 	}
+}
+
+// connectFirst is Serve's attempt to connect before it listens: nil when
+// connected, or when etcd could not be reached (Run keeps trying) or ctx
+// ended (Run returns at once); else the error that ends the sidecar.
+func (s *Sidecar) connectFirst(ctx context.Context) error {
+	if s.conn == nil || s.etcd() != nil {
+		return nil
+	}
+	cli, err := s.conn.attempt(ctx)
+	switch {
+	case cli != nil:
+		s.setClient(cli)
+	case ctx.Err() != nil:
+		return nil
+	}
+	return err
+}
+
+func (s *Sidecar) setClient(cli *clientv3.Client) {
 	s.mu.Lock()
 	s.client = cli
 	s.mu.Unlock()
-	return cli, nil
 }
 
 func (s *Sidecar) setSession(sess *session.Session) {
@@ -370,12 +390,15 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	cli := s.etcd()
 	if cli == nil {
 		var err error
-		if cli, err = s.connect(ctx); err != nil {
+		if cli, err = s.conn.run(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
+		s.setClient(cli)
+	}
+	if s.conn != nil {
 		defer cli.Close()
 	}
 	octx, stopObserve := context.WithCancel(ctx)

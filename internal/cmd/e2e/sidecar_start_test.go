@@ -118,3 +118,33 @@ func TestSidecarE2EStartTimeout(t *testing.T) {
 	require.Contains(t, out, "--start-timeout 2s: sidecar: etcd not reached within the start timeout (2s, ")
 	require.Contains(t, out[strings.Index(out, "--start-timeout 2s"):], "etcd unreachable at "+dead, "the last attempt's error")
 }
+
+// Issue 34, docs/operations.md "etcd outage": a leading sidecar whose etcd
+// goes away turns unready and unhealthy at its lease's local deadline
+// while /livez stays 200 (nothing restarts it), and leads again once etcd
+// is back; the time from etcd's return to the new 'elected' is logged.
+func TestSidecarE2EOutageAndBack(t *testing.T) {
+	t.Parallel()
+	px := startCutProxy(t, etcdtest.Start(t).Endpoints()[0])
+	p := startSidecarProc(t, nil, []string{px.endpoint}, "e2e/outage-back", "a", "--ttl", "2s", "--dial-timeout", "500ms")
+	first := p.awaitLine(t, "elected", 30*time.Second)
+
+	px.cut()
+	cut := time.Now()
+	p.awaitLine(t, "lost", 30*time.Second)
+	t.Logf("lost %s after the cut (--ttl 2s)", time.Since(cut).Round(time.Millisecond))
+	require.Equal(t, 503, p.status(t, "/readyz"))
+	require.Equal(t, 503, p.status(t, "/healthz"))
+	require.Equal(t, 200, p.status(t, "/livez"), "a liveness probe would not restart it")
+	// Held away for longer than the session's retries take to reach
+	// their cap: what a real outage looks like to the sidecar.
+	p.awaitStderr(t, "coordctl sidecar: unhealthy: ", 30*time.Second)
+	time.Sleep(5 * time.Second) // the outage's length is the test's input, not an event to await
+
+	px.heal()
+	back := time.Now()
+	again := p.awaitLine(t, "elected", 60*time.Second)
+	t.Logf("elected again %s after etcd became reachable (outage %s)", time.Since(back).Round(time.Millisecond), back.Sub(cut).Round(time.Millisecond))
+	require.Greater(t, again["token"].(float64), first["token"].(float64))
+	require.Equal(t, 200, p.status(t, "/healthz"))
+}

@@ -16,7 +16,7 @@ import (
 // etcd does, etcd restarting, a network not up yet) must not exit: in
 // Kubernetes an exit is a CrashLoopBackOff whose back-off grows to five
 // minutes, so the pod would come back long after etcd did. With
-// Config.Connect, Serve makes one attempt before it listens (connected,
+// Config.Connect, Serve makes one attempt before it serves (connected,
 // 'ready' means connected as it always did, and an etcd that refuses ends
 // it before 'ready'); if etcd cannot be reached, Run keeps trying, serving
 // the API meanwhile (/healthz 503 "connecting to etcd: …", no leader known,
@@ -79,12 +79,10 @@ type connecting struct {
 // errTimedOut is the cause of an attempt's context when Timeout passes.
 var errTimedOut = errors.New("start timeout")
 
+// start returns the attempts' state; clock times the waits between them
+// (the deadline is a context's, in real time).
 func (c Connect) start(clock session.Clock, b session.Backoff, retry func(ConnectRetry)) *connecting {
-	k := &connecting{Connect: c, clock: clock, exp: b.Exponential(), retry: retry}
-	if c.Timeout > 0 {
-		k.deadline = time.Now().Add(c.Timeout)
-	}
-	return k
+	return &connecting{Connect: c, clock: clock, exp: b.Exponential(), retry: retry}
 }
 
 // bounded is ctx bounded by the deadline, if any.
@@ -104,6 +102,9 @@ func (k *connecting) timedOut() error {
 // transient, the deadline passed, ctx ended); or neither: try again after
 // k.owed, told to retry.
 func (k *connecting) attempt(ctx context.Context) (*clientv3.Client, error) {
+	if k.attempts == 0 && k.Timeout > 0 {
+		k.deadline = time.Now().Add(k.Timeout)
+	}
 	dctx, cancel := k.bounded(ctx)
 	defer cancel()
 	k.attempts++

@@ -156,3 +156,40 @@ func TestNewWantsAClientOrConnect(t *testing.T) {
 	_, err = New(Config{Name: "n", ID: "a", Connect: Connect{Dial: dial, Timeout: -time.Second}})
 	require.ErrorIs(t, err, ErrBadConfig)
 }
+
+// Serve makes the first attempt before it serves: an error Transient
+// rejects is Serve's, before 'ready'; etcd unreachable, it serves (and
+// says why on /healthz) while Run keeps trying.
+func TestServeConnectsFirst(t *testing.T) {
+	newSidecar := func(transient bool) *Sidecar {
+		dial := func(context.Context) (*clientv3.Client, error) { return nil, errRefused }
+		s, err := New(Config{Name: "serve", ID: "a", Connect: Connect{Dial: dial, Transient: func(error) bool { return transient }}})
+		require.NoError(t, err)
+		return s
+	}
+	err := Serve(context.Background(), newSidecar(false), "127.0.0.1:0", func(string) error {
+		t.Error("listening before a refusing etcd was reported")
+		return nil
+	})
+	require.ErrorIs(t, err, errRefused)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	urls := make(chan string, 1)
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, newSidecar(true), "127.0.0.1:0", func(u string) error { urls <- u; return nil }) }()
+	var url string
+	select {
+	case url = <-urls:
+	case err := <-served:
+		t.Fatalf("Serve returned before listening: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not listening within 10s")
+	}
+	code, body := get(t, url+"/healthz")
+	require.Equal(t, 503, code)
+	require.Contains(t, body, "connecting to etcd: "+errRefused.Error())
+	code, _ = get(t, url+"/livez")
+	require.Equal(t, 200, code)
+	cancel()
+	require.NoError(t, <-served, "ended by ctx while connecting")
+}

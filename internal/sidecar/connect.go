@@ -53,11 +53,11 @@ func (r ConnectRetry) String() string {
 	return fmt.Sprintf("connecting to etcd: attempt %d failed: %v; next attempt in %s", r.Attempt, r.Err, r.Wait.Round(time.Millisecond))
 }
 
-// ConnectBackoff paces the attempts to connect: each wait is drawn with
+// connectBackoff paces the attempts to connect: each wait is drawn with
 // full jitter below a cap of 100ms doubling to 5s, so a sidecar connects
 // within about 5s (plus one dial) of etcd coming back, however long it
 // was away.
-func ConnectBackoff() session.Backoff {
+func connectBackoff() session.Backoff {
 	return session.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
 }
 

@@ -89,7 +89,7 @@ func TestConnectStartTimeout(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Connect{Dial: tc.dial, Timeout: 100 * time.Millisecond}
 			start := time.Now()
-			_, err := c.start(session.RealClock{}, ConnectBackoff(), func(ConnectRetry) {}).run(context.Background())
+			_, err := c.start(session.RealClock{}, connectBackoff(), func(ConnectRetry) {}).run(context.Background())
 			require.ErrorIs(t, err, ErrStartTimeout)
 			require.ErrorIs(t, err, errDown)
 			require.NotErrorIs(t, err, context.DeadlineExceeded)

@@ -211,7 +211,7 @@ func New(cfg Config) (s *Sidecar, err error) {
 	}
 	s.cfg.Health = cfg.Health.withDefaults()
 	if cfg.Client == nil {
-		s.conn = cfg.Connect.start(cfg.Clock, ConnectBackoff(), s.connectRetry)
+		s.conn = cfg.Connect.start(cfg.Clock, connectBackoff(), s.connectRetry)
 	}
 	if cfg.Registerer != nil {
 		m, err := NewMetrics(cfg.Registerer, cfg.Name, cfg.ID, s.leaseLeft, cfg.Build)

@@ -62,7 +62,8 @@ application/json, and either the token of --api-token-file ("Authorization:
 Bearer TOKEN") or, without one, a Host header naming a loopback host, so a
 web page in a browser cannot make the sidecar resign. A non-loopback
 --listen (":4040" in a pod) needs --api-token-file. 'coordctl sidecar
-resign' sends the request (a Kubernetes preStop hook).
+resign [--to ID|best]' sends the request (a Kubernetes preStop hook, in
+exec form: the image has no shell).
 
 With --token-file the token is written there atomically while this instance
 leads and the file is removed on loss, and at start-up, before 'ready' (a

@@ -176,7 +176,9 @@ func TestServeConnectsFirst(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	urls := make(chan string, 1)
 	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, newSidecar(true), "127.0.0.1:0", func(u string) error { urls <- u; return nil }) }()
+	go func() {
+		served <- Serve(ctx, newSidecar(true), "127.0.0.1:0", func(u string) error { urls <- u; return nil })
+	}()
 	var url string
 	select {
 	case url = <-urls:

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,11 +45,29 @@ var docSep = regexp.MustCompile(`(?m)^---\s*$`)
 // misspelt field, or a kind this test does not know, fails.
 func load(t *testing.T) objects {
 	t.Helper()
+	var all objects
+	for _, o := range loadFiles(t) {
+		all.deployments = append(all.deployments, o.deployments...)
+		all.statefulSets = append(all.statefulSets, o.statefulSets...)
+		all.services = append(all.services, o.services...)
+		all.pdbs = append(all.pdbs, o.pdbs...)
+		all.cronJobs = append(all.cronJobs, o.cronJobs...)
+		all.claims = append(all.claims, o.claims...)
+		all.configMaps = append(all.configMaps, o.configMaps...)
+	}
+	return all
+}
+
+// loadFiles is load by file: each file is applied as a unit
+// (sidecar.yaml and sidecar-native.yaml are two forms of one service).
+func loadFiles(t *testing.T) map[string]objects {
+	t.Helper()
 	files, err := filepath.Glob("*.yaml")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	var o objects
+	byFile := map[string]objects{}
 	for _, f := range files {
+		var o objects
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
 		for i, doc := range docSep.Split(string(b), -1) {
@@ -78,8 +97,9 @@ func load(t *testing.T) objects {
 			}
 			require.NoError(t, yaml.UnmarshalStrict([]byte(doc), obj), "%s #%d (%s)", f, i, tm.Kind)
 		}
+		byFile[f] = o
 	}
-	return o
+	return byFile
 }
 
 // decodeInto appends a new object to list and returns it, for the decoder
@@ -130,9 +150,9 @@ func (o objects) workloads() []workload {
 
 func TestManifestsDecodeStrictly(t *testing.T) {
 	o := load(t)
-	require.Len(t, o.deployments, 1)
+	require.Len(t, o.deployments, 2, "sidecar.yaml and sidecar-native.yaml")
 	require.Len(t, o.statefulSets, 1)
-	require.Len(t, o.pdbs, 2)
+	require.Len(t, o.pdbs, 3)
 	require.Len(t, o.cronJobs, 1)
 
 	// A misspelt field is refused: the decoding is really strict.
@@ -141,7 +161,13 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 }
 
 func TestLabelsAndSelectorsAgree(t *testing.T) {
-	o := load(t)
+	for f, o := range loadFiles(t) {
+		t.Run(f, func(t *testing.T) { checkLabelsAndSelectors(t, o) })
+	}
+}
+
+// checkLabelsAndSelectors checks one file's objects.
+func checkLabelsAndSelectors(t *testing.T, o objects) {
 	ws := o.workloads()
 	for _, w := range ws {
 		sel, err := metav1.LabelSelectorAsSelector(w.selector)
@@ -191,7 +217,7 @@ func TestSecurityContextAndRequests(t *testing.T) {
 		for _, c := range w.claims {
 			volumes[c] = true
 		}
-		for _, c := range append(w.tmpl.Spec.InitContainers, w.tmpl.Spec.Containers...) {
+		for _, c := range slices.Concat(w.tmpl.Spec.InitContainers, w.tmpl.Spec.Containers) {
 			where := w.name + " container " + c.Name
 			sc := c.SecurityContext
 			require.NotNil(t, sc, where)
@@ -216,19 +242,43 @@ func TestSecurityContextAndRequests(t *testing.T) {
 // the application, and preStop resigns through the same API.
 func TestSidecarContainerAgreesWithCoordctl(t *testing.T) {
 	o := load(t)
-	d := o.deployments[0]
-	spec := d.Spec.Template.Spec
-	var sc, app *corev1.Container
-	for i := range spec.Containers {
-		c := &spec.Containers[i]
-		if len(c.Args) > 0 && c.Args[0] == "sidecar" {
-			sc = c
-		} else {
-			app = c
+	for _, d := range o.deployments {
+		t.Run(sidecarForm(d), func(t *testing.T) { checkSidecarContainer(t, o, d) })
+	}
+}
+
+// sidecarPod finds, in d's pod, the container that runs 'coordctl
+// sidecar' (a container or a native sidecar among the init containers)
+// and the application's.
+func sidecarPod(t *testing.T, d *appsv1.Deployment) (sc, app *corev1.Container) {
+	t.Helper()
+	spec := &d.Spec.Template.Spec
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			if c := &cs[i]; len(c.Args) > 0 && c.Args[0] == "sidecar" {
+				sc = c
+			} else {
+				app = c
+			}
 		}
 	}
 	require.NotNil(t, sc, "a container running 'coordctl sidecar'")
 	require.NotNil(t, app, "an application container")
+	return sc, app
+}
+
+// sidecarForm names d's form: native (an init container with
+// restartPolicy Always) or classic.
+func sidecarForm(d *appsv1.Deployment) string {
+	if len(d.Spec.Template.Spec.InitContainers) > 0 {
+		return "native"
+	}
+	return "classic"
+}
+
+func checkSidecarContainer(t *testing.T, o objects, d *appsv1.Deployment) {
+	spec := d.Spec.Template.Spec
+	sc, app := sidecarPod(t, d)
 	require.Empty(t, sc.Command, "the image's entrypoint is coordctl (%s)", image.BinaryPath)
 	flags := parseFlags(sc.Args[1:])
 	for _, f := range []string{"election", "id", "listen", "api-token-file", "token-file", "endpoints"} {
@@ -244,9 +294,8 @@ func TestSidecarContainerAgreesWithCoordctl(t *testing.T) {
 	// The real API, to see that every probed path exists.
 	api := sidecar.NewAPI(sidecar.APIConfig{Tracker: sidecar.NewTracker("e", "e/", "a", nil)})
 	defer api.Close()
-	probes := map[string]*corev1.Probe{"readiness": sc.ReadinessProbe, "liveness": sc.LivenessProbe}
-	for kind, p := range probes {
-		require.NotNil(t, p, "%s probe", kind)
+	require.NotNil(t, sc.LivenessProbe, "liveness probe")
+	for kind, p := range sidecarProbes(sc) {
 		require.NotNil(t, p.HTTPGet, "%s probe is an HTTP GET", kind)
 		port, ok := containerPort([]corev1.Container{*sc}, p.HTTPGet.Port)
 		require.True(t, ok, "%s probe port %s is a port of the sidecar container", kind, p.HTTPGet.Port.String())
@@ -287,13 +336,7 @@ func TestSidecarContainerAgreesWithCoordctl(t *testing.T) {
 	require.True(t, found, "the app is told where the token file is (%s)", appPath)
 
 	// preStop: coordctl sidecar resign against the same API and token.
-	require.NotNil(t, sc.Lifecycle)
-	require.NotNil(t, sc.Lifecycle.PreStop)
-	require.NotNil(t, sc.Lifecycle.PreStop.Exec, "preStop runs coordctl (an httpGet hook cannot POST)")
-	cmd := sc.Lifecycle.PreStop.Exec.Command
-	require.GreaterOrEqual(t, len(cmd), 3)
-	require.Equal(t, []string{image.BinaryPath, "sidecar", "resign"}, cmd[:3])
-	pre := parseFlags(cmd[3:])
+	pre := preStopResign(t, sc)
 	require.Equal(t, flags["api-token-file"], pre["api-token-file"], "preStop sends the token the sidecar requires")
 	u, err := url.Parse(pre["url"])
 	require.NoError(t, err)
@@ -535,6 +578,30 @@ func TestEtcdSnapshotCronJob(t *testing.T) {
 	pm, ok := mountOf(prune, file)
 	require.True(t, ok)
 	require.Equal(t, m.Name, pm.Name)
+}
+
+// sidecarProbes are the probes of sc that are set, by kind.
+func sidecarProbes(sc *corev1.Container) map[string]*corev1.Probe {
+	ps := map[string]*corev1.Probe{}
+	for kind, p := range map[string]*corev1.Probe{"startup": sc.StartupProbe, "readiness": sc.ReadinessProbe, "liveness": sc.LivenessProbe} {
+		if p != nil {
+			ps[kind] = p
+		}
+	}
+	return ps
+}
+
+// preStopResign checks that sc's preStop hook execs 'coordctl sidecar
+// resign' and returns its flags.
+func preStopResign(t *testing.T, sc *corev1.Container) map[string]string {
+	t.Helper()
+	require.NotNil(t, sc.Lifecycle)
+	require.NotNil(t, sc.Lifecycle.PreStop)
+	require.NotNil(t, sc.Lifecycle.PreStop.Exec, "preStop runs coordctl (an httpGet hook cannot POST)")
+	cmd := sc.Lifecycle.PreStop.Exec.Command
+	require.GreaterOrEqual(t, len(cmd), 3)
+	require.Equal(t, []string{image.BinaryPath, "sidecar", "resign"}, cmd[:3], "exec form: the image has no shell")
+	return parseFlags(cmd[3:])
 }
 
 // parseFlags reads --name=value and bare --name arguments.

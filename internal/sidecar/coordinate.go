@@ -68,9 +68,14 @@ func DefaultVersion() string {
 	}
 }
 
-// Candidates returns the election's queue with each candidate's attributes.
+// Candidates returns the election's queue with each candidate's
+// attributes; ErrConnecting before the sidecar reached etcd.
 func (s *Sidecar) Candidates(ctx context.Context) ([]election.Candidate, error) {
-	e, err := election.New(s.cfg.Client, s.cfg.Name, election.WithPrefix(s.cfg.Prefix))
+	cli := s.etcd()
+	if cli == nil {
+		return nil, ErrConnecting
+	}
+	e, err := election.New(cli, s.cfg.Name, election.WithPrefix(s.cfg.Prefix))
 	if err != nil {
 		return nil, err
 	}

@@ -8,10 +8,11 @@
 // session came up or ended, a leader was observed, this instance was elected
 // or deposed) move a State, and tests drive it without etcd. Tracker holds
 // the State for concurrent readers and streams its changes. API serves it:
-// /v1/leader, /v1/watch (Server-Sent Events), /v1/resign, /healthz, /readyz
-// and /metrics. Sidecar is the driver: one session (lease) at a time,
-// Election.Campaign on it, Election.Observe for the leader, the token file
-// and the command.
+// /v1/leader, /v1/watch (Server-Sent Events), /v1/resign, /livez, /healthz,
+// /readyz and /metrics. Sidecar is the driver: one session (lease) at a
+// time, Election.Campaign on it, Election.Observe for the leader, the token
+// file and the command. Given a way to connect (Config.Connect) instead of
+// a client, it serves before etcd is reached and retries until it is.
 //
 // What it guarantees:
 //   - /readyz answers 200 only while this instance holds the leadership and

@@ -14,4 +14,10 @@ var (
 	// ErrCommand is wrapped by CheckCommand's errors (and New's): the
 	// command is not found or not executable.
 	ErrCommand = errors.New("sidecar: cannot run command")
+	// ErrConnecting is returned by the calls that need etcd (Candidates)
+	// before Run has connected.
+	ErrConnecting = errors.New("sidecar: not connected to etcd yet")
+	// ErrStartTimeout is wrapped by Run's error when Connect.Timeout passed
+	// before etcd was reached.
+	ErrStartTimeout = errors.New("sidecar: etcd not reached within the start timeout")
 )

@@ -40,7 +40,7 @@ func (s State) View() View {
 	return v
 }
 
-// Probe is the body of /healthz and /readyz.
+// Probe is the body of /livez, /healthz and /readyz.
 type Probe struct {
 	Status string         `json:"status"` // "ok" or "unavailable"
 	Reason string         `json:"reason,omitempty"`
@@ -114,7 +114,11 @@ var _ http.Handler = (*API)(nil)
 //	POST /v1/resign  step down, campaign again at the back of the queue;
 //	                 ?to=ID or ?to=best: hand over to that candidate
 //	GET  /v1/candidates  the queue with each candidate's attributes
+//	GET  /livez      200 while the process serves: the liveness probe that
+//	                 does not depend on etcd (restarting the sidecar does
+//	                 not bring etcd back)
 //	GET  /healthz    200 while the session with etcd is alive, else 503
+//	                 (monitoring; not a probe that restarts or unroutes)
 //	GET  /readyz     200 while this instance leads, else 503
 //	GET  /metrics    Prometheus text
 //
@@ -138,6 +142,7 @@ func NewAPI(cfg APIConfig) *API {
 	a.mux.HandleFunc("GET /v1/status", a.handleStatus)
 	a.mux.Handle("POST /v1/resign", a.stateChanging(http.HandlerFunc(a.handleResign)))
 	a.mux.HandleFunc("GET /v1/candidates", a.handleCandidates)
+	a.mux.HandleFunc("GET /livez", a.handleLive)
 	a.mux.HandleFunc("GET /healthz", a.handleHealth)
 	a.mux.HandleFunc("GET /readyz", a.handleReady)
 	if cfg.Gatherer != nil {
@@ -182,6 +187,10 @@ func (a *API) handleStatus(w http.ResponseWriter, r *http.Request) {
 	st.Healthy, st.HealthError = s.Health()
 	st.Ready, st.ReadyError = s.Ready()
 	writeJSON(w, http.StatusOK, st)
+}
+
+func (a *API) handleLive(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, Probe{Status: "ok"})
 }
 
 func (a *API) handleHealth(w http.ResponseWriter, r *http.Request) {

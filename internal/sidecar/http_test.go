@@ -63,6 +63,7 @@ func TestSidecarHTTPStatusCodes(t *testing.T) {
 	}{
 		{"connecting", nil, []probe{
 			{"/healthz", 503, `"reason":"connecting to etcd"`},
+			{"/livez", 200, `{"status":"ok"}`}, // the process serves, whatever etcd does
 			{"/readyz", 503, `"status":"unavailable"`},
 			{"/v1/leader", 200, `{"name":"svc","scope":"svc/","id":"a","leader":null,"token":null,"is_leader":false,"since":"2026-01-02T03:04:05Z"}`},
 		}},
@@ -83,6 +84,7 @@ func TestSidecarHTTPStatusCodes(t *testing.T) {
 		{"lost", &Event{Kind: SessionDown, Reason: "lease revoked"}, []probe{
 			{"/readyz", 503, `no leader elected`},
 			{"/healthz", 503, `lease revoked`},
+			{"/livez", 200, `{"status":"ok"}`},
 			{"/v1/leader", 200, `"leader":null`},
 		}},
 	}

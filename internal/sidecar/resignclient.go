@@ -14,18 +14,26 @@ import (
 
 // ResignRequest is what `coordctl sidecar resign` asks of a running
 // sidecar: POST /v1/resign at URL (http or https, HOST[:PORT]), with Token
-// as a bearer token if given, within Timeout.
+// as a bearer token if given, within Timeout. With To it is a handover,
+// POST /v1/resign?to=To: a candidate's id, or ResignToBest for the one the
+// election's policy prefers among the others.
 type ResignRequest struct {
 	URL     string
 	Token   string
 	Timeout time.Duration
+	To      string
 	// Client sends the request; http.DefaultClient when nil.
 	Client *http.Client
 }
 
+// ResignToBest is ResignRequest.To for the candidate the election's policy
+// prefers (to=best).
+const ResignToBest = "best"
+
 // ResignResult is the sidecar's answer: Resigned, or not (Reason: it did
-// not lead), with its view either way. Its JSON form is what `coordctl
-// sidecar resign -w json` prints.
+// not lead, say), with its view either way. A handover whose target left
+// at the last moment is Resigned with a Reason (the next in line leads).
+// Its JSON form is what `coordctl sidecar resign -w json` prints.
 type ResignResult struct {
 	Resigned bool   `json:"resigned"`
 	Reason   string `json:"reason,omitempty"`
@@ -33,6 +41,9 @@ type ResignResult struct {
 }
 
 func (r ResignResult) String() string {
+	if r.Resigned && r.Reason != "" {
+		return fmt.Sprintf("resigned id=%s: %s", r.View.ID, r.Reason)
+	}
 	if r.Resigned {
 		return "resigned id=" + r.View.ID
 	}
@@ -49,13 +60,19 @@ func ResignURL(api string) (string, error) {
 	return strings.TrimSuffix(u.String(), "/") + "/v1/resign", nil
 }
 
-// Resign sends the request. A 200 is Resigned, a 409 (this instance does
-// not lead) is not, with the sidecar's reason; anything else, or no
-// answer, is an error naming the endpoint.
+// Resign sends the request. A 200 is Resigned, a 409 is not, with the
+// sidecar's reason: this instance does not lead (nothing to do), or a
+// handover is blocked by a foreign candidate (it keeps leading); so is a
+// 404 to ResignToBest (no other candidate to hand over to). Anything else,
+// a 404 for a named candidate among them, or no answer, is an error naming
+// the endpoint.
 func Resign(ctx context.Context, r ResignRequest) (ResignResult, error) {
 	endpoint, err := ResignURL(r.URL)
 	if err != nil {
 		return ResignResult{}, err
+	}
+	if r.To != "" {
+		endpoint += "?to=" + url.QueryEscape(r.To)
 	}
 	if r.Timeout <= 0 {
 		return ResignResult{}, fmt.Errorf("sidecar resign: timeout %s: must be positive", r.Timeout)
@@ -83,14 +100,20 @@ func Resign(ctx context.Context, r ResignRequest) (ResignResult, error) {
 	if err != nil {
 		return ResignResult{}, fmt.Errorf("sidecar resign: %s: %w", endpoint, err)
 	}
-	switch resp.StatusCode {
-	case http.StatusOK:
+	switch code := resp.StatusCode; {
+	case code == http.StatusOK:
 		var v View
 		if err := json.Unmarshal(body, &v); err != nil {
 			return ResignResult{}, fmt.Errorf("sidecar resign: %s answered %q: %w", endpoint, body, err)
 		}
+		// A handover whose target left at the last moment resigned too
+		// (the next in line leads): 200 with the error's shape.
+		var gone apiError
+		if json.Unmarshal(body, &gone) == nil && gone.View != nil {
+			return ResignResult{Resigned: true, Reason: gone.Error, View: *gone.View}, nil
+		}
 		return ResignResult{Resigned: true, View: v}, nil
-	case http.StatusConflict:
+	case code == http.StatusConflict, code == http.StatusNotFound && r.To == ResignToBest:
 		var e struct {
 			Error string `json:"error"`
 			View  View   `json:"state"`

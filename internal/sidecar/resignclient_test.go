@@ -58,3 +58,43 @@ func TestResignClient(t *testing.T) {
 		require.Error(t, err, "%+v", bad)
 	}
 }
+
+// With To the request is a handover (?to=, escaped); a 404 is "not
+// resigned" for best (no other candidate) and an error for a named one; a
+// 200 whose target left (the error's shape) resigned, with the reason.
+func TestResignClientTo(t *testing.T) {
+	var gotTo []string
+	status := http.StatusOK
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotTo = append(gotTo, r.URL.Query().Get("to"))
+		w.WriteHeader(status)
+		switch {
+		case status == http.StatusOK && r.URL.Query().Get("to") == "gone":
+			_ = json.NewEncoder(w).Encode(apiError{Error: "election: handover target left", View: &View{ID: "a"}})
+		case status == http.StatusOK:
+			_ = json.NewEncoder(w).Encode(View{ID: "a"})
+		default:
+			_ = json.NewEncoder(w).Encode(apiError{Error: "election: no such candidate", View: &View{ID: "a"}})
+		}
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	req := func(to string) ResignRequest { return ResignRequest{URL: srv.URL, To: to, Timeout: 5 * time.Second} }
+
+	res, err := Resign(ctx, req(ResignToBest))
+	require.NoError(t, err)
+	require.Equal(t, ResignResult{Resigned: true, View: View{ID: "a"}}, res)
+	res, err = Resign(ctx, req("gone"))
+	require.NoError(t, err)
+	require.Equal(t, "resigned id=a: election: handover target left", res.String())
+	_, err = Resign(ctx, req("web 1&x=y"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"best", "gone", "web 1&x=y"}, gotTo, "the target reaches the server whole")
+
+	status = http.StatusNotFound
+	res, err = Resign(ctx, req(ResignToBest))
+	require.NoError(t, err, "no other candidate: nothing to do")
+	require.Equal(t, "not resigned id=a: election: no such candidate", res.String())
+	_, err = Resign(ctx, req("nobody"))
+	require.ErrorContains(t, err, "answered 404 Not Found: election: no such candidate")
+}

@@ -12,11 +12,18 @@ import (
 // accepts connections, serves the API and runs the sidecar until ctx ends
 // or Run returns (its error: a *ChildExitError when the command exited).
 // If the HTTP server fails, no probe can tell the truth any more: the
-// sidecar steps down and Serve returns that error.
+// sidecar steps down and Serve returns that error. A sidecar without a
+// client makes its first attempt to connect before listening is called:
+// an error that is not transient is returned then; etcd unreachable, Run
+// keeps trying while the API is served.
 func Serve(ctx context.Context, sc *Sidecar, listen string, listening func(url string) error) error {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", listen, err)
+	}
+	if err := sc.connectFirst(ctx); err != nil {
+		ln.Close()
+		return err
 	}
 	srv := &http.Server{Handler: sc.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
@@ -32,6 +39,9 @@ func Serve(ctx context.Context, sc *Sidecar, listen string, listening func(url s
 		}
 	}()
 	if err := listening("http://" + ln.Addr().String()); err != nil {
+		if cli := sc.etcd(); cli != nil && sc.conn != nil {
+			cli.Close() // connectFirst's, which Run would have closed
+		}
 		return err
 	}
 	runErr := make(chan error, 1)

@@ -35,8 +35,12 @@ const DefaultTTL = 5 * time.Second
 
 // Config configures a Sidecar.
 type Config struct {
-	// Client is the etcd client. Required.
+	// Client is the etcd client; without one, Run connects through
+	// Connect (one of the two is required).
 	Client *clientv3.Client
+	// Connect, when Client is nil, is how Run connects to etcd: it serves
+	// meanwhile and retries (connect.go).
+	Connect Connect
 	// Name is the election; ID is this instance's identity, the value it
 	// campaigns with. Both required.
 	Name string
@@ -110,7 +114,12 @@ type Sidecar struct {
 	tokenOwner *os.File
 	health     *appHealth
 
+	// conn connects through Config.Connect when there is no Config.Client
+	// (nil otherwise); the client it makes is Run's to close.
+	conn *connecting
+
 	mu      sync.Mutex
+	client  *clientv3.Client // Config.Client, or conn's once connected
 	sess    *session.Session
 	leading *election.Leadership
 	resign  chan resignRequest
@@ -132,8 +141,10 @@ type resignRequest struct {
 // or come from registering the metrics.
 func New(cfg Config) (s *Sidecar, err error) {
 	switch {
-	case cfg.Client == nil:
-		return nil, fmt.Errorf("%w: no etcd client", ErrBadConfig)
+	case cfg.Client == nil && cfg.Connect.Dial == nil:
+		return nil, fmt.Errorf("%w: no etcd client and no way to connect", ErrBadConfig)
+	case cfg.Connect.Timeout < 0:
+		return nil, fmt.Errorf("%w: start timeout %s is negative", ErrBadConfig, cfg.Connect.Timeout)
 	case cfg.Name == "":
 		return nil, fmt.Errorf("%w: empty election name", ErrBadConfig)
 	case cfg.ID == "":
@@ -196,8 +207,12 @@ func New(cfg Config) (s *Sidecar, err error) {
 		resign:     make(chan resignRequest),
 		tokenOwner: owned,
 		health:     newAppHealth(),
+		client:     cfg.Client,
 	}
 	s.cfg.Health = cfg.Health.withDefaults()
+	if cfg.Client == nil {
+		s.conn = cfg.Connect.start(cfg.Clock, connectBackoff(), s.connectRetry)
+	}
 	if cfg.Registerer != nil {
 		m, err := NewMetrics(cfg.Registerer, cfg.Name, cfg.ID, s.leaseLeft, cfg.Build)
 		if err != nil {
@@ -287,6 +302,46 @@ func (s *Sidecar) leaseLeft() time.Duration {
 	return sess.Deadline().Sub(s.cfg.Clock.Now())
 }
 
+// etcd returns the etcd client, nil before Run connected.
+func (s *Sidecar) etcd() *clientv3.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.client
+}
+
+// connectRetry reports a failed attempt to connect on /healthz, in the
+// log and to Connect.OnRetry.
+func (s *Sidecar) connectRetry(r ConnectRetry) {
+	s.apply(Event{Kind: SessionDown, Reason: "connecting to etcd: " + r.Err.Error()})
+	s.cfg.Logger.Warn("connect", "attempt", r.Attempt, "err", r.Err, "wait", r.Wait)
+	if s.cfg.Connect.OnRetry != nil {
+		s.cfg.Connect.OnRetry(r)
+	}
+}
+
+// connectFirst is Serve's attempt to connect before it listens: nil when
+// connected, or when etcd could not be reached (Run keeps trying) or ctx
+// ended (Run returns at once); else the error that ends the sidecar.
+func (s *Sidecar) connectFirst(ctx context.Context) error {
+	if s.conn == nil || s.etcd() != nil {
+		return nil
+	}
+	cli, err := s.conn.attempt(ctx)
+	switch {
+	case cli != nil:
+		s.setClient(cli)
+	case ctx.Err() != nil:
+		return nil
+	}
+	return err
+}
+
+func (s *Sidecar) setClient(cli *clientv3.Client) {
+	s.mu.Lock()
+	s.client = cli
+	s.mu.Unlock()
+}
+
 func (s *Sidecar) setSession(sess *session.Session) {
 	s.mu.Lock()
 	s.sess = sess
@@ -324,10 +379,27 @@ func (s *Sidecar) onSessionEvent(ev session.Event) {
 // and returns a *ChildExitError with the command's status. It returns other
 // errors when the token file cannot be written or the command cannot start
 // (after resigning). Sessions lost on the way (etcd unreachable, lease
-// expired) are replaced; /healthz reports them meanwhile.
+// expired) are replaced; /healthz reports them meanwhile. Without a
+// Config.Client it first connects (Config.Connect), retrying until etcd is
+// reached; it returns the error of an attempt that Connect.Transient
+// rejects, or one wrapping ErrStartTimeout.
 func (s *Sidecar) Run(ctx context.Context) error {
 	if s.tokenOwner != nil {
 		defer s.tokenOwner.Close()
+	}
+	cli := s.etcd()
+	if cli == nil {
+		var err error
+		if cli, err = s.conn.run(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		s.setClient(cli)
+	}
+	if s.conn != nil {
+		defer cli.Close()
 	}
 	octx, stopObserve := context.WithCancel(ctx)
 	var aside sync.WaitGroup // the observer and the health checks
@@ -343,7 +415,7 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	}()
 
 	newSession := func() (*session.Session, error) {
-		return session.New(ctx, s.cfg.Client, session.WithTTL(s.cfg.TTL), session.WithObserver(s.onSessionEvent))
+		return session.New(ctx, cli, session.WithTTL(s.cfg.TTL), session.WithObserver(s.onSessionEvent))
 	}
 	sessionDown := backoff.WithNotify(func(err error, _ time.Duration) {
 		s.apply(Event{Kind: SessionDown, Reason: "cannot create a session: " + err.Error()})
@@ -387,7 +459,7 @@ func (s *Sidecar) Run(ctx context.Context) error {
 // runSession campaigns on sess until the session ends (nil), ctx ends
 // (nil), or the command exited or failed (its error).
 func (s *Sidecar) runSession(ctx context.Context, sess *session.Session) error {
-	e, err := election.New(s.cfg.Client, s.cfg.Name, append(s.cfg.Coordination.options(s.cfg.ID),
+	e, err := election.New(s.etcd(), s.cfg.Name, append(s.cfg.Coordination.options(s.cfg.ID),
 		election.WithSession(sess), election.WithPrefix(s.cfg.Prefix))...)
 	if err != nil {
 		return err
@@ -627,7 +699,7 @@ func (s *Sidecar) deposed(reason string) {
 // answered for longer than the last leader's lease TTL: a standby cut off
 // from etcd stops naming a leader that may be gone.
 func (s *Sidecar) observe(ctx context.Context) {
-	e, err := election.New(s.cfg.Client, s.cfg.Name, election.WithPrefix(s.cfg.Prefix), election.WithTTL(s.cfg.TTL))
+	e, err := election.New(s.etcd(), s.cfg.Name, election.WithPrefix(s.cfg.Prefix), election.WithTTL(s.cfg.TTL))
 	if err != nil {
 		return
 	}

@@ -108,15 +108,29 @@ func (f *Factory) ValidateGlobal(etcd bool) error {
 // (etcddial.Dial: ErrUnreachable, ErrTLS, ErrAuth). The caller closes the
 // client.
 func (f *Factory) EtcdClient(ctx context.Context) (*clientv3.Client, error) {
+	dial, err := f.EtcdDialer()
+	if err != nil {
+		return nil, err
+	}
+	return dial(ctx)
+}
+
+// EtcdDialer reads the etcd flags once (--password-stdin reads stdin) and
+// returns a function that dials as EtcdClient does, as often as it is
+// called: for a command that retries until etcd answers. A flag that does
+// not make a configuration is a usage error, here or from the dial.
+func (f *Factory) EtcdDialer() (func(context.Context) (*clientv3.Client, error), error) {
 	cfg, err := f.Global.Config(f.IO.In)
 	if err != nil {
 		return nil, &UsageError{Err: err}
 	}
-	cli, err := f.Dial(ctx, cfg)
-	if errors.Is(err, etcddial.ErrTLSConfig) {
-		return nil, &UsageError{Err: err}
-	}
-	return cli, err
+	return func(ctx context.Context) (*clientv3.Client, error) {
+		cli, err := f.Dial(ctx, cfg)
+		if errors.Is(err, etcddial.ErrTLSConfig) {
+			return nil, &UsageError{Err: err}
+		}
+		return cli, err
+	}, nil
 }
 
 // CommandContext bounds one etcd request by --command-timeout.

@@ -37,15 +37,22 @@ func TestSidecarCLIUsageAndUnreachable(t *testing.T) {
 			require.Contains(t, res.Stderr, tc.want)
 		})
 	}
-	t.Run("unreachable etcd", func(t *testing.T) {
+	t.Run("unreachable etcd until the start timeout", func(t *testing.T) {
+		// The sidecar serves and retries; only --start-timeout ends it.
 		start := time.Now()
 		res := runInProcess(ctx, nil, "--endpoints", "127.0.0.1:1", "--dial-timeout", "500ms",
-			"sidecar", "--election", "e", "--id", "a", "--listen", "127.0.0.1:0")
+			"sidecar", "--election", "e", "--id", "a", "--listen", "127.0.0.1:0", "--start-timeout", "1500ms")
 		require.Equal(t, cmdutil.ExitError, res.Code, res.Stderr)
-		require.Contains(t, res.Stderr, "127.0.0.1:1")
-		// Well under the 5s command timeout: the 500ms dial timeout was used.
-		require.Less(t, time.Since(start), 4*time.Second)
-		require.Empty(t, res.Stdout, "no ready line without etcd")
+		require.GreaterOrEqual(t, time.Since(start), 1500*time.Millisecond, "not before the start timeout")
+		require.Contains(t, res.Stdout, "ready url=http://127.0.0.1:", "it served while it waited")
+		require.Contains(t, res.Stderr, "coordctl sidecar: connecting to etcd: attempt 1 failed: etcd unreachable at 127.0.0.1:1")
+		require.Contains(t, res.Stderr, "--start-timeout 1.5s: sidecar: etcd not reached within the start timeout (1.5s, ")
+		require.Contains(t, res.Stderr, "etcd unreachable at 127.0.0.1:1", "the last attempt's error, not the deadline's")
+	})
+	t.Run("negative start timeout", func(t *testing.T) {
+		res := runInProcess(ctx, nil, "sidecar", "--election", "e", "--id", "a", "--start-timeout", "-1s")
+		require.Equal(t, cmdutil.ExitUsage, res.Code, res.Stderr)
+		require.Contains(t, res.Stderr, "invalid --start-timeout -1s")
 	})
 }
 

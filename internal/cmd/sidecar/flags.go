@@ -40,6 +40,9 @@ type sidecarOptions struct {
 	// KillGraceSet: --kill-grace was given (warn when it exceeds the
 	// lease's margin).
 	KillGraceSet bool
+	// StartTimeout bounds the wait for etcd at start (--start-timeout);
+	// zero: wait as long as it takes.
+	StartTimeout time.Duration
 }
 
 // Check checks what can be checked before ready, in this order: --ttl
@@ -62,6 +65,8 @@ func (fl sidecarOptions) Check() error {
 		return cmdutil.UsageErrorf("invalid --health-interval %s: must be positive", fl.Health.Interval)
 	case fl.Health.Failures < 0:
 		return cmdutil.UsageErrorf("invalid --health-failures %d: must be at least 1", fl.Health.Failures)
+	case fl.StartTimeout < 0:
+		return cmdutil.UsageErrorf("invalid --start-timeout %s: must be 0 (wait for etcd as long as it takes) or positive", fl.StartTimeout)
 	}
 	if fl.Health.URL != "" {
 		if u, err := url.Parse(fl.Health.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -126,10 +131,10 @@ func (fl sidecarOptions) APIToken() (string, error) {
 }
 
 // config is the part of a sidecar.Config the flags give; the caller adds
-// the client, the streams, the metrics, the coordination and OnChange.
+// the dialer, the streams, the metrics, the coordination and OnChange.
 func (fl sidecarOptions) config(apiToken string) sidecar.Config {
 	cfg := sidecar.Config{Name: fl.Election, ID: fl.ID, Prefix: fl.Prefix, TTL: fl.TTL, TokenFile: fl.TokenFile,
-		KillGrace: fl.KillGrace, APIToken: apiToken, Health: fl.Health}
+		KillGrace: fl.KillGrace, APIToken: apiToken, Health: fl.Health, Connect: sidecar.Connect{Timeout: fl.StartTimeout}}
 	if len(fl.Command) > 0 {
 		cfg.Command = fl.Command
 	}
@@ -138,7 +143,7 @@ func (fl sidecarOptions) config(apiToken string) sidecar.Config {
 
 // Configure is the sidecar.Config the flags give, with the token of
 // APIToken and the coordination of Coord.Parse (usage errors); the caller
-// adds the client, the streams, the metrics and OnChange.
+// adds the dialer, the streams, the metrics and OnChange.
 func (fl sidecarOptions) Configure() (sidecar.Config, error) {
 	apiToken, err := fl.APIToken()
 	if err != nil {

@@ -116,6 +116,11 @@ func TestSidecarResignRequest(t *testing.T) {
 	r, err = sidecarResignOptions{APITokenFile: file, Timeout: time.Second}.request(getenv)
 	require.NoError(t, err)
 	require.Equal(t, "0123456789abcdef0123", r.Token)
+	r, err = sidecarResignOptions{Timeout: time.Second, To: "best", ToSet: true}.request(getenv)
+	require.NoError(t, err)
+	require.Equal(t, sidecar.ResignToBest, r.To)
+	r, _ = sidecarResignOptions{Timeout: time.Second, To: "web-2", ToSet: true}.request(getenv)
+	require.Equal(t, "web-2", r.To)
 	for _, tc := range []struct {
 		opts sidecarResignOptions
 		want string
@@ -123,6 +128,7 @@ func TestSidecarResignRequest(t *testing.T) {
 		{sidecarResignOptions{URL: "ftp://x", Timeout: time.Second}, `invalid --url "ftp://x"`},
 		{sidecarResignOptions{Timeout: 0}, "invalid --timeout 0s"},
 		{sidecarResignOptions{Timeout: time.Second, APITokenFile: filepath.Join(t.TempDir(), "none")}, "invalid --api-token-file"},
+		{sidecarResignOptions{Timeout: time.Second, To: " ", ToSet: true}, `invalid --to " ": want a candidate's --id, or best`},
 	} {
 		_, err := tc.opts.request(getenv)
 		requireUsage(t, err)

@@ -3,6 +3,7 @@ package sidecarcmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -10,6 +11,7 @@ import (
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil/hold"
+	"github.com/coordkit/coordkit/internal/etcddial"
 	"github.com/coordkit/coordkit/internal/sidecar"
 )
 
@@ -35,7 +37,10 @@ HTTP API on --listen (port 0 picks a free port):
                     prefers among the others), then stay out of the queue
                     for --ttl (a preStop hook's SIGTERM comes meanwhile)
   GET  /v1/candidates  the queue, leader first, with each one's attributes
+  GET  /livez       200 while the process serves (a liveness probe that
+                    does not depend on etcd)
   GET  /healthz     200 while the session with etcd is alive, else 503
+                    (monitoring: "connecting to etcd" at start)
   GET  /readyz      200 only while this instance leads, else 503
   GET  /metrics     Prometheus metrics
 
@@ -43,13 +48,22 @@ Once listening it prints 'ready url=http://ADDR' (with -w json:
 {"event":"listening","url":...}), then one line per event: elected, lost,
 leader (changed).
 
+It listens before it connects to etcd, and waits for etcd instead of
+exiting: while etcd cannot be reached it serves (/healthz 503 "connecting
+to etcd: ...", no leader known), retries with waits capped at 100ms
+doubling to 5s, writes one line per failed attempt on stderr, and
+campaigns once connected. --start-timeout bounds the wait (exit 1). An
+etcd that answers and refuses (TLS, credentials, another cluster) exits 1
+at once: a configuration to fix.
+
 The GET endpoints are open to anyone who can reach --listen (probes and
 Prometheus carry no token). POST /v1/resign is not: it wants Content-Type
 application/json, and either the token of --api-token-file ("Authorization:
 Bearer TOKEN") or, without one, a Host header naming a loopback host, so a
 web page in a browser cannot make the sidecar resign. A non-loopback
 --listen (":4040" in a pod) needs --api-token-file. 'coordctl sidecar
-resign' sends the request (a Kubernetes preStop hook).
+resign [--to ID|best]' sends the request (a Kubernetes preStop hook, in
+exec form: the image has no shell).
 
 With --token-file the token is written there atomically while this instance
 leads and the file is removed on loss, and at start-up, before 'ready' (a
@@ -93,6 +107,7 @@ noted once on stderr. See docs/sidecar.md.`,
   coordctl sidecar --election cron --id node-a --ttl 3s -- ./run-scheduler.sh
   coordctl sidecar --election my-service --id "$POD_NAME" --health-url http://127.0.0.1:8080/healthz   # lead only while the app is healthy
   coordctl sidecar --election my-service --id "$POD_NAME" --policy newest-version --version 2.3.0
+  coordctl sidecar --election my-service --id "$POD_NAME" --start-timeout 10m   # exit 1 if etcd is not reached in 10 minutes
   curl -s -X POST -H 'Content-Type: application/json' 'localhost:4040/v1/resign?to=best'
   curl -s localhost:4040/v1/leader   # {"name":"my-service","scope":"my-service/","id":"web-1","leader":"web-2","token":1207,...}`,
 		Annotations: map[string]string{cmdutil.ExecAnnotation: "true"},
@@ -124,6 +139,7 @@ noted once on stderr. See docs/sidecar.md.`,
 	fl.IntVar(&opts.Health.Failures, "health-failures", 3, "with --health-url: bad answers in a row that make the application unhealthy")
 	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
 	hold.AddCoordFlags(fl, &opts.Coord, "default: this binary's version, if semantic")
+	fl.DurationVar(&opts.StartTimeout, "start-timeout", 0, "give up (exit 1) when etcd has not been reached this long after start; 0: wait as long as it takes, serving the API meanwhile")
 	fl.StringVar(&opts.APITokenFile, "api-token-file", "", "file holding the token POST /v1/resign requires (needed for a non-loopback --listen)")
 	cmd.AddCommand(newSidecarResignCmd(f))
 	return cmd
@@ -146,18 +162,18 @@ func runSidecar(ctx context.Context, f *cmdutil.Factory, opts *sidecarOptions) e
 	if err != nil {
 		return err
 	}
-	defer f.HoldOutput(p)()
-	client, err := f.EtcdClient(ctx)
+	dial, err := f.EtcdDialer()
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
 		return err
 	}
-	defer client.Close()
+	defer f.HoldOutput(p)()
 
+	// No dial here: the sidecar connects once it serves, and retries
+	// while etcd is unreachable (an exit would be a CrashLoopBackOff).
+	cfg.Connect.Dial, cfg.Connect.Transient = dial, transient
+	cfg.Connect.OnRetry = func(r sidecar.ConnectRetry) { fmt.Fprintf(f.IO.ErrOut, "coordctl sidecar: %s\n", r) }
 	reg := sidecar.NewRegistry()
-	cfg.Client, cfg.Stdout, cfg.Stderr, cfg.Watchdog = client, f.IO.Out, f.IO.ErrOut, f.Watchdog
+	cfg.Stdout, cfg.Stderr, cfg.Watchdog = f.IO.Out, f.IO.ErrOut, f.Watchdog
 	cfg.Registerer, cfg.Gatherer, cfg.OnChange = reg, reg, sidecar.OutputLines(p.Print, f.IO.ErrOut)
 	sc, err := sidecar.New(cfg)
 	if err != nil {
@@ -165,8 +181,23 @@ func runSidecar(ctx context.Context, f *cmdutil.Factory, opts *sidecarOptions) e
 	}
 	err = sidecar.Serve(ctx, sc, opts.Listen, func(url string) error { return p.Print(sidecar.NewListening(url)) })
 	var ce *sidecar.ChildExitError
-	if errors.As(err, &ce) {
+	switch {
+	case errors.As(err, &ce):
 		return &cmdutil.ChildExitError{Code: ce.Code}
+	case errors.Is(err, sidecar.ErrStartTimeout):
+		return fmt.Errorf("--start-timeout %s: %w", opts.StartTimeout, err)
 	}
 	return err
+}
+
+// transient says which errors of connecting are worth another attempt:
+// etcd not reached, or reached and silent (starting, no quorum yet). Not
+// those of an etcd that answered and refused (TLS, credentials, another
+// cluster) nor TLS files that do not load: a configuration to fix, which
+// exits 1 (2) at once and shows as a crash loop, not as a sidecar that
+// waits for ever.
+func transient(err error) bool {
+	var usage *cmdutil.UsageError
+	return !errors.As(err, &usage) && !errors.Is(err, etcddial.ErrTLS) && !errors.Is(err, etcddial.ErrAuth) &&
+		!errors.Is(err, etcddial.ErrClusterMismatch) && !errors.Is(err, etcddial.ErrTLSConfig)
 }

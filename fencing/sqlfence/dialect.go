@@ -141,6 +141,22 @@ func (d Dialect) recheckLiteral(table, scope string, token int64) string {
 	return fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE scope = %s AND token = %d", table, d.scopeLiteral(scope), token)
 }
 
+// movedMarker is the word recheckRaising's PostgreSQL error carries.
+const movedMarker = "coordkit_fence_moved"
+
+// recheckRaising is the re-check as a statement that fails when the row
+// no longer holds token, so that it can travel with COMMIT in one message
+// (DoConn): the server runs nothing after a failed statement of a
+// multi-statement query, so the COMMIT does not run. PostgreSQL fails a
+// cast of movedMarker (22P02; the CASE depends on the aggregate, so it is
+// not folded at planning), MySQL a scalar subquery of two rows (1242).
+func (d Dialect) recheckRaising(table, scope string, token int64) string {
+	if d == MySQL {
+		return fmt.Sprintf("SELECT (SELECT 1 UNION ALL SELECT 2 FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM %s WHERE scope = %s AND token = %d))", table, d.scopeLiteral(scope), token)
+	}
+	return fmt.Sprintf("SELECT CAST(CASE WHEN COUNT(*) = 1 THEN '1' ELSE '%s' END AS INT) FROM %s WHERE scope = %s AND token = %d", movedMarker, table, d.scopeLiteral(scope), token)
+}
+
 // pgPrepared is, for PostgreSQL's DoConn, the name of the check prepared
 // on a connection (PREPARE … AS the check; with shared, the shared check),
 // and the PREPARE itself: "BEGIN; EXECUTE name(token, scope)" travels as

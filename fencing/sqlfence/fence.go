@@ -400,7 +400,9 @@ func (f *Fence) attempt(ctx context.Context, scope string, token fencing.Token, 
 	if err := f.stillFenced(ctx, conn, q, true); err != nil {
 		return true, fmt.Errorf("sqlfence: scope %q token %d: %w", scope, token, err)
 	}
-	if err := f.recheck(ctx, q, scope, token); err != nil {
+	if ct, ok := t.(*connTxn); ok && f.recheckWithCommit() {
+		ct.recheck = f.dialect.recheckRaising(f.table, scope, int64(token))
+	} else if err := f.recheck(ctx, q, scope, token); err != nil {
 		return true, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -440,6 +442,27 @@ func (f *Fence) recheck(ctx context.Context, q Querier, scope string, token fenc
 	}
 	return fmt.Errorf("%w: scope %q token %d: before COMMIT the row held %s; rolled back, so the floor stays as it was and nothing was committed in transactional tables",
 		ErrFenceMoved, scope, token, now)
+}
+
+// recheckWithCommit reports whether DoConn can send the re-check with
+// COMMIT in one message: on PostgreSQL (the simple protocol), and on MySQL
+// when the connection takes several statements in one query.
+func (f *Fence) recheckWithCommit() bool {
+	return f.dialect == Postgres || f.dialect == MySQL && f.multi.Load() == 1
+}
+
+// movedAtCommit reports whether err, returned for DoConn's "re-check;
+// COMMIT", is the re-check's failure (recheckRaising): then the COMMIT did
+// not run.
+func movedAtCommit(d Dialect, err error) bool {
+	var pg interface{ SQLState() string }
+	switch d {
+	case Postgres:
+		return errors.As(err, &pg) && pg.SQLState() == "22P02" && strings.Contains(err.Error(), movedMarker)
+	case MySQL:
+		return mysqlErrNumber(err) == 1242
+	}
+	return false
 }
 
 // checkSQL is one check to run: its text and arguments, and whether its
@@ -538,6 +561,8 @@ func (t *sqlTxn) rollback(context.Context) {
 type connTxn struct {
 	conn  *sql.Conn
 	begun bool
+	// recheck, when set, is sent with COMMIT, before it (recheckRaising).
+	recheck string
 }
 
 func (t *connTxn) begin(ctx context.Context, f *Fence, c checkSQL) (int64, error) {
@@ -589,7 +614,11 @@ func (t *connTxn) querier() Querier { return t.conn }
 
 func (t *connTxn) commit(ctx context.Context) error {
 	t.begun = false
-	_, err := t.conn.ExecContext(ctx, "COMMIT")
+	commit := "COMMIT"
+	if t.recheck != "" {
+		commit = t.recheck + "; COMMIT"
+	}
+	_, err := t.conn.ExecContext(ctx, commit)
 	if err != nil {
 		// Whatever the connection's state, it does not go back to the pool.
 		_ = t.conn.Raw(func(any) error { return driver.ErrBadConn })
@@ -651,6 +680,10 @@ func (f *Fence) beginSQL() (string, error) {
 // answered with an error (or database/sql had ended the transaction before
 // sending COMMIT), ErrCommitUnknown when no answer came.
 func (f *Fence) commitErr(ctx context.Context, conn *sql.Conn, scope string, token fencing.Token, err error) error {
+	if movedAtCommit(f.dialect, err) {
+		return fmt.Errorf("%w: scope %q token %d: before COMMIT the row no longer held the token; rolled back, so the floor stays as it was and nothing was committed in transactional tables: %w",
+			ErrFenceMoved, scope, token, err)
+	}
 	if commitRefused(f.dialect, err) {
 		if f.dialect == SQLite {
 			// A refused COMMIT (SQLITE_BUSY) leaves SQLite's transaction

@@ -2,6 +2,7 @@ package sqlfence_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -106,6 +107,31 @@ func TestStatementCannotMoveTheFence(t *testing.T) {
 				})
 			}
 		}
+		// DoConn on MySQL with multiStatements=true sends the re-check with
+		// the COMMIT: the same refusal.
+		if db.Dialect == sqlfence.MySQL && mode == "DoConn" {
+			mdb := openMulti(t, db)
+			f := newFence(t, &sqltest.DB{DB: mdb, Dialect: db.Dialect})
+			require.NoError(t, f.Fence(ctx, "multi/", 100))
+			require.NoError(t, f.DoConn(ctx, "multi/", 100, func(sqlfence.Querier) error { return nil }), "learns multiStatements")
+			err := f.DoConn(ctx, "multi/", 100, func(q sqlfence.Querier) error {
+				if err := appendLog(ctx, db, q, 100, 99); err != nil {
+					return err
+				}
+				_, err := q.ExecContext(ctx, "UPDATE coordkit_fence SET token = 1 WHERE scope = 'multi/'")
+				return err
+			})
+			require.ErrorIs(t, err, sqlfence.ErrFenceMoved)
+			require.NotErrorIs(t, err, sqlfence.ErrCommitUnknown)
+			require.Empty(t, readLog(t, db))
+			floor, err := f.Floor(ctx, "multi/")
+			require.NoError(t, err)
+			require.Equal(t, fencing.Token(100), floor)
+			require.NoError(t, f.DoConn(ctx, "multi/", 100, func(q sqlfence.Querier) error { return appendLog(ctx, db, q, 100, 98) }))
+			require.Equal(t, []logRow{{100, 98}}, readLog(t, db))
+			_, err = db.Exec("DELETE FROM biz")
+			require.NoError(t, err)
+		}
 		// A statement that reads the fence row, or writes it without moving
 		// the token, is no trouble.
 		f := newFence(t, db)
@@ -118,6 +144,15 @@ func TestStatementCannotMoveTheFence(t *testing.T) {
 			return err
 		}))
 	})
+}
+
+// openMulti opens db's MySQL database with multiStatements=true.
+func openMulti(t *testing.T, db *sqltest.DB) *sql.DB {
+	t.Helper()
+	mdb, err := sql.Open(db.Driver, db.DSN+"?multiStatements=true")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = mdb.Close() })
+	return mdb
 }
 
 // holdInside runs a fenced transaction of token in scope whose fn appends

@@ -179,9 +179,13 @@ func checkArgs(scope string, token fencing.Token) error {
 
 // Do runs fn in one transaction after admitting token in scope, and commits.
 // The check — the first statement of the transaction — raises the scope's
-// floor to token if token is not below it, and holds the scope's row lock
+// floor to token if token is not below it (or, when token equals the
+// floor, only locks the row for sharing), and holds the scope's row lock
 // until the transaction ends, so fn's writes commit only if no higher token
-// was admitted in between.
+// was admitted in between. Before COMMIT it reads the row again: if fn
+// moved it, Do rolls back and returns an error wrapping ErrFenceMoved. A
+// MySQL fence table that is not InnoDB gives ErrNotTransactional before
+// anything runs.
 //
 // Do returns a *fencing.StaleError (matching fencing.ErrStale, Floor read in
 // the same transaction) if token is below the floor: nothing is written and
@@ -191,8 +195,8 @@ func checkArgs(scope string, token fencing.Token) error {
 // fencing.ErrInvalidScope before any I/O. Other errors come from the
 // database. When COMMIT was sent and no answer came back, Do returns an
 // error wrapping ErrCommitUnknown: the writes and the floor may or may not
-// be committed. Every other error means nothing was committed, except
-// ErrOutsideFence.
+// be committed. Every other error means the transaction was rolled back
+// (nothing was committed in transactional tables), except ErrOutsideFence.
 //
 // fn must use tx for the writes that need fencing, and must not commit or
 // roll it back: if at fn's end the connection is no longer in the

@@ -44,6 +44,10 @@ admitted; the check is the transaction's first statement:
   UPDATE coordkit_fence SET token = $tok, writes = writes + 1
   WHERE scope = $scope AND token <= $tok
 
+or, when the token equals the floor, a shared lock on the row instead of a
+write (SELECT ... FOR SHARE; MySQL LOCK IN SHARE MODE), which a raise by a
+higher token waits for. On MySQL/MariaDB the table must be InnoDB.
+
 Inside 'coordctl lock NAME -- CMD' (or 'elect', or the sidecar's child)
 --token and --scope come from the environment: COORD_FENCING_TOKEN and
 COORD_FENCING_SCOPE (where the held key lives in etcd: PREFIX+NAME/ for a

@@ -459,14 +459,7 @@ func (f *Fence) recheckWithCommit() bool {
 // COMMIT", is the re-check's failure (recheckRaising): then the COMMIT did
 // not run.
 func movedAtCommit(d Dialect, err error) bool {
-	var pg interface{ SQLState() string }
-	switch d {
-	case Postgres:
-		return errors.As(err, &pg) && pg.SQLState() == "22P02" && strings.Contains(err.Error(), movedMarker)
-	case MySQL:
-		return mysqlErrNumber(err) == 1242
-	}
-	return false
+	return engineError(d, err, "22P02", 1242) && (d != Postgres || strings.Contains(err.Error(), movedMarker))
 }
 
 // checkSQL is one check to run: its text and arguments, and whether its
@@ -515,13 +508,17 @@ func (c checkSQL) run(ctx context.Context, q Querier, query string) (int64, erro
 // deadlocked reports whether err is the engine's deadlock error
 // (PostgreSQL 40P01, MySQL 1213), after which the whole transaction is
 // rolled back.
-func deadlocked(d Dialect, err error) bool {
+func deadlocked(d Dialect, err error) bool { return engineError(d, err, "40P01", 1213) }
+
+// engineError reports whether err is, on PostgreSQL, an error of SQLSTATE
+// pgState, or on MySQL one of number mysqlNumber.
+func engineError(d Dialect, err error, pgState string, mysqlNumber uint64) bool {
 	var pg interface{ SQLState() string }
 	switch d {
 	case Postgres:
-		return errors.As(err, &pg) && pg.SQLState() == "40P01"
+		return errors.As(err, &pg) && pg.SQLState() == pgState
 	case MySQL:
-		return mysqlErrNumber(err) == 1213
+		return mysqlErrNumber(err) == mysqlNumber
 	}
 	return false
 }
@@ -787,14 +784,10 @@ var errFailedTx = errors.New("rolled back: a statement in the transaction failed
 // noSuchSavepoint reports whether err says the savepoint does not exist:
 // PostgreSQL's 3B001, MySQL's 1305, SQLite's "no such savepoint".
 func noSuchSavepoint(d Dialect, err error) bool {
-	var pg interface{ SQLState() string }
-	switch d {
-	case Postgres:
-		return errors.As(err, &pg) && pg.SQLState() == "3B001"
-	case MySQL:
-		return mysqlErrNumber(err) == 1305
+	if d == SQLite {
+		return strings.Contains(err.Error(), "no such savepoint")
 	}
-	return strings.Contains(err.Error(), "no such savepoint")
+	return engineError(d, err, "3B001", 1305)
 }
 
 // inTransaction is stillFenced's first question: is conn in a

@@ -155,6 +155,18 @@ func openMulti(t *testing.T, db *sqltest.DB) *sql.DB {
 	return mdb
 }
 
+// fencedAt opens a fresh database of d with the log table and a Fence
+// whose scope's floor is floor, and returns the Fence's run of mode.
+func fencedAt(t *testing.T, d sqlfence.Dialect, mode, scope string, floor fencing.Token) (*sqltest.DB, context.Context, *sqlfence.Fence, doFunc) {
+	t.Helper()
+	db := sqltest.Open(t, d)
+	ctx := testCtx(t)
+	createLog(t, db)
+	f := newFence(t, db)
+	require.NoError(t, f.Fence(ctx, scope, floor))
+	return db, ctx, f, doWith(f, mode)
+}
+
 // holdInside runs a fenced transaction of token in scope whose fn appends
 // to the log and then waits for release; inside is closed once fn runs.
 func holdInside(ctx context.Context, run doFunc, db *sqltest.DB, scope string, token fencing.Token, attempt int, release <-chan struct{}) (inside <-chan struct{}, done <-chan error) {
@@ -205,12 +217,7 @@ func waitLockWaiter(t *testing.T, db *sqltest.DB, done <-chan error) {
 func TestRaiseWaitsForSharedHolders(t *testing.T) {
 	for _, dm := range serverModes {
 		t.Run(dm.mode+"/"+dm.d.String(), func(t *testing.T) {
-			db := sqltest.Open(t, dm.d)
-			ctx := testCtx(t)
-			createLog(t, db)
-			f := newFence(t, db)
-			run := doWith(f, dm.mode)
-			require.NoError(t, f.Fence(ctx, "s/", 5))
+			db, ctx, _, run := fencedAt(t, dm.d, dm.mode, "s/", 5)
 			release := make(chan struct{})
 			in1, done1 := holdInside(ctx, run, db, "s/", 5, 1, release)
 			in2, done2 := holdInside(ctx, run, db, "s/", 5, 2, release)
@@ -318,12 +325,7 @@ func TestRaiseRacesWritersAtTheFloor(t *testing.T) {
 func TestSharedHoldersUpgradingDeadlock(t *testing.T) {
 	for _, dm := range serverModes {
 		t.Run(dm.mode+"/"+dm.d.String(), func(t *testing.T) {
-			db := sqltest.Open(t, dm.d)
-			ctx := testCtx(t)
-			createLog(t, db)
-			f := newFence(t, db)
-			run := doWith(f, dm.mode)
-			require.NoError(t, f.Fence(ctx, "d/", 5))
+			db, ctx, f, run := fencedAt(t, dm.d, dm.mode, "d/", 5)
 			touch := db.Rebind("UPDATE coordkit_fence SET writes = writes + 1 WHERE scope = ?")
 			var ins [2]chan struct{}
 			var gos [2]chan struct{}

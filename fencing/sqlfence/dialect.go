@@ -149,27 +149,43 @@ const movedMarker = "coordkit_fence_moved"
 // (DoConn): the server runs nothing after a failed statement of a
 // multi-statement query, so the COMMIT does not run. PostgreSQL fails a
 // cast of movedMarker (22P02; the CASE depends on the aggregate, so it is
-// not folded at planning), MySQL a scalar subquery of two rows (1242).
+// not folded at planning), an EXECUTE of the statement pgPrepares
+// prepared; MySQL a scalar subquery of two rows (1242).
 func (d Dialect) recheckRaising(table, scope string, token int64) string {
 	if d == MySQL {
 		return fmt.Sprintf("SELECT (SELECT 1 UNION ALL SELECT 2 FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM %s WHERE scope = %s AND token = %d))", table, d.scopeLiteral(scope), token)
 	}
-	return fmt.Sprintf("SELECT CAST(CASE WHEN COUNT(*) = 1 THEN '1' ELSE '%s' END AS INT) FROM %s WHERE scope = %s AND token = %d", movedMarker, table, d.scopeLiteral(scope), token)
+	return fmt.Sprintf("EXECUTE %s(%d, %s)", pgName("recheck", table), token, d.scopeLiteral(scope))
 }
 
-// pgPrepared is, for PostgreSQL's DoConn, the name of the check prepared
-// on a connection (PREPARE … AS the check; with shared, the shared check),
-// and the PREPARE itself: "BEGIN; EXECUTE name(token, scope)" travels as
-// one simple query, like the literal check, but the server plans the
-// check once per connection instead of once per transaction.
-func pgPrepared(table string, shared bool) (name, prepare string) {
+// pgName is the name of a statement pgPrepares prepares for table.
+func pgName(what, table string) string {
+	return "coordkit_" + what + "_" + strings.ReplaceAll(table, ".", "__")
+}
+
+// pgPrepared is, for PostgreSQL's DoConn, the name of the check prepared on
+// a connection (with shared, the shared check): "BEGIN; EXECUTE
+// name(token, scope)" travels as one simple query, like the literal check,
+// but the server plans the check once per connection instead of once per
+// transaction.
+func pgPrepared(table string, shared bool) string {
 	if shared {
-		name = "coordkit_share_" + strings.ReplaceAll(table, ".", "__")
-		return name, fmt.Sprintf("PREPARE %s (BIGINT, TEXT) AS SELECT 1 FROM %s WHERE scope = $2 AND token = $1 FOR SHARE", name, table)
+		return pgName("share", table)
 	}
-	name = "coordkit_check_" + strings.ReplaceAll(table, ".", "__")
-	prepare = fmt.Sprintf("PREPARE %s (BIGINT, TEXT) AS UPDATE %s SET token = $1, writes = writes + 1 WHERE scope = $2 AND token <= $1", name, table)
-	return name, prepare
+	return pgName("check", table)
+}
+
+// pgPrepares are the PREPAREs of DoConn's statements on PostgreSQL, run
+// together the first time a connection lacks one: the exclusive check, the
+// shared check and the re-check sent with COMMIT (so that, once the check
+// ran, the re-check is there too).
+func pgPrepares(table string) []string {
+	return []string{
+		fmt.Sprintf("PREPARE %s (BIGINT, TEXT) AS UPDATE %s SET token = $1, writes = writes + 1 WHERE scope = $2 AND token <= $1", pgName("check", table), table),
+		fmt.Sprintf("PREPARE %s (BIGINT, TEXT) AS SELECT 1 FROM %s WHERE scope = $2 AND token = $1 FOR SHARE", pgName("share", table), table),
+		fmt.Sprintf("PREPARE %s (BIGINT, TEXT) AS SELECT CAST(CASE WHEN COUNT(*) = 1 THEN '1' ELSE '%s' END AS INT) FROM %s WHERE scope = $2 AND token = $1",
+			pgName("recheck", table), movedMarker, table),
+	}
 }
 
 func (d Dialect) statements(table string) statements {

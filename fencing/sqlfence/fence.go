@@ -574,8 +574,7 @@ func (t *connTxn) begin(ctx context.Context, f *Fence, c checkSQL) (int64, error
 	t.begun = true // from here on, end it whatever happens
 	switch {
 	case f.dialect == Postgres:
-		name, prepare := pgPrepared(f.table, c.shared)
-		exec := checkSQL{query: fmt.Sprintf("%s; EXECUTE %s(%d, %s)", begin, name, c.token, f.dialect.scopeLiteral(c.scope))}
+		exec := checkSQL{query: fmt.Sprintf("%s; EXECUTE %s(%d, %s)", begin, pgPrepared(f.table, c.shared), c.token, f.dialect.scopeLiteral(c.scope))}
 		n, err := exec.run(ctx, t.conn, exec.query)
 		var pg interface{ SQLState() string }
 		if err != nil && errors.As(err, &pg) && pg.SQLState() == "26000" {
@@ -584,8 +583,10 @@ func (t *connTxn) begin(ctx context.Context, f *Fence, c checkSQL) (int64, error
 			if _, err = t.conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 				return 0, err
 			}
-			if _, err = t.conn.ExecContext(ctx, prepare); err != nil && !(errors.As(err, &pg) && pg.SQLState() == "42P05") {
-				return 0, fmt.Errorf("prepare the check: %w", err) // 42P05: prepared already (a pooler's other session)
+			for _, prepare := range pgPrepares(f.table) {
+				if _, err = t.conn.ExecContext(ctx, prepare); err != nil && !(errors.As(err, &pg) && pg.SQLState() == "42P05") {
+					return 0, fmt.Errorf("prepare the check: %w", err) // 42P05: prepared already (a pooler's other session)
+				}
 			}
 			n, err = exec.run(ctx, t.conn, exec.query)
 		}

@@ -54,7 +54,7 @@ var (
 	// The engine is read from information_schema.TABLES once per Fence,
 	// right after CREATE TABLE IF NOT EXISTS.
 	ErrNotTransactional = errors.New("sqlfence: fence table is not transactional")
-	// ErrFenceMoved is returned by Do and DoConn when, just before
+	// ErrFenceMoved is returned by Do and DoConn (WithRecheck) when, just before
 	// COMMIT, the scope's row no longer holds the token the check
 	// admitted: one of fn's statements rewrote or deleted the fence row
 	// (UPDATE coordkit_fence SET token = 1 ...). The transaction was

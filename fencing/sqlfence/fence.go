@@ -39,6 +39,8 @@ type Fence struct {
 	// marker: a savepoint set after the check and released before COMMIT
 	// (WithSavepointCheck).
 	marker bool
+	// recheck: the fence row read again before COMMIT (WithRecheck).
+	recheck bool
 
 	mu      sync.Mutex
 	created bool
@@ -82,6 +84,20 @@ func WithTxOptions(opts *sql.TxOptions) Option { return func(f *Fence) { f.txOpt
 // in, is gone then, and Do returns ErrOutsideFence. 'coordctl sql' uses
 // it. fn must not release or roll back past MarkerSavepoint.
 func WithSavepointCheck() Option { return func(f *Fence) { f.marker = true } }
+
+// WithRecheck makes Do and DoConn read the scope's fence row again just
+// before COMMIT, in the same transaction, and roll back with ErrFenceMoved
+// if it no longer holds the admitted token: a statement of fn moved it
+// (UPDATE coordkit_fence SET token = 1 …, directly or through a view, a
+// trigger, a procedure). The check's lock keeps every other transaction
+// off the row, so what it reads is what the COMMIT would leave. Without
+// it, a fn that writes the fence table can commit a floor other than the
+// token Do admitted (lowered: a stale holder's next write is admitted).
+// Do pays one round trip for it; DoConn sends it with the COMMIT
+// (PostgreSQL; MySQL with multiStatements=true), where it costs the
+// statement but no round trip. 'coordctl sql', which runs statements it
+// did not write, uses it.
+func WithRecheck() Option { return func(f *Fence) { f.recheck = true } }
 
 // MarkerSavepoint is the savepoint WithSavepointCheck sets.
 const MarkerSavepoint = "coordkit_fence_check"
@@ -182,9 +198,9 @@ func checkArgs(scope string, token fencing.Token) error {
 // floor to token if token is not below it (or, when token equals the
 // floor, only locks the row for sharing), and holds the scope's row lock
 // until the transaction ends, so fn's writes commit only if no higher token
-// was admitted in between. Before COMMIT it reads the row again: if fn
-// moved it, Do rolls back and returns an error wrapping ErrFenceMoved. A
-// MySQL fence table that is not InnoDB gives ErrNotTransactional before
+// was admitted in between. With WithRecheck it reads the row again before
+// COMMIT: if fn moved it, Do rolls back and returns an error wrapping
+// ErrFenceMoved. A MySQL fence table that is not InnoDB gives ErrNotTransactional before
 // anything runs.
 //
 // Do returns a *fencing.StaleError (matching fencing.ErrStale, Floor read in
@@ -404,10 +420,12 @@ func (f *Fence) attempt(ctx context.Context, scope string, token fencing.Token, 
 	if err := f.stillFenced(ctx, conn, q, true); err != nil {
 		return true, fmt.Errorf("sqlfence: scope %q token %d: %w", scope, token, err)
 	}
-	if ct, ok := t.(*connTxn); ok && f.recheckWithCommit() {
+	if ct, ok := t.(*connTxn); ok && f.recheck && f.recheckWithCommit() {
 		ct.recheck = f.dialect.recheckRaising(f.table, scope, int64(token))
-	} else if err := f.recheck(ctx, q, scope, token); err != nil {
-		return true, err
+	} else if f.recheck {
+		if err := f.recheckRow(ctx, q, scope, token); err != nil {
+			return true, err
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return true, fmt.Errorf("sqlfence: scope %q token %d: rolled back before the commit: %w", scope, token, err)
@@ -420,13 +438,13 @@ func (f *Fence) attempt(ctx context.Context, scope string, token fencing.Token, 
 	return true, nil
 }
 
-// recheck reads, just before COMMIT and in the same transaction, whether
+// recheckRow reads, just before COMMIT and in the same transaction, whether
 // the scope's row still holds the admitted token. The check's lock (shared
 // or exclusive) keeps every other transaction from changing the row until
 // this one ends, so what it reads is what the commit will leave — unless
 // one of fn's own statements rewrote it: then ErrFenceMoved, and the
 // caller rolls back. One round trip.
-func (f *Fence) recheck(ctx context.Context, q Querier, scope string, token fencing.Token) error {
+func (f *Fence) recheckRow(ctx context.Context, q Querier, scope string, token fencing.Token) error {
 	var n int64
 	var err error
 	if f.dialect == MySQL {

@@ -65,8 +65,9 @@ func TestNotTransactionalTableRefused(t *testing.T) {
 
 // Issue 31: a fenced statement that rewrites the fence row itself (lowers
 // it, raises it, deletes it) must not commit while Do reports the token
-// admitted: Do re-checks the row before COMMIT, rolls back and returns
-// ErrFenceMoved; the floor stays, and a token below it is still refused.
+// admitted: with WithRecheck Do re-checks the row before COMMIT, rolls back
+// and returns ErrFenceMoved; the floor stays, and a token below it is still
+// refused.
 func TestStatementCannotMoveTheFence(t *testing.T) {
 	eachMode(t, func(t *testing.T, db *sqltest.DB, mode string) {
 		ctx := testCtx(t)
@@ -80,7 +81,7 @@ func TestStatementCannotMoveTheFence(t *testing.T) {
 			for _, path := range []string{"shared", "exclusive"} {
 				t.Run(tc.name+"/"+path, func(t *testing.T) {
 					scope := fmt.Sprintf("jobs%d%s/", i, path)
-					f := newFence(t, db)
+					f := newFence(t, db, sqlfence.WithRecheck())
 					require.NoError(t, f.Fence(ctx, scope, 100))
 					token := fencing.Token(100) // equal to the floor: the shared check
 					if path == "exclusive" {
@@ -111,7 +112,7 @@ func TestStatementCannotMoveTheFence(t *testing.T) {
 		// the COMMIT: the same refusal.
 		if db.Dialect == sqlfence.MySQL && mode == "DoConn" {
 			mdb := openMulti(t, db)
-			f := newFence(t, &sqltest.DB{DB: mdb, Dialect: db.Dialect})
+			f := newFence(t, &sqltest.DB{DB: mdb, Dialect: db.Dialect}, sqlfence.WithRecheck())
 			require.NoError(t, f.Fence(ctx, "multi/", 100))
 			require.NoError(t, f.DoConn(ctx, "multi/", 100, func(sqlfence.Querier) error { return nil }), "learns multiStatements")
 			err := f.DoConn(ctx, "multi/", 100, func(q sqlfence.Querier) error {
@@ -132,9 +133,21 @@ func TestStatementCannotMoveTheFence(t *testing.T) {
 			_, err = db.Exec("DELETE FROM biz")
 			require.NoError(t, err)
 		}
+		// Without WithRecheck the moved floor commits (the package doc's
+		// limitation): the option is what holds it.
+		plain := newFence(t, db)
+		require.NoError(t, plain.Fence(ctx, "plain/", 100))
+		require.NoError(t, doWith(plain, mode)(ctx, "plain/", 100, func(tx sqlfence.Querier) error {
+			_, err := tx.ExecContext(ctx, db.Rebind("UPDATE coordkit_fence SET token = 1 WHERE scope = ?"), "plain/")
+			return err
+		}))
+		floor, err := plain.Floor(ctx, "plain/")
+		require.NoError(t, err)
+		require.Equal(t, fencing.Token(1), floor)
+
 		// A statement that reads the fence row, or writes it without moving
 		// the token, is no trouble.
-		f := newFence(t, db)
+		f := newFence(t, db, sqlfence.WithRecheck())
 		require.NoError(t, doWith(f, mode)(ctx, "reader/", 7, func(tx sqlfence.Querier) error {
 			var n int64
 			if err := tx.QueryRowContext(ctx, db.Rebind("SELECT token FROM coordkit_fence WHERE scope = ?"), "reader/").Scan(&n); err != nil {

@@ -204,7 +204,7 @@ func open(ctx context.Context, cfg Config) (*conn, error) {
 	if c.db, err = sql.Open(d.DriverName(), dsn); err != nil {
 		return nil, usagef("invalid --dsn %s: %v", c.shown, c.scrub(err))
 	}
-	if c.fence, err = sqlfence.New(c.db, d, sqlfence.WithTable(cfg.Table), sqlfence.WithSavepointCheck()); err != nil {
+	if c.fence, err = sqlfence.New(c.db, d, sqlfence.WithTable(cfg.Table), sqlfence.WithSavepointCheck(), sqlfence.WithRecheck()); err != nil {
 		_ = c.db.Close()
 		return nil, usagef("invalid --table: %v", err)
 	}

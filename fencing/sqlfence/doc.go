@@ -41,14 +41,15 @@
 // transaction, a concurrent insert of the same row being harmless, and
 // checks again) or the token is below the floor: the transaction is rolled
 // back and Do returns a *fencing.StaleError with the floor read in the same
-// transaction. Just before COMMIT, Do reads the row again in the same
-// transaction: it must still hold the token. The check's lock keeps every
-// other transaction from changing it, so only fn's own statements can have
-// (UPDATE coordkit_fence SET token = 1 …, through a view or a trigger too);
-// then Do rolls back and returns ErrFenceMoved, so the floor that commits is
-// always the token Do admitted. That costs Do one round trip; DoConn sends
-// it with the COMMIT (PostgreSQL; MySQL with multiStatements=true), where
-// it costs none. DoConn is Do with BEGIN sent to the server together with
+// transaction. With WithRecheck (which 'coordctl sql' uses), just before
+// COMMIT Do reads the row again in the same transaction: it must still
+// hold the token. The check's lock keeps every other transaction from
+// changing it, so only fn's own statements can have (UPDATE coordkit_fence
+// SET token = 1 …, through a view or a trigger too); then Do rolls back and
+// returns ErrFenceMoved, so the floor that commits is always the token Do
+// admitted. That costs Do one round trip; DoConn sends it with the COMMIT
+// (PostgreSQL; MySQL with multiStatements=true), where it costs the
+// statement but no round trip. DoConn is Do with BEGIN sent to the server together with
 // the check (one round trip less; fn gets a Querier on the connection
 // instead of a *sql.Tx). Fence runs the check alone, to raise the floor
 // before a new holder's first write; Floor reads the floor. The decision from the
@@ -129,9 +130,10 @@
 //     latter is detected: ErrBadTable). So does a MySQL table that is not
 //     InnoDB (detected once per Fence, on first use: ErrNotTransactional;
 //     an ALTER TABLE … ENGINE=MyISAM while a Fence is in use is not seen).
-//   - The re-check before COMMIT reads the scope's own row. A statement of
-//     fn that lowers another scope's row is not seen ('coordctl sql'
-//     refuses statements that name the fence table).
+//   - fn must not write the fence table. Without WithRecheck nothing sees
+//     it if fn does; with it, the scope's own row is read again before
+//     COMMIT, but a statement of fn that lowers another scope's row is not
+//     seen ('coordctl sql' also refuses statements that name the table).
 //   - A raise waits for the shared locks of the token below it. On
 //     PostgreSQL a new FOR SHARE does not queue behind a waiting UPDATE, so
 //     a predecessor that keeps overlapping transactions going can hold a

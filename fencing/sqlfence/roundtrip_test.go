@@ -37,6 +37,7 @@ func TestRoundTrips(t *testing.T) {
 		{"postgres WithRecheck", sqlfence.Postgres, "", true, 3, 5, 3},
 		{"mysql WithRecheck", sqlfence.MySQL, "", true, 4, 6, 6},
 		{"mysql multiStatements WithRecheck", sqlfence.MySQL, "?multiStatements=true", true, 4, 6, 4},
+		{"mysql interpolateParams multiStatements WithRecheck", sqlfence.MySQL, "?interpolateParams=true&multiStatements=true", true, 3, 5, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := sqltest.Open(t, tc.d)

@@ -87,6 +87,18 @@ type statements struct {
 	probe  string // succeeds iff the table exists
 	insert string // the scope's row at token 0, nothing if it exists
 	check  string // the fence check: one row affected iff admitted
+	// share is the check when the token is expected to equal the floor:
+	// it selects the row iff its token equals the token, under a shared
+	// row lock (PostgreSQL FOR SHARE, one row affected; SQLite a COUNT,
+	// its IMMEDIATE transaction excluding every other writer; MySQL uses
+	// shareLiteral). A raise (the exclusive check) waits for that lock.
+	share string
+	// recheck counts the scope's rows holding the admitted token, before
+	// COMMIT (placeholders: scope, token; MySQL uses recheckLiteral).
+	recheck string
+	// engine reads a MySQL table's engine: placeholders schema (NULL for
+	// the current database) and table.
+	engine string
 	floor  string
 	table  string
 }
@@ -117,15 +129,63 @@ func (d Dialect) scopeLiteral(scope string) string {
 	return "'" + strings.ReplaceAll(scope, "'", "''") + "'"
 }
 
-// pgPrepared is, for PostgreSQL's DoConn, the name of the check prepared
-// on a connection (PREPARE … AS the check), the PREPARE itself, and the
-// EXECUTE of it for a token and scope: "BEGIN; EXECUTE …" travels as one
-// simple query, like the literal check, but the server plans the check
-// once per connection instead of once per transaction.
-func pgPrepared(table string) (name, prepare string) {
-	name = "coordkit_check_" + strings.ReplaceAll(table, ".", "__")
-	prepare = fmt.Sprintf("PREPARE %s (BIGINT, TEXT) AS UPDATE %s SET token = $1, writes = writes + 1 WHERE scope = $2 AND token <= $1", name, table)
-	return name, prepare
+// shareLiteral is the shared check (see statements.share) with token and
+// scope written into the text, for MySQL: one plain query, no prepare.
+func (d Dialect) shareLiteral(table, scope string, token int64) string {
+	return fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE scope = %s AND token = %d LOCK IN SHARE MODE", table, d.scopeLiteral(scope), token)
+}
+
+// recheckLiteral is the re-check before COMMIT (statements.recheck) with
+// token and scope written into the text, for MySQL.
+func (d Dialect) recheckLiteral(table, scope string, token int64) string {
+	return fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE scope = %s AND token = %d", table, d.scopeLiteral(scope), token)
+}
+
+// movedMarker is the word recheckRaising's PostgreSQL error carries.
+const movedMarker = "coordkit_fence_moved"
+
+// recheckRaising is the re-check as a statement that fails when the row
+// no longer holds token, so that it can travel with COMMIT in one message
+// (DoConn): the server runs nothing after a failed statement of a
+// multi-statement query, so the COMMIT does not run. PostgreSQL fails a
+// cast of movedMarker (22P02; the CASE depends on the aggregate, so it is
+// not folded at planning), an EXECUTE of the statement pgPrepares
+// prepared; MySQL a scalar subquery of two rows (1242).
+func (d Dialect) recheckRaising(table, scope string, token int64) string {
+	if d == MySQL {
+		return fmt.Sprintf("SELECT (SELECT 1 UNION ALL SELECT 2 FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM %s WHERE scope = %s AND token = %d))", table, d.scopeLiteral(scope), token)
+	}
+	return fmt.Sprintf("EXECUTE %s(%d, %s)", pgName("recheck", table), token, d.scopeLiteral(scope))
+}
+
+// pgName is the name of a statement pgPrepares prepares for table.
+func pgName(what, table string) string {
+	return "coordkit_" + what + "_" + strings.ReplaceAll(table, ".", "__")
+}
+
+// pgPrepared is, for PostgreSQL's DoConn, the name of the check prepared on
+// a connection (with shared, the shared check): "BEGIN; EXECUTE
+// name(token, scope)" travels as one simple query, like the literal check,
+// but the server plans the check once per connection instead of once per
+// transaction.
+func pgPrepared(table string, shared bool) string {
+	if shared {
+		return pgName("share", table)
+	}
+	return pgName("check", table)
+}
+
+// pgPrepares are the PREPAREs of DoConn's statements on PostgreSQL, run
+// together the first time a connection lacks one: the exclusive check, the
+// shared check and the re-check sent with COMMIT (so that, once the check
+// ran, the re-check is there too).
+func pgPrepares(table string) []string {
+	return []string{
+		fmt.Sprintf("PREPARE %s (BIGINT, TEXT) AS UPDATE %s SET token = $1, writes = writes + 1 WHERE scope = $2 AND token <= $1", pgName("check", table), table),
+		fmt.Sprintf("PREPARE %s (BIGINT, TEXT) AS SELECT 1 FROM %s WHERE scope = $2 AND token = $1 FOR SHARE", pgName("share", table), table),
+		fmt.Sprintf("PREPARE %s (BIGINT, TEXT) AS SELECT CAST(CASE WHEN COUNT(*) = 1 THEN '1' ELSE '%s' END AS INT) FROM %s WHERE scope = $2 AND token = $1",
+			pgName("recheck", table), movedMarker, table),
+	}
 }
 
 func (d Dialect) statements(table string) statements {
@@ -149,7 +209,16 @@ func (d Dialect) statements(table string) statements {
 		probe: fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE 1 = 0", table),
 		check: fmt.Sprintf("UPDATE %s SET token = %s, writes = writes + 1 WHERE scope = %s AND token <= %s",
 			table, p(1), p(2), p(3)),
-		floor: fmt.Sprintf("SELECT token FROM %s WHERE scope = %s", table, p(1)),
+		floor:   fmt.Sprintf("SELECT token FROM %s WHERE scope = %s", table, p(1)),
+		recheck: fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE scope = %s AND token = %s", table, p(1), p(2)),
+		share:   fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE scope = %s AND token = %s", table, p(1), p(2)),
+	}
+	switch d {
+	case Postgres:
+		// No COUNT: PostgreSQL takes no row lock under an aggregate.
+		st.share = fmt.Sprintf("SELECT 1 FROM %s WHERE scope = $1 AND token = $2 FOR SHARE", table)
+	case MySQL:
+		st.engine = "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?"
 	}
 	switch d {
 	case MySQL:

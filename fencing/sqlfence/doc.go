@@ -10,21 +10,46 @@
 //	if errors.Is(err, fencing.ErrStale) { /* a newer holder has written: nothing was committed */ }
 //
 // One table per database, coordkit_fence by default (WithTable), created on
-// first use with CREATE TABLE IF NOT EXISTS: one row per scope with its
-// floor (token, the highest token admitted) and writes (how many checks
-// admitted a token). The whole check is one statement, the first of the
-// transaction, before the caller's writes:
+// first use with CREATE TABLE IF NOT EXISTS (on MySQL/MariaDB ENGINE=InnoDB,
+// and a table that exists with another engine — MyISAM, Aria, MEMORY — is
+// refused with ErrNotTransactional before anything is written: its rows
+// are neither locked until COMMIT nor rolled back): one row per scope with
+// its floor (token, the highest token admitted) and writes (how many times
+// the exclusive check below wrote the row). The check is one statement,
+// the first of the transaction, before the caller's writes. When the floor
+// must move (the token is above it) it is the exclusive check:
 //
 //	UPDATE coordkit_fence SET token = $tok, writes = writes + 1
 //	WHERE scope = $scope AND token <= $tok
 //
-// One row affected: the token is admitted, the floor is now at least the
+// When the token equals the floor — a holder writing again under the token
+// it raised the floor to, which is most transactions — nothing needs to
+// change, and the shared check takes the row's lock for reading only:
+//
+//	SELECT 1 FROM coordkit_fence WHERE scope = $scope AND token = $tok FOR SHARE
+//	(MySQL: SELECT COUNT(*) … LOCK IN SHARE MODE; SQLite: a plain SELECT)
+//
+// A Fence tries the shared check first unless it last saw the scope's floor
+// below the token (Fence always raises, exclusively). If the shared check
+// finds no row with the token, the transaction is rolled back and the
+// exclusive check runs in a new one: a shared lock on the fence row is
+// never upgraded, so two holders of one token cannot deadlock on it.
+//
+// One row: the token is admitted, the floor is now at least the
 // token, and fn's writes run in the same transaction and commit with it. No
 // row: either the scope has no row yet (Do inserts it at 0 outside the
 // transaction, a concurrent insert of the same row being harmless, and
 // checks again) or the token is below the floor: the transaction is rolled
 // back and Do returns a *fencing.StaleError with the floor read in the same
-// transaction. DoConn is Do with BEGIN sent to the server together with
+// transaction. With WithRecheck (which 'coordctl sql' uses), just before
+// COMMIT Do reads the row again in the same transaction: it must still
+// hold the token. The check's lock keeps every other transaction from
+// changing it, so only fn's own statements can have (UPDATE coordkit_fence
+// SET token = 1 …, through a view or a trigger too); then Do rolls back and
+// returns ErrFenceMoved, so the floor that commits is always the token Do
+// admitted. That costs Do one round trip; DoConn sends it with the COMMIT
+// (PostgreSQL; MySQL with multiStatements=true), where it costs the
+// statement but no round trip. DoConn is Do with BEGIN sent to the server together with
 // the check (one round trip less; fn gets a Querier on the connection
 // instead of a *sql.Tx). Fence runs the check alone, to raise the floor
 // before a new holder's first write; Floor reads the floor. The decision from the
@@ -45,14 +70,20 @@
 // In PostgreSQL and InnoDB the UPDATE takes the scope row's write lock and
 // keeps it until the transaction ends. A stale writer that checks while a
 // newer writer's transaction is open waits for that lock; when the newer
-// one commits, the waiting UPDATE re-evaluates its WHERE against the
+// one commits, the waiting check re-evaluates its WHERE against the
 // committed row (PostgreSQL's READ COMMITTED re-check; InnoDB's locking
-// read of the latest version), finds token above its own and affects
-// nothing. So from the check to the commit no writer with a lower token can
-// commit, and the writes of admitted transactions on one scope commit in
-// token order. MySQL and MariaDB report changed rows, not matched rows, as
-// affected: writes = writes + 1 makes the row change even when the same
-// holder writes again with an equal token.
+// read of the latest version), finds token above its own and matches
+// nothing. The shared check's lock (FOR SHARE, LOCK IN SHARE MODE) is held
+// the same way, and a raise's UPDATE must wait for every holder of it: so
+// no write of token N commits after a raise to N+1 has committed, and after
+// it every check of N finds the row at N+1. From the check to the commit no
+// writer with a lower token can commit, and the writes of admitted
+// transactions on one scope commit in token order. Transactions of one
+// equal token share the lock and are not ordered by it (their own row
+// locks order them, as without the fence). MySQL and MariaDB report changed
+// rows, not matched rows, as affected: writes = writes + 1 makes the row
+// change even when the exclusive check runs with a token equal to the
+// floor.
 //
 // SQLite has no row locks: a write transaction must begin IMMEDIATE, taking
 // the database's write lock at BEGIN, so that transactions run one at a
@@ -96,7 +127,17 @@
 //     which 'coordctl sql' uses.
 //   - SQLite opened without IMMEDIATE transactions, or a table created by
 //     hand without the primary key on scope, void the argument above (the
-//     latter is detected: ErrBadTable).
+//     latter is detected: ErrBadTable). So does a MySQL table that is not
+//     InnoDB (detected once per Fence, on first use: ErrNotTransactional;
+//     an ALTER TABLE … ENGINE=MyISAM while a Fence is in use is not seen).
+//   - fn must not write the fence table. Without WithRecheck nothing sees
+//     it if fn does; with it, the scope's own row is read again before
+//     COMMIT, but a statement of fn that lowers another scope's row is not
+//     seen ('coordctl sql' also refuses statements that name the table).
+//   - A raise waits for the shared locks of the token below it. On
+//     PostgreSQL a new FOR SHARE does not queue behind a waiting UPDATE, so
+//     a predecessor that keeps overlapping transactions going can hold a
+//     raise back until its transactions leave a gap (InnoDB queues them).
 //   - Scopes are at most fencing.MaxScopeLen bytes and compared byte for
 //     byte (MySQL's column is VARBINARY, not a case-insensitive collation).
 //

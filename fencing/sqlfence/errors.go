@@ -45,4 +45,20 @@ var (
 	// data source name that does not parse as its driver parses it. Its
 	// text does not show the DSN.
 	ErrInvalidDSN = errors.New("sqlfence: data source name cannot be parsed")
+	// ErrNotTransactional is returned (wrapped, with the table and its
+	// engine named) by every call that uses the fence table when, on
+	// MySQL/MariaDB, the table is not an InnoDB table: MyISAM, Aria,
+	// MEMORY and the like neither keep a row locked until COMMIT nor roll
+	// back, so a check in them holds no stale writer back (and a "rolled
+	// back" transaction may have left its writes). Nothing was written.
+	// The engine is read from information_schema.TABLES once per Fence,
+	// right after CREATE TABLE IF NOT EXISTS.
+	ErrNotTransactional = errors.New("sqlfence: fence table is not transactional")
+	// ErrFenceMoved is returned by Do and DoConn (WithRecheck) when, just before
+	// COMMIT, the scope's row no longer holds the token the check
+	// admitted: one of fn's statements rewrote or deleted the fence row
+	// (UPDATE coordkit_fence SET token = 1 ...). The transaction was
+	// rolled back: nothing was committed in transactional tables, and the
+	// floor is what it was before.
+	ErrFenceMoved = errors.New("sqlfence: a statement in the fenced transaction moved the fence row")
 )

@@ -24,7 +24,7 @@ const maxScopeBytes = fencing.MaxScopeLen
 
 // maxAttempts bounds the check's retries (a missing row, then a row that
 // changed between the check and the read of the floor).
-const maxAttempts = 4
+const maxAttempts = 5
 
 // Fence checks fencing tokens in a SQL database, in the caller's own
 // transaction. It is safe for concurrent use; several Fences (in one or
@@ -39,6 +39,8 @@ type Fence struct {
 	// marker: a savepoint set after the check and released before COMMIT
 	// (WithSavepointCheck).
 	marker bool
+	// recheck: the fence row read again before COMMIT (WithRecheck).
+	recheck bool
 
 	mu      sync.Mutex
 	created bool
@@ -46,7 +48,15 @@ type Fence struct {
 	// statements in one query (multiStatements=true): 0 not known yet, 1
 	// yes, -1 no.
 	multi atomic.Int32
+
+	// floors are the floors this Fence last saw committed, per scope: a
+	// hint of which check to try first (hintedShared), never a decision.
+	floorsMu sync.Mutex
+	floors   map[string]fencing.Token
 }
+
+// maxHints bounds Fence.floors; past it the hints start again empty.
+const maxHints = 4096
 
 // Option configures a Fence.
 type Option func(*Fence)
@@ -74,6 +84,20 @@ func WithTxOptions(opts *sql.TxOptions) Option { return func(f *Fence) { f.txOpt
 // in, is gone then, and Do returns ErrOutsideFence. 'coordctl sql' uses
 // it. fn must not release or roll back past MarkerSavepoint.
 func WithSavepointCheck() Option { return func(f *Fence) { f.marker = true } }
+
+// WithRecheck makes Do and DoConn read the scope's fence row again just
+// before COMMIT, in the same transaction, and roll back with ErrFenceMoved
+// if it no longer holds the admitted token: a statement of fn moved it
+// (UPDATE coordkit_fence SET token = 1 …, directly or through a view, a
+// trigger, a procedure). The check's lock keeps every other transaction
+// off the row, so what it reads is what the COMMIT would leave. Without
+// it, a fn that writes the fence table can commit a floor other than the
+// token Do admitted (lowered: a stale holder's next write is admitted).
+// Do pays one round trip for it; DoConn sends it with the COMMIT
+// (PostgreSQL; MySQL with multiStatements=true), where it costs the
+// statement but no round trip. 'coordctl sql', which runs statements it
+// did not write, uses it.
+func WithRecheck() Option { return func(f *Fence) { f.recheck = true } }
 
 // MarkerSavepoint is the savepoint WithSavepointCheck sets.
 const MarkerSavepoint = "coordkit_fence_check"
@@ -127,7 +151,38 @@ func (f *Fence) ensureTable(ctx context.Context) error {
 			return fmt.Errorf("sqlfence: create table %s: %w", f.table, err)
 		}
 	}
+	if err := f.checkEngine(ctx); err != nil {
+		return err
+	}
 	f.created = true
+	return nil
+}
+
+// checkEngine refuses, on MySQL/MariaDB, a fence table that is not InnoDB
+// (ErrNotTransactional): CREATE TABLE IF NOT EXISTS names InnoDB, but a
+// table created beforehand keeps whatever engine it was made with.
+func (f *Fence) checkEngine(ctx context.Context) error {
+	if f.dialect != MySQL {
+		return nil
+	}
+	var schema any // nil: the connection's database
+	name := f.table
+	if i := strings.IndexByte(name, '.'); i >= 0 {
+		schema, name = name[:i], name[i+1:]
+	}
+	var engine sql.NullString
+	err := f.db.QueryRowContext(ctx, f.st.engine, schema, name).Scan(&engine)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("%w: %s is not in information_schema.TABLES, so its engine cannot be checked", ErrNotTransactional, f.table)
+	case err != nil:
+		return fmt.Errorf("sqlfence: read the engine of %s: %w", f.table, err)
+	case !engine.Valid:
+		return fmt.Errorf("%w: %s has no engine (a view?); the fence needs an InnoDB table", ErrNotTransactional, f.table)
+	case !strings.EqualFold(engine.String, "InnoDB"):
+		return fmt.Errorf("%w: %s uses engine %s, which neither keeps the scope's row locked until COMMIT nor rolls back, so its check holds no stale writer back; the fence needs InnoDB (ALTER TABLE %s ENGINE=InnoDB)",
+			ErrNotTransactional, f.table, engine.String, f.table)
+	}
 	return nil
 }
 
@@ -140,9 +195,13 @@ func checkArgs(scope string, token fencing.Token) error {
 
 // Do runs fn in one transaction after admitting token in scope, and commits.
 // The check — the first statement of the transaction — raises the scope's
-// floor to token if token is not below it, and holds the scope's row lock
+// floor to token if token is not below it (or, when token equals the
+// floor, only locks the row for sharing), and holds the scope's row lock
 // until the transaction ends, so fn's writes commit only if no higher token
-// was admitted in between.
+// was admitted in between. With WithRecheck it reads the row again before
+// COMMIT: if fn moved it, Do rolls back and returns an error wrapping
+// ErrFenceMoved. A MySQL fence table that is not InnoDB gives ErrNotTransactional before
+// anything runs.
 //
 // Do returns a *fencing.StaleError (matching fencing.ErrStale, Floor read in
 // the same transaction) if token is below the floor: nothing is written and
@@ -152,8 +211,8 @@ func checkArgs(scope string, token fencing.Token) error {
 // fencing.ErrInvalidScope before any I/O. Other errors come from the
 // database. When COMMIT was sent and no answer came back, Do returns an
 // error wrapping ErrCommitUnknown: the writes and the floor may or may not
-// be committed. Every other error means nothing was committed, except
-// ErrOutsideFence.
+// be committed. Every other error means the transaction was rolled back
+// (nothing was committed in transactional tables), except ErrOutsideFence.
 //
 // fn must use tx for the writes that need fencing, and must not commit or
 // roll it back: if at fn's end the connection is no longer in the
@@ -162,7 +221,7 @@ func checkArgs(scope string, token fencing.Token) error {
 // ErrOutsideFence (and fn's own error, if any): statements after that
 // point ran outside the fence and may have been committed without it.
 func (f *Fence) Do(ctx context.Context, scope string, token fencing.Token, fn func(tx *sql.Tx) error) error {
-	return f.run(ctx, scope, token, false, func(q Querier) error { return fn(q.(*sql.Tx)) })
+	return f.run(ctx, scope, token, false, false, func(q Querier) error { return fn(q.(*sql.Tx)) })
 }
 
 // Querier is what DoConn's fn gets to run its statements: the methods a
@@ -194,21 +253,28 @@ var (
 // BEGIN. Errors as Do's; on MySQL the COMMIT follows ctx here (it does not
 // through database/sql's Tx).
 func (f *Fence) DoConn(ctx context.Context, scope string, token fencing.Token, fn func(q Querier) error) error {
-	return f.run(ctx, scope, token, true, fn)
+	return f.run(ctx, scope, token, true, false, fn)
 }
 
-func (f *Fence) run(ctx context.Context, scope string, token fencing.Token, onConn bool, fn func(Querier) error) error {
+// run runs the fenced transaction, again while the check says so. The
+// first try is the shared check when raise is false and the hint allows
+// it; every later try, and a raise (Fence), is the exclusive one, which
+// locks the row for writing from its first statement: no transaction of
+// this package ever upgrades a shared lock on the fence row.
+func (f *Fence) run(ctx context.Context, scope string, token fencing.Token, onConn, raise bool, fn func(Querier) error) error {
 	if err := checkArgs(scope, token); err != nil {
 		return err
 	}
 	if err := f.ensureTable(ctx); err != nil {
 		return err
 	}
+	shared := !raise && f.hintedShared(scope, token)
 	for attempt := 1; ; attempt++ {
-		done, err := f.attempt(ctx, scope, token, onConn, fn)
+		done, err := f.attempt(ctx, scope, token, onConn, shared, fn)
 		if done || err != nil {
 			return err
 		}
+		shared = false
 		if attempt == maxAttempts {
 			return fmt.Errorf("%w: scope %q token %d after %d attempts", ErrUnsettled, scope, token, attempt)
 		}
@@ -221,7 +287,28 @@ func (f *Fence) run(ctx context.Context, scope string, token fencing.Token, onCo
 // refused before the new holder writes anything, as the reference store's
 // POST /v1/fence. Errors as Do.
 func (f *Fence) Fence(ctx context.Context, scope string, token fencing.Token) error {
-	return f.Do(ctx, scope, token, func(*sql.Tx) error { return nil })
+	return f.run(ctx, scope, token, false, true, func(Querier) error { return nil })
+}
+
+// hintedShared reports whether to try the shared check first: unless this
+// Fence last saw the scope's floor below token (a raise: the exclusive
+// check directly). With no hint, the shared check goes first, since a
+// holder writes many times under one token and raises once.
+func (f *Fence) hintedShared(scope string, token fencing.Token) bool {
+	f.floorsMu.Lock()
+	defer f.floorsMu.Unlock()
+	floor, ok := f.floors[scope]
+	return !ok || floor >= token
+}
+
+// hint records the floor of scope as last seen committed (or refusing).
+func (f *Fence) hint(scope string, floor fencing.Token) {
+	f.floorsMu.Lock()
+	defer f.floorsMu.Unlock()
+	if f.floors == nil || len(f.floors) >= maxHints {
+		f.floors = map[string]fencing.Token{}
+	}
+	f.floors[scope] = floor
 }
 
 // Floor returns the scope's floor: the highest token admitted, 0 if none.
@@ -262,7 +349,10 @@ func readFloor(ctx context.Context, q querier, stmt, scope string) (fencing.Toke
 // the driver whether that connection is still in the transaction the
 // check opened (stillFenced). With onConn the transaction is begun and
 // ended in SQL on that connection (DoConn), else through a *sql.Tx (Do).
-func (f *Fence) attempt(ctx context.Context, scope string, token fencing.Token, onConn bool, fn func(Querier) error) (done bool, err error) {
+// With shared the check is the shared one: it admits only a token equal
+// to the floor, and anything else (a raise, a missing row) is tried again
+// with the exclusive check in a new transaction.
+func (f *Fence) attempt(ctx context.Context, scope string, token fencing.Token, onConn, shared bool, fn func(Querier) error) (done bool, err error) {
 	conn, err := f.db.Conn(ctx)
 	if err != nil {
 		return true, fmt.Errorf("sqlfence: connect: %w", err)
@@ -274,7 +364,7 @@ func (f *Fence) attempt(ctx context.Context, scope string, token fencing.Token, 
 	} else {
 		t = &sqlTxn{conn: conn}
 	}
-	rows, err := t.begin(ctx, f, scope, token)
+	rows, err := t.begin(ctx, f, f.check(scope, token, shared))
 	finished := false
 	defer func() {
 		if !finished {
@@ -282,6 +372,9 @@ func (f *Fence) attempt(ctx context.Context, scope string, token fencing.Token, 
 		}
 	}()
 	if err != nil {
+		if deadlocked(f.dialect, err) {
+			return false, nil // chosen as a deadlock's victim at the check: nothing ran yet
+		}
 		return true, fmt.Errorf("sqlfence: check scope %q token %d: %w", scope, token, err)
 	}
 	q := t.querier()
@@ -295,6 +388,7 @@ func (f *Fence) attempt(ctx context.Context, scope string, token fencing.Token, 
 	switch decide(rows, exists, floor, token) {
 	case admitted:
 	case stale:
+		f.hint(scope, floor)
 		return true, &fencing.StaleError{Scope: scope, Token: token, Floor: floor}
 	case missing:
 		// The row is created outside the transaction, which is rolled
@@ -318,13 +412,20 @@ func (f *Fence) attempt(ctx context.Context, scope string, token fencing.Token, 
 		}
 	}
 	if err := fn(q); err != nil {
-		if ferr := f.stillFenced(ctx, conn, q, false); errors.Is(ferr, ErrOutsideFence) && !(f.dialect == MySQL && mysqlErrNumber(err) == 1213) {
+		if ferr := f.stillFenced(ctx, conn, q, false); errors.Is(ferr, ErrOutsideFence) && !deadlocked(f.dialect, err) {
 			return true, fmt.Errorf("sqlfence: scope %q token %d: %w, then fn failed: %w", scope, token, ferr, err)
 		}
 		return true, fmt.Errorf("sqlfence: scope %q token %d: rolled back: %w", scope, token, err)
 	}
 	if err := f.stillFenced(ctx, conn, q, true); err != nil {
 		return true, fmt.Errorf("sqlfence: scope %q token %d: %w", scope, token, err)
+	}
+	if ct, ok := t.(*connTxn); ok && f.recheck && f.recheckWithCommit() {
+		ct.recheck = f.dialect.recheckRaising(f.table, scope, int64(token))
+	} else if f.recheck {
+		if err := f.recheckRow(ctx, q, scope, token); err != nil {
+			return true, err
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return true, fmt.Errorf("sqlfence: scope %q token %d: rolled back before the commit: %w", scope, token, err)
@@ -333,15 +434,119 @@ func (f *Fence) attempt(ctx context.Context, scope string, token fencing.Token, 
 	if err := t.commit(ctx); err != nil {
 		return true, f.commitErr(ctx, conn, scope, token, err)
 	}
+	f.hint(scope, token)
 	return true, nil
+}
+
+// recheckRow reads, just before COMMIT and in the same transaction, whether
+// the scope's row still holds the admitted token. The check's lock (shared
+// or exclusive) keeps every other transaction from changing the row until
+// this one ends, so what it reads is what the commit will leave — unless
+// one of fn's own statements rewrote it: then ErrFenceMoved, and the
+// caller rolls back. One round trip.
+func (f *Fence) recheckRow(ctx context.Context, q Querier, scope string, token fencing.Token) error {
+	var n int64
+	var err error
+	if f.dialect == MySQL {
+		err = q.QueryRowContext(ctx, f.dialect.recheckLiteral(f.table, scope, int64(token))).Scan(&n)
+	} else {
+		err = q.QueryRowContext(ctx, f.st.recheck, scope, int64(token)).Scan(&n)
+	}
+	switch {
+	case err != nil:
+		return fmt.Errorf("sqlfence: scope %q token %d: re-check of the fence row before COMMIT: rolled back: %w", scope, token, err)
+	case n == 1:
+		return nil
+	}
+	now := "no row"
+	if floor, exists, err := readFloor(ctx, q, f.st.floor, scope); err == nil && exists {
+		now = fmt.Sprintf("token %d", floor)
+	}
+	return fmt.Errorf("%w: scope %q token %d: before COMMIT the row held %s; rolled back, so the floor stays as it was and nothing was committed in transactional tables",
+		ErrFenceMoved, scope, token, now)
+}
+
+// recheckWithCommit reports whether DoConn can send the re-check with
+// COMMIT in one message: on PostgreSQL (the simple protocol), and on MySQL
+// when the connection takes several statements in one query.
+func (f *Fence) recheckWithCommit() bool {
+	return f.dialect == Postgres || f.dialect == MySQL && f.multi.Load() == 1
+}
+
+// movedAtCommit reports whether err, returned for DoConn's "re-check;
+// COMMIT", is the re-check's failure (recheckRaising): then the COMMIT did
+// not run.
+func movedAtCommit(d Dialect, err error) bool {
+	return engineError(d, err, "22P02", 1242) && (d != Postgres || strings.Contains(err.Error(), movedMarker))
+}
+
+// checkSQL is one check to run: its text and arguments, and whether its
+// answer is a count to read (a SELECT COUNT(*)) rather than rows affected.
+type checkSQL struct {
+	shared  bool
+	scope   string
+	token   fencing.Token
+	query   string
+	args    []any
+	counted bool
+}
+
+// check is the check of token in scope: the exclusive one (the UPDATE) or,
+// with shared, the shared one. MySQL's are literals (go-sql-driver would
+// prepare a statement with arguments: a round trip more).
+func (f *Fence) check(scope string, token fencing.Token, shared bool) checkSQL {
+	c := checkSQL{shared: shared, scope: scope, token: token}
+	switch {
+	case f.dialect == MySQL && shared:
+		c.query, c.counted = f.dialect.shareLiteral(f.table, scope, int64(token)), true
+	case f.dialect == MySQL:
+		c.query = f.dialect.checkLiteral(f.table, scope, int64(token))
+	case shared:
+		c.query, c.args, c.counted = f.st.share, []any{scope, int64(token)}, f.dialect != Postgres
+	default:
+		c.query, c.args = f.st.check, []any{int64(token), scope, int64(token)}
+	}
+	return c
+}
+
+// run runs the check on q and returns its count or rows affected.
+func (c checkSQL) run(ctx context.Context, q Querier, query string) (int64, error) {
+	if c.counted {
+		var n int64
+		err := q.QueryRowContext(ctx, query, c.args...).Scan(&n)
+		return n, err
+	}
+	res, err := q.ExecContext(ctx, query, c.args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// deadlocked reports whether err is the engine's deadlock error
+// (PostgreSQL 40P01, MySQL 1213), after which the whole transaction is
+// rolled back.
+func deadlocked(d Dialect, err error) bool { return engineError(d, err, "40P01", 1213) }
+
+// engineError reports whether err is, on PostgreSQL, an error of SQLSTATE
+// pgState, or on MySQL one of number mysqlNumber.
+func engineError(d Dialect, err error, pgState string, mysqlNumber uint64) bool {
+	var pg interface{ SQLState() string }
+	switch d {
+	case Postgres:
+		return errors.As(err, &pg) && pg.SQLState() == pgState
+	case MySQL:
+		return mysqlErrNumber(err) == mysqlNumber
+	}
+	return false
 }
 
 // txn is one fenced transaction on a connection: begun with the check,
 // then committed or rolled back.
 type txn interface {
 	// begin starts the transaction and runs the check in it, returning
-	// the check's rows affected.
-	begin(ctx context.Context, f *Fence, scope string, token fencing.Token) (int64, error)
+	// the check's rows affected (or count).
+	begin(ctx context.Context, f *Fence, c checkSQL) (int64, error)
 	querier() Querier
 	commit(ctx context.Context) error
 	rollback(ctx context.Context)
@@ -353,22 +558,13 @@ type sqlTxn struct {
 	tx   *sql.Tx
 }
 
-func (t *sqlTxn) begin(ctx context.Context, f *Fence, scope string, token fencing.Token) (int64, error) {
+func (t *sqlTxn) begin(ctx context.Context, f *Fence, c checkSQL) (int64, error) {
 	tx, err := t.conn.BeginTx(ctx, f.txOpts)
 	if err != nil {
 		return 0, fmt.Errorf("begin: %w", err)
 	}
 	t.tx = tx
-	var res sql.Result
-	if f.dialect == MySQL {
-		res, err = tx.ExecContext(ctx, f.dialect.checkLiteral(f.table, scope, int64(token)))
-	} else {
-		res, err = tx.ExecContext(ctx, f.st.check, int64(token), scope, int64(token))
-	}
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	return c.run(ctx, tx, c.query)
 }
 
 func (t *sqlTxn) querier() Querier             { return t.tx }
@@ -384,21 +580,20 @@ func (t *sqlTxn) rollback(context.Context) {
 type connTxn struct {
 	conn  *sql.Conn
 	begun bool
+	// recheck, when set, is sent with COMMIT, before it (recheckRaising).
+	recheck string
 }
 
-func (t *connTxn) begin(ctx context.Context, f *Fence, scope string, token fencing.Token) (int64, error) {
+func (t *connTxn) begin(ctx context.Context, f *Fence, c checkSQL) (int64, error) {
 	begin, err := f.beginSQL()
 	if err != nil {
 		return 0, err
 	}
 	t.begun = true // from here on, end it whatever happens
-	check := f.dialect.checkLiteral(f.table, scope, int64(token))
-	var res sql.Result
 	switch {
 	case f.dialect == Postgres:
-		name, prepare := pgPrepared(f.table)
-		exec := fmt.Sprintf("%s; EXECUTE %s(%d, %s)", begin, name, token, f.dialect.scopeLiteral(scope))
-		res, err = t.conn.ExecContext(ctx, exec)
+		exec := checkSQL{query: fmt.Sprintf("%s; EXECUTE %s(%d, %s)", begin, pgPrepared(f.table, c.shared), c.token, f.dialect.scopeLiteral(c.scope))}
+		n, err := exec.run(ctx, t.conn, exec.query)
 		var pg interface{ SQLState() string }
 		if err != nil && errors.As(err, &pg) && pg.SQLState() == "26000" {
 			// Not prepared on this connection yet (invalid_sql_statement_name):
@@ -406,47 +601,44 @@ func (t *connTxn) begin(ctx context.Context, f *Fence, scope string, token fenci
 			if _, err = t.conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 				return 0, err
 			}
-			if _, err = t.conn.ExecContext(ctx, prepare); err != nil && !(errors.As(err, &pg) && pg.SQLState() == "42P05") {
-				return 0, fmt.Errorf("prepare the check: %w", err) // 42P05: prepared already (a pooler's other session)
+			for _, prepare := range pgPrepares(f.table) {
+				if _, err = t.conn.ExecContext(ctx, prepare); err != nil && !(errors.As(err, &pg) && pg.SQLState() == "42P05") {
+					return 0, fmt.Errorf("prepare the check: %w", err) // 42P05: prepared already (a pooler's other session)
+				}
 			}
-			res, err = t.conn.ExecContext(ctx, exec)
+			n, err = exec.run(ctx, t.conn, exec.query)
 		}
+		return n, err
 	case f.dialect == MySQL && f.multi.Load() >= 0:
-		res, err = t.conn.ExecContext(ctx, begin+"; "+check)
-		if f.dialect == MySQL {
-			if err != nil && mysqlErrNumber(err) == 1064 {
-				// No multiStatements in the DSN: the server read it as one
-				// statement and ran nothing. Two round trips from now on.
-				f.multi.Store(-1)
-				return t.begin(ctx, f, scope, token)
-			}
-			if err == nil {
-				f.multi.Store(1)
-			}
+		n, err := c.run(ctx, t.conn, begin+"; "+c.query)
+		if err != nil && mysqlErrNumber(err) == 1064 {
+			// No multiStatements in the DSN: the server read it as one
+			// statement and ran nothing. Two round trips from now on.
+			f.multi.Store(-1)
+			return t.begin(ctx, f, c)
 		}
-	default:
-		for _, stmt := range strings.Split(begin, "; ") {
-			if _, err = t.conn.ExecContext(ctx, stmt); err != nil {
-				return 0, err
-			}
+		if err == nil {
+			f.multi.Store(1)
 		}
-		if f.dialect == MySQL {
-			res, err = t.conn.ExecContext(ctx, check)
-		} else {
-			res, err = t.conn.ExecContext(ctx, f.st.check, int64(token), scope, int64(token))
+		return n, err
+	}
+	for _, stmt := range strings.Split(begin, "; ") {
+		if _, err = t.conn.ExecContext(ctx, stmt); err != nil {
+			return 0, err
 		}
 	}
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	return c.run(ctx, t.conn, c.query)
 }
 
 func (t *connTxn) querier() Querier { return t.conn }
 
 func (t *connTxn) commit(ctx context.Context) error {
 	t.begun = false
-	_, err := t.conn.ExecContext(ctx, "COMMIT")
+	commit := "COMMIT"
+	if t.recheck != "" {
+		commit = t.recheck + "; COMMIT"
+	}
+	_, err := t.conn.ExecContext(ctx, commit)
 	if err != nil {
 		// Whatever the connection's state, it does not go back to the pool.
 		_ = t.conn.Raw(func(any) error { return driver.ErrBadConn })
@@ -508,6 +700,10 @@ func (f *Fence) beginSQL() (string, error) {
 // answered with an error (or database/sql had ended the transaction before
 // sending COMMIT), ErrCommitUnknown when no answer came.
 func (f *Fence) commitErr(ctx context.Context, conn *sql.Conn, scope string, token fencing.Token, err error) error {
+	if movedAtCommit(f.dialect, err) {
+		return fmt.Errorf("%w: scope %q token %d: before COMMIT the row no longer held the token; rolled back, so the floor stays as it was and nothing was committed in transactional tables: %w",
+			ErrFenceMoved, scope, token, err)
+	}
 	if commitRefused(f.dialect, err) {
 		if f.dialect == SQLite {
 			// A refused COMMIT (SQLITE_BUSY) leaves SQLite's transaction
@@ -607,14 +803,10 @@ var errFailedTx = errors.New("rolled back: a statement in the transaction failed
 // noSuchSavepoint reports whether err says the savepoint does not exist:
 // PostgreSQL's 3B001, MySQL's 1305, SQLite's "no such savepoint".
 func noSuchSavepoint(d Dialect, err error) bool {
-	var pg interface{ SQLState() string }
-	switch d {
-	case Postgres:
-		return errors.As(err, &pg) && pg.SQLState() == "3B001"
-	case MySQL:
-		return mysqlErrNumber(err) == 1305
+	if d == SQLite {
+		return strings.Contains(err.Error(), "no such savepoint")
 	}
-	return strings.Contains(err.Error(), "no such savepoint")
+	return engineError(d, err, "3B001", 1305)
 }
 
 // inTransaction is stillFenced's first question: is conn in a

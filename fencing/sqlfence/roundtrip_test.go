@@ -22,14 +22,22 @@ func TestRoundTrips(t *testing.T) {
 		name                 string
 		d                    sqlfence.Dialect
 		params               string
+		recheck              bool
 		unfenced, do, doConn int64
 	}{
-		{"postgres", sqlfence.Postgres, "", 3, 4, 3},
+		{"postgres", sqlfence.Postgres, "", false, 3, 4, 3},
 		// go-sql-driver prepares a statement with arguments: two round
 		// trips for the business UPDATE; the check goes without (literal).
-		{"mysql", sqlfence.MySQL, "", 4, 5, 5},
-		{"mysql multiStatements", sqlfence.MySQL, "?multiStatements=true", 4, 5, 4},
-		{"mysql interpolateParams multiStatements", sqlfence.MySQL, "?interpolateParams=true&multiStatements=true", 3, 4, 3},
+		{"mysql", sqlfence.MySQL, "", false, 4, 5, 5},
+		{"mysql multiStatements", sqlfence.MySQL, "?multiStatements=true", false, 4, 5, 4},
+		{"mysql interpolateParams multiStatements", sqlfence.MySQL, "?interpolateParams=true&multiStatements=true", false, 3, 4, 3},
+		// WithRecheck: the re-check of the fence row before COMMIT is a
+		// round trip of its own in Do, sent with the COMMIT in DoConn where
+		// the connection takes several statements at once.
+		{"postgres WithRecheck", sqlfence.Postgres, "", true, 3, 5, 3},
+		{"mysql WithRecheck", sqlfence.MySQL, "", true, 4, 6, 6},
+		{"mysql multiStatements WithRecheck", sqlfence.MySQL, "?multiStatements=true", true, 4, 6, 4},
+		{"mysql interpolateParams multiStatements WithRecheck", sqlfence.MySQL, "?interpolateParams=true&multiStatements=true", true, 3, 5, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := sqltest.Open(t, tc.d)
@@ -40,7 +48,11 @@ func TestRoundTrips(t *testing.T) {
 			require.NoError(t, err)
 			defer pdb.Close()
 			pdb.SetMaxOpenConns(1)
-			f, err := sqlfence.New(pdb, tc.d)
+			var opts []sqlfence.Option
+			if tc.recheck {
+				opts = append(opts, sqlfence.WithRecheck())
+			}
+			f, err := sqlfence.New(pdb, tc.d, opts...)
 			require.NoError(t, err)
 			write := func(ctx context.Context, q sqlfence.Querier) error { return appendLog(ctx, db, q, 5, 1) }
 			ops := map[string]func() error{

@@ -17,7 +17,15 @@
 //   - an error matching ErrUsage: a flag is wrong (exit 2); its text names
 //     the flag as coordctl spells it.
 //   - ErrInterrupted: the context was cancelled; nothing was committed.
-//   - anything else: nothing was committed and the floor did not move.
+//   - sqlfence.ErrNotTransactional: the MySQL/MariaDB fence table is not
+//     InnoDB; refused before any statement ran.
+//   - sqlfence.ErrFenceMoved: a statement rewrote the scope's fence row;
+//     rolled back.
+//   - anything else: the transaction was rolled back (or never began):
+//     nothing was committed in transactional tables, and the floor did not
+//     move. A MySQL table that is not transactional (MyISAM, Aria) keeps
+//     what a statement wrote to it; the error says so rather than "nothing
+//     was committed".
 //
 // Errors never show a DSN's password, nor any of a DSN that cannot be
 // parsed (sqlfence.RedactDSN, sqlfence.Scrub), and never wrap

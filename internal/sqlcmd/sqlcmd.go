@@ -111,7 +111,10 @@ func (c Config) normalize() (sqlfence.Dialect, string, error) {
 
 // Validate checks the connection and, for Exec, the statements: at least
 // one, none empty, none transaction control (they run in the one fenced
-// transaction, which Run commits itself). Errors match ErrUsage.
+// transaction, which Run commits itself), none naming the fence table
+// (anywhere in its text: a statement must not move the floors it is
+// fenced by; what the text cannot show, sqlfence's re-check before COMMIT
+// catches for the scope's own row). Errors match ErrUsage.
 //
 // On MySQL with multiStatements=true in the DSN, an -e holding more than
 // one statement is refused too: the server reads each statement of such a
@@ -134,6 +137,9 @@ func (r Request) Validate() error {
 		}
 		if name, ok := d.TransactionControl(s); ok {
 			return usagef("statement %d (-e %s) is transaction control (%s): 'coordctl sql' runs every -e statement in the one fenced transaction and commits it itself; a %s inside would end that transaction early and run the rest outside the fence", i+1, abbrev(s), name, name)
+		}
+		if fenceTableNamed(s, r.Table) {
+			return usagef("statement %d (-e %s) names the fence table %s: a statement must not read or write the floors it is fenced by (one that moves its own scope's row is rolled back anyway: sqlfence.ErrFenceMoved; another scope's row it could lower unseen)", i+1, abbrev(s), r.Table)
 		}
 		if multi && strings.Contains(strings.TrimRight(s, " \t\r\n;"), ";") {
 			return usagef("statement %d (-e %s) holds more than one statement and the DSN has multiStatements=true: give each statement its own -e, or drop multiStatements from the DSN (the server reads each statement of one text with the settings the one before it set, so a COMMIT could hide in it; a ';' inside a string counts too)", i+1, abbrev(s))
@@ -198,7 +204,7 @@ func open(ctx context.Context, cfg Config) (*conn, error) {
 	if c.db, err = sql.Open(d.DriverName(), dsn); err != nil {
 		return nil, usagef("invalid --dsn %s: %v", c.shown, c.scrub(err))
 	}
-	if c.fence, err = sqlfence.New(c.db, d, sqlfence.WithTable(cfg.Table), sqlfence.WithSavepointCheck()); err != nil {
+	if c.fence, err = sqlfence.New(c.db, d, sqlfence.WithTable(cfg.Table), sqlfence.WithSavepointCheck(), sqlfence.WithRecheck()); err != nil {
 		_ = c.db.Close()
 		return nil, usagef("invalid --table: %v", err)
 	}
@@ -262,11 +268,44 @@ func (c *conn) runErr(ctx context.Context, r Request, err error) error {
 		outcome, what = Unknown, "commit outcome unknown"
 	case errors.Is(err, sqlfence.ErrOutsideFence):
 		outcome, what = OutsideFence, "statements ran outside the fence"
+	case errors.Is(err, sqlfence.ErrNotTransactional):
+		// Refused before the check: no statement ran.
+		return fmt.Errorf("%s at %s: refused before any statement ran, nothing was written: %w", c.dialect, c.shown, c.scrub(err))
+	case errors.Is(err, sqlfence.ErrFenceMoved):
+		return fmt.Errorf("%s at %s: %w", c.dialect, c.shown, c.scrub(err))
 	default:
-		return fmt.Errorf("%s at %s: nothing was committed: %w", c.dialect, c.shown, c.timeoutErr(ctx, err))
+		// A rollback undoes what transactional tables hold; a MySQL
+		// MyISAM or Aria table a statement wrote keeps its rows.
+		return fmt.Errorf("%s at %s: rolled back, nothing was committed in transactional tables: %w", c.dialect, c.shown, c.timeoutErr(ctx, err))
 	}
 	return &OutcomeError{Scope: r.Scope, Token: r.Token, Outcome: outcome,
 		Err: fmt.Errorf("%s at %s: %s: %w", c.dialect, c.shown, what, c.scrub(err))}
+}
+
+// fenceTableNamed reports whether statement s holds the fence table's
+// name (its last part, without a schema) as a word, in any case, quoted
+// or not, in a string or a comment too: reading it out of dynamic SQL
+// would need what the text does not show, so any mention refuses.
+func fenceTableNamed(s, table string) bool {
+	name := strings.ToLower(table[strings.LastIndexByte(table, '.')+1:])
+	if name == "" {
+		return false
+	}
+	low := strings.ToLower(s)
+	word := func(c byte) bool {
+		return c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 0x80
+	}
+	for i := 0; ; {
+		j := strings.Index(low[i:], name)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(name)
+		if (start == 0 || !word(low[start-1])) && (end == len(low) || !word(low[end])) {
+			return true
+		}
+		i = start + 1
+	}
 }
 
 // mysqlTimeouts adds readTimeout and writeTimeout of d to a

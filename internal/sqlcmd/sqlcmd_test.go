@@ -369,6 +369,10 @@ func TestValidateStatements(t *testing.T) {
 	}{
 		"none":  {nil, "give at least one statement with -e"},
 		"empty": {[]string{"SELECT 1", " "}, "statement 2 (-e) is empty"},
+		"fence table": {[]string{"UPDATE report SET body = 'x'", "UPDATE Coordkit_Fence SET token = 1"},
+			"statement 2 (-e UPDATE Coordkit_Fence SET token = 1) names the fence table coordkit_fence"},
+		"fence table quoted":      {[]string{`DELETE FROM "coordkit_fence"`}, "names the fence table"},
+		"fence table in a string": {[]string{`SELECT run('UPDATE coordkit_fence SET token = 1')`}, "names the fence table"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := sqlcmd.Request{Config: cfg, Op: sqlcmd.Exec, Scope: "s", Token: 1, Statements: tc.stmts}.Validate()
@@ -377,6 +381,49 @@ func TestValidateStatements(t *testing.T) {
 		})
 	}
 	require.NoError(t, sqlcmd.Request{Config: cfg, Op: sqlcmd.Fence, Scope: "s", Token: 1}.Validate(), "fence takes no statements")
+	// A longer name that holds the table's is another table.
+	require.NoError(t, sqlcmd.Request{Config: cfg, Op: sqlcmd.Exec, Scope: "s", Token: 1,
+		Statements: []string{"UPDATE coordkit_fence_log SET n = 1", "UPDATE my_coordkit_fence SET n = 1"}}.Validate())
+}
+
+// Issue 31: a MyISAM fence table made beforehand is refused before any
+// statement runs (not a usage error: exit 1), naming table and engine.
+func TestRunRefusesNonTransactionalTable(t *testing.T) {
+	t.Parallel()
+	db := sqltest.Open(t, sqlfence.MySQL)
+	createReport(t, db)
+	_, err := db.Exec("CREATE TABLE coordkit_fence (scope VARBINARY(512) NOT NULL PRIMARY KEY, token BIGINT NOT NULL, writes BIGINT NOT NULL) ENGINE=MyISAM")
+	require.NoError(t, err)
+	for _, op := range []sqlcmd.Op{sqlcmd.Exec, sqlcmd.Fence} {
+		_, err = run(t, sqlcmd.Request{Config: config(db), Op: op, Scope: "jobs/", Token: 100,
+			Statements: []string{"UPDATE report SET body = 'A' WHERE id = 1"}})
+		require.ErrorIs(t, err, sqlfence.ErrNotTransactional)
+		require.NotErrorIs(t, err, sqlcmd.ErrUsage)
+		require.ErrorContains(t, err, "coordkit_fence uses engine MyISAM")
+		require.ErrorContains(t, err, "nothing was written")
+	}
+	require.Equal(t, "initial", reportBody(t, db))
+	var n int
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM coordkit_fence").Scan(&n))
+	require.Zero(t, n)
+}
+
+// Issue 31: a failed statement's rollback promises only what a rollback
+// does: nothing committed in transactional tables. On MariaDB a MyISAM
+// business table written before the failure keeps its row.
+func TestRunFailureSaysTransactionalTables(t *testing.T) {
+	t.Parallel()
+	db := sqltest.Open(t, sqlfence.MySQL)
+	_, err := db.Exec("CREATE TABLE audit (id INTEGER PRIMARY KEY) ENGINE=MyISAM")
+	require.NoError(t, err)
+	_, err = run(t, sqlcmd.Request{Config: config(db), Op: sqlcmd.Exec, Scope: "jobs/", Token: 3,
+		Statements: []string{"INSERT INTO audit (id) VALUES (1)", "INSERT INTO no_such_table VALUES (1)"}})
+	require.Error(t, err)
+	require.ErrorContains(t, err, "rolled back, nothing was committed in transactional tables")
+	var n int
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM audit").Scan(&n))
+	require.Equal(t, 1, n, "what the message must not deny: MyISAM kept the row")
+	require.Zero(t, floor(t, db, "jobs/"))
 }
 
 // TestValidateMultiStatementsOnMySQL: with multiStatements=true the server

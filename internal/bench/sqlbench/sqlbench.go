@@ -1,8 +1,9 @@
 // Package sqlbench measures what the fence check of fencing/sqlfence costs
 // in a real database: the same small transaction (one UPDATE of a business
-// row) with the check first (sqlfence.Fence.Do) and without it (BEGIN,
-// UPDATE, COMMIT), side by side in one run, on SQLite, PostgreSQL or
-// MySQL/MariaDB.
+// row) with the check first (sqlfence.Fence.Do; the token equals the
+// floor, so the shared check and the re-check before COMMIT) and without
+// it (BEGIN, UPDATE, COMMIT), side by side in one run, on SQLite,
+// PostgreSQL or MySQL/MariaDB.
 //
 // Three loads: one writer in sequence; Writers concurrent writers, each on
 // its own scope and its own row (distinct); Writers concurrent writers on

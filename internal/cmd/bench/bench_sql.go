@@ -18,9 +18,10 @@ func newBenchSQLCmd(f *cmdutil.Factory, harness func(context.Context, sqlbench.O
 		Use:   "sql [--driver D --dsn DSN] [--fence do|doconn|both] [--iterations N] [--per-writer N] [--writers N] [--rounds N]",
 		Short: "The cost of the fence check in a SQL database: with and without it",
 		Long: `Measure, side by side in one run, the same small transaction — one UPDATE of
-a business row — with the fence check of 'coordctl sql' first (the one
-UPDATE on the fence table, package fencing/sqlfence) and without it (BEGIN,
-UPDATE, COMMIT), under three loads:
+a business row — with the fence check of 'coordctl sql' first (package
+fencing/sqlfence: every writer's token equals the floor, so the check is the
+shared row lock, SELECT ... FOR SHARE, and the fence row is read again
+before COMMIT) and without it (BEGIN, UPDATE, COMMIT), under three loads:
 
   sequential_*     one writer, --iterations transactions
   distinct_N_*     N (--writers) concurrent writers, each on its own scope

@@ -112,3 +112,66 @@ func reportBody(t *testing.T, db *sqltest.DB) string {
 	require.NoError(t, db.QueryRow("SELECT body FROM report WHERE id = 1").Scan(&body))
 	return body
 }
+
+// Issue 31 on MariaDB, with the binary: a fence table made beforehand as
+// MyISAM is refused (exit 1, naming the table and the engine) before any
+// statement runs; a statement that rewrites the fence row is refused by
+// its text (exit 2) or, through a view the text does not show, rolled
+// back by the re-check before COMMIT (exit 1, not "ok … floor=100"); the
+// committed floor stays 100 and token 50 is refused afterwards (exit 5).
+func TestSQLE2EFenceTableCannotBeMoved(t *testing.T) {
+	t.Parallel()
+	db := sqltest.Open(t, sqlfence.MySQL)
+	_, err := db.Exec("CREATE TABLE report (id INTEGER PRIMARY KEY, body VARCHAR(64) NOT NULL) ENGINE=InnoDB")
+	require.NoError(t, err)
+	_, err = db.Exec("INSERT INTO report (id, body) VALUES (1, 'initial')")
+	require.NoError(t, err)
+	sql := func(table, token string, stmts ...string) (int, string) {
+		args := []string{"sql", "--driver", "mysql", "--dsn", db.DSN, "--table", table, "--scope", "jobs/", "--token", token}
+		for _, s := range stmts {
+			args = append(args, "-e", s)
+		}
+		code, out, _ := runBinary(t, nil, args...)
+		return code, out
+	}
+
+	t.Run("MyISAM table", func(t *testing.T) {
+		_, err := db.Exec("CREATE TABLE myisam_fence (scope VARBINARY(512) NOT NULL PRIMARY KEY, token BIGINT NOT NULL, writes BIGINT NOT NULL) ENGINE=MyISAM")
+		require.NoError(t, err)
+		code, out := sql("myisam_fence", "100", "UPDATE report SET body = 'A' WHERE id = 1")
+		require.Equal(t, exitError, code, out)
+		require.Contains(t, out, "myisam_fence uses engine MyISAM")
+		require.Contains(t, out, "nothing was written")
+		require.Equal(t, "initial", reportBody(t, db))
+		var n int
+		require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM myisam_fence").Scan(&n))
+		require.Zero(t, n)
+	})
+
+	t.Run("fence row rewrite", func(t *testing.T) {
+		code, out := sql(sqlfence.DefaultTable, "100", "UPDATE report SET body = 'holder 100' WHERE id = 1")
+		require.Equal(t, exitOK, code, out)
+		require.Contains(t, out, "ok scope=jobs/ token=100 floor=100 rows_affected=1")
+
+		code, out = sql(sqlfence.DefaultTable, "100", "UPDATE report SET body = 'X' WHERE id = 1", "UPDATE coordkit_fence SET token = 1 WHERE scope = 'jobs/'")
+		require.Equal(t, exitUsage, code, out)
+		require.Contains(t, out, "names the fence table")
+
+		_, err := db.Exec("CREATE VIEW floors AS SELECT scope, token FROM coordkit_fence")
+		require.NoError(t, err)
+		code, out = sql(sqlfence.DefaultTable, "100", "UPDATE report SET body = 'X' WHERE id = 1", "UPDATE floors SET token = 1 WHERE scope = 'jobs/'")
+		require.Equal(t, exitError, code, out)
+		require.NotContains(t, out, "ok scope=")
+		require.Contains(t, out, "moved the fence row")
+		require.Contains(t, out, "nothing was committed in transactional tables")
+		require.Equal(t, "holder 100", reportBody(t, db))
+		var floor int64
+		require.NoError(t, db.QueryRow("SELECT token FROM coordkit_fence WHERE scope = 'jobs/'").Scan(&floor))
+		require.Equal(t, int64(100), floor, "the committed floor")
+
+		code, out = sql(sqlfence.DefaultTable, "50", "UPDATE report SET body = 'late 50' WHERE id = 1")
+		require.Equal(t, exitStale, code, out)
+		require.Contains(t, out, "floor is 100")
+		require.Equal(t, "holder 100", reportBody(t, db))
+	})
+}

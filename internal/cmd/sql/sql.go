@@ -44,6 +44,10 @@ admitted; the check is the transaction's first statement:
   UPDATE coordkit_fence SET token = $tok, writes = writes + 1
   WHERE scope = $scope AND token <= $tok
 
+or, when the token equals the floor, a shared lock on the row instead of a
+write (SELECT ... FOR SHARE; MySQL LOCK IN SHARE MODE), which a raise by a
+higher token waits for. On MySQL/MariaDB the table must be InnoDB.
+
 Inside 'coordctl lock NAME -- CMD' (or 'elect', or the sidecar's child)
 --token and --scope come from the environment: COORD_FENCING_TOKEN and
 COORD_FENCING_SCOPE (where the held key lives in etcd: PREFIX+NAME/ for a
@@ -87,20 +91,31 @@ MySQL also the statements that commit implicitly: CREATE, ALTER, DROP,
 RENAME, TRUNCATE, LOCK TABLES, GRANT ..., and SET STATEMENT ... FOR them) is
 refused before anything runs, also after a ';' inside one -e; with
 multiStatements=true in a MySQL DSN an -e holding more than one statement is
-refused (give each its own -e). SAVEPOINT, RELEASE and ROLLBACK TO are
-allowed. Before committing it checks that the transaction the check opened
-is still open and still the same (a savepoint set after the check remains; a
-stored procedure might have committed it, and begun another): if not, exit 6.
+refused (give each its own -e). A -e that names the fence table (--table)
+is refused too: statements must not move the floors they are fenced by.
+SAVEPOINT, RELEASE and ROLLBACK TO are allowed. Before committing it checks
+that the transaction the check opened is still open and still the same (a
+savepoint set after the check remains; a stored procedure might have
+committed it, and begun another): if not, exit 6. It then reads the scope's
+fence row again: if a statement moved it (through a view, a trigger, a
+procedure), it rolls back and exits 1, so the floor printed is always the
+one committed. On MySQL/MariaDB a fence table that is not InnoDB (made
+beforehand as MyISAM, Aria, MEMORY) is refused before any statement runs,
+naming its engine: exit 1.
 
 Exit 0: committed. Exit 5: the token is below the scope's floor (a newer
 holder has written): nothing was committed, the floor is named. Exit 1: any
-other error (cannot connect, a statement failed): nothing was committed and
-the floor did not move. Exit 6: the outcome is unknown — COMMIT was sent and
+other error (cannot connect, a statement failed, a fence table that is not
+transactional, a statement that moved the fence row): rolled back, nothing
+was committed in transactional tables, and the floor did not move (a MySQL
+MyISAM or Aria table a statement wrote to keeps its rows: no engine rolls
+those back). Exit 6: the outcome is unknown — COMMIT was sent and
 its answer lost (a timeout, a dropped connection), or statements ran outside
 the fence: the writes and the floor may have been committed, so read them
 before retrying (a retried 'SET n = n + 1' would count twice). Exit 2: bad
 flags (a token of 0, -3 or abc, an empty or over-long scope, no -e, a
-transaction-control statement, a DSN that cannot be parsed).
+transaction-control statement, a statement naming the fence table, a DSN
+that cannot be parsed).
 
 Prints 'ok scope=S token=T floor=F rows_affected=N,M'; with -w json
 {"scope","token","floor","rows_affected":[N,M],"outcome":"committed"}, and on

@@ -176,6 +176,8 @@ class Held extends EventEmitter {
       this.deadline(ev);
     } else if (ev.event === 'lost') {
       this.lose(ev.reason ?? 'lost');
+    } else if (ev.event === 'released') {
+      this.lose('released'); // the agent deleted the key
     }
   }
 
@@ -196,7 +198,7 @@ class Held extends EventEmitter {
   lose(reason) {
     if (this.lost) return;
     this.lost = true;
-    this.reason = this.released ? 'released' : reason;
+    this.reason = reason;
     for (const w of this.waiters.splice(0)) w.reject(new CoordError('unavailable', reason));
     if (!this.released) this.emit('lost', reason);
   }
@@ -209,13 +211,20 @@ class Held extends EventEmitter {
     if (this.lost) throw new LostError(this.reason);
   }
 
-  /** Release: close the stream; the agent deletes the key at once. */
-  async release() {
+  /**
+   * Release: end the request; the agent deletes the key at once and says so
+   * on the stream, which this waits for (up to waitMs).
+   */
+  async release(waitMs = 10000) {
     this.released = true;
-    if (this.res.destroyed) return this.lose('released');
-    const closed = new Promise((resolve) => this.res.once('close', resolve));
-    this.res.destroy();
-    await closed;
+    if (!this.res.destroyed) {
+      const closed = new Promise((resolve) => this.res.once('close', resolve));
+      const timer = setTimeout(() => this.res.destroy(), waitMs);
+      this.res.socket?.end(); // a half close: the answer can still come
+      await closed;
+      clearTimeout(timer);
+    }
+    this.lose('released');
   }
 
   async [asyncDispose]() {

@@ -193,6 +193,9 @@ class Hold:
             elif ev["event"] == "lost":
                 reason = ev.get("reason", "lost")
                 break
+            elif ev["event"] == "released":  # the agent deleted the key
+                reason = "released"
+                break
         self._lose(reason)
 
     def _lose(self, reason):
@@ -200,7 +203,7 @@ class Hold:
             if self.lost:
                 return
             released = self._released
-            self.lost, self.reason = True, "released" if released else reason
+            self.lost, self.reason = True, reason
         self._ended.set()
         if self._on_lost and not released:
             self._on_lost(reason)
@@ -217,17 +220,21 @@ class Hold:
         """Block until the hold is lost (True) or timeout passes (False)."""
         return self._ended.wait(timeout)
 
-    def release(self):
-        """Release: close the stream; the agent deletes the key at once."""
+    def release(self, wait=10.0):
+        """Release: end the request; the agent deletes the key at once and
+        says so on the stream, which this waits for (up to wait seconds)."""
         with self._lock:
             self._released = True
-        if self._sock is not None:
-            try:
-                self._sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(5)  # the reader ends on the shut-down socket
+        for how in (socket.SHUT_WR, socket.SHUT_RDWR):  # a half close first: the answer can still come
+            if self._sock is not None:
+                try:
+                    self._sock.shutdown(how)
+                except OSError:
+                    pass
+            if self._thread is not None and self._thread is not threading.current_thread():
+                self._thread.join(wait)
+            if self._thread is None or not self._thread.is_alive():
+                break
         self._lose("released")
         if self._resp is not None:
             self._resp.close()

@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -441,4 +443,41 @@ func TestCloseReleasesHolds(t *testing.T) {
 	req, err := http.NewRequest("GET", srv.URL+"/v1/session", nil)
 	require.NoError(t, err)
 	requireError(t, srv.Client(), req, http.StatusServiceUnavailable, CodeShuttingDown)
+}
+
+// TestReleaseConfirmed: a client that shuts down only its sending side
+// reads "released" once the key is gone, so its release can wait for it.
+func TestReleaseConfirmed(t *testing.T) {
+	a := startAgent(t, nil)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(a.srv.URL, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	body := `{"name":"x"}`
+	_, err = fmt.Fprintf(conn, "POST /v1/lock HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	next := func() Event {
+		for lines.Scan() {
+			var ev Event
+			require.NoError(t, json.Unmarshal(lines.Bytes(), &ev))
+			if ev.Event != "held" {
+				return ev
+			}
+		}
+		t.Fatalf("stream ended: %v", lines.Err())
+		return Event{}
+	}
+	ev := next()
+	require.Equal(t, "acquired", ev.Event)
+	require.NoError(t, conn.(*net.TCPConn).CloseWrite())
+	rel := next()
+	require.Equal(t, "released", rel.Event, "%+v", rel)
+	require.Equal(t, ev.Token, rel.Token)
+	got, err := a.cli.Get(etcdtest.Ctx(t, wait), ev.Key)
+	require.NoError(t, err)
+	require.Zero(t, got.Count, "released before the key was deleted")
+	require.False(t, lines.Scan(), "a line after released: %s", lines.Text())
 }

@@ -42,7 +42,7 @@ type HoldRequest struct {
 
 // Event is one line of a hold's stream.
 type Event struct {
-	Event string `json:"event"` // waiting, acquired, held, lost, error
+	Event string `json:"event"` // waiting, acquired, held, lost, released, error
 	Kind  string `json:"kind,omitempty"`
 	Name  string `json:"name,omitempty"`
 	Mode  string `json:"mode,omitempty"`
@@ -346,6 +346,18 @@ func (a *API) serveHeld(ctx context.Context, out stream, req HoldRequest, p plan
 					reason += "; release: " + err.Error()
 				}
 				_ = out.send(Event{Event: "lost", Token: h.Token(), Reason: reason})
+				return
+			}
+			// A client that only shut down its sending side reads this and
+			// knows the key is gone; one that closed the connection does not.
+			switch {
+			case err == nil:
+				_ = out.send(Event{Event: "released", Token: h.Token()})
+			case errors.Is(err, session.ErrNotHeld), errors.Is(err, election.ErrNotLeader):
+				_ = out.send(Event{Event: "lost", Token: h.Token(), Reason: err.Error()}) // lost before the release
+			default:
+				code, _ := codeOf(err)
+				_ = out.send(Event{Event: "error", Code: code, Message: "release: " + err.Error()})
 			}
 			return
 		case <-tick.C:

@@ -1,0 +1,149 @@
+package agentcmd
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+)
+
+// agentTTL is the agent's lease TTL in these tests: a crashed client's
+// waiter must get the lock in well under it.
+const agentTTL = 10 * time.Second
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// coordctl builds cmd/coordctl with the race detector, once per test binary.
+func coordctl(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "coordctl-agent-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "coordctl")
+		out, err := exec.Command("go", "build", "-race", "-o", binPath, "github.com/coordkit/coordkit/cmd/coordctl").CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build coordctl: %v", buildErr)
+	}
+	return binPath
+}
+
+// interpreter is the path of name, or a skip naming it; under CI=true a
+// missing one fails (.ci/run installs it).
+func interpreter(t *testing.T, name, pkg string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s not found: .ci/run installs Debian's %s", name, pkg)
+		}
+		t.Skipf("%s not found: install Debian's %s to run the %s client's tests", name, pkg, name)
+	}
+	return p
+}
+
+// startAgent runs `coordctl agent` on a fresh embedded etcd and returns its
+// URL and the environment the clients' tests read.
+func startAgent(t *testing.T) (string, []string) {
+	t.Helper()
+	bin := coordctl(t)
+	srv, cli := etcdtest.StartWithClient(t)
+	revoke := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.ParseInt(r.URL.Query().Get("lease"), 16, 64)
+		if err == nil {
+			ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+			defer cancel()
+			_, err = cli.Revoke(ctx, clientv3.LeaseID(id))
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		}
+	}))
+	t.Cleanup(revoke.Close)
+
+	cmd := exec.Command(bin, "agent", "--endpoints", strings.Join(srv.Endpoints(), ","), "--listen", "127.0.0.1:0",
+		"--ttl", agentTTL.String(), "-w", "json")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			require.NoError(t, err, "coordctl agent did not exit 0 on SIGTERM")
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Error("coordctl agent did not exit within 30s of SIGTERM")
+		}
+	})
+	sc := bufio.NewScanner(stdout)
+	require.True(t, sc.Scan(), "coordctl agent printed nothing")
+	var ready Listening
+	require.NoError(t, json.Unmarshal(sc.Bytes(), &ready), sc.Text())
+	require.Equal(t, "listening", ready.Event)
+	go func() {
+		for sc.Scan() {
+		}
+		exited <- cmd.Wait()
+	}()
+	env := append(os.Environ(),
+		"COORDKIT_AGENT_URL="+ready.URL,
+		fmt.Sprintf("COORDKIT_AGENT_TTL=%g", agentTTL.Seconds()),
+		"COORDKIT_TEST_REVOKE_URL="+revoke.URL)
+	return ready.URL, env
+}
+
+// runClientTests runs a client's own test suite against the agent.
+func runClientTests(t *testing.T, dir string, env []string, name string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s %s:\n%s", filepath.Base(name), strings.Join(args, " "), out)
+	require.NoError(t, err, "the client's tests failed")
+	require.NotContains(t, string(out), "skipped 'COORDKIT", "a test skipped for want of the harness's environment")
+}
+
+func TestPythonClient(t *testing.T) {
+	py := interpreter(t, "python3", "python3")
+	_, env := startAgent(t)
+	runClientTests(t, "../../../clients/python", env, py, "-m", "unittest", "-v", "test_coordkit")
+}
+
+func TestNodeClient(t *testing.T) {
+	node := interpreter(t, "node", "nodejs")
+	_, env := startAgent(t)
+	runClientTests(t, "../../../clients/node", env, node, "--test", "coordkit.test.js")
+}

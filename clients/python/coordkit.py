@@ -20,7 +20,7 @@ import time
 import urllib.parse
 from datetime import datetime
 
-__all__ = ["Client", "Hold", "CoordError", "NotAcquired", "LostError"]
+__all__ = ["Client", "Hold", "CoordError", "NotAcquired", "LostError", "StaleError", "fence_sql"]
 
 
 class CoordError(Exception):
@@ -41,6 +41,30 @@ class LostError(Exception):
     def __init__(self, reason):
         super().__init__(f"hold lost: {reason}")
         self.reason = reason
+
+
+class StaleError(Exception):
+    """A fenced write was refused: a newer holder of the scope wrote first."""
+
+
+# coordkit's SQL fence (fencing/sqlfence, `coordctl sql`): one row per scope
+# with the highest token admitted; PostgreSQL and SQLite >= 3.24 syntax.
+FENCE_TABLE = ("CREATE TABLE IF NOT EXISTS {t} (scope TEXT NOT NULL PRIMARY KEY, "
+               "token INTEGER NOT NULL, writes INTEGER NOT NULL)")
+
+
+def fence_sql(cur, held, table="coordkit_fence", param="?"):
+    """Check held's token as the first statements of the caller's open
+    transaction on DB-API cursor cur (param: the driver's placeholder, "?"
+    for sqlite3, "%s" for psycopg2). Raises StaleError, after which the
+    caller must roll back; else commit after its own statements. The check
+    is sqlfence's, so Go, coordctl sql and Python holders fence each other."""
+    p = param
+    cur.execute(f"INSERT INTO {table} (scope, token, writes) VALUES ({p}, 0, 0) ON CONFLICT (scope) DO NOTHING", (held.scope,))
+    cur.execute(f"UPDATE {table} SET token = {p}, writes = writes + 1 WHERE scope = {p} AND token <= {p}",
+                (held.token, held.scope, held.token))
+    if cur.rowcount != 1:
+        raise StaleError(f"token {held.token} is below the floor of scope {held.scope!r}")
 
 
 class Client:

@@ -10,8 +10,10 @@ COORDKIT_AGENT_URL, COORDKIT_AGENT_TTL (seconds) and COORDKIT_TEST_REVOKE_URL
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -42,6 +44,8 @@ def fresh(name):
 class TestCoordkit(unittest.TestCase):
     def setUp(self):
         self.c = coordkit.Client(URL)
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
 
     def test_lock_token_scope(self):
         name = fresh("a")
@@ -145,6 +149,34 @@ class TestCoordkit(unittest.TestCase):
         with self.c.campaign(name, id="py-1", timeout=WAIT) as l:
             self.assertEqual(self.c.leader(name), ("py-1", l.token))
         self.assertEqual(self.c.leader(name)[0], None)
+
+    def test_fenced_sqlite_write(self):
+        name = fresh("report")
+        db = sqlite3.connect(os.path.join(self.tmp.name, "app.db"), isolation_level=None)
+        db.execute(coordkit.FENCE_TABLE.format(t="coordkit_fence"))
+        db.execute("CREATE TABLE report (id INTEGER PRIMARY KEY, body TEXT)")
+
+        def write(held, body):
+            cur = db.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                coordkit.fence_sql(cur, held)
+                cur.execute("INSERT OR REPLACE INTO report (id, body) VALUES (1, ?)", (body,))
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+
+        with self.c.lock(name) as old:
+            write(old, "old")
+        with self.c.lock(name) as new:
+            write(new, "new")
+        # The old holder, paused past its loss, comes back and writes: refused.
+        with self.assertRaises(coordkit.StaleError):
+            write(old, "stale")
+        self.assertEqual(db.execute("SELECT body FROM report").fetchone()[0], "new")
+        self.assertEqual(db.execute("SELECT token FROM coordkit_fence WHERE scope = ?", (name + "/",)).fetchone()[0], new.token)
+        db.close()
 
     def test_bad_request(self):
         with self.assertRaises(coordkit.CoordError) as e:

@@ -158,6 +158,16 @@ func (a *API) Close() error {
 	return a.lanes.close()
 }
 
+// Routes are the http.ServeMux patterns the API serves ("POST /v1/lock",
+// ...), for a server that mounts it beside routes of its own.
+func (a *API) Routes() []string {
+	out := make([]string, len(routes))
+	for i, rt := range routes {
+		out[i] = rt.method + " " + rt.path
+	}
+	return out
+}
+
 // Lease is the lease of the agent's first session (0 while it has none).
 func (a *API) Lease() clientv3.LeaseID {
 	if s := a.lanes.first(); s != nil {

@@ -85,6 +85,20 @@ type Config struct {
 	// OnChange is called after each state change, in order, from the
 	// goroutine that applied it; it must not block for long.
 	OnChange func(State, Change)
+	// Mount, when not nil, is served on the sidecar's listener beside its
+	// own API, for the routes it names (coordctl sidecar --api: the
+	// coordination API, internal/coordapi, which checks the token itself).
+	// CloseAPI closes it.
+	Mount Mounted
+}
+
+// Mounted is an API served beside the sidecar's own (Config.Mount).
+type Mounted interface {
+	http.Handler
+	// Routes are the http.ServeMux patterns it serves.
+	Routes() []string
+	// Close ends its streams; the server can then shut down.
+	Close() error
 }
 
 // ChildExitError is returned by Run when the command exited by itself; the
@@ -220,11 +234,27 @@ func New(cfg Config) (s *Sidecar, err error) {
 	return s, nil
 }
 
-// Handler returns the HTTP API (see NewAPI).
-func (s *Sidecar) Handler() http.Handler { return s.api }
+// Handler returns the HTTP API (see NewAPI), and Config.Mount's routes.
+func (s *Sidecar) Handler() http.Handler {
+	if s.cfg.Mount == nil {
+		return s.api
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", s.api)
+	for _, pattern := range s.cfg.Mount.Routes() {
+		mux.Handle(pattern, s.cfg.Mount)
+	}
+	return mux
+}
 
-// CloseAPI ends open watch streams so that the HTTP server can shut down.
-func (s *Sidecar) CloseAPI() { s.api.Close() }
+// CloseAPI ends open watch streams (and Config.Mount's) so that the HTTP
+// server can shut down.
+func (s *Sidecar) CloseAPI() {
+	s.api.Close()
+	if s.cfg.Mount != nil {
+		_ = s.cfg.Mount.Close()
+	}
+}
 
 // State returns the current state.
 func (s *Sidecar) State() State { return s.tracker.State() }

@@ -73,6 +73,15 @@ func interpreter(t *testing.T, name, pkg string) string {
 // URL and the environment the clients' tests read.
 func startAgent(t *testing.T) (string, []string) {
 	t.Helper()
+	return startCoordctl(t, "agent", "--ttl", agentTTL.String())
+}
+
+// startCoordctl runs coordctl with args, --endpoints of a fresh embedded
+// etcd, --listen 127.0.0.1:0 and -w json, and returns the URL of its
+// "listening" line and the environment the clients' tests read. It stops
+// it with SIGTERM, which must exit 0.
+func startCoordctl(t *testing.T, args ...string) (string, []string) {
+	t.Helper()
 	bin := coordctl(t)
 	srv, cli := etcdtest.StartWithClient(t)
 	revoke := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -88,8 +97,7 @@ func startAgent(t *testing.T) (string, []string) {
 	}))
 	t.Cleanup(revoke.Close)
 
-	cmd := exec.Command(bin, "agent", "--endpoints", strings.Join(srv.Endpoints(), ","), "--listen", "127.0.0.1:0",
-		"--ttl", agentTTL.String(), "-w", "json")
+	cmd := exec.Command(bin, append(args, "--endpoints", strings.Join(srv.Endpoints(), ","), "--listen", "127.0.0.1:0", "-w", "json")...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = os.Stderr
@@ -99,15 +107,15 @@ func startAgent(t *testing.T) (string, []string) {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case err := <-exited:
-			require.NoError(t, err, "coordctl agent did not exit 0 on SIGTERM")
+			require.NoError(t, err, "coordctl %s did not exit 0 on SIGTERM", args[0])
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
 			<-exited
-			t.Error("coordctl agent did not exit within 30s of SIGTERM")
+			t.Errorf("coordctl %s did not exit within 30s of SIGTERM", args[0])
 		}
 	})
 	sc := bufio.NewScanner(stdout)
-	require.True(t, sc.Scan(), "coordctl agent printed nothing")
+	require.True(t, sc.Scan(), "coordctl %s printed nothing", args[0])
 	var ready Listening
 	require.NoError(t, json.Unmarshal(sc.Bytes(), &ready), sc.Text())
 	require.Equal(t, "listening", ready.Event)
@@ -146,4 +154,34 @@ func TestNodeClient(t *testing.T) {
 	node := interpreter(t, "node", "nodejs")
 	_, env := startAgent(t)
 	runClientTests(t, "../../../clients/node", env, node, "--test", "coordkit.test.js")
+}
+
+// TestSidecarServesAPI: coordctl sidecar --api serves the coordination API
+// beside its own routes, on its listener.
+func TestSidecarServesAPI(t *testing.T) {
+	url, _ := startCoordctl(t, "sidecar", "--election", "svc", "--id", "web-1", "--api")
+	resp, err := http.Post(url+"/v1/lock", "application/json", strings.NewReader(`{"name":"jobs/x","timeout":30}`))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	sc := bufio.NewScanner(resp.Body)
+	require.True(t, sc.Scan())
+	var ev struct {
+		Event string `json:"event"`
+		Scope string `json:"scope"`
+		Token int64  `json:"token"`
+	}
+	require.NoError(t, json.Unmarshal(sc.Bytes(), &ev), sc.Text())
+	require.Equal(t, "acquired", ev.Event, sc.Text())
+	require.Equal(t, "jobs/x/", ev.Scope)
+	require.NoError(t, resp.Body.Close())
+
+	// The sidecar's own routes are still there.
+	leader, err := http.Get(url + "/v1/leader")
+	require.NoError(t, err)
+	defer leader.Body.Close()
+	var view struct {
+		Name string `json:"name"`
+	}
+	require.NoError(t, json.NewDecoder(leader.Body).Decode(&view))
+	require.Equal(t, "svc", view.Name)
 }

@@ -10,13 +10,18 @@ import (
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil/hold"
+	"github.com/coordkit/coordkit/internal/coordapi"
 	"github.com/coordkit/coordkit/internal/sidecar"
+	"github.com/coordkit/coordkit/session"
 )
 
 type sidecarOptions struct {
 	// Flags are the flags internal/sidecar checks and turns into a Config.
 	sidecar.Flags
 	KillGraceSet bool // --kill-grace given: warn when it exceeds the margin
+	// CoordAPI (--api) mounts the coordination API (internal/coordapi) on
+	// the sidecar's listener.
+	CoordAPI bool
 }
 
 // NewCmd returns the command coordctl sidecar.
@@ -44,6 +49,10 @@ HTTP API on --listen (port 0 picks a free port):
   GET  /healthz     200 while the session with etcd is alive, else 503
   GET  /readyz      200 only while this instance leads, else 503
   GET  /metrics     Prometheus metrics
+With --api, also the coordination API for the application's own locks,
+semaphores and elections (POST /v1/lock, /v1/semaphore,
+/v1/election/campaign, ...; docs/api.md), each request behind the token of
+--api-token-file, or a loopback Host without one.
 
 Once listening it prints 'ready url=http://ADDR' (with -w json:
 {"event":"listening","url":...}), then one line per event: elected, lost,
@@ -131,6 +140,7 @@ noted once on stderr. See docs/sidecar.md.`,
 	fl.DurationVar(&opts.KillGrace, "kill-grace", childproc.DefaultKillGrace, "time between SIGTERM and SIGKILL when the command must stop (on loss, at most until the lease's earliest expiry)")
 	cmdutil.AddCoordFlags(fl, &opts.Coord, "default: this binary's version, if semantic")
 	fl.StringVar(&opts.APITokenFile, "api-token-file", "", "file holding the token POST /v1/resign requires (needed for a non-loopback --listen)")
+	fl.BoolVar(&opts.CoordAPI, "api", false, "also serve the coordination API (locks, semaphores, elections for the application: docs/api.md) on --listen, behind the token of --api-token-file (else a loopback Host)")
 	cmd.AddCommand(newSidecarResignCmd(f))
 	return cmd
 }
@@ -162,6 +172,15 @@ func runSidecar(ctx context.Context, f *cmdutil.Factory, opts *sidecarOptions) e
 	}
 	defer client.Close()
 
+	if opts.CoordAPI {
+		api, err := coordapi.New(ctx, coordapi.Config{Client: client, Token: cfg.APIToken,
+			SessionOptions: []session.Option{session.WithTTL(opts.TTL)}, RequestTimeout: f.Global.CommandTimeout})
+		if err != nil {
+			return err
+		}
+		defer api.Close()
+		cfg.Mount = api
+	}
 	reg := sidecar.NewRegistry()
 	cfg.Client, cfg.Stdout, cfg.Stderr, cfg.Watchdog = client, f.IO.Out, f.IO.ErrOut, f.Watchdog
 	cfg.Registerer, cfg.Gatherer, cfg.OnChange = reg, reg, sidecar.OutputLines(p.Print, f.IO.ErrOut)

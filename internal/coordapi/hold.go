@@ -133,24 +133,17 @@ func (a *API) handleLock(w http.ResponseWriter, r *http.Request) {
 	}
 	a.hold(w, r, req, plan{kind: "lock", mode: mode, occupy: occupy,
 		acquire: func(ctx context.Context, s *session.Session, waiting func(Event)) (holding, func(), error) {
-			m, err := newMutex(a.cfg.Client, req.Name, lock.WithSession(s), lock.WithPrefix(req.Prefix),
-				lock.WithOnWait(func(wt lock.Waiting) {
-					waiting(Event{Event: "waiting", HolderKey: wt.HolderKey, HolderToken: wt.HolderToken})
-				}))
-			if err != nil {
-				return nil, nil, err
-			}
-			var h *lock.Held
-			if req.Try {
-				h, err = m.TryLock(ctx)
-			} else {
-				h, err = m.Lock(ctx)
-			}
-			if err != nil {
-				_ = m.Close()
-				return nil, nil, err
-			}
-			return h, func() { _ = m.Close() }, nil
+			return acquireWith(func() (*lock.Mutex, error) {
+				return newMutex(a.cfg.Client, req.Name, lock.WithSession(s), lock.WithPrefix(req.Prefix),
+					lock.WithOnWait(func(wt lock.Waiting) {
+						waiting(Event{Event: "waiting", HolderKey: wt.HolderKey, HolderToken: wt.HolderToken})
+					}))
+			}, func(m *lock.Mutex) (*lock.Held, error) {
+				if req.Try {
+					return m.TryLock(ctx)
+				}
+				return m.Lock(ctx)
+			})
 		}})
 }
 
@@ -162,22 +155,15 @@ func (a *API) handleSemaphore(w http.ResponseWriter, r *http.Request) {
 	}
 	a.hold(w, r, req, plan{kind: "semaphore",
 		acquire: func(ctx context.Context, s *session.Session, waiting func(Event)) (holding, func(), error) {
-			sem, err := semaphore.New(a.cfg.Client, req.Name, req.Limit, semaphore.WithSession(s), semaphore.WithPrefix(req.Prefix),
-				semaphore.WithOnWait(func(semaphore.Waiting) { waiting(Event{Event: "waiting"}) }))
-			if err != nil {
-				return nil, nil, err
-			}
-			var h *semaphore.Held
-			if req.Try {
-				h, err = sem.TryAcquire(ctx)
-			} else {
-				h, err = sem.Acquire(ctx)
-			}
-			if err != nil {
-				_ = sem.Close()
-				return nil, nil, err
-			}
-			return h, func() { _ = sem.Close() }, nil
+			return acquireWith(func() (*semaphore.Semaphore, error) {
+				return semaphore.New(a.cfg.Client, req.Name, req.Limit, semaphore.WithSession(s), semaphore.WithPrefix(req.Prefix),
+					semaphore.WithOnWait(func(semaphore.Waiting) { waiting(Event{Event: "waiting"}) }))
+			}, func(sem *semaphore.Semaphore) (*semaphore.Held, error) {
+				if req.Try {
+					return sem.TryAcquire(ctx)
+				}
+				return sem.Acquire(ctx)
+			})
 		}})
 }
 
@@ -189,17 +175,25 @@ func (a *API) handleCampaign(w http.ResponseWriter, r *http.Request) {
 	}
 	a.hold(w, r, req, plan{kind: "election", occupy: cfg.KeyPrefix(),
 		acquire: func(ctx context.Context, s *session.Session, _ func(Event)) (holding, func(), error) {
-			e, err := election.New(a.cfg.Client, req.Name, election.WithSession(s), election.WithPrefix(req.Prefix))
-			if err != nil {
-				return nil, nil, err
-			}
-			l, err := e.Campaign(ctx, req.ID)
-			if err != nil {
-				_ = e.Close()
-				return nil, nil, err
-			}
-			return l, func() { _ = e.Close() }, nil
+			return acquireWith(func() (*election.Election, error) {
+				return election.New(a.cfg.Client, req.Name, election.WithSession(s), election.WithPrefix(req.Prefix))
+			}, func(e *election.Election) (*election.Leadership, error) { return e.Campaign(ctx, req.ID) })
 		}})
+}
+
+// acquireWith makes a library handle, acquires through it and returns the
+// hold with the handle's Close; a failed acquisition closes it at once.
+func acquireWith[T io.Closer, H holding](mk func() (T, error), acquire func(T) (H, error)) (holding, func(), error) {
+	x, err := mk()
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := acquire(x)
+	if err != nil {
+		_ = x.Close()
+		return nil, nil, err
+	}
+	return h, func() { _ = x.Close() }, nil
 }
 
 // refuse answers a request refused before its stream started.
@@ -212,6 +206,14 @@ func (a *API) refuse(w http.ResponseWriter, err error) {
 type stream struct {
 	w  http.ResponseWriter
 	rc *http.ResponseController
+}
+
+// streamContext is the context of a stream: it ends with the request (the
+// client went away) or when the agent closes (cause errShuttingDown).
+func (a *API) streamContext(r *http.Request) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(r.Context())
+	stop := context.AfterFunc(a.ctx, func() { cancel(errShuttingDown) })
+	return ctx, func() { stop(); cancel(nil) }
 }
 
 // startStream writes the headers of a stream and flushes them, so that a
@@ -249,11 +251,8 @@ type acquired struct {
 // "held" lines until the request ends (release), the hold is lost ("lost")
 // or the agent closes (release, then "lost").
 func (a *API) hold(w http.ResponseWriter, r *http.Request, req HoldRequest, p plan) {
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
-	stopOnClose := context.AfterFunc(a.ctx, func() { cancel(errShuttingDown) })
-	defer stopOnClose()
-
+	ctx, cancel := a.streamContext(r)
+	defer cancel()
 	out, err := startStream(w)
 	if err != nil {
 		return

@@ -107,10 +107,8 @@ func (a *API) handleObserve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer e.Close()
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
-	stop := context.AfterFunc(a.ctx, func() { cancel(errShuttingDown) })
-	defer stop()
+	ctx, cancel := a.streamContext(r)
+	defer cancel()
 	out, err := startStream(w)
 	if err != nil {
 		return

@@ -35,10 +35,13 @@
 // # What it does not guarantee
 //
 // The agent cannot know that a client stopped working while its connection
-// stays open (a frozen process keeps its socket): such a client keeps the
-// hold until the connection closes, as a frozen Go holder keeps its lease.
-// The fencing token, checked by the protected resource, is what stops a
-// client that resumes after it lost the hold. A client learns of a loss
+// stays open: a frozen process (SIGSTOP, a debugger, a swapped-out VM)
+// keeps its socket, and the agent keeps the session's lease alive, so the
+// hold is not lost and the next waiter waits until the client resumes or
+// its connection closes. That differs from a frozen Go holder, whose
+// keepalives stop and whose lease expires after the TTL. It stays safe: a
+// client that resumes still holds, or it lost the hold and the fencing
+// token, checked by the protected resource, refuses its late writes. A client learns of a loss
 // from the stream: one that does not read it (or whose network to the agent
 // fails) learns late; the keep-alive lines let it notice a silent agent.
 // Holds are as durable as the agent process: when it dies its lease

@@ -185,3 +185,27 @@ func TestSidecarServesAPI(t *testing.T) {
 	require.NoError(t, json.NewDecoder(leader.Body).Decode(&view))
 	require.Equal(t, "svc", view.Name)
 }
+
+// TestAgentUsage: flags the agent refuses before it dials anything (exit 2).
+func TestAgentUsage(t *testing.T) {
+	bin := coordctl(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"non-loopback without a token", []string{"--listen", "0.0.0.0:0"}, "needs --api-token-file"},
+		{"short ttl", []string{"--ttl", "500ms"}, "invalid --ttl"},
+		{"bad listen", []string{"--listen", "nonsense"}, "invalid --listen"},
+		{"argument", []string{"extra"}, "unknown command"},
+		{"empty token file", []string{"--api-token-file", os.DevNull}, "invalid --api-token-file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := exec.Command(bin, append([]string{"agent", "--endpoints", "127.0.0.1:1"}, tc.args...)...).CombinedOutput()
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, "%s", out)
+			require.Equal(t, 2, ee.ExitCode(), "%s", out)
+			require.Contains(t, string(out), tc.want)
+		})
+	}
+}

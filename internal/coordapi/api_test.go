@@ -483,3 +483,18 @@ func TestReleaseConfirmed(t *testing.T) {
 	require.Zero(t, got.Count, "released before the key was deleted")
 	require.False(t, lines.Scan(), "a line after released: %s", lines.Text())
 }
+
+// TestLostWhenKeyDeleted: an operator deleting the holder's key is a loss
+// too, reported on the stream; the agent's session goes on.
+func TestLostWhenKeyDeleted(t *testing.T) {
+	a := startAgent(t, nil)
+	h := a.open(t, "/v1/election/campaign", HoldRequest{Name: "svc", ID: "a"})
+	ev := h.want(t, "acquired")
+	_, err := a.cli.Delete(etcdtest.Ctx(t, wait), ev.Key)
+	require.NoError(t, err)
+	lost := h.want(t, "lost")
+	require.Contains(t, lost.Reason, "deleted")
+	h.ended(t)
+	again := a.open(t, "/v1/election/campaign", HoldRequest{Name: "svc", ID: "a"})
+	require.Equal(t, ev.Lease, again.want(t, "acquired").Lease, "the session outlived the key")
+}

@@ -498,3 +498,20 @@ func TestLostWhenKeyDeleted(t *testing.T) {
 	again := a.open(t, "/v1/election/campaign", HoldRequest{Name: "svc", ID: "a"})
 	require.Equal(t, ev.Lease, again.want(t, "acquired").Lease, "the session outlived the key")
 }
+
+// TestTimeoutBoundsOnlyTheWait: a hold acquired with a timeout stays held
+// after the timeout has passed.
+func TestTimeoutBoundsOnlyTheWait(t *testing.T) {
+	a := startAgent(t, nil)
+	short := 0.3
+	h := a.open(t, "/v1/lock", HoldRequest{Name: "x", Timeout: &short})
+	ev := h.want(t, "acquired")
+	deadline := time.Now().Add(time.Second)
+	for n := 0; time.Now().Before(deadline) || n < 3; n++ {
+		held := etcdtest.Recv(t, h.events, "a held line", wait)
+		require.Equal(t, "held", held.Event, "%+v", held)
+	}
+	resp, err := a.cli.Get(etcdtest.Ctx(t, wait), ev.Key)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), resp.Count, "the key went with the timeout")
+}

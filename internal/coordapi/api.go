@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -200,4 +201,45 @@ func (a *API) handleSession(w http.ResponseWriter, r *http.Request) {
 		info.LeaseDeadline = s.Deadline().UTC()
 	}
 	writeJSON(w, http.StatusOK, info)
+}
+
+// Server is the API served on a listener of its own: coordctl agent, and
+// the bench and the check that serve one in their process.
+type Server struct {
+	*API
+	// URL is http://ADDR of the listener.
+	URL    string
+	srv    *http.Server
+	served chan error
+}
+
+// Listen opens the API (New) and serves it on addr ("127.0.0.1:0": a free
+// port, in URL).
+func Listen(ctx context.Context, cfg Config, addr string) (*Server, error) {
+	api, err := New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		_ = api.Close()
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	s := &Server{API: api, URL: "http://" + ln.Addr().String(), served: make(chan error, 1),
+		srv: &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}}
+	go func() { s.served <- s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// Failed delivers the error of a server that stopped serving before Close.
+func (s *Server) Failed() <-chan error { return s.served }
+
+// Close ends the holds (API.Close: released, their streams told), then
+// the listener.
+func (s *Server) Close() error {
+	err := s.API.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.srv.Shutdown(ctx)
+	return err
 }

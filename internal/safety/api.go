@@ -2,8 +2,6 @@ package safety
 
 import (
 	"context"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -70,63 +68,47 @@ done()
 
 // apiClients is the coordination API the Python process clients hold
 // through: an agent served in the run's process on loopback, on its own
-// client of the cluster (its faults are the agent's too).
+// client of the cluster (its faults are the agent's too), and the
+// directory of coordkit.py and the client program.
 type apiClients struct {
-	cli    *clientv3.Client
-	api    *coordapi.API
-	srv    *http.Server
-	served chan error
-	url    string
-	dir    string
+	cli *clientv3.Client
+	srv *coordapi.Server
+	dir string
 }
 
 // startAPI starts the agent and writes coordkit.py and the client program.
 func (r *run) startAPI(ctx context.Context) (*apiClients, error) {
-	a := &apiClients{served: make(chan error, 1)}
-	var err error
-	if a.dir, err = os.MkdirTemp(r.cfg.DataDir, "python-"); err != nil {
-		return nil, err
-	}
-	for name, src := range map[string][]byte{"coordkit.py": coordkitpy.Source, "rmw.py": []byte(pyRMW)} {
-		if err := os.WriteFile(filepath.Join(a.dir, name), src, 0o644); err != nil {
-			return nil, err
-		}
-	}
-	a.cli, err = clientv3.New(clientv3.Config{Endpoints: r.cluster.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	dir, err := os.MkdirTemp(r.cfg.DataDir, "python-")
 	if err != nil {
 		return nil, err
 	}
-	a.api, err = coordapi.New(ctx, coordapi.Config{Client: a.cli, SessionOptions: []session.Option{session.WithTTL(r.cfg.TTL)}})
-	if err != nil {
-		_ = a.cli.Close()
+	if err := coordkitpy.Install(dir); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		a.close()
+	if err := os.WriteFile(filepath.Join(dir, "rmw.py"), []byte(pyRMW), 0o644); err != nil {
 		return nil, err
 	}
-	a.url = "http://" + ln.Addr().String()
-	a.srv = &http.Server{Handler: a.api, ReadHeaderTimeout: 10 * time.Second}
-	go func() { a.served <- a.srv.Serve(ln) }()
-	return a, nil
+	cli, err := clientv3.New(clientv3.Config{Endpoints: r.cluster.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, err
+	}
+	srv, err := coordapi.Listen(ctx, coordapi.Config{Client: cli, SessionOptions: []session.Option{session.WithTTL(r.cfg.TTL)}}, "127.0.0.1:0")
+	if err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
+	return &apiClients{cli: cli, srv: srv, dir: dir}, nil
 }
 
 // close stops the agent, releasing what it holds.
 func (a *apiClients) close() {
-	_ = a.api.Close()
-	if a.srv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = a.srv.Shutdown(ctx)
-		<-a.served
-	}
+	_ = a.srv.Close()
 	_ = a.cli.Close()
 }
 
 // pyExec is the command line of one Python process client.
 func (r *run) pyExec(id string) (string, []string) {
 	fence := !r.cfg.NoFenceFirst && !r.tokenless()
-	return r.cfg.Python, []string{filepath.Join(r.api.dir, "rmw.py"), r.api.dir, r.api.url, Scope, strings.TrimSuffix(r.resURL, "/"), counterKey, id,
+	return r.cfg.Python, []string{filepath.Join(r.api.dir, "rmw.py"), r.api.dir, r.api.srv.URL, Scope, strings.TrimSuffix(r.resURL, "/"), counterKey, id,
 		strconv.FormatFloat(r.rmwWork().Seconds(), 'f', 3, 64), strconv.FormatBool(fence)}
 }

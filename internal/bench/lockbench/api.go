@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,13 +59,10 @@ var apiImpl = impl{key: colAPI, label: "coordination API, Python client", api: t
 		return e.pyLocker(ctx, name)
 	}}
 
-// apiServer is the run's agent: the API on its own etcd client, and the
+// apiServer is the run's agent, on its own etcd client, and the
 // directory holding coordkit.py and the driver.
 type apiServer struct {
-	api    *coordapi.API
-	srv    *http.Server
-	served chan error
-	url    string
+	srv    *coordapi.Server
 	dir    string
 	python string
 }
@@ -78,47 +73,32 @@ func (e *env) startAPI(ctx context.Context, python string) error {
 	if err != nil {
 		return err
 	}
-	api, err := coordapi.New(ctx, coordapi.Config{Client: cli, SessionOptions: []session.Option{session.WithTTL(10 * time.Second)}})
+	dir, err := os.MkdirTemp("", "coordkit-bench-api-")
 	if err != nil {
 		return err
 	}
-	a := &apiServer{api: api, python: python, served: make(chan error, 1)}
-	e.apiSrv = a
-	if a.dir, err = os.MkdirTemp("", "coordkit-bench-api-"); err != nil {
+	e.apiSrv = &apiServer{dir: dir, python: python}
+	if err := coordkitpy.Install(dir); err != nil {
 		return err
 	}
-	for name, src := range map[string][]byte{"coordkit.py": coordkitpy.Source, "driver.py": []byte(apiDriver)} {
-		if err := os.WriteFile(filepath.Join(a.dir, name), src, 0o644); err != nil {
-			return err
-		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "driver.py"), []byte(apiDriver), 0o644); err != nil {
 		return err
 	}
-	a.url = "http://" + ln.Addr().String()
-	a.srv = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
-	go func() { a.served <- a.srv.Serve(ln) }()
-	return nil
+	e.apiSrv.srv, err = coordapi.Listen(ctx, coordapi.Config{Client: cli, SessionOptions: []session.Option{session.WithTTL(10 * time.Second)}}, "127.0.0.1:0")
+	return err
 }
 
 // close stops the agent (its holds released) and removes the files.
 func (a *apiServer) close() {
-	_ = a.api.Close()
 	if a.srv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = a.srv.Shutdown(ctx)
-		<-a.served
+		_ = a.srv.Close()
 	}
-	if a.dir != "" {
-		_ = os.RemoveAll(a.dir)
-	}
+	_ = os.RemoveAll(a.dir)
 }
 
 // driver is the command line of an api_python process on name.
 func (a *apiServer) driver(name string, extra ...string) (string, []string) {
-	return a.python, append([]string{filepath.Join(a.dir, "driver.py"), a.dir, a.url, name}, extra...)
+	return a.python, append([]string{filepath.Join(a.dir, "driver.py"), a.dir, a.srv.URL, name}, extra...)
 }
 
 // pyLocker is one Python process holding through the API.

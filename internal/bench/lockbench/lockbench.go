@@ -290,7 +290,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		if err := e.startAPI(ctx, o.Python); err != nil {
 			return Result{}, fmt.Errorf("lockbench: the coordination API: %w", err)
 		}
-		progress("coordination API on %s; Python clients run %s", e.apiSrv.url, o.Python)
+		progress("coordination API on %s; Python clients run %s", e.apiSrv.srv.URL, o.Python)
 	}
 
 	impls := etcdImpls

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -120,38 +118,22 @@ func runAgent(ctx context.Context, f *cmdutil.Factory, opts *agentOptions) error
 	}
 	defer client.Close()
 	defer f.HoldOutput(p)()
-	api, err := coordapi.New(ctx, coordapi.Config{Client: client, Token: token,
-		SessionOptions: []session.Option{session.WithTTL(opts.TTL)}, RequestTimeout: f.Global.CommandTimeout})
+	srv, err := coordapi.Listen(ctx, coordapi.Config{Client: client, Token: token,
+		SessionOptions: []session.Option{session.WithTTL(opts.TTL)}, RequestTimeout: f.Global.CommandTimeout}, opts.Listen)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	ln, err := net.Listen("tcp", opts.Listen)
-	if err != nil {
-		_ = api.Close()
-		return fmt.Errorf("listen on %s: %w", opts.Listen, err)
-	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	if err := p.Print(Listening{Event: "listening", URL: "http://" + ln.Addr().String(), Lease: fmt.Sprintf("%x", int64(api.Lease()))}); err != nil {
-		_ = api.Close()
+	if err := p.Print(Listening{Event: "listening", URL: srv.URL, Lease: fmt.Sprintf("%x", int64(srv.Lease()))}); err != nil {
 		_ = srv.Close()
-		<-served
 		return err
 	}
 	select {
 	case <-ctx.Done():
-		// Holds first (released, their streams told), then the listener.
-		closeErr := api.Close()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-		<-served
-		return closeErr
-	case err := <-served:
-		return errors.Join(fmt.Errorf("http server: %w", err), api.Close())
+		return srv.Close() // holds first (released, their streams told), then the listener
+	case err := <-srv.Failed():
+		return errors.Join(fmt.Errorf("http server: %w", err), srv.Close())
 	}
 }

@@ -9,7 +9,8 @@
 // reason) the moment the library reports the loss, after which the stream
 // ends. Closing the request releases what it holds: the key is deleted at
 // once (the agent's etcd session stays up), so the next waiter is granted
-// in about one etcd commit, not after a lease TTL.
+// in about one etcd commit, not after a lease TTL. A client that shuts down
+// only its sending side reads "released" once the key is gone.
 //
 // Every hold goes through the library (lock.New, lock.NewReader,
 // semaphore.New, election.New) on the agent's session: the agent adds no

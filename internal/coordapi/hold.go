@@ -228,11 +228,17 @@ func startStream(w http.ResponseWriter) (stream, error) {
 	return s, s.rc.Flush()
 }
 
+// sendTimeout bounds one line's write: a client that stopped reading
+// (its socket's buffers full) counts as gone, so that its hold is released
+// and the agent's Close is not stuck behind it.
+const sendTimeout = 10 * time.Second
+
 func (s stream) send(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
+	_ = s.rc.SetWriteDeadline(time.Now().Add(sendTimeout)) // not every ResponseWriter supports it
 	if _, err := s.w.Write(append(b, '\n')); err != nil {
 		return err
 	}

@@ -49,6 +49,9 @@ func Arrow() []Layer {
 		// package may import, and only a primitive.
 		{Name: "internal/primitive", Rank: 1, Prefixes: []string{"internal/primitive"}, OpenTo: []string{"lock", "semaphore", "election", "claim"}},
 		{Name: "{session, fencing, chart}", Rank: 0, Prefixes: []string{"session", "fencing", "chart"}},
+		// The API's clients in other languages; clients/python's Go file
+		// only embeds coordkit.py for the bench that runs it.
+		{Name: "clients", Rank: 0, Prefixes: []string{"clients"}},
 	}
 }
 

@@ -59,6 +59,8 @@ func (r *run) execOnce(ctx context.Context, id string) {
 	bin := r.cfg.Coordctl
 	var args []string
 	switch {
+	case r.api != nil:
+		bin, args = r.pyExec(id)
 	case r.pg != nil:
 		args = r.pgExecArgs(bin, id)
 	case r.redsync != nil:
@@ -80,7 +82,7 @@ func (r *run) execOnce(ctx context.Context, id string) {
 		args = append(args, r.etcdFlags()...)
 		args = append(args, "lock", Scope, "--ttl", r.cfg.TTL.String(), "--timeout", "5s", "--kill-grace", "500ms")
 	}
-	if r.pg == nil {
+	if r.pg == nil && r.api == nil {
 		args = append(args, "--", bin, "check", "rmw", "--url", r.resURL, "--key", counterKey, "--id", id,
 			"--work", r.rmwWork().String(), "--fence="+strconv.FormatBool(!r.cfg.NoFenceFirst && !r.tokenless()),
 			"--if-match="+strconv.FormatBool(r.cfg.IfMatch), "-w", "json")
@@ -192,7 +194,10 @@ func (r *run) sigstop(ctx context.Context, i int, s Step) func() {
 		p := r.proc
 		r.mu.Unlock()
 		c := 0
-		if p != nil {
+		switch {
+		case p != nil && r.api != nil:
+			c = p.pid // a Python process client holds and writes itself
+		case p != nil:
 			c = commandOf(p.pid)
 		}
 		switch {
@@ -223,9 +228,12 @@ func (r *run) sigstop(ctx context.Context, i int, s Step) func() {
 	r.mu.Unlock()
 	r.countFault(s.Kind)
 	r.touched(i, fmt.Sprintf("process client pid %d (holding the lock)", pid))
-	if alone {
+	switch {
+	case r.api != nil:
+		r.effective(i, "stopped a Python process client while it held the lock")
+	case alone:
 		r.effective(i, "stopped a coordctl process client, not its command, while it held the lock")
-	} else {
+	default:
 		r.effective(i, "stopped a coordctl process client while it held the lock")
 	}
 	what := map[Target]string{TargetLock: "lock", TargetElection: "sidecar"}[r.cfg.Target]
@@ -234,6 +242,9 @@ func (r *run) sigstop(ctx context.Context, i int, s Step) func() {
 	}
 	if r.pg != nil {
 		what = "check pg-advisory-lock"
+	}
+	if r.api != nil {
+		what = "Python client"
 	}
 	if alone {
 		r.progressf("SIGSTOP coordctl %s (pid %d) alone, its command (pid %d) running on, for %s", what, pid, child, s.Hold.Round(time.Millisecond))

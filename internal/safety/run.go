@@ -85,6 +85,12 @@ type Config struct {
 	// left out. It applies only to mutexes and elections with the HTTP
 	// resource (ProcessClients).
 	Coordctl string
+	// Python, with the process clients, makes them Python programs that
+	// hold the lock through the coordination API (clients/python's
+	// coordkit.py on an agent the run serves on the cluster) instead of
+	// `coordctl lock` processes: the path of python3. Only for coordkit's
+	// mutex with the HTTP resource.
+	Python string
 	// Kinds are the faults to apply; nil means all that apply.
 	Kinds []FaultKind
 	// Schedule, when not nil, is the fault schedule to apply instead of the
@@ -210,6 +216,8 @@ func (c Config) Validate() error {
 		return badConfig("redis", "redsync needs a Redis address")
 	case c.lock() == LockRedsync && c.Fencing:
 		return badConfig("no-fencing", "redsync has no fencing token; run it unfenced or with If-Match")
+	case c.Python != "" && (!c.ProcessClients() || c.Target != TargetLock || c.lock() != LockCoordkit || c.resource() != ResourceHTTP):
+		return badConfig("python-clients", "Python process clients hold coordkit's mutex through the API, with the process clients and the HTTP resource")
 	case c.kind() == KindSemaphore && (c.limit() < 1 || c.limit() >= c.Clients):
 		return badConfig("limit", "%d: want 1..%d (fewer than the clients)", c.limit(), c.Clients-1)
 	case c.IfMatch && c.Fencing:
@@ -386,6 +394,14 @@ func Run(ctx context.Context, cfg Config) (Report, History, error) {
 		defer cluster.Close()
 		r.cluster = cluster
 		r.locks = coordkitLocks(cfg, &r.handovers)
+		if cfg.Python != "" && cfg.ProcessClients() {
+			api, err := r.startAPI(ctx)
+			if err != nil {
+				return Report{}, History{}, fmt.Errorf("safety: the coordination API: %w", err)
+			}
+			defer api.close()
+			r.api = api
+		}
 	}
 
 	r.start = time.Now()
@@ -472,6 +488,7 @@ type run struct {
 	workers []*worker
 	redsync *redsyncLocks // the redsync lock's Redis, if that is the lock
 	pg      *pgLocks      // the advisory lock's database, if that is the lock
+	api     *apiClients   // the agent of the Python process clients, if any
 	holder  atomic.Int64  // the client holding the lock now, 0 if none known
 	granted atomic.Uint64 // the largest token granted so far
 

@@ -141,6 +141,9 @@ func ReplayCommand(base Config, seed int64) string {
 	if base.Coordctl == "" {
 		s += " --process-clients=false"
 	}
+	if base.Python != "" {
+		s += " --python-clients"
+	}
 	return s
 }
 

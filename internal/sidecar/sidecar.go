@@ -89,6 +89,20 @@ type Config struct {
 	// OnChange is called after each state change, in order, from the
 	// goroutine that applied it; it must not block for long.
 	OnChange func(State, Change)
+	// Mount, when not nil, is served on the sidecar's listener beside its
+	// own API, for the routes it names (coordctl sidecar --api: the
+	// coordination API, internal/coordapi, which checks the token itself).
+	// CloseAPI closes it.
+	Mount Mounted
+}
+
+// Mounted is an API served beside the sidecar's own (Config.Mount).
+type Mounted interface {
+	http.Handler
+	// Routes are the http.ServeMux patterns it serves.
+	Routes() []string
+	// Close ends its streams; the server can then shut down.
+	Close() error
 }
 
 // ChildExitError is returned by Run when the command exited by itself; the
@@ -235,11 +249,27 @@ func New(cfg Config) (s *Sidecar, err error) {
 	return s, nil
 }
 
-// Handler returns the HTTP API (see NewAPI).
-func (s *Sidecar) Handler() http.Handler { return s.api }
+// Handler returns the HTTP API (see NewAPI), and Config.Mount's routes.
+func (s *Sidecar) Handler() http.Handler {
+	if s.cfg.Mount == nil {
+		return s.api
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", s.api)
+	for _, pattern := range s.cfg.Mount.Routes() {
+		mux.Handle(pattern, s.cfg.Mount)
+	}
+	return mux
+}
 
-// CloseAPI ends open watch streams so that the HTTP server can shut down.
-func (s *Sidecar) CloseAPI() { s.api.Close() }
+// CloseAPI ends open watch streams (and Config.Mount's) so that the HTTP
+// server can shut down.
+func (s *Sidecar) CloseAPI() {
+	s.api.Close()
+	if s.cfg.Mount != nil {
+		_ = s.cfg.Mount.Close()
+	}
+}
 
 // State returns the current state.
 func (s *Sidecar) State() State { return s.tracker.State() }
@@ -303,6 +333,10 @@ func (s *Sidecar) leaseLeft() time.Duration {
 }
 
 // etcd returns the etcd client, nil before Run connected.
+// Client returns the etcd client: Config.Client, or the one Run made once
+// it connected (nil before that).
+func (s *Sidecar) Client() *clientv3.Client { return s.etcd() }
+
 func (s *Sidecar) etcd() *clientv3.Client {
 	s.mu.Lock()
 	defer s.mu.Unlock()

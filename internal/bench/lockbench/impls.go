@@ -41,6 +41,9 @@ type impl struct {
 	redis bool
 	// pg: the lockers are advisory locks; a waiter shows in pg_locks.
 	pg bool
+	// api: the lockers are Python processes holding through the
+	// coordination API; their requests to etcd are the agent's.
+	api bool
 	// new makes a locker; a waiter that must not give up (the handoff
 	// test) asks for patient ones.
 	new func(ctx context.Context, e *env, name string, patient bool) (bench.Locker, error)
@@ -172,6 +175,8 @@ type env struct {
 	// (client): the uncontended step sets one per implementation.
 	count *rpcCounter
 
+	apiSrv *apiServer // the coordination API, against api
+
 	pgDSN   string
 	pgWhere string    // host:port/database, for the title (no password)
 	pgAdmin *pgx.Conn // pg_locks, for the handoff's "the other waits"
@@ -233,6 +238,9 @@ func (e *env) close() {
 	}
 	if e.pgAdmin != nil {
 		_ = e.pgAdmin.Close(context.Background())
+	}
+	if e.apiSrv != nil {
+		e.apiSrv.close() // before the clients: the agent's is among them
 	}
 }
 

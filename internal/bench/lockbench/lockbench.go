@@ -43,6 +43,10 @@ type Options struct {
 	// crash handoff is measured (holder processes killed), for the advisory
 	// lock and for coordkit.
 	Coordctl string
+	// Python is the python3 of AgainstAPI: the api_python column's clients
+	// run clients/python's coordkit.py in it. Required with it, and only
+	// with it.
+	Python string
 	// CrashHandoffs is the number of crash handoffs measured per
 	// implementation (default 5 when zero).
 	CrashHandoffs int
@@ -73,9 +77,12 @@ func (o Options) Validate() error {
 		}
 	}
 	for _, a := range o.Against {
-		if a != AgainstRedsync && a != AgainstPG {
-			return fmt.Errorf("%w: against %q: the other locks measured are %q and %q", ErrOptions, a, AgainstRedsync, AgainstPG)
+		if a != AgainstRedsync && a != AgainstPG && a != AgainstAPI {
+			return fmt.Errorf("%w: against %q: the other locks measured are %q, %q and %q", ErrOptions, a, AgainstRedsync, AgainstPG, AgainstAPI)
 		}
+	}
+	if api := slices.Contains(o.Against, AgainstAPI); api != (o.Python != "") {
+		return fmt.Errorf("%w: against %s needs a python3, and only it", ErrOptions, AgainstAPI)
 	}
 	switch pg := slices.Contains(o.Against, AgainstPG); {
 	case pg && o.DSN == "":
@@ -103,6 +110,7 @@ type Row struct {
 	Redsync         *float64 `json:"redsync,omitempty"`
 	RedsyncMinRetry *float64 `json:"redsync_min_retry,omitempty"`
 	PGAdvisory      *float64 `json:"pg_advisory,omitempty"`
+	APIPython       *float64 `json:"api_python,omitempty"`
 	Unit            string   `json:"unit"`
 }
 
@@ -123,9 +131,11 @@ func (r Row) MarshalJSON() ([]byte, error) {
 		Redsync         *nullable `json:"redsync,omitempty"`
 		RedsyncMinRetry *nullable `json:"redsync_min_retry,omitempty"`
 		PGAdvisory      *nullable `json:"pg_advisory,omitempty"`
+		APIPython       *nullable `json:"api_python,omitempty"`
 	}
 	o := out{plain: plain(r), Coordkit: num(r.Coordkit), EtcdConcurrency: num(r.EtcdConcurrency)}
 	o.Redsync, o.RedsyncMinRetry, o.PGAdvisory = nullOf(r.Redsync), nullOf(r.RedsyncMinRetry), nullOf(r.PGAdvisory)
+	o.APIPython = nullOf(r.APIPython)
 	return json.Marshal(o)
 }
 
@@ -168,6 +178,11 @@ func (r *Row) value(key string) *float64 {
 			r.PGAdvisory = new(float64)
 		}
 		return r.PGAdvisory
+	case colAPI:
+		if r.APIPython == nil {
+			r.APIPython = new(float64)
+		}
+		return r.APIPython
 	}
 	panic("lockbench: unknown column " + key)
 }
@@ -184,7 +199,9 @@ type Result struct {
 	// absent without it.
 	Postgres  string `json:"postgres,omitempty"`
 	Keepalive string `json:"keepalive,omitempty"`
-	Rows      []Row  `json:"rows"`
+	// API is true when the api_python column was measured.
+	API  bool  `json:"api,omitempty"`
+	Rows []Row `json:"rows"`
 	// Breakdown is the uncontended lock+unlock by what it sends
 	// (breakdown.go): bare clientv3 steps from concurrency.Mutex's
 	// requests to coordkit's, then the two libraries.
@@ -208,6 +225,10 @@ func (r Result) Table() bench.Table {
 	if r.Postgres != "" {
 		t.Title += fmt.Sprintf("; pg_advisory: session-level pg_advisory_lock on PostgreSQL %s, one lock connection per client (keepalives %s); crash_handoff: the holder process SIGKILLed, coordkit's holder with TTL %s", r.Postgres, r.Keepalive, CrashTTL)
 		t.Columns = append(t.Columns, colPG)
+	}
+	if r.API {
+		t.Title += fmt.Sprintf("; api_python: the coordination API (served in this process on loopback) from one Python process per client (clients/python), driven over a pipe; crash_handoff: the holder process SIGKILLed, coordkit's holder with TTL %s", CrashTTL)
+		t.Columns = append(t.Columns, colAPI)
 	}
 	for _, c := range t.Columns[1:] {
 		t.Ratios = append(t.Ratios, bench.Ratio{Of: colCoordkit, To: c})
@@ -264,6 +285,13 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 	defer stop()
 	e.endpoints = srv.Endpoints()
+	api := slices.Contains(o.Against, AgainstAPI)
+	if api {
+		if err := e.startAPI(ctx, o.Python); err != nil {
+			return Result{}, fmt.Errorf("lockbench: the coordination API: %w", err)
+		}
+		progress("coordination API on %s; Python clients run %s", e.apiSrv.srv.URL, o.Python)
+	}
 
 	impls := etcdImpls
 	res = Result{Benchmark: "lock", Fsync: !o.NoFsync, Redis: o.Redis}
@@ -273,6 +301,10 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	if o.DSN != "" {
 		impls = append(slices.Clone(impls), pgImpl)
 		res.Postgres, res.Keepalive = e.pgWhere, pglock.DefaultKeepalive.String()
+	}
+	if api {
+		impls = append(slices.Clone(impls), apiImpl)
+		res.API = true
 	}
 	row := func(metric, unit string) int {
 		r := Row{Metric: metric, Unit: unit}
@@ -325,7 +357,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		set(p50, im, bench.Ms(bench.Percentile(d, 0.50)))
 		set(p99, im, bench.Ms(bench.Percentile(d, 0.99)))
 	}
-	if o.DSN != "" && o.Coordctl != "" {
+	if (o.DSN != "" || api) && o.Coordctl != "" {
 		n := o.CrashHandoffs
 		if n == 0 {
 			n = 5

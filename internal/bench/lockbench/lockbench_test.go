@@ -39,6 +39,8 @@ func TestValidate(t *testing.T) {
 		"pg, no dsn":       func(o *Options) { o.Against = []string{AgainstPG} },
 		"dsn, no pg":       func(o *Options) { o.DSN = "postgres://127.0.0.1/x" },
 		"negative crashes": func(o *Options) { o.CrashHandoffs = -1 },
+		"api, no python":   func(o *Options) { o.Against = []string{AgainstAPI} },
+		"python, no api":   func(o *Options) { o.Python = "/usr/bin/python3" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := tiny()

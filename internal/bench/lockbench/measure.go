@@ -27,7 +27,7 @@ func uncontended(ctx context.Context, e *env, impls []impl, n int) (ds [][]time.
 	defer func() { closeAll(ls) }()
 	counters := make([]*rpcCounter, len(impls))
 	for i, im := range impls {
-		if !im.redis && !im.pg {
+		if !im.redis && !im.pg && !im.api {
 			counters[i] = newRPCCounter()
 		}
 		e.count = counters[i]

@@ -81,8 +81,20 @@ func (e *env) pgSessions(ctx context.Context, name string) (granted, waiting int
 type crashHolder struct {
 	key  string
 	args func(e *env, name string) []string
+	// command, when set, is the program and its arguments instead of
+	// coordctl with args.
+	command func(e *env, name string) (string, []string)
 	// queued reports how many clients hold or wait for name.
 	queued func(ctx context.Context, e *env, name string) (int, error)
+}
+
+// etcdQueued counts the keys under name's prefix: its holder and waiters.
+func etcdQueued(ctx context.Context, e *env, name string) (int, error) {
+	resp, err := e.watcher.Get(ctx, name+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, err
+	}
+	return int(resp.Count), nil
 }
 
 var crashHolders = map[string]crashHolder{
@@ -90,13 +102,10 @@ var crashHolders = map[string]crashHolder{
 		args: func(e *env, name string) []string {
 			return []string{"--endpoints", strings.Join(e.endpoints, ","), "lock", name, "--ttl", CrashTTL.String(), "-w", "json"}
 		},
-		queued: func(ctx context.Context, e *env, name string) (int, error) {
-			resp, err := e.watcher.Get(ctx, name+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-			if err != nil {
-				return 0, err
-			}
-			return int(resp.Count), nil
-		}},
+		queued: etcdQueued},
+	colAPI: {key: colAPI,
+		command: func(e *env, name string) (string, []string) { return e.apiSrv.driver(name, "hold") },
+		queued:  etcdQueued},
 	colPG: {key: colPG,
 		args: func(e *env, name string) []string {
 			return []string{"check", "pg-advisory-lock", "--dsn", e.pgDSN, "--name", e.pgName(name), "-w", "json"}
@@ -116,7 +125,7 @@ func crashHandoff(ctx context.Context, e *env, im impl, coordctl string, n int) 
 	if !ok {
 		return nil, fmt.Errorf("no crash holder for %s", im.key)
 	}
-	if im.key == colCoordkit && e.watcher == nil {
+	if (im.key == colCoordkit || im.key == colAPI) && e.watcher == nil {
 		w, err := e.client()
 		if err != nil {
 			return nil, err
@@ -143,7 +152,13 @@ func crashOnce(ctx context.Context, e *env, im impl, ch crashHolder, coordctl, n
 		return 0, err
 	}
 	defer l.Close()
-	cmd := exec.CommandContext(ctx, coordctl, ch.args(e, name)...)
+	prog, args := coordctl, []string(nil)
+	if ch.command != nil {
+		prog, args = ch.command(e, name)
+	} else {
+		args = ch.args(e, name)
+	}
+	cmd := exec.CommandContext(ctx, prog, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Env = os.Environ()
 	var stderr strings.Builder

@@ -3,6 +3,8 @@ package benchcmd
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,7 +16,7 @@ import (
 func newBenchLockCmd(f *cmdutil.Factory, harness func(context.Context, lockbench.Options) (lockbench.Result, error)) *cobra.Command {
 	opts := lockbench.Options{}
 	cmd := &cobra.Command{
-		Use:   "lock [--iterations N] [--handoffs N] [--duration D] [--hold D] [--workers 2,8,32] [--unsafe-no-fsync] [--against redsync --redis ADDR] [--against pg-advisory --dsn DSN]",
+		Use:   "lock [--iterations N] [--handoffs N] [--duration D] [--hold D] [--workers 2,8,32] [--unsafe-no-fsync] [--against redsync --redis ADDR] [--against pg-advisory --dsn DSN] [--against api]",
 		Short: "Compare coordkit's lock with etcd's concurrency.Mutex (and redsync on Redis, PostgreSQL advisory locks)",
 		Long: `Start an embedded single-member etcd in a temporary directory (fsync on, as a
 user would run it, unless --unsafe-no-fsync) and measure, side by side in one
@@ -73,6 +75,15 @@ close at once; a partitioned one only when its keepalives give up (4s with
 these settings, two hours and more with the defaults), which is not measured.
 A DSN that does not answer within 3s is an error (exit 1).
 
+--against api adds the column api_python: the coordination API (coordctl
+agent's handler, docs/api.md) served in this process on loopback over the same
+etcd, each client a python3 process using clients/python's coordkit.py (one
+HTTP request per hold; release waits for the agent's "released"), driven over
+a pipe (the pipe's round trip is in its figures). It adds the crash handoff
+rows as against pg-advisory: a Python holder SIGKILLed while a waiter queues
+(its connection closes, the agent deletes the key), next to coordkit's
+'coordctl lock --ttl 2s' holder (its lease must expire).
+
 -w json prints {"benchmark":"lock","fsync":BOOL,"rows":[{"metric","coordkit",
 "etcd_concurrency","unit"}...]}; against redsync the object also has
 "redis":ADDR and each row "redsync" and "redsync_min_retry"; against
@@ -82,11 +93,19 @@ the breakdown is "uncontended_breakdown":[{"step","p50_ms","added_ms",...}].`,
   coordctl bench lock -w json
   coordctl bench lock --iterations 500 --handoffs 300 --duration 5s
   coordctl bench lock --against redsync --redis 127.0.0.1:6379
-  coordctl bench lock --against pg-advisory --dsn postgres://root@127.0.0.1:5432/test`,
+  coordctl bench lock --against pg-advisory --dsn postgres://root@127.0.0.1:5432/test
+  coordctl bench lock --against api --workers 8`,
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			opts.Progress = f.IO.ErrOut
-			if opts.DSN != "" && opts.Coordctl == "" {
+			if slices.Contains(opts.Against, lockbench.AgainstAPI) {
+				py, err := exec.LookPath("python3")
+				if err != nil {
+					return fmt.Errorf("--against api runs the Python client: %w", err)
+				}
+				opts.Python = py
+			}
+			if (opts.DSN != "" || opts.Python != "") && opts.Coordctl == "" {
 				var err error
 				if opts.Coordctl, err = f.Executable(); err != nil {
 					return fmt.Errorf("find coordctl for the crash handoff's holder processes: %w", err)
@@ -102,9 +121,9 @@ the breakdown is "uncontended_breakdown":[{"step","p50_ms","added_ms",...}].`,
 	fl.DurationVar(&opts.Hold, "hold", time.Millisecond, "in the handoff test, how long the holder keeps the lock after the waiter queued")
 	fl.IntSliceVar(&opts.Workers, "workers", []int{2, 8, 32}, "contending clients of each contended run (2..256)")
 	fl.BoolVar(&opts.NoFsync, "unsafe-no-fsync", false, "run etcd without fsync (faster, not what users run)")
-	fl.StringSliceVar(&opts.Against, "against", nil, "also measure these locks: redsync (needs --redis), pg-advisory (needs --dsn)")
+	fl.StringSliceVar(&opts.Against, "against", nil, "also measure these locks: redsync (needs --redis), pg-advisory (needs --dsn), api (the coordination API from Python clients; needs python3)")
 	fl.StringVar(&opts.Redis, "redis", "", "the Redis server (host:port) of --against redsync")
 	fl.StringVar(&opts.DSN, "dsn", "", "the PostgreSQL database of --against pg-advisory")
-	fl.IntVar(&opts.CrashHandoffs, "crash-handoffs", 5, "against pg-advisory: crash handoffs measured per lock")
+	fl.IntVar(&opts.CrashHandoffs, "crash-handoffs", 5, "against pg-advisory or api: crash handoffs measured per lock")
 	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -65,6 +66,7 @@ type checkOptions struct {
 	Faults                      string
 	NoFencing                   bool
 	ProcessClients              bool
+	PythonClients               bool
 	changed                     func(string) bool
 }
 
@@ -149,6 +151,7 @@ Progress goes to stderr.`, what),
   coordctl check %[1]s-safety --no-fencing --duration 20s -w json
   coordctl check %[1]s-safety --seeds 1..10 --duration 60s -w json
   coordctl check lock-safety --kind semaphore --limit 3 --duration 30s
+  coordctl check lock-safety --python-clients --seeds 1..10 --duration 60s
   coordctl check lock-safety --lock redsync --redis 127.0.0.1:6379 --duration 60s
   coordctl check lock-safety --lock pg-advisory --dsn postgres://root@127.0.0.1:5432/test --duration 60s
   coordctl check lock-safety --resource sql --driver postgres --dsn postgres://root@127.0.0.1:5432/test`, target),
@@ -185,6 +188,8 @@ Progress goes to stderr.`, what),
 		fl.IntVar(&cfg.Limit, "limit", 2, "with --kind semaphore: holders at once (1..clients-1)")
 		fl.StringVar((*string)(&cfg.Lock), "lock", "coordkit", "lock under test: coordkit, redsync (with --redis) or pg-advisory (with --dsn)")
 		fl.StringVar(&cfg.RedisAddr, "redis", "", "with --lock redsync: the Redis server, host:port")
+		fl.BoolVar(&opts.PythonClients, "python-clients", false,
+			"the process clients are python3 programs holding the lock through the coordination API (clients/python, an agent the check serves on the cluster), not coordctl lock")
 		fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", cmdutil.DefaultDialTimeout, "with --lock redsync or pg-advisory: time to wait for Redis or PostgreSQL to answer")
 	}
 	if target == safety.TargetElection {
@@ -212,6 +217,13 @@ func (o *checkOptions) suite(f *cmdutil.Factory) (safety.Suite, error) {
 			return s, fmt.Errorf("find coordctl for the process clients: %w", err)
 		}
 		s.Base.Coordctl = exe
+	}
+	if o.PythonClients {
+		py, err := exec.LookPath("python3")
+		if err != nil {
+			return s, cmdutil.UsageErrorf("--python-clients runs python3: %v", err)
+		}
+		s.Base.Python = py
 	}
 	err := s.Choose(o.SeedRange, o.Seed, o.Schedule, time.Now())
 	if err == nil {

@@ -28,6 +28,8 @@ import (
 
 	sidecarcmd "github.com/coordkit/coordkit/internal/cmd/sidecar"
 
+	agentcmd "github.com/coordkit/coordkit/internal/cmd/agent"
+
 	electcmd "github.com/coordkit/coordkit/internal/cmd/elect"
 
 	semcmd "github.com/coordkit/coordkit/internal/cmd/sem"
@@ -99,6 +101,7 @@ committed: look before retrying). In exec modes the child's code passes through.
 	root.AddCommand(etcdcmd.NewCmd(f))
 	root.AddCommand(democmd.NewCmd(f))
 	root.AddCommand(sidecarcmd.NewCmd(f))
+	root.AddCommand(agentcmd.NewCmd(f))
 	root.AddCommand(resource.NewCmd(f))
 	root.AddCommand(lamportcmd.NewCmd(f))
 	root.AddCommand(claimcmd.NewCmd(f))

@@ -43,6 +43,9 @@ type sidecarOptions struct {
 	// StartTimeout bounds the wait for etcd at start (--start-timeout);
 	// zero: wait as long as it takes.
 	StartTimeout time.Duration
+	// CoordAPI (--api) mounts the coordination API (internal/coordapi) on
+	// the sidecar's listener.
+	CoordAPI bool
 }
 
 // Check checks what can be checked before ready, in this order: --ttl

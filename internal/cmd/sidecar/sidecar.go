@@ -7,12 +7,15 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil/hold"
+	"github.com/coordkit/coordkit/internal/coordapi"
 	"github.com/coordkit/coordkit/internal/etcddial"
 	"github.com/coordkit/coordkit/internal/sidecar"
+	"github.com/coordkit/coordkit/session"
 )
 
 // NewCmd returns the command coordctl sidecar.
@@ -43,6 +46,10 @@ HTTP API on --listen (port 0 picks a free port):
                     (monitoring: "connecting to etcd" at start)
   GET  /readyz      200 only while this instance leads, else 503
   GET  /metrics     Prometheus metrics
+With --api, also the coordination API for the application's own locks,
+semaphores and elections (POST /v1/lock, /v1/semaphore,
+/v1/election/campaign, ...; docs/api.md), each request behind the token of
+--api-token-file, or a loopback Host without one.
 
 Once listening it prints 'ready url=http://ADDR' (with -w json:
 {"event":"listening","url":...}), then one line per event: elected, lost,
@@ -141,6 +148,7 @@ noted once on stderr. See docs/sidecar.md.`,
 	hold.AddCoordFlags(fl, &opts.Coord, "default: this binary's version, if semantic")
 	fl.DurationVar(&opts.StartTimeout, "start-timeout", 0, "give up (exit 1) when etcd has not been reached this long after start; 0: wait as long as it takes, serving the API meanwhile")
 	fl.StringVar(&opts.APITokenFile, "api-token-file", "", "file holding the token POST /v1/resign requires (needed for a non-loopback --listen)")
+	fl.BoolVar(&opts.CoordAPI, "api", false, "also serve the coordination API (locks, semaphores, elections for the application: docs/api.md) on --listen, behind the token of --api-token-file (else a loopback Host)")
 	cmd.AddCommand(newSidecarResignCmd(f))
 	return cmd
 }
@@ -172,10 +180,19 @@ func runSidecar(ctx context.Context, f *cmdutil.Factory, opts *sidecarOptions) e
 	// while etcd is unreachable (an exit would be a CrashLoopBackOff).
 	cfg.Connect.Dial, cfg.Connect.Transient = dial, transient
 	cfg.Connect.OnRetry = func(r sidecar.ConnectRetry) { fmt.Fprintf(f.IO.ErrOut, "coordctl sidecar: %s\n", r) }
+	var sc *sidecar.Sidecar
+	if opts.CoordAPI {
+		// The API opens on the sidecar's client once it has reached etcd
+		// (before that its routes answer 503 unavailable); the sidecar's
+		// CloseAPI closes it.
+		cfg.Mount = coordapi.NewLazy(coordapi.Config{Token: cfg.APIToken,
+			SessionOptions: []session.Option{session.WithTTL(opts.TTL)}, RequestTimeout: f.Global.CommandTimeout},
+			func() *clientv3.Client { return sc.Client() })
+	}
 	reg := sidecar.NewRegistry()
 	cfg.Stdout, cfg.Stderr, cfg.Watchdog = f.IO.Out, f.IO.ErrOut, f.Watchdog
 	cfg.Registerer, cfg.Gatherer, cfg.OnChange = reg, reg, sidecar.OutputLines(p.Print, f.IO.ErrOut)
-	sc, err := sidecar.New(cfg)
+	sc, err = sidecar.New(cfg)
 	if err != nil {
 		return err
 	}

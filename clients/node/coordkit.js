@@ -1,0 +1,235 @@
+// coordkit: fenced locks, semaphores and leadership through `coordctl agent`.
+//
+// No dependencies, Node >= 18. A hold is one HTTP request whose response
+// streams JSON lines; releasing it (or this process dying) closes it.
+//
+//   const { Client } = require('./coordkit.js');
+//   const client = new Client('http://127.0.0.1:4050');
+//   await using held = await client.lock('jobs/nightly', { timeout: 5 }); // or: try { } finally { await held.release() }
+//   held.on('lost', (reason) => stop());
+//   await write(data, { token: held.token, scope: held.scope }); // the resource fences
+//   held.check(); // throws LostError once the hold is lost
+//
+// See docs/api.md for the API and what a hold does and does not promise.
+'use strict';
+
+const http = require('node:http');
+const https = require('node:https');
+const { EventEmitter } = require('node:events');
+
+const asyncDispose = Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose');
+
+/** An error answer of the agent: .code is its stable code (docs/api.md). */
+class CoordError extends Error {
+  constructor(code, message, status) {
+    super(`${code}: ${message}`);
+    this.name = 'CoordError';
+    Object.assign(this, { code, status });
+  }
+}
+
+/** Not acquired: code "busy" (tryOnce) or "timeout". */
+class NotAcquired extends CoordError {
+  constructor(code, message, status) {
+    super(code, message, status);
+    this.name = 'NotAcquired';
+  }
+}
+
+/** The hold was lost (or released): .reason says why. */
+class LostError extends Error {
+  constructor(reason) {
+    super(`hold lost: ${reason}`);
+    this.name = 'LostError';
+    this.reason = reason;
+  }
+}
+
+class Client {
+  /** url: the agent's; token: its --api-token-file token, if it has one. */
+  constructor(url = 'http://127.0.0.1:4050', { token } = {}) {
+    this.url = new URL(url);
+    this.token = token;
+  }
+
+  headers(body) {
+    const h = { Accept: 'application/json, application/x-ndjson' };
+    if (body) h['Content-Type'] = 'application/json';
+    if (this.token) h.Authorization = `Bearer ${this.token}`;
+    return h;
+  }
+
+  request(method, path, body) {
+    const mod = this.url.protocol === 'https:' ? https : http;
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    return new Promise((resolve, reject) => {
+      const req = mod.request(new URL(path, this.url), { method, headers: this.headers(data !== undefined) }, resolve);
+      req.on('error', reject);
+      req.end(data);
+    });
+  }
+
+  /** An exclusive (shared: true, a shared) lock. Options: timeout (s), tryOnce, prefix. */
+  lock(name, { shared = false, ...opts } = {}) {
+    return this.hold('/v1/lock', { name, mode: shared ? 'shared' : 'exclusive' }, opts);
+  }
+
+  /** A slot of the semaphore name with limit slots (.slot, .scope). */
+  semaphore(name, limit, opts = {}) {
+    return this.hold('/v1/semaphore', { name, limit }, opts);
+  }
+
+  /** Leadership of the election name, proclaiming id, while held. */
+  campaign(name, id, opts = {}) {
+    return this.hold('/v1/election/campaign', { name, id }, opts);
+  }
+
+  async hold(path, body, { timeout, tryOnce, prefix } = {}) {
+    if (timeout !== undefined && tryOnce) throw new TypeError('timeout and tryOnce exclude each other');
+    if (timeout !== undefined) body.timeout = timeout;
+    if (tryOnce) body.try = true;
+    if (prefix) body.prefix = prefix;
+    const res = await this.request('POST', path, body);
+    if (res.statusCode !== 200) throw await errorOf(res);
+    const held = new Held(res);
+    const ev = await held.first();
+    if (ev.event === 'error') {
+      res.destroy();
+      const Cls = ev.code === 'busy' || ev.code === 'timeout' ? NotAcquired : CoordError;
+      throw new Cls(ev.code, ev.message);
+    }
+    return held;
+  }
+
+  /** GET a read endpoint (/v1/lock/status, /v1/election/leader, ...). */
+  async get(path, query = {}) {
+    const q = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined));
+    const res = await this.request('GET', `${path}?${q}`);
+    if (res.statusCode !== 200) throw await errorOf(res);
+    return JSON.parse(await text(res));
+  }
+
+  lockStatus(name, prefix) {
+    return this.get('/v1/lock/status', { name, prefix });
+  }
+
+  /** { leader: id or null, token } */
+  async leader(name, prefix) {
+    const d = await this.get('/v1/election/leader', { name, prefix });
+    return { leader: d.leader, token: d.token ?? 0 };
+  }
+}
+
+async function text(res) {
+  let s = '';
+  res.setEncoding('utf8');
+  for await (const chunk of res) s += chunk;
+  return s;
+}
+
+async function errorOf(res) {
+  let e = {};
+  try {
+    e = JSON.parse(await text(res)).error ?? {};
+  } catch {}
+  return new CoordError(e.code ?? `http_${res.statusCode}`, e.message ?? '', res.statusCode);
+}
+
+/**
+ * One hold: token, scope, key, lease, slot (semaphores), leaseDeadline (a
+ * Date) and lost. Emits 'lost' (reason) once, unless released first.
+ */
+class Held extends EventEmitter {
+  constructor(res) {
+    super();
+    this.res = res;
+    this.lost = false;
+    this.released = false;
+    this.reason = undefined;
+    this.expires = undefined; // performance.now() at the lease deadline last told
+    this.buf = '';
+    this.waiters = [];
+    res.setEncoding('utf8');
+    res.on('data', (chunk) => this.data(chunk));
+    res.on('close', () => this.lose('the stream ended (agent gone or connection lost)'));
+    res.on('error', () => {});
+  }
+
+  data(chunk) {
+    this.buf += chunk;
+    let i;
+    while ((i = this.buf.indexOf('\n')) >= 0) {
+      const line = this.buf.slice(0, i);
+      this.buf = this.buf.slice(i + 1);
+      if (line) this.event(JSON.parse(line));
+    }
+  }
+
+  event(ev) {
+    if (ev.event === 'acquired' || ev.event === 'error') {
+      if (ev.event === 'acquired') {
+        Object.assign(this, { token: ev.token, scope: ev.scope, key: ev.key, lease: ev.lease, slot: ev.slot });
+        this.deadline(ev);
+      }
+      for (const w of this.waiters.splice(0)) w.resolve(ev);
+    } else if (ev.event === 'held') {
+      this.deadline(ev);
+    } else if (ev.event === 'lost') {
+      this.lose(ev.reason ?? 'lost');
+    } else if (ev.event === 'released') {
+      this.lose('released'); // the agent deleted the key
+    }
+  }
+
+  deadline(ev) {
+    if (!ev.lease_deadline) return;
+    const left = Date.parse(ev.lease_deadline) - Date.now();
+    this.leaseDeadline = new Date(Date.now() + left);
+    this.expires = performance.now() + left;
+  }
+
+  first() {
+    return new Promise((resolve, reject) => {
+      if (this.lost) return reject(new CoordError('unavailable', 'the stream ended before the hold was granted'));
+      this.waiters.push({ resolve, reject });
+    });
+  }
+
+  lose(reason) {
+    if (this.lost) return;
+    this.lost = true;
+    this.reason = reason;
+    for (const w of this.waiters.splice(0)) w.reject(new CoordError('unavailable', reason));
+    if (!this.released) this.emit('lost', reason);
+  }
+
+  /** Throw LostError if lost, or if the lease deadline passed without news. */
+  check() {
+    if (!this.lost && this.expires !== undefined && performance.now() >= this.expires) {
+      this.lose('no news from the agent before the lease deadline');
+    }
+    if (this.lost) throw new LostError(this.reason);
+  }
+
+  /**
+   * Release: end the request; the agent deletes the key at once and says so
+   * on the stream, which this waits for (up to waitMs).
+   */
+  async release(waitMs = 10000) {
+    this.released = true;
+    if (!this.res.destroyed) {
+      const closed = new Promise((resolve) => this.res.once('close', resolve));
+      const timer = setTimeout(() => this.res.destroy(), waitMs);
+      this.res.socket?.end(); // a half close: the answer can still come
+      await closed;
+      clearTimeout(timer);
+    }
+    this.lose('released');
+  }
+
+  async [asyncDispose]() {
+    await this.release();
+  }
+}
+
+module.exports = { Client, Held, CoordError, NotAcquired, LostError };

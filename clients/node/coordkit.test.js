@@ -1,0 +1,117 @@
+// Tests of coordkit.js against a real `coordctl agent` on a real etcd. Run by
+// internal/cmd/agent's Go tests (make test), which set COORDKIT_AGENT_URL,
+// COORDKIT_AGENT_TTL and COORDKIT_TEST_REVOKE_URL. By hand:
+//   COORDKIT_AGENT_URL=http://127.0.0.1:4050 node --test clients/node/
+'use strict';
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
+const path = require('node:path');
+const { randomBytes } = require('node:crypto');
+const { once } = require('node:events');
+const { Client, NotAcquired, CoordError, LostError } = require('./coordkit.js');
+
+const URL_ = process.env.COORDKIT_AGENT_URL ?? 'http://127.0.0.1:4050';
+const TTL = Number(process.env.COORDKIT_AGENT_TTL ?? '10');
+const REVOKE = process.env.COORDKIT_TEST_REVOKE_URL;
+const c = new Client(URL_);
+const fresh = (name) => `nodetest-${randomBytes(4).toString('hex')}/${name}`;
+
+async function waiters(name, n) {
+  const deadline = Date.now() + 30000;
+  while ((await c.lockStatus(name)).waiters.length < n) {
+    assert.ok(Date.now() < deadline, 'no waiter queued');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+test('lock: token, scope, release', async () => {
+  const name = fresh('a');
+  const held = await c.lock(name, { timeout: 30 });
+  assert.ok(held.token > 0);
+  assert.equal(held.scope, `${name}/`);
+  assert.ok(held.leaseDeadline > new Date());
+  held.check();
+  assert.equal((await c.lockStatus(name)).holders[0].token, held.token);
+  await held.release();
+  assert.equal(held.reason, 'released');
+  assert.throws(() => held.check(), LostError);
+});
+
+test('exclusion: try, timeout, then the waiter', async () => {
+  const name = fresh('x');
+  const first = await c.lock(name);
+  await assert.rejects(c.lock(name, { tryOnce: true }), (e) => e instanceof NotAcquired && e.code === 'busy');
+  await assert.rejects(c.lock(name, { timeout: 0.2 }), (e) => e instanceof NotAcquired && e.code === 'timeout');
+  const next = c.lock(name, { timeout: 30 });
+  await waiters(name, 1);
+  await first.release();
+  const second = await next;
+  assert.ok(second.token > first.token);
+  await second.release();
+});
+
+test('await using releases', { skip: !Symbol.asyncDispose && 'no Symbol.asyncDispose in this Node' }, async () => {
+  const name = fresh('using');
+  const held = await c.lock(name);
+  await held[Symbol.asyncDispose]();
+  const again = await c.lock(name, { tryOnce: true });
+  await again.release();
+});
+
+test('crash of the holder releases at once', async () => {
+  const name = fresh('crash');
+  const src = `const {Client}=require(${JSON.stringify(path.join(__dirname, 'coordkit.js'))});
+    new Client(${JSON.stringify(URL_)}).lock(${JSON.stringify(name)}).then(h=>{console.log('held',h.token);setInterval(()=>{},1e6)})`;
+  const child = spawn(process.execPath, ['-e', src], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const [line] = await once(child.stdout, 'data');
+    assert.match(String(line), /^held \d+/);
+    const next = c.lock(name, { timeout: 30 });
+    await waiters(name, 1);
+    const killed = performance.now();
+    child.kill('SIGKILL');
+    const held = await next;
+    const ms = performance.now() - killed;
+    console.error(`crash handoff: ${ms.toFixed(1)} ms (TTL ${TTL} s)`);
+    assert.ok(ms < (TTL * 1000) / 2, `handoff ${ms} ms: waited for the lease`);
+    await held.release();
+  } finally {
+    child.kill('SIGKILL');
+  }
+});
+
+test('loss is an event and check() throws', { skip: !REVOKE && 'COORDKIT_TEST_REVOKE_URL is not set' }, async () => {
+  const held = await c.lock(fresh('lost'));
+  const lost = once(held, 'lost');
+  const res = await fetch(`${REVOKE}?lease=${held.lease}`);
+  assert.equal(res.status, 200);
+  const [reason] = await lost;
+  assert.match(reason, /lost/);
+  assert.throws(() => held.check(), LostError);
+  await held.release();
+});
+
+test('shared lock, semaphore, campaign', async () => {
+  const rw = fresh('rw');
+  const [r1, r2] = await Promise.all([c.lock(rw, { shared: true }), c.lock(rw, { shared: true })]);
+  await assert.rejects(c.lock(rw, { tryOnce: true }), NotAcquired);
+  await Promise.all([r1.release(), r2.release()]);
+
+  const sem = fresh('sem');
+  const s1 = await c.semaphore(sem, 2);
+  const s2 = await c.semaphore(sem, 2);
+  assert.deepEqual(new Set([s1.slot, s2.slot]), new Set([0, 1]));
+  await assert.rejects(c.semaphore(sem, 2, { tryOnce: true }), (e) => e.code === 'busy');
+  await Promise.all([s1.release(), s2.release()]);
+
+  const svc = fresh('svc');
+  const l = await c.campaign(svc, 'node-1', { timeout: 30 });
+  assert.deepEqual(await c.leader(svc), { leader: 'node-1', token: l.token });
+  await l.release();
+});
+
+test('bad request', async () => {
+  await assert.rejects(c.lock('/x'), (e) => e instanceof CoordError && e.code === 'bad_request' && e.status === 400);
+});

@@ -1,0 +1,276 @@
+"""coordkit: fenced locks, semaphores and leadership through `coordctl agent`.
+
+Standard library only, Python >= 3.9. A hold is one HTTP request whose
+response streams JSON lines; closing it (or this process dying) releases.
+
+    import coordkit
+    client = coordkit.Client("http://127.0.0.1:4050")
+    with client.lock("jobs/nightly", timeout=5) as held:
+        write(data, token=held.token, scope=held.scope)  # the resource fences
+        held.check()  # raises coordkit.LostError once the hold is lost
+
+See docs/api.md for the API and what a hold does and does not promise.
+"""
+
+import http.client
+import json
+import socket
+import threading
+import time
+import urllib.parse
+from datetime import datetime
+
+__all__ = ["Client", "Hold", "CoordError", "NotAcquired", "LostError", "StaleError", "fence_sql"]
+
+
+class CoordError(Exception):
+    """An error answer of the agent: .code is its stable code (docs/api.md)."""
+
+    def __init__(self, code, message, status=None):
+        super().__init__(f"{code}: {message}")
+        self.code, self.message, self.status = code, message, status
+
+
+class NotAcquired(CoordError):
+    """Not acquired: code "busy" (try_once) or "timeout"."""
+
+
+class LostError(Exception):
+    """The hold was lost (or released): .reason says why."""
+
+    def __init__(self, reason):
+        super().__init__(f"hold lost: {reason}")
+        self.reason = reason
+
+
+class StaleError(Exception):
+    """A fenced write was refused: a newer holder of the scope wrote first."""
+
+
+# coordkit's SQL fence (fencing/sqlfence, `coordctl sql`): one row per scope
+# with the highest token admitted; PostgreSQL and SQLite >= 3.24 syntax.
+FENCE_TABLE = ("CREATE TABLE IF NOT EXISTS {t} (scope TEXT NOT NULL PRIMARY KEY, "
+               "token INTEGER NOT NULL, writes INTEGER NOT NULL)")
+
+
+def fence_sql(cur, held, table="coordkit_fence", param="?"):
+    """Check held's token as the first statements of the caller's open
+    transaction on DB-API cursor cur (param: the driver's placeholder, "?"
+    for sqlite3, "%s" for psycopg2). Raises StaleError, after which the
+    caller must roll back; else commit after its own statements. The check
+    is sqlfence's, so Go, coordctl sql and Python holders fence each other."""
+    p = param
+    cur.execute(f"INSERT INTO {table} (scope, token, writes) VALUES ({p}, 0, 0) ON CONFLICT (scope) DO NOTHING", (held.scope,))
+    cur.execute(f"UPDATE {table} SET token = {p}, writes = writes + 1 WHERE scope = {p} AND token <= {p}",
+                (held.token, held.scope, held.token))
+    if cur.rowcount != 1:
+        raise StaleError(f"token {held.token} is below the floor of scope {held.scope!r}")
+
+
+class Client:
+    """A client of one agent. token: the agent's --api-token-file token."""
+
+    def __init__(self, url="http://127.0.0.1:4050", token=None, connect_timeout=10.0):
+        u = urllib.parse.urlsplit(url)
+        if u.scheme not in ("http", "https"):
+            raise ValueError(f"url {url!r}: want http:// or https://")
+        self._https, self._host, self._port = u.scheme == "https", u.hostname, u.port
+        self._token, self._timeout = token, connect_timeout
+
+    def _conn(self, timeout):
+        cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+        return cls(self._host, self._port, timeout=timeout)
+
+    def _headers(self, body):
+        h = {"Accept": "application/json, application/x-ndjson"}
+        if body:
+            h["Content-Type"] = "application/json"
+        if self._token:
+            h["Authorization"] = "Bearer " + self._token
+        return h
+
+    def lock(self, name, timeout=None, try_once=False, shared=False, prefix="", on_lost=None):
+        """An exclusive (or shared) lock; acquired by `with` or .acquire()."""
+        body = {"name": name, "mode": "shared" if shared else "exclusive"}
+        return Hold(self, "/v1/lock", body, timeout, try_once, prefix, on_lost)
+
+    def semaphore(self, name, limit, timeout=None, try_once=False, prefix="", on_lost=None):
+        """A slot of the semaphore name with limit slots (.slot, .scope)."""
+        return Hold(self, "/v1/semaphore", {"name": name, "limit": limit}, timeout, try_once, prefix, on_lost)
+
+    def campaign(self, name, id, timeout=None, prefix="", on_lost=None):
+        """Leadership of the election name, proclaiming id, while held."""
+        return Hold(self, "/v1/election/campaign", {"name": name, "id": id}, timeout, False, prefix, on_lost)
+
+    def get(self, path, **query):
+        """GET a read endpoint (/v1/lock/status, /v1/election/leader, ...)."""
+        q = urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
+        conn = self._conn(self._timeout)
+        try:
+            conn.request("GET", path + ("?" + q if q else ""), headers=self._headers(False))
+            resp = conn.getresponse()
+            data = json.loads(resp.read() or b"{}")
+            if resp.status != 200:
+                err = data.get("error", {})
+                raise CoordError(err.get("code", "http_%d" % resp.status), err.get("message", ""), resp.status)
+            return data
+        finally:
+            conn.close()
+
+    def lock_status(self, name, prefix=None):
+        return self.get("/v1/lock/status", name=name, prefix=prefix)
+
+    def leader(self, name, prefix=None):
+        """The leader's id (None when there is none) and token."""
+        d = self.get("/v1/election/leader", name=name, prefix=prefix)
+        return d.get("leader"), d.get("token", 0)
+
+
+class Hold:
+    """One hold. After acquire: token, scope, key, lease, slot (semaphores),
+    lease_deadline (a time.time() value) and lost (bool). A background thread
+    reads the stream; on loss it calls on_lost(reason) and check() raises."""
+
+    def __init__(self, client, path, body, timeout, try_once, prefix, on_lost):
+        if timeout is not None and try_once:
+            raise ValueError("timeout and try_once exclude each other")
+        self._client, self._path, self._on_lost = client, path, on_lost
+        self._body = dict(body)
+        if prefix:
+            self._body["prefix"] = prefix
+        if timeout is not None:
+            self._body["timeout"] = timeout
+        if try_once:
+            self._body["try"] = True
+        self._conn = self._resp = self._sock = self._thread = None
+        self._lock = threading.Lock()
+        self._ended = threading.Event()
+        self._released = False
+        self.lost, self.reason = False, None
+        self.token = self.scope = self.key = self.lease = self.slot = None
+        self.lease_deadline = None
+        self._expires = None  # monotonic: the lease deadline as last told
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
+        return False
+
+    def acquire(self):
+        """Block until held; raise NotAcquired (busy, timeout) or CoordError."""
+        if self._conn is not None:
+            raise RuntimeError("a Hold is acquired once; make a new one")
+        self._conn = self._client._conn(self._client._timeout)
+        self._conn.request("POST", self._path, body=json.dumps(self._body).encode(), headers=self._client._headers(True))
+        self._sock = self._conn.sock  # kept: the response may own it alone
+        self._sock.settimeout(None)  # waiting may take as long as the server lets it
+        resp = self._conn.getresponse()
+        if resp.status != 200:
+            data = json.loads(resp.read() or b"{}").get("error", {})
+            self._conn.close()
+            raise CoordError(data.get("code", "http_%d" % resp.status), data.get("message", ""), resp.status)
+        self._resp = resp
+        while True:
+            ev = self._next()
+            if ev is None:
+                self._conn.close()
+                raise CoordError("unavailable", "the stream ended before the hold was granted")
+            if ev["event"] == "error":
+                self._conn.close()
+                cls = NotAcquired if ev.get("code") in ("busy", "timeout") else CoordError
+                raise cls(ev.get("code", ""), ev.get("message", ""))
+            if ev["event"] == "acquired":
+                break
+        self.token, self.scope, self.key = ev["token"], ev.get("scope"), ev.get("key")
+        self.lease, self.slot = ev.get("lease"), ev.get("slot")
+        self._deadline(ev)
+        self._thread = threading.Thread(target=self._read, name="coordkit-hold", daemon=True)
+        self._thread.start()
+        return self
+
+    def _next(self):
+        try:
+            line = self._resp.readline()
+        except Exception:  # a closed or broken stream, however http.client reports it
+            return None
+        if not line:
+            return None
+        return json.loads(line)
+
+    def _deadline(self, ev):
+        d = ev.get("lease_deadline")
+        if d:
+            left = _parse_time(d) - time.time()
+            self.lease_deadline = time.time() + left
+            self._expires = time.monotonic() + left
+
+    def _read(self):
+        reason = "the stream ended (agent gone or connection lost)"
+        while True:
+            ev = self._next()
+            if ev is None:
+                break
+            if ev["event"] == "held":
+                self._deadline(ev)
+            elif ev["event"] == "lost":
+                reason = ev.get("reason", "lost")
+                break
+            elif ev["event"] == "released":  # the agent deleted the key
+                reason = "released"
+                break
+        self._lose(reason)
+
+    def _lose(self, reason):
+        with self._lock:
+            if self.lost:
+                return
+            released = self._released
+            self.lost, self.reason = True, reason
+        self._ended.set()
+        if self._on_lost and not released:
+            self._on_lost(reason)
+
+    def check(self):
+        """Raise LostError if the hold is lost, or its lease deadline passed
+        without news from the agent (a stalled stream). Cheap: call it often."""
+        if not self.lost and self._expires is not None and time.monotonic() >= self._expires:
+            self._lose("no news from the agent before the lease deadline")
+        if self.lost:
+            raise LostError(self.reason)
+
+    def wait_lost(self, timeout=None):
+        """Block until the hold is lost (True) or timeout passes (False)."""
+        return self._ended.wait(timeout)
+
+    def release(self, wait=10.0):
+        """Release: end the request; the agent deletes the key at once and
+        says so on the stream, which this waits for (up to wait seconds)."""
+        with self._lock:
+            self._released = True
+        for how in (socket.SHUT_WR, socket.SHUT_RDWR):  # a half close first: the answer can still come
+            if self._sock is not None:
+                try:
+                    self._sock.shutdown(how)
+                except OSError:
+                    pass
+            if self._thread is not None and self._thread is not threading.current_thread():
+                self._thread.join(wait)
+            if self._thread is None or not self._thread.is_alive():
+                break
+        self._lose("released")
+        if self._resp is not None:
+            self._resp.close()
+        if self._conn is not None:
+            self._conn.close()
+
+
+def _parse_time(s):
+    """RFC 3339 with up to nanoseconds and a Z, as Go writes it."""
+    s = s.replace("Z", "+00:00")
+    if "." in s:
+        head, rest = s.split(".", 1)
+        i = next((k for k, c in enumerate(rest) if c in "+-"), len(rest))
+        s = head + "." + rest[:i][:6].ljust(6, "0") + rest[i:]
+    return datetime.fromisoformat(s).timestamp()

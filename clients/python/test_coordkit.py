@@ -1,0 +1,195 @@
+"""Tests of coordkit.py against a real `coordctl agent` on a real etcd.
+
+Run by internal/cmd/agent's Go tests (make test), which start both and set
+COORDKIT_AGENT_URL, COORDKIT_AGENT_TTL (seconds) and COORDKIT_TEST_REVOKE_URL
+(revokes the agent's lease, to make its holds lost). By hand:
+
+    coordctl etcd & coordctl agent --listen 127.0.0.1:4050 &
+    COORDKIT_AGENT_URL=http://127.0.0.1:4050 python3 -m unittest -v test_coordkit
+"""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.request
+import uuid
+
+import coordkit
+
+URL = os.environ.get("COORDKIT_AGENT_URL", "http://127.0.0.1:4050")
+TTL = float(os.environ.get("COORDKIT_AGENT_TTL", "10"))
+REVOKE = os.environ.get("COORDKIT_TEST_REVOKE_URL")
+WAIT = 30  # seconds: a bound on waits, for a loaded machine
+
+CHILD = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import coordkit
+h = coordkit.Client(sys.argv[2]).lock(sys.argv[3]).acquire()
+print("held", h.token, flush=True)
+time.sleep(3600)
+"""
+
+
+def fresh(name):
+    return "pytest-%s/%s" % (uuid.uuid4().hex[:8], name)
+
+
+class TestCoordkit(unittest.TestCase):
+    def setUp(self):
+        self.c = coordkit.Client(URL)
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def test_lock_token_scope(self):
+        name = fresh("a")
+        with self.c.lock(name, timeout=WAIT) as h:
+            self.assertGreater(h.token, 0)
+            self.assertEqual(h.scope, name + "/")
+            self.assertTrue(h.key.startswith(name + "/"))
+            self.assertGreater(h.lease_deadline, time.time())
+            h.check()
+            st = self.c.lock_status(name)
+            self.assertTrue(st["held"])
+            self.assertEqual(st["holders"][0]["token"], h.token)
+        self.assertTrue(h.lost)
+        self.assertEqual(h.reason, "released")
+        self.assertRaises(coordkit.LostError, h.check)
+
+    def test_exclusion_try_timeout(self):
+        name = fresh("x")
+        with self.c.lock(name) as h:
+            with self.assertRaises(coordkit.NotAcquired) as e:
+                self.c.lock(name, try_once=True).acquire()
+            self.assertEqual(e.exception.code, "busy")
+            with self.assertRaises(coordkit.NotAcquired) as e:
+                self.c.lock(name, timeout=0.2).acquire()
+            self.assertEqual(e.exception.code, "timeout")
+        with self.c.lock(name, try_once=True) as h2:
+            self.assertGreater(h2.token, h.token)
+
+    def test_waiter_gets_lock_on_release(self):
+        name = fresh("w")
+        got = []
+        first = self.c.lock(name).acquire()
+        t = threading.Thread(target=lambda: got.append(self.c.lock(name, timeout=WAIT).acquire()))
+        t.start()
+        self._wait_waiters(name, 1)
+        self.assertEqual(got, [])
+        first.release()
+        t.join(WAIT)
+        self.assertEqual(len(got), 1)
+        self.assertGreater(got[0].token, first.token)
+        got[0].release()
+
+    def test_crash_releases(self):
+        name = fresh("crash")
+        here = os.path.dirname(os.path.abspath(__file__))
+        child = subprocess.Popen([sys.executable, "-c", CHILD, here, URL, name], stdout=subprocess.PIPE, text=True)
+        try:
+            line = child.stdout.readline()
+            self.assertTrue(line.startswith("held "), line)
+            got = []
+            t = threading.Thread(target=lambda: got.append((self.c.lock(name, timeout=WAIT).acquire(), time.monotonic())))
+            t.start()
+            self._wait_waiters(name, 1)
+            killed = time.monotonic()
+            child.send_signal(signal.SIGKILL)
+            t.join(WAIT)
+            self.assertEqual(len(got), 1, "the waiter never got the lock")
+            handoff = got[0][1] - killed
+            print("\ncrash handoff: %.1f ms (TTL %.0f s)" % (handoff * 1000, TTL), file=sys.stderr)
+            # Well under the TTL: the agent released when the connection
+            # closed; it did not wait for a lease to expire.
+            self.assertLess(handoff, TTL / 2)
+            self.assertGreater(got[0][0].token, int(line.split()[1]))
+            got[0][0].release()
+        finally:
+            child.kill()
+            child.wait()
+            child.stdout.close()
+
+    @unittest.skipUnless(REVOKE, "COORDKIT_TEST_REVOKE_URL is not set")
+    def test_lost(self):
+        name = fresh("lost")
+        seen = []
+        h = self.c.lock(name, on_lost=seen.append).acquire()
+        urllib.request.urlopen(REVOKE + "?lease=" + h.lease, timeout=WAIT).read()
+        self.assertTrue(h.wait_lost(WAIT), "no loss reported")
+        self.assertEqual(len(seen), 1)
+        self.assertIn("lost", seen[0])
+        with self.assertRaises(coordkit.LostError):
+            h.check()
+        h.release()
+        self.assertEqual(len(seen), 1, "release after a loss is not a second loss")
+
+    def test_shared_and_semaphore(self):
+        name = fresh("rw")
+        with self.c.lock(name, shared=True) as r1, self.c.lock(name, shared=True) as r2:
+            self.assertNotEqual(r1.token, r2.token)
+            with self.assertRaises(coordkit.NotAcquired):
+                self.c.lock(name, try_once=True).acquire()
+        sem = fresh("sem")
+        with self.c.semaphore(sem, 2) as s1, self.c.semaphore(sem, 2) as s2:
+            self.assertEqual({s1.slot, s2.slot}, {0, 1})
+            self.assertEqual(s1.scope, "%s/slots/%d" % (sem, s1.slot))
+            with self.assertRaises(coordkit.NotAcquired) as e:
+                self.c.semaphore(sem, 2, try_once=True).acquire()
+            self.assertEqual(e.exception.code, "busy")
+
+    def test_campaign(self):
+        name = fresh("svc")
+        self.assertEqual(self.c.leader(name)[0], None)
+        with self.c.campaign(name, id="py-1", timeout=WAIT) as l:
+            self.assertEqual(self.c.leader(name), ("py-1", l.token))
+        self.assertEqual(self.c.leader(name)[0], None)
+
+    def test_fenced_sqlite_write(self):
+        name = fresh("report")
+        db = sqlite3.connect(os.path.join(self.tmp.name, "app.db"), isolation_level=None)
+        db.execute(coordkit.FENCE_TABLE.format(t="coordkit_fence"))
+        db.execute("CREATE TABLE report (id INTEGER PRIMARY KEY, body TEXT)")
+
+        def write(held, body):
+            cur = db.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                coordkit.fence_sql(cur, held)
+                cur.execute("INSERT OR REPLACE INTO report (id, body) VALUES (1, ?)", (body,))
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+
+        with self.c.lock(name) as old:
+            write(old, "old")
+        with self.c.lock(name) as new:
+            write(new, "new")
+        # The old holder, paused past its loss, comes back and writes: refused.
+        with self.assertRaises(coordkit.StaleError):
+            write(old, "stale")
+        self.assertEqual(db.execute("SELECT body FROM report").fetchone()[0], "new")
+        self.assertEqual(db.execute("SELECT token FROM coordkit_fence WHERE scope = ?", (name + "/",)).fetchone()[0], new.token)
+        db.close()
+
+    def test_bad_request(self):
+        with self.assertRaises(coordkit.CoordError) as e:
+            self.c.lock("/leading-slash").acquire()
+        self.assertEqual(e.exception.code, "bad_request")
+        self.assertEqual(e.exception.status, 400)
+
+    def _wait_waiters(self, name, n):
+        deadline = time.monotonic() + WAIT
+        while len(self.c.lock_status(name)["waiters"]) < n:
+            self.assertLess(time.monotonic(), deadline, "no waiter queued")
+            time.sleep(0.01)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,139 @@
+package agentcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/coordapi"
+	"github.com/coordkit/coordkit/internal/httpguard"
+	"github.com/coordkit/coordkit/session"
+)
+
+// DefaultListen is where the agent listens unless told otherwise.
+const DefaultListen = "127.0.0.1:4050"
+
+type agentOptions struct {
+	Listen       string
+	TTL          time.Duration
+	APITokenFile string
+}
+
+// Listening is what the agent prints once it serves: "ready url=URL
+// lease=HEX" ({"event":"listening","url":...,"lease":...} with -w json).
+type Listening struct {
+	Event string `json:"event"`
+	URL   string `json:"url"`
+	Lease string `json:"lease"`
+}
+
+func (l Listening) String() string { return fmt.Sprintf("ready url=%s lease=%s", l.URL, l.Lease) }
+
+// NewCmd returns the command coordctl agent.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
+	opts := &agentOptions{}
+	cmd := &cobra.Command{
+		Use:   "agent [--listen ADDR] [--ttl D] [--api-token-file FILE]",
+		Short: "Serve the coordination API: fenced locks, semaphores and elections over HTTP for any language",
+		Long: `Serve coordkit's coordination API on --listen, over one etcd session with
+lease TTL --ttl. Programs in any language hold locks (exclusive or shared),
+semaphore slots and leadership by name through it (clients/python,
+clients/node, or curl); see docs/api.md.
+
+A hold is one request whose response is a stream of JSON lines:
+  POST /v1/lock               {"name":N,"mode":"exclusive"|"shared","timeout":S|"try":true}
+  POST /v1/semaphore          {"name":N,"limit":L,...}
+  POST /v1/election/campaign  {"name":N,"id":ID,"timeout":S}
+The first line after any "waiting" is "acquired" with the fencing token,
+scope, key and lease deadline (or "error" with a code); "held" every second
+while held; "lost" with the reason the moment the hold is lost. Closing the
+request (or the client dying) releases at once: the next waiter is granted
+in about one etcd commit, not after the TTL.
+  GET /v1/lock/status?name=N, /v1/semaphore/status?name=N,
+      /v1/election/leader?name=N, /v1/election/candidates?name=N,
+      /v1/election/observe?name=N (a stream), /v1/session, /v1/openapi.json
+
+Requests must name a loopback Host, or carry the token of --api-token-file
+("Authorization: Bearer TOKEN"); a non-loopback --listen requires the token.
+Holds must send Content-Type: application/json.
+
+Once listening it prints 'ready url=http://ADDR lease=HEX' (-w json:
+{"event":"listening","url":...,"lease":...}). SIGTERM, SIGINT or SIGHUP
+release every hold (each stream gets "lost", reason "agent shutting down")
+and exit 0. If the agent dies, its holds end when its lease expires, --ttl
+later.`,
+		Example: `  coordctl agent
+  coordctl agent --listen 127.0.0.1:0 -w json        # port 0: any free port, printed
+  coordctl agent --listen :4050 --api-token-file /etc/coordctl/api-token --ttl 5s
+  curl -N -H 'Content-Type: application/json' -d '{"name":"jobs/nightly","timeout":5}' localhost:4050/v1/lock`,
+		Args: cmdutil.ArgsUsage(cobra.NoArgs),
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			return runAgent(ctx, f, opts)
+		}),
+	}
+	fl := cmd.Flags()
+	f.AddEtcdFlags(fl)
+	fl.StringVar(&opts.Listen, "listen", DefaultListen, "HTTP address to serve the API on (port 0: any free port)")
+	fl.DurationVar(&opts.TTL, "ttl", session.DefaultTTL, "lease TTL of the agent's session: if the agent dies, its holds end this long after (at least 1s)")
+	fl.StringVar(&opts.APITokenFile, "api-token-file", "", "file holding the token every request must carry (needed for a non-loopback --listen)")
+	return cmd
+}
+
+// check validates the flags before anything is dialled; its errors are
+// usage errors.
+func (o *agentOptions) check() (token string, err error) {
+	if err := cmdutil.CheckListen("--listen", o.Listen); err != nil {
+		return "", err
+	}
+	if err := session.CheckTTL(o.TTL); err != nil {
+		return "", cmdutil.UsageErrorf("invalid --ttl: %v", err)
+	}
+	if o.APITokenFile != "" {
+		if token, err = httpguard.ReadTokenFile(o.APITokenFile); err != nil {
+			return "", cmdutil.UsageErrorf("invalid --api-token-file: %v", err)
+		}
+	}
+	if err := httpguard.CheckListen(o.Listen, token); errors.Is(err, httpguard.ErrTokenRequired) {
+		return "", cmdutil.UsageErrorf("--listen %s is not a loopback address: it needs --api-token-file FILE", o.Listen)
+	}
+	return token, nil
+}
+
+// runAgent serves the API until ctx ends (exit 0) or the server fails.
+func runAgent(ctx context.Context, f *cmdutil.Factory, opts *agentOptions) error {
+	token, err := opts.check()
+	if err != nil {
+		return err
+	}
+	p, client, err := f.StartEtcd(ctx, func() error { return nil })
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer client.Close()
+	defer f.HoldOutput(p)()
+	srv, err := coordapi.Listen(ctx, coordapi.Config{Client: client, Token: token,
+		SessionOptions: []session.Option{session.WithTTL(opts.TTL)}, RequestTimeout: f.Global.CommandTimeout}, opts.Listen)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	if err := p.Print(Listening{Event: "listening", URL: srv.URL, Lease: fmt.Sprintf("%x", int64(srv.Lease()))}); err != nil {
+		_ = srv.Close()
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return srv.Close() // holds first (released, their streams told), then the listener
+	case err := <-srv.Failed():
+		return errors.Join(fmt.Errorf("http server: %w", err), srv.Close())
+	}
+}

@@ -1,0 +1,120 @@
+package coordapi
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/session"
+)
+
+// lanes are the agent's sessions. A lock's or an election's key is
+// NAME/<lease hex>: one per session and name, so a second hold of a name
+// that a lane already holds or waits for takes the next lane, opened when
+// there is none. The first lane is the agent's long-lived session; a lane
+// whose session was lost gets a new one when it is next taken. Lanes stay
+// open until close (their number is the most holds of one name at once).
+type lanes struct {
+	client *clientv3.Client
+	opts   []session.Option
+
+	mu     sync.Mutex
+	list   []*lane
+	closed bool
+}
+
+type lane struct {
+	s    *session.Session
+	used map[string]int // key prefix (PREFIX+NAME+"/" or ".../read/") -> holds and waits on it
+}
+
+// newLanes opens the first lane.
+func newLanes(ctx context.Context, client *clientv3.Client, opts ...session.Option) (*lanes, error) {
+	s, err := session.New(ctx, client, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &lanes{client: client, opts: opts, list: []*lane{{s: s, used: map[string]int{}}}}, nil
+}
+
+// take returns a live session on which nothing else holds or waits for
+// keys under occupy, and marks it taken until put. An empty occupy (a
+// semaphore, whose keys are per acquisition) takes the first lane.
+func (ls *lanes) take(ctx context.Context, occupy string) (*lane, *session.Session, error) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.closed {
+		return nil, nil, errShuttingDown
+	}
+	var l *lane
+	for _, c := range ls.list {
+		if occupy == "" || c.used[occupy] == 0 {
+			l = c
+			break
+		}
+	}
+	if l == nil {
+		l = &lane{used: map[string]int{}}
+		ls.list = append(ls.list, l)
+	}
+	if l.s == nil || !l.s.Alive() {
+		if l.s != nil {
+			_ = l.s.Close()
+		}
+		s, err := session.New(ctx, ls.client, ls.opts...)
+		if err != nil {
+			l.s = nil
+			return nil, nil, err
+		}
+		l.s = s
+	}
+	if occupy != "" {
+		l.used[occupy]++
+	}
+	return l, l.s, nil
+}
+
+// put gives back what take marked.
+func (ls *lanes) put(l *lane, occupy string) {
+	if occupy == "" {
+		return
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if l.used[occupy]--; l.used[occupy] <= 0 {
+		delete(l.used, occupy)
+	}
+}
+
+// first returns the first lane's session (nil if it could not be renewed).
+func (ls *lanes) first() *session.Session {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.list[0].s
+}
+
+// count is the number of lanes.
+func (ls *lanes) count() int {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return len(ls.list)
+}
+
+// close closes every lane's session; take fails afterwards.
+func (ls *lanes) close() error {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.closed {
+		return nil
+	}
+	ls.closed = true
+	var errs []error
+	for _, l := range ls.list {
+		if l.s != nil {
+			errs = append(errs, l.s.Close())
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,92 @@
+package coordapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/internal/httpguard"
+)
+
+// Lazy is the API for a server that has no etcd client yet: the sidecar,
+// which serves before it has reached etcd and keeps trying (coordctl
+// sidecar --api). Until Client returns one, every route answers 503
+// "unavailable"; the first request after that opens the API (New) on it, and
+// a request whose New fails gets that error and leaves the next request to
+// try again. Config.Client is ignored: Client gives it.
+type Lazy struct {
+	cfg    Config
+	client func() *clientv3.Client
+	guard  http.Handler
+
+	mu     sync.Mutex
+	api    *API
+	closed bool
+}
+
+// NewLazy returns the API on the client that client returns once it
+// returns one (nil: not yet).
+func NewLazy(cfg Config, client func() *clientv3.Client) *Lazy {
+	l := &Lazy{cfg: cfg, client: client}
+	l.guard = httpguard.Guard{Token: cfg.Token, Name: "coordapi"}.Wrap(http.HandlerFunc(l.serve), guardError)
+	return l
+}
+
+var errConnecting = errors.New("connecting to etcd: the coordination API opens once the sidecar has reached it")
+
+// ServeHTTP serves the API once it could be opened.
+func (l *Lazy) ServeHTTP(w http.ResponseWriter, r *http.Request) { l.guard.ServeHTTP(w, r) }
+
+func (l *Lazy) serve(w http.ResponseWriter, r *http.Request) {
+	api, err := l.open(r.Context())
+	switch {
+	case errors.Is(err, errShuttingDown):
+		writeError(w, http.StatusServiceUnavailable, CodeShuttingDown, err.Error())
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, err.Error())
+	default:
+		api.ServeHTTP(w, r)
+	}
+}
+
+func (l *Lazy) open(ctx context.Context) (*API, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return nil, errShuttingDown
+	case l.api != nil:
+		return l.api, nil
+	}
+	cli := l.client()
+	if cli == nil {
+		return nil, errConnecting
+	}
+	cfg := l.cfg
+	cfg.Client = cli
+	api, err := New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	l.api = api
+	return api, nil
+}
+
+// Routes are the API's routes (API.Routes).
+func (l *Lazy) Routes() []string { return (&API{}).Routes() }
+
+// Close closes the API if it was opened (API.Close); later requests get
+// 503 shutting_down.
+func (l *Lazy) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	api := l.api
+	l.mu.Unlock()
+	if api == nil {
+		return nil
+	}
+	return api.Close()
+}

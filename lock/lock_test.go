@@ -381,8 +381,8 @@ func TestLockLossOnLocalDeadlineBeforeServerExpiry(t *testing.T) {
 func TestLockWaiterSessionExpired(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name    string
-		opts    []lock.Option
+		name string
+		opts []lock.Option
 		// within bounds the time from the break to ErrGoneWhileWaiting:
 		// well below the default 10s TTL (an event, not an expiry), with
 		// room for a loaded machine (1.3s once against a 1s bound).

@@ -7,6 +7,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -26,17 +27,23 @@ type lanes struct {
 }
 
 type lane struct {
-	s    *session.Session
-	used map[string]int // key prefix (PREFIX+NAME+"/" or ".../read/") -> holds and waits on it
+	src  *primitive.Lazy // the lane's session, granted anew after a loss
+	used map[string]int  // key prefix (PREFIX+NAME+"/" or ".../read/") -> holds and waits on it
+}
+
+func (ls *lanes) newLane() *lane {
+	return &lane{src: primitive.NewLazy(ls.client, nil, ls.opts...), used: map[string]int{}}
 }
 
 // newLanes opens the first lane.
 func newLanes(ctx context.Context, client *clientv3.Client, opts ...session.Option) (*lanes, error) {
-	s, err := session.New(ctx, client, opts...)
-	if err != nil {
+	ls := &lanes{client: client, opts: opts}
+	first := ls.newLane()
+	if _, err := first.src.Get(ctx); err != nil {
 		return nil, err
 	}
-	return &lanes{client: client, opts: opts, list: []*lane{{s: s, used: map[string]int{}}}}, nil
+	ls.list = []*lane{first}
+	return ls, nil
 }
 
 // take returns a live session on which nothing else holds or waits for
@@ -56,24 +63,17 @@ func (ls *lanes) take(ctx context.Context, occupy string) (*lane, *session.Sessi
 		}
 	}
 	if l == nil {
-		l = &lane{used: map[string]int{}}
+		l = ls.newLane()
 		ls.list = append(ls.list, l)
 	}
-	if l.s == nil || !l.s.Alive() {
-		if l.s != nil {
-			_ = l.s.Close()
-		}
-		s, err := session.New(ctx, ls.client, ls.opts...)
-		if err != nil {
-			l.s = nil
-			return nil, nil, err
-		}
-		l.s = s
+	s, err := l.src.Get(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
 	if occupy != "" {
 		l.used[occupy]++
 	}
-	return l, l.s, nil
+	return l, s, nil
 }
 
 // put gives back what take marked.
@@ -92,7 +92,7 @@ func (ls *lanes) put(l *lane, occupy string) {
 func (ls *lanes) first() *session.Session {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	return ls.list[0].s
+	return ls.list[0].src.Current()
 }
 
 // count is the number of lanes.
@@ -112,9 +112,7 @@ func (ls *lanes) close() error {
 	ls.closed = true
 	var errs []error
 	for _, l := range ls.list {
-		if l.s != nil {
-			errs = append(errs, l.s.Close())
-		}
+		errs = append(errs, l.src.Close())
 	}
 	return errors.Join(errs...)
 }

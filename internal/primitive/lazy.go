@@ -103,6 +103,14 @@ func (l *Lazy) Get(ctx context.Context) (*session.Session, error) {
 	return s, nil
 }
 
+// Current returns the session Get last returned, without I/O: nil before
+// the first Get and after Drop (after Close, the closed session).
+func (l *Lazy) Current() *session.Session {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.s
+}
+
 // Drop forgets s, closing it, if it is the handle's own current session: an
 // acquisition found its lease gone on the server before the session knew.
 func (l *Lazy) Drop(s *session.Session) {

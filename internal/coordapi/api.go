@@ -164,7 +164,9 @@ func (a *API) Close() error {
 
 // Routes are the http.ServeMux patterns the API serves ("POST /v1/lock",
 // ...), for a server that mounts it beside routes of its own.
-func (a *API) Routes() []string {
+func (a *API) Routes() []string { return routePatterns() }
+
+func routePatterns() []string {
 	out := make([]string, len(routes))
 	for i, rt := range routes {
 		out[i] = rt.method + " " + rt.path

@@ -76,7 +76,7 @@ func (l *Lazy) open(ctx context.Context) (*API, error) {
 }
 
 // Routes are the API's routes (API.Routes).
-func (l *Lazy) Routes() []string { return (&API{}).Routes() }
+func (l *Lazy) Routes() []string { return routePatterns() }
 
 // Close closes the API if it was opened (API.Close); later requests get
 // 503 shutting_down.

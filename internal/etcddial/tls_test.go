@@ -27,18 +27,10 @@ func TestDialErrorsSayWhy(t *testing.T) {
 	dir := t.TempDir()
 	ca := etcdtest.NewCA(t, dir, "etcd-ca")
 	other := etcdtest.NewCA(t, dir, "other-ca")
-	srvCert, srvKey := ca.Issue(t, dir, "server", true)
 	rootCert, rootKey := ca.Issue(t, dir, "root", false)
 	strangerCert, strangerKey := other.Issue(t, dir, "root", false)
 
-	srv, err := etcdembed.Start(context.Background(), etcdembed.Config{
-		DataDir:       filepath.Join(dir, "etcd"),
-		UnsafeNoFsync: true,
-		ClientTLS: &etcdembed.ClientTLS{CertFile: srvCert, KeyFile: srvKey,
-			TrustedCAFile: ca.File, ClientCertAuth: true},
-	})
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := startTLSEtcd(t, dir, ca)
 	ep := srv.Endpoints()[0]
 	require.True(t, strings.HasPrefix(ep, "https://"), ep)
 	hostport := strings.TrimPrefix(ep, "https://")
@@ -125,4 +117,20 @@ func TestDialErrorsSayWhy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startTLSEtcd starts a real etcd that serves clients over TLS only, with a
+// server certificate of ca, and requires client certificates of ca.
+func startTLSEtcd(t *testing.T, dir string, ca *etcdtest.CA) *etcdembed.Server {
+	t.Helper()
+	srvCert, srvKey := ca.Issue(t, dir, "server", true)
+	srv, err := etcdembed.Start(context.Background(), etcdembed.Config{
+		DataDir:       filepath.Join(dir, "etcd"),
+		UnsafeNoFsync: true,
+		ClientTLS: &etcdembed.ClientTLS{CertFile: srvCert, KeyFile: srvKey,
+			TrustedCAFile: ca.File, ClientCertAuth: true},
+	})
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	return srv
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/coordkit/coordkit/internal/etcdembed"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
@@ -60,13 +58,7 @@ func TestEtcdRefusesAServerOnlyClientCertificate(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	ca := etcdtest.NewCA(t, dir, "refuse-ca")
-	srvCert, srvKey := ca.Issue(t, dir, "server", true)
-	srv, err := etcdembed.Start(context.Background(), etcdembed.Config{
-		DataDir: filepath.Join(dir, "etcd"), UnsafeNoFsync: true,
-		ClientTLS: &etcdembed.ClientTLS{CertFile: srvCert, KeyFile: srvKey, TrustedCAFile: ca.File, ClientCertAuth: true},
-	})
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := startTLSEtcd(t, dir, ca)
 
 	put := func(cert, key string) error {
 		cli, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), TLS: etcdtest.ClientTLS(t, ca.File, cert, key),
@@ -81,7 +73,7 @@ func TestEtcdRefusesAServerOnlyClientCertificate(t *testing.T) {
 	goodCert, goodKey := ca.Issue(t, dir, "client", false)
 	require.NoError(t, put(goodCert, goodKey))
 	badCert, badKey := ca.IssueWithUsage(t, dir, "server-only", false, x509.ExtKeyUsageServerAuth)
-	err = put(badCert, badKey)
+	err := put(badCert, badKey)
 	require.Error(t, err, "etcd accepted a client certificate without clientAuth")
 	require.False(t, errors.Is(err, ErrCertUsage), "the refusal came from etcd, not from this package")
 	require.ErrorIs(t, CheckTLSFiles(ca.File, badCert, badKey), ErrCertUsage, "and CheckTLSFiles says so before dialing")

@@ -54,15 +54,10 @@ type Info struct {
 // (a binary built without module support) only GoVersion and Platform
 // are set.
 func Read() Info {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		v := version
-		if v == "" {
-			v = "unknown"
-		}
-		return Info{Version: v, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	in := Info{Version: "unknown", GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		in = FromBuildInfo(bi)
 	}
-	in := FromBuildInfo(bi)
 	if version != "" {
 		in.Version = version
 	}

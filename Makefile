@@ -2,7 +2,7 @@ GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 PKGS := ./...
 
-.PHONY: all build test test-short demo bench lint scenarios check-long clean lab lab-screenshot image release figure16
+.PHONY: all build test testbin test-short demo bench lint scenarios check-long clean lab lab-screenshot image release figure16
 
 all: build
 
@@ -33,6 +33,14 @@ STATIC_BUILD = CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -buil
 build:
 	$(GO) build -buildvcs=auto -ldflags "$(LDFLAGS)" -o bin/coordctl ./cmd/coordctl
 	$(GO) build -buildvcs=auto -tags "$(SIDECAR_TAGS)" -ldflags "$(LDFLAGS)" -o bin/coordkit-sidecar ./cmd/coordkit-sidecar
+
+## testbin: coordctl and coordkit-sidecar for this machine, built as a
+## release builds them (STATIC_BUILD), in TESTBIN: the binaries the
+## end-to-end tests run (internal/testbin; make test builds them first).
+TESTBIN ?= bin/test
+testbin:
+	@set -e; os=$$($(GO) env GOOS); arch=$$($(GO) env GOARCH); \
+	for name in $(BINARIES); do out=$(TESTBIN)/$$name; $(STATIC_BUILD); done
 
 ## image: the OCI images of coordctl and of the slim coordkit-sidecar for
 ## linux/amd64 and linux/arm64, built without a daemon or a registry
@@ -95,7 +103,8 @@ release:
 TEST_FLAGS ?= -race -count=1 -vet=off -parallel 8 -p 3 -timeout 15m
 test:
 	@$(GO) vet $(PKGS) & vet=$$!; \
-	$(GO) test $(TEST_FLAGS) $(PKGS); t=$$?; \
+	$(MAKE) -s testbin TESTBIN=$(CURDIR)/bin/test && \
+	COORDKIT_TEST_BIN=$(CURDIR)/bin/test $(GO) test $(TEST_FLAGS) $(PKGS); t=$$?; \
 	wait $$vet; v=$$?; \
 	if [ $$v -ne 0 ]; then echo "make test: go vet failed"; fi; \
 	[ $$t -eq 0 ] && [ $$v -eq 0 ]

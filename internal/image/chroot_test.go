@@ -20,10 +20,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/internal/etcdembed"
+	"github.com/coordkit/coordkit/internal/testbin"
 )
 
 // TestImageRunsInChrootAsNonRoot proves the image self-contained and
-// non-root without a container runtime: it builds a static coordctl for
+// non-root without a container runtime: it takes a static coordctl for
 // the host's platform only (cross-compiling arm64 here would double the
 // test's cost; `make image` builds both), unpacks the image's layers in
 // order into a temporary root, and runs the binary there with chroot and
@@ -43,11 +44,7 @@ func TestImageRunsInChrootAsNonRoot(t *testing.T) {
 	defer cancel()
 
 	platform := runtime.GOOS + "/" + runtime.GOARCH
-	bin := filepath.Join(t.TempDir(), "coordctl")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "github.com/coordkit/coordkit/cmd/coordctl")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "build coordctl: %s", out)
+	bin := testbin.Path(t, testbin.Coordctl) // static, as make image builds it
 
 	res, err := Build(Config{Binaries: map[string]string{platform: bin}, CABundle: []byte(testCA)})
 	require.NoError(t, err)
@@ -71,7 +68,7 @@ func TestImageRunsInChrootAsNonRoot(t *testing.T) {
 	}
 
 	// 1. coordctl version, inside the root, as 65532.
-	out, err = run("version", "-w", "json").Output()
+	out, err := run("version", "-w", "json").Output()
 	require.NoError(t, err, "%s", out)
 	var v struct {
 		Module, Platform string
@@ -178,4 +175,10 @@ func (l *lockedBuilder) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Remove()
+	os.Exit(code)
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,37 +20,17 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/internal/testbin"
 )
 
 // agentTTL is the agent's lease TTL in these tests: a crashed client's
 // waiter must get the lock in well under it.
 const agentTTL = 10 * time.Second
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// coordctl builds cmd/coordctl with the race detector, once per test binary.
+// coordctl is the built coordctl (internal/testbin).
 func coordctl(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "coordctl-agent-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "coordctl")
-		out, err := exec.Command("go", "build", "-race", "-o", binPath, "github.com/coordkit/coordkit/cmd/coordctl").CombinedOutput()
-		if err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build coordctl: %v", buildErr)
-	}
-	return binPath
+	return testbin.Path(t, testbin.Coordctl)
 }
 
 // interpreter is the path of name, or a skip naming it; under CI=true a

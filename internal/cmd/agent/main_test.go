@@ -2,16 +2,14 @@ package agentcmd
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/internal/testbin"
 )
 
 func TestMain(m *testing.M) {
 	code := etcdtest.Main(m, nil)
-	if binPath != "" {
-		_ = os.RemoveAll(filepath.Dir(binPath))
-	}
+	testbin.Remove()
 	os.Exit(code)
 }

@@ -1,5 +1,7 @@
-// Package e2e holds coordctl's end-to-end tests: they build cmd/coordctl
-// once (with the race detector) and drive it as a user would, through
+// Package e2e holds coordctl's end-to-end tests: they run the built
+// coordctl and coordkit-sidecar (internal/testbin: built once, as a release
+// builds them, without the race detector — their code is raced in its own
+// packages' in-process tests) and drive them as a user would, through
 // processes, signals, exit codes and HTTP, against an in-process etcd.
 //
 // They live apart from internal/cmd/root's in-process tests so that go test runs the

@@ -2,12 +2,8 @@ package e2e
 
 import (
 	"bytes"
-	"errors"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"sync"
 	"testing"
 
@@ -15,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/internal/testbin"
 )
 
 // The exit codes of coordctl (DESIGN.md, "coordctl conventions"): the
@@ -31,9 +28,7 @@ const (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
+	testbin.Remove()
 	if code == 0 {
 		if err := goleak.Find(etcdtest.IgnoreEtcdGoroutines()...); err != nil {
 			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
@@ -43,67 +38,18 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	binPath   string
-	buildErr  error
-)
-
-// coordctlBinary builds cmd/coordctl with the race detector once per test
-// binary and returns its path.
+// coordctlBinary is the built coordctl (internal/testbin: make test's, or
+// one built for this test binary).
 func coordctlBinary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "coordctl-e2e-")
-		if buildErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "coordctl")
-		cmd := exec.Command("go", "build", "-race", "-o", binPath, "github.com/coordkit/coordkit/cmd/coordctl")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build coordctl: %v", buildErr)
-	}
-	return binPath
+	return testbin.Path(t, testbin.Coordctl)
 }
 
-var (
-	slimOnce sync.Once
-	slimPath string
-	slimErr  error
-)
-
-// sidecarBinary builds cmd/coordkit-sidecar with the race detector and
-// the build tags `make build` and `make image` give it (the Makefile's
-// SIDECAR_TAGS), once per test binary, and returns its path.
+// sidecarBinary is the built coordkit-sidecar, with the build tags `make
+// build` and `make image` give it.
 func sidecarBinary(t testing.TB) string {
 	t.Helper()
-	coordctlBinary(t) // binDir
-	slimOnce.Do(func() {
-		mk, err := os.ReadFile(filepath.Join("..", "..", "..", "Makefile"))
-		if err != nil {
-			slimErr = err
-			return
-		}
-		m := regexp.MustCompile(`(?m)^SIDECAR_TAGS \?= (\S+)$`).FindSubmatch(mk)
-		if m == nil {
-			slimErr = errors.New("no SIDECAR_TAGS in the Makefile")
-			return
-		}
-		slimPath = filepath.Join(binDir, "coordkit-sidecar")
-		cmd := exec.Command("go", "build", "-race", "-tags", string(m[1]), "-o", slimPath, "github.com/coordkit/coordkit/cmd/coordkit-sidecar")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			slimErr = errors.New(string(out))
-		}
-	})
-	if slimErr != nil {
-		t.Fatalf("build coordkit-sidecar: %v", slimErr)
-	}
-	return slimPath
+	return testbin.Path(t, testbin.Sidecar)
 }
 
 // freeAddr is a loopback address nothing listens on (at the moment).

@@ -55,10 +55,12 @@ func evalInt(ctx context.Context, t *testing.T, expr string) int {
 	return int(n)
 }
 
-// waitFor polls a JavaScript condition until it holds (or ctx ends).
+// waitFor polls a JavaScript condition until it holds (or ctx ends: the
+// test's hang guard is the only bound, not chromedp's default 30 s polling
+// timeout, which a loaded machine exceeded while the page caught up).
 func waitFor(ctx context.Context, t *testing.T, cond string) {
 	t.Helper()
-	_, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingInterval(50*time.Millisecond)))
+	_, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(0)))
 	require.NoError(t, err, "waiting for %s", cond)
 }
 

@@ -42,8 +42,10 @@ type Fence struct {
 	// recheck: the fence row read again before COMMIT (WithRecheck).
 	recheck bool
 
-	mu      sync.Mutex
-	created bool
+	mu sync.Mutex
+	// created: the table exists and its engine was checked (set under mu,
+	// read without it on every transaction).
+	created atomic.Bool
 	// probe reads the driver connection's transaction status.
 	probe statusProbe
 	// multi is, for MySQL's DoConn, whether the connection takes several
@@ -53,7 +55,7 @@ type Fence struct {
 
 	// floors are the floors this Fence last saw committed, per scope: a
 	// hint of which check to try first (hintedShared), never a decision.
-	floorsMu sync.Mutex
+	floorsMu sync.RWMutex
 	floors   map[string]fencing.Token
 }
 
@@ -141,9 +143,12 @@ func (f *Fence) CheckStatement() string { return f.st.check }
 // ensureTable creates the table once per Fence, outside any transaction
 // (MySQL commits the open transaction on DDL).
 func (f *Fence) ensureTable(ctx context.Context) error {
+	if f.created.Load() {
+		return nil // every transaction after the first: no lock to share
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.created {
+	if f.created.Load() {
 		return nil
 	}
 	if _, err := f.db.ExecContext(ctx, f.st.create); err != nil {
@@ -156,7 +161,7 @@ func (f *Fence) ensureTable(ctx context.Context) error {
 	if err := f.checkEngine(ctx); err != nil {
 		return err
 	}
-	f.created = true
+	f.created.Store(true)
 	return nil
 }
 
@@ -297,14 +302,21 @@ func (f *Fence) Fence(ctx context.Context, scope string, token fencing.Token) er
 // check directly). With no hint, the shared check goes first, since a
 // holder writes many times under one token and raises once.
 func (f *Fence) hintedShared(scope string, token fencing.Token) bool {
-	f.floorsMu.Lock()
-	defer f.floorsMu.Unlock()
+	f.floorsMu.RLock()
+	defer f.floorsMu.RUnlock()
 	floor, ok := f.floors[scope]
 	return !ok || floor >= token
 }
 
 // hint records the floor of scope as last seen committed (or refusing).
+// Most transactions see the floor the hint already holds: they only read.
 func (f *Fence) hint(scope string, floor fencing.Token) {
+	f.floorsMu.RLock()
+	old, ok := f.floors[scope]
+	f.floorsMu.RUnlock()
+	if ok && old == floor {
+		return
+	}
 	f.floorsMu.Lock()
 	defer f.floorsMu.Unlock()
 	if f.floors == nil || len(f.floors) >= maxHints {

@@ -118,13 +118,17 @@ func (d Dialect) checkLiteral(table, scope string, token int64) string {
 	return fmt.Sprintf("UPDATE %s SET token = %s, writes = writes + 1 WHERE scope = %s AND token <= %s", table, tok, d.scopeLiteral(scope), tok)
 }
 
+// pgEscape escapes a scope for PostgreSQL's E” string (scopeLiteral);
+// built once, as building a Replacer costs more than using it.
+var pgEscape = strings.NewReplacer(`\`, `\\`, `'`, `\'`)
+
 // scopeLiteral is scope as an SQL literal (see checkLiteral).
 func (d Dialect) scopeLiteral(scope string) string {
 	switch d {
 	case MySQL:
 		return "X'" + hex.EncodeToString([]byte(scope)) + "'"
 	case Postgres:
-		return "E'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(scope) + "'"
+		return "E'" + pgEscape.Replace(scope) + "'"
 	}
 	return "'" + strings.ReplaceAll(scope, "'", "''") + "'"
 }

@@ -49,11 +49,36 @@
 // returns ErrFenceMoved, so the floor that commits is always the token Do
 // admitted. That costs Do one round trip; DoConn sends it with the COMMIT
 // (PostgreSQL; MySQL with multiStatements=true), where it costs the
-// statement but no round trip. DoConn is Do with BEGIN sent to the server together with
-// the check (one round trip less; fn gets a Querier on the connection
-// instead of a *sql.Tx). Fence runs the check alone, to raise the floor
-// before a new holder's first write; Floor reads the floor. The decision from the
-// statement's result is a pure function, tested on its own.
+// statement but no round trip.
+//
+// WithRecheck is off by default in this package, and on in 'coordctl
+// sql'. What it catches is fn's own statements writing the fence table:
+// in Go, fn is the caller's code, under the same rule as "fn must not end
+// the transaction". The rule the package follows is that a check that
+// costs neither a round trip nor a statement is always on (whether the
+// transaction the check opened is still open: read from the driver's
+// connection state), and one that costs a statement per transaction is
+// the caller's choice (WithRecheck, WithSavepointCheck); 'coordctl sql',
+// which runs statements it did not write, turns both on. The re-check is
+// a statement even where it rides in the COMMIT's round trip: on a
+// one-UPDATE transaction it costs about what the shared check itself
+// costs (docs/fencing.md has the figures), so as a default it would
+// double the fence's price for every caller to guard against a mistake
+// that only some can make.
+//
+// DoConn is Do with BEGIN sent to the server together with the check (one
+// round trip less; fn gets a Querier on the connection instead of a
+// *sql.Tx). Do cannot save that round trip: a *sql.Tx comes only from
+// database/sql's BeginTx, which has the driver send BEGIN on its own (pgx
+// and go-sql-driver both do, and offer no way in through database/sql to
+// send more with it), and its Commit sends COMMIT on its own. Handing fn
+// a *sql.Tx of another *sql.DB built around the borrowed connection would
+// save it, but would break fn's tx.Stmt of the caller's prepared
+// statements; so Do stays one round trip above DoConn, and DoConn is the
+// way to a fenced transaction with the unfenced one's round trips. Fence
+// runs the check alone, to raise the floor before a new holder's first
+// write; Floor reads the floor. The decision from the statement's result
+// is a pure function, tested on its own.
 //
 // Data source names: NormalizeDSN turns what a user gives for SQLite (a
 // path or a file: URI) into a DSN with IMMEDIATE transactions and a busy

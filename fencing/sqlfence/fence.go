@@ -42,8 +42,12 @@ type Fence struct {
 	// recheck: the fence row read again before COMMIT (WithRecheck).
 	recheck bool
 
-	mu      sync.Mutex
-	created bool
+	mu sync.Mutex
+	// created: the table exists and its engine was checked (set under mu,
+	// read without it on every transaction).
+	created atomic.Bool
+	// probe reads the driver connection's transaction status.
+	probe statusProbe
 	// multi is, for MySQL's DoConn, whether the connection takes several
 	// statements in one query (multiStatements=true): 0 not known yet, 1
 	// yes, -1 no.
@@ -51,7 +55,7 @@ type Fence struct {
 
 	// floors are the floors this Fence last saw committed, per scope: a
 	// hint of which check to try first (hintedShared), never a decision.
-	floorsMu sync.Mutex
+	floorsMu sync.RWMutex
 	floors   map[string]fencing.Token
 }
 
@@ -139,9 +143,12 @@ func (f *Fence) CheckStatement() string { return f.st.check }
 // ensureTable creates the table once per Fence, outside any transaction
 // (MySQL commits the open transaction on DDL).
 func (f *Fence) ensureTable(ctx context.Context) error {
+	if f.created.Load() {
+		return nil // every transaction after the first: no lock to share
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.created {
+	if f.created.Load() {
 		return nil
 	}
 	if _, err := f.db.ExecContext(ctx, f.st.create); err != nil {
@@ -154,7 +161,7 @@ func (f *Fence) ensureTable(ctx context.Context) error {
 	if err := f.checkEngine(ctx); err != nil {
 		return err
 	}
-	f.created = true
+	f.created.Store(true)
 	return nil
 }
 
@@ -295,14 +302,21 @@ func (f *Fence) Fence(ctx context.Context, scope string, token fencing.Token) er
 // check directly). With no hint, the shared check goes first, since a
 // holder writes many times under one token and raises once.
 func (f *Fence) hintedShared(scope string, token fencing.Token) bool {
-	f.floorsMu.Lock()
-	defer f.floorsMu.Unlock()
+	f.floorsMu.RLock()
+	defer f.floorsMu.RUnlock()
 	floor, ok := f.floors[scope]
 	return !ok || floor >= token
 }
 
 // hint records the floor of scope as last seen committed (or refusing).
+// Most transactions see the floor the hint already holds: they only read.
 func (f *Fence) hint(scope string, floor fencing.Token) {
+	f.floorsMu.RLock()
+	old, ok := f.floors[scope]
+	f.floorsMu.RUnlock()
+	if ok && old == floor {
+		return
+	}
 	f.floorsMu.Lock()
 	defer f.floorsMu.Unlock()
 	if f.floors == nil || len(f.floors) >= maxHints {
@@ -559,12 +573,26 @@ type sqlTxn struct {
 }
 
 func (t *sqlTxn) begin(ctx context.Context, f *Fence, c checkSQL) (int64, error) {
-	tx, err := t.conn.BeginTx(ctx, f.txOpts)
-	if err != nil {
-		return 0, fmt.Errorf("begin: %w", err)
+	for prepared := false; ; prepared = true {
+		tx, err := t.conn.BeginTx(ctx, f.txOpts)
+		if err != nil {
+			return 0, fmt.Errorf("begin: %w", err)
+		}
+		t.tx = tx
+		if f.dialect != Postgres {
+			return c.run(ctx, tx, c.query)
+		}
+		n, err := checkSQL{}.run(ctx, tx, f.pgCheck(c))
+		if err == nil || prepared || !notPrepared(err) {
+			return n, err
+		}
+		// The transaction is aborted; prepare outside it and begin again.
+		_ = tx.Rollback()
+		t.tx = nil
+		if err := f.pgPrepare(ctx, t.conn); err != nil {
+			return 0, err
+		}
 	}
-	t.tx = tx
-	return c.run(ctx, tx, c.query)
 }
 
 func (t *sqlTxn) querier() Querier             { return t.tx }
@@ -573,6 +601,33 @@ func (t *sqlTxn) rollback(context.Context) {
 	if t.tx != nil {
 		_ = t.tx.Rollback() // the error, if any, is not the one to report
 	}
+}
+
+// pgCheck is the check as PostgreSQL runs it in Do and DoConn: an EXECUTE
+// of the statement pgPrepares prepared on the connection (with shared, the
+// shared check), token and scope written into the text. A query without
+// arguments goes in the simple protocol (pgx, lib/pq), so DoConn sends it
+// in one message with BEGIN, and Do saves the client the extended
+// protocol's binding of arguments; the server plans it once per connection
+// instead of once per transaction.
+func (f *Fence) pgCheck(c checkSQL) string {
+	return fmt.Sprintf("EXECUTE %s(%d, %s)", pgPrepared(f.table, c.shared), c.token, f.dialect.scopeLiteral(c.scope))
+}
+
+// notPrepared reports whether err is PostgreSQL's invalid_sql_statement_name
+// (26000): pgCheck's statement is not prepared on this connection yet.
+func notPrepared(err error) bool { return engineError(Postgres, err, "26000", 0) }
+
+// pgPrepare runs pgPrepares on conn, outside any transaction (a prepared
+// statement outlives it). 42P05, prepared already, is fine: a pooler's
+// other session.
+func (f *Fence) pgPrepare(ctx context.Context, conn *sql.Conn) error {
+	for _, prepare := range pgPrepares(f.table) {
+		if _, err := conn.ExecContext(ctx, prepare); err != nil && !engineError(Postgres, err, "42P05", 0) {
+			return fmt.Errorf("prepare the check: %w", err)
+		}
+	}
+	return nil
 }
 
 // connTxn is a transaction begun and ended in SQL on a connection
@@ -592,21 +647,17 @@ func (t *connTxn) begin(ctx context.Context, f *Fence, c checkSQL) (int64, error
 	t.begun = true // from here on, end it whatever happens
 	switch {
 	case f.dialect == Postgres:
-		exec := checkSQL{query: fmt.Sprintf("%s; EXECUTE %s(%d, %s)", begin, pgPrepared(f.table, c.shared), c.token, f.dialect.scopeLiteral(c.scope))}
-		n, err := exec.run(ctx, t.conn, exec.query)
-		var pg interface{ SQLState() string }
-		if err != nil && errors.As(err, &pg) && pg.SQLState() == "26000" {
-			// Not prepared on this connection yet (invalid_sql_statement_name):
-			// the BEGIN ran and the transaction is aborted. Once per connection.
+		exec := begin + "; " + f.pgCheck(c)
+		n, err := checkSQL{}.run(ctx, t.conn, exec)
+		if err != nil && notPrepared(err) {
+			// The BEGIN ran and the transaction is aborted. Once per connection.
 			if _, err = t.conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 				return 0, err
 			}
-			for _, prepare := range pgPrepares(f.table) {
-				if _, err = t.conn.ExecContext(ctx, prepare); err != nil && !(errors.As(err, &pg) && pg.SQLState() == "42P05") {
-					return 0, fmt.Errorf("prepare the check: %w", err) // 42P05: prepared already (a pooler's other session)
-				}
+			if err = f.pgPrepare(ctx, t.conn); err != nil {
+				return 0, err
 			}
-			n, err = exec.run(ctx, t.conn, exec.query)
+			n, err = checkSQL{}.run(ctx, t.conn, exec)
 		}
 		return n, err
 	case f.dialect == MySQL && f.multi.Load() >= 0:
@@ -797,6 +848,9 @@ func (f *Fence) stillFenced(ctx context.Context, conn *sql.Conn, tx Querier, com
 // of fn, so the transaction is not the one the check opened.
 var errSavepointGone = fmt.Errorf("%w: the savepoint set after the check is gone: the transaction the check opened was ended inside fn, and another begun", ErrOutsideFence)
 
+// errOutside: the transaction the check opened is over at fn's end.
+var errOutside = fmt.Errorf("%w: the transaction the check opened was committed or rolled back inside fn", ErrOutsideFence)
+
 // errFailedTx: PostgreSQL's transaction is in the failed state.
 var errFailedTx = errors.New("rolled back: a statement in the transaction failed (and fn went on); COMMIT would roll back")
 
@@ -812,12 +866,11 @@ func noSuchSavepoint(d Dialect, err error) bool {
 // inTransaction is stillFenced's first question: is conn in a
 // transaction at all (and, on PostgreSQL, not a failed one)?
 func (f *Fence) inTransaction(ctx context.Context, conn *sql.Conn, tx Querier) error {
-	outside := fmt.Errorf("%w: the transaction the check opened was committed or rolled back inside fn", ErrOutsideFence)
 	switch f.dialect {
 	case Postgres:
 		var status byte
 		var known bool
-		if err := conn.Raw(func(dc any) error { status, known = pgxTxStatus(dc); return nil }); err != nil {
+		if err := conn.Raw(func(dc any) error { status, known = f.probe.pgxTxStatus(dc); return nil }); err != nil {
 			return fmt.Errorf("sqlfence: transaction status: %w", err)
 		}
 		if known {
@@ -827,25 +880,25 @@ func (f *Fence) inTransaction(ctx context.Context, conn *sql.Conn, tx Querier) e
 			case 'E':
 				return errFailedTx
 			}
-			return outside
+			return errOutside
 		}
 		var assigned bool
 		if err := tx.QueryRowContext(ctx, "SELECT txid_current_if_assigned() IS NOT NULL").Scan(&assigned); err != nil {
 			return fmt.Errorf("sqlfence: transaction status: %w", err)
 		}
 		if !assigned {
-			return outside
+			return errOutside
 		}
 		return nil
 	case MySQL:
 		var in int
 		var known bool
-		if err := conn.Raw(func(dc any) error { in, known = mysqlInTransaction(dc); return nil }); err != nil {
+		if err := conn.Raw(func(dc any) error { in, known = f.probe.mysqlInTransaction(dc); return nil }); err != nil {
 			return fmt.Errorf("sqlfence: transaction status: %w", err)
 		}
 		if known {
 			if in == 0 {
-				return outside
+				return errOutside
 			}
 			return nil
 		}
@@ -857,14 +910,14 @@ func (f *Fence) inTransaction(ctx context.Context, conn *sql.Conn, tx Querier) e
 			return fmt.Errorf("sqlfence: transaction status: %w", err)
 		}
 		if in == 0 {
-			return outside
+			return errOutside
 		}
 		return nil
 	case SQLite:
 		_, err := tx.ExecContext(ctx, "BEGIN")
 		switch {
 		case err == nil:
-			return outside
+			return errOutside
 		case strings.Contains(err.Error(), "within a transaction"):
 			return nil
 		}
@@ -910,34 +963,6 @@ func allErrors(err error) []error {
 	return out
 }
 
-// mysqlInTransaction returns 1 if a github.com/go-sql-driver/mysql
-// connection is in a transaction, 0 if not, by the server's
-// SERVER_STATUS_IN_TRANS flag that came with the last OK packet (the
-// driver keeps it in its connection's status field), so no round trip;
-// known is false for another driver or a version without that field.
-// An error packet carries no status: after a failed last statement the
-// flag is the one before it (fn that returns nil after such an error has
-// a deadlock's rollback go unnoticed here; @@in_transaction would see it).
-func mysqlInTransaction(dc any) (in int, known bool) {
-	v := reflect.ValueOf(dc)
-	if v.Kind() != reflect.Pointer || v.IsNil() {
-		return 0, false
-	}
-	v = v.Elem()
-	if v.Kind() != reflect.Struct || v.Type().Name() != "mysqlConn" || v.Type().PkgPath() != "github.com/go-sql-driver/mysql" {
-		return 0, false
-	}
-	st := v.FieldByName("status")
-	if !st.IsValid() || !st.CanUint() || st.Kind() != reflect.Uint16 {
-		return 0, false
-	}
-	const serverStatusInTrans = 1 // SERVER_STATUS_IN_TRANS
-	if st.Uint()&serverStatusInTrans != 0 {
-		return 1, true
-	}
-	return 0, true
-}
-
 // pgSeverity returns the severity of a PostgreSQL error — the
 // SeverityUnlocalized or else Severity field of pgx's *pgconn.PgError (lib/pq's
 // *pq.Error has Severity) — without importing a driver; "" if it has none.
@@ -958,33 +983,6 @@ func pgSeverity(e any) string {
 		}
 	}
 	return ""
-}
-
-// pgxTxStatus returns pgconn's transaction status ('I' idle, 'T' in a
-// transaction, 'E' in a failed one) of a github.com/jackc/pgx/v5/stdlib
-// connection — dc.Conn().PgConn().TxStatus() — without importing pgx; ok
-// is false for another driver.
-func pgxTxStatus(dc any) (status byte, ok bool) {
-	call := func(m reflect.Value) (reflect.Value, bool) {
-		if !m.IsValid() || m.Type().NumIn() != 0 || m.Type().NumOut() != 1 {
-			return reflect.Value{}, false
-		}
-		out := m.Call(nil)[0]
-		return out, out.IsValid() && (out.Kind() != reflect.Pointer || !out.IsNil())
-	}
-	c, ok := call(reflect.ValueOf(dc).MethodByName("Conn"))
-	if !ok {
-		return 0, false
-	}
-	pc, ok := call(c.MethodByName("PgConn"))
-	if !ok {
-		return 0, false
-	}
-	st, ok := call(pc.MethodByName("TxStatus"))
-	if !ok || st.Kind() != reflect.Uint8 {
-		return 0, false
-	}
-	return byte(st.Uint()), true
 }
 
 // SQLiteDSN returns a modernc.org/sqlite data source name (driver "sqlite")

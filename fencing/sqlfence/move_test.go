@@ -385,3 +385,48 @@ func TestSharedHoldersUpgradingDeadlock(t *testing.T) {
 		})
 	}
 }
+
+// 16 writers on distinct scopes must not wait for each other's shared
+// checks: the check is a point lookup on the scope's primary key, so the
+// engine locks that one row (InnoDB: a record lock, no gap lock), and a
+// raise of a neighbouring scope's row, or the insert of a new scope's row
+// next to it, goes through while a shared holder sits inside its
+// transaction. If the shared check locked a range, these would wait for
+// the release below, which comes only after they returned.
+func TestOtherScopesDoNotWaitForTheSharedLock(t *testing.T) {
+	for _, dm := range serverModes {
+		t.Run(dm.mode+"/"+dm.d.String(), func(t *testing.T) {
+			db, ctx, f, run := fencedAt(t, dm.d, dm.mode, "b/", 5)
+			for _, s := range []string{"a/", "c/"} {
+				require.NoError(t, f.Fence(ctx, s, 5))
+			}
+			release := make(chan struct{})
+			defer close(release)
+			in, done := holdInside(ctx, run, db, "b/", 5, 1, release)
+			waitInside(t, in, done)
+
+			other := newFence(t, db) // another process
+			nothing := func(sqlfence.Querier) error { return nil }
+			for _, tc := range []struct {
+				name string
+				op   func() error
+			}{
+				{"raise a/", func() error { return other.Fence(ctx, "a/", 6) }},
+				{"raise c/", func() error { return other.Fence(ctx, "c/", 6) }},
+				{"new scope b0/", func() error { return doWith(other, dm.mode)(ctx, "b0/", 3, nothing) }},
+				{"shared check of c/", func() error { return doWith(other, dm.mode)(ctx, "c/", 6, nothing) }},
+			} {
+				res := make(chan error, 1)
+				go func() { res <- tc.op() }()
+				select {
+				case err := <-res:
+					require.NoError(t, err, tc.name)
+				case err := <-done:
+					t.Fatalf("the holder returned early: %v", err)
+				case <-time.After(20 * time.Second):
+					t.Fatalf("%s waited for scope b/'s shared lock (a lock wider than its row?)", tc.name)
+				}
+			}
+		})
+	}
+}

@@ -1,8 +1,8 @@
 // Package sqlbench measures what the fence check of fencing/sqlfence costs
 // in a real database: the same small transaction (one UPDATE of a business
 // row) with the check first (sqlfence.Fence.Do; the token equals the
-// floor, so the shared check and the re-check before COMMIT) and without
-// it (BEGIN, UPDATE, COMMIT), side by side in one run, on SQLite,
+// floor, so the shared check; with Options.Recheck also the re-check
+// before COMMIT) and without it (BEGIN, UPDATE, COMMIT), side by side in one run, on SQLite,
 // PostgreSQL or MySQL/MariaDB.
 //
 // Three loads: one writer in sequence; Writers concurrent writers, each on
@@ -78,6 +78,9 @@ type Options struct {
 	// "doconn" (sqlfence.Fence.DoConn: BEGIN sent with the check), or
 	// "both": Do in the fenced column, DoConn in fenced_conn, side by side.
 	Fence string
+	// Recheck makes the fenced sides read the fence row again before
+	// COMMIT (sqlfence.WithRecheck, as 'coordctl sql' does).
+	Recheck bool
 	// Progress receives one line per step ("bench sql: ..."); nil discards.
 	Progress io.Writer
 }
@@ -134,7 +137,8 @@ type Result struct {
 	Driver    string `json:"driver"`    // sqlite, postgres or mysql
 	Server    string `json:"server"`    // the server's version string
 	Writers   int    `json:"writers"`
-	Fence     string `json:"fence"` // do or doconn
+	Fence     string `json:"fence"` // do, doconn or both
+	Recheck   bool   `json:"recheck,omitempty"`
 	Rows      []Row  `json:"rows"`
 }
 
@@ -142,7 +146,7 @@ type Result struct {
 // column is fenced/unfenced as is (above 1 for a latency: the check costs).
 func (r Result) Table() bench.Table {
 	t := bench.Table{
-		Title:   fmt.Sprintf("sql benchmark: %s %s; one UPDATE per transaction, with and without the fence check (%s)", r.Driver, r.Server, fenceName(r.Fence)),
+		Title:   fmt.Sprintf("sql benchmark: %s %s; one UPDATE per transaction, with and without the fence check (%s%s)", r.Driver, r.Server, fenceName(r.Fence), recheckName(r.Recheck)),
 		Columns: []string{"fenced", "unfenced"},
 		Ratios:  []bench.Ratio{{Of: "fenced", To: "unfenced", Plain: true}},
 	}
@@ -168,6 +172,13 @@ func fenceName(mode string) string {
 		return "fenced: Do, database/sql's Tx; fenced_conn: DoConn, BEGIN sent with the check"
 	}
 	return "Do: database/sql's Tx"
+}
+
+func recheckName(on bool) string {
+	if on {
+		return "; WithRecheck: the fence row read again before COMMIT"
+	}
+	return ""
 }
 
 // The sides a load runs: the fenced ones (Do, DoConn) and unfenced.
@@ -208,14 +219,14 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		dsn = sqlfence.SQLiteDSN(filepath.Join(dir, "bench.db"))
 		progress("SQLite file in %s", dir)
 	}
-	e, err := open(ctx, d, dsn, o.Writers)
+	e, err := open(ctx, d, dsn, o.Writers, o.Recheck)
 	if err != nil {
 		return Result{}, err
 	}
 	defer e.close()
 	progress("%s %s: tables %s and %s (dropped at the end)", d, e.server, e.rows, e.fence.Table())
 
-	res := Result{Benchmark: "sql", Driver: d.String(), Server: e.server, Writers: o.Writers, Fence: o.Fence}
+	res := Result{Benchmark: "sql", Driver: d.String(), Server: e.server, Writers: o.Writers, Fence: o.Fence, Recheck: o.Recheck}
 	loads := []struct {
 		name    string
 		writers int
@@ -295,7 +306,7 @@ func (e *env) q(query string) string {
 	return string(out)
 }
 
-func open(ctx context.Context, d sqlfence.Dialect, dsn string, writers int) (*env, error) {
+func open(ctx context.Context, d sqlfence.Dialect, dsn string, writers int, recheck bool) (*env, error) {
 	db, err := sql.Open(d.DriverName(), dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlbench: open %s: %w", d, err)
@@ -309,7 +320,11 @@ func open(ctx context.Context, d sqlfence.Dialect, dsn string, writers int) (*en
 	}
 	prefix := "coordkit_bench_" + hex.EncodeToString(b)
 	e := &env{dialect: d, db: db, rows: prefix + "_rows", writers: writers, committed: map[int]int64{}}
-	if e.fence, err = sqlfence.New(db, d, sqlfence.WithTable(prefix+"_fence")); err != nil {
+	opts := []sqlfence.Option{sqlfence.WithTable(prefix + "_fence")}
+	if recheck {
+		opts = append(opts, sqlfence.WithRecheck())
+	}
+	if e.fence, err = sqlfence.New(db, d, opts...); err != nil {
 		_ = db.Close()
 		return nil, err
 	}

@@ -44,14 +44,18 @@ func TestRunTiny(t *testing.T) {
 	for _, fence := range []string{"", FenceDo, FenceDoConn, FenceBoth} {
 		t.Run("fence="+fence, func(t *testing.T) {
 			t.Parallel() // a database of its own per engine (sqltest.Each)
-			testRunTiny(t, fence)
+			testRunTiny(t, fence, false)
 		})
 	}
+	t.Run("fence=both,recheck", func(t *testing.T) {
+		t.Parallel()
+		testRunTiny(t, FenceBoth, true)
+	})
 }
 
-func testRunTiny(t *testing.T, fence string) {
+func testRunTiny(t *testing.T, fence string, recheck bool) {
 	sqltest.Each(t, func(t *testing.T, db *sqltest.DB) {
-		o := Options{Driver: db.Dialect.String(), DSN: db.DSN, Iterations: 4, PerWriter: 3, Writers: 3, Fence: fence}
+		o := Options{Driver: db.Dialect.String(), DSN: db.DSN, Iterations: 4, PerWriter: 3, Writers: 3, Fence: fence, Recheck: recheck}
 		var progress strings.Builder
 		o.Progress = &progress
 		res, err := Run(context.Background(), o)
@@ -63,6 +67,7 @@ func testRunTiny(t *testing.T, fence string) {
 			fence = FenceDo
 		}
 		assert.Equal(t, fence, res.Fence)
+		assert.Equal(t, recheck, res.Recheck)
 		var metrics []string
 		for _, r := range res.Rows {
 			metrics = append(metrics, r.Metric)
@@ -82,6 +87,9 @@ func testRunTiny(t *testing.T, fence string) {
 		var out strings.Builder
 		require.NoError(t, bench.WriteTable(&out, res.Table()))
 		assert.Contains(t, out.String(), "fenced/unfenced")
+		if recheck {
+			assert.Contains(t, out.String(), "WithRecheck")
+		}
 		if fence == FenceBoth {
 			assert.Contains(t, out.String(), "fenced_conn/unfenced")
 		}

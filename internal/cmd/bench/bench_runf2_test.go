@@ -137,9 +137,9 @@ func TestBenchSQLFlagsReachTheHarness(t *testing.T) {
 	}
 	dsn := "postgres://root:s3cret@127.0.0.1:5432/test"
 	_, _, err := benchRun(t, cmdutil.FormatJSON, mk, "--driver", "postgres", "--dsn", dsn, "--iterations", "5", "--per-writer", "2",
-		"--writers", "3", "--rounds", "1", "--fence", "both")
+		"--writers", "3", "--rounds", "1", "--fence", "both", "--recheck")
 	require.NoError(t, err)
-	require.Equal(t, sqlbench.Options{Driver: "postgres", DSN: dsn, Iterations: 5, PerWriter: 2, Writers: 3, Rounds: 1, Fence: sqlbench.FenceBoth}, last())
+	require.Equal(t, sqlbench.Options{Driver: "postgres", DSN: dsn, Iterations: 5, PerWriter: 2, Writers: 3, Rounds: 1, Fence: sqlbench.FenceBoth, Recheck: true}, last())
 
 	// A sqlite --dsn is normalized as 'coordctl sql' does before the harness sees it.
 	path := filepath.Join(t.TempDir(), "b.db")

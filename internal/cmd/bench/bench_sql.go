@@ -15,13 +15,14 @@ import (
 func newBenchSQLCmd(f *cmdutil.Factory, harness func(context.Context, sqlbench.Options) (sqlbench.Result, error)) *cobra.Command {
 	opts := sqlbench.Options{}
 	cmd := &cobra.Command{
-		Use:   "sql [--driver D --dsn DSN] [--fence do|doconn|both] [--iterations N] [--per-writer N] [--writers N] [--rounds N]",
+		Use:   "sql [--driver D --dsn DSN] [--fence do|doconn|both] [--recheck] [--iterations N] [--per-writer N] [--writers N] [--rounds N]",
 		Short: "The cost of the fence check in a SQL database: with and without it",
 		Long: `Measure, side by side in one run, the same small transaction — one UPDATE of
 a business row — with the fence check of 'coordctl sql' first (package
 fencing/sqlfence: every writer's token equals the floor, so the check is the
-shared row lock, SELECT ... FOR SHARE, and the fence row is read again
-before COMMIT) and without it (BEGIN, UPDATE, COMMIT), under three loads:
+shared row lock, SELECT ... FOR SHARE; with --recheck the fence row is
+also read again before COMMIT, as 'coordctl sql' does) and without it
+(BEGIN, UPDATE, COMMIT), under three loads:
 
   sequential_*     one writer, --iterations transactions
   distinct_N_*     N (--writers) concurrent writers, each on its own scope
@@ -42,12 +43,13 @@ the end; it needs CREATE TABLE there, not CREATE DATABASE. Without --dsn
 sqlite --dsn is handled as in 'coordctl sql' (IMMEDIATE transactions).
 Afterwards it checks that the business rows count exactly the committed
 transactions. Results go to stdout, progress to stderr. -w json prints
-{"benchmark":"sql","driver","server","writers","fence","rows":[{"metric","fenced",
+{"benchmark":"sql","driver","server","writers","fence","recheck","rows":[{"metric","fenced",
 "unfenced","unit"}...]}.`,
 		Example: `  coordctl bench sql
   coordctl bench sql --driver postgres --dsn 'postgres://root@127.0.0.1:5432/test?sslmode=disable'
   coordctl bench sql --driver mysql --dsn 'root@tcp(127.0.0.1:3306)/test' -w json
-  coordctl bench sql --driver postgres --dsn "$DB" --fence both`,
+  coordctl bench sql --driver postgres --dsn "$DB" --fence both
+  coordctl bench sql --driver postgres --dsn "$DB" --fence doconn --recheck`,
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			return runBenchSQL(ctx, f, opts, harness)
@@ -61,6 +63,7 @@ transactions. Results go to stdout, progress to stderr. -w json prints
 	fl.IntVar(&opts.Writers, "writers", 16, "concurrent writers (2..64)")
 	fl.IntVar(&opts.Rounds, "rounds", 4, "rounds per load, alternating which side goes first (at most --iterations and --per-writer)")
 	fl.StringVar(&opts.Fence, "fence", sqlbench.FenceDo, "how the fenced side runs: do (sqlfence Do, database/sql's Tx: BEGIN, check, UPDATE, COMMIT), doconn (DoConn: BEGIN sent with the check), or both (Do in 'fenced', DoConn in 'fenced_conn', side by side)")
+	fl.BoolVar(&opts.Recheck, "recheck", false, "fenced sides also read the fence row again before COMMIT (sqlfence.WithRecheck, as 'coordctl sql' does)")
 	return cmd
 }
 

@@ -89,22 +89,24 @@ release:
 
 ## test: what CI runs: go vet and every test with the race detector, side by
 ## side (go vet runs in the background while the tests, mostly waiting on
-## timers and leases, run; -vet=off because the full vet runs anyway).
-## -parallel 8: a package's parallel tests mostly wait (leases expiring,
-## processes sleeping; internal/cmd/e2e uses about 40s of CPU in 70s), so
-## eight at a time: with yes > /dev/null on the other core, e2e took 55s at 8
-## and 86s at 4, internal/safety 24s and 39s, and every package with more than
-## four parallel tests passed at 8. -p 3: three packages at a time on two
-## cores, because even so the run uses about 1.3 cores on average (the
-## packages wait more than they compute): from the same warm build cache on a
-## quiet machine the whole run took 211s at -p 2 and 153s at -p 3. -timeout
-## bounds one package (the longest takes about two minutes on a loaded 2-core
-## machine).
-TEST_FLAGS ?= -race -count=1 -vet=off -parallel 8 -p 3 -timeout 15m
+## timers and leases, run; -vet=off because the full vet runs anyway). First
+## it builds the binaries the end-to-end tests run (make testbin: the
+## release's static build, without the race detector; internal/testbin).
+## The packages run mostly waiting, not computing: on a 2-core machine their
+## tests took 992 s of wall time and 277 s of CPU one package after another
+## (measured with helpers' builds beside them). So -p 5 packages at a time,
+## the longest first (TEST_FIRST, longest-processing-time order: the
+## package that takes longest must not start last), and -parallel 8 tests
+## within one. -timeout bounds one package.
+TEST_FLAGS ?= -race -count=1 -vet=off -parallel 8 -p 5 -timeout 15m
+TEST_FIRST := ./internal/safety ./internal/cmd/e2e ./fencing/sqlfence ./internal/image ./session \
+	./internal/cmd/root ./internal/bench/lockbench ./internal/bench/scalebench ./scenarios \
+	./internal/etcdembed ./internal/childproc ./cluster ./internal/bench/rwlockbench ./internal/sqlcmd \
+	./lock ./internal/labweb ./internal/etcddial ./internal/pglock ./internal/cmd/agent
 test:
 	@$(GO) vet $(PKGS) & vet=$$!; \
 	$(MAKE) -s testbin TESTBIN=$(CURDIR)/bin/test && \
-	COORDKIT_TEST_BIN=$(CURDIR)/bin/test $(GO) test $(TEST_FLAGS) $(PKGS); t=$$?; \
+	COORDKIT_TEST_BIN=$(CURDIR)/bin/test $(GO) test $(TEST_FLAGS) $(TEST_FIRST) $(PKGS); t=$$?; \
 	wait $$vet; v=$$?; \
 	if [ $$v -ne 0 ]; then echo "make test: go vet failed"; fi; \
 	[ $$t -eq 0 ] && [ $$v -eq 0 ]

@@ -101,7 +101,7 @@ release:
 TEST_FLAGS ?= -race -count=1 -vet=off -parallel 8 -p 5 -timeout 15m
 TEST_FIRST := ./internal/safety ./internal/cmd/e2e ./fencing/sqlfence ./internal/image ./session \
 	./internal/cmd/root ./internal/bench/lockbench ./internal/bench/scalebench ./scenarios \
-	./internal/etcdembed ./internal/childproc ./cluster ./internal/bench/rwlockbench ./internal/sqlcmd \
+	./internal/etcdembed ./internal/childproc ./cluster ./internal/bench/rwlockbench ./internal/cmd/sql \
 	./lock ./internal/labweb ./internal/etcddial ./internal/pglock ./internal/cmd/agent
 test:
 	@$(GO) vet $(PKGS) & vet=$$!; \

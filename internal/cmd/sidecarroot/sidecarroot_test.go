@@ -21,7 +21,7 @@ import (
 // What the slim binary must not link: the lab's Raft, the SQL drivers,
 // Redis, the browser driver, etcd's server (no embedded etcd) and its
 // disk store.
-var forbidden = regexp.MustCompile(`^(github\.com/hashicorp/raft|github\.com/chromedp|github\.com/jackc/pgx|github\.com/go-sql-driver|modernc\.org/sqlite|github\.com/redis|github\.com/go-redsync|go\.etcd\.io/etcd/server|go\.etcd\.io/bbolt|github\.com/coordkit/coordkit/(cluster|scenarios|internal/(etcdembed|labweb|bench|safety|sqlcmd)))(/|$)`)
+var forbidden = regexp.MustCompile(`^(github\.com/hashicorp/raft|github\.com/chromedp|github\.com/jackc/pgx|github\.com/go-sql-driver|modernc\.org/sqlite|github\.com/redis|github\.com/go-redsync|go\.etcd\.io/etcd/server|go\.etcd\.io/bbolt|github\.com/coordkit/coordkit/(cluster|scenarios|internal/(etcdembed|labweb|bench|safety|cmd/sql)))(/|$)`)
 
 // sidecarTags reads the slim build's tags from the Makefile, which builds
 // the binary and its image with them.

@@ -9,13 +9,12 @@ import (
 	"github.com/coordkit/coordkit/fencing/sqlfence"
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
-	"github.com/coordkit/coordkit/internal/sqlcmd"
 )
 
 // sqlOptions are the flags of the sql commands, bound to the request they
 // make, and the text of --token, which runSQL parses.
 type sqlOptions struct {
-	sqlcmd.Request
+	Request
 	token string
 }
 
@@ -70,11 +69,11 @@ COMMIT does not follow a deadline). Passwords in a DSN are never printed, and a 
 cannot be parsed is not printed at all.`
 
 // NewCmd returns the command coordctl sql.
-func NewCmd(f *cmdutil.Factory) *cobra.Command { return newSQLCmdRun(f, sqlcmd.Run) }
+func NewCmd(f *cmdutil.Factory) *cobra.Command { return newSQLCmdRun(f, Run) }
 
-// sqlRunF is what the sql commands run: sqlcmd.Run, or in tests a recorder
+// sqlRunF is what the sql commands run: Run, or in tests a recorder
 // of the requests the flags made (cli/cli's runF).
-type sqlRunF = func(context.Context, sqlcmd.Request) (sqlcmd.Result, error)
+type sqlRunF = func(context.Context, Request) (Result, error)
 
 func newSQLCmdRun(f *cmdutil.Factory, run sqlRunF) *cobra.Command {
 	opts := &sqlOptions{}
@@ -134,7 +133,7 @@ exit 6 {"scope","token","outcome":"unknown" (or "outside_fence"),"error"}.
   coordctl sql --driver sqlite --dsn app.db --scope jobs/report/ --token "$TOKEN" -e "..."`,
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
-			return runSQL(ctx, f, run, opts, sqlcmd.Exec)
+			return runSQL(ctx, f, run, opts, Exec)
 		}),
 	}
 	opts.addConnFlags(cmd)
@@ -148,7 +147,7 @@ exit 6 {"scope","token","outcome":"unknown" (or "outside_fence"),"error"}.
 // runSQL checks the flags in the order coordctl always has (connection,
 // scope, token, statements), runs op and prints its result; with -w json
 // an unknown outcome (exit 6) is printed as an object too.
-func runSQL(ctx context.Context, f *cmdutil.Factory, run sqlRunF, o *sqlOptions, op sqlcmd.Op) error {
+func runSQL(ctx context.Context, f *cmdutil.Factory, run sqlRunF, o *sqlOptions, op Op) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
@@ -163,28 +162,25 @@ func runSQL(ctx context.Context, f *cmdutil.Factory, run sqlRunF, o *sqlOptions,
 	if err := req.Config.Validate(); err != nil {
 		return &cmdutil.UsageError{Err: err}
 	}
-	if op == sqlcmd.HighestFloor {
+	if op == HighestFloor {
 		req.Scope = ""
 	} else if err := cmdutil.CheckScopeFlag(req.Scope); err != nil {
 		return err
 	}
-	if op == sqlcmd.Exec || op == sqlcmd.Fence {
+	if op == Exec || op == Fence {
 		if req.Token, err = cmdutil.ParseTokenFlag(o.token); err != nil {
 			return err
 		}
 	}
 	if err := req.Validate(); err != nil {
-		return &cmdutil.UsageError{Err: err}
+		return err // *cmdutil.UsageError
 	}
 	res, err := run(ctx, req)
-	var oe *sqlcmd.OutcomeError
+	var oe *OutcomeError
 	if errors.As(err, &oe) && p.JSON() {
 		if perr := p.Print(oe); perr != nil {
 			return errors.Join(err, perr)
 		}
-	}
-	if errors.Is(err, sqlcmd.ErrUsage) {
-		return &cmdutil.UsageError{Err: err}
 	}
 	if err != nil {
 		return err // fencing.ErrStale: exit 5; sqlfence.ErrCommitUnknown, ErrOutsideFence: exit 6
@@ -214,7 +210,7 @@ json {"scope","token","floor"}.
   coordctl lock jobs/report -- coordctl sql fence --driver sqlite --dsn /var/lib/app/app.db`,
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
-			return runSQL(ctx, f, run, opts, sqlcmd.Fence)
+			return runSQL(ctx, f, run, opts, Fence)
 		}),
 	}
 	opts.addConnFlags(cmd)
@@ -245,12 +241,12 @@ be bumped above it ('etcdutl snapshot restore --bump-revision N
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			if !all {
-				return runSQL(ctx, f, run, opts, sqlcmd.Floor)
+				return runSQL(ctx, f, run, opts, Floor)
 			}
 			if cmd.Flags().Changed("scope") {
 				return cmdutil.UsageErrorf("--all and --scope exclude each other")
 			}
-			return runSQL(ctx, f, run, opts, sqlcmd.HighestFloor)
+			return runSQL(ctx, f, run, opts, HighestFloor)
 		}),
 	}
 	opts.addConnFlags(cmd)

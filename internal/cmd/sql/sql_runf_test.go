@@ -14,21 +14,20 @@ import (
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/fencing/sqlfence"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
-	"github.com/coordkit/coordkit/internal/sqlcmd"
 )
 
 // The sql commands' tests here check what the commands do: their flags
-// (and a holder's environment) reach sqlcmd's Request, and they print its
+// (and a holder's environment) reach Run's Request, and they print its
 // Result or error with the right exit code. What a run does on each engine
-// is tested in internal/sqlcmd, so these run a recorder (cli/cli's runF).
+// is tested in run_test.go, so these run a recorder (cli/cli's runF).
 
 type sqlRecorder struct {
-	got []sqlcmd.Request
-	res sqlcmd.Result
+	got []Request
+	res Result
 	err error
 }
 
-func (r *sqlRecorder) run(_ context.Context, req sqlcmd.Request) (sqlcmd.Result, error) {
+func (r *sqlRecorder) run(_ context.Context, req Request) (Result, error) {
 	r.got = append(r.got, req)
 	return r.res, r.err
 }
@@ -54,40 +53,40 @@ func runSQLWith(t *testing.T, rec *sqlRecorder, format string, env map[string]st
 func TestSQLFlagsReachTheRequest(t *testing.T) {
 	t.Parallel()
 	pg := []string{"--driver", "postgres", "--dsn", "postgres://app@db/app"}
-	conn := sqlcmd.Config{Driver: "postgres", DSN: "postgres://app@db/app", Table: sqlfence.DefaultTable, Timeout: cmdutil.DefaultCommandTimeout}
+	conn := Config{Driver: "postgres", DSN: "postgres://app@db/app", Table: sqlfence.DefaultTable, Timeout: cmdutil.DefaultCommandTimeout}
 	holder := map[string]string{"COORD_FENCING_TOKEN": "10", "COORD_LOCK_NAME": "jobs/report", "COORD_FENCING_SCOPE": "jobs/report/"}
 	cases := map[string]struct {
 		env  map[string]string
 		args []string
-		want sqlcmd.Request
+		want Request
 	}{
 		"sql": {nil, append(append([]string{}, pg...), "--table", "fence2", "--command-timeout", "7s", "--scope", "s", "--token", "12", "-e", "A", "-e", "B"),
-			sqlcmd.Request{Config: sqlcmd.Config{Driver: "postgres", DSN: "postgres://app@db/app", Table: "fence2", Timeout: 7 * time.Second},
-				Op: sqlcmd.Exec, Scope: "s", Token: 12, Statements: []string{"A", "B"}}},
+			Request{Config: Config{Driver: "postgres", DSN: "postgres://app@db/app", Table: "fence2", Timeout: 7 * time.Second},
+				Op: Exec, Scope: "s", Token: 12, Statements: []string{"A", "B"}}},
 		"a lock's environment": {holder, append(append([]string{}, pg...), "-e", "A"),
-			sqlcmd.Request{Config: conn, Op: sqlcmd.Exec, Scope: "jobs/report/", Token: 10, Statements: []string{"A"}}},
+			Request{Config: conn, Op: Exec, Scope: "jobs/report/", Token: 10, Statements: []string{"A"}}},
 		"COORD_FENCING_SCOPE before the lock's name": {map[string]string{"COORD_FENCING_TOKEN": "3", "COORD_FENCING_SCOPE": "other", "COORD_LOCK_NAME": "jobs/report"},
 			append(append([]string{}, pg...), "-e", "A"),
-			sqlcmd.Request{Config: conn, Op: sqlcmd.Exec, Scope: "other", Token: 3, Statements: []string{"A"}}},
+			Request{Config: conn, Op: Exec, Scope: "other", Token: 3, Statements: []string{"A"}}},
 		"an election's scope": {map[string]string{"COORD_FENCING_TOKEN": "4", "COORD_ELECTION": "leader", "COORD_FENCING_SCOPE": "leader/"}, append(append([]string{}, pg...), "-e", "A"),
-			sqlcmd.Request{Config: conn, Op: sqlcmd.Exec, Scope: "leader/", Token: 4, Statements: []string{"A"}}},
+			Request{Config: conn, Op: Exec, Scope: "leader/", Token: 4, Statements: []string{"A"}}},
 		"flags before the environment": {holder, append(append([]string{}, pg...), "--scope", "mine", "--token", "11", "-e", "A"),
-			sqlcmd.Request{Config: conn, Op: sqlcmd.Exec, Scope: "mine", Token: 11, Statements: []string{"A"}}},
+			Request{Config: conn, Op: Exec, Scope: "mine", Token: 11, Statements: []string{"A"}}},
 		"fence": {holder, append([]string{"fence"}, pg...),
-			sqlcmd.Request{Config: conn, Op: sqlcmd.Fence, Scope: "jobs/report/", Token: 10}},
+			Request{Config: conn, Op: Fence, Scope: "jobs/report/", Token: 10}},
 		"floor": {holder, append([]string{"floor"}, pg...),
-			sqlcmd.Request{Config: conn, Op: sqlcmd.Floor, Scope: "jobs/report/"}},
+			Request{Config: conn, Op: Floor, Scope: "jobs/report/"}},
 		"floor --all": {nil, append([]string{"floor", "--all"}, pg...),
-			sqlcmd.Request{Config: conn, Op: sqlcmd.HighestFloor}},
+			Request{Config: conn, Op: HighestFloor}},
 		"floor --all in a lock's environment": {holder, append([]string{"floor", "--all"}, pg...),
-			sqlcmd.Request{Config: conn, Op: sqlcmd.HighestFloor}},
+			Request{Config: conn, Op: HighestFloor}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			rec := &sqlRecorder{}
 			_, code := runSQLWith(t, rec, cmdutil.FormatSimple, tc.env, tc.args...)
 			require.Equal(t, cmdutil.ExitOK, code)
-			require.Equal(t, []sqlcmd.Request{tc.want}, rec.got)
+			require.Equal(t, []Request{tc.want}, rec.got)
 		})
 	}
 }
@@ -113,30 +112,30 @@ func TestSQLNameIsNoScope(t *testing.T) {
 func TestSQLPrintsTheResult(t *testing.T) {
 	t.Parallel()
 	args := []string{"--driver", "sqlite", "--dsn", "app.db", "--scope", "jobs/ack", "--token", "1000", "-e", "UPDATE t SET n = n + 1"}
-	lost := &sqlcmd.OutcomeError{Scope: "jobs/ack", Token: 1000, Outcome: sqlcmd.Unknown,
+	lost := &OutcomeError{Scope: "jobs/ack", Token: 1000, Outcome: Unknown,
 		Err: fmt.Errorf("postgres at db: commit outcome unknown: %w", sqlfence.ErrCommitUnknown)}
-	outside := &sqlcmd.OutcomeError{Scope: "jobs/ack", Token: 1000, Outcome: sqlcmd.OutsideFence,
+	outside := &OutcomeError{Scope: "jobs/ack", Token: 1000, Outcome: OutsideFence,
 		Err: fmt.Errorf("sqlite at app.db: statements ran outside the fence: %w", sqlfence.ErrOutsideFence)}
 	for _, tc := range []struct {
 		name, format string
-		res          sqlcmd.Result
+		res          Result
 		err          error
 		out          string
 		code         int
 	}{
-		{"committed", cmdutil.FormatSimple, sqlcmd.Result{Op: sqlcmd.Exec, Scope: "jobs/ack", Token: 1000, Floor: 1000, RowsAffected: []int64{1}, Outcome: sqlcmd.Committed}, nil,
+		{"committed", cmdutil.FormatSimple, Result{Op: Exec, Scope: "jobs/ack", Token: 1000, Floor: 1000, RowsAffected: []int64{1}, Outcome: Committed}, nil,
 			"ok scope=jobs/ack token=1000 floor=1000 rows_affected=1\n", cmdutil.ExitOK},
-		{"committed json", cmdutil.FormatJSON, sqlcmd.Result{Op: sqlcmd.Exec, Scope: "jobs/ack", Token: 1000, Floor: 1000, RowsAffected: []int64{1}, Outcome: sqlcmd.Committed}, nil,
+		{"committed json", cmdutil.FormatJSON, Result{Op: Exec, Scope: "jobs/ack", Token: 1000, Floor: 1000, RowsAffected: []int64{1}, Outcome: Committed}, nil,
 			`{"scope":"jobs/ack","token":1000,"floor":1000,"rows_affected":[1],"outcome":"committed"}` + "\n", cmdutil.ExitOK},
-		{"stale", cmdutil.FormatJSON, sqlcmd.Result{}, fmt.Errorf("%w; nothing was committed", &fencing.StaleError{Scope: "jobs/ack", Token: 1000, Floor: 1001}), "", cmdutil.ExitStale},
-		{"commit answer lost", cmdutil.FormatSimple, sqlcmd.Result{}, lost, "", cmdutil.ExitUnknown},
-		{"commit answer lost json", cmdutil.FormatJSON, sqlcmd.Result{}, lost,
+		{"stale", cmdutil.FormatJSON, Result{}, fmt.Errorf("%w; nothing was committed", &fencing.StaleError{Scope: "jobs/ack", Token: 1000, Floor: 1001}), "", cmdutil.ExitStale},
+		{"commit answer lost", cmdutil.FormatSimple, Result{}, lost, "", cmdutil.ExitUnknown},
+		{"commit answer lost json", cmdutil.FormatJSON, Result{}, lost,
 			`{"scope":"jobs/ack","token":1000,"outcome":"unknown","error":"postgres at db: commit outcome unknown: sqlfence: commit outcome unknown"}` + "\n", cmdutil.ExitUnknown},
-		{"outside the fence json", cmdutil.FormatJSON, sqlcmd.Result{}, outside,
+		{"outside the fence json", cmdutil.FormatJSON, Result{}, outside,
 			`{"scope":"jobs/ack","token":1000,"outcome":"outside_fence","error":"sqlite at app.db: statements ran outside the fence: sqlfence: statements ran outside the fenced transaction"}` + "\n", cmdutil.ExitUnknown},
-		{"bad table", cmdutil.FormatSimple, sqlcmd.Result{}, fmt.Errorf("wrapped: %w", sqlcmd.ErrUsage), "", cmdutil.ExitUsage},
-		{"failed", cmdutil.FormatJSON, sqlcmd.Result{}, errors.New("sqlite at app.db: nothing was committed: boom"), "", cmdutil.ExitError},
-		{"interrupted", cmdutil.FormatSimple, sqlcmd.Result{}, fmt.Errorf("%w: context canceled", sqlcmd.ErrInterrupted), "", cmdutil.ExitError},
+		{"bad table", cmdutil.FormatSimple, Result{}, usagef("invalid --table %q", "x y"), "", cmdutil.ExitUsage},
+		{"failed", cmdutil.FormatJSON, Result{}, errors.New("sqlite at app.db: nothing was committed: boom"), "", cmdutil.ExitError},
+		{"interrupted", cmdutil.FormatSimple, Result{}, fmt.Errorf("%w: context canceled", ErrInterrupted), "", cmdutil.ExitError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &sqlRecorder{res: tc.res, err: tc.err}

@@ -1,4 +1,4 @@
-package sqlcmd_test
+package sqlcli_test
 
 import (
 	"context"
@@ -14,35 +14,39 @@ import (
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/fencing/sqlfence"
 	"github.com/coordkit/coordkit/fencing/sqlfence/sqltest"
-	"github.com/coordkit/coordkit/internal/sqlcmd"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	sqlcli "github.com/coordkit/coordkit/internal/cmd/sql"
 )
 
+// isUsage reports whether err is coordctl's usage error (exit 2).
+func isUsage(err error) bool { var ue *cmdutil.UsageError; return errors.As(err, &ue) }
+
 // config is the connection to db as a user gives it: a plain path for SQLite.
-func config(db *sqltest.DB) sqlcmd.Config {
+func config(db *sqltest.DB) sqlcli.Config {
 	dsn := db.DSN
 	if db.Dialect == sqlfence.SQLite {
 		dsn = db.Name
 	}
-	return sqlcmd.Config{Driver: db.Dialect.String(), DSN: dsn, Table: sqlfence.DefaultTable, Timeout: 30 * time.Second}
+	return sqlcli.Config{Driver: db.Dialect.String(), DSN: dsn, Table: sqlfence.DefaultTable, Timeout: 30 * time.Second}
 }
 
-func run(t *testing.T, r sqlcmd.Request) (sqlcmd.Result, error) {
+func run(t *testing.T, r sqlcli.Request) (sqlcli.Result, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return sqlcmd.Run(ctx, r)
+	return sqlcli.Run(ctx, r)
 }
 
 // floor reads the floor of scope through Run.
 func floor(t *testing.T, db *sqltest.DB, scope string) fencing.Token {
 	t.Helper()
-	res, err := run(t, sqlcmd.Request{Config: config(db), Op: sqlcmd.Floor, Scope: scope})
+	res, err := run(t, sqlcli.Request{Config: config(db), Op: sqlcli.Floor, Scope: scope})
 	require.NoError(t, err)
 	return res.Floor
 }
 
 // text is r's text form.
-func text(t *testing.T, r sqlcmd.Result) string {
+func text(t *testing.T, r sqlcli.Result) string {
 	t.Helper()
 	var b strings.Builder
 	require.NoError(t, r.WriteText(&b))
@@ -81,7 +85,7 @@ func TestRunEngines(t *testing.T) {
 		createReport(t, db)
 		require.Equal(t, fencing.Token(0), floor(t, db, "jobs/report"))
 
-		res, err := run(t, sqlcmd.Request{Config: config(db), Op: sqlcmd.Exec, Scope: "jobs/report", Token: 5,
+		res, err := run(t, sqlcli.Request{Config: config(db), Op: sqlcli.Exec, Scope: "jobs/report", Token: 5,
 			Statements: []string{"UPDATE report SET body = 'five' WHERE id = 1", "UPDATE report SET body = 'five' WHERE id = 2"}})
 		require.NoError(t, err)
 		require.JSONEq(t, `{"scope":"jobs/report","token":5,"floor":5,"rows_affected":[1,0],"outcome":"committed"}`, jsonOf(t, res))
@@ -90,7 +94,7 @@ func TestRunEngines(t *testing.T) {
 		require.Equal(t, fencing.Token(5), floor(t, db, "jobs/report"))
 
 		t.Run("stale", func(t *testing.T) {
-			_, err := run(t, sqlcmd.Request{Config: config(db), Op: sqlcmd.Exec, Scope: "jobs/report", Token: 4,
+			_, err := run(t, sqlcli.Request{Config: config(db), Op: sqlcli.Exec, Scope: "jobs/report", Token: 4,
 				Statements: []string{"UPDATE report SET body = 'four' WHERE id = 1"}})
 			require.ErrorIs(t, err, fencing.ErrStale)
 			require.Contains(t, err.Error(), "floor is 5")
@@ -98,11 +102,11 @@ func TestRunEngines(t *testing.T) {
 			require.Equal(t, "five", reportBody(t, db))
 		})
 		t.Run("failing statement", func(t *testing.T) {
-			_, err := run(t, sqlcmd.Request{Config: config(db), Op: sqlcmd.Exec, Scope: "jobs/report", Token: 7,
+			_, err := run(t, sqlcli.Request{Config: config(db), Op: sqlcli.Exec, Scope: "jobs/report", Token: 7,
 				Statements: []string{"UPDATE report SET body = 'seven' WHERE id = 1", "UPDATE no_such_table SET x = 1"}})
 			require.Error(t, err)
 			require.NotErrorIs(t, err, fencing.ErrStale)
-			var oe *sqlcmd.OutcomeError
+			var oe *sqlcli.OutcomeError
 			require.False(t, errors.As(err, &oe), "a failed statement is not an unknown outcome: %v", err)
 			require.Contains(t, err.Error(), "statement 2")
 			require.Contains(t, err.Error(), "nothing was committed")
@@ -110,17 +114,17 @@ func TestRunEngines(t *testing.T) {
 			require.Equal(t, fencing.Token(5), floor(t, db, "jobs/report"), "the floor did not move")
 		})
 		t.Run("fence", func(t *testing.T) {
-			res, err := run(t, sqlcmd.Request{Config: config(db), Op: sqlcmd.Fence, Scope: "jobs/report", Token: 9})
+			res, err := run(t, sqlcli.Request{Config: config(db), Op: sqlcli.Fence, Scope: "jobs/report", Token: 9})
 			require.NoError(t, err)
 			require.Equal(t, "ok scope=jobs/report token=9 floor=9\n", text(t, res))
 			require.JSONEq(t, `{"scope":"jobs/report","token":9,"floor":9,"outcome":"committed"}`, jsonOf(t, res))
 			require.Equal(t, fencing.Token(9), floor(t, db, "jobs/report"))
-			_, err = run(t, sqlcmd.Request{Config: config(db), Op: sqlcmd.Fence, Scope: "jobs/report", Token: 8})
+			_, err = run(t, sqlcli.Request{Config: config(db), Op: sqlcli.Fence, Scope: "jobs/report", Token: 8})
 			require.ErrorIs(t, err, fencing.ErrStale)
 			require.Equal(t, fencing.Token(9), floor(t, db, "jobs/report"))
 		})
 		t.Run("floor", func(t *testing.T) {
-			res, err := run(t, sqlcmd.Request{Config: config(db), Op: sqlcmd.Floor, Scope: "jobs/report"})
+			res, err := run(t, sqlcli.Request{Config: config(db), Op: sqlcli.Floor, Scope: "jobs/report"})
 			require.NoError(t, err)
 			require.Equal(t, "9\n", text(t, res), "the floor alone, for scripts")
 			require.JSONEq(t, `{"scope":"jobs/report","floor":9}`, jsonOf(t, res))
@@ -132,15 +136,15 @@ func TestRunEngines(t *testing.T) {
 // the highest floor and its scope.
 func TestRunHighestFloor(t *testing.T) {
 	sqltest.Each(t, func(t *testing.T, db *sqltest.DB) {
-		res, err := run(t, sqlcmd.Request{Config: config(db), Op: sqlcmd.HighestFloor})
+		res, err := run(t, sqlcli.Request{Config: config(db), Op: sqlcli.HighestFloor})
 		require.NoError(t, err)
 		require.Equal(t, "0\n", text(t, res), "no scope yet")
 		require.JSONEq(t, `{"scope":"","floor":0}`, jsonOf(t, res))
 		for scope, tok := range map[string]fencing.Token{"jobs/a": 12, "jobs/b": 4711, "jobs/c": 300} {
-			_, err := run(t, sqlcmd.Request{Config: config(db), Op: sqlcmd.Fence, Scope: scope, Token: tok})
+			_, err := run(t, sqlcli.Request{Config: config(db), Op: sqlcli.Fence, Scope: scope, Token: tok})
 			require.NoError(t, err)
 		}
-		res, err = run(t, sqlcmd.Request{Config: config(db), Op: sqlcmd.HighestFloor})
+		res, err = run(t, sqlcli.Request{Config: config(db), Op: sqlcli.HighestFloor})
 		require.NoError(t, err)
 		require.Equal(t, "4711\n", text(t, res))
 		require.JSONEq(t, `{"scope":"jobs/b","floor":4711}`, jsonOf(t, res))
@@ -163,10 +167,10 @@ func TestRunUnreachable(t *testing.T) {
 		{"mysql", "root:s3cret@tcp(" + addr + ")/test"},
 	} {
 		t.Run(tc.dsn, func(t *testing.T) {
-			_, err := run(t, sqlcmd.Request{Config: sqlcmd.Config{Driver: tc.driver, DSN: tc.dsn, Table: sqlfence.DefaultTable, Timeout: 5 * time.Second},
-				Op: sqlcmd.Exec, Scope: "s", Token: 1, Statements: []string{"SELECT 1"}})
+			_, err := run(t, sqlcli.Request{Config: sqlcli.Config{Driver: tc.driver, DSN: tc.dsn, Table: sqlfence.DefaultTable, Timeout: 5 * time.Second},
+				Op: sqlcli.Exec, Scope: "s", Token: 1, Statements: []string{"SELECT 1"}})
 			require.Error(t, err)
-			require.NotErrorIs(t, err, sqlcmd.ErrUsage)
+			require.False(t, isUsage(err), "not a usage error: %v", err)
 			require.Contains(t, err.Error(), "cannot connect")
 			require.Contains(t, err.Error(), port)
 			require.NotContains(t, err.Error(), "s3cret")
@@ -206,8 +210,8 @@ func TestRunNoAnswerWithinCommandTimeout(t *testing.T) {
 		{"mysql", "root:s3cret@tcp(" + ln.Addr().String() + ")/test"},
 	} {
 		t.Run(tc.driver, func(t *testing.T) {
-			_, err := run(t, sqlcmd.Request{Config: sqlcmd.Config{Driver: tc.driver, DSN: tc.dsn, Table: sqlfence.DefaultTable, Timeout: 300 * time.Millisecond},
-				Op: sqlcmd.Exec, Scope: "s", Token: 1, Statements: []string{"SELECT 1"}})
+			_, err := run(t, sqlcli.Request{Config: sqlcli.Config{Driver: tc.driver, DSN: tc.dsn, Table: sqlfence.DefaultTable, Timeout: 300 * time.Millisecond},
+				Op: sqlcli.Exec, Scope: "s", Token: 1, Statements: []string{"SELECT 1"}})
 			require.Error(t, err)
 			require.Contains(t, err.Error(), "--command-timeout")
 			require.Contains(t, err.Error(), ln.Addr().String())
@@ -224,34 +228,34 @@ func TestRunInterrupted(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := sqlcmd.Run(ctx, sqlcmd.Request{Config: sqlcmd.Config{Driver: "sqlite", DSN: t.TempDir() + "/x.db", Table: sqlfence.DefaultTable, Timeout: time.Minute},
-		Op: sqlcmd.Exec, Scope: "s", Token: 1, Statements: []string{"SELECT 1"}})
-	require.ErrorIs(t, err, sqlcmd.ErrInterrupted)
+	_, err := sqlcli.Run(ctx, sqlcli.Request{Config: sqlcli.Config{Driver: "sqlite", DSN: t.TempDir() + "/x.db", Table: sqlfence.DefaultTable, Timeout: time.Minute},
+		Op: sqlcli.Exec, Scope: "s", Token: 1, Statements: []string{"SELECT 1"}})
+	require.ErrorIs(t, err, sqlcli.ErrInterrupted)
 	require.NotErrorIs(t, err, context.Canceled)
 	require.Contains(t, err.Error(), "interrupted")
 }
 
-// Validate: every bad connection flag is ErrUsage, named as coordctl
+// Validate: every bad connection flag is a usage error, named as coordctl
 // spells it, and a DSN that cannot be parsed is never echoed (issue 25).
 func TestValidate(t *testing.T) {
 	t.Parallel()
 	dsn := t.TempDir() + "/x.db"
-	ok := sqlcmd.Config{Driver: "sqlite", DSN: dsn, Table: sqlfence.DefaultTable, Timeout: time.Second}
+	ok := sqlcli.Config{Driver: "sqlite", DSN: dsn, Table: sqlfence.DefaultTable, Timeout: time.Second}
 	require.NoError(t, ok.Validate())
-	with := func(f func(*sqlcmd.Config)) sqlcmd.Config { c := ok; f(&c); return c }
+	with := func(f func(*sqlcli.Config)) sqlcli.Config { c := ok; f(&c); return c }
 	for name, tc := range map[string]struct {
-		cfg  sqlcmd.Config
+		cfg  sqlcli.Config
 		want string
 	}{
-		"no driver":       {with(func(c *sqlcmd.Config) { c.Driver = "" }), "--driver is required: sqlite, postgres or mysql"},
-		"bad driver":      {with(func(c *sqlcmd.Config) { c.Driver = "oracle" }), `invalid --driver "oracle": want sqlite, postgres or mysql`},
-		"no dsn":          {with(func(c *sqlcmd.Config) { c.DSN = " " }), "--dsn is required"},
-		"zero timeout":    {with(func(c *sqlcmd.Config) { c.Timeout = 0 }), "invalid --command-timeout 0s: must be positive"},
-		"deferred sqlite": {with(func(c *sqlcmd.Config) { c.DSN = "file:" + dsn + "?_txlock=deferred" }), "invalid --dsn"},
+		"no driver":       {with(func(c *sqlcli.Config) { c.Driver = "" }), "--driver is required: sqlite, postgres or mysql"},
+		"bad driver":      {with(func(c *sqlcli.Config) { c.Driver = "oracle" }), `invalid --driver "oracle": want sqlite, postgres or mysql`},
+		"no dsn":          {with(func(c *sqlcli.Config) { c.DSN = " " }), "--dsn is required"},
+		"zero timeout":    {with(func(c *sqlcli.Config) { c.Timeout = 0 }), "invalid --command-timeout 0s: must be positive"},
+		"deferred sqlite": {with(func(c *sqlcli.Config) { c.DSN = "file:" + dsn + "?_txlock=deferred" }), "invalid --dsn"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := tc.cfg.Validate()
-			require.ErrorIs(t, err, sqlcmd.ErrUsage)
+			require.True(t, isUsage(err), "a usage error: %v", err)
 			require.Contains(t, err.Error(), tc.want)
 		})
 	}
@@ -263,14 +267,14 @@ func TestValidate(t *testing.T) {
 		{"mysql", "TOP@SECRET7", "SECRET7"},
 	} {
 		t.Run(tc.driver+" "+tc.secret, func(t *testing.T) {
-			err := with(func(c *sqlcmd.Config) { c.Driver, c.DSN = tc.driver, tc.dsn }).Validate()
-			require.ErrorIs(t, err, sqlcmd.ErrUsage)
+			err := with(func(c *sqlcli.Config) { c.Driver, c.DSN = tc.driver, tc.dsn }).Validate()
+			require.True(t, isUsage(err), "a usage error: %v", err)
 			require.Contains(t, err.Error(), "--dsn")
 			require.NotContains(t, err.Error(), tc.secret)
 		})
 	}
-	_, err := run(t, sqlcmd.Request{Config: with(func(c *sqlcmd.Config) { c.Table = "x;drop" }), Op: sqlcmd.Floor, Scope: "s"})
-	require.ErrorIs(t, err, sqlcmd.ErrUsage)
+	_, err := run(t, sqlcli.Request{Config: with(func(c *sqlcli.Config) { c.Table = "x;drop" }), Op: sqlcli.Floor, Scope: "s"})
+	require.True(t, isUsage(err), "a usage error: %v", err)
 	require.Contains(t, err.Error(), "invalid --table")
 }
 
@@ -283,21 +287,21 @@ func TestRunCommitAnswerLost(t *testing.T) {
 		t.Run(d.String(), func(t *testing.T) {
 			db := sqltest.Open(t, d)
 			createReport(t, db)
-			_, err := run(t, sqlcmd.Request{Config: config(db), Op: sqlcmd.Fence, Scope: "jobs/ack", Token: 999})
+			_, err := run(t, sqlcli.Request{Config: config(db), Op: sqlcli.Fence, Scope: "jobs/ack", Token: 999})
 			require.NoError(t, err)
 
 			p := sqltest.NewProxy(t, db)
 			p.LoseCommitAnswers()
 			cfg := config(db)
 			cfg.DSN, cfg.Timeout = p.DSN, 3*time.Second
-			_, err = run(t, sqlcmd.Request{Config: cfg, Op: sqlcmd.Exec, Scope: "jobs/ack", Token: 1000,
+			_, err = run(t, sqlcli.Request{Config: cfg, Op: sqlcli.Exec, Scope: "jobs/ack", Token: 1000,
 				Statements: []string{"UPDATE report SET body = 'ack-lost' WHERE id = 1"}})
 			require.ErrorIs(t, err, sqlfence.ErrCommitUnknown)
 			require.Contains(t, err.Error(), "commit outcome unknown")
 			require.NotContains(t, err.Error(), "nothing was committed")
-			var oe *sqlcmd.OutcomeError
+			var oe *sqlcli.OutcomeError
 			require.ErrorAs(t, err, &oe)
-			require.Equal(t, sqlcmd.Unknown, oe.Outcome)
+			require.Equal(t, sqlcli.Unknown, oe.Outcome)
 			var out struct {
 				Scope, Outcome, Error string
 				Token                 int64
@@ -340,9 +344,9 @@ func TestRunRefusesTransactionControl(t *testing.T) {
 		}
 		for _, tc := range cases {
 			t.Run(tc.stmt, func(t *testing.T) {
-				_, err := run(t, sqlcmd.Request{Config: config(db), Op: sqlcmd.Exec, Scope: "jobs/report", Token: 400,
+				_, err := run(t, sqlcli.Request{Config: config(db), Op: sqlcli.Exec, Scope: "jobs/report", Token: 400,
 					Statements: []string{"UPDATE report SET body = 'four hundred' WHERE id = 1", tc.stmt, "SELECT 1/0"}})
-				require.ErrorIs(t, err, sqlcmd.ErrUsage)
+				require.True(t, isUsage(err), "a usage error: %v", err)
 				require.Contains(t, err.Error(), "statement 2")
 				require.Contains(t, err.Error(), "transaction control ("+tc.name+")")
 				require.Equal(t, "initial", reportBody(t, db))
@@ -350,11 +354,11 @@ func TestRunRefusesTransactionControl(t *testing.T) {
 			})
 		}
 		// Savepoints stay inside the transaction, after the check.
-		res, err := run(t, sqlcmd.Request{Config: config(db), Op: sqlcmd.Exec, Scope: "jobs/report", Token: 401,
+		res, err := run(t, sqlcli.Request{Config: config(db), Op: sqlcli.Exec, Scope: "jobs/report", Token: 401,
 			Statements: []string{"SAVEPOINT a", "UPDATE report SET body = 'kept' WHERE id = 1", "ROLLBACK TO SAVEPOINT a",
 				"UPDATE report SET body = 'savepoint' WHERE id = 1"}})
 		require.NoError(t, err)
-		require.Equal(t, sqlcmd.Committed, res.Outcome)
+		require.Equal(t, sqlcli.Committed, res.Outcome)
 		require.Equal(t, "savepoint", reportBody(t, db))
 	})
 }
@@ -362,7 +366,7 @@ func TestRunRefusesTransactionControl(t *testing.T) {
 // Validate of Exec's statements: at least one, none empty.
 func TestValidateStatements(t *testing.T) {
 	t.Parallel()
-	cfg := sqlcmd.Config{Driver: "sqlite", DSN: t.TempDir() + "/x.db", Table: sqlfence.DefaultTable, Timeout: time.Second}
+	cfg := sqlcli.Config{Driver: "sqlite", DSN: t.TempDir() + "/x.db", Table: sqlfence.DefaultTable, Timeout: time.Second}
 	for name, tc := range map[string]struct {
 		stmts []string
 		want  string
@@ -375,14 +379,14 @@ func TestValidateStatements(t *testing.T) {
 		"fence table in a string": {[]string{`SELECT run('UPDATE coordkit_fence SET token = 1')`}, "names the fence table"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := sqlcmd.Request{Config: cfg, Op: sqlcmd.Exec, Scope: "s", Token: 1, Statements: tc.stmts}.Validate()
-			require.ErrorIs(t, err, sqlcmd.ErrUsage)
+			err := sqlcli.Request{Config: cfg, Op: sqlcli.Exec, Scope: "s", Token: 1, Statements: tc.stmts}.Validate()
+			require.True(t, isUsage(err), "a usage error: %v", err)
 			require.Contains(t, err.Error(), tc.want)
 		})
 	}
-	require.NoError(t, sqlcmd.Request{Config: cfg, Op: sqlcmd.Fence, Scope: "s", Token: 1}.Validate(), "fence takes no statements")
+	require.NoError(t, sqlcli.Request{Config: cfg, Op: sqlcli.Fence, Scope: "s", Token: 1}.Validate(), "fence takes no statements")
 	// A longer name that holds the table's is another table.
-	require.NoError(t, sqlcmd.Request{Config: cfg, Op: sqlcmd.Exec, Scope: "s", Token: 1,
+	require.NoError(t, sqlcli.Request{Config: cfg, Op: sqlcli.Exec, Scope: "s", Token: 1,
 		Statements: []string{"UPDATE coordkit_fence_log SET n = 1", "UPDATE my_coordkit_fence SET n = 1"}}.Validate())
 }
 
@@ -394,11 +398,11 @@ func TestRunRefusesNonTransactionalTable(t *testing.T) {
 	createReport(t, db)
 	_, err := db.Exec("CREATE TABLE coordkit_fence (scope VARBINARY(512) NOT NULL PRIMARY KEY, token BIGINT NOT NULL, writes BIGINT NOT NULL) ENGINE=MyISAM")
 	require.NoError(t, err)
-	for _, op := range []sqlcmd.Op{sqlcmd.Exec, sqlcmd.Fence} {
-		_, err = run(t, sqlcmd.Request{Config: config(db), Op: op, Scope: "jobs/", Token: 100,
+	for _, op := range []sqlcli.Op{sqlcli.Exec, sqlcli.Fence} {
+		_, err = run(t, sqlcli.Request{Config: config(db), Op: op, Scope: "jobs/", Token: 100,
 			Statements: []string{"UPDATE report SET body = 'A' WHERE id = 1"}})
 		require.ErrorIs(t, err, sqlfence.ErrNotTransactional)
-		require.NotErrorIs(t, err, sqlcmd.ErrUsage)
+		require.False(t, isUsage(err), "not a usage error: %v", err)
 		require.ErrorContains(t, err, "coordkit_fence uses engine MyISAM")
 		require.ErrorContains(t, err, "nothing was written")
 	}
@@ -416,7 +420,7 @@ func TestRunFailureSaysTransactionalTables(t *testing.T) {
 	db := sqltest.Open(t, sqlfence.MySQL)
 	_, err := db.Exec("CREATE TABLE audit (id INTEGER PRIMARY KEY) ENGINE=MyISAM")
 	require.NoError(t, err)
-	_, err = run(t, sqlcmd.Request{Config: config(db), Op: sqlcmd.Exec, Scope: "jobs/", Token: 3,
+	_, err = run(t, sqlcli.Request{Config: config(db), Op: sqlcli.Exec, Scope: "jobs/", Token: 3,
 		Statements: []string{"INSERT INTO audit (id) VALUES (1)", "INSERT INTO no_such_table VALUES (1)"}})
 	require.Error(t, err)
 	require.ErrorContains(t, err, "rolled back, nothing was committed in transactional tables")
@@ -432,21 +436,21 @@ func TestRunFailureSaysTransactionalTables(t *testing.T) {
 // a COMMIT from it): such a text is refused, one statement per -e is not.
 func TestValidateMultiStatementsOnMySQL(t *testing.T) {
 	t.Parallel()
-	multi := sqlcmd.Config{Driver: "mysql", DSN: "root@tcp(127.0.0.1:3306)/test?multiStatements=true", Table: sqlfence.DefaultTable, Timeout: time.Second}
+	multi := sqlcli.Config{Driver: "mysql", DSN: "root@tcp(127.0.0.1:3306)/test?multiStatements=true", Table: sqlfence.DefaultTable, Timeout: time.Second}
 	plain := multi
 	plain.DSN = "root@tcp(127.0.0.1:3306)/test"
-	req := func(c sqlcmd.Config, stmts ...string) error {
-		return sqlcmd.Request{Config: c, Op: sqlcmd.Exec, Scope: "s", Token: 1, Statements: stmts}.Validate()
+	req := func(c sqlcli.Config, stmts ...string) error {
+		return sqlcli.Request{Config: c, Op: sqlcli.Exec, Scope: "s", Token: 1, Statements: stmts}.Validate()
 	}
 	// The re-pass's bypass: a mode change partway through one text.
 	hidden := "SELECT '\\'' , ' -- ' ; SET SESSION sql_mode='NO_BACKSLASH_ESCAPES' ; SELECT 'a\\' ; COMMIT ; UPDATE t SET n = 1 -- '"
 	err := req(multi, "UPDATE t SET n = 1", hidden)
-	require.ErrorIs(t, err, sqlcmd.ErrUsage)
+	require.True(t, isUsage(err), "a usage error: %v", err)
 	require.Contains(t, err.Error(), "statement 2 (-e")
 	// Two plain statements in one text: nothing for the text check to find,
 	// refused all the same.
 	err = req(multi, "UPDATE t SET n = 1; UPDATE t SET m = 2")
-	require.ErrorIs(t, err, sqlcmd.ErrUsage)
+	require.True(t, isUsage(err), "a usage error: %v", err)
 	require.Contains(t, err.Error(), "statement 1 (-e")
 	require.Contains(t, err.Error(), "multiStatements=true")
 	require.Contains(t, err.Error(), "a ';' inside a string counts too")

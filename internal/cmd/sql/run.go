@@ -1,4 +1,4 @@
-package sqlcmd
+package sqlcli
 
 import (
 	"context"
@@ -14,13 +14,11 @@ import (
 
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/fencing/sqlfence"
+	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
 // Errors of a run. Match them with errors.Is.
 var (
-	// ErrUsage is matched by the errors of a bad flag: a driver, DSN,
-	// timeout, table or statement that cannot be used.
-	ErrUsage = errors.New("sqlcmd: bad flag")
 	// ErrInterrupted is wrapped when the context was cancelled (SIGINT)
 	// before the run finished: nothing was committed.
 	ErrInterrupted = errors.New("interrupted")
@@ -66,17 +64,11 @@ type Request struct {
 	Statements []string
 }
 
-// usageError is a bad flag: its text is the whole message.
-type usageError struct{ msg string }
+// usagef is a bad flag (a driver, DSN, timeout, table or statement that
+// cannot be used): coordctl's one usage error, exit 2.
+func usagef(format string, args ...any) error { return cmdutil.UsageErrorf(format, args...) }
 
-func (e *usageError) Error() string        { return e.msg }
-func (e *usageError) Is(target error) bool { return target == ErrUsage }
-
-func usagef(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
-
-// Validate checks the connection flags; errors match ErrUsage.
+// Validate checks the connection flags; errors are *cmdutil.UsageError.
 func (c Config) Validate() error {
 	_, _, err := c.normalize()
 	return err
@@ -114,7 +106,7 @@ func (c Config) normalize() (sqlfence.Dialect, string, error) {
 // transaction, which Run commits itself), none naming the fence table
 // (anywhere in its text: a statement must not move the floors it is
 // fenced by; what the text cannot show, sqlfence's re-check before COMMIT
-// catches for the scope's own row). Errors match ErrUsage.
+// catches for the scope's own row). Errors are *cmdutil.UsageError.
 //
 // On MySQL with multiStatements=true in the DSN, an -e holding more than
 // one statement is refused too: the server reads each statement of such a
@@ -174,7 +166,7 @@ func Run(ctx context.Context, r Request) (Result, error) {
 		res.Token = 0
 		res.Scope, res.Floor, err = c.fence.HighestFloor(ctx)
 	default:
-		return Result{}, fmt.Errorf("sqlcmd: unknown op %d", r.Op)
+		return Result{}, fmt.Errorf("sql: unknown op %d", r.Op)
 	}
 	if err != nil {
 		return Result{}, c.runErr(ctx, r, err)

@@ -1,4 +1,4 @@
-package sqlcmd
+package sqlcli
 
 import (
 	"encoding/json"

@@ -15,6 +15,7 @@ import (
 
 func newBenchLockCmd(f *cmdutil.Factory, harness func(context.Context, lockbench.Options) (lockbench.Result, error)) *cobra.Command {
 	opts := lockbench.Options{}
+	python := "python3"
 	cmd := &cobra.Command{
 		Use:   "lock [--iterations N] [--handoffs N] [--duration D] [--hold D] [--workers 2,8,32] [--unsafe-no-fsync] [--against redsync --redis ADDR] [--against pg-advisory --dsn DSN] [--against api]",
 		Short: "Compare coordkit's lock with etcd's concurrency.Mutex (and redsync on Redis, PostgreSQL advisory locks)",
@@ -98,10 +99,12 @@ the breakdown is "uncontended_breakdown":[{"step","p50_ms","added_ms",...}].`,
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			opts.Progress = f.IO.ErrOut
-			if slices.Contains(opts.Against, lockbench.AgainstAPI) {
-				py, err := exec.LookPath("python3")
+			if slices.ContainsFunc(opts.Against, func(a string) bool {
+				return a == lockbench.AgainstAPI || a == lockbench.AgainstRedisPy || a == lockbench.AgainstPsycopg
+			}) {
+				py, err := exec.LookPath(python)
 				if err != nil {
-					return fmt.Errorf("--against api runs the Python client: %w", err)
+					return fmt.Errorf("--against api, redis-py and psycopg run Python clients: %w", err)
 				}
 				opts.Python = py
 			}
@@ -124,6 +127,7 @@ the breakdown is "uncontended_breakdown":[{"step","p50_ms","added_ms",...}].`,
 	fl.StringSliceVar(&opts.Against, "against", nil, "also measure these locks: redsync (needs --redis), pg-advisory (needs --dsn), api (the coordination API from Python clients; needs python3)")
 	fl.StringVar(&opts.Redis, "redis", "", "the Redis server (host:port) of --against redsync")
 	fl.StringVar(&opts.DSN, "dsn", "", "the PostgreSQL database of --against pg-advisory")
+	fl.StringVar(&python, "python", "python3", "the python3 of --against api, redis-py and psycopg (redis-py and psycopg need its redis and psycopg2 modules: Debian's python3-redis, python3-psycopg2)")
 	fl.IntVar(&opts.CrashHandoffs, "crash-handoffs", 5, "against pg-advisory or api: crash handoffs measured per lock")
 	return cmd
 }

@@ -191,7 +191,7 @@ func runLoad(ctx context.Context, d time.Duration, n int, do func(context.Contex
 	)
 	wctx, cancel := bench.Window(ctx, d)
 	defer cancel()
-	self0 := selfCPU()
+	self0 := bench.CPUTime()
 	var other0 time.Duration
 	if other != nil {
 		var err error
@@ -231,7 +231,7 @@ func runLoad(ctx context.Context, d time.Duration, n int, do func(context.Contex
 	if k == 0 {
 		return loadResult{}, fmt.Errorf("no acquisition in %s", d)
 	}
-	res := loadResult{perSecond: float64(k) / d.Seconds(), selfCPU: (selfCPU() - self0) / time.Duration(k), acquisitions: k}
+	res := loadResult{perSecond: float64(k) / d.Seconds(), selfCPU: (bench.CPUTime() - self0) / time.Duration(k), acquisitions: k}
 	if other != nil {
 		o, err := other()
 		if err != nil {
@@ -240,15 +240,6 @@ func runLoad(ctx context.Context, d time.Duration, n int, do func(context.Contex
 		res.agentCPU = (o - other0) / time.Duration(k)
 	}
 	return res, nil
-}
-
-// selfCPU is this process's CPU time (user+system) so far.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // clockTick is the unit of /proc's CPU times (USER_HZ, 100 on Linux).

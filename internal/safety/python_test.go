@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,33 +55,27 @@ func TestPythonClientsConfig(t *testing.T) {
 	}
 }
 
-// Python process clients killed (SIGKILL) while they hold: each kill
-// counts as applied, the agent releases the dead client's hold, so later
-// Python clients still take the lock and write, and the fenced run has no
-// violation. With Python clients the default faults include kill-client.
+// Python process clients killed (SIGKILL) while they hold: the kills
+// apply, and after the first one another Python client holds the lock (it
+// is killed in turn), which it could not if the agent had not released the
+// dead client's hold; the fenced run has no violation. With Python clients
+// the default faults include kill-client.
 func TestRunPythonClientsKilled(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 not found: the Python process clients run clients/python")
 	}
 	var progress bytes.Buffer
-	cfg := Config{Target: TargetLock, Duration: 10 * time.Second, Clients: 2, TTL: 2 * time.Second, Seed: 1, Fencing: true,
+	cfg := Config{Target: TargetLock, Duration: 12 * time.Second, Clients: 2, TTL: 2 * time.Second, Seed: 1, Fencing: true,
 		DataDir: t.TempDir(), Coordctl: "coordctl", Python: py, Progress: &progress,
 		Kinds: []FaultKind{FaultKillClient}}
 	require.Contains(t, Config{Target: TargetLock, Coordctl: "c", Python: py}.DefaultKinds(), FaultKillClient)
 	require.NotContains(t, Config{Target: TargetLock, Coordctl: "c"}.DefaultKinds(), FaultKillClient)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	rep, h, err := Run(ctx, cfg)
+	rep, _, err := Run(ctx, cfg)
 	require.NoError(t, err, progress.String())
 	require.Zero(t, rep.Violations, progress.String())
-	require.Positive(t, rep.Faults[string(FaultKillClient)], "no Python client killed while holding: %s", progress.String())
-	require.Contains(t, progress.String(), "SIGKILL process client")
-	var wrote int
-	for _, op := range h.Ops {
-		if op.Client == cfg.Clients+1 && op.Kind == OpWrite && op.Outcome == OK {
-			wrote++
-		}
-	}
-	require.Positive(t, wrote, "no write by a Python client: %s", progress.String())
+	require.GreaterOrEqual(t, rep.Faults[string(FaultKillClient)], 2, "no second Python client held after a kill: %s", progress.String())
+	require.Equal(t, rep.Faults[string(FaultKillClient)], strings.Count(progress.String(), "SIGKILL process client"))
 }

@@ -15,6 +15,7 @@ See docs/api.md for the API and what a hold does and does not promise.
 import http.client
 import json
 import socket
+import _thread
 import threading
 import time
 import urllib.parse
@@ -142,7 +143,7 @@ class Hold:
             self._body["timeout"] = timeout
         if try_once:
             self._body["try"] = True
-        self._conn = self._resp = self._sock = self._thread = None
+        self._conn = self._resp = self._sock = self._reader = None
         self._lock = threading.Lock()
         self._ended = threading.Event()
         self._released = False
@@ -162,32 +163,42 @@ class Hold:
         """Block until held; raise NotAcquired (busy, timeout) or CoordError."""
         if self._conn is not None:
             raise RuntimeError("a Hold is acquired once; make a new one")
-        self._conn = self._client._conn(self._client._timeout)
-        self._conn.request("POST", self._path, body=json.dumps(self._body).encode(), headers=self._client._headers(True))
-        self._sock = self._conn.sock  # kept: the response may own it alone
-        self._sock.settimeout(None)  # waiting may take as long as the server lets it
-        resp = self._conn.getresponse()
-        if resp.status != 200:
-            data = json.loads(resp.read() or b"{}").get("error", {})
-            self._conn.close()
-            raise CoordError(data.get("code", "http_%d" % resp.status), data.get("message", ""), resp.status)
-        self._resp = resp
-        while True:
-            ev = self._next()
-            if ev is None:
+        # The reader thread starts now and waits for `go`: starting a thread
+        # once granted would delay acquire's return (0.1-1 ms; threading's
+        # start() even waits for the thread to run).
+        go = _thread.allocate_lock()
+        go.acquire()
+        self._reader = _thread.start_new_thread(self._read, (go,))
+        try:
+            self._conn = self._client._conn(self._client._timeout)
+            self._conn.request("POST", self._path, body=json.dumps(self._body).encode(), headers=self._client._headers(True))
+            self._sock = self._conn.sock  # kept: the response may own it alone
+            self._sock.settimeout(None)  # waiting may take as long as the server lets it
+            resp = self._conn.getresponse()
+            if resp.status != 200:
+                data = json.loads(resp.read() or b"{}").get("error", {})
                 self._conn.close()
-                raise CoordError("unavailable", "the stream ended before the hold was granted")
-            if ev["event"] == "error":
-                self._conn.close()
-                cls = NotAcquired if ev.get("code") in ("busy", "timeout") else CoordError
-                raise cls(ev.get("code", ""), ev.get("message", ""))
-            if ev["event"] == "acquired":
-                break
-        self.token, self.scope, self.key = ev["token"], ev.get("scope"), ev.get("key")
-        self.lease, self.slot = ev.get("lease"), ev.get("slot")
-        self._deadline(ev)
-        self._thread = threading.Thread(target=self._read, name="coordkit-hold", daemon=True)
-        self._thread.start()
+                raise CoordError(data.get("code", "http_%d" % resp.status), data.get("message", ""), resp.status)
+            self._resp = resp
+            while True:
+                ev = self._next()
+                if ev is None:
+                    self._conn.close()
+                    raise CoordError("unavailable", "the stream ended before the hold was granted")
+                if ev["event"] == "error":
+                    self._conn.close()
+                    cls = NotAcquired if ev.get("code") in ("busy", "timeout") else CoordError
+                    raise cls(ev.get("code", ""), ev.get("message", ""))
+                if ev["event"] == "acquired":
+                    break
+            self.token, self.scope, self.key = ev["token"], ev.get("scope"), ev.get("key")
+            self.lease, self.slot = ev.get("lease"), ev.get("slot")
+            self._deadline(ev)
+        except BaseException:
+            self._reader = None
+            raise
+        finally:
+            go.release()
         return self
 
     def _next(self):
@@ -206,7 +217,10 @@ class Hold:
             self.lease_deadline = time.time() + left
             self._expires = time.monotonic() + left
 
-    def _read(self):
+    def _read(self, go):
+        with go:
+            if self._reader is None:  # not acquired
+                return
         reason = "the stream ended (agent gone or connection lost)"
         while True:
             ev = self._next()
@@ -249,15 +263,14 @@ class Hold:
         says so on the stream, which this waits for (up to wait seconds)."""
         with self._lock:
             self._released = True
+        inside = self._reader == threading.get_ident()  # release() from on_lost
         for how in (socket.SHUT_WR, socket.SHUT_RDWR):  # a half close first: the answer can still come
             if self._sock is not None:
                 try:
                     self._sock.shutdown(how)
                 except OSError:
                     pass
-            if self._thread is not None and self._thread is not threading.current_thread():
-                self._thread.join(wait)
-            if self._thread is None or not self._thread.is_alive():
+            if self._reader is None or inside or self._ended.wait(wait):
                 break
         self._lose("released")
         if self._resp is not None:

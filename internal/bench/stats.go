@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"syscall"
 	"time"
 
 	"github.com/coordkit/coordkit/cluster"
@@ -27,4 +28,14 @@ func Window(ctx context.Context, d time.Duration) (context.Context, context.Canc
 	wctx, cancel := context.WithCancel(ctx)
 	t := time.AfterFunc(d, cancel)
 	return wctx, func() { t.Stop(); cancel() }
+}
+
+// CPUTime is the CPU time (user and system) this process has used so far
+// (getrusage RUSAGE_SELF); 0 where that fails.
+func CPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

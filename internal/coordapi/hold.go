@@ -245,13 +245,6 @@ func (s stream) send(v any) error {
 	return s.rc.Flush()
 }
 
-// acquired is the outcome of an acquisition run beside the stream.
-type acquired struct {
-	h       holding
-	closeFn func()
-	err     error
-}
-
 // hold runs one hold: it starts the stream, acquires on a lane (writing
 // "waiting" if the library says it waits), then writes "acquired" and
 // "held" lines until the request ends (release), the hold is lost ("lost")
@@ -275,34 +268,20 @@ func (a *API) hold(w http.ResponseWriter, r *http.Request, req HoldRequest, p pl
 		return
 	}
 	defer a.lanes.put(l, p.occupy)
-	waits := make(chan Event, 1)
-	done := make(chan acquired, 1)
-	go func() {
-		hd, closeFn, err := p.acquire(actx, s, func(ev Event) {
-			select {
-			case waits <- ev:
-			default:
-			}
-		})
-		done <- acquired{hd, closeFn, err}
-	}()
-	var got acquired
-	for waiting := true; waiting; {
-		select {
-		case ev := <-waits:
-			ev.Kind, ev.Name, ev.Mode = p.kind, req.Name, p.mode
-			_ = out.send(ev) // a failed write shows as the request's end
-		case got = <-done:
-			waiting = false
-		}
-	}
+	// The acquisition runs here, and writes "waiting" itself: "acquired"
+	// follows the grant with no hop between goroutines (bench lock's API
+	// handoff), and "waiting" always comes before it.
+	h, closeFn, err := p.acquire(actx, s, func(ev Event) {
+		ev.Kind, ev.Name, ev.Mode = p.kind, req.Name, p.mode
+		_ = out.send(ev) // a failed write shows as the request's end
+	})
 	acancel()
-	if got.err != nil {
-		a.acquireFailed(ctx, out, got.err)
+	if err != nil {
+		a.acquireFailed(ctx, out, err)
 		return
 	}
-	defer got.closeFn()
-	a.serveHeld(ctx, out, req, p, got.h)
+	defer closeFn()
+	a.serveHeld(ctx, out, req, p, h)
 }
 
 // acquireFailed writes the "error" event of an acquisition that failed;

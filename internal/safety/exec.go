@@ -179,7 +179,7 @@ const (
 	stopAfter = 300 * time.Millisecond
 )
 
-// sigstop freezes the running `coordctl lock` process and the command it
+// sigstop freezes (kill-client: kills) the running `coordctl lock` process and the command it
 // runs (its own process group) once the command has started and had time
 // to read, that is while the lock is held and the write is pending. Undo
 // continues the command 50ms before its supervisor: the race between the
@@ -217,6 +217,9 @@ func (r *run) sigstop(ctx context.Context, i int, s Step) func() {
 	if pid == 0 {
 		r.progressf("sigstop: no process client held the lock, skipped")
 		return func() {}
+	}
+	if s.Kind == FaultKillClient {
+		return r.killClient(i, s, pid, child)
 	}
 	alone := s.Kind == FaultSigstopSupervisor
 	_ = syscall.Kill(pid, syscall.SIGSTOP)
@@ -256,6 +259,21 @@ func (r *run) sigstop(ctx context.Context, i int, s Step) func() {
 		time.Sleep(50 * time.Millisecond)
 		_ = syscall.Kill(pid, syscall.SIGCONT)
 	}
+}
+
+// killClient SIGKILLs the process client pid that holds the lock, and
+// the command it runs (child's process group), as a crash would: its
+// connection to the agent (or its session) ends, the next holder may go.
+func (r *run) killClient(i int, s Step, pid, child int) func() {
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	if child != pid {
+		_ = syscall.Kill(-child, syscall.SIGKILL)
+	}
+	r.countFault(s.Kind)
+	r.touched(i, fmt.Sprintf("process client pid %d (holding the lock)", pid))
+	r.effective(i, "killed a process client while it held the lock")
+	r.progressf("SIGKILL process client pid %d (and its command, pid %d) while it held the lock", pid, child)
+	return func() {}
 }
 
 // commandOf returns the command a process client runs: its child, or,

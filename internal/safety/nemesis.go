@@ -20,11 +20,15 @@ const (
 	// runs on, and only its watchdog can stop it (not in the default kinds:
 	// coordctl check --faults names it).
 	FaultSigstopSupervisor FaultKind = "sigstop-supervisor"
+	// SIGKILL a process client (its process group; a `coordctl lock`
+	// process and its command) while it holds the lock, after it read:
+	// in the default kinds with Python process clients.
+	FaultKillClient FaultKind = "kill-client"
 )
 
 // knownFaults are the kinds a schedule or --faults may name.
 var knownFaults = []FaultKind{FaultIsolateMember, FaultIsolateLeader, FaultCutClient, FaultStopMember,
-	FaultFreezeClient, FaultSigstop, FaultSigstopSupervisor, FaultCutLock}
+	FaultFreezeClient, FaultSigstop, FaultSigstopSupervisor, FaultCutLock, FaultKillClient}
 
 // Step is one fault of a schedule: apply it, hold it, heal, stay quiet.
 type Step struct {

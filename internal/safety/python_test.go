@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,4 +53,29 @@ func TestPythonClientsConfig(t *testing.T) {
 			require.ErrorIs(t, c.Validate(), ErrBadConfig)
 		})
 	}
+}
+
+// Python process clients killed (SIGKILL) while they hold: the kills
+// apply, and after the first one another Python client holds the lock (it
+// is killed in turn), which it could not if the agent had not released the
+// dead client's hold; the fenced run has no violation. With Python clients
+// the default faults include kill-client.
+func TestRunPythonClientsKilled(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not found: the Python process clients run clients/python")
+	}
+	var progress bytes.Buffer
+	cfg := Config{Target: TargetLock, Duration: 12 * time.Second, Clients: 2, TTL: 2 * time.Second, Seed: 1, Fencing: true,
+		DataDir: t.TempDir(), Coordctl: "coordctl", Python: py, Progress: &progress,
+		Kinds: []FaultKind{FaultKillClient}}
+	require.Contains(t, Config{Target: TargetLock, Coordctl: "c", Python: py}.DefaultKinds(), FaultKillClient)
+	require.NotContains(t, Config{Target: TargetLock, Coordctl: "c"}.DefaultKinds(), FaultKillClient)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rep, _, err := Run(ctx, cfg)
+	require.NoError(t, err, progress.String())
+	require.Zero(t, rep.Violations, progress.String())
+	require.GreaterOrEqual(t, rep.Faults[string(FaultKillClient)], 2, "no second Python client held after a kill: %s", progress.String())
+	require.Equal(t, rep.Faults[string(FaultKillClient)], strings.Count(progress.String(), "SIGKILL process client"))
 }

@@ -182,6 +182,9 @@ func (c Config) DefaultKinds() []FaultKind {
 	if c.ProcessClients() {
 		kinds = append(kinds, FaultSigstop)
 	}
+	if c.Python != "" {
+		kinds = append(kinds, FaultKillClient)
+	}
 	return kinds
 }
 
@@ -235,7 +238,7 @@ func (c Config) Validate() error {
 		switch {
 		case !slices.Contains(knownFaults, k):
 			return badConfig("faults", "unknown fault %q: want some of %v", k, knownFaults)
-		case (k == FaultSigstop || k == FaultSigstopSupervisor) && !c.ProcessClients():
+		case (k == FaultSigstop || k == FaultSigstopSupervisor || k == FaultKillClient) && !c.ProcessClients():
 			return badConfig("faults", "%s needs the process clients (a coordctl mutex or election with the http resource)", k)
 		}
 	}
@@ -950,7 +953,7 @@ func (r *run) healAll() {
 // apply applies one step and returns what undoes it.
 func (r *run) apply(ctx context.Context, i int, s Step) (undo func()) {
 	heal := func() { r.cluster.Heal() }
-	if r.cluster == nil && s.Kind != FaultFreezeClient && s.Kind != FaultSigstop && s.Kind != FaultSigstopSupervisor && s.Kind != FaultCutLock {
+	if r.cluster == nil && s.Kind != FaultFreezeClient && s.Kind != FaultSigstop && s.Kind != FaultSigstopSupervisor && s.Kind != FaultCutLock && s.Kind != FaultKillClient {
 		r.progressf("%s: no etcd cluster in this run, skipped", s.Kind)
 		return func() {}
 	}
@@ -1012,7 +1015,7 @@ func (r *run) apply(ctx context.Context, i int, s Step) (undo func()) {
 		// faults stall the workload, the next tenure of that client
 		// freezes instead.
 		return func() {}
-	case FaultSigstop, FaultSigstopSupervisor:
+	case FaultSigstop, FaultSigstopSupervisor, FaultKillClient:
 		return r.sigstop(ctx, i, s)
 	case FaultCutLock:
 		return r.cutLock(s)

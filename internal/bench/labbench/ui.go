@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/coordkit/coordkit/cluster"
@@ -66,9 +65,9 @@ func ui(ctx context.Context, o Options, progress func(string, ...any)) ([]UIRow,
 		// the page first in odd ones, so neither always inherits the
 		// other's garbage or warm pipeline.
 		if (i%2 == 0) == (i/2%2 == 0) {
-			cpu0 := cpuTime()
+			cpu0 := bench.CPUTime()
 			k, el := run(ctx, lab, writers, per)
-			noOps, noT, noCPU = noOps+k, noT+el, noCPU+cpuTime()-cpu0
+			noOps, noT, noCPU = noOps+k, noT+el, noCPU+bench.CPUTime()-cpu0
 			continue
 		}
 		k, el, ev, cpu, err := withPage(ctx, lab, writers, per)
@@ -225,21 +224,12 @@ func withPage(ctx context.Context, lab *labSystem, writers int, d time.Duration)
 		return 0, 0, 0, 0, err
 	}
 	before := p.events.Load()
-	cpu0 := cpuTime()
+	cpu0 := bench.CPUTime()
 	k, el := run(ctx, lab, writers, d)
-	cpu := cpuTime() - cpu0
+	cpu := bench.CPUTime() - cpu0
 	ev := p.events.Load() - before
 	p.close()
 	return k, el, ev, cpu, nil
-}
-
-// cpuTime is the CPU time (user and system) this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func perWrite(cpu time.Duration, writes int64) float64 {

@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,8 +30,12 @@ const AgainstAPI = "api"
 // apiDriver is the Python program behind an api_python locker: it holds
 // the lock named argv[3] through coordkit.py (in argv[1]) on the agent at
 // argv[2], one "lock" or "unlock" line on stdin at a time, and answers each
-// with "ok" or "err REASON" (after "ready", once it is loaded). With a fourth argument it takes the lock,
-// says "held TOKEN" and sleeps: the crash handoff's holder process.
+// with "ok NS" or "err REASON" (after "ready", once it is loaded). NS is its
+// CLOCK_MONOTONIC reading in nanoseconds when acquire() returned (lock) or
+// just before it called release() (unlock): the handoff test's instants,
+// taken where a Python program would see them. With a fourth argument it
+// takes the lock, says "held TOKEN" and sleeps: the crash handoff's holder
+// process.
 const apiDriver = `import sys, time
 sys.path.insert(0, sys.argv[1])
 import coordkit
@@ -38,15 +44,18 @@ if len(sys.argv) > 4:
     h = c.lock(name).acquire()
     print("held", h.token, flush=True)
     time.sleep(1e9)
+now = time.monotonic_ns  # CLOCK_MONOTONIC, the clock the Go side reads too
 h = None
 print("ready", flush=True)
 for line in sys.stdin:
     try:
         if line.startswith("lock"):
             h = c.lock(name).acquire()
+            t = now()
         else:
+            t = now()
             h.release()
-        print("ok", flush=True)
+        print("ok", t, flush=True)
     except Exception as e:
         print("err", repr(e).replace("\n", " "), flush=True)
 `
@@ -67,13 +76,9 @@ type apiServer struct {
 	python string
 }
 
-// startAPI serves the API on 127.0.0.1 and writes the Python files.
-func (e *env) startAPI(ctx context.Context, python string) error {
-	cli, err := e.client()
-	if err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp("", "coordkit-bench-api-")
+// startPython writes the Python files: coordkit.py and the drivers.
+func (e *env) startPython(python string) error {
+	dir, err := os.MkdirTemp("", "coordkit-bench-python-")
 	if err != nil {
 		return err
 	}
@@ -81,8 +86,24 @@ func (e *env) startAPI(ctx context.Context, python string) error {
 	if err := coordkitpy.Install(dir); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "driver.py"), []byte(apiDriver), 0o644); err != nil {
+	for file, text := range map[string]string{"driver.py": apiDriver, "pylocks.py": pyLocksDriver} {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(text), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startAPI serves the API on 127.0.0.1 and writes the Python files.
+func (e *env) startAPI(ctx context.Context, python string) error {
+	cli, err := e.client()
+	if err != nil {
 		return err
+	}
+	if e.apiSrv == nil {
+		if err := e.startPython(python); err != nil {
+			return err
+		}
 	}
 	e.apiSrv.srv, err = coordapi.Listen(ctx, coordapi.Config{Client: cli, SessionOptions: []session.Option{session.WithTTL(10 * time.Second)}}, "127.0.0.1:0")
 	return err
@@ -106,10 +127,27 @@ type pyLocker struct {
 	cmd   *exec.Cmd
 	in    io.WriteCloser
 	lines chan string
+	// locked and unlocking are the Python process's own CLOCK_MONOTONIC
+	// readings: when its last acquire() returned and when it last called
+	// release() (stamps).
+	locked, unlocking int64
+	// waits counts the "wait" lines of a driver whose waiting leaves no
+	// trace on the server (redis-py's polling Lock): it says so itself.
+	waits atomic.Int64
 }
+
+// stamps is when, by the Python process's clock, its last lock returned
+// and its last unlock was called: the pipe's round trip is not in them.
+func (l *pyLocker) stamps() (locked, unlocking int64) { return l.locked, l.unlocking }
 
 func (e *env) pyLocker(ctx context.Context, name string) (*pyLocker, error) {
 	prog, args := e.apiSrv.driver(name)
+	return startPyLocker(ctx, prog, args)
+}
+
+// startPyLocker starts a driver process (the protocol of apiDriver) and
+// waits for its "ready".
+func startPyLocker(ctx context.Context, prog string, args []string) (*pyLocker, error) {
 	cmd := exec.Command(prog, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	in, err := cmd.StdinPipe()
@@ -140,7 +178,7 @@ func (e *env) pyLocker(ctx context.Context, name string) (*pyLocker, error) {
 			return l, nil
 		}
 		l.Close()
-		return nil, fmt.Errorf("api_python: the Python process said %q, not ready", line)
+		return nil, fmt.Errorf("python driver: it said %q, not ready", line)
 	case <-ctx.Done():
 		l.Close()
 		return nil, ctx.Err()
@@ -151,21 +189,41 @@ func (e *env) pyLocker(ctx context.Context, name string) (*pyLocker, error) {
 // process is killed (what it held is released when its connection closes).
 func (l *pyLocker) do(ctx context.Context, what string) error {
 	if _, err := io.WriteString(l.in, what+"\n"); err != nil {
-		return fmt.Errorf("api_python %s: %w", what, err)
+		return fmt.Errorf("python driver %s: %w", what, err)
 	}
-	select {
-	case line, ok := <-l.lines:
-		switch {
-		case !ok:
-			return fmt.Errorf("api_python %s: the Python process exited", what)
-		case line != "ok":
-			return fmt.Errorf("api_python %s: %s", what, strings.TrimPrefix(line, "err "))
+	for {
+		select {
+		case line, ok := <-l.lines:
+			if ok && line == "wait" {
+				l.waits.Add(1)
+				continue
+			}
+			return l.answer(what, line, ok)
+		case <-ctx.Done():
+			l.kill()
+			return ctx.Err()
 		}
-		return nil
-	case <-ctx.Done():
-		l.kill()
-		return ctx.Err()
 	}
+}
+
+// answer takes in the answer line to what.
+func (l *pyLocker) answer(what, line string, ok bool) error {
+	switch {
+	case !ok:
+		return fmt.Errorf("python driver %s: the Python process exited", what)
+	case !strings.HasPrefix(line, "ok "):
+		return fmt.Errorf("python driver %s: %s", what, strings.TrimPrefix(line, "err "))
+	}
+	ns, err := strconv.ParseInt(strings.TrimPrefix(line, "ok "), 10, 64)
+	if err != nil {
+		return fmt.Errorf("python driver %s: answer %q: %w", what, line, err)
+	}
+	if what == "lock" {
+		l.locked = ns
+	} else {
+		l.unlocking = ns
+	}
+	return nil
 }
 
 func (l *pyLocker) Lock(ctx context.Context) error   { return l.do(ctx, "lock") }

@@ -44,6 +44,9 @@ type impl struct {
 	// api: the lockers are Python processes holding through the
 	// coordination API; their requests to etcd are the agent's.
 	api bool
+	// pyWaits: the lockers are Python processes (redis-py) whose waiting
+	// shows only in their own "wait" line (pyLocker.waits).
+	pyWaits bool
 	// new makes a locker; a waiter that must not give up (the handoff
 	// test) asks for patient ones.
 	new func(ctx context.Context, e *env, name string, patient bool) (bench.Locker, error)

@@ -21,6 +21,9 @@ var ErrOptions = errors.New("lockbench: invalid options")
 // AgainstRedsync is the Options.Against value that adds the redsync columns.
 const AgainstRedsync = "redsync"
 
+// againstAll are the Options.Against values, in the order of their columns.
+var againstAll = []string{AgainstRedsync, AgainstPG, AgainstAPI, AgainstRedisPy, AgainstPsycopg}
+
 // Options bound a run.
 type Options struct {
 	Iterations int           // uncontended lock+unlock rounds per implementation
@@ -77,26 +80,29 @@ func (o Options) Validate() error {
 		}
 	}
 	for _, a := range o.Against {
-		if a != AgainstRedsync && a != AgainstPG && a != AgainstAPI {
-			return fmt.Errorf("%w: against %q: the other locks measured are %q, %q and %q", ErrOptions, a, AgainstRedsync, AgainstPG, AgainstAPI)
+		if !slices.Contains(againstAll, a) {
+			return fmt.Errorf("%w: against %q: the other locks measured are %q", ErrOptions, a, againstAll)
 		}
 	}
-	if api := slices.Contains(o.Against, AgainstAPI); api != (o.Python != "") {
-		return fmt.Errorf("%w: against %s needs a python3, and only it", ErrOptions, AgainstAPI)
+	has := func(any ...string) bool {
+		return slices.ContainsFunc(o.Against, func(a string) bool { return slices.Contains(any, a) })
 	}
-	switch pg := slices.Contains(o.Against, AgainstPG); {
+	if has(AgainstAPI, AgainstRedisPy, AgainstPsycopg) != (o.Python != "") {
+		return fmt.Errorf("%w: against %s, %s or %s needs a python3, and only they", ErrOptions, AgainstAPI, AgainstRedisPy, AgainstPsycopg)
+	}
+	switch pg := has(AgainstPG, AgainstPsycopg); {
 	case pg && o.DSN == "":
-		return fmt.Errorf("%w: against %s needs a PostgreSQL DSN", ErrOptions, AgainstPG)
+		return fmt.Errorf("%w: against %s or %s needs a PostgreSQL DSN", ErrOptions, AgainstPG, AgainstPsycopg)
 	case !pg && o.DSN != "":
-		return fmt.Errorf("%w: a DSN is only used against %s", ErrOptions, AgainstPG)
+		return fmt.Errorf("%w: a DSN is only used against %s or %s", ErrOptions, AgainstPG, AgainstPsycopg)
 	case o.CrashHandoffs < 0:
 		return fmt.Errorf("%w: crash handoffs %d: must not be negative", ErrOptions, o.CrashHandoffs)
 	}
-	switch redsync := slices.Contains(o.Against, AgainstRedsync); {
-	case redsync && o.Redis == "":
-		return fmt.Errorf("%w: against %s needs a Redis address", ErrOptions, AgainstRedsync)
-	case !redsync && o.Redis != "":
-		return fmt.Errorf("%w: a Redis address (%s) is only used against %s", ErrOptions, o.Redis, AgainstRedsync)
+	switch redis := has(AgainstRedsync, AgainstRedisPy); {
+	case redis && o.Redis == "":
+		return fmt.Errorf("%w: against %s or %s needs a Redis address", ErrOptions, AgainstRedsync, AgainstRedisPy)
+	case !redis && o.Redis != "":
+		return fmt.Errorf("%w: a Redis address (%s) is only used against %s or %s", ErrOptions, o.Redis, AgainstRedsync, AgainstRedisPy)
 	}
 	return nil
 }
@@ -111,6 +117,8 @@ type Row struct {
 	RedsyncMinRetry *float64 `json:"redsync_min_retry,omitempty"`
 	PGAdvisory      *float64 `json:"pg_advisory,omitempty"`
 	APIPython       *float64 `json:"api_python,omitempty"`
+	RedisPy         *float64 `json:"redis_py,omitempty"`
+	Psycopg         *float64 `json:"psycopg,omitempty"`
 	Unit            string   `json:"unit"`
 }
 
@@ -132,10 +140,12 @@ func (r Row) MarshalJSON() ([]byte, error) {
 		RedsyncMinRetry *nullable `json:"redsync_min_retry,omitempty"`
 		PGAdvisory      *nullable `json:"pg_advisory,omitempty"`
 		APIPython       *nullable `json:"api_python,omitempty"`
+		RedisPy         *nullable `json:"redis_py,omitempty"`
+		Psycopg         *nullable `json:"psycopg,omitempty"`
 	}
 	o := out{plain: plain(r), Coordkit: num(r.Coordkit), EtcdConcurrency: num(r.EtcdConcurrency)}
 	o.Redsync, o.RedsyncMinRetry, o.PGAdvisory = nullOf(r.Redsync), nullOf(r.RedsyncMinRetry), nullOf(r.PGAdvisory)
-	o.APIPython = nullOf(r.APIPython)
+	o.APIPython, o.RedisPy, o.Psycopg = nullOf(r.APIPython), nullOf(r.RedisPy), nullOf(r.Psycopg)
 	return json.Marshal(o)
 }
 
@@ -183,6 +193,16 @@ func (r *Row) value(key string) *float64 {
 			r.APIPython = new(float64)
 		}
 		return r.APIPython
+	case colRedisPy:
+		if r.RedisPy == nil {
+			r.RedisPy = new(float64)
+		}
+		return r.RedisPy
+	case colPsycopg:
+		if r.Psycopg == nil {
+			r.Psycopg = new(float64)
+		}
+		return r.Psycopg
 	}
 	panic("lockbench: unknown column " + key)
 }
@@ -218,17 +238,25 @@ func (r Result) Table() bench.Table {
 		Title:   "lock benchmark: embedded single-member etcd, fsync " + fsync,
 		Columns: []string{colCoordkit, colEtcd},
 	}
-	if r.Redis != "" {
+	if len(r.Rows) > 0 && r.Rows[0].Redsync != nil {
 		t.Title += fmt.Sprintf("; redsync %s on Redis %s (redsync: default options; redsync_min_retry: retry delay 0)", redsyncVersion, r.Redis)
 		t.Columns = append(t.Columns, colRedsync, colRedsyncMin)
 	}
-	if r.Postgres != "" {
+	if len(r.Rows) > 0 && r.Rows[0].PGAdvisory != nil {
 		t.Title += fmt.Sprintf("; pg_advisory: session-level pg_advisory_lock on PostgreSQL %s, one lock connection per client (keepalives %s); crash_handoff: the holder process SIGKILLed, coordkit's holder with TTL %s", r.Postgres, r.Keepalive, CrashTTL)
 		t.Columns = append(t.Columns, colPG)
 	}
 	if r.API {
 		t.Title += fmt.Sprintf("; api_python: the coordination API (served in this process on loopback) from one Python process per client (clients/python), driven over a pipe; crash_handoff: the holder process SIGKILLed, coordkit's holder with TTL %s", CrashTTL)
 		t.Columns = append(t.Columns, colAPI)
+	}
+	if len(r.Rows) > 0 && r.Rows[0].RedisPy != nil {
+		t.Title += fmt.Sprintf("; redis_py: redis-py's Lock (timeout %ss, its default 0.1s polling) on Redis %s from one Python process per client, crash holder renewing a %s timeout every third of it", pyLocksTTL, r.Redis, CrashTTL)
+		t.Columns = append(t.Columns, colRedisPy)
+	}
+	if len(r.Rows) > 0 && r.Rows[0].Psycopg != nil {
+		t.Title += fmt.Sprintf("; psycopg: pg_advisory_lock through psycopg2 on PostgreSQL %s from one Python process per client", r.Postgres)
+		t.Columns = append(t.Columns, colPsycopg)
 	}
 	for _, c := range t.Columns[1:] {
 		t.Ratios = append(t.Ratios, bench.Ratio{Of: colCoordkit, To: c})
@@ -286,6 +314,11 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	defer stop()
 	e.endpoints = srv.Endpoints()
 	api := slices.Contains(o.Against, AgainstAPI)
+	if o.Python != "" {
+		if err := e.startPython(o.Python); err != nil {
+			return Result{}, fmt.Errorf("lockbench: the Python drivers: %w", err)
+		}
+	}
 	if api {
 		if err := e.startAPI(ctx, o.Python); err != nil {
 			return Result{}, fmt.Errorf("lockbench: the coordination API: %w", err)
@@ -295,16 +328,25 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 
 	impls := etcdImpls
 	res = Result{Benchmark: "lock", Fsync: !o.NoFsync, Redis: o.Redis}
-	if o.Redis != "" {
+	if slices.Contains(o.Against, AgainstRedsync) {
 		impls = append(slices.Clone(impls), redsyncImpls...)
 	}
 	if o.DSN != "" {
+		res.Postgres = e.pgWhere
+	}
+	if slices.Contains(o.Against, AgainstPG) {
 		impls = append(slices.Clone(impls), pgImpl)
-		res.Postgres, res.Keepalive = e.pgWhere, pglock.DefaultKeepalive.String()
+		res.Keepalive = pglock.DefaultKeepalive.String()
 	}
 	if api {
 		impls = append(slices.Clone(impls), apiImpl)
 		res.API = true
+	}
+	if slices.Contains(o.Against, AgainstRedisPy) {
+		impls = append(slices.Clone(impls), redisPyImpl)
+	}
+	if slices.Contains(o.Against, AgainstPsycopg) {
+		impls = append(slices.Clone(impls), psycopgImpl)
 	}
 	row := func(metric, unit string) int {
 		r := Row{Metric: metric, Unit: unit}
@@ -348,27 +390,33 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		}
 	}
 	p50, p99 := row("handoff_p50_ms", "ms"), row("handoff_p99_ms", "ms")
-	for _, im := range impls {
-		progress("handoff between two clients, %s, %d handoffs", im.label, o.Handoffs)
-		d, err := handoff(ctx, e, im, o.Handoffs, o.Hold)
-		if err != nil {
-			return Result{}, fmt.Errorf("lockbench: handoff, %s: %w", im.label, err)
-		}
-		set(p50, im, bench.Ms(bench.Percentile(d, 0.50)))
-		set(p99, im, bench.Ms(bench.Percentile(d, 0.99)))
+	driven := -1
+	if api {
+		driven = row("handoff_driven_p50_ms", "ms")
 	}
-	if (o.DSN != "" || api) && o.Coordctl != "" {
+	progress("handoff between two clients, every implementation in turn, blocks of %d, %d handoffs each", handoffBlock, o.Handoffs)
+	hs, err := handoffsInTurn(ctx, e, impls, o.Handoffs, o.Hold)
+	if err != nil {
+		return Result{}, err
+	}
+	for i, im := range impls {
+		h := hs[i]
+		set(p50, im, bench.Ms(bench.Percentile(h.inClient, 0.50)))
+		set(p99, im, bench.Ms(bench.Percentile(h.inClient, 0.99)))
+		if driven >= 0 {
+			set(driven, im, bench.Ms(bench.Percentile(h.driven, 0.50)))
+		}
+	}
+	if (o.DSN != "" || o.Python != "") && o.Coordctl != "" {
 		n := o.CrashHandoffs
 		if n == 0 {
 			n = 5
 		}
-		c50, cmax := row("crash_handoff_p50_ms", "ms"), row("crash_handoff_max_ms", "ms")
-		res.Rows[c50].EtcdConcurrency, res.Rows[cmax].EtcdConcurrency = math.NaN(), math.NaN()
+		c50, c99, cmax := row("crash_handoff_p50_ms", "ms"), row("crash_handoff_p99_ms", "ms"), row("crash_handoff_max_ms", "ms")
 		for _, im := range impls {
 			if _, ok := crashHolders[im.key]; !ok {
-				if im.key != colEtcd {
-					set(c50, im, math.NaN())
-					set(cmax, im, math.NaN())
+				for _, r := range []int{c50, c99, cmax} {
+					set(r, im, math.NaN())
 				}
 				continue
 			}
@@ -378,13 +426,19 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 				return Result{}, fmt.Errorf("lockbench: crash handoff, %s: %w", im.label, err)
 			}
 			set(c50, im, bench.Ms(bench.Percentile(d, 0.50)))
+			set(c99, im, bench.Ms(bench.Percentile(d, 0.99)))
 			set(cmax, im, bench.Ms(slices.Max(d)))
+		}
+	}
+	if api && o.Coordctl != "" {
+		if err := agentLoadRows(ctx, e, o, impls, row, set, progress); err != nil {
+			return Result{}, err
 		}
 	}
 	for _, w := range o.Workers {
 		r := row(fmt.Sprintf("contended_%d_per_s", w), "per_s")
 		failed := -1
-		if o.Redis != "" {
+		if slices.Contains(o.Against, AgainstRedsync) {
 			failed = row(fmt.Sprintf("contended_%d_lock_failed", w), "count")
 		}
 		for _, im := range impls {

@@ -184,7 +184,7 @@ func TestRunStopsWhenCanceled(t *testing.T) {
 	defer cancel()
 	o := tiny()
 	o.Handoffs = 1_000_000
-	o.Progress = &cancelOn{what: "handoff between two clients, coordkit", cancel: cancel}
+	o.Progress = &cancelOn{what: "handoff between two clients", cancel: cancel}
 	_, err := Run(ctx, o)
 	require.ErrorIs(t, err, context.Canceled)
 }

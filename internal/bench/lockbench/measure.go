@@ -2,12 +2,14 @@ package lockbench
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/sys/unix"
 
 	"github.com/coordkit/coordkit/internal/bench"
 )
@@ -27,7 +29,7 @@ func uncontended(ctx context.Context, e *env, impls []impl, n int) (ds [][]time.
 	defer func() { closeAll(ls) }()
 	counters := make([]*rpcCounter, len(impls))
 	for i, im := range impls {
-		if !im.redis && !im.pg && !im.api {
+		if !im.redis && !im.pg && !im.api && !im.pyWaits {
 			counters[i] = newRPCCounter()
 		}
 		e.count = counters[i]
@@ -103,17 +105,18 @@ const handoffJitter = 100 * time.Millisecond
 // (the etcd locks), a SET NX of the other's answered "taken" since this
 // holder got the lock (redsync, whose waiters leave no trace), or a lock
 // of the key in pg_locks that is not granted (the advisory lock).
-func handoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([]time.Duration, error) {
+func handoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) (handoffs, error) {
 	name := e.name("handoff")
 	ls, err := e.lockers(ctx, im, name, 2, true)
 	defer closeAll(ls)
 	if err != nil {
-		return nil, err
+		return handoffs{}, err
 	}
+	st := [2]*stamped{{Locker: ls[0]}, {Locker: ls[1]}}
 	var watcher *clientv3.Client
-	if !im.redis && !im.pg {
+	if !im.redis && !im.pg && !im.pyWaits {
 		if watcher, err = e.client(); err != nil {
-			return nil, err
+			return handoffs{}, err
 		}
 	}
 	var (
@@ -121,6 +124,8 @@ func handoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([
 		released time.Time // when the last holder called Unlock
 		holder   = -1      // who holds or held last
 		samples  []time.Duration
+		pairs    []stampPair // the samples again, by the clients' clocks
+		unlocks  [2]int      // Unlock calls made by each client
 		stop     atomic.Bool
 		firstErr error
 		wg       sync.WaitGroup
@@ -132,6 +137,9 @@ func handoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([
 	waiting := func(i int, triesAtLock int64) bool {
 		if im.redis {
 			return ls[1-i].(*redsyncLocker).hook.n.Load() > triesAtLock
+		}
+		if im.pyWaits {
+			return ls[1-i].(*pyLocker).waits.Load() > triesAtLock
 		}
 		if im.pg {
 			_, w, err := e.pgSessions(wctx, name)
@@ -150,7 +158,7 @@ func handoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([
 		cancel()
 	}
 	done := func() bool { return stop.Load() || wctx.Err() != nil }
-	for i, l := range ls {
+	for i, l := range st {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -164,9 +172,13 @@ func handoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([
 				if im.redis {
 					triesAtLock = ls[1-i].(*redsyncLocker).hook.n.Load()
 				}
+				if im.pyWaits {
+					triesAtLock = ls[1-i].(*pyLocker).waits.Load()
+				}
 				mu.Lock()
 				if !released.IsZero() {
 					samples = append(samples, now.Sub(released))
+					pairs = append(pairs, stampPair{locked: l.locked[len(l.locked)-1], by: 1 - i, unlock: unlocks[1-i] - 1})
 					if len(samples) >= n {
 						stop.Store(true)
 					}
@@ -183,6 +195,7 @@ func handoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([
 				}
 				mu.Lock()
 				released = time.Now()
+				unlocks[i]++
 				mu.Unlock()
 				if err := l.Unlock(context.WithoutCancel(wctx)); err != nil {
 					fail(err)
@@ -207,9 +220,101 @@ func handoff(ctx context.Context, e *env, im impl, n int, hold time.Duration) ([
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return nil, firstErr
+		return handoffs{}, firstErr
 	}
-	return samples, ctx.Err()
+	out := handoffs{driven: samples}
+	for _, p := range pairs {
+		if u := st[p.by].unlocking; p.unlock < len(u) {
+			out.inClient = append(out.inClient, time.Duration(p.locked-u[p.unlock]))
+		}
+	}
+	return out, ctx.Err()
+}
+
+// handoffBlock is the number of handoffs an implementation runs before
+// the next one's turn in the handoff test.
+const handoffBlock = 25
+
+// handoffsInTurn runs the handoff test of every implementation, n
+// handoffs each, in blocks of handoffBlock, one implementation after the
+// other and round again, so that a machine whose load changes during the
+// run weighs on all of them alike (as uncontended does).
+func handoffsInTurn(ctx context.Context, e *env, impls []impl, n int, hold time.Duration) ([]handoffs, error) {
+	out := make([]handoffs, len(impls))
+	for left := n; left > 0; left -= handoffBlock {
+		for i, im := range impls {
+			h, err := handoff(ctx, e, im, min(left, handoffBlock), hold)
+			if err != nil {
+				return nil, fmt.Errorf("lockbench: handoff, %s: %w", im.label, err)
+			}
+			out[i].driven = append(out[i].driven, h.driven...)
+			out[i].inClient = append(out[i].inClient, h.inClient...)
+		}
+	}
+	return out, nil
+}
+
+// handoffs are one handoff test's samples, measured two ways. driven: from
+// the bench calling Unlock to Lock returning to it. inClient: from the
+// releasing client's code calling its release to the waiting client's code
+// seeing its acquire return, by CLOCK_MONOTONIC readings taken in the
+// clients' own processes — for api_python that leaves out the pipe's round
+// trips between the bench and the Python processes (writing the command,
+// reading the answer), which an in-process Go locker does not pay; for the
+// in-process lockers both are the same instants.
+type handoffs struct{ driven, inClient []time.Duration }
+
+// stampPair is one handoff by the clients' clocks: the acquirer's Lock
+// return and the index of the releaser's (by) Unlock call.
+type stampPair struct {
+	locked     int64
+	by, unlock int
+}
+
+// stamped records, for the handoff test, CLOCK_MONOTONIC readings of when
+// each Lock returned and each Unlock was called: the locker's own (a
+// pyLocker's, taken in its process) when it has them, else taken here.
+type stamped struct {
+	bench.Locker
+	locked, unlocking []int64
+}
+
+// stamper is a locker driven in another process that reports its own
+// readings of when its last Lock returned and its last Unlock was called.
+type stamper interface {
+	stamps() (locked, unlocking int64)
+}
+
+func (s *stamped) Lock(ctx context.Context) error {
+	err := s.Locker.Lock(ctx)
+	t := monotonicNow()
+	if p, ok := s.Locker.(stamper); ok {
+		t, _ = p.stamps()
+	}
+	if err == nil {
+		s.locked = append(s.locked, t)
+	}
+	return err
+}
+
+func (s *stamped) Unlock(ctx context.Context) error {
+	t := monotonicNow()
+	err := s.Locker.Unlock(ctx)
+	if p, ok := s.Locker.(stamper); ok {
+		_, t = p.stamps()
+	}
+	if err == nil {
+		s.unlocking = append(s.unlocking, t)
+	}
+	return err
+}
+
+// monotonicNow reads CLOCK_MONOTONIC, the clock Python's time.monotonic_ns
+// reads on Linux (Go's time.Now keeps its monotonic reading private).
+func monotonicNow() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }
 
 // contendedResult is one contended run of one implementation.

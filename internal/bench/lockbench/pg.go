@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -84,12 +85,13 @@ type crashHolder struct {
 	// command, when set, is the program and its arguments instead of
 	// coordctl with args.
 	command func(e *env, name string) (string, []string)
-	// queued reports how many clients hold or wait for name.
-	queued func(ctx context.Context, e *env, name string) (int, error)
+	// queued reports how many clients hold or wait for name (waiter: the
+	// waiting locker).
+	queued func(ctx context.Context, e *env, name string, waiter bench.Locker) (int, error)
 }
 
 // etcdQueued counts the keys under name's prefix: its holder and waiters.
-func etcdQueued(ctx context.Context, e *env, name string) (int, error) {
+func etcdQueued(ctx context.Context, e *env, name string, _ bench.Locker) (int, error) {
 	resp, err := e.watcher.Get(ctx, name+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		return 0, err
@@ -110,10 +112,21 @@ var crashHolders = map[string]crashHolder{
 		args: func(e *env, name string) []string {
 			return []string{"check", "pg-advisory-lock", "--dsn", e.pgDSN, "--name", e.pgName(name), "-w", "json"}
 		},
-		queued: func(ctx context.Context, e *env, name string) (int, error) {
-			g, w, err := e.pgSessions(ctx, name)
-			return g + w, err
-		}},
+		queued: pgQueued},
+	colRedisPy: {key: colRedisPy,
+		command: func(e *env, name string) (string, []string) {
+			return e.pyLocks("redis", name, strconv.FormatFloat(CrashTTL.Seconds(), 'f', -1, 64), "hold")
+		},
+		queued: redisPyQueued},
+	colPsycopg: {key: colPsycopg,
+		command: func(e *env, name string) (string, []string) { return e.pyLocks("pg", name, "0", "hold") },
+		queued:  pgQueued},
+}
+
+// pgQueued counts the sessions holding and waiting for name's key.
+func pgQueued(ctx context.Context, e *env, name string, _ bench.Locker) (int, error) {
+	g, w, err := e.pgSessions(ctx, name)
+	return g + w, err
 }
 
 // crashHandoff measures, n times, the wait of a waiter behind a holder
@@ -199,7 +212,7 @@ func crashOnce(ctx context.Context, e *env, im impl, ch crashHolder, coordctl, n
 	}
 	count := func(want int) func() (bool, error) {
 		return func() (bool, error) {
-			n, err := ch.queued(ctx, e, name)
+			n, err := ch.queued(ctx, e, name, l)
 			return n >= want, err
 		}
 	}
@@ -207,23 +220,19 @@ func crashOnce(ctx context.Context, e *env, im impl, ch crashHolder, coordctl, n
 		return 0, err
 	}
 	got := make(chan error, 1)
-	var granted time.Time
-	go func() {
-		err := l.Lock(ctx)
-		granted = time.Now()
-		got <- err
-	}()
+	st := &stamped{Locker: l} // granted: by the waiter's own clock (a Python waiter's, not its pipe's)
+	go func() { got <- st.Lock(ctx) }()
 	if err := until("the waiter queued", count(2)); err != nil {
 		return 0, err
 	}
-	killed := time.Now()
+	killed := monotonicNow()
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		return 0, err
 	}
 	if err := <-got; err != nil {
 		return 0, err
 	}
-	d := granted.Sub(killed)
+	d := time.Duration(st.locked[0] - killed)
 	if err := l.Unlock(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, session.ErrNotHeld) {
 		return 0, err
 	}

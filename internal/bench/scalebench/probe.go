@@ -8,11 +8,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/coordkit/coordkit/internal/bench"
 )
 
 // etcd's metric names read by the bench.
@@ -75,15 +76,6 @@ func readMetrics() serverMetrics {
 	return out
 }
 
-// cpuTime is the CPU time (user+system) this process used so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // rssBytes is the process's resident set size from /proc/self/status
 // (0 where there is no /proc).
 func rssBytes() float64 {
@@ -134,7 +126,7 @@ type window struct {
 func startWindow(ctx context.Context, extra func()) *window {
 	ctx, cancel := context.WithCancel(ctx)
 	before := readMetrics()
-	w := &window{start: time.Now(), cpu0: cpuTime(), before: before, cancel: cancel, done: make(chan struct{}), extra: extra}
+	w := &window{start: time.Now(), cpu0: bench.CPUTime(), before: before, cancel: cancel, done: make(chan struct{}), extra: extra}
 	w.sample()
 	go func() {
 		defer close(w.done)
@@ -198,7 +190,7 @@ func (w *window) stop() windowResult {
 	w.sample()
 	w.cancel()
 	<-w.done
-	cpu := cpuTime() - w.cpu0
+	cpu := bench.CPUTime() - w.cpu0
 	after := readMetrics()
 	d := serverMetrics{}
 	for k, v := range after {

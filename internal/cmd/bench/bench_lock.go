@@ -15,8 +15,9 @@ import (
 
 func newBenchLockCmd(f *cmdutil.Factory, harness func(context.Context, lockbench.Options) (lockbench.Result, error)) *cobra.Command {
 	opts := lockbench.Options{}
+	python := "python3"
 	cmd := &cobra.Command{
-		Use:   "lock [--iterations N] [--handoffs N] [--duration D] [--hold D] [--workers 2,8,32] [--unsafe-no-fsync] [--against redsync --redis ADDR] [--against pg-advisory --dsn DSN] [--against api]",
+		Use:   "lock [--iterations N] [--handoffs N] [--duration D] [--hold D] [--workers 2,8,32] [--unsafe-no-fsync] [--against redsync --redis ADDR] [--against pg-advisory --dsn DSN] [--against api] [--against redis-py,psycopg] [--python PATH] [--crash-handoffs N]",
 		Short: "Compare coordkit's lock with etcd's concurrency.Mutex (and redsync on Redis, PostgreSQL advisory locks)",
 		Long: `Start an embedded single-member etcd in a temporary directory (fsync on, as a
 user would run it, unless --unsafe-no-fsync) and measure, side by side in one
@@ -27,10 +28,13 @@ run, coordkit's lock and go.etcd.io/etcd/client/v3/concurrency.Mutex:
                        etcd requests each client sends per uncontended
                        lock+unlock (Txn, Range, DeleteRange; watch creates
                        and cancels), counted on its connection
-  handoff_p50_ms       two clients take turns; from the holder calling Unlock
-  handoff_p99_ms       to the waiter's Lock returning (--handoffs samples); the
-                       holder releases --hold after the waiter's key appeared,
-                       and each client queues again after a random pause
+  handoff_p50_ms       two clients take turns; from the holder's code calling
+  handoff_p99_ms       its release to the waiter's acquire returning in its
+                       code, both read on CLOCK_MONOTONIC inside the clients'
+                       own processes (--handoffs samples); the holder releases
+                       --hold after the waiter queued, and each client queues
+                       again after a random pause; the implementations take
+                       turns in blocks of 25 handoffs
   contended_N_per_s    N clients lock and unlock as fast as they can for
                        --duration: handoffs per second (acquisitions by
                        another client than the last holder)
@@ -77,31 +81,57 @@ A DSN that does not answer within 3s is an error (exit 1).
 
 --against api adds the column api_python: the coordination API (coordctl
 agent's handler, docs/api.md) served in this process on loopback over the same
-etcd, each client a python3 process using clients/python's coordkit.py (one
-HTTP request per hold; release waits for the agent's "released"), driven over
-a pipe (the pipe's round trip is in its figures). It adds the crash handoff
-rows as against pg-advisory: a Python holder SIGKILLed while a waiter queues
-(its connection closes, the agent deletes the key), next to coordkit's
-'coordctl lock --ttl 2s' holder (its lease must expire).
+etcd, each client a python3 process (--python) using clients/python's
+coordkit.py (one HTTP request per hold; release waits for the agent's
+"released"), driven over a pipe. Its handoff is read inside the Python
+processes (time.monotonic_ns, the CLOCK_MONOTONIC the bench reads with
+clock_gettime), so the pipe's round trips, which an in-process Go client does
+not pay, are not in it; handoff_driven_p50_ms shows the handoff as the bench
+sees it, pipe included. It adds the crash handoff rows as against pg-advisory
+(crash_handoff_p50_ms, _p99_ms, _max_ms; --crash-handoffs samples, 50 for a
+p99 worth the name): a Python holder SIGKILLed while a waiter queues (its
+connection closes, the agent deletes the key), next to coordkit's 'coordctl
+lock --ttl 2s' holder (its lease must expire); the waiter's grant is read by
+its own clock. And three rows of one agent under load: load_100x10_per_s,
+acquisitions per second of 100 clients on 10 locks for --duration: a 'coordctl
+agent' process (this binary) with 100 HTTP clients in this process (each hold
+one request as coordkit.py makes it), next to 100 coordkit library clients;
+load_100x10_agent_cpu_us_per_acq, the agent process's CPU (user+system, from
+/proc, 10 ms ticks) per acquisition; load_100x10_bench_cpu_us_per_acq, this
+process's (the embedded etcd and the clients) per acquisition.
+
+--against redis-py (with --redis ADDR) and --against psycopg (with --dsn DSN)
+add the locks a Python team reaches for, from one python3 process per client
+like api_python (--python must import redis and psycopg2: Debian's
+python3-redis, python3-psycopg2): redis_py, redis-py's Lock (timeout 10s, its
+default 0.1s polling; no fencing token), and psycopg, a session-level
+pg_advisory_lock through psycopg2. Their crash handoff holders are the same
+programs (the redis-py holder renews a 2s timeout every third of it, as a
+long holder must: its waiter gets the lock when the key expires).
 
 -w json prints {"benchmark":"lock","fsync":BOOL,"rows":[{"metric","coordkit",
 "etcd_concurrency","unit"}...]}; against redsync the object also has
 "redis":ADDR and each row "redsync" and "redsync_min_retry"; against
 pg-advisory "postgres":"HOST:PORT/DB", "keepalive" and each row "pg_advisory";
+against api "api":true and each row "api_python"; against redis-py and psycopg
+each row "redis_py", "psycopg" (null where not measured);
 the breakdown is "uncontended_breakdown":[{"step","p50_ms","added_ms",...}].`,
 		Example: `  coordctl bench lock
   coordctl bench lock -w json
   coordctl bench lock --iterations 500 --handoffs 300 --duration 5s
   coordctl bench lock --against redsync --redis 127.0.0.1:6379
   coordctl bench lock --against pg-advisory --dsn postgres://root@127.0.0.1:5432/test
-  coordctl bench lock --against api --workers 8`,
+  coordctl bench lock --against api --workers 8
+  coordctl bench lock --against api,redis-py,psycopg --redis 127.0.0.1:6379 --dsn postgres://root@127.0.0.1:5432/test --python /usr/bin/python3 --crash-handoffs 50`,
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
 			opts.Progress = f.IO.ErrOut
-			if slices.Contains(opts.Against, lockbench.AgainstAPI) {
-				py, err := exec.LookPath("python3")
+			if slices.ContainsFunc(opts.Against, func(a string) bool {
+				return a == lockbench.AgainstAPI || a == lockbench.AgainstRedisPy || a == lockbench.AgainstPsycopg
+			}) {
+				py, err := exec.LookPath(python)
 				if err != nil {
-					return fmt.Errorf("--against api runs the Python client: %w", err)
+					return fmt.Errorf("--against api, redis-py and psycopg run Python clients: %w", err)
 				}
 				opts.Python = py
 			}
@@ -124,6 +154,7 @@ the breakdown is "uncontended_breakdown":[{"step","p50_ms","added_ms",...}].`,
 	fl.StringSliceVar(&opts.Against, "against", nil, "also measure these locks: redsync (needs --redis), pg-advisory (needs --dsn), api (the coordination API from Python clients; needs python3)")
 	fl.StringVar(&opts.Redis, "redis", "", "the Redis server (host:port) of --against redsync")
 	fl.StringVar(&opts.DSN, "dsn", "", "the PostgreSQL database of --against pg-advisory")
+	fl.StringVar(&python, "python", "python3", "the python3 of --against api, redis-py and psycopg (redis-py and psycopg need its redis and psycopg2 modules: Debian's python3-redis, python3-psycopg2)")
 	fl.IntVar(&opts.CrashHandoffs, "crash-handoffs", 5, "against pg-advisory or api: crash handoffs measured per lock")
 	return cmd
 }

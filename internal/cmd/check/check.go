@@ -175,7 +175,8 @@ Progress goes to stderr.`, what),
 	fl.StringVar(&opts.SeedRange, "seeds", "", "run one check per seed of the range A..B (inclusive) or the list 1,5,9")
 	fl.IntVar(&opts.Parallel, "parallel", 1, "with --seeds: runs at once (1 keeps timing honest)")
 	fl.StringVar(&opts.Faults, "faults", "", "the fault kinds to apply, comma-separated (default: all that apply; "+
-		"sigstop-supervisor, freezing coordctl alone so that only its watchdog can stop the command, only when named)")
+		"sigstop-supervisor, freezing coordctl alone so that only its watchdog can stop the command, only when named; "+
+		"kill-client, SIGKILL to a process client that holds, in the defaults with --python-clients)")
 	fl.StringVar(&opts.Schedule, "schedule", "", "replay the fault schedule recorded in this file (a failed run prints one)")
 	fl.StringVar(&opts.Record, "record", "", "write the schedule as it ran to this file (default: a failed run writes one to the temporary directory)")
 	fl.BoolVar(&opts.Shrink, "shrink", false, "if the run fails, delta-debug its fault schedule to a smallest one that still fails")

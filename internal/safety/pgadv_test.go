@@ -49,13 +49,17 @@ func TestPGAdvisoryCutLockConn(t *testing.T) {
 				rep := shortRun(t, Config{Lock: LockPGAdvisory, Resource: ResourceSQL, SQLDriver: "postgres", SQLDSN: db.DSN,
 					Fencing: fenced, Duration: d, Kinds: []FaultKind{FaultCutLock}})
 				require.Equal(t, LockPGAdvisory, rep.Lock)
-				require.NotZero(t, rep.Faults[string(FaultCutLock)], "no holder's lock connection was cut")
 				return rep
 			}
 			// A cut holder writes late only after the keepalive bound (4s),
 			// the server's end of its session and a successor's grant: on a
-			// starved machine that may not fit in 12s. Then once more, longer.
+			// starved machine that may not fit in 12s (at load 10 three cuts
+			// were all skipped: no client held yet when each came). Then once
+			// more, longer.
 			found := func(rep Report) bool {
+				if rep.Faults[string(FaultCutLock)] == 0 {
+					return false
+				}
 				if fenced {
 					return rep.StaleRejected > 0
 				}
@@ -66,6 +70,7 @@ func TestPGAdvisoryCutLockConn(t *testing.T) {
 				t.Log("no late write of a cut holder in 12s; again for 24s")
 				rep = run(24 * time.Second)
 			}
+			require.NotZero(t, rep.Faults[string(FaultCutLock)], "no holder's lock connection was cut")
 			if fenced {
 				require.Zero(t, rep.Violations)
 				require.Positive(t, rep.StaleRejected, "the cut holder's late writes are refused")

@@ -393,8 +393,12 @@ func (p *proc) preStop(ctx context.Context) error {
 	return fmt.Errorf("preStop: POST /v1/resign?to=best: %s", resp.Status)
 }
 
-// settled waits until p's view of the queue holds want (by id) and a
-// leader of ours that the policy prefers (for first-come: any leader).
+// settled waits until p's view of the queue holds want (by id), a leader
+// of ours that the policy prefers (for first-come: any leader), and that
+// leader's command has started (its "start" line is in the log): the
+// roll's counts end when the last step has settled, and a leader whose
+// command starts after that end would not be counted (on a loaded machine
+// the command starts well after the queue shows the leader).
 func (r *roller) settled(ctx context.Context, p *proc, want []string) error {
 	deadline := time.Now().Add(r.o.TTL + 30*time.Second)
 	pref := election.Preference{Policy: r.policy}
@@ -410,7 +414,7 @@ func (r *roller) settled(ctx context.Context, p *proc, want []string) error {
 				ok = ok && have[id]
 			}
 			if b, found := pref.Best(cs, 0); ok && found && (r.policy == election.PolicyFirstCome || b.Token == cs[0].Token ||
-				election.CompareVersions(b.Attributes.Version, cs[0].Attributes.Version) == 0) {
+				election.CompareVersions(b.Attributes.Version, cs[0].Attributes.Version) == 0) && r.started(int64(cs[0].Token)) {
 				return nil
 			}
 		}
@@ -480,6 +484,21 @@ func (r *roller) run(ctx context.Context) (rollStats, error) {
 	// The picture ends with the roll; the processes stop after it.
 	s.timeline = r.timeline(ls, t0, rollEnd)
 	return s, nil
+}
+
+// started reports whether the command of the leader with token has
+// written its "start" line.
+func (r *roller) started(token int64) bool {
+	ls, err := readLeaderships(r.log)
+	if err != nil {
+		return false
+	}
+	for _, l := range ls {
+		if l.token == token && !l.start.IsZero() {
+			return true
+		}
+	}
+	return false
 }
 
 // readLeaderships parses the commands' log into leaderships by token.

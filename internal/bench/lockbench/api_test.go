@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -73,6 +74,9 @@ func TestRunAgainstPythonLocks(t *testing.T) {
 	db := sqltest.Open(t, sqlfence.Postgres)
 	o := tiny()
 	o.Against, o.Python, o.Redis, o.RedisKeyspace, o.DSN = []string{AgainstRedisPy, AgainstPsycopg}, py, c.Options().Addr, ks, db.DSN
+	// redis-py's Lock polls every 0.1 s: a contended step of tiny's 300 ms
+	// counted no acquisition at load 10. Two seconds count some.
+	o.Duration = 2 * time.Second
 	res, err := Run(context.Background(), o)
 	require.NoError(t, err)
 	for _, r := range res.Rows {

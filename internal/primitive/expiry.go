@@ -137,10 +137,10 @@ type expiryStep struct {
 // expiryJudge is the pure decision over one lease's readings. Its zero
 // value with a poll interval set is ready.
 type expiryJudge struct {
-	poll      time.Duration
-	zeroFrom  time.Time // receipt of the first reading of the current chain of readings ≤ 0; zero: none
-	lastSent  time.Time // send of the last reading of the chain
-	oneFrom   time.Time // receipt of the first of consecutive readings of 1
+	poll     time.Duration
+	zeroFrom time.Time // receipt of the first reading of the current chain of readings ≤ 0; zero: none
+	lastSent time.Time // send of the last reading of the chain
+	oneFrom  time.Time // receipt of the first of consecutive readings of 1
 }
 
 // observe takes the next reading and says what to do.

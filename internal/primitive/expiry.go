@@ -104,6 +104,8 @@ const (
 	// expiryFirstRead is how long a wait goes before its first reading: a
 	// wait that ends sooner (the usual contended handoff) costs nothing.
 	expiryFirstRead = 50 * time.Millisecond
+	// revokeTimeout bounds the revocation.
+	revokeTimeout = 5 * time.Second
 	// idlePoll is how often a waiter that is not right behind the holder
 	// reads a lease that is being renewed.
 	idlePoll = time.Second
@@ -243,7 +245,12 @@ func watchOne(ctx context.Context, client *clientv3.Client, clk session.Clock, t
 		case step.stop:
 			return
 		case step.revoke:
-			if _, err := client.Revoke(ctx, clientv3.LeaseID(t.Lease)); err == nil && cfg.OnRevoke != nil {
+			// Not cancelled with the wait: the revocation's own delete may
+			// end the wait before its answer comes.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), revokeTimeout)
+			_, err := client.Revoke(rctx, clientv3.LeaseID(t.Lease))
+			cancel()
+			if err == nil && cfg.OnRevoke != nil {
 				cfg.OnRevoke(t)
 			}
 			return

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/coordkit/coordkit/internal/bench"
@@ -39,9 +40,9 @@ type Options struct {
 	// DSN is the PostgreSQL database of AgainstPG (a pgx DSN); required
 	// with it, and only with it.
 	DSN string
-	// Coordctl is a coordctl binary: with it, against pg-advisory, the
-	// crash handoff is measured (holder processes killed), for the advisory
-	// lock and for coordkit.
+	// Coordctl is a coordctl binary: with it the crash handoff is measured
+	// (holder processes killed), for coordkit and, against pg-advisory or
+	// api, for their columns too.
 	Coordctl string
 	// Python is the python3 of AgainstAPI: the api_python column's clients
 	// run clients/python's coordkit.py in it. Required with it, and only
@@ -230,6 +231,9 @@ func (r Result) Table() bench.Table {
 		t.Title += fmt.Sprintf("; api_python: the coordination API (served in this process on loopback) from one Python process per client (clients/python), driven over a pipe; crash_handoff: the holder process SIGKILLed, coordkit's holder with TTL %s", CrashTTL)
 		t.Columns = append(t.Columns, colAPI)
 	}
+	if r.Postgres == "" && !r.API && slices.ContainsFunc(r.Rows, func(row Row) bool { return strings.HasPrefix(row.Metric, "crash_handoff") }) {
+		t.Title += fmt.Sprintf("; crash_handoff: the holder process ('coordctl lock --ttl %s') SIGKILLed", CrashTTL)
+	}
 	for _, c := range t.Columns[1:] {
 		t.Ratios = append(t.Ratios, bench.Ratio{Of: colCoordkit, To: c})
 	}
@@ -357,17 +361,20 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		set(p50, im, bench.Ms(bench.Percentile(d, 0.50)))
 		set(p99, im, bench.Ms(bench.Percentile(d, 0.99)))
 	}
-	if (o.DSN != "" || api) && o.Coordctl != "" {
+	if o.Coordctl != "" {
 		n := o.CrashHandoffs
 		if n == 0 {
 			n = 5
 		}
-		c50, cmax := row("crash_handoff_p50_ms", "ms"), row("crash_handoff_max_ms", "ms")
-		res.Rows[c50].EtcdConcurrency, res.Rows[cmax].EtcdConcurrency = math.NaN(), math.NaN()
+		c50, c99, cmax := row("crash_handoff_p50_ms", "ms"), row("crash_handoff_p99_ms", "ms"), row("crash_handoff_max_ms", "ms")
+		for _, r := range []int{c50, c99, cmax} {
+			res.Rows[r].EtcdConcurrency = math.NaN()
+		}
 		for _, im := range impls {
 			if _, ok := crashHolders[im.key]; !ok {
 				if im.key != colEtcd {
 					set(c50, im, math.NaN())
+					set(c99, im, math.NaN())
 					set(cmax, im, math.NaN())
 				}
 				continue
@@ -378,6 +385,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 				return Result{}, fmt.Errorf("lockbench: crash handoff, %s: %w", im.label, err)
 			}
 			set(c50, im, bench.Ms(bench.Percentile(d, 0.50)))
+			set(c99, im, bench.Ms(bench.Percentile(d, 0.99)))
 			set(cmax, im, bench.Ms(slices.Max(d)))
 		}
 	}

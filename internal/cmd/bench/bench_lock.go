@@ -16,7 +16,7 @@ import (
 func newBenchLockCmd(f *cmdutil.Factory, harness func(context.Context, lockbench.Options) (lockbench.Result, error)) *cobra.Command {
 	opts := lockbench.Options{}
 	cmd := &cobra.Command{
-		Use:   "lock [--iterations N] [--handoffs N] [--duration D] [--hold D] [--workers 2,8,32] [--unsafe-no-fsync] [--against redsync --redis ADDR] [--against pg-advisory --dsn DSN] [--against api]",
+		Use:   "lock [--iterations N] [--handoffs N] [--duration D] [--hold D] [--workers 2,8,32] [--unsafe-no-fsync] [--against redsync --redis ADDR] [--against pg-advisory --dsn DSN] [--against api] [--crash-handoffs N]",
 		Short: "Compare coordkit's lock with etcd's concurrency.Mutex (and redsync on Redis, PostgreSQL advisory locks)",
 		Long: `Start an embedded single-member etcd in a temporary directory (fsync on, as a
 user would run it, unless --unsafe-no-fsync) and measure, side by side in one
@@ -66,14 +66,22 @@ pg_advisory_lock(key) on PostgreSQL, each client on its own lock connection
 (key: the first 8 bytes of SHA-256 of a random per-run name; TCP keepalives
 idle 2s, interval 1s, count 2 on both ends, set with SET tcp_keepalives_* on
 the server). A waiter blocks in pg_advisory_lock and the server wakes it. It
-adds two rows, crash_handoff_p50_ms and crash_handoff_max_ms (--crash-handoffs
-samples): a holder process ('coordctl check pg-advisory-lock', or 'coordctl
+adds the crash handoff rows, crash_handoff_p50_ms, _p99_ms and _max_ms
+(--crash-handoffs samples): a holder process ('coordctl check pg-advisory-lock', or 'coordctl
 lock --ttl 2s' for coordkit) is killed with SIGKILL while a waiter queues, and
 the waiter's wait from the kill is measured; etcd_concurrency has no holder
 process there ("-", null in JSON). PostgreSQL sees a killed client's socket
 close at once; a partitioned one only when its keepalives give up (4s with
 these settings, two hours and more with the defaults), which is not measured.
 A DSN that does not answer within 3s is an error (exit 1).
+
+--crash-handoffs N alone (without PostgreSQL) measures coordkit's crash
+handoff only, in the rows crash_handoff_p50_ms, crash_handoff_p99_ms and
+crash_handoff_max_ms. A waiter right behind a killed holder revokes its lease
+once LeaseTimeToLive shows it expired (read every 10ms once it reads 1s),
+instead of waiting for etcd's expiry check (every 500ms): the handoff is at
+most the TTL after the holder's last keepalive plus the reads, the
+revocation and the wake-up (docs/locks.md).
 
 --against api adds the column api_python: the coordination API (coordctl
 agent's handler, docs/api.md) served in this process on loopback over the same
@@ -94,9 +102,10 @@ the breakdown is "uncontended_breakdown":[{"step","p50_ms","added_ms",...}].`,
   coordctl bench lock --iterations 500 --handoffs 300 --duration 5s
   coordctl bench lock --against redsync --redis 127.0.0.1:6379
   coordctl bench lock --against pg-advisory --dsn postgres://root@127.0.0.1:5432/test
-  coordctl bench lock --against api --workers 8`,
+  coordctl bench lock --against api --workers 8
+  coordctl bench lock --crash-handoffs 40`,
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
-		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			opts.Progress = f.IO.ErrOut
 			if slices.Contains(opts.Against, lockbench.AgainstAPI) {
 				py, err := exec.LookPath("python3")
@@ -105,7 +114,8 @@ the breakdown is "uncontended_breakdown":[{"step","p50_ms","added_ms",...}].`,
 				}
 				opts.Python = py
 			}
-			if (opts.DSN != "" || opts.Python != "") && opts.Coordctl == "" {
+			crash := opts.DSN != "" || opts.Python != "" || cmd.Flags().Changed("crash-handoffs")
+			if crash && opts.Coordctl == "" {
 				var err error
 				if opts.Coordctl, err = f.Executable(); err != nil {
 					return fmt.Errorf("find coordctl for the crash handoff's holder processes: %w", err)
@@ -124,6 +134,6 @@ the breakdown is "uncontended_breakdown":[{"step","p50_ms","added_ms",...}].`,
 	fl.StringSliceVar(&opts.Against, "against", nil, "also measure these locks: redsync (needs --redis), pg-advisory (needs --dsn), api (the coordination API from Python clients; needs python3)")
 	fl.StringVar(&opts.Redis, "redis", "", "the Redis server (host:port) of --against redsync")
 	fl.StringVar(&opts.DSN, "dsn", "", "the PostgreSQL database of --against pg-advisory")
-	fl.IntVar(&opts.CrashHandoffs, "crash-handoffs", 5, "against pg-advisory or api: crash handoffs measured per lock")
+	fl.IntVar(&opts.CrashHandoffs, "crash-handoffs", 5, "crash handoffs measured per lock (given alone: coordkit's only)")
 	return cmd
 }

@@ -147,6 +147,20 @@
 // deadline is still measured from each request's send; what grows with the
 // queue is the round trip, not the risk.
 //
+// # Revoked by a waiter
+//
+// A lease whose process crashed is revoked by etcd's lessor on a tick every
+// 500ms after its expiry, or sooner by the waiter right behind its key
+// (lock, semaphore and election: internal/primitive's WatchExpiry), once
+// LeaseTimeToLive readings prove that the lease has expired at the server
+// (granted TTL ≥ 2s). Such a revocation never comes before the local
+// deadline of the holder's session: the chain of readings it rests on
+// shows that no renewal took effect after the holder's last accepted
+// keepalive, whose deadline (send + TTL − margin) precedes the expiry; and
+// a keepalive answered after the deadline is never accepted (Renewed
+// above). The session sees it as any revocation: ErrRevoked, if it is
+// still running to see it.
+//
 // # What it does not guarantee
 //
 // A holder that was paused after its last Alive check can still issue a

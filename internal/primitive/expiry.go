@@ -28,7 +28,8 @@ package primitive
 //
 // Let t0 be the receipt of a reading of 0 (or less) and the readings after
 // it, up to a reading L sent at least 1s + expirySlack after t0, all read 0
-// or less, each received within maxReadingGap of the previous one's send.
+// or less, each received within G − 1s − 2·expirySlack (maxReadingGap) of
+// the previous one's send.
 // Then the waiter revokes the lease (after L, which also checks that the
 // key it waits for is on that lease). Only for G ≥ 2s.
 //
@@ -42,7 +43,7 @@ package primitive
 //
 //  1. No renewal took effect between the reading at t0 and L: one at t_r
 //     between two consecutive readings i and i+1 would leave E − t_{i+1} =
-//     G − (t_{i+1} − t_r) ≥ 2s − maxReadingGap ≥ 1s at reading i+1, which
+//     G − (t_{i+1} − t_r) ≥ G − maxReadingGap > 1s at reading i+1, which
 //     would then read 1 or more (t_{i+1} − t_r ≤ recv_{i+1} − send_i ≤
 //     maxReadingGap; this is where G ≥ 2s is needed: at G = 1s a renewal
 //     reads 0 at once and cannot be told from an expiring lease).
@@ -94,9 +95,8 @@ const (
 	// expirySlack covers clock rate differences over the second a lease
 	// must be seen reading 0 (1%).
 	expirySlack = 10 * time.Millisecond
-	// maxReadingGap is the longest receipt-to-previous-send gap that keeps
-	// a chain of readings; with G ≥ 2s a renewal within it reads ≥ 1.
-	maxReadingGap = 500 * time.Millisecond
+	// chainWait is the longest wait between two readings of a chain.
+	chainWait = 250 * time.Millisecond
 	// minRevokeTTL is the least granted TTL the rule applies to.
 	minRevokeTTL = 2 * time.Second
 	// DefaultExpiryPoll is how often a lease reading 1 or 0 is read.
@@ -170,14 +170,14 @@ func (j *expiryJudge) observe(r leaseReading) expiryStep {
 	}
 	// ttl ≤ 0: the lease expires within a second, or has expired.
 	j.oneFrom = time.Time{}
-	if j.zeroFrom.IsZero() || r.received.Sub(j.lastSent) > maxReadingGap {
+	if j.zeroFrom.IsZero() || r.received.Sub(j.lastSent) > maxReadingGap(r.granted) {
 		j.zeroFrom = r.received
 	}
 	j.lastSent = r.sent
 	due := j.zeroFrom.Add(time.Second + expirySlack)
 	switch {
 	case r.sent.Before(due):
-		wait := min(due.Sub(r.received), maxReadingGap/2)
+		wait := min(due.Sub(r.received), chainWait)
 		return expiryStep{wait: max(wait, 0), confirm: wait == due.Sub(r.received)}
 	case !r.asked:
 		return expiryStep{confirm: true} // one more reading, with the keys
@@ -185,6 +185,14 @@ func (j *expiryJudge) observe(r leaseReading) expiryStep {
 		return expiryStep{stop: true} // the key is not on this lease: not ours to revoke
 	}
 	return expiryStep{revoke: true}
+}
+
+// maxReadingGap is the longest gap, from a reading's send to the next
+// one's receipt, that keeps a chain of readings: a renewal within it still
+// reads 1 or more at the next reading (G − gap ≥ 1s, with the slack for
+// clock rates).
+func maxReadingGap(granted int64) time.Duration {
+	return time.Duration(granted)*time.Second - time.Second - 2*expirySlack
 }
 
 // ExpiryTarget is a key a waiter waits to be deleted and the lease it is

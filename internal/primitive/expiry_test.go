@@ -62,9 +62,12 @@ func TestExpiryJudge(t *testing.T) {
 		"a failed reading starts it over": {
 			[]leaseReading{reading(10, 0), reading(300, 0), {sent: at(600), received: at(601), failed: true}, reading(900, 0), withKeys(reading(1021, 0), true)},
 			expiryStep{wait: 250 * time.Millisecond}},
-		"a gap over 500ms starts it over at the reading after it": {
-			[]leaseReading{reading(10, 0), {sent: at(300), received: at(801), granted: 2}, withKeys(reading(1021, 0), true)},
+		"a gap (a send to the next receipt) over G − 1s − 20ms starts it over at the reading after it": {
+			[]leaseReading{reading(10, 0), {sent: at(300), received: at(10 + 981), granted: 2}, withKeys(reading(1100, 0), true)},
 			expiryStep{wait: 250 * time.Millisecond}},
+		"gaps of G − 1s − 20ms keep the chain": {
+			[]leaseReading{reading(10, 0), {sent: at(300), received: at(10 + 980), granted: 2}, withKeys(reading(300+980-1, 0), true)},
+			expiryStep{revoke: true}},
 		"negative readings (expired over a second ago) count as 0": {
 			[]leaseReading{reading(10, -1), reading(300, -1), reading(600, -1), reading(900, -1), withKeys(reading(1021, -1), true)},
 			expiryStep{revoke: true}},
@@ -120,9 +123,10 @@ func TestExpiryJudgeNeverRevokesALiveLease(t *testing.T) {
 		}
 		// The holder takes answers in the order they come, each only
 		// before its deadline (session's deadline.Renewed).
-		slices.SortFunc(accepted, func(a, b renewal) int { return a.answered - b.answered })
+		byAnswer := slices.Clone(accepted)
+		slices.SortFunc(byAnswer, func(a, b renewal) int { return a.answered - b.answered })
 		deadline := G - margin
-		for _, r := range accepted {
+		for _, r := range byAnswer {
 			if r.answered >= deadline {
 				break
 			}

@@ -258,7 +258,7 @@ func (c *candidate) watchExpiry(ctx context.Context, pred *mvccpb.KeyValue) (sto
 
 // hold starts holding our key at c.token.
 func (c *candidate) hold() {
-	c.k = c.s.Hold(c.key, int64(c.token), session.HoldConfig{ReleaseCause: ErrResigned, Kind: "election"})
+	c.k = c.s.Hold(c.key, int64(c.token), session.HoldConfig{ReleaseCause: ErrResigned, Kind: "election", LossWatchDelay: primitive.LossWatchDelay})
 }
 
 // abandon undoes a failed campaign: delete our key if it is still the one

@@ -216,7 +216,7 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	if m.kind == kindRead {
 		kind = "rlock"
 	}
-	a.k = s.Hold(a.key, a.rev, session.HoldConfig{OnEnd: a.gate.onEnd, ReleaseCause: errUnlocked, ReleaseKeepsLease: true, Kind: kind})
+	a.k = s.Hold(a.key, a.rev, session.HoldConfig{OnEnd: a.gate.onEnd, ReleaseCause: errUnlocked, ReleaseKeepsLease: true, Kind: kind, LossWatchDelay: primitive.LossWatchDelay})
 	last := len(resp.Responses) - 1
 	if kvs := resp.Responses[last].GetResponseRange().Kvs; len(kvs) > 0 {
 		a.cleanup(ctx)

@@ -33,8 +33,20 @@
 // that a key released sooner — an uncontended lock and unlock — costs its
 // two writes and no watch, at the price of hearing of a deletion behind the
 // holder's back in that delay only when the watch starts (by the read that
-// covers the gap). The end of the session is reported at once whenever it
-// comes. Release is a compare-and-delete on the create revision, so a late
+// covers the gap). lock, semaphore and election hold their keys with a
+// delay of 10ms (internal/primitive's LossWatchDelay). How late a foreign
+// delete is then reported: a delete in the first 10ms of a hold, when the
+// watch has started and the read covering its gap has answered, that is
+// the delay plus a watch creation and a read, at most 150ms after the
+// delete on a machine whose requests take tens of milliseconds at worst
+// (lock's TestLockForeignDeleteRightAfterGrantReportedWithinBound deletes
+// the key right after each grant and checks the 150ms against etcd); a
+// later one when its watch event arrives, as before. What it costs a child
+// run under the hold: it may overlap the next holder by that much more
+// when someone deletes the holder's key in those first milliseconds (the
+// fencing token still keeps its writes out). The end of the session (the
+// local deadline, a revocation seen by a keepalive, Close) is reported at
+// once whenever it comes. Release is a compare-and-delete on the create revision, so a late
 // or repeated Release never deletes a newer holder's key, and IsOwner/Txn
 // guard etcd transactions with the same comparison.
 //

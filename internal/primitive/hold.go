@@ -9,6 +9,6 @@ import "time"
 // sends. A delete behind the holder's back in that time is reported when
 // the watch starts, by the one read that covers its gap: at most
 // LossWatchDelay plus a watch creation and a read after the grant
-// (session/doc.go states the bound, 150ms, and session's and lock's tests
-// check it against etcd).
+// (session/doc.go states the bound, 150ms unless those requests are slower,
+// and lock's tests check it against etcd).
 const LossWatchDelay = 10 * time.Millisecond

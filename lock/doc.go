@@ -59,8 +59,13 @@
 //     and when the holder's key is deleted or replaced (lease revoked,
 //     operator delete), which the holder learns from a watch event that the
 //     next holder also needs, plus a read, before its Lock returns. That
-//     loss watch (one per acquisition, session.HeldKey) starts when the lock
-//     is granted, without delaying Lock's return (a read covers the gap).
+//     loss watch (one per acquisition, session.HeldKey) starts 10ms into
+//     the hold, so a lock held for less (an uncontended lock and unlock)
+//     opens none and sends what concurrency.Mutex sends; a delete in those
+//     first 10ms is reported when the watch starts, by the read that covers
+//     its gap: within 150ms unless etcd is slower than that to answer a
+//     watch creation and a read (package session's doc), and so possibly
+//     after the next holder's Lock returned.
 //   - A crashed holder is replaced at its lease's expiry, not up to 500ms
 //     later. etcd's lessor revokes an expired lease on a tick every 500ms;
 //     the waiter right behind the holder reads the holder's lease with

@@ -102,8 +102,12 @@ const (
 	// DefaultExpiryPoll is how often a lease reading 1 or 0 is read.
 	DefaultExpiryPoll = 10 * time.Millisecond
 	// expiryFirstRead is how long a wait goes before its first reading: a
-	// wait that ends sooner (the usual contended handoff) costs nothing.
-	expiryFirstRead = 50 * time.Millisecond
+	// wait that ends sooner (the usual contended handoff: 32 clients take
+	// turns in about 100ms) costs nothing. A lease that already reads 0 at
+	// the first reading (its expiry was under 1.25s away when the wait
+	// began) is revoked up to that much later than it could have been, and
+	// etcd's own tick may come first.
+	expiryFirstRead = 250 * time.Millisecond
 	// revokeTimeout bounds the revocation.
 	revokeTimeout = 5 * time.Second
 	// idlePoll is how often a waiter that is not right behind the holder

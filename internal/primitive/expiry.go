@@ -82,7 +82,6 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -218,22 +217,20 @@ type ExpiryConfig struct {
 // WatchExpiry reads the leases of targets (as the rule above says) until
 // ctx ends, and revokes each one once it has provably expired, so that the
 // key the caller watches goes now rather than at the lessor's next tick.
-// The caller cancels ctx when its wait ends; stop cancels and waits for
-// the readers to finish.
+// stop ends the reading when the wait ends. It does not wait for the
+// readers to return: that would put a goroutine's wake-up on the path of
+// every handoff; a reader returns as soon as it runs (a request in flight
+// is cancelled; a revocation already sent is finished, which is harmless
+// whenever it lands, the lease having expired).
 func WatchExpiry(ctx context.Context, client *clientv3.Client, clk session.Clock, targets []ExpiryTarget, cfg ExpiryConfig) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
 	for _, t := range targets {
 		if t.Lease == 0 {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			watchOne(ctx, client, clk, t, cfg)
-		}()
+		go watchOne(ctx, client, clk, t, cfg)
 	}
-	return func() { cancel(); wg.Wait() }
+	return cancel
 }
 
 func watchOne(ctx context.Context, client *clientv3.Client, clk session.Clock, t ExpiryTarget, cfg ExpiryConfig) {

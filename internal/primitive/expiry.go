@@ -129,7 +129,7 @@ type leaseReading struct {
 // expiryStep is what the judge says after a reading.
 type expiryStep struct {
 	stop   bool          // nothing more to do (lease gone, TTL too short)
-	revoke bool          // revoke now, if the reading confirmed the key is on the lease
+	revoke bool          // revoke now (the reading showed the key on the lease)
 	wait   time.Duration // read again after wait
 	// headOnly: wait applies only right behind the holder; other waiters
 	// read again after idlePoll.

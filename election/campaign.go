@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -198,6 +199,8 @@ func (c *candidate) waitDelete(ctx context.Context, pred *mvccpb.KeyValue, rev i
 	key := string(pred.Key)
 	predWatch := c.e.client.Watch(wctx, key, clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
 	handover := c.watchHandover(wctx)
+	stopExpiry := c.watchExpiry(wctx, pred)
+	defer stopExpiry()
 	for {
 		select {
 		case wr, ok := <-handover:
@@ -234,9 +237,28 @@ func (c *candidate) waitDelete(ctx context.Context, pred *mvccpb.KeyValue, rev i
 	}
 }
 
+// watchExpiry revokes pred's lease once it has provably expired (a
+// crashed leader or candidate: primitive.WatchExpiry), so that the wait
+// ends at the lease's expiry rather than at etcd's next expiry check. A
+// candidate that is not right behind the leader reads a renewed lease
+// only once a second.
+func (c *candidate) watchExpiry(ctx context.Context, pred *mvccpb.KeyValue) (stop func()) {
+	head := func(ctx context.Context) bool {
+		resp, err := c.e.client.Get(ctx, c.e.keyPrefix, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(pred.CreateRevision-1), clientv3.WithKeysOnly())...)
+		if err != nil {
+			return false
+		}
+		older, err := candidatesOf(c.e.name, c.e.keyPrefix, resp.Kvs)
+		return err == nil && len(older) == 0
+	}
+	target := primitive.ExpiryTarget{Key: string(pred.Key), Lease: primitive.LeaseOfKey(c.e.keyPrefix, string(pred.Key))}
+	return primitive.WatchExpiry(ctx, c.e.client, c.s.Clock(), []primitive.ExpiryTarget{target},
+		primitive.ExpiryConfig{Head: head, OnRevoke: primitive.TraceOf(ctx).Revoked})
+}
+
 // hold starts holding our key at c.token.
 func (c *candidate) hold() {
-	c.k = c.s.Hold(c.key, int64(c.token), session.HoldConfig{ReleaseCause: ErrResigned, Kind: "election"})
+	c.k = c.s.Hold(c.key, int64(c.token), session.HoldConfig{ReleaseCause: ErrResigned, Kind: "election", LossWatchDelay: primitive.LossWatchDelay})
 }
 
 // abandon undoes a failed campaign: delete our key if it is still the one

@@ -59,8 +59,32 @@
 //     and when the holder's key is deleted or replaced (lease revoked,
 //     operator delete), which the holder learns from a watch event that the
 //     next holder also needs, plus a read, before its Lock returns. That
-//     loss watch (one per acquisition, session.HeldKey) starts when the lock
-//     is granted, without delaying Lock's return (a read covers the gap).
+//     loss watch (one per acquisition, session.HeldKey) starts 10ms into
+//     the hold, so a lock held for less (an uncontended lock and unlock)
+//     opens none and sends what concurrency.Mutex sends; a delete in those
+//     first 10ms is reported when the watch starts, by the read that covers
+//     its gap: within 150ms unless etcd is slower than that to answer a
+//     watch creation and a read (package session's doc), and so possibly
+//     after the next holder's Lock returned.
+//   - A crashed holder is replaced at its lease's expiry, not up to 500ms
+//     later. etcd's lessor revokes an expired lease on a tick every 500ms;
+//     the waiter right behind the holder reads the holder's lease with
+//     LeaseTimeToLive (every 10ms once it reads 1s left) and revokes it
+//     itself once the readings prove it has expired at the server: a
+//     chain of readings of 0 over 1s + 10ms from the first, no gap over
+//     500ms, the last one showing the waited-for key on that lease. A
+//     renewal in the chain would read 1 or more (granted TTL ≥ 2s), so the
+//     holder's last accepted keepalive was renewed before the chain began,
+//     and its local deadline (package session: that keepalive's send +
+//     TTL − margin) passed before the revocation was sent; keepalives
+//     answered after that deadline are not accepted by a coordkit holder.
+//     For any holder the lease has expired at the server by then, so the
+//     revocation is one the lessor itself would make on its next tick. The
+//     full argument and its assumptions are in internal/primitive's
+//     expiry.go (WatchExpiry); semaphore and election use the same code.
+//     Only for a granted TTL of 2s or more: at 1s a renewal reads 0 at once
+//     and cannot be told from an expiry, so such leases are left to etcd.
+//     Waiters further back read a renewed lease once a second.
 //   - A waiter whose own key or session vanishes while it waits gets
 //     session.ErrGoneWhileWaiting, never the lock.
 //   - Unlock deletes the key only if it still has this lock's create

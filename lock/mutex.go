@@ -216,7 +216,7 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	if m.kind == kindRead {
 		kind = "rlock"
 	}
-	a.k = s.Hold(a.key, a.rev, session.HoldConfig{OnEnd: a.gate.onEnd, ReleaseCause: errUnlocked, ReleaseKeepsLease: true, Kind: kind})
+	a.k = s.Hold(a.key, a.rev, session.HoldConfig{OnEnd: a.gate.onEnd, ReleaseCause: errUnlocked, ReleaseKeepsLease: true, Kind: kind, LossWatchDelay: primitive.LossWatchDelay})
 	last := len(resp.Responses) - 1
 	if kvs := resp.Responses[last].GetResponseRange().Kvs; len(kvs) > 0 {
 		a.cleanup(ctx)
@@ -325,7 +325,9 @@ func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (
 		}
 		predCtx, predCancel := context.WithCancel(context.Background())
 		predCh := c.Watch(predCtx, string(pred.Key), clientv3.WithCreatedNotify())
+		stopExpiry := a.watchExpiry(ctx, pred)
 		deletedAt, err := a.waitPredecessor(ctx, predCh, pred, seen)
+		stopExpiry()
 		predCancel()
 		if err != nil {
 			return fail(err)
@@ -337,6 +339,28 @@ func (a *attempt) wait(ctx context.Context, ahead map[string]*mvccpb.KeyValue) (
 			}
 		}
 	}
+}
+
+// watchExpiry revokes pred's lease once it has provably expired (a
+// crashed holder: see primitive.WatchExpiry), so that the wait ends at the
+// lease's expiry rather than at etcd's next expiry check. Polling the
+// lease closely costs requests, so a waiter that is not right behind the
+// holder (head) reads a renewed lease only once a second.
+func (a *attempt) watchExpiry(ctx context.Context, pred *mvccpb.KeyValue) (stop func()) {
+	lease := pred.Lease
+	if lease == 0 {
+		lease = primitive.LeaseOfKey(a.m.pfx, string(pred.Key))
+	}
+	head := func(ctx context.Context) bool {
+		resp, err := a.m.client.Txn(ctx).Then(a.m.blockerOps(pred.CreateRevision, true)...).Commit()
+		if err != nil {
+			return false
+		}
+		lists, err := a.m.ownKeys(ctx, ranges(resp.Responses), pred.CreateRevision, true)
+		return err == nil && len(lastCreated(lists)) == 0
+	}
+	return primitive.WatchExpiry(ctx, a.m.client, a.s.Clock(), []primitive.ExpiryTarget{{Key: string(pred.Key), Lease: lease}},
+		primitive.ExpiryConfig{Head: head, OnRevoke: primitive.TraceOf(ctx).Revoked})
 }
 
 // pause waits d unless the acquisition must end first.

@@ -1,6 +1,7 @@
 package semaphore
 
 import (
+	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -19,7 +20,7 @@ type Held struct {
 }
 
 func (a *attempt) held(slot int, key string, rev int64) *Held {
-	k := a.sess.Hold(key, rev, session.HoldConfig{ReleaseCause: errReleased, ReleaseKeepsLease: true, Kind: "semaphore"})
+	k := a.sess.Hold(key, rev, session.HoldConfig{ReleaseCause: errReleased, ReleaseKeepsLease: true, Kind: "semaphore", LossWatchDelay: primitive.LossWatchDelay})
 	k.Granted(a.started)
 	return &Held{HeldKey: k, s: a.s, slot: slot}
 }

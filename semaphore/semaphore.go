@@ -342,7 +342,13 @@ func (a *attempt) run(ctx context.Context, try bool) (*Held, error) {
 			notified = true
 			s.cfg.onWait(Waiting{Name: s.name, Key: a.qkey, Ahead: watchKey != s.slotsPfx(), Limit: s.limit})
 		}
-		if err := a.watch(ctx, watchKey, watchOpts, predRev, seen); err != nil {
+		var holders []primitive.ExpiryTarget // the head revokes a crashed holder's lease at its expiry
+		if predRev == 0 {
+			for _, kv := range slots {
+				holders = append(holders, primitive.ExpiryTarget{Key: string(kv.Key), Lease: kv.Lease})
+			}
+		}
+		if err := a.watch(ctx, watchKey, watchOpts, predRev, seen, holders); err != nil {
 			return fail(err)
 		}
 	}
@@ -370,10 +376,15 @@ func (a *attempt) noteLosses(ctx context.Context, slots map[int]*mvccpb.KeyValue
 // predRev, or any slot: predRev 0) after revision seen, for our own queue
 // key to go, or for the session to end. The watch starts from "now"; if it
 // started after seen, the waiter before us is read once more (it may have
-// gone in between), and the head looks at the slots again.
-func (a *attempt) watch(ctx context.Context, key string, opts []clientv3.OpOption, predRev, seen int64) error {
+// gone in between), and the head looks at the slots again. Meanwhile the
+// head revokes the lease of a holder (of holders) once it has provably
+// expired (primitive.WatchExpiry), so a crashed holder's slot is free at
+// its lease's expiry, not at etcd's next expiry check.
+func (a *attempt) watch(ctx context.Context, key string, opts []clientv3.OpOption, predRev, seen int64, holders []primitive.ExpiryTarget) error {
 	wctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	stopExpiry := primitive.WatchExpiry(ctx, a.s.client, a.sess.Clock(), holders, primitive.ExpiryConfig{OnRevoke: primitive.TraceOf(ctx).Revoked})
+	defer stopExpiry()
 	ch := a.s.client.Watch(wctx, key, append(opts, clientv3.WithCreatedNotify(), clientv3.WithFilterPut())...)
 	own := a.s.client.Watch(wctx, a.qkey, clientv3.WithRev(seen+1), clientv3.WithFilterPut())
 	for {

@@ -84,8 +84,8 @@ type HoldConfig struct {
 	// key since its creation (see watch), so nothing is missed, only
 	// reported later. A session's own end (the local deadline, a revoke
 	// seen by a keepalive, Close) is reported at once either way. The
-	// default is no delay because a child run under a hold needs a prompt
-	// loss more than it saves the watch's cost.
+	// default is no delay; lock, semaphore and election use 10ms (the
+	// package doc says how late a foreign delete is then reported).
 	LossWatchDelay time.Duration
 	// Kind names what the key is in the session's events (Event.Kind):
 	// "lock", "rlock", "semaphore", "election".

@@ -13,6 +13,16 @@ type Trace struct {
 	// wake-ups (coordctl bench scale counts herds this way). A watch that
 	// breaks also wakes its waiter. It must not block.
 	OnLook func(key string)
+	// OnRevoke is called with the key a waiter waited for when it revoked
+	// that key's lease, which had expired (WatchExpiry). It must not block.
+	OnRevoke func(key string)
+}
+
+// Revoked calls t.OnRevoke, if t and it are set; for ExpiryConfig.OnRevoke.
+func (t *Trace) Revoked(target ExpiryTarget) {
+	if t != nil && t.OnRevoke != nil {
+		t.OnRevoke(target.Key)
+	}
 }
 
 type traceKey struct{}

@@ -17,12 +17,14 @@ import (
 // what it sends, with no library in between. Each step is a bare clientv3
 // client sending one set of requests, and each adds one thing to the step
 // before it, in the order coordkit adds them to what concurrency.Mutex
-// sends; the last step sends exactly what coordkit's lock sends (the
-// request counts of the run show it), so that
+// sends; the third step sends exactly what coordkit's lock sends for a
+// hold shorter than primitive.LossWatchDelay (its loss watch never
+// starts: the request counts of the run show it), the last adds the loss
+// watch a longer hold opens, so that
 //
 //	concurrency.Mutex - step 1  is concurrency's library,
 //	step N - step N-1           is what that one addition costs,
-//	coordkit - the last step    is coordkit's library.
+//	coordkit - the third step   is coordkit's library.
 //
 // The steps run in the same uncontended step as the two libraries,
 // alternating with them in blocks of rounds (see uncontended), on clients
@@ -51,8 +53,12 @@ var breakdownSteps = []breakdownStep{
 	{key: "bare_concurrency_requests", label: "concurrency.Mutex's requests (a Txn: put if absent + first-created read; a delete)"},
 	{key: "plus_compare_and_delete", label: "+ the release as a compare-and-delete Txn", compareDelete: true},
 	{key: "plus_coordkit_acquire_txn", label: "+ coordkit's acquire Txn (nonce value, keys-only read, the N/limit read)", compareDelete: true, coordkitAcquire: true},
-	{key: "plus_loss_watch", label: "+ the loss watch: coordkit's requests", compareDelete: true, coordkitAcquire: true, lossWatch: true},
+	{key: "plus_loss_watch", label: "+ the loss watch (a hold longer than primitive.LossWatchDelay opens it)", compareDelete: true, coordkitAcquire: true, lossWatch: true},
 }
+
+// coordkitStep is the step that sends what coordkit's uncontended
+// lock+unlock sends: its hold is shorter than the loss watch's delay.
+const coordkitStep = 2
 
 // BreakdownRow is one step of the uncontended breakdown, or one library.
 type BreakdownRow struct {
@@ -102,7 +108,7 @@ func breakdownRows(steps []float64, stepCounts []*opCounts, etcd, coordkit float
 		add(breakdownSteps[i].key, p50, before, stepCounts[i])
 	}
 	add(breakdownEtcd, etcd, steps[0], etcdCounts)
-	add(breakdownCoordkit, coordkit, steps[len(steps)-1], coordkitCounts)
+	add(breakdownCoordkit, coordkit, steps[coordkitStep], coordkitCounts)
 	return rows
 }
 
@@ -113,7 +119,7 @@ func (r Result) BreakdownTable() (t bench.Table, ok bool) {
 	}
 	t = bench.Table{
 		Title: "uncontended lock+unlock by what it sends, alternating with the libraries above: bare clientv3 steps, each adding one thing to the one before;\n" +
-			"added_us of a library is its p50 less the step that sends its requests (" + breakdownSteps[0].key + " for concurrency.Mutex, " + breakdownSteps[len(breakdownSteps)-1].key + " for coordkit)",
+			"added_us of a library is its p50 less the step that sends its requests (" + breakdownSteps[0].key + " for concurrency.Mutex, " + breakdownSteps[coordkitStep].key + " for coordkit)",
 		Columns: []string{"p50_us", "added_us", "kv_requests_per_op", "watch_requests_per_op"},
 	}
 	for _, row := range r.Breakdown {

@@ -6,8 +6,10 @@
 // server the caller names, with its default options and with its retry
 // delay at 0 (the least it accepts), and, against pg-advisory, a
 // PostgreSQL session-level advisory lock (internal/pglock), one lock
-// connection per client, with the crash handoff: holder processes killed,
-// the waiter's wait measured, for the advisory lock and coordkit.
+// connection per client. With Options.Coordctl it measures the crash
+// handoff: holder processes killed, the waiter's wait measured, for
+// coordkit (and the advisory lock and the API's Python client when they
+// are measured).
 //
 // Against api, redis-py and psycopg, Python processes are clients too: the
 // coordination API (served in this process) through clients/python,
@@ -23,7 +25,8 @@
 // Lock calls that gave up, for redsync, whose waiters stop after 32 tries),
 // and the uncontended lock+unlock broken down by what it sends
 // (breakdown.go: bare clientv3 steps from concurrency.Mutex's requests to
-// coordkit's).
+// coordkit's, and its loss watch, which a hold as short as these never
+// opens).
 // Each client has its own connection and session. The figures depend on the
 // machine and its load; compare the columns of one run, not runs. Nothing
 // here checks mutual exclusion: the locks' tests and the safety check do.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/coordkit/coordkit/internal/bench"
@@ -42,9 +43,9 @@ type Options struct {
 	// DSN is the PostgreSQL database of AgainstPG (a pgx DSN); required
 	// with it, and only with it.
 	DSN string
-	// Coordctl is a coordctl binary: with it, against pg-advisory, the
-	// crash handoff is measured (holder processes killed), for the advisory
-	// lock and for coordkit.
+	// Coordctl is a coordctl binary: with it the crash handoff is measured
+	// (holder processes killed), for coordkit and, against pg-advisory or
+	// api, for their columns too.
 	Coordctl string
 	// Python is the python3 of AgainstAPI: the api_python column's clients
 	// run clients/python's coordkit.py in it. Required with it, and only
@@ -258,6 +259,9 @@ func (r Result) Table() bench.Table {
 		t.Title += fmt.Sprintf("; psycopg: pg_advisory_lock through psycopg2 on PostgreSQL %s from one Python process per client", r.Postgres)
 		t.Columns = append(t.Columns, colPsycopg)
 	}
+	if r.Postgres == "" && !r.API && slices.ContainsFunc(r.Rows, func(row Row) bool { return strings.HasPrefix(row.Metric, "crash_handoff") }) {
+		t.Title += fmt.Sprintf("; crash_handoff: the holder process ('coordctl lock --ttl %s') SIGKILLed", CrashTTL)
+	}
 	for _, c := range t.Columns[1:] {
 		t.Ratios = append(t.Ratios, bench.Ratio{Of: colCoordkit, To: c})
 	}
@@ -407,7 +411,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 			set(driven, im, bench.Ms(bench.Percentile(h.driven, 0.50)))
 		}
 	}
-	if (o.DSN != "" || o.Python != "") && o.Coordctl != "" {
+	if o.Coordctl != "" {
 		n := o.CrashHandoffs
 		if n == 0 {
 			n = 5

@@ -42,8 +42,10 @@ run, coordkit's lock and go.etcd.io/etcd/client/v3/concurrency.Mutex:
 A second table breaks the uncontended lock+unlock down by what it sends, in
 the same run: bare clientv3 clients send concurrency.Mutex's requests, then
 add in turn coordkit's compare-and-delete release, its acquire Txn (nonce,
-keys-only read, the N/limit read) and its loss watch; added_us is a step's p50
-less the one before, and a library's less the step that sends its requests.
+keys-only read, the N/limit read) and its loss watch (which coordkit opens
+only for a hold longer than 10ms, so not here); added_us is a step's p50 less
+the one before, and a library's less the step that sends its requests
+(plus_coordkit_acquire_txn for coordkit).
 
 Each client has its own connection and session. concurrency.Mutex's waiter
 watch lands in etcd's unsynced watcher group, served by a loop every 100ms,
@@ -70,14 +72,22 @@ pg_advisory_lock(key) on PostgreSQL, each client on its own lock connection
 (key: the first 8 bytes of SHA-256 of a random per-run name; TCP keepalives
 idle 2s, interval 1s, count 2 on both ends, set with SET tcp_keepalives_* on
 the server). A waiter blocks in pg_advisory_lock and the server wakes it. It
-adds two rows, crash_handoff_p50_ms and crash_handoff_max_ms (--crash-handoffs
-samples): a holder process ('coordctl check pg-advisory-lock', or 'coordctl
+adds the crash handoff rows, crash_handoff_p50_ms, _p99_ms and _max_ms
+(--crash-handoffs samples): a holder process ('coordctl check pg-advisory-lock', or 'coordctl
 lock --ttl 2s' for coordkit) is killed with SIGKILL while a waiter queues, and
 the waiter's wait from the kill is measured; etcd_concurrency has no holder
 process there ("-", null in JSON). PostgreSQL sees a killed client's socket
 close at once; a partitioned one only when its keepalives give up (4s with
 these settings, two hours and more with the defaults), which is not measured.
 A DSN that does not answer within 3s is an error (exit 1).
+
+--crash-handoffs N alone (without PostgreSQL) measures coordkit's crash
+handoff only, in the rows crash_handoff_p50_ms, crash_handoff_p99_ms and
+crash_handoff_max_ms. A waiter right behind a killed holder revokes its lease
+once LeaseTimeToLive shows it expired (read every 10ms once it reads 1s),
+instead of waiting for etcd's expiry check (every 500ms): the handoff is at
+most the TTL after the holder's last keepalive plus the reads, the
+revocation and the wake-up (docs/locks.md).
 
 --against api adds the column api_python: the coordination API (coordctl
 agent's handler, docs/api.md) served in this process on loopback over the same
@@ -122,9 +132,10 @@ the breakdown is "uncontended_breakdown":[{"step","p50_ms","added_ms",...}].`,
   coordctl bench lock --against redsync --redis 127.0.0.1:6379
   coordctl bench lock --against pg-advisory --dsn postgres://root@127.0.0.1:5432/test
   coordctl bench lock --against api --workers 8
-  coordctl bench lock --against api,redis-py,psycopg --redis 127.0.0.1:6379 --dsn postgres://root@127.0.0.1:5432/test --python /usr/bin/python3 --crash-handoffs 50`,
+  coordctl bench lock --against api,redis-py,psycopg --redis 127.0.0.1:6379 --dsn postgres://root@127.0.0.1:5432/test --python /usr/bin/python3 --crash-handoffs 50
+  coordctl bench lock --crash-handoffs 40`,
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
-		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, _ *cobra.Command, _ []string) error {
+		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, cmd *cobra.Command, _ []string) error {
 			opts.Progress = f.IO.ErrOut
 			if slices.ContainsFunc(opts.Against, func(a string) bool {
 				return a == lockbench.AgainstAPI || a == lockbench.AgainstRedisPy || a == lockbench.AgainstPsycopg
@@ -135,7 +146,8 @@ the breakdown is "uncontended_breakdown":[{"step","p50_ms","added_ms",...}].`,
 				}
 				opts.Python = py
 			}
-			if (opts.DSN != "" || opts.Python != "") && opts.Coordctl == "" {
+			crash := opts.DSN != "" || opts.Python != "" || cmd.Flags().Changed("crash-handoffs")
+			if crash && opts.Coordctl == "" {
 				var err error
 				if opts.Coordctl, err = f.Executable(); err != nil {
 					return fmt.Errorf("find coordctl for the crash handoff's holder processes: %w", err)
@@ -155,6 +167,6 @@ the breakdown is "uncontended_breakdown":[{"step","p50_ms","added_ms",...}].`,
 	fl.StringVar(&opts.Redis, "redis", "", "the Redis server (host:port) of --against redsync")
 	fl.StringVar(&opts.DSN, "dsn", "", "the PostgreSQL database of --against pg-advisory")
 	fl.StringVar(&python, "python", "python3", "the python3 of --against api, redis-py and psycopg (redis-py and psycopg need its redis and psycopg2 modules: Debian's python3-redis, python3-psycopg2)")
-	fl.IntVar(&opts.CrashHandoffs, "crash-handoffs", 5, "against pg-advisory or api: crash handoffs measured per lock")
+	fl.IntVar(&opts.CrashHandoffs, "crash-handoffs", 5, "crash handoffs measured per lock (given alone: coordkit's only)")
 	return cmd
 }

@@ -114,6 +114,12 @@ func TestBenchLockFlagsReachTheHarness(t *testing.T) {
 	require.Equal(t, "postgres://u@127.0.0.1:5432/db", got.DSN)
 	require.Equal(t, 2, got.CrashHandoffs)
 	require.NotEmpty(t, got.Coordctl, "the crash handoff's holder processes are this binary")
+
+	_, _, err = benchRun(t, cmdutil.FormatJSON, mk, "--crash-handoffs", "40")
+	require.NoError(t, err)
+	got = h.got[len(h.got)-1]
+	require.Equal(t, 40, got.CrashHandoffs)
+	require.NotEmpty(t, got.Coordctl, "--crash-handoffs alone measures coordkit's crash handoff")
 }
 
 // A harness's errors: invalid options are usage errors (exit 2), others

@@ -47,3 +47,25 @@ func TestBenchLockAgainstPGAdvisoryBinary(t *testing.T) {
 	}
 	require.Equal(t, []string{"uncontended_p50_ms", "uncontended_kv_requests_per_op", "uncontended_watch_requests_per_op", "handoff_p50_ms", "handoff_p99_ms", "crash_handoff_p50_ms", "crash_handoff_p99_ms", "crash_handoff_max_ms", "contended_2_per_s"}, metrics)
 }
+
+// --crash-handoffs alone, without PostgreSQL: coordkit's three crash
+// handoff rows (etcd_concurrency null), each at least 2/3 of the 2s TTL
+// (how soon after the TTL is a performance figure, not asserted here).
+func TestBenchLockCrashHandoffsAloneBinary(t *testing.T) {
+	t.Parallel()
+	stdout, _ := runBinaryLong(t, "-w", "json", "bench", "lock", "--unsafe-no-fsync",
+		"--iterations", "3", "--handoffs", "2", "--duration", "300ms", "--workers", "2", "--crash-handoffs", "2")
+	out := string(stdout)
+	line := out[strings.Index(out, `{"benchmark"`):]
+	var res struct{ Rows []map[string]any }
+	require.NoError(t, json.Unmarshal([]byte(strings.SplitN(line, "\n", 2)[0]), &res), out)
+	crash := 0
+	for _, r := range res.Rows {
+		if m := r["metric"].(string); strings.HasPrefix(m, "crash_handoff") {
+			crash++
+			require.Nil(t, r["etcd_concurrency"], m)
+			require.GreaterOrEqual(t, r["coordkit"], 2000.0*2/3, m)
+		}
+	}
+	require.Equal(t, 3, crash, "p50, p99 and max")
+}

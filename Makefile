@@ -94,11 +94,11 @@ release:
 ## release's static build, without the race detector; internal/testbin).
 ## The packages run mostly waiting, not computing: on a 2-core machine their
 ## tests took 992 s of wall time and 277 s of CPU one package after another
-## (measured with helpers' builds beside them). So -p 5 packages at a time,
+## (measured with helpers' builds beside them). So -p 4 packages at a time,
 ## the longest first (TEST_FIRST, longest-processing-time order: the
 ## package that takes longest must not start last), and -parallel 8 tests
 ## within one. -timeout bounds one package.
-TEST_FLAGS ?= -race -count=1 -vet=off -parallel 8 -p 5 -timeout 15m
+TEST_FLAGS ?= -race -count=1 -vet=off -parallel 8 -p 4 -timeout 15m
 TEST_FIRST := ./internal/safety ./internal/cmd/e2e ./fencing/sqlfence ./internal/image ./session \
 	./internal/cmd/root ./internal/bench/lockbench ./internal/bench/scalebench ./scenarios \
 	./internal/etcdembed ./internal/childproc ./cluster ./internal/bench/rwlockbench ./internal/cmd/sql \

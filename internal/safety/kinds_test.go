@@ -17,6 +17,8 @@ import (
 // violation and never more live holders in the log than the lock admits.
 func shortRun(t *testing.T, cfg Config) Report {
 	t.Helper()
+	clusterSlots <- struct{}{} // before the deadline: see clusterSlots
+	defer func() { <-clusterSlots }()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if cfg.Duration == 0 {

@@ -23,6 +23,7 @@ func TestRunPythonClients(t *testing.T) {
 	cfg := Config{Target: TargetLock, Duration: 8 * time.Second, Clients: 2, TTL: 2 * time.Second, Seed: 1, Fencing: true,
 		DataDir: t.TempDir(), Coordctl: "coordctl", Python: py, Progress: &progress,
 		Kinds: []FaultKind{FaultSigstop}}
+	takeClusters(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	rep, h, err := Run(ctx, cfg)
@@ -71,6 +72,7 @@ func TestRunPythonClientsKilled(t *testing.T) {
 		Kinds: []FaultKind{FaultKillClient}}
 	require.Contains(t, Config{Target: TargetLock, Coordctl: "c", Python: py}.DefaultKinds(), FaultKillClient)
 	require.NotContains(t, Config{Target: TargetLock, Coordctl: "c"}.DefaultKinds(), FaultKillClient)
+	takeClusters(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	rep, _, err := Run(ctx, cfg)

@@ -16,6 +16,7 @@ func TestSafetyReplaySchedule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 10-second run against a three-member cluster")
 	}
+	takeClusters(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	steps := []Step{

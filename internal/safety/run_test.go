@@ -29,3 +29,25 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// clusterSlots bounds the check runs this test binary makes at once. Each
+// Run starts a three-member etcd in this process; under -parallel 8, with
+// the race detector, on two cores beside the other packages (make test),
+// eight clusters at once starved each other's elections and heartbeats:
+// TestSuiteSeeds made 9 writes in 120 s at load 8-13 (alone it finishes
+// in about 6 s).
+var clusterSlots = make(chan struct{}, 3)
+
+// takeClusters takes n of clusterSlots for the rest of the test (taken
+// before the test starts its own deadlines, so waiting costs it nothing).
+func takeClusters(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		clusterSlots <- struct{}{}
+	}
+	t.Cleanup(func() {
+		for range n {
+			<-clusterSlots
+		}
+	})
+}

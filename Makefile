@@ -98,13 +98,13 @@ release:
 ## the longest first (TEST_FIRST, longest-processing-time order: the
 ## package that takes longest must not start last), and -parallel 8 tests
 ## within one. -timeout bounds one package.
-TEST_FLAGS ?= -race -count=1 -vet=off -parallel 8 -p 4 -timeout 15m
+TEST_FLAGS ?= -race -trimpath -count=1 -vet=off -parallel 8 -p 4 -timeout 15m
 TEST_FIRST := ./internal/safety ./internal/cmd/e2e ./fencing/sqlfence ./internal/image ./session \
 	./internal/cmd/root ./internal/bench/lockbench ./internal/bench/scalebench ./scenarios \
 	./internal/etcdembed ./internal/childproc ./cluster ./internal/bench/rwlockbench ./internal/cmd/sql \
 	./lock ./internal/labweb ./internal/etcddial ./internal/pglock ./internal/cmd/agent
 test:
-	@$(GO) vet $(PKGS) & vet=$$!; \
+	@$(GO) vet -trimpath $(PKGS) & vet=$$!; \
 	$(MAKE) -s testbin TESTBIN=$(CURDIR)/bin/test && \
 	COORDKIT_TEST_BIN=$(CURDIR)/bin/test $(GO) test $(TEST_FLAGS) $(TEST_FIRST) $(PKGS); t=$$?; \
 	wait $$vet; v=$$?; \

@@ -77,6 +77,9 @@ func TestRunAgainstPythonLocks(t *testing.T) {
 	// redis-py's Lock polls every 0.1 s: a contended step of tiny's 300 ms
 	// counted no acquisition at load 10. Two seconds count some.
 	o.Duration = 2 * time.Second
+	// One contended step, not tiny's two: each is Duration per
+	// implementation (the test was 30 s alone with two).
+	o.Workers = []int{2}
 	res, err := Run(context.Background(), o)
 	require.NoError(t, err)
 	for _, r := range res.Rows {

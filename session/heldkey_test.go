@@ -244,32 +244,57 @@ func TestHeldKeyLossReasonTellsRevokeFromDelete(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			// Keepalives an hour apart: only the key's watch can tell.
-			s, err := session.New(ctx, cli, session.WithTTL(30*time.Second), session.WithKeepAliveInterval(time.Hour))
-			require.NoError(t, err)
-			defer s.Orphan()
-			key := "reason/" + tc.name
-			k := s.Hold(key, putKey(t, cli, s, key), session.HoldConfig{})
-			require.NoError(t, tc.end(s, key))
-			<-k.Lost()
-			require.ErrorIs(t, k.Err(), session.ErrLost)
-			require.ErrorIs(t, k.Err(), session.ErrKeyGone)
-			require.ErrorIs(t, context.Cause(k.Context()), session.ErrLost)
-			if !tc.revoked {
-				require.NotErrorIs(t, k.Err(), session.ErrRevoked)
-				require.True(t, s.Alive(), "a deleted key does not end its session")
-				return
+			// A revoke is told from a delete by one lease read bounded by
+			// leaseCheckTimeout (250 ms); beyond it the reason is the
+			// key's deletion alone, as documented (HeldKey.loseGone). On
+			// a loaded machine (make test beside other jobs, load 19) that
+			// read once took longer: up to three tries, each of which must
+			// still report the deletion, and one the revoke.
+			for try := 1; ; try++ {
+				if loseAndCheckReason(t, cli, tc.name, tc.end, tc.revoked, try == 3) || !tc.revoked {
+					return
+				}
+				t.Logf("try %d: the lease check did not answer within its bound; the loss said the key is gone", try)
 			}
-			require.ErrorIs(t, k.Err(), session.ErrRevoked)
-			require.ErrorIs(t, context.Cause(k.Context()), session.ErrRevoked)
-			select {
-			case <-s.Done():
-			case <-time.After(10 * time.Second):
-				t.Fatal("the session outlived its revoked lease")
-			}
-			require.ErrorIs(t, s.Err(), session.ErrRevoked)
 		})
 	}
+}
+
+// loseAndCheckReason holds a key, ends it with end, and checks the loss:
+// always ErrLost and ErrKeyGone; if revoked and the lease check answered in
+// time (or last, whatever it did), ErrRevoked and the session's end. It
+// reports whether the revoke was told (true for a delete).
+func loseAndCheckReason(t *testing.T, cli *clientv3.Client, name string, end func(s *session.Session, key string) error, revoked, last bool) bool {
+	t.Helper()
+	ctx := context.Background()
+	// Keepalives an hour apart: only the key's watch can tell.
+	s, err := session.New(ctx, cli, session.WithTTL(30*time.Second), session.WithKeepAliveInterval(time.Hour))
+	require.NoError(t, err)
+	defer s.Orphan()
+	key := "reason/" + name
+	k := s.Hold(key, putKey(t, cli, s, key), session.HoldConfig{})
+	require.NoError(t, end(s, key))
+	<-k.Lost()
+	require.ErrorIs(t, k.Err(), session.ErrLost)
+	require.ErrorIs(t, k.Err(), session.ErrKeyGone)
+	require.ErrorIs(t, context.Cause(k.Context()), session.ErrLost)
+	if !revoked {
+		require.NotErrorIs(t, k.Err(), session.ErrRevoked)
+		require.True(t, s.Alive(), "a deleted key does not end its session")
+		return true
+	}
+	if !errors.Is(k.Err(), session.ErrRevoked) && !last {
+		return false
+	}
+	require.ErrorIs(t, k.Err(), session.ErrRevoked)
+	require.ErrorIs(t, context.Cause(k.Context()), session.ErrRevoked)
+	select {
+	case <-s.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session outlived its revoked lease")
+	}
+	require.ErrorIs(t, s.Err(), session.ErrRevoked)
+	return true
 }
 
 // The observer sees each granted key's grant, with how long it waited,

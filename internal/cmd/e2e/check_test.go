@@ -218,11 +218,14 @@ func TestCheckE2EEtcdMembers3QuorumLoss(t *testing.T) {
 	code, out, _ := runBinary(t, env, "claim", "before", "--owner", "a")
 	require.Equal(t, exitOK, code, out)
 
-	listen := freeAddr(t)
-	sc := startCoordctl(t, env, "sidecar", "--election", "svc", "--id", "a", "--listen", listen, "--ttl", "2s")
-	require.Contains(t, sc.line(t), "ready url=")
+	// Port 0, the port read from the ready line: a port probed free was
+	// once taken by another process's connection before the sidecar bound it.
+	sc := startCoordctl(t, env, "sidecar", "--election", "svc", "--id", "a", "--listen", "127.0.0.1:0", "--ttl", "2s")
+	ready := sc.line(t)
+	require.True(t, strings.HasPrefix(ready, "ready url=http://"), ready)
+	base := strings.TrimPrefix(ready, "ready url=")
 	get := func(path string) (int, string) {
-		resp, err := http.Get("http://" + listen + path)
+		resp, err := http.Get(base + path)
 		if err != nil {
 			return 0, err.Error()
 		}

@@ -180,8 +180,7 @@ func TestHoldE2EClosedStdoutKillsNoHolder(t *testing.T) {
 		require.Equal(t, exitOK, tryLock(t, env, "e2e/pipe"))
 	})
 	t.Run("sidecar", func(t *testing.T) {
-		listen := freeAddr(t)
-		cmd, stderr := start(t, "sidecar", "--election", "e2e/pipe-sc", "--id", "a", "--listen", listen)
+		cmd, stderr := start(t, "sidecar", "--election", "e2e/pipe-sc", "--id", "a", "--listen", "127.0.0.1:0")
 		require.Eventually(t, func() bool { return strings.Contains(stderr.String(), note) }, 20*time.Second, 10*time.Millisecond, "stderr: %s", stderr.String())
 		waitForKeys(t, cli, "e2e/pipe-sc/", 1)
 		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))

@@ -12,7 +12,10 @@
 // current holder past its TTL: in process, by pausing the holder's own
 // proxies (its keepalives) and its work between its read and its write; and,
 // with Config.Coordctl, by SIGSTOP of a real `coordctl lock` process and
-// the command it runs.
+// the command it runs. With Config.Python those process clients are Python
+// programs (rmw.py) that hold coordkit's mutex through the coordination API
+// or, with redsync, take redis-py's Lock on redsync's key; kill-client
+// SIGKILLs them while they hold.
 //
 // Two consumer-side interfaces make the check pluggable. Lock (one per
 // client, granting Tenures with a token, a fencing scope and a slot) is the

@@ -2,6 +2,7 @@ package safety
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +37,30 @@ type RMWResult struct {
 type execProc struct {
 	pid   int
 	start int64
+	held  bool // a Python client said it holds the lock (heldLine)
+}
+
+// heldLine is the line a Python process client prints once it holds the
+// lock: the nemesis pauses or kills it only after that (a `coordctl lock`
+// client: after its command appears).
+const heldLine = "held\n"
+
+// procOut is a process client's stdout: kept for its result lines, and
+// watched for heldLine.
+type procOut struct {
+	r   *run
+	p   *execProc
+	buf bytes.Buffer
+}
+
+func (o *procOut) Write(b []byte) (int, error) {
+	o.buf.Write(b)
+	if bytes.Contains(o.buf.Bytes(), []byte(heldLine)) {
+		o.r.mu.Lock()
+		o.p.held = true
+		o.r.mu.Unlock()
+	}
+	return len(b), nil
 }
 
 // execClient is the client number of the process clients in the history.
@@ -59,7 +85,7 @@ func (r *run) execOnce(ctx context.Context, id string) {
 	bin := r.cfg.Coordctl
 	var args []string
 	switch {
-	case r.api != nil:
+	case r.py != nil:
 		bin, args = r.pyExec(id)
 	case r.pg != nil:
 		args = r.pgExecArgs(bin, id)
@@ -82,15 +108,16 @@ func (r *run) execOnce(ctx context.Context, id string) {
 		args = append(args, r.etcdFlags()...)
 		args = append(args, "lock", Scope, "--ttl", r.cfg.TTL.String(), "--timeout", "5s", "--kill-grace", "500ms")
 	}
-	if r.pg == nil && r.api == nil {
+	if r.pg == nil && r.py == nil {
 		args = append(args, "--", bin, "check", "rmw", "--url", r.resURL, "--key", counterKey, "--id", id,
 			"--work", r.rmwWork().String(), "--fence="+strconv.FormatBool(!r.cfg.NoFenceFirst && !r.tokenless()),
 			"--if-match="+strconv.FormatBool(r.cfg.IfMatch), "-w", "json")
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out bytes.Buffer
-	cmd.Stdout = &out
+	proc := &execProc{}
+	out := &procOut{r: r, p: proc}
+	cmd.Stdout = out
 	cmd.Env = os.Environ()
 	start := r.now()
 	if err := cmd.Start(); err != nil {
@@ -102,7 +129,8 @@ func (r *run) execOnce(ctx context.Context, id string) {
 		return
 	}
 	r.mu.Lock()
-	r.proc = &execProc{pid: cmd.Process.Pid, start: start}
+	proc.pid, proc.start = cmd.Process.Pid, start
+	r.proc = proc
 	r.mu.Unlock()
 	waited := make(chan struct{})
 	go func() {
@@ -119,12 +147,13 @@ func (r *run) execOnce(ctx context.Context, id string) {
 	r.mu.Lock()
 	r.proc = nil
 	r.execSpans[id] = [2]int64{start, end}
+	stopped := r.stoppedPid == cmd.Process.Pid
 	r.mu.Unlock()
 
 	// One line per tenure: a sidecar runs the command again each time it is
 	// elected. A tenure killed before it could print is left to the log.
 	c := r.execClient()
-	for _, line := range strings.Split(out.String(), "\n") {
+	for _, line := range strings.Split(out.buf.String(), "\n") {
 		var res RMWResult
 		if json.Unmarshal([]byte(line), &res) != nil || !strings.HasPrefix(res.ID, id+".") {
 			continue
@@ -143,7 +172,30 @@ func (r *run) execOnce(ctx context.Context, id string) {
 		if res.Write != "" {
 			r.record(Op{Client: c, Kind: OpWrite, Token: res.Token, Value: res.Wrote, ID: res.ID, Call: start, Return: end, Outcome: res.Write})
 		}
+		if hook := r.cfg.onLateWrite; hook != nil && stopped && res.Write == OK {
+			hook(r.loggedAfterLater(ctx, res.ID, res.Token))
+		}
 	}
+}
+
+// loggedAfterLater reports whether the resource's log has the write id
+// (of token) after an accepted write of a later token: the late write of
+// a paused process client that, unfenced, set the counter back. (Its ops
+// span the whole process, so the log, not their times, orders it.)
+func (r *run) loggedAfterLater(ctx context.Context, id string, token uint64) bool {
+	writes, _, err := r.res.Log(ctx)
+	if err != nil {
+		return false
+	}
+	slices.SortFunc(writes, func(a, b Write) int { return cmp.Compare(a.Seq, b.Seq) })
+	later := false
+	for _, w := range writes {
+		if w.ID == id {
+			return later
+		}
+		later = later || w.Token > token
+	}
+	return false
 }
 
 func (r *run) etcdFlags() []string {
@@ -190,14 +242,20 @@ func (r *run) sigstop(ctx context.Context, i int, s Step) func() {
 	var pid, child int
 	var seen time.Time
 	for time.Now().Before(deadline) && ctx.Err() == nil {
+		var p execProc
 		r.mu.Lock()
-		p := r.proc
+		if r.proc != nil {
+			p = *r.proc
+		}
 		r.mu.Unlock()
 		c := 0
 		switch {
-		case p != nil && r.api != nil:
-			c = p.pid // a Python process client holds and writes itself
-		case p != nil:
+		case p.pid == 0:
+		case r.py != nil:
+			if p.held {
+				c = p.pid // a Python process client holds and writes itself
+			}
+		default:
 			c = commandOf(p.pid)
 		}
 		switch {
@@ -232,7 +290,7 @@ func (r *run) sigstop(ctx context.Context, i int, s Step) func() {
 	r.countFault(s.Kind)
 	r.touched(i, fmt.Sprintf("process client pid %d (holding the lock)", pid))
 	switch {
-	case r.api != nil:
+	case r.py != nil:
 		r.effective(i, "stopped a Python process client while it held the lock")
 	case alone:
 		r.effective(i, "stopped a coordctl process client, not its command, while it held the lock")
@@ -246,8 +304,10 @@ func (r *run) sigstop(ctx context.Context, i int, s Step) func() {
 	if r.pg != nil {
 		what = "check pg-advisory-lock"
 	}
-	if r.api != nil {
-		what = "Python client"
+	if r.py != nil {
+		lock := map[bool]string{true: "redis-py's Lock", false: "the coordination API"}[r.redsync != nil]
+		r.progressf("SIGSTOP Python client (pid %d, holding through %s) for %s", pid, lock, s.Hold.Round(time.Millisecond))
+		return func() { _ = syscall.Kill(-pid, syscall.SIGCONT) }
 	}
 	if alone {
 		r.progressf("SIGSTOP coordctl %s (pid %d) alone, its command (pid %d) running on, for %s", what, pid, child, s.Hold.Round(time.Millisecond))

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/testbin"
 )
 
 // A short fenced run whose process clients are Python programs holding
@@ -80,4 +82,45 @@ func TestRunPythonClientsKilled(t *testing.T) {
 	require.Zero(t, rep.Violations, progress.String())
 	require.GreaterOrEqual(t, rep.Faults[string(FaultKillClient)], 2, "no second Python client held after a kill: %s", progress.String())
 	require.Equal(t, rep.Faults[string(FaultKillClient)], strings.Count(progress.String(), "SIGKILL process client"))
+}
+
+// Python process clients holding redis-py's Lock (the in-process clients
+// hold redsync's on the same key), unfenced: a Python client frozen while
+// it holds loses the lock at its timeout, a later holder writes, and the
+// frozen client's write, when it resumes, sets the counter back — an
+// update lost, which the run reports. The run ends at that write. Its
+// Redis keys are deleted at the end.
+func TestRunPythonRedisLockLosesUpdates(t *testing.T) {
+	t.Parallel()
+	addr := redisAddr(t)
+	py := testbin.Python(t, "redis", "python3-redis")
+	var progress bytes.Buffer
+	cfg := Config{Target: TargetLock, Lock: LockRedsync, RedisAddr: addr, Duration: 40 * time.Second, Clients: 2, TTL: time.Second,
+		Seed: 1, DataDir: t.TempDir(), Coordctl: "coordctl", Python: py, Progress: &progress}
+	// A freeze of 3s, three times the lock's timeout, every 5s.
+	for at := time.Second; at < cfg.Duration; at += 5 * time.Second {
+		cfg.Schedule = append(cfg.Schedule, Step{Kind: FaultSigstop, Hold: 3 * time.Second, At: at})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	cfg.onLateWrite = func(overwrote bool) {
+		if overwrote {
+			stop()
+		}
+	}
+	rep, h, err := Run(rctx, cfg)
+	require.NoError(t, err, progress.String())
+	t.Logf("%+v", rep)
+	require.Contains(t, progress.String(), "holding through redis-py's Lock")
+	require.Positive(t, rep.Faults[string(FaultSigstop)], progress.String())
+	require.Positive(t, rep.LostUpdates, "no frozen redis-py holder's write set the counter back: %s", progress.String())
+	var wrote int
+	for _, op := range h.Ops {
+		if op.Client == cfg.Clients+1 && op.Kind == OpWrite && op.Outcome == OK {
+			wrote++
+		}
+	}
+	require.Positive(t, wrote, "no write by a Python client: %s", progress.String())
 }

@@ -60,17 +60,24 @@ func dialRedsyncPrefix(ctx context.Context, addr, prefix string, timeout, ttl ti
 // The number orders holders for the checker; the resource never fences
 // with it.
 func (l *redsyncLocks) acquire(ctx context.Context) (redsyncTenure, error) {
-	m := l.rs.NewMutex(l.prefix+Scope, redsync.WithExpiry(l.ttl))
+	m := l.rs.NewMutex(l.lockKey(), redsync.WithExpiry(l.ttl))
 	if err := m.LockContext(ctx); err != nil {
 		return redsyncTenure{}, err
 	}
-	n, err := l.client.Incr(ctx, l.prefix+"grants").Result()
+	n, err := l.client.Incr(ctx, l.grantsKey()).Result()
 	if err != nil {
 		_, _ = m.UnlockContext(context.Background())
 		return redsyncTenure{}, fmt.Errorf("safety: number the redsync grant: %w", err)
 	}
 	return redsyncTenure{m: m, token: uint64(n)}, nil
 }
+
+// lockKey is the lock's Redis key, and grantsKey the key whose INCR numbers
+// the grants: the same for redsync's Mutex and the Python clients' redis-py
+// Lock (both SET the key NX with an expiry and delete it only if their own
+// value is still there), so the two exclude each other.
+func (l *redsyncLocks) lockKey() string   { return l.prefix + Scope }
+func (l *redsyncLocks) grantsKey() string { return l.prefix + "grants" }
 
 // lockFor is the lockFactory: every client locks the same name.
 func (l *redsyncLocks) lockFor(_ *clientv3.Client, _ int) (Lock, error) { return redsyncLock{l}, nil }

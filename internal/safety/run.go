@@ -85,11 +85,13 @@ type Config struct {
 	// left out. It applies only to mutexes and elections with the HTTP
 	// resource (ProcessClients).
 	Coordctl string
-	// Python, with the process clients, makes them Python programs that
-	// hold the lock through the coordination API (clients/python's
-	// coordkit.py on an agent the run serves on the cluster) instead of
-	// `coordctl lock` processes: the path of python3. Only for coordkit's
-	// mutex with the HTTP resource.
+	// Python, with the process clients, makes them Python programs (the
+	// path of python3) instead of `coordctl lock` processes: for coordkit's
+	// mutex they hold it through the coordination API (clients/python's
+	// coordkit.py on an agent the run serves on the cluster); with
+	// LockRedsync they take redis-py's Lock on the same Redis key as the
+	// in-process redsync clients (python3 must import redis). Only with
+	// the HTTP resource.
 	Python string
 	// Kinds are the faults to apply; nil means all that apply.
 	Kinds []FaultKind
@@ -100,9 +102,9 @@ type Config struct {
 	Progress io.Writer
 
 	// onLateWrite, a test hook, is called when a holder's first write
-	// after a freeze is accepted: overwrote says whether a later holder's
-	// write had been accepted before it was sent, so that (unfenced) an
-	// update is lost. A test ends its run there instead of at a wall-clock
+	// after a freeze (or a process client's write after its SIGSTOP) is
+	// accepted: overwrote says whether a later holder's write had been
+	// accepted before it, so that (unfenced) an update is lost. A test ends its run there instead of at a wall-clock
 	// time that a loaded machine may not reach it in.
 	onLateWrite func(overwrote bool)
 }
@@ -164,25 +166,28 @@ func (c Config) ProcessClients() bool {
 	return c.Coordctl != "" && c.kind() == KindMutex && (c.resource() == ResourceHTTP || c.lock() == LockPGAdvisory)
 }
 
-// DefaultKinds are the faults that apply to cfg: all of them for
-// coordkit's locks (sigstop-child with process clients); for redsync only
-// freeze-client and sigstop-child, because the others are faults of the
-// etcd cluster.
+// DefaultKinds are the faults that apply to cfg: for coordkit's locks the
+// etcd cluster's and the clients' (clientFaults); for redsync only the
+// clients'; for pg-advisory its own (pgKinds).
 func (c Config) DefaultKinds() []FaultKind {
-	if c.lock() == LockPGAdvisory {
+	switch c.lock() {
+	case LockPGAdvisory:
 		return c.pgKinds()
+	case LockRedsync:
+		return c.clientFaults()
 	}
-	if c.lock() == LockRedsync {
-		if c.ProcessClients() {
-			return []FaultKind{FaultFreezeClient, FaultSigstop}
-		}
-		return []FaultKind{FaultFreezeClient}
-	}
-	kinds := []FaultKind{FaultIsolateMember, FaultIsolateLeader, FaultCutClient, FaultStopMember, FaultFreezeClient}
+	return append([]FaultKind{FaultIsolateMember, FaultIsolateLeader, FaultCutClient, FaultStopMember}, c.clientFaults()...)
+}
+
+// clientFaults are the faults of the clients alone, those that apply to
+// any lock: freeze-client; with the process clients sigstop-child; with
+// Python clients kill-client.
+func (c Config) clientFaults() []FaultKind {
+	kinds := []FaultKind{FaultFreezeClient}
 	if c.ProcessClients() {
 		kinds = append(kinds, FaultSigstop)
 	}
-	if c.Python != "" {
+	if c.ProcessClients() && c.Python != "" {
 		kinds = append(kinds, FaultKillClient)
 	}
 	return kinds
@@ -219,8 +224,8 @@ func (c Config) Validate() error {
 		return badConfig("redis", "redsync needs a Redis address")
 	case c.lock() == LockRedsync && c.Fencing:
 		return badConfig("no-fencing", "redsync has no fencing token; run it unfenced or with If-Match")
-	case c.Python != "" && (!c.ProcessClients() || c.Target != TargetLock || c.lock() != LockCoordkit || c.resource() != ResourceHTTP):
-		return badConfig("python-clients", "Python process clients hold coordkit's mutex through the API, with the process clients and the HTTP resource")
+	case c.Python != "" && (!c.ProcessClients() || c.Target != TargetLock || c.lock() == LockPGAdvisory || c.resource() != ResourceHTTP):
+		return badConfig("python-clients", "Python process clients hold coordkit's mutex through the API or, with --lock redsync, redis-py's Lock, with the process clients and the HTTP resource")
 	case c.kind() == KindSemaphore && (c.limit() < 1 || c.limit() >= c.Clients):
 		return badConfig("limit", "%d: want 1..%d (fewer than the clients)", c.limit(), c.Clients-1)
 	case c.IfMatch && c.Fencing:
@@ -240,6 +245,8 @@ func (c Config) Validate() error {
 			return badConfig("faults", "unknown fault %q: want some of %v", k, knownFaults)
 		case (k == FaultSigstop || k == FaultSigstopSupervisor || k == FaultKillClient) && !c.ProcessClients():
 			return badConfig("faults", "%s needs the process clients (a coordctl mutex or election with the http resource)", k)
+		case k == FaultSigstopSupervisor && c.Python != "":
+			return badConfig("faults", "%s freezes coordctl alone, beside its command; a Python client is one process", k)
 		}
 	}
 	return c.validatePG()
@@ -397,14 +404,14 @@ func Run(ctx context.Context, cfg Config) (Report, History, error) {
 		defer cluster.Close()
 		r.cluster = cluster
 		r.locks = coordkitLocks(cfg, &r.handovers)
-		if cfg.Python != "" && cfg.ProcessClients() {
-			api, err := r.startAPI(ctx)
-			if err != nil {
-				return Report{}, History{}, fmt.Errorf("safety: the coordination API: %w", err)
-			}
-			defer api.close()
-			r.api = api
+	}
+	if cfg.Python != "" && cfg.ProcessClients() {
+		py, err := r.startPython(ctx)
+		if err != nil {
+			return Report{}, History{}, fmt.Errorf("safety: the Python clients: %w", err)
 		}
+		defer py.close()
+		r.py = py
 	}
 
 	r.start = time.Now()
@@ -491,7 +498,7 @@ type run struct {
 	workers []*worker
 	redsync *redsyncLocks // the redsync lock's Redis, if that is the lock
 	pg      *pgLocks      // the advisory lock's database, if that is the lock
-	api     *apiClients   // the agent of the Python process clients, if any
+	py      *pyClients    // the Python process clients' program (and agent), if any
 	holder  atomic.Int64  // the client holding the lock now, 0 if none known
 	granted atomic.Uint64 // the largest token granted so far
 
@@ -539,10 +546,11 @@ func (r *run) progressf(format string, args ...any) {
 	if r.cfg.Progress == nil {
 		return
 	}
+	// Under r.mu: the nemesis, the clients and the process clients write
+	// progress, one line each.
 	r.mu.Lock()
-	n := len(r.ops)
-	r.mu.Unlock()
-	fmt.Fprintf(r.cfg.Progress, "%6.1fs %7d ops  "+format+"\n", append([]any{time.Since(r.start).Seconds(), n}, args...)...)
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.cfg.Progress, "%6.1fs %7d ops  "+format+"\n", append([]any{time.Since(r.start).Seconds(), len(r.ops)}, args...)...)
 }
 
 // history assembles the recorded ops and the resource's log.

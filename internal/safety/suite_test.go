@@ -41,6 +41,15 @@ func TestSuiteArms(t *testing.T) {
 	require.Empty(t, arms[2].RedisAddr)
 	b.Coordctl = "coordctl"
 	require.Equal(t, []FaultKind{FaultFreezeClient, FaultSigstop}, Suite{Base: b}.Arms(1)[0].Kinds)
+	// Python clients: redis-py's Lock in redsync's runs, the coordination
+	// API in coordkit's, kill-client in all three.
+	b.Python = "python3"
+	for _, a := range (Suite{Base: b}).Arms(1) {
+		require.Equal(t, []FaultKind{FaultFreezeClient, FaultSigstop, FaultKillClient}, a.Kinds)
+		require.Equal(t, "python3", a.Python)
+		a.DataDir = "d"
+		require.NoError(t, a.Validate())
+	}
 
 	b = suiteBase()
 	b.Lock, b.SQLDSN = LockPGAdvisory, "postgres://x"
@@ -59,6 +68,12 @@ func TestSuiteValidate(t *testing.T) {
 	t.Parallel()
 	ok := Suite{Base: suiteBase(), Seeds: []int64{1}}
 	require.NoError(t, ok.Validate())
+	// A recorded schedule replays redsync's three runs: a failed one's
+	// replay line gives one.
+	replay := ok
+	replay.Base.Lock, replay.Base.RedisAddr = LockRedsync, "r:1"
+	replay.Base.Schedule = []Step{{Kind: FaultFreezeClient, Client: 1, Hold: time.Second, At: time.Second}}
+	require.NoError(t, replay.Validate())
 	full := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(full, "x"), nil, 0o644))
 	given := func(names ...string) func(string) bool {

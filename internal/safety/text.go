@@ -142,7 +142,7 @@ func ReplayCommand(base Config, seed int64) string {
 		s += " --process-clients=false"
 	}
 	if base.Python != "" {
-		s += " --python-clients"
+		s += " --python-clients --python " + base.Python
 	}
 	return s
 }

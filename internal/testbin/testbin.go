@@ -1,5 +1,6 @@
 // Package testbin gives end-to-end tests the built coordctl and
-// coordkit-sidecar binaries.
+// coordkit-sidecar binaries, and the python3 whose modules a test needs
+// (Python).
 //
 // `make test` builds them once, before the tests, with `make testbin`: in
 // the form a release ships them (static, -trimpath, stripped; the sidecar
@@ -101,4 +102,23 @@ func build(dir string) error {
 		return fmt.Errorf("make testbin in %s: %v\n%s", root, err, out)
 	}
 	return nil
+}
+
+// Python returns a python3 that imports modules ("redis, psycopg2"): the
+// one on PATH if it does, else Debian's /usr/bin/python3 (Debian's
+// python3-redis and python3-psycopg2 serve only it; a pyenv python3 earlier
+// on PATH does not see them). With none, t is skipped, naming packages to
+// install — failed under CI=true, where .ci/run installs them.
+func Python(t testing.TB, modules, packages string) string {
+	t.Helper()
+	for _, py := range []string{"python3", "/usr/bin/python3"} {
+		if p, err := exec.LookPath(py); err == nil && exec.Command(p, "-c", "import "+modules).Run() == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("no python3 imports %s: install %s", modules, packages)
+	}
+	t.Skipf("no python3 imports %s: install %s", modules, packages)
+	return ""
 }

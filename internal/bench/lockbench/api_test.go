@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"math"
-	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/coordkit/coordkit/fencing/sqlfence/sqltest"
 	"github.com/coordkit/coordkit/internal/bench"
 	"github.com/coordkit/coordkit/internal/redislock/redistest"
+	"github.com/coordkit/coordkit/internal/testbin"
 )
 
 // A tiny run against the coordination API from Python processes: the
@@ -46,30 +46,13 @@ func TestRunAgainstAPI(t *testing.T) {
 	require.Contains(t, out.String(), "coordkit better than api_python by")
 }
 
-// pythonWith returns a python3 that imports modules ("python3" on PATH,
-// else Debian's /usr/bin/python3), or skips naming the packages; under
-// CI=true a missing one fails (.ci/run installs them).
-func pythonWith(t *testing.T, modules, packages string) string {
-	t.Helper()
-	for _, py := range []string{"python3", "/usr/bin/python3"} {
-		if p, err := exec.LookPath(py); err == nil && exec.Command(p, "-c", "import "+modules).Run() == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("no python3 imports %s: install %s", modules, packages)
-	}
-	t.Skipf("no python3 imports %s: install %s", modules, packages)
-	return ""
-}
-
 // A tiny run against redis-py's Lock and pg_advisory_lock through psycopg2
 // from Python processes: the columns and rows are there, positive where
 // measured, the Redis keys gone; not performance. (The crash handoff needs
 // a coordctl binary for coordkit's holder: not run here.)
 func TestRunAgainstPythonLocks(t *testing.T) {
 	t.Parallel()
-	py := pythonWith(t, "redis, psycopg2", "python3-redis python3-psycopg2")
+	py := testbin.Python(t, "redis, psycopg2", "python3-redis python3-psycopg2")
 	c, ks := redistest.Client(t, "bench-lock-py")
 	db := sqltest.Open(t, sqlfence.Postgres)
 	o := tiny()

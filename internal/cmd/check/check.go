@@ -67,6 +67,7 @@ type checkOptions struct {
 	NoFencing                   bool
 	ProcessClients              bool
 	PythonClients               bool
+	Python                      string
 	changed                     func(string) bool
 }
 
@@ -126,6 +127,12 @@ lock-safety only:
   sigstop-child apply (the process clients run 'coordctl check redsync-lock');
   the etcd faults do not. Redis keys go under a random per-run prefix and are
   deleted at the end.
+  --python-clients makes the process client a python3 program (--python):
+  it takes coordkit's mutex through the coordination API (clients/python, an
+  agent the check serves on the cluster), or with --lock redsync redis-py's
+  Lock (timeout --ttl, no renewal) on the same Redis key as redsync's clients,
+  then does what 'coordctl check rmw' does. kill-client (SIGKILL while it
+  holds) joins the default faults.
   --lock pg-advisory --dsn DSN runs a PostgreSQL advisory lock (a session-level
   pg_advisory_lock on each client's own lock connection, through a fault proxy;
   the counter in the same database through a pool) twice, unfenced and fenced
@@ -153,6 +160,7 @@ Progress goes to stderr.`, what),
   coordctl check lock-safety --kind semaphore --limit 3 --duration 30s
   coordctl check lock-safety --python-clients --seeds 1..10 --duration 60s
   coordctl check lock-safety --lock redsync --redis 127.0.0.1:6379 --duration 60s
+  coordctl check lock-safety --lock redsync --redis 127.0.0.1:6379 --python-clients --python /usr/bin/python3 --seeds 1..3 --duration 30s
   coordctl check lock-safety --lock pg-advisory --dsn postgres://root@127.0.0.1:5432/test --duration 60s
   coordctl check lock-safety --resource sql --driver postgres --dsn postgres://root@127.0.0.1:5432/test`, target),
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
@@ -190,7 +198,9 @@ Progress goes to stderr.`, what),
 		fl.StringVar((*string)(&cfg.Lock), "lock", "coordkit", "lock under test: coordkit, redsync (with --redis) or pg-advisory (with --dsn)")
 		fl.StringVar(&cfg.RedisAddr, "redis", "", "with --lock redsync: the Redis server, host:port")
 		fl.BoolVar(&opts.PythonClients, "python-clients", false,
-			"the process clients are python3 programs holding the lock through the coordination API (clients/python, an agent the check serves on the cluster), not coordctl lock")
+			"the process clients are python3 programs holding the lock through the coordination API (clients/python, an agent the check serves on the cluster), not coordctl lock; with --lock redsync, redis-py's Lock")
+		fl.StringVar(&opts.Python, "python", "python3",
+			"with --python-clients: the python3 to run (with --lock redsync it must import redis: Debian's python3-redis)")
 		fl.DurationVar(&f.Global.DialTimeout, "dial-timeout", cmdutil.DefaultDialTimeout, "with --lock redsync or pg-advisory: time to wait for Redis or PostgreSQL to answer")
 	}
 	if target == safety.TargetElection {
@@ -219,10 +229,16 @@ func (o *checkOptions) suite(f *cmdutil.Factory) (safety.Suite, error) {
 		}
 		s.Base.Coordctl = exe
 	}
+	if o.changed("python") && !o.PythonClients {
+		return s, cmdutil.UsageErrorf("--python applies to --python-clients only")
+	}
 	if o.PythonClients {
-		py, err := exec.LookPath("python3")
+		py, err := exec.LookPath(o.Python)
 		if err != nil {
 			return s, cmdutil.UsageErrorf("--python-clients runs python3: %v", err)
+		}
+		if s.Base.Lock == safety.LockRedsync && exec.Command(py, "-c", "import redis").Run() != nil {
+			return s, cmdutil.UsageErrorf("--python-clients with --lock redsync runs redis-py, and %s cannot import redis: install Debian's python3-redis (it serves /usr/bin/python3) or name a python3 that has it with --python", py)
 		}
 		s.Base.Python = py
 	}

@@ -18,6 +18,7 @@ import (
 	check "github.com/coordkit/coordkit/internal/cmd/check"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/safety"
+	"github.com/coordkit/coordkit/internal/testbin"
 )
 
 // The safety checks' command tests check what the command does: its
@@ -276,4 +277,27 @@ func TestCheckShrinkFlags(t *testing.T) {
 	code, _, stderr = checkRun(t, passes, "lock-safety", "--no-fencing", "--shrink", "--seed", "8")
 	require.Equal(t, cmdutil.ExitError, code)
 	require.Contains(t, stderr, "nothing to shrink")
+}
+
+// --python-clients with --lock redsync: the Python clients take redis-py's
+// Lock in redsync's two runs and hold through the coordination API in
+// coordkit's, all three under the clients' faults with kill-client; the
+// python3 named reaches every run and the replay command.
+func TestCheckPythonClientsWithRedsync(t *testing.T) {
+	t.Parallel()
+	py := testbin.Python(t, "redis", "python3-redis")
+	rec := &checkRecorder{}
+	code, _, stderr := checkRun(t, rec, "lock-safety", "--seed", "2", "--lock", "redsync", "--redis", "127.0.0.1:6379",
+		"--python-clients", "--python", py, "-w", "json")
+	require.Equal(t, cmdutil.ExitOK, code, stderr)
+	require.Len(t, rec.suites, 1)
+	s := rec.suites[0]
+	arms := s.Arms(2)
+	require.Len(t, arms, 3)
+	require.Equal(t, []safety.LockImpl{safety.LockRedsync, safety.LockRedsync, safety.LockCoordkit}, []safety.LockImpl{arms[0].Lock, arms[1].Lock, arms[2].Lock})
+	for _, a := range arms {
+		require.Equal(t, py, a.Python)
+		require.Equal(t, []safety.FaultKind{safety.FaultFreezeClient, safety.FaultSigstop, safety.FaultKillClient}, a.Kinds)
+	}
+	require.Contains(t, safety.ReplayCommand(s.Base, 2), "--lock redsync --redis 127.0.0.1:6379 --python-clients --python "+py)
 }

@@ -46,6 +46,13 @@ func TestCheckUsageErrors(t *testing.T) {
 		{"seeds over 1000", []string{"check", "lock-safety", "--seeds", "0..1000"}, "at most 1000 seeds"},
 		{"history with seeds", []string{"check", "lock-safety", "--seeds", "1..2", "--history", "h.json"}, "--history"},
 		{"kind on election", []string{"check", "election-safety", "--kind", "semaphore"}, "unknown flag"},
+		{"python without python-clients", []string{"check", "lock-safety", "--python", "python3"}, "--python applies to --python-clients"},
+		{"python that lacks redis", []string{"check", "lock-safety", "--python-clients", "--python", "false", "--lock", "redsync", "--redis", "x:1"},
+			"cannot import redis"},
+		{"python clients with pg-advisory", []string{"check", "lock-safety", "--python-clients", "--lock", "pg-advisory", "--dsn", "postgres://x"},
+			"--python-clients"},
+		{"python clients and sigstop-supervisor", []string{"check", "lock-safety", "--python-clients", "--faults", "sigstop-supervisor"},
+			"a Python client is one process"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

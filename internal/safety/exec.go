@@ -118,6 +118,10 @@ func (r *run) execOnce(ctx context.Context, id string) {
 	proc := &execProc{}
 	out := &procOut{r: r, p: proc}
 	cmd.Stdout = out
+	var errOut bytes.Buffer
+	if r.py != nil {
+		cmd.Stderr = &errOut // a Python traceback says why a client did nothing
+	}
 	cmd.Env = os.Environ()
 	start := r.now()
 	if err := cmd.Start(); err != nil {
@@ -141,7 +145,7 @@ func (r *run) execOnce(ctx context.Context, id string) {
 		case <-waited:
 		}
 	}()
-	_ = cmd.Wait()
+	waitErr := cmd.Wait()
 	close(waited)
 	end := r.now()
 	r.mu.Lock()
@@ -153,11 +157,19 @@ func (r *run) execOnce(ctx context.Context, id string) {
 	// One line per tenure: a sidecar runs the command again each time it is
 	// elected. A tenure killed before it could print is left to the log.
 	c := r.execClient()
+	results := 0
+	defer func() {
+		var exit *exec.ExitError
+		if r.py != nil && results == 0 && errors.As(waitErr, &exit) && exit.ExitCode() > 0 {
+			r.progressf("Python client %s exited %d without a result: %s", id, exit.ExitCode(), pyFailure(exit.ExitCode(), errOut.String()))
+		}
+	}()
 	for _, line := range strings.Split(out.buf.String(), "\n") {
 		var res RMWResult
 		if json.Unmarshal([]byte(line), &res) != nil || !strings.HasPrefix(res.ID, id+".") {
 			continue
 		}
+		results++
 		// The process's own times are not on our clock: each operation is
 		// given the whole life of the process as its interval, which is
 		// wider than the truth and so never makes a correct history look
@@ -176,6 +188,17 @@ func (r *run) execOnce(ctx context.Context, id string) {
 			hook(r.loggedAfterLater(ctx, res.ID, res.Token))
 		}
 	}
+}
+
+// pyFailure says why a Python process client exited with code: rmw.py's
+// exit 3, or the last line of what it wrote to stderr (a traceback's
+// error).
+func pyFailure(code int, stderr string) string {
+	if code == 3 {
+		return "the lock was not acquired within 5s"
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	return lines[len(lines)-1]
 }
 
 // loggedAfterLater reports whether the resource's log has the write id

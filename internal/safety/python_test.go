@@ -5,6 +5,7 @@ import (
 	"context"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,26 +63,58 @@ func TestPythonClientsConfig(t *testing.T) {
 // apply, and after the first one another Python client holds the lock (it
 // is killed in turn), which it could not if the agent had not released the
 // dead client's hold; the fenced run has no violation. With Python clients
-// the default faults include kill-client.
+// the default faults include kill-client. A kill waits up to its hold (3s)
+// for a Python client that says it holds; the run ends at the second kill.
 func TestRunPythonClientsKilled(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 not found: the Python process clients run clients/python")
 	}
-	var progress bytes.Buffer
-	cfg := Config{Target: TargetLock, Duration: 12 * time.Second, Clients: 2, TTL: 2 * time.Second, Seed: 1, Fencing: true,
-		DataDir: t.TempDir(), Coordctl: "coordctl", Python: py, Progress: &progress,
-		Kinds: []FaultKind{FaultKillClient}}
 	require.Contains(t, Config{Target: TargetLock, Coordctl: "c", Python: py}.DefaultKinds(), FaultKillClient)
 	require.NotContains(t, Config{Target: TargetLock, Coordctl: "c"}.DefaultKinds(), FaultKillClient)
-	takeClusters(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	rep, _, err := Run(ctx, cfg)
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	const kill = "SIGKILL process client"
+	progress := &stopAtLines{what: kill, n: 2, stop: stop}
+	cfg := Config{Target: TargetLock, Duration: 40 * time.Second, Clients: 2, TTL: 2 * time.Second, Seed: 1, Fencing: true,
+		DataDir: t.TempDir(), Coordctl: "coordctl", Python: py, Progress: progress}
+	for at := time.Second; at < cfg.Duration; at += 3500 * time.Millisecond {
+		cfg.Schedule = append(cfg.Schedule, Step{Kind: FaultKillClient, Hold: 3 * time.Second, At: at})
+	}
+	takeClusters(t, 1)
+	rep, _, err := Run(rctx, cfg)
 	require.NoError(t, err, progress.String())
 	require.Zero(t, rep.Violations, progress.String())
 	require.GreaterOrEqual(t, rep.Faults[string(FaultKillClient)], 2, "no second Python client held after a kill: %s", progress.String())
-	require.Equal(t, rep.Faults[string(FaultKillClient)], strings.Count(progress.String(), "SIGKILL process client"))
+	require.Equal(t, rep.Faults[string(FaultKillClient)], strings.Count(progress.String(), kill))
+}
+
+// stopAtLines is a run's Progress: it keeps the lines and calls stop once
+// n of them contain what. (Run writes progress one line at a time.)
+type stopAtLines struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	what string
+	n    int
+	stop func()
+}
+
+func (w *stopAtLines) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(b)
+	if strings.Count(w.buf.String(), w.what) >= w.n {
+		w.stop()
+	}
+	return len(b), nil
+}
+
+func (w *stopAtLines) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }
 
 // Python process clients holding redis-py's Lock (the in-process clients

@@ -28,14 +28,14 @@ var pyRMW []byte
 
 // pyArgs is what one Python process client does (rmw.py's argument).
 type pyArgs struct {
-	Lock  string  `json:"lock"`             // "api" or "redis"
-	Dir   string  `json:"dir,omitempty"`    // api: the directory of coordkit.py
-	Agent string  `json:"agent,omitempty"`  // api: the agent's URL
-	Redis string  `json:"redis,omitempty"`  // redis: host:port
-	Name  string  `json:"name"`             // the lock's name (api) or Redis key (redis)
-	Grant string  `json:"grants,omitempty"` // redis: the key whose INCR numbers the grants
-	TTL   float64 `json:"ttl,omitempty"`    // redis: the lock's timeout, seconds
-	Scope string  `json:"scope,omitempty"`  // redis: the scope header (the API gives its own)
+	Lock   string  `json:"lock"`             // "api" or "redis"
+	Dir    string  `json:"dir,omitempty"`    // api: the directory of coordkit.py
+	Agent  string  `json:"agent,omitempty"`  // api: the agent's URL
+	Redis  string  `json:"redis,omitempty"`  // redis: host:port
+	Name   string  `json:"name"`             // the lock's name (api) or Redis key (redis)
+	Grants string  `json:"grants,omitempty"` // redis: the key whose INCR numbers the grants
+	TTL    float64 `json:"ttl,omitempty"`    // redis: the lock's timeout, seconds
+	Scope  string  `json:"scope,omitempty"`  // redis: the scope header (the API gives its own)
 
 	Res     string  `json:"res"` // the resource's URL
 	Key     string  `json:"key"` // the counter's key
@@ -97,7 +97,7 @@ func (r *run) pyExec(id string) (string, []string) {
 	a := pyArgs{Res: strings.TrimSuffix(r.resURL, "/"), Key: counterKey, ID: id, Work: r.rmwWork().Seconds(),
 		Fence: !r.cfg.NoFenceFirst && !r.tokenless(), IfMatch: r.cfg.IfMatch}
 	if r.redsync != nil {
-		a.Lock, a.Redis, a.Name, a.Grant, a.TTL, a.Scope = "redis", r.redsync.addr, r.redsync.lockKey(), r.redsync.grantsKey(), r.cfg.TTL.Seconds(), Scope
+		a.Lock, a.Redis, a.Name, a.Grants, a.TTL, a.Scope = "redis", r.redsync.addr, r.redsync.lockKey(), r.redsync.grantsKey(), r.cfg.TTL.Seconds(), Scope
 	} else {
 		a.Lock, a.Dir, a.Agent, a.Name = "api", r.py.dir, r.py.srv.URL, Scope
 	}

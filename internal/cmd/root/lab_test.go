@@ -180,7 +180,11 @@ func TestLabScriptSimpleAndErrors(t *testing.T) {
 	require.Contains(t, res.Stdout, `a = "b" (readindex read at node`)
 	require.Contains(t, res.Stdout, "error: cluster: unknown node: 7 (nodes are 1 to 3)")
 	require.Contains(t, res.Stdout, "bench writes N")
-	require.Contains(t, res.Stdout, "quorum")
+	// status's reachability per node: "… voters reachable — quorum (2)
+	// holds" from a leader, or, when the leader has just stepped down (its
+	// lease ran out on a starved machine; make test once saw it), "…
+	// voters reachable — an election can succeed".
+	require.Contains(t, res.Stdout, "voters reachable")
 	require.Contains(t, res.Stdout, "cut 1→2 (one way)")
 	require.Regexp(t, `1→2\s+\S+\s+\S+\s+0\s+true`, res.Stdout)
 

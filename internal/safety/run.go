@@ -104,8 +104,9 @@ type Config struct {
 	// onLateWrite, a test hook, is called when a holder's first write
 	// after a freeze (or a process client's write after its SIGSTOP) is
 	// accepted: overwrote says whether a later holder's write had been
-	// accepted before it, so that (unfenced) an update is lost. A test ends its run there instead of at a wall-clock
-	// time that a loaded machine may not reach it in.
+	// accepted before it, so that (unfenced) an update is lost. A test
+	// ends its run there instead of at a wall-clock time that a loaded
+	// machine may not reach it in.
 	onLateWrite func(overwrote bool)
 }
 

@@ -2,7 +2,6 @@ package safety
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -158,12 +156,6 @@ func (r *run) execOnce(ctx context.Context, id string) {
 	// elected. A tenure killed before it could print is left to the log.
 	c := r.execClient()
 	results := 0
-	defer func() {
-		var exit *exec.ExitError
-		if r.py != nil && results == 0 && errors.As(waitErr, &exit) && exit.ExitCode() > 0 {
-			r.progressf("Python client %s exited %d without a result: %s", id, exit.ExitCode(), pyFailure(exit.ExitCode(), errOut.String()))
-		}
-	}()
 	for _, line := range strings.Split(out.buf.String(), "\n") {
 		var res RMWResult
 		if json.Unmarshal([]byte(line), &res) != nil || !strings.HasPrefix(res.ID, id+".") {
@@ -188,6 +180,10 @@ func (r *run) execOnce(ctx context.Context, id string) {
 			hook(r.loggedAfterLater(ctx, res.ID, res.Token))
 		}
 	}
+	var exit *exec.ExitError
+	if r.py != nil && results == 0 && errors.As(waitErr, &exit) && exit.ExitCode() > 0 {
+		r.progressf("Python client %s exited %d without a result: %s", id, exit.ExitCode(), pyFailure(exit.ExitCode(), errOut.String()))
+	}
 }
 
 // pyFailure says why a Python process client exited with code: rmw.py's
@@ -206,11 +202,10 @@ func pyFailure(code int, stderr string) string {
 // a paused process client that, unfenced, set the counter back. (Its ops
 // span the whole process, so the log, not their times, orders it.)
 func (r *run) loggedAfterLater(ctx context.Context, id string, token uint64) bool {
-	writes, _, err := r.res.Log(ctx)
+	writes, _, err := r.res.Log(ctx) // in the order the resource applied them
 	if err != nil {
 		return false
 	}
-	slices.SortFunc(writes, func(a, b Write) int { return cmp.Compare(a.Seq, b.Seq) })
 	later := false
 	for _, w := range writes {
 		if w.ID == id {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -20,10 +19,7 @@ import (
 // through the coordination API: they take the lock and write (their ops
 // are in the history), and the run has no violation.
 func TestRunPythonClients(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not found: the Python process clients run clients/python")
-	}
+	py := testbin.Python(t, "json", "python3") // the Python process clients run clients/python; under CI=true a missing one fails
 	var progress bytes.Buffer
 	cfg := Config{Target: TargetLock, Duration: 8 * time.Second, Clients: 2, TTL: 2 * time.Second, Seed: 1, Fencing: true,
 		DataDir: t.TempDir(), Coordctl: "coordctl", Python: py, Progress: &progress,
@@ -69,10 +65,7 @@ func TestPythonClientsConfig(t *testing.T) {
 // takes for a Python client that says it holds (a loaded machine runs few
 // of them), and the run ends 3s after it.
 func TestRunPythonClientsKilled(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not found: the Python process clients run clients/python")
-	}
+	py := testbin.Python(t, "json", "python3") // the Python process clients run clients/python; under CI=true a missing one fails
 	require.Contains(t, Config{Target: TargetLock, Coordctl: "c", Python: py}.DefaultKinds(), FaultKillClient)
 	require.NotContains(t, Config{Target: TargetLock, Coordctl: "c"}.DefaultKinds(), FaultKillClient)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

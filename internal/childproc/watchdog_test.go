@@ -39,9 +39,12 @@ func TestWatchdogRunsTheCommand(t *testing.T) {
 // Nothing extends the deadline (the supervisor is frozen): the watchdog
 // stops the command and a descendant that left its group and session
 // (setsid) on its own, SIGTERM at the first instant, SIGKILL at the second.
+// The first is 1.5 s ahead: with 300 ms, a watchdog that took longer to
+// start (make test beside a CPU hog) found both instants past and sent
+// SIGKILL alone.
 func TestWatchdogStopsTheTreeAtAnUnextendedDeadline(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "escaped")
-	term, kill := time.Now().Add(300*time.Millisecond), time.Now().Add(800*time.Millisecond)
+	term, kill := time.Now().Add(1500*time.Millisecond), time.Now().Add(2500*time.Millisecond)
 	c, err := Start(watched(Config{Path: "sh", Args: []string{"-c", `setsid sh -c 'trap "" TERM; sleep 300' & echo $! > ` + pidFile + `; trap "" TERM; sleep 300`},
 		Deadline: func() (time.Time, time.Time) { return term, kill }}))
 	require.NoError(t, err)

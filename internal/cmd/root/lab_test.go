@@ -203,10 +203,20 @@ func TestLabPartitionNamesTheLeader(t *testing.T) {
 	defer cancel()
 	path := filepath.Join(t.TempDir(), "s")
 	require.NoError(t, os.WriteFile(path, []byte("leader\npartition leader|leader\npartition leader|paused\n"), 0o644))
-	res := runInProcess(ctx, nil, "lab", "--nodes", "3", "--script", path, "-w", "json")
-	require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
-	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
-	require.Len(t, lines, 3)
+	// On a starved machine the leader can step down between the script's
+	// lines ("no leader now", make test beside a CPU hog once): up to
+	// three labs, one of which must keep its leader.
+	var lines []string
+	for try := 1; try <= 3; try++ {
+		res := runInProcess(ctx, nil, "lab", "--nodes", "3", "--script", path, "-w", "json")
+		require.Equal(t, cmdutil.ExitOK, res.Code, res.Stderr)
+		lines = strings.Split(strings.TrimSpace(res.Stdout), "\n")
+		require.Len(t, lines, 3)
+		if !strings.Contains(lines[1], "no leader now") {
+			break
+		}
+		t.Logf("try %d: the leader stepped down between the lines: %s", try, lines[1])
+	}
 	var leader struct {
 		Leader int `json:"leader"`
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -60,10 +61,7 @@ func benchmarkTransactionCPU(b *testing.B, d sqlfence.Dialect) {
 	recheck, err := sqlfence.New(pdb, d, sqlfence.WithRecheck())
 	require.NoError(b, err)
 	require.NoError(b, plain.Fence(ctx, "s", 5))
-	sides := []struct {
-		name string
-		tx   func() error
-	}{
+	sides := []side{
 		{"unfenced", func() error {
 			tx, err := pdb.BeginTx(ctx, nil)
 			if err != nil {
@@ -80,15 +78,34 @@ func benchmarkTransactionCPU(b *testing.B, d sqlfence.Dialect) {
 		{"Do_recheck", func() error { return recheck.Do(ctx, "s", 5, func(tx *sql.Tx) error { return write(tx) }) }},
 		{"DoConn_recheck", func() error { return recheck.DoConn(ctx, "s", 5, write) }},
 	}
+	client, srv, _ := measureSides(b, sides, server)
+	per := func(x time.Duration) float64 { return float64(x.Nanoseconds()) / 1e3 / float64(b.N) }
+	for i, s := range sides {
+		b.ReportMetric(per(client[i]), s.name+"-client-µs/op")
+		b.ReportMetric(per(srv[i]), s.name+"-server-µs/op")
+	}
+}
+
+// side is one kind of transaction a cost benchmark runs.
+type side struct {
+	name string
+	tx   func() error
+}
+
+// measureSides runs b.N transactions of each side after 20 to warm up
+// (prepared statements, the scope's hint), the sides taking turns in
+// rounds, each going first in turn, so that a change in the machine's
+// load falls on all of them. It returns, per side, this process's CPU
+// time, the server task's (taskCPU) and every transaction's latency.
+func measureSides(b *testing.B, sides []side, server string) (client, srv []time.Duration, lat [][]time.Duration) {
 	for _, s := range sides {
-		for range 20 { // warm: prepared statements, the scope's hint
-			require.NoError(b, s.tx())
+		for range 20 {
+			require.NoError(b, s.tx(), s.name)
 		}
 	}
-	// The sides take turns in rounds, each going first in turn, so that a
-	// change in the machine's load falls on all of them.
-	client := make([]time.Duration, len(sides))
-	srv := make([]time.Duration, len(sides))
+	client = make([]time.Duration, len(sides))
+	srv = make([]time.Duration, len(sides))
+	lat = make([][]time.Duration, len(sides))
 	const rounds = 10
 	b.ResetTimer()
 	for round := range rounds {
@@ -100,20 +117,130 @@ func benchmarkTransactionCPU(b *testing.B, d sqlfence.Dialect) {
 			i := (k + round) % len(sides)
 			c0, s0 := selfCPU(), taskCPU(server)
 			for range n {
+				t0 := time.Now()
 				if err := sides[i].tx(); err != nil {
 					b.Fatal(err)
 				}
+				lat[i] = append(lat[i], time.Since(t0))
 			}
 			client[i] += selfCPU() - c0
 			srv[i] += taskCPU(server) - s0
 		}
 	}
 	b.StopTimer()
-	per := func(x time.Duration) float64 { return float64(x.Nanoseconds()) / 1e3 / float64(b.N) }
-	for i, s := range sides {
-		b.ReportMetric(per(client[i]), s.name+"-client-µs/op")
-		b.ReportMetric(per(srv[i]), s.name+"-server-µs/op")
+	return client, srv, lat
+}
+
+// BenchmarkCheckCost splits what DoConn adds to an unfenced transaction
+// (one UPDATE, the token equal to the floor) into steps, each adding one
+// thing to the step before, on one connection: the server's CPU time per
+// transaction (as BenchmarkTransactionCPU) and the median latency:
+//
+//	begin_on_conn     BEGIN, the UPDATE and COMMIT on a *sql.Conn, no fence
+//	plus_statement    BEGIN sent with a statement that reads no table (SELECT 1)
+//	plus_check        that statement is the shared check instead: a locking
+//	                  read of the scope's row in the fence table, as DoConn
+//	                  sends it (PostgreSQL an EXECUTE of a prepared SELECT
+//	                  ... FOR SHARE; MySQL a literal ... LOCK IN SHARE MODE)
+//	doconn            DoConn itself: the same requests, and its bookkeeping
+//
+// so that plus_check - plus_statement is what reading the fence table
+// costs the server, whatever the statement's form.
+//
+//	go test -run '^$' -bench CheckCost -benchtime 3000x ./fencing/sqlfence/
+func BenchmarkCheckCost(b *testing.B) {
+	for _, d := range []sqlfence.Dialect{sqlfence.Postgres, sqlfence.MySQL} {
+		b.Run(d.String(), func(b *testing.B) { benchmarkCheckCost(b, d) })
 	}
+}
+
+func benchmarkCheckCost(b *testing.B, d sqlfence.Dialect) {
+	db := sqltest.Open(b, d)
+	ctx := context.Background()
+	params, begin := "", "BEGIN"
+	// PostgreSQL: an EXECUTE of a statement prepared on the connection,
+	// as DoConn's (planned once per connection, not per transaction).
+	check := "EXECUTE cost_share(5, E's')"
+	if d == sqlfence.MySQL {
+		params, begin = "?multiStatements=true", "START TRANSACTION"
+		check = "SELECT COUNT(*) FROM coordkit_fence WHERE scope = X'73' AND token = 5 LOCK IN SHARE MODE"
+	}
+	pdb, err := sql.Open(db.Driver, db.DSN+params)
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = pdb.Close() })
+	pdb.SetMaxOpenConns(1)
+	pdb.SetMaxIdleConns(1)
+	_, err = pdb.Exec("CREATE TABLE cost_rows (id INTEGER NOT NULL PRIMARY KEY, n BIGINT NOT NULL)")
+	require.NoError(b, err)
+	_, err = pdb.Exec("INSERT INTO cost_rows VALUES (1, 0)")
+	require.NoError(b, err)
+	f, err := sqlfence.New(pdb, d)
+	require.NoError(b, err)
+	require.Equal(b, "coordkit_fence", f.Table())
+	require.NoError(b, f.Fence(ctx, "s", 5))
+	if d == sqlfence.Postgres { // on the pool's one connection
+		_, err = pdb.Exec("PREPARE cost_share(bigint, text) AS SELECT 1 FROM coordkit_fence WHERE scope = $2 AND token = $1 FOR SHARE")
+		require.NoError(b, err)
+	}
+	server := serverTask(b, pdb, d)
+	upd := db.Rebind("UPDATE cost_rows SET n = n + 1 WHERE id = ?")
+	write := func(q sqlfence.Querier) error { _, err := q.ExecContext(ctx, upd, 1); return err }
+	// onConn runs first (BEGIN, alone or with a statement that must find
+	// one row), the UPDATE and COMMIT on a connection of its own, as
+	// DoConn sends them.
+	onConn := func(first string, reads bool) func() error {
+		return func() error {
+			c, err := pdb.Conn(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			var n int64
+			switch {
+			case reads && d == sqlfence.MySQL:
+				err = c.QueryRowContext(ctx, first).Scan(&n)
+			case reads:
+				// pgx sends a query without arguments in the simple
+				// protocol (several statements in one message) from Exec
+				// only; the tag of SELECT is the rows it returned.
+				var res sql.Result
+				if res, err = c.ExecContext(ctx, first); err == nil {
+					n, err = res.RowsAffected()
+				}
+			default:
+				_, err = c.ExecContext(ctx, first)
+				n = 1
+			}
+			if err != nil {
+				return err
+			}
+			if n != 1 {
+				return fmt.Errorf("%q read %d rows or a count of %d, want 1", first, n, n)
+			}
+			if err := write(c); err != nil {
+				return err
+			}
+			_, err = c.ExecContext(ctx, "COMMIT")
+			return err
+		}
+	}
+	sides := []side{
+		{"begin_on_conn", onConn(begin, false)},
+		{"plus_statement", onConn(begin+"; SELECT 1", true)},
+		{"plus_check", onConn(begin+"; "+check, true)},
+		{"doconn", func() error { return f.DoConn(ctx, "s", 5, write) }},
+	}
+	_, srv, lat := measureSides(b, sides, server)
+	for i, s := range sides {
+		b.ReportMetric(float64(srv[i].Nanoseconds())/1e3/float64(b.N), s.name+"-server-µs/op")
+		b.ReportMetric(float64(median(lat[i]).Nanoseconds())/1e3, s.name+"-p50-µs")
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // serverTask is the /proc path of the server process (PostgreSQL) or

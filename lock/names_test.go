@@ -106,4 +106,9 @@ func TestLockReservedNames(t *testing.T) {
 		_, err = semaphore.New(cli, name, 2)
 		require.ErrorIs(t, err, session.ErrInvalidName, name)
 	}
+	// The same keys spelled with a prefix.
+	_, err := lock.New(cli, "slots", lock.WithPrefix("pool/"))
+	require.ErrorIs(t, err, session.ErrInvalidName)
+	_, err = semaphore.New(cli, "read", 2, semaphore.WithPrefix("nest2/"))
+	require.ErrorIs(t, err, session.ErrInvalidName)
 }

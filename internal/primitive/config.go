@@ -119,7 +119,9 @@ func fieldErrorf(f Field, format string, args ...any) error {
 }
 
 // ValidateKeys checks only what places the keys: the name and the prefix
-// (for calls that read or write a name's keys without holding anything).
+// (for calls that read or write a name's keys without holding anything),
+// the name's rules (ValidateName) applied to the prefix and the name
+// together where they are about the keys' place.
 func (c Config) ValidateKeys() error {
 	if err := ValidateName(c.Name); err != nil {
 		return &FieldError{Field: FieldName, Err: err}
@@ -128,6 +130,13 @@ func (c Config) ValidateKeys() error {
 		if unicode.IsSpace(r) || unicode.IsControl(r) {
 			return fieldErrorf(FieldPrefix, "%w: prefix %q contains white space or a control character (%U)", ErrInvalid, c.Prefix, r)
 		}
+	}
+	// ValidateName's last rule, where the keys live: the prefix "N/" and
+	// the name "slots" put them under N/slots/, among the slots of the
+	// semaphore N (a lock there would count slot 0 as a holder).
+	if seg, parent := reservedEnd(c.Prefix + c.Name); seg != "" && c.Prefix != "" {
+		return fieldErrorf(FieldName, "%w: the name %q under the prefix %q puts its keys under %q, which the keys of %q's read-write lock or semaphore use (its keys could not be told from theirs)",
+			session.ErrInvalidName, c.Name, c.Prefix, c.KeyPrefix(), parent)
 	}
 	return c.checkScopeLen()
 }

@@ -2,6 +2,7 @@ package primitive
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -26,7 +27,8 @@ var reservedSegments = []string{"read", "write", "queue", "slots", "limit"}
 //     environment variables and typed in shells).
 //   - not ending in a segment another name's primitives use ("N/read",
 //     "N/write", "N/queue", "N/slots", "N/limit"): their keys could not be
-//     told from those of N.
+//     told from those of N. Config.ValidateKeys applies the same rule to
+//     the prefix and the name together ("N/" and "slots").
 //
 // The error wraps session.ErrInvalidName and names the rule.
 func ValidateName(name string) error {
@@ -52,15 +54,23 @@ func ValidateName(name string) error {
 			return fmt.Errorf("%w: %q contains white space or a control character (%U)", session.ErrInvalidName, name, r)
 		}
 	}
-	i := strings.LastIndexByte(name, '/')
-	if i < 0 {
-		return nil
-	}
-	parent, last := name[:i], name[i+1:]
-	for _, seg := range reservedSegments {
-		if last == seg {
-			return fmt.Errorf("%w: %q ends in %q, which the keys of %q's read-write lock or semaphore use (its keys could not be told from theirs)", session.ErrInvalidName, name, seg, parent)
-		}
+	if seg, parent := reservedEnd(name); seg != "" {
+		return fmt.Errorf("%w: %q ends in %q, which the keys of %q's read-write lock or semaphore use (its keys could not be told from theirs)", session.ErrInvalidName, name, seg, parent)
 	}
 	return nil
+}
+
+// reservedEnd returns the reserved segment that path (a name, or a prefix
+// and a name together: where the keys live) ends in after a non-empty
+// parent, and that parent: ("slots", "N") for "N/slots", the keys of
+// whose primitives would be N's semaphore slots. "" when it ends in none.
+func reservedEnd(path string) (seg, parent string) {
+	i := strings.LastIndexByte(path, '/')
+	if i <= 0 {
+		return "", ""
+	}
+	if last := path[i+1:]; slices.Contains(reservedSegments, last) {
+		return last, path[:i]
+	}
+	return "", ""
 }

@@ -50,3 +50,36 @@ func TestValidateName(t *testing.T) {
 		})
 	}
 }
+
+// The last rule of ValidateName holds of where the keys live, the prefix
+// and the name together: the name "slots" under the prefix "pool/" would
+// put a lock's keys among the semaphore pool's slots, where the lock would
+// count slot 0 (pool/slots/0, a lease-shaped "0") as a holder. Found by
+// TestScopeEqualExactlyWhenKeysAre (rapid seed 1914272681088814947).
+func TestValidateKeysReservedEndAcrossPrefix(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		prefix, name string
+		ok           bool
+	}{
+		{"pool/", "slots", false},
+		{"pool/slo", "ts", false}, // glued: the same keys, pool/slots/
+		{"nest2/", "read", false},
+		{"a/", "b/limit", false}, // refused by ValidateName already
+		{"pool/", "slots/x", true},
+		{"/", "slots", true}, // no parent: no primitive keeps keys under "/"
+		{"", "slots", true},
+		{"pool", "slots", true}, // poolslots/
+	}
+	for _, tc := range cases {
+		t.Run(tc.prefix+"|"+tc.name, func(t *testing.T) {
+			err := Config{Kind: KindLock, Name: tc.name, Prefix: tc.prefix}.ValidateKeys()
+			if (err == nil) != tc.ok || (err != nil && !errors.Is(err, session.ErrInvalidName)) {
+				t.Fatalf("ValidateKeys(prefix %q, name %q) = %v, want ok=%v", tc.prefix, tc.name, err, tc.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), "could not be told") {
+				t.Fatalf("ValidateKeys(prefix %q, name %q) = %v, want it to name the rule", tc.prefix, tc.name, err)
+			}
+		})
+	}
+}

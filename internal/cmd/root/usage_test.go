@@ -168,6 +168,7 @@ func TestUnusableNamesAreUsageErrors(t *testing.T) {
 		{[]string{"sem", "with space", "--limit", "2", "--", "true"}, "white space"},
 		{[]string{"sem", "status", "/"}, "no name"},
 		{[]string{"sem", "set-limit", "p/limit", "3"}, `ends in "limit"`},
+		{[]string{"lock", "slots", "--prefix", "pool/", "--", "true"}, `puts its keys under "pool/slots/"`},
 		{[]string{"elect", "tab\there", "--id", "a"}, "white space"},
 		{[]string{"sidecar", "--election", "x/", "--id", "a"}, `ends with "/"`},
 		{[]string{"claim", "nul\x01", "--owner", "o"}, "control"},

@@ -37,9 +37,12 @@ func BenchmarkTransactionCPU(b *testing.B) {
 	}
 }
 
-func benchmarkTransactionCPU(b *testing.B, d sqlfence.Dialect) {
+// costDB is a fresh database of dialect d with the business table
+// cost_rows (row 1), opened as a pool of one connection (one server
+// process or thread to read), MySQL with multiStatements=true (DoConn's
+// BEGIN with the check); upd is the UPDATE of row 1 in d's placeholders.
+func costDB(b *testing.B, d sqlfence.Dialect) (pdb *sql.DB, upd string) {
 	db := sqltest.Open(b, d)
-	ctx := context.Background()
 	params := ""
 	if d == sqlfence.MySQL {
 		params = "?multiStatements=true"
@@ -47,14 +50,19 @@ func benchmarkTransactionCPU(b *testing.B, d sqlfence.Dialect) {
 	pdb, err := sql.Open(db.Driver, db.DSN+params)
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = pdb.Close() })
-	pdb.SetMaxOpenConns(1) // one connection: one server process or thread to read
+	pdb.SetMaxOpenConns(1)
 	pdb.SetMaxIdleConns(1)
 	_, err = pdb.Exec("CREATE TABLE cost_rows (id INTEGER NOT NULL PRIMARY KEY, n BIGINT NOT NULL)")
 	require.NoError(b, err)
 	_, err = pdb.Exec("INSERT INTO cost_rows VALUES (1, 0)")
 	require.NoError(b, err)
+	return pdb, db.Rebind("UPDATE cost_rows SET n = n + 1 WHERE id = ?")
+}
+
+func benchmarkTransactionCPU(b *testing.B, d sqlfence.Dialect) {
+	ctx := context.Background()
+	pdb, upd := costDB(b, d)
 	server := serverTask(b, pdb, d)
-	upd := db.Rebind("UPDATE cost_rows SET n = n + 1 WHERE id = ?")
 	write := func(q sqlfence.Querier) error { _, err := q.ExecContext(ctx, upd, 1); return err }
 	plain, err := sqlfence.New(pdb, d)
 	require.NoError(b, err)
@@ -155,25 +163,16 @@ func BenchmarkCheckCost(b *testing.B) {
 }
 
 func benchmarkCheckCost(b *testing.B, d sqlfence.Dialect) {
-	db := sqltest.Open(b, d)
 	ctx := context.Background()
-	params, begin := "", "BEGIN"
+	pdb, upd := costDB(b, d)
+	begin := "BEGIN"
 	// PostgreSQL: an EXECUTE of a statement prepared on the connection,
 	// as DoConn's (planned once per connection, not per transaction).
 	check := "EXECUTE cost_share(5, E's')"
 	if d == sqlfence.MySQL {
-		params, begin = "?multiStatements=true", "START TRANSACTION"
+		begin = "START TRANSACTION"
 		check = "SELECT COUNT(*) FROM coordkit_fence WHERE scope = X'73' AND token = 5 LOCK IN SHARE MODE"
 	}
-	pdb, err := sql.Open(db.Driver, db.DSN+params)
-	require.NoError(b, err)
-	b.Cleanup(func() { _ = pdb.Close() })
-	pdb.SetMaxOpenConns(1)
-	pdb.SetMaxIdleConns(1)
-	_, err = pdb.Exec("CREATE TABLE cost_rows (id INTEGER NOT NULL PRIMARY KEY, n BIGINT NOT NULL)")
-	require.NoError(b, err)
-	_, err = pdb.Exec("INSERT INTO cost_rows VALUES (1, 0)")
-	require.NoError(b, err)
 	f, err := sqlfence.New(pdb, d)
 	require.NoError(b, err)
 	require.Equal(b, "coordkit_fence", f.Table())
@@ -183,7 +182,6 @@ func benchmarkCheckCost(b *testing.B, d sqlfence.Dialect) {
 		require.NoError(b, err)
 	}
 	server := serverTask(b, pdb, d)
-	upd := db.Rebind("UPDATE cost_rows SET n = n + 1 WHERE id = ?")
 	write := func(q sqlfence.Querier) error { _, err := q.ExecContext(ctx, upd, 1); return err }
 	// onConn runs first (BEGIN, alone or with a statement that must find
 	// one row), the UPDATE and COMMIT on a connection of its own, as

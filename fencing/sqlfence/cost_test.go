@@ -213,7 +213,7 @@ func benchmarkCheckCost(b *testing.B, d sqlfence.Dialect) {
 				return err
 			}
 			if n != 1 {
-				return fmt.Errorf("%q read %d rows or a count of %d, want 1", first, n, n)
+				return fmt.Errorf("%q found %d (rows, or the count it read), want 1", first, n)
 			}
 			if err := write(c); err != nil {
 				return err

@@ -133,8 +133,9 @@ func (c Config) ValidateKeys() error {
 	}
 	// ValidateName's last rule, where the keys live: the prefix "N/" and
 	// the name "slots" put them under N/slots/, among the slots of the
-	// semaphore N (a lock there would count slot 0 as a holder).
-	if seg, parent := reservedEnd(c.Prefix + c.Name); seg != "" && c.Prefix != "" {
+	// semaphore N (a lock there would count slot 0 as a holder). Without a
+	// prefix ValidateName has refused such a name already.
+	if seg, parent := reservedEnd(c.Prefix + c.Name); seg != "" {
 		return fieldErrorf(FieldName, "%w: the name %q under the prefix %q puts its keys under %q, which the keys of %q's read-write lock or semaphore use (its keys could not be told from theirs)",
 			session.ErrInvalidName, c.Name, c.Prefix, c.KeyPrefix(), parent)
 	}

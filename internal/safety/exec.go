@@ -92,7 +92,7 @@ func (r *run) execOnce(ctx context.Context, id string) {
 		// loss detection, so nothing stops the command when the lock
 		// expires, and no token: the command does not fence.
 		args = append(args, "check", "redsync-lock", "--redis", r.redsync.addr, "--prefix", r.redsync.prefix,
-			"--ttl", r.cfg.TTL.String(), "--timeout", "5s", "--dial-timeout", "2s")
+			"--ttl", r.cfg.TTL.String(), "--timeout", lockTimeout.String(), "--dial-timeout", "2s")
 	case r.cfg.Target == TargetElection:
 		// The sidecar's child mode: the command runs while this instance
 		// leads; when it exits, the sidecar resigns and exits.
@@ -104,7 +104,7 @@ func (r *run) execOnce(ctx context.Context, id string) {
 		}
 	default:
 		args = append(args, r.etcdFlags()...)
-		args = append(args, "lock", Scope, "--ttl", r.cfg.TTL.String(), "--timeout", "5s", "--kill-grace", "500ms")
+		args = append(args, "lock", Scope, "--ttl", r.cfg.TTL.String(), "--timeout", lockTimeout.String(), "--kill-grace", "500ms")
 	}
 	if r.pg == nil && r.py == nil {
 		args = append(args, "--", bin, "check", "rmw", "--url", r.resURL, "--key", counterKey, "--id", id,
@@ -191,7 +191,7 @@ func (r *run) execOnce(ctx context.Context, id string) {
 // error).
 func pyFailure(code int, stderr string) string {
 	if code == 3 {
-		return "the lock was not acquired within 5s"
+		return fmt.Sprintf("the lock was not acquired within %s", lockTimeout)
 	}
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	return lines[len(lines)-1]

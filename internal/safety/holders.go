@@ -201,5 +201,7 @@ func (t leaderTenure) Reader() bool                      { return false }
 func (t leaderTenure) Alive() bool                       { return t.l.Alive() && !yielding(t.l) }
 func (t leaderTenure) Release(ctx context.Context) error { return t.handover.release(ctx, t.l) }
 
-// lockTimeout bounds one Acquire of the workload.
+// lockTimeout bounds one acquisition of the workload: an in-process
+// client's Acquire, and a process client's (coordctl's --timeout, rmw.py's
+// wait).
 const lockTimeout = 5 * time.Second

@@ -250,7 +250,7 @@ func (w *worker) cutPoint(ctx context.Context, token uint64) bool {
 // the token in a fenced run.
 func (r *run) pgExecArgs(bin, id string) []string {
 	return []string{"check", "pg-advisory-lock", "--dsn", r.pg.dsn, "--name", r.pg.name, "--sequence", r.pg.seq,
-		"--timeout", "5s", "--dial-timeout", "2s",
+		"--timeout", lockTimeout.String(), "--dial-timeout", "2s",
 		"--", bin, "check", "sql-rmw", "--dsn", r.pg.dsn, "--prefix", r.res.(*sqlResource).prefix, "--id", id,
 		"--work", rmwWork.String(), "--fenced=" + strconv.FormatBool(r.cfg.Fencing), "-w", "json"}
 }

@@ -36,6 +36,7 @@ type pyArgs struct {
 	Grants string  `json:"grants,omitempty"` // redis: the key whose INCR numbers the grants
 	TTL    float64 `json:"ttl,omitempty"`    // redis: the lock's timeout, seconds
 	Scope  string  `json:"scope,omitempty"`  // redis: the scope header (the API gives its own)
+	Wait   float64 `json:"wait"`             // how long to wait for the lock, seconds (lockTimeout)
 
 	Res     string  `json:"res"` // the resource's URL
 	Key     string  `json:"key"` // the counter's key
@@ -95,7 +96,7 @@ func (p *pyClients) close() {
 // pyExec is the command line of one Python process client.
 func (r *run) pyExec(id string) (string, []string) {
 	a := pyArgs{Res: strings.TrimSuffix(r.resURL, "/"), Key: counterKey, ID: id, Work: r.rmwWork().Seconds(),
-		Fence: !r.cfg.NoFenceFirst && !r.tokenless(), IfMatch: r.cfg.IfMatch}
+		Wait: lockTimeout.Seconds(), Fence: !r.cfg.NoFenceFirst && !r.tokenless(), IfMatch: r.cfg.IfMatch}
 	if r.redsync != nil {
 		a.Lock, a.Redis, a.Name, a.Grants, a.TTL, a.Scope = "redis", r.redsync.addr, r.redsync.lockKey(), r.redsync.grantsKey(), r.cfg.TTL.Seconds(), Scope
 	} else {

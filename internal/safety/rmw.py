@@ -12,7 +12,7 @@ mutex through the coordination API with clients/python's coordkit.py, which is
 in "dir") or "redis" (redis-py's Lock on the Redis at "redis", the key "name",
 timeout "ttl" seconds, no renewal: the lock as a redis-py user takes it; the
 grant is numbered by INCR of "grants", which orders holders for the checker
-and fences nothing). Exit 3: the lock was not acquired within 5 s.
+and fences nothing). Exit 3: the lock was not acquired within "wait" seconds.
 """
 import json
 import sys
@@ -29,14 +29,14 @@ def hold():
         sys.path.insert(0, a["dir"])
         import coordkit
         try:
-            h = coordkit.Client(a["agent"]).lock(a["name"], timeout=5).acquire()
+            h = coordkit.Client(a["agent"]).lock(a["name"], timeout=a["wait"]).acquire()
         except coordkit.CoordError:
             sys.exit(3)
         return h.token, h.scope, h.release
     import redis
     host, _, port = a["redis"].rpartition(":")
     r = redis.Redis(host=host, port=int(port), socket_timeout=5)
-    lk = r.lock(a["name"], timeout=a["ttl"], blocking_timeout=5)
+    lk = r.lock(a["name"], timeout=a["ttl"], blocking_timeout=a["wait"])
     if not lk.acquire():
         sys.exit(3)
     n = r.incr(a["grants"])

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/internal/httpguard"
+	"github.com/coordkit/coordkit/internal/httpserve"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -213,9 +214,8 @@ func (a *API) handleSession(w http.ResponseWriter, r *http.Request) {
 type Server struct {
 	*API
 	// URL is http://ADDR of the listener.
-	URL    string
-	srv    *http.Server
-	served chan error
+	URL string
+	srv *httpserve.Server
 }
 
 // Listen opens the API (New) and serves it on addr ("127.0.0.1:0": a free
@@ -230,14 +230,11 @@ func Listen(ctx context.Context, cfg Config, addr string) (*Server, error) {
 		_ = api.Close()
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	s := &Server{API: api, URL: "http://" + ln.Addr().String(), served: make(chan error, 1),
-		srv: &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}}
-	go func() { s.served <- s.srv.Serve(ln) }()
-	return s, nil
+	return &Server{API: api, URL: "http://" + ln.Addr().String(), srv: httpserve.Start(ln, api)}, nil
 }
 
 // Failed delivers the error of a server that stopped serving before Close.
-func (s *Server) Failed() <-chan error { return s.served }
+func (s *Server) Failed() <-chan error { return s.srv.Failed() }
 
 // Close ends the holds (API.Close: released, their streams told), then
 // the listener.

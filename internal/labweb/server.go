@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coordkit/coordkit/internal/httpguard"
+	"github.com/coordkit/coordkit/internal/httpserve"
 )
 
 //go:embed static
@@ -39,13 +40,11 @@ type ServerConfig struct {
 
 // Server serves the page and the API of one Lab.
 type Server struct {
-	lab   *Lab
-	cfg   ServerConfig
-	ln    net.Listener
-	srv   *http.Server
-	done  chan struct{}
-	quit  chan struct{}
-	serve error
+	lab  *Lab
+	cfg  ServerConfig
+	ln   net.Listener
+	srv  *httpserve.Server
+	quit chan struct{}
 }
 
 // NewServer listens on cfg.Addr. It returns ErrTokenRequired for a
@@ -64,14 +63,8 @@ func NewServer(lab *Lab, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("labweb: %w", err)
 	}
-	s := &Server{lab: lab, cfg: cfg, ln: ln, done: make(chan struct{}), quit: make(chan struct{})}
-	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		defer close(s.done)
-		if err := s.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			s.serve = err
-		}
-	}()
+	s := &Server{lab: lab, cfg: cfg, ln: ln, quit: make(chan struct{})}
+	s.srv = httpserve.Start(ln, s.Handler())
 	return s, nil
 }
 
@@ -100,15 +93,19 @@ func (s *Server) OpenURL(host string) string {
 	return u
 }
 
-// Close ends open event streams and stops the server.
+// Close ends open event streams and stops the server, letting commands
+// in flight finish for up to five seconds: it returns that deadline's
+// error when one was cut short, and the error that stopped serving early
+// if one did.
 func (s *Server) Close() error {
 	close(s.quit)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)
-	<-s.done
-	if err == nil {
-		err = s.serve
+	select {
+	case serveErr := <-s.srv.Failed():
+		err = errors.Join(err, fmt.Errorf("labweb: %w", serveErr))
+	default:
 	}
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -450,4 +451,31 @@ func TestEchoOfPageCommands(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, []string{"web: leader", "web: frob"}, echoed)
+}
+
+// A connection that never sends a request (a browser's speculative
+// connection, or the spare one Go's client dials when two requests race
+// for a connection) has nothing to finish: Close does not wait for it.
+// net/http's Shutdown counts such a connection busy for its first five
+// seconds (golang/go#22682), which made Close fail with "context deadline
+// exceeded" after a run whose client had dialed one spare.
+func TestCloseDoesNotWaitForAConnectionWithoutARequest(t *testing.T) {
+	lab, err := New(startCluster(t, 1), Options{})
+	require.NoError(t, err)
+	defer lab.Close()
+	srv, err := NewServer(lab, ServerConfig{Addr: "127.0.0.1:0"})
+	require.NoError(t, err)
+	idle, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(srv.URL(), "http://"), "/"))
+	require.NoError(t, err)
+	defer idle.Close()
+	// The server has accepted it once a request on another connection is
+	// answered: the listener hands connections out in order.
+	resp, err := client.Get(srv.URL() + "api/state")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.NoError(t, srv.Close())
+	// The server closed it: a read ends instead of blocking.
+	require.NoError(t, idle.SetReadDeadline(time.Now().Add(time.Minute)))
+	_, err = idle.Read(make([]byte, 1))
+	require.ErrorIs(t, err, io.EOF)
 }

@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"time"
+
+	"github.com/coordkit/coordkit/internal/httpserve"
 )
 
 // Serve listens on listen, calls listening with the API's URL once it
@@ -25,18 +26,12 @@ func Serve(ctx context.Context, sc *Sidecar, listen string, listening func(url s
 		ln.Close()
 		return err
 	}
-	srv := &http.Server{Handler: sc.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	serving := true
+	srv := httpserve.Start(ln, sc.Handler())
 	defer func() {
 		sc.CloseAPI()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
-		if serving {
-			<-served
-		}
 	}()
 	if err := listening("http://" + ln.Addr().String()); err != nil {
 		if cli := sc.etcd(); cli != nil && sc.conn != nil {
@@ -51,8 +46,7 @@ func Serve(ctx context.Context, sc *Sidecar, listen string, listening func(url s
 	select {
 	case err = <-runErr:
 		return err
-	case err = <-served:
-		serving = false
+	case err = <-srv.Failed():
 		stop()
 		<-runErr
 		return fmt.Errorf("http server: %w", err)

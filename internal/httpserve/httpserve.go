@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// ReadHeaderTimeout bounds how long a connection may take to send a
+// readHeaderTimeout bounds how long a connection may take to send a
 // request's header.
-const ReadHeaderTimeout = 10 * time.Second
+const readHeaderTimeout = 10 * time.Second
 
 // Server serves one handler on one listener until Shutdown.
 type Server struct {
@@ -27,7 +27,7 @@ type Server struct {
 // Start serves h on ln in a goroutine of its own.
 func Start(ln net.Listener, h http.Handler) *Server {
 	s := &Server{failed: make(chan error, 1), done: make(chan struct{}), fresh: map[net.Conn]struct{}{}}
-	s.http = &http.Server{Handler: h, ReadHeaderTimeout: ReadHeaderTimeout, ConnState: s.track}
+	s.http = &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, ConnState: s.track}
 	go func() {
 		defer close(s.done)
 		if err := s.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {

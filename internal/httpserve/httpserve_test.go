@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,18 +17,31 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // serve starts a Server whose handler answers "ok" once release is
-// closed, telling entered when a request has arrived.
-func serve(t *testing.T) (s *Server, addr string, entered, release chan struct{}) {
+// closed, telling entered when a request has arrived; closed is closed
+// when Shutdown has closed the listener.
+func serve(t *testing.T) (s *Server, addr string, entered, release, closed chan struct{}) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	entered, release = make(chan struct{}, 8), make(chan struct{})
-	s = Start(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	entered, release, closed = make(chan struct{}, 8), make(chan struct{}), make(chan struct{})
+	s = Start(&notifyListener{Listener: ln, closed: closed}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		entered <- struct{}{}
 		<-release
 		_, _ = io.WriteString(w, "ok")
 	}))
-	return s, ln.Addr().String(), entered, release
+	return s, ln.Addr().String(), entered, release, closed
+}
+
+// notifyListener closes closed when it is closed.
+type notifyListener struct {
+	net.Listener
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (l *notifyListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return l.Listener.Close()
 }
 
 // request sends GET / on a connection of its own and returns the
@@ -53,7 +67,7 @@ func request(addr string) (string, error) {
 // A connection that sent nothing is closed at once; net/http alone would
 // count it busy for five seconds and Shutdown would fail after its ctx.
 func TestShutdownClosesConnectionsWithoutARequest(t *testing.T) {
-	s, addr, entered, release := serve(t)
+	s, addr, entered, release, _ := serve(t)
 	close(release)
 	quiet, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
@@ -72,9 +86,10 @@ func TestShutdownClosesConnectionsWithoutARequest(t *testing.T) {
 	require.ErrorIs(t, err, io.EOF)
 }
 
-// A request in flight is answered in full before Shutdown returns.
+// A request in flight when Shutdown began is answered in full before
+// Shutdown returns.
 func TestShutdownLetsARequestInFlightFinish(t *testing.T) {
-	s, addr, entered, release := serve(t)
+	s, addr, entered, release, closed := serve(t)
 	answer := make(chan string, 1)
 	go func() {
 		got, err := request(addr)
@@ -86,6 +101,7 @@ func TestShutdownLetsARequestInFlightFinish(t *testing.T) {
 	<-entered
 	stopped := make(chan error, 1)
 	go func() { stopped <- s.Shutdown(context.Background()) }()
+	<-closed // Shutdown is under way
 	select {
 	case err := <-stopped:
 		t.Fatalf("Shutdown returned (%v) while a request was in flight", err)
@@ -100,7 +116,7 @@ func TestShutdownLetsARequestInFlightFinish(t *testing.T) {
 
 // A request still in flight when ctx ends is cut: Shutdown says so.
 func TestShutdownCutsWhatOutlivesItsContext(t *testing.T) {
-	s, addr, entered, release := serve(t)
+	s, addr, entered, release, _ := serve(t)
 	answer := make(chan error, 1)
 	go func() {
 		_, err := request(addr)

@@ -465,7 +465,7 @@ func TestCloseDoesNotWaitForAConnectionWithoutARequest(t *testing.T) {
 	defer lab.Close()
 	srv, err := NewServer(lab, ServerConfig{Addr: "127.0.0.1:0"})
 	require.NoError(t, err)
-	idle, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(srv.URL(), "http://"), "/"))
+	idle, err := net.Dial("tcp", srv.ln.Addr().String())
 	require.NoError(t, err)
 	defer idle.Close()
 	// The server has accepted it once a request on another connection is

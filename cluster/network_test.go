@@ -159,15 +159,3 @@ func TestLabWriteLatencyFollowsDelay(t *testing.T) {
 		require.GreaterOrEqual(t, l, 2*cfg.Link.Delay)
 	}
 }
-
-func median(ds []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	for i := range s {
-		for j := i + 1; j < len(s); j++ {
-			if s[j] < s[i] {
-				s[i], s[j] = s[j], s[i]
-			}
-		}
-	}
-	return s[len(s)/2]
-}

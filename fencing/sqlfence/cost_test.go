@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/coordkit/coordkit/cluster"
 	"github.com/coordkit/coordkit/fencing/sqlfence"
 	"github.com/coordkit/coordkit/fencing/sqlfence/sqltest"
 )
@@ -87,11 +87,15 @@ func benchmarkTransactionCPU(b *testing.B, d sqlfence.Dialect) {
 		{"DoConn_recheck", func() error { return recheck.DoConn(ctx, "s", 5, write) }},
 	}
 	client, srv, _ := measureSides(b, sides, server)
-	per := func(x time.Duration) float64 { return float64(x.Nanoseconds()) / 1e3 / float64(b.N) }
 	for i, s := range sides {
-		b.ReportMetric(per(client[i]), s.name+"-client-µs/op")
-		b.ReportMetric(per(srv[i]), s.name+"-server-µs/op")
+		b.ReportMetric(perOp(b, client[i]), s.name+"-client-µs/op")
+		b.ReportMetric(perOp(b, srv[i]), s.name+"-server-µs/op")
 	}
+}
+
+// perOp is d spread over the b.N transactions of a side, in microseconds.
+func perOp(b *testing.B, d time.Duration) float64 {
+	return float64(d.Nanoseconds()) / 1e3 / float64(b.N)
 }
 
 // side is one kind of transaction a cost benchmark runs.
@@ -230,15 +234,9 @@ func benchmarkCheckCost(b *testing.B, d sqlfence.Dialect) {
 	}
 	_, srv, lat := measureSides(b, sides, server)
 	for i, s := range sides {
-		b.ReportMetric(float64(srv[i].Nanoseconds())/1e3/float64(b.N), s.name+"-server-µs/op")
-		b.ReportMetric(float64(median(lat[i]).Nanoseconds())/1e3, s.name+"-p50-µs")
+		b.ReportMetric(perOp(b, srv[i]), s.name+"-server-µs/op")
+		b.ReportMetric(float64(cluster.Percentile(lat[i], 0.5).Nanoseconds())/1e3, s.name+"-p50-µs")
 	}
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // serverTask is the /proc path of the server process (PostgreSQL) or

@@ -160,7 +160,7 @@ func runLock(ctx context.Context, f *cmdutil.Factory, opts *lockOptions) error {
 	// is gone that cannot succeed, and exit need not wait for it.
 	defer childproc.WaitAtMost(childproc.CloseGrace, func() { _ = m.Close() })
 
-	held, err := acquireLock(ctx, f, m, opts)
+	held, err := acquireLock(ctx, f, m, opts, notice)
 	notice.Stop()
 	if err != nil {
 		return err
@@ -171,8 +171,8 @@ func runLock(ctx context.Context, f *cmdutil.Factory, opts *lockOptions) error {
 
 // acquireLock takes the lock as the flags say; "not acquired" (exit 3) is
 // lock.ErrLocked or cmdutil.ErrNotAcquired.
-func acquireLock(ctx context.Context, f *cmdutil.Factory, m *lock.Mutex, opts *lockOptions) (*lock.Held, error) {
-	held, timedOut, err := hold.Acquire(ctx, hold.AcquisitionOf(f, opts.Flags), m.Lock, m.TryLock)
+func acquireLock(ctx context.Context, f *cmdutil.Factory, m *lock.Mutex, opts *lockOptions, notice *hold.WaitNotice) (*lock.Held, error) {
+	held, timedOut, err := hold.Acquire(ctx, hold.AcquisitionOf(f, opts.Flags, notice), m.Lock, m.TryLock)
 	switch {
 	case err == nil:
 		return held, nil

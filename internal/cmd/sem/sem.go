@@ -113,7 +113,7 @@ func runSem(ctx context.Context, f *cmdutil.Factory, opts *semOptions) error {
 	}
 	defer childproc.WaitAtMost(childproc.CloseGrace, func() { _ = s.Close() }) // as lock's Close
 
-	held, err := acquireSlot(ctx, f, s, opts)
+	held, err := acquireSlot(ctx, f, s, opts, notice)
 	notice.Stop()
 	if err != nil {
 		return err
@@ -124,8 +124,8 @@ func runSem(ctx context.Context, f *cmdutil.Factory, opts *semOptions) error {
 
 // acquireSlot takes a slot as the flags say; "not acquired" (exit 3) is
 // cmdutil.ErrNotAcquired.
-func acquireSlot(ctx context.Context, f *cmdutil.Factory, s *semaphore.Semaphore, opts *semOptions) (*semaphore.Held, error) {
-	held, timedOut, err := hold.Acquire(ctx, hold.AcquisitionOf(f, opts.Flags), s.Acquire, s.TryAcquire)
+func acquireSlot(ctx context.Context, f *cmdutil.Factory, s *semaphore.Semaphore, opts *semOptions, notice *hold.WaitNotice) (*semaphore.Held, error) {
+	held, timedOut, err := hold.Acquire(ctx, hold.AcquisitionOf(f, opts.Flags, notice), s.Acquire, s.TryAcquire)
 	switch {
 	case err == nil:
 		return held, nil

@@ -17,6 +17,11 @@ type Acquisition struct {
 	Timeout time.Duration
 	Try     bool
 	LastTry time.Duration
+	// Notice, if set, ends with the wait: once the timeout has passed or
+	// ctx has ended, it prints nothing more. What follows then (the last
+	// try, the waiter removing its key) is no wait to tell anyone about,
+	// and on a loaded machine it can outlast WaitNoticeAfter.
+	Notice *WaitNotice
 }
 
 // Acquire takes a hold as a says, with wait (block until granted) and
@@ -28,11 +33,13 @@ func Acquire[H any](ctx context.Context, a Acquisition, wait, tryOnce func(conte
 		return h, false, err
 	}
 	if a.Timeout <= 0 {
+		defer a.endNoticeWith(ctx)()
 		h, err = wait(ctx)
 		return h, false, err
 	}
 	actx, cancel := context.WithTimeout(ctx, a.Timeout)
 	defer cancel()
+	defer a.endNoticeWith(actx)()
 	h, err = wait(actx)
 	if err == nil || ctx.Err() != nil || actx.Err() == nil {
 		return h, false, err
@@ -43,6 +50,15 @@ func Acquire[H any](ctx context.Context, a Acquisition, wait, tryOnce func(conte
 		return h, false, nil
 	}
 	return h, true, err
+}
+
+// endNoticeWith stops a.Notice when ctx ends, until the func it returns is
+// called.
+func (a Acquisition) endNoticeWith(ctx context.Context) (stop func() bool) {
+	if a.Notice == nil {
+		return func() bool { return false }
+	}
+	return context.AfterFunc(ctx, a.Notice.Stop)
 }
 
 // WaitNoticeAfter is how long a wait lasts before a WaitNotice says so.

@@ -71,3 +71,38 @@ func TestWaitNotice(t *testing.T) {
 	n.Stop()
 	require.Equal(t, "waiting for lock x\n", out.String())
 }
+
+// The notice ends with the wait: what follows a timeout (the last try, the
+// waiter removing its key) may outlast WaitNoticeAfter on a loaded machine,
+// and is no wait to report. coordctl lock --timeout 200ms printed "waiting
+// for lock" once when its cleanup took 550ms.
+func TestAcquireEndsTheNoticeWithTheWait(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a    Acquisition
+		ctx  func() (context.Context, context.CancelFunc)
+	}{
+		{"timeout", Acquisition{Timeout: 10 * time.Millisecond, LastTry: time.Second}, func() (context.Context, context.CancelFunc) {
+			return context.WithCancel(context.Background())
+		}},
+		{"interrupted", Acquisition{}, func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 10*time.Millisecond)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out syncBuffer
+			tc.a.Notice = &WaitNotice{Out: &out}
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			slowAfterTheWait := func(ctx context.Context) (int, error) {
+				tc.a.Notice.Waiting("waiting for lock x")
+				<-ctx.Done()
+				time.Sleep(2 * WaitNoticeAfter) // the cleanup, on a loaded machine
+				return 0, ctx.Err()
+			}
+			_, _, err := Acquire(ctx, tc.a, slowAfterTheWait, func(context.Context) (int, error) { return 0, errBusy })
+			require.Error(t, err)
+			require.Empty(t, out.String())
+		})
+	}
+}

@@ -145,9 +145,10 @@ func SessionOptions(f *cmdutil.Factory) []session.Option {
 }
 
 // AcquisitionOf is how lock and sem take their hold, from --timeout and
-// --try; the last try after a timeout gets --command-timeout.
-func AcquisitionOf(f *cmdutil.Factory, h Flags) Acquisition {
-	return Acquisition{Timeout: h.Timeout, Try: h.Try, LastTry: f.Global.CommandTimeout}
+// --try; the last try after a timeout gets --command-timeout, and notice
+// (nil for none) says so when the wait is long.
+func AcquisitionOf(f *cmdutil.Factory, h Flags, notice *WaitNotice) Acquisition {
+	return Acquisition{Timeout: h.Timeout, Try: h.Try, LastTry: f.Global.CommandTimeout, Notice: notice}
 }
 
 // Releaser is childproc.Releaser within --command-timeout.

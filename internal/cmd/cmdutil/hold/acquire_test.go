@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -72,9 +73,9 @@ func TestWaitNotice(t *testing.T) {
 	require.Equal(t, "waiting for lock x\n", out.String())
 }
 
-// The notice ends with the wait: what follows a timeout (the last try, the
-// waiter removing its key) may outlast WaitNoticeAfter on a loaded machine,
-// and is no wait to report. coordctl lock --timeout 200ms printed "waiting
+// The notice ends with the wait, before what follows a timeout or an
+// interrupt (the last try, the waiter removing its key), which may outlast
+// WaitNoticeAfter on a loaded machine and is no wait to report. coordctl lock --timeout 200ms printed "waiting
 // for lock" once when its cleanup took 550ms.
 func TestAcquireEndsTheNoticeWithTheWait(t *testing.T) {
 	for _, tc := range []struct {
@@ -94,14 +95,24 @@ func TestAcquireEndsTheNoticeWithTheWait(t *testing.T) {
 			tc.a.Notice = &WaitNotice{Out: &out}
 			ctx, cancel := tc.ctx()
 			defer cancel()
-			slowAfterTheWait := func(ctx context.Context) (int, error) {
-				tc.a.Notice.Waiting("waiting for lock x")
+			n := tc.a.Notice
+			stopped := func() bool {
+				n.mu.Lock()
+				defer n.mu.Unlock()
+				return n.done
+			}
+			// The cleanup after the wait, however slow, finds the notice
+			// already ended: its timer can print nothing any more.
+			endedBeforeTheCleanup := false
+			cleanupAfterTheWait := func(ctx context.Context) (int, error) {
+				n.Waiting("waiting for lock x")
 				<-ctx.Done()
-				time.Sleep(2 * WaitNoticeAfter) // the cleanup, on a loaded machine
+				endedBeforeTheCleanup = assert.Eventually(t, stopped, 10*time.Second, time.Millisecond, "the notice outlives the wait")
 				return 0, ctx.Err()
 			}
-			_, _, err := Acquire(ctx, tc.a, slowAfterTheWait, func(context.Context) (int, error) { return 0, errBusy })
+			_, _, err := Acquire(ctx, tc.a, cleanupAfterTheWait, func(context.Context) (int, error) { return 0, errBusy })
 			require.Error(t, err)
+			require.True(t, endedBeforeTheCleanup)
 			require.Empty(t, out.String())
 		})
 	}

@@ -24,6 +24,7 @@ const (
 	exitNotAcquired = 3
 	exitLost        = 4
 	exitStale       = 5
+	exitUnknown     = 6
 )
 
 func TestMain(m *testing.M) {

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http/httptrace"
+	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -76,9 +79,22 @@ func (o *resourceOptions) client(f *cmdutil.Factory) (*fencing.Client, error) {
 	return c, err
 }
 
+// requestKind says whether a client command's request changes the
+// resource, which decides what a request without an answer means.
+type requestKind bool
+
+const (
+	readRequest  requestKind = false
+	writeRequest requestKind = true
+)
+
 // runResourceClient makes a client command's one request with a client of
-// o and prints the answer; a stale token is fencing.ErrStale, exit 5.
-func runResourceClient[T interface{ WriteText(io.Writer) error }](f *cmdutil.Factory, o *resourceOptions, call func(*fencing.Client) (T, error)) error {
+// o and prints the answer; a stale token is fencing.ErrStale, exit 5. A
+// request that got no answer is "unreachable" (exit 1) when it never
+// reached the resource; a write that did reach it is an outcome unknown
+// (exit 6): the resource may have applied it, and a script that retried on
+// exit 1 would write twice.
+func runResourceClient[T interface{ WriteText(io.Writer) error }](ctx context.Context, f *cmdutil.Factory, o *resourceOptions, kind requestKind, call func(context.Context, *fencing.Client) (T, error)) error {
 	p, err := f.Printer()
 	if err != nil {
 		return err
@@ -93,11 +109,49 @@ func runResourceClient[T interface{ WriteText(io.Writer) error }](f *cmdutil.Fac
 		return err
 	}
 	defer c.CloseIdleConnections()
-	res, err := call(c)
+	var sent atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(i httptrace.WroteRequestInfo) {
+			if i.Err == nil {
+				sent.Store(true)
+			}
+		},
+	})
+	res, err := call(ctx, c)
 	if err != nil {
-		return err
+		return o.noAnswer(err, kind, sent.Load())
 	}
 	return p.Print(cmdutil.TextOutput{V: res})
+}
+
+// noAnswer is the error of a request that failed: the resource's own answer
+// (stale, 404, ...) as it is; otherwise whether the request was sent in
+// full decides between unreachable and outcome unknown.
+func (o *resourceOptions) noAnswer(err error, kind requestKind, sent bool) error {
+	var se *fencing.StaleError
+	var ae *fencing.APIError
+	if errors.As(err, &se) || errors.As(err, &ae) {
+		return err
+	}
+	cause := err
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		cause = ue.Err
+		if ue.Timeout() {
+			cause = fmt.Errorf("no answer within --command-timeout %s", o.Timeout)
+		}
+	}
+	if !sent {
+		return cmdutil.Mark(cmdutil.ErrFailed, fmt.Errorf("resource unreachable at %s: %w", o.URL, cause))
+	}
+	if kind == readRequest {
+		return cmdutil.Mark(cmdutil.ErrFailed, fmt.Errorf("resource at %s: %w", o.URL, cause))
+	}
+	retry := "look ('coordctl resource log') before retrying"
+	if o.IdempotencyKey != "" {
+		retry = "a retry with the same --idempotency-key is applied at most once"
+	}
+	return cmdutil.Mark(cmdutil.ErrUnknown, fmt.Errorf("outcome unknown: the request was sent to the resource at %s and no answer came (%w); it may have been applied: %s", o.URL, cause, retry))
 }
 
 func newResourcePutCmd(f *cmdutil.Factory) *cobra.Command {
@@ -107,7 +161,10 @@ func newResourcePutCmd(f *cmdutil.Factory) *cobra.Command {
 		Short: "Write a value with a fencing token",
 		Long: `Write VALUE under KEY in the protected resource, presenting --token for
 --scope. A token below the scope's floor is rejected as stale: exit 5. VALUE
-'-' reads the value from stdin (at most 1 MiB).
+'-' reads the value from stdin (at most 1 MiB). A request sent that got no
+answer within --command-timeout exits 6, outcome unknown: the resource may
+have applied it, so look ('resource log') before retrying, or retry with the
+same --idempotency-key; nothing listening at the URL exits 1.
 
 The command does not need etcd. Given one (--endpoints, or
 $COORDCTL_ENDPOINTS, which 'coordctl lock' sets for its command), it asks
@@ -161,7 +218,7 @@ func runResourcePut(ctx context.Context, f *cmdutil.Factory, opts *resourceOptio
 		}
 		value = string(b)
 	}
-	return runResourceClient(f, opts, func(c *fencing.Client) (fencing.PutResult, error) {
+	return runResourceClient(ctx, f, opts, writeRequest, func(ctx context.Context, c *fencing.Client) (fencing.PutResult, error) {
 		return c.Put(ctx, key, value, tok, opts.Scope, putOpts...)
 	})
 }
@@ -182,7 +239,9 @@ the token and scope of the write that set it. A key never written exits 1.`,
 			if args[0] == "" {
 				return cmdutil.UsageErrorf("KEY must not be empty")
 			}
-			return runResourceClient(f, opts, func(c *fencing.Client) (fencing.Entry, error) { return c.Get(cmd.Context(), args[0]) })
+			return runResourceClient(cmd.Context(), f, opts, readRequest, func(ctx context.Context, c *fencing.Client) (fencing.Entry, error) {
+				return c.Get(ctx, args[0])
+			})
 		},
 	}
 	opts.addFlags(cmd)
@@ -199,7 +258,9 @@ rejects every lower token. A new lock holder fences before it starts work,
 closing the window in which its predecessor could still write. A token
 below the floor is stale: exit 5; given an etcd (--endpoints or
 $COORDCTL_ENDPOINTS) the refusal says whether the floor is above etcd's
-current revision (a restore without --bump-revision, or a hand-made fence).`,
+current revision (a restore without --bump-revision, or a hand-made fence).
+A request sent that got no answer within --command-timeout exits 6, outcome
+unknown: the floor may have been raised.`,
 		Example: `  coordctl resource fence --token 57 --scope jobs/nightly/
   coordctl lock jobs/nightly -- sh -c 'coordctl resource fence && ./job.sh'`,
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
@@ -209,7 +270,9 @@ current revision (a restore without --bump-revision, or a hand-made fence).`,
 				return err
 			}
 			return explainStale(f, cmd, func() error {
-				return runResourceClient(f, opts, func(c *fencing.Client) (fencing.FenceResult, error) { return c.Fence(cmd.Context(), tok, opts.Scope) })
+				return runResourceClient(cmd.Context(), f, opts, writeRequest, func(ctx context.Context, c *fencing.Client) (fencing.FenceResult, error) {
+					return c.Fence(ctx, tok, opts.Scope)
+				})
 			})
 		},
 	}
@@ -231,7 +294,9 @@ from one accepted write to the next. -w json prints one object.`,
   coordctl resource log -w json`,
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runResourceClient(f, opts, func(c *fencing.Client) (fencing.LogResult, error) { return c.Log(cmd.Context(), opts.Scope) })
+			return runResourceClient(cmd.Context(), f, opts, readRequest, func(ctx context.Context, c *fencing.Client) (fencing.LogResult, error) {
+				return c.Log(ctx, opts.Scope)
+			})
 		},
 	}
 	opts.addFlags(cmd)
@@ -259,7 +324,9 @@ fenced databases); see docs/operations.md.`,
   coordctl resource floors -w json --url http://127.0.0.1:7070`,
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runResourceClient(f, opts, func(c *fencing.Client) (fencing.FloorsResult, error) { return c.Floors(cmd.Context()) })
+			return runResourceClient(cmd.Context(), f, opts, readRequest, func(ctx context.Context, c *fencing.Client) (fencing.FloorsResult, error) {
+				return c.Floors(ctx)
+			})
 		},
 	}
 	opts.addFlags(cmd)

@@ -15,7 +15,10 @@ import (
 // same HTTP API). The zero HTTP uses http.DefaultClient. Its methods return a
 // *StaleError for a 409 and an *APIError for other failures, which matches
 // ErrNotFound, ErrVersionMismatch, ErrIdempotencyConflict, ErrTooLarge or
-// ErrBadRequest with errors.Is according to the status.
+// ErrBadRequest with errors.Is according to the status. After any other
+// error (no answer, or one that could not be read) a Put or Fence that was
+// sent may still have been applied, so look before retrying, or send the Put
+// WithIdempotencyKey and retry it with the same key.
 type Client struct {
 	BaseURL string
 	HTTP    *http.Client

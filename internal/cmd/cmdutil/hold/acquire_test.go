@@ -75,8 +75,9 @@ func TestWaitNotice(t *testing.T) {
 
 // The notice ends with the wait, before what follows a timeout or an
 // interrupt (the last try, the waiter removing its key), which may outlast
-// WaitNoticeAfter on a loaded machine and is no wait to report. coordctl lock --timeout 200ms printed "waiting
-// for lock" once when its cleanup took 550ms.
+// WaitNoticeAfter on a loaded machine and is no wait to report. coordctl
+// lock --timeout 200ms printed "waiting for lock" once when its cleanup
+// took 550ms.
 func TestAcquireEndsTheNoticeWithTheWait(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -86,8 +86,8 @@ type redsyncLease struct {
 // redisDialTimeout bounds the wait for a Redis server that does not answer.
 const redisDialTimeout = 3 * time.Second
 
-// dialRedsyncLease connects to addr (an error naming it when nobody answers
-// within redisDialTimeout) and makes A's and B's redsync mutexes with
+// dialRedsyncLease connects to addr (an error naming it when nothing
+// listens there, nothing answers within redisDialTimeout or PING fails) and makes A's and B's redsync mutexes with
 // expiry ttl: A tries once, B retries (redsync's default delay, a random
 // 50..250ms) until ctx ends.
 func dialRedsyncLease(ctx context.Context, addr string, ttl time.Duration) (*redsyncLease, error) {
@@ -96,13 +96,13 @@ func dialRedsyncLease(ctx context.Context, addr string, ttl time.Duration) (*red
 	// A plain dial first: go-redis logs failed dials to stderr.
 	conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("redis %s did not answer within %s: %w", addr, redisDialTimeout, err)
+		return nil, fmt.Errorf("cannot reach redis at %s (dial timeout %s): %w", addr, redisDialTimeout, err)
 	}
 	_ = conn.Close()
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: redisDialTimeout})
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: redisDialTimeout, ContextTimeoutEnabled: true})
 	if err := c.Ping(dctx).Err(); err != nil {
 		_ = c.Close()
-		return nil, fmt.Errorf("redis %s did not answer within %s: %w", addr, redisDialTimeout, err)
+		return nil, fmt.Errorf("redis at %s: PING: %w", addr, err)
 	}
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)

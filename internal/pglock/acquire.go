@@ -31,8 +31,9 @@ type AcquireConfig struct {
 
 // Acquire opens the lock connection, takes the lock and, with a Sequence,
 // the token (0 without). On an error nothing is held and the connection is
-// closed: Open's errors (ErrInvalid, ErrUnreachable), or one matching
-// ErrNotAcquired or ErrNoToken. The caller unlocks and closes the Lock.
+// closed: Open's errors (ErrInvalid, ErrUnreachable, ErrRefused), or one
+// matching ErrNotAcquired or ErrNoToken. The caller unlocks and closes the
+// Lock.
 func Acquire(ctx context.Context, cfg AcquireConfig) (*Lock, fencing.Token, error) {
 	opts := []Option{WithDialTimeout(cfg.DialTimeout), WithKeepalive(cfg.Keepalive)}
 	if cfg.Via != "" {

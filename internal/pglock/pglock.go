@@ -25,8 +25,13 @@ import (
 var (
 	// ErrInvalid: a constructor's argument cannot be used.
 	ErrInvalid = errors.New("pglock: invalid")
-	// ErrUnreachable: the server did not answer within the dial timeout.
+	// ErrUnreachable: no server answered: nothing listened at the address,
+	// or nothing answered within the dial timeout.
 	ErrUnreachable = errors.New("pglock: postgres unreachable")
+	// ErrRefused: the server answered and refused the connection (no such
+	// database or role, a wrong password, too many clients); the server's
+	// *pgconn.PgError is wrapped too.
+	ErrRefused = errors.New("pglock: postgres refused the connection")
 	// ErrHeld: Lock on a handle that holds the lock already.
 	ErrHeld = errors.New("pglock: held already")
 	// ErrNotHeld: Unlock or Token without a holding, or the server said
@@ -118,9 +123,10 @@ type Lock struct {
 
 // Open dials the lock connection of the lock on name at dsn (a pgx DSN:
 // URL or key=value) and sets its keepalives. It returns ErrInvalid for an
-// empty name or a DSN pgx cannot parse, and an error wrapping
-// ErrUnreachable (naming host and port) when the server does not answer
-// within the dial timeout. The caller closes the Lock.
+// empty name or a DSN pgx cannot parse, an error wrapping ErrUnreachable
+// (naming host and port) when no server answers within the dial timeout,
+// and one wrapping ErrRefused when the server refuses the connection. The
+// caller closes the Lock.
 func Open(ctx context.Context, dsn, name string, opts ...Option) (*Lock, error) {
 	o := options{dialTimeout: DefaultDialTimeout}
 	for _, opt := range opts {
@@ -155,10 +161,7 @@ func Open(ctx context.Context, dsn, name string, opts ...Option) (*Lock, error) 
 	defer cancel()
 	conn, err := pgx.ConnectConfig(dctx, cfg)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("pglock: connect %s: %w", where, ctx.Err())
-		}
-		return nil, fmt.Errorf("%w: %s did not answer within %s: %w", ErrUnreachable, where, o.dialTimeout, err)
+		return nil, connectError(ctx, where, o.dialTimeout, err)
 	}
 	if k := o.keepalive; !k.zero() {
 		q := fmt.Sprintf("SET tcp_keepalives_idle = %d; SET tcp_keepalives_interval = %d; SET tcp_keepalives_count = %d",
@@ -416,13 +419,26 @@ func Connect(ctx context.Context, dsn string, timeout time.Duration) (*pgx.Conn,
 	defer cancel()
 	conn, err := pgx.ConnectConfig(dctx, cfg)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("pglock: connect: %w", ctx.Err())
-		}
-		return nil, fmt.Errorf("%w: %s did not answer within %s: %w", ErrUnreachable,
-			net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), timeout, err)
+		return nil, connectError(ctx, net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), timeout, err)
 	}
 	return conn, nil
+}
+
+// connectError says why a connection to where failed: ctx ended, the
+// server refused it (ErrRefused, with its message), nothing answered
+// within timeout, or nothing listened (both ErrUnreachable).
+func connectError(ctx context.Context, where string, timeout time.Duration, err error) error {
+	var pgErr *pgconn.PgError
+	var netErr net.Error
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("pglock: connect %s: %w", where, ctx.Err())
+	case errors.As(err, &pgErr):
+		return fmt.Errorf("%w at %s: %w", ErrRefused, where, err)
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return fmt.Errorf("%w: %s did not answer within %s: %w", ErrUnreachable, where, timeout, err)
+	}
+	return fmt.Errorf("%w at %s: %w", ErrUnreachable, where, err)
 }
 
 // Sessions counts the sessions of the current database that hold key

@@ -76,6 +76,47 @@ func TestInvalidAndUnreachable(t *testing.T) {
 	_, err = pglock.Open(context.Background(), "postgres://root@"+addr+"/test?sslmode=disable", "n", pglock.WithDialTimeout(time.Second))
 	require.ErrorIs(t, err, pglock.ErrUnreachable)
 	require.Contains(t, err.Error(), addr)
+	require.Contains(t, err.Error(), "connection refused")
+	require.NotContains(t, err.Error(), "did not answer", "it answered at once: nothing listens there")
+}
+
+// A connection error says what happened: a server that accepts and says
+// nothing did not answer in time; a server that answers with a refusal
+// (no such database, no such role) is no unreachable server.
+func TestConnectErrorsSayWhatHappened(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer silent.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := silent.Accept()
+		if err == nil {
+			accepted <- c
+		}
+		close(accepted)
+	}()
+	_, err = pglock.Connect(context.Background(), "postgres://root@"+silent.Addr().String()+"/test?sslmode=disable", 500*time.Millisecond)
+	require.ErrorIs(t, err, pglock.ErrUnreachable)
+	require.Contains(t, err.Error(), silent.Addr().String()+" did not answer within 500ms")
+	if c, ok := <-accepted; ok {
+		_ = c.Close()
+	}
+
+	dsn := fresh(t)
+	cfg, err := pgx.ParseConfig(dsn)
+	require.NoError(t, err)
+	where := net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port))
+	for _, tc := range []struct{ what, dsn, says string }{
+		{"no such database", strings.Replace(dsn, "/"+cfg.Database, "/"+cfg.Database+"_missing", 1), "does not exist"},
+		{"no such role", strings.Replace(dsn, "://"+cfg.User+"@", "://coordkit_no_such_role@", 1), "coordkit_no_such_role"},
+	} {
+		_, err := pglock.Open(context.Background(), tc.dsn, "n")
+		require.ErrorIs(t, err, pglock.ErrRefused, tc.what)
+		require.NotErrorIs(t, err, pglock.ErrUnreachable, tc.what)
+		require.Contains(t, err.Error(), where, tc.what)
+		require.Contains(t, err.Error(), tc.says, tc.what)
+		require.NotContains(t, err.Error(), "did not answer", tc.what)
+	}
 }
 
 func TestExclusionTokensAndUnlock(t *testing.T) {

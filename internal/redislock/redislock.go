@@ -20,8 +20,12 @@ import (
 var (
 	// ErrInvalid: a constructor's argument cannot be used.
 	ErrInvalid = errors.New("redislock: invalid")
-	// ErrUnreachable: Dial got no answer from the address within its timeout.
+	// ErrUnreachable: Dial got no answer from the address: nothing
+	// listened there, or nothing answered within its timeout.
 	ErrUnreachable = errors.New("redislock: redis unreachable")
+	// ErrRefused: the server answered Dial's PING with an error (NOAUTH,
+	// LOADING, ...).
+	ErrRefused = errors.New("redislock: redis refused")
 	// ErrNotAcquired: Acquire used up redsync's tries (redsync.ErrFailed,
 	// or the last try's error) while ctx was still live.
 	ErrNotAcquired = errors.New("redislock: not acquired")
@@ -37,8 +41,9 @@ const DefaultDialTimeout = 3 * time.Second
 
 // Dial returns a go-redis client for addr (host:port) once the server has
 // answered a PING within timeout (DefaultDialTimeout when zero). It returns
-// an error wrapping ErrUnreachable and naming addr when the server does not
-// answer in time, and ErrInvalid for an empty addr. The caller closes the
+// an error naming addr and wrapping ErrUnreachable when no server answers
+// in time, ErrRefused when it answers the PING with an error, and
+// ErrInvalid for an empty addr. The caller closes the
 // client.
 func Dial(ctx context.Context, addr string, timeout time.Duration) (*redis.Client, error) {
 	if addr == "" {
@@ -53,21 +58,35 @@ func Dial(ctx context.Context, addr string, timeout time.Duration) (*redis.Clien
 	// failure through its package-level logger, to stderr.
 	conn, err := (&net.Dialer{}).DialContext(pctx, "tcp", addr)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("redislock: dial %s: %w", addr, ctx.Err())
-		}
-		return nil, fmt.Errorf("%w: %s did not answer within %s: %w", ErrUnreachable, addr, timeout, err)
+		return nil, dialError(ctx, addr, timeout, err)
 	}
 	_ = conn.Close()
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: timeout})
+	// ContextTimeoutEnabled: without it go-redis bounds a reply's wait by
+	// its ReadTimeout (3s) alone, not by ctx, and a server that accepted
+	// but stayed silent held a 500ms Dial for 5s.
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: timeout, ContextTimeoutEnabled: true})
 	if err := c.Ping(pctx).Err(); err != nil {
 		_ = c.Close()
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("redislock: dial %s: %w", addr, ctx.Err())
-		}
-		return nil, fmt.Errorf("%w: %s did not answer within %s: %w", ErrUnreachable, addr, timeout, err)
+		return nil, dialError(ctx, addr, timeout, err)
 	}
 	return c, nil
+}
+
+// dialError says why Dial failed: ctx ended, the server answered with an
+// error (ErrRefused), nothing answered within timeout, or nothing listened
+// (both ErrUnreachable).
+func dialError(ctx context.Context, addr string, timeout time.Duration, err error) error {
+	var redisErr redis.Error
+	var netErr net.Error
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("redislock: dial %s: %w", addr, ctx.Err())
+	case errors.As(err, &redisErr):
+		return fmt.Errorf("%w at %s: %w", ErrRefused, addr, err)
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return fmt.Errorf("%w: %s did not answer within %s: %w", ErrUnreachable, addr, timeout, err)
+	}
+	return fmt.Errorf("%w at %s: %w", ErrUnreachable, addr, err)
 }
 
 // Keyspace is one run's random key prefix on a shared Redis server.

@@ -28,9 +28,39 @@ func TestDialUnreachableNamesTheAddress(t *testing.T) {
 	_, err := redislock.Dial(context.Background(), addr, time.Second)
 	require.ErrorIs(t, err, redislock.ErrUnreachable)
 	require.Contains(t, err.Error(), addr)
+	require.Contains(t, err.Error(), "connection refused")
+	require.NotContains(t, err.Error(), "did not answer", "it answered at once: nothing listens there")
 
 	_, err = redislock.Dial(context.Background(), "", 0)
 	require.ErrorIs(t, err, redislock.ErrInvalid)
+}
+
+// A server that accepts the connection and never answers the PING did not
+// answer within the timeout.
+func TestDialSilentServerDidNotAnswer(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer silent.Close()
+	var conns []net.Conn
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	_, err = redislock.Dial(context.Background(), silent.Addr().String(), 500*time.Millisecond)
+	require.ErrorIs(t, err, redislock.ErrUnreachable)
+	require.Contains(t, err.Error(), silent.Addr().String()+" did not answer within 500ms")
+	require.NoError(t, silent.Close())
+	<-accepted
+	for _, c := range conns {
+		_ = c.Close()
+	}
 }
 
 func TestInvalidArguments(t *testing.T) {

@@ -79,7 +79,8 @@ the waiter's wait from the kill is measured; etcd_concurrency has no holder
 process there ("-", null in JSON). PostgreSQL sees a killed client's socket
 close at once; a partitioned one only when its keepalives give up (4s with
 these settings, two hours and more with the defaults), which is not measured.
-A DSN that does not answer within 3s is an error (exit 1).
+A DSN whose server does not answer within 3s, or refuses the connection (no
+such database or role, a wrong password), is an error (exit 1).
 
 --crash-handoffs N alone (without PostgreSQL) measures coordkit's crash
 handoff only, in the rows crash_handoff_p50_ms, crash_handoff_p99_ms and

@@ -50,8 +50,11 @@ class StaleError(Exception):
 
 # coordkit's SQL fence (fencing/sqlfence, `coordctl sql`): one row per scope
 # with the highest token admitted; PostgreSQL and SQLite >= 3.24 syntax.
+# BIGINT: a token is an etcd revision, 64 bits (PostgreSQL's INTEGER has 32
+# and would refuse every token past 2,147,483,647); SQLite's integers are
+# 64 bits whatever the column says.
 FENCE_TABLE = ("CREATE TABLE IF NOT EXISTS {t} (scope TEXT NOT NULL PRIMARY KEY, "
-               "token INTEGER NOT NULL, writes INTEGER NOT NULL)")
+               "token BIGINT NOT NULL, writes BIGINT NOT NULL)")
 
 
 def fence_sql(cur, held, table="coordkit_fence", param="?"):

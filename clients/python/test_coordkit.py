@@ -191,5 +191,57 @@ class TestCoordkit(unittest.TestCase):
             time.sleep(0.01)
 
 
+class TestFenceSQLPostgres(unittest.TestCase):
+    """FENCE_TABLE and fence_sql on PostgreSQL through psycopg2, with tokens
+    past 32 bits (an etcd revision is 64). No agent: fence_sql needs only a
+    hold's token and scope. Run by clients/python's Go test, which sets
+    COORDKIT_TEST_PG_DSN to a fresh database; skipped without it."""
+
+    def setUp(self):
+        dsn = os.environ.get("COORDKIT_TEST_PG_DSN")
+        if not dsn:
+            self.skipTest("no PostgreSQL: set COORDKIT_TEST_PG_DSN")
+        import psycopg2
+        self.db = psycopg2.connect(dsn)
+        self.addCleanup(self.db.close)
+        self.table = "coordkit_fence_py_" + uuid.uuid4().hex[:8]
+        with self.db.cursor() as cur:
+            cur.execute(coordkit.FENCE_TABLE.format(t=self.table))
+        self.db.commit()
+
+        def drop():
+            self.db.rollback()
+            with self.db.cursor() as cur:
+                cur.execute("DROP TABLE " + self.table)
+            self.db.commit()
+        self.addCleanup(drop)
+
+    def fence(self, token, scope="py/pg/"):
+        held = type("Held", (), {"token": token, "scope": scope})()
+        with self.db.cursor() as cur:
+            try:
+                coordkit.fence_sql(cur, held, table=self.table, param="%s")
+            except BaseException:
+                self.db.rollback()
+                raise
+        self.db.commit()
+
+    def floor(self, scope="py/pg/"):
+        with self.db.cursor() as cur:
+            cur.execute("SELECT token, writes FROM " + self.table + " WHERE scope = %s", (scope,))
+            return cur.fetchone()
+
+    def test_tokens_past_32_bits(self):
+        big = 2**31 + 5
+        self.fence(big)
+        self.fence(big)  # the same holder writes again
+        self.assertEqual(self.floor(), (big, 2))
+        with self.assertRaises(coordkit.StaleError):
+            self.fence(big - 1)
+        self.assertEqual(self.floor(), (big, 2), "a refused write moves nothing")
+        self.fence(2**62)
+        self.assertEqual(self.floor(), (2**62, 3))
+
+
 if __name__ == "__main__":
     unittest.main()

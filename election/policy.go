@@ -155,7 +155,7 @@ func (c Candidate) foreign() bool { return c.Attributes == nil }
 
 // String is the candidate as one line of `coordctl elect --candidates`:
 // its role (leader or waiting), token, ID, and its policy and attributes,
-// labels sorted (or that it is foreign).
+// labels sorted (or that it publishes none).
 func (c Candidate) String() string {
 	role := "waiting"
 	if c.Leader {
@@ -163,7 +163,9 @@ func (c Candidate) String() string {
 	}
 	line := fmt.Sprintf("%-7s token=%d id=%s", role, c.Token, primitive.TextValue(c.ID()))
 	if c.foreign() {
-		return line + " foreign (no attributes: etcdctl elect or concurrency.Election)"
+		// Not "foreign": coordctl elect without --policy, --priority,
+		// --version or --label publishes none either.
+		return line + " no attributes (follows no policy: etcdctl elect, concurrency.Election, or a coordkit candidate given none)"
 	}
 	a := c.Attributes
 	line += fmt.Sprintf(" policy=%s priority=%d", c.Policy, a.Priority)

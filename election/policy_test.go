@@ -321,3 +321,18 @@ func TestProtocolModel(t *testing.T) {
 		}
 	})
 }
+
+// A candidate's line of `coordctl elect --candidates`: attributes and
+// policy when it publishes them, and without them no word that calls it
+// an outsider (coordctl elect without its coordination flags is one).
+func TestCandidateString(t *testing.T) {
+	c := ours(7, "web-1", 5, "1.4.0", PolicyPriority)
+	c.Leader = true
+	c.Attributes.Labels = map[string]string{"zone": "b", "az": "1"}
+	if got, want := c.String(), "leader  token=7 id=web-1 policy=priority priority=5 version=1.4.0 az=1 zone=b"; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if got, want := foreign(9).String(), "waiting token=9 id=etcdctl no attributes (follows no policy: etcdctl elect, concurrency.Election, or a coordkit candidate given none)"; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

@@ -67,8 +67,8 @@ aside, the leader resigns last, no other candidate leads in between and the
 new token is higher. A coordctl elect that hands over prints a
 "handed-over" event ({"event":"handed-over",...,"reason":R}) and exits 0.
 The default, first-come, is etcd's order. With --candidates it prints the
-queue, leader first, with attributes, and exits (foreign candidates, such
-as etcdctl elect, have none).`,
+queue, leader first, with attributes, and exits (etcdctl elect, and a
+coordctl elect given none of the flags above, have none).`,
 		Example: `  coordctl elect scheduler                         # value hostname-pid
   coordctl elect scheduler --id node-1 --ttl 5s -w json
   coordctl elect scheduler http://10.0.0.7:8080     # proclaim an address

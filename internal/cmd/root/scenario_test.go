@@ -111,5 +111,7 @@ func TestScenarioCmdRedisUnreachable(t *testing.T) {
 	res := runInProcess(context.Background(), nil, "scenario", "run", "lock-without-fencing", "--redis", addr)
 	require.Equal(t, cmdutil.ExitError, res.Code, res.Stderr)
 	assert.Contains(t, res.Stderr, addr)
-	assert.Contains(t, res.Stdout+res.Stderr, "did not answer")
+	assert.Contains(t, res.Stdout+res.Stderr, "cannot reach redis at "+addr)
+	assert.Contains(t, res.Stdout+res.Stderr, "connection refused")
+	assert.NotContains(t, res.Stdout+res.Stderr, "did not answer", "it answered at once: nothing listens there")
 }

@@ -43,8 +43,7 @@ const DefaultDialTimeout = 3 * time.Second
 // answered a PING within timeout (DefaultDialTimeout when zero). It returns
 // an error naming addr and wrapping ErrUnreachable when no server answers
 // in time, ErrRefused when it answers the PING with an error, and
-// ErrInvalid for an empty addr. The caller closes the
-// client.
+// ErrInvalid for an empty addr. The caller closes the client.
 func Dial(ctx context.Context, addr string, timeout time.Duration) (*redis.Client, error) {
 	if addr == "" {
 		return nil, fmt.Errorf("%w: empty redis address", ErrInvalid)

@@ -53,8 +53,12 @@ func TestDialSilentServerDidNotAnswer(t *testing.T) {
 			conns = append(conns, c)
 		}
 	}()
+	start := time.Now()
 	_, err = redislock.Dial(context.Background(), silent.Addr().String(), 500*time.Millisecond)
+	took := time.Since(start)
 	require.ErrorIs(t, err, redislock.ErrUnreachable)
+	// Not go-redis's own read timeout (3s, twice: 5s before the fix).
+	require.Less(t, took, 3*time.Second, "Dial waited past its timeout")
 	require.Contains(t, err.Error(), silent.Addr().String()+" did not answer within 500ms")
 	require.NoError(t, silent.Close())
 	<-accepted

@@ -48,12 +48,33 @@ func newLanes(ctx context.Context, client *clientv3.Client, opts ...session.Opti
 
 // take returns a live session on which nothing else holds or waits for
 // keys under occupy, and marks it taken until put. An empty occupy (a
-// semaphore, whose keys are per acquisition) takes the first lane.
+// semaphore, whose keys are per acquisition) takes the first lane. The
+// session is got outside ls.mu: granting one anew after a loss takes round
+// trips (while etcd does not answer, up to its timeouts), and other holds
+// and GET /v1/session must not wait for them.
 func (ls *lanes) take(ctx context.Context, occupy string) (*lane, *session.Session, error) {
+	l, err := ls.pick(occupy)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := l.src.Get(ctx)
+	if err != nil {
+		ls.put(l, occupy)
+		if errors.Is(err, session.ErrClosed) && ls.isClosed() {
+			err = errShuttingDown
+		}
+		return nil, nil, err
+	}
+	return l, s, nil
+}
+
+// pick chooses take's lane, opening one when every lane has occupy, and
+// marks it.
+func (ls *lanes) pick(occupy string) (*lane, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.closed {
-		return nil, nil, errShuttingDown
+		return nil, errShuttingDown
 	}
 	var l *lane
 	for _, c := range ls.list {
@@ -66,14 +87,16 @@ func (ls *lanes) take(ctx context.Context, occupy string) (*lane, *session.Sessi
 		l = ls.newLane()
 		ls.list = append(ls.list, l)
 	}
-	s, err := l.src.Get(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
 	if occupy != "" {
 		l.used[occupy]++
 	}
-	return l, s, nil
+	return l, nil
+}
+
+func (ls *lanes) isClosed() bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.closed
 }
 
 // put gives back what take marked.

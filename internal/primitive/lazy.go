@@ -31,12 +31,18 @@ type Lazy struct {
 	mu     sync.Mutex
 	s      *session.Session
 	closed bool
+	// last is what Current returns: the session Get last returned (nil
+	// after Drop), read without mu, which a Get granting anew holds for
+	// round trips.
+	last atomic.Pointer[session.Session]
 }
 
 // NewLazy returns the session source of a handle: given, when not nil, or
 // its own sessions created with opts. It does no I/O.
 func NewLazy(client *clientv3.Client, given *session.Session, opts ...session.Option) *Lazy {
-	return &Lazy{client: client, opts: opts, owned: given == nil, s: given, id: randomID(), turn: make(chan struct{}, 1)}
+	l := &Lazy{client: client, opts: opts, owned: given == nil, s: given, id: randomID(), turn: make(chan struct{}, 1)}
+	l.last.Store(given)
+	return l
 }
 
 // Serially runs acquire as the handle's one acquisition at a time: a
@@ -100,16 +106,15 @@ func (l *Lazy) Get(ctx context.Context) (*session.Session, error) {
 		return nil, err
 	}
 	l.s = s
+	l.last.Store(s)
 	return s, nil
 }
 
-// Current returns the session Get last returned, without I/O: nil before
-// the first Get and after Drop (after Close, the closed session).
-func (l *Lazy) Current() *session.Session {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.s
-}
+// Current returns the session Get last returned: nil before the first Get
+// and after Drop (after Close, the closed session; while a Get grants a
+// lost one's successor, the lost one). It does no I/O and does not wait
+// for a Get in progress.
+func (l *Lazy) Current() *session.Session { return l.last.Load() }
 
 // Drop forgets s, closing it, if it is the handle's own current session: an
 // acquisition found its lease gone on the server before the session knew.
@@ -119,6 +124,7 @@ func (l *Lazy) Drop(s *session.Session) {
 	if l.s == s && l.owned {
 		_ = s.Close()
 		l.s = nil
+		l.last.Store(nil)
 	}
 }
 

@@ -1,0 +1,77 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+)
+
+// agentSession is GET /v1/session of the agent at url, within timeout.
+func agentSession(url string, timeout time.Duration) (alive bool, err error) {
+	c := &http.Client{Timeout: timeout}
+	resp, err := c.Get(url + "/v1/session")
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	var info struct {
+		Alive bool `json:"alive"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&info)
+	return info.Alive, err
+}
+
+// While etcd does not answer, GET /v1/session answers at once (alive
+// false), even with holds waiting for the agent's lost session to be
+// granted anew: that grant, and the revoke of the lost lease before it,
+// wait for their timeouts, and the agent's status used to wait with them.
+func TestAgentE2ESessionAnswersWhileEtcdDoesNot(t *testing.T) {
+	t.Parallel()
+	srv, _ := etcdtest.StartWithClient(t)
+	px := startCutProxy(t, srv.Endpoints()[0])
+	p := startCoordctl(t, lockEnv(px.endpoint), "agent", "--listen", "127.0.0.1:0", "--ttl", "2s", "-w", "json")
+	var ready struct {
+		URL string `json:"url"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(p.line(t)), &ready))
+	alive, err := agentSession(ready.URL, 5*time.Second)
+	require.NoError(t, err)
+	require.True(t, alive)
+
+	px.cut()
+	require.Eventually(t, func() bool {
+		alive, err := agentSession(ready.URL, 5*time.Second)
+		return err == nil && !alive
+	}, 20*time.Second, 20*time.Millisecond, "the agent's session never ended; stderr: %s", p.stderr.String())
+
+	// Two holds on the first lane, whose session is lost: each must have it
+	// granted anew. A hold's stream starts (200) before it takes a lane.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, name := range []string{"e2e/agent-outage-a", "e2e/agent-outage-b"} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, ready.URL+"/v1/lock", strings.NewReader(`{"name":"`+name+`"}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	start := time.Now()
+	alive, err = agentSession(ready.URL, 1500*time.Millisecond)
+	require.NoError(t, err, "GET /v1/session waited for the holds' grants (%s)", time.Since(start))
+	require.False(t, alive)
+
+	cancel()
+	px.heal()
+	require.Equal(t, exitOK, p.stop(t), p.stderr.String())
+}

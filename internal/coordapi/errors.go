@@ -59,6 +59,8 @@ func codeOf(err error) (string, int) {
 		return CodeShuttingDown, http.StatusServiceUnavailable
 	case errors.Is(err, lock.ErrLocked), errors.Is(err, semaphore.ErrNoSlot):
 		return CodeBusy, http.StatusConflict
+	case errors.Is(err, errNoAnswer):
+		return CodeUnavailable, http.StatusServiceUnavailable
 	case errors.Is(err, context.DeadlineExceeded):
 		return CodeTimeout, http.StatusRequestTimeout
 	case errors.Is(err, session.ErrNameInUse):
@@ -82,4 +84,7 @@ var (
 	errBadRequest = errors.New("coordapi: bad request")
 	// errShuttingDown is the cause of every context the agent's Close ends.
 	errShuttingDown = errors.New("coordapi: agent shutting down")
+	// errNoAnswer: a read ran out of the request timeout, not of the
+	// client's patience: etcd did not answer (unavailable, not timeout).
+	errNoAnswer = errors.New("coordapi: etcd did not answer")
 )

@@ -34,6 +34,9 @@ func (a *API) read(w http.ResponseWriter, r *http.Request, kind primitive.Kind, 
 	defer cancel()
 	v, err := fn(ctx, cfg)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && r.Context().Err() == nil {
+			err = fmt.Errorf("%w within the request timeout %s: %w", errNoAnswer, a.cfg.RequestTimeout, err)
+		}
 		a.refuse(w, err)
 		return
 	}

@@ -34,11 +34,14 @@ func agentSession(url string, timeout time.Duration) (alive bool, err error) {
 // false), even with holds waiting for the agent's lost session to be
 // granted anew: that grant, and the revoke of the lost lease before it,
 // wait for their timeouts, and the agent's status used to wait with them.
-func TestAgentE2ESessionAnswersWhileEtcdDoesNot(t *testing.T) {
+// A read of etcd answers 503 unavailable after the request timeout (it
+// answered 408, the status of a client too slow to send its request).
+func TestAgentE2EWhileEtcdDoesNotAnswer(t *testing.T) {
 	t.Parallel()
 	srv, _ := etcdtest.StartWithClient(t)
 	px := startCutProxy(t, srv.Endpoints()[0])
-	p := startCoordctl(t, lockEnv(px.endpoint), "agent", "--listen", "127.0.0.1:0", "--ttl", "2s", "-w", "json")
+	p := startCoordctl(t, lockEnv(px.endpoint), "agent", "--listen", "127.0.0.1:0", "--ttl", "2s",
+		"--command-timeout", "1s", "-w", "json")
 	var ready struct {
 		URL string `json:"url"`
 	}
@@ -70,6 +73,17 @@ func TestAgentE2ESessionAnswersWhileEtcdDoesNot(t *testing.T) {
 	alive, err = agentSession(ready.URL, 1500*time.Millisecond)
 	require.NoError(t, err, "GET /v1/session waited for the holds' grants (%s)", time.Since(start))
 	require.False(t, alive)
+
+	resp, err := (&http.Client{Timeout: 20 * time.Second}).Get(ready.URL + "/v1/lock/status?name=e2e/agent-outage-a")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var refusal struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&refusal))
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, refusal.Error.Message)
+	require.Equal(t, "unavailable", refusal.Error.Code)
+	require.Contains(t, refusal.Error.Message, "etcd did not answer within the request timeout 1s")
 
 	cancel()
 	px.heal()

@@ -3,6 +3,7 @@ package sidecar
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/coordkit/coordkit/election"
@@ -22,11 +23,15 @@ func (a *API) handleCandidates(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotImplemented, apiError{Error: "candidates are not available"})
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), a.cfg.ResignTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), a.cfg.ReadTimeout)
 	defer cancel()
 	cs, err := a.cfg.Candidates(ctx)
 	if err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: err.Error()})
+		msg := err.Error()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && r.Context().Err() == nil {
+			msg = fmt.Sprintf("etcd did not answer within %s: %s", a.cfg.ReadTimeout, msg)
+		}
+		writeJSON(w, http.StatusServiceUnavailable, apiError{Error: msg})
 		return
 	}
 	if cs == nil {

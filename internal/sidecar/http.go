@@ -79,6 +79,8 @@ type APIConfig struct {
 	Heartbeat time.Duration
 	// ResignTimeout bounds POST /v1/resign; 5s when zero.
 	ResignTimeout time.Duration
+	// ReadTimeout bounds GET /v1/candidates' read of etcd; 5s when zero.
+	ReadTimeout time.Duration
 	// Build is served by GET /v1/status.
 	Build buildinfo.Info
 	// Token, when not empty, is required on state-changing requests
@@ -135,6 +137,9 @@ func NewAPI(cfg APIConfig) *API {
 	}
 	if cfg.ResignTimeout <= 0 {
 		cfg.ResignTimeout = 5 * time.Second
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = 5 * time.Second
 	}
 	a := &API{cfg: cfg, mux: http.NewServeMux(), closing: make(chan struct{})}
 	a.mux.HandleFunc("GET /v1/leader", a.handleLeader)

@@ -82,6 +82,9 @@ type Config struct {
 	// Build is the build of coordctl that GET /v1/status and the
 	// coordctl_build_info metric report; buildinfo.Read() when zero.
 	Build buildinfo.Info
+	// RequestTimeout bounds the API's reads of etcd (GET /v1/candidates);
+	// 5s when zero.
+	RequestTimeout time.Duration
 	// APIToken, when not empty, is required on the API's state-changing
 	// requests (APIConfig.Token). A caller serving the API on a
 	// non-loopback address must set it (httpguard.CheckListen).
@@ -245,7 +248,8 @@ func New(cfg Config) (s *Sidecar, err error) {
 	s.cfg.Coordination = cfg.Coordination.withDefaults()
 	// A resign-to may wait up to a TTL for a crashed candidate to expire.
 	s.api = NewAPI(APIConfig{Tracker: s.tracker, Resign: s.Resign, ResignTo: s.ResignTo, Candidates: s.Candidates, Policy: s.Policy(),
-		Gatherer: cfg.Gatherer, ResignTimeout: grace + cfg.TTL + 5*time.Second, Build: cfg.Build, Token: cfg.APIToken})
+		Gatherer: cfg.Gatherer, ResignTimeout: grace + cfg.TTL + 5*time.Second, ReadTimeout: cfg.RequestTimeout,
+		Build: cfg.Build, Token: cfg.APIToken})
 	return s, nil
 }
 

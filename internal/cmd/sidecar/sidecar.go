@@ -191,6 +191,7 @@ func runSidecar(ctx context.Context, f *cmdutil.Factory, opts *sidecarOptions) e
 	}
 	reg := sidecar.NewRegistry()
 	cfg.Stdout, cfg.Stderr, cfg.Watchdog = f.IO.Out, f.IO.ErrOut, f.Watchdog
+	cfg.RequestTimeout = f.Global.CommandTimeout
 	cfg.Registerer, cfg.Gatherer, cfg.OnChange = reg, reg, sidecar.OutputLines(p.Print, f.IO.ErrOut)
 	sc, err = sidecar.New(cfg)
 	if err != nil {

@@ -89,3 +89,30 @@ func TestAgentE2EWhileEtcdDoesNotAnswer(t *testing.T) {
 	px.heal()
 	require.Equal(t, exitOK, p.stop(t), p.stderr.String())
 }
+
+// While etcd does not answer, the sidecar's GET /v1/candidates answers 503
+// after --command-timeout, saying etcd did not answer; it waited for the
+// resignation's bound (kill grace + TTL + 5s: 20s with the defaults).
+func TestSidecarE2ECandidatesWhileEtcdDoesNotAnswer(t *testing.T) {
+	t.Parallel()
+	srv, _ := etcdtest.StartWithClient(t)
+	px := startCutProxy(t, srv.Endpoints()[0])
+	p := startSidecarProc(t, nil, []string{px.endpoint}, "e2e/outage-candidates", "a", "--ttl", "2s", "--command-timeout", "1s")
+	require.Equal(t, http.StatusOK, p.status(t, "/v1/candidates"))
+
+	px.cut()
+	c := &http.Client{Timeout: 20 * time.Second}
+	start := time.Now()
+	resp, err := c.Get(p.url + "/v1/candidates")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	took := time.Since(start)
+	var refusal struct {
+		Error string `json:"error"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&refusal))
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, refusal.Error)
+	require.Contains(t, refusal.Error, "etcd did not answer within 1s")
+	require.Less(t, took, 10*time.Second, "the read waited past --command-timeout 1s")
+	px.heal()
+}

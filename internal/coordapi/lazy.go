@@ -22,9 +22,17 @@ type Lazy struct {
 	client func() *clientv3.Client
 	guard  http.Handler
 
-	mu     sync.Mutex
-	api    *API
-	closed bool
+	mu      sync.Mutex
+	api     *API
+	closed  bool
+	opening *openAttempt // the one New in progress, nil when none
+}
+
+// openAttempt is one New of the API: the requests that come while it runs
+// wait for it (each until its own context ends) and share its error.
+type openAttempt struct {
+	done chan struct{}
+	err  error
 }
 
 // NewLazy returns the API on the client that client returns once it
@@ -52,27 +60,60 @@ func (l *Lazy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// open returns the API, opening it first if need be. One New runs at a
+// time, outside l.mu (its grant waits up to the session's TTL while etcd
+// does not answer): the requests that come meanwhile wait for it and get
+// its error, instead of each trying in turn behind the lock.
 func (l *Lazy) open(ctx context.Context) (*API, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	switch {
 	case l.closed:
+		l.mu.Unlock()
 		return nil, errShuttingDown
 	case l.api != nil:
-		return l.api, nil
+		api := l.api
+		l.mu.Unlock()
+		return api, nil
+	case l.opening != nil:
+		a := l.opening
+		l.mu.Unlock()
+		select {
+		case <-a.done:
+			if a.err != nil {
+				return nil, a.err
+			}
+			return l.open(ctx)
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
 	}
 	cli := l.client()
 	if cli == nil {
+		l.mu.Unlock()
 		return nil, errConnecting
 	}
+	a := &openAttempt{done: make(chan struct{})}
+	l.opening = a
+	l.mu.Unlock()
+
 	cfg := l.cfg
 	cfg.Client = cli
-	api, err := New(ctx, cfg)
-	if err != nil {
-		return nil, err
+	// Not ctx's end: the waiting requests share this attempt.
+	api, err := New(context.WithoutCancel(ctx), cfg)
+	l.mu.Lock()
+	l.opening = nil
+	switch {
+	case err != nil:
+	case l.closed:
+		_ = api.Close()
+		api, err = nil, errShuttingDown
+	default:
+		l.api = api
 	}
-	l.api = api
-	return api, nil
+	a.err = err
+	close(a.done)
+	l.mu.Unlock()
+	return api, err
 }
 
 // Routes are the API's routes (API.Routes).

@@ -1,14 +1,17 @@
 package coordapi
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/coordkit/coordkit/session"
 )
@@ -50,4 +53,63 @@ func TestLazyOpensOnceTheClientExists(t *testing.T) {
 	require.NoError(t, l.Close())
 	require.Contains(t, h.want(t, "lost").Reason, "shutting down")
 	requireError(t, srv.Client(), get(""), http.StatusServiceUnavailable, CodeShuttingDown)
+}
+
+// While etcd does not answer, requests that come while the API is being
+// opened wait for that one attempt and share its error: each answers 503
+// within about one grant's timeout. They used to try in turn behind a
+// lock, the last of n waiting n grants.
+func TestLazyOpensOnceForConcurrentRequests(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var conns []net.Conn
+	accepting := make(chan struct{})
+	go func() {
+		defer close(accepting)
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c) // accepted, never answered
+		}
+	}()
+	defer func() {
+		_ = silent.Close()
+		<-accepting
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{silent.Addr().String()}, Logger: zap.NewNop()})
+	require.NoError(t, err)
+	defer cli.Close()
+
+	const grant = time.Second // the session's TTL bounds its grant
+	l := NewLazy(Config{SessionOptions: []session.Option{session.WithTTL(grant)}}, func() *clientv3.Client { return cli })
+	defer l.Close()
+	srv := httptest.NewServer(l)
+	defer srv.Close()
+
+	const n = 4
+	took := make([]time.Duration, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			start := time.Now()
+			resp, err := srv.Client().Get(srv.URL + "/v1/session")
+			took[i] = time.Since(start)
+			if err == nil {
+				_ = resp.Body.Close()
+				if resp.StatusCode != http.StatusServiceUnavailable {
+					took[i] = -1
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, d := range took {
+		require.NotEqual(t, time.Duration(-1), d, "request %d was not answered 503", i)
+		require.Less(t, d, 2*grant+grant/2, "request %d waited for more than one attempt to open the API", i)
+	}
 }

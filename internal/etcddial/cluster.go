@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -122,6 +124,11 @@ const statusGrace = 500 * time.Millisecond
 
 // probeClusters asks every endpoint for its status, within timeout, and
 // returns once all answered or, after the first answer, within statusGrace.
+// An endpoint where nothing listens (its TCP connection refused) counts as
+// answered with that error as soon as another endpoint answered: etcd's
+// client retries its Status until the deadline, and one member down cost
+// every command the whole grace. (With no endpoint answering, Dial still
+// waits up to timeout: a member that is restarting may come up.)
 // It returns the answers that came, and the last error when none did.
 // Different cluster IDs among them are an ErrClusterMismatch error naming
 // each endpoint and its cluster.
@@ -129,14 +136,30 @@ func probeClusters(ctx context.Context, cli *clientv3.Client, eps []string, time
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	answers := make(chan endpointStatus, len(eps))
+	answered := make(chan struct{}) // closed at the first answer without error
 	for _, ep := range eps {
 		go func() {
-			resp, err := cli.Status(ctx, ep)
-			st := endpointStatus{endpoint: ep, err: err}
-			if err == nil && resp.Header != nil {
-				st.cluster = resp.Header.ClusterId
+			// Buffered: the request ends with ctx, which the return below
+			// cancels, whether or not anyone still reads it.
+			status := make(chan endpointStatus, 1)
+			go func() {
+				resp, err := cli.Status(ctx, ep)
+				st := endpointStatus{endpoint: ep, err: err}
+				if err == nil && resp.Header != nil {
+					st.cluster = resp.Header.ClusterId
+				}
+				status <- st
+			}()
+			if err := refused(ctx, ep); err != nil {
+				select {
+				case st := <-status:
+					answers <- st
+				case <-answered:
+					answers <- endpointStatus{endpoint: ep, err: err}
+				}
+				return
 			}
-			answers <- st
+			answers <- <-status
 		}()
 	}
 	var ok []endpointStatus
@@ -152,6 +175,7 @@ wait:
 			}
 			ok = append(ok, st)
 			if grace == nil {
+				close(answered)
 				t := time.NewTimer(statusGrace)
 				defer t.Stop()
 				grace = t.C
@@ -164,6 +188,26 @@ wait:
 		return nil, last
 	}
 	return ok, sameCluster(ok)
+}
+
+// refused returns the error of a TCP connection to ep when the connection
+// was refused (nothing listens there), nil otherwise: connected, timed out,
+// a unix socket.
+func refused(ctx context.Context, ep string) error {
+	if strings.HasPrefix(ep, "unix") {
+		return nil
+	}
+	hostport, _ := useTLS(ep, nil)
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", hostport)
+	if err == nil {
+		_ = conn.Close()
+		return nil
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return &unreachableError{err: err}
+	}
+	return nil
 }
 
 // sameCluster returns an ErrClusterMismatch error when the answers carry

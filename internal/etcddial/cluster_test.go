@@ -58,3 +58,19 @@ func TestSameCluster(t *testing.T) {
 	require.ErrorIs(t, err, ErrClusterMismatch)
 	require.Contains(t, err.Error(), fmt.Sprintf("a, b (cluster %x) and c (cluster %x)", 7, 9))
 }
+
+// One member down (nothing listens at its endpoint) does not make Dial
+// wait statusGrace for it after the others answered: it did, so every
+// command paid half a second while a member was down.
+func TestDialDoesNotWaitForAnEndpointNothingListensAt(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t)
+	for _, eps := range [][]string{{srv.Endpoints()[0], freeAddr(t)}, {freeAddr(t), srv.Endpoints()[0]}} {
+		start := time.Now()
+		cli, err := Dial(context.Background(), Config{Endpoints: eps, DialTimeout: 5 * time.Second})
+		took := time.Since(start)
+		require.NoError(t, err, "%v", eps)
+		require.NoError(t, cli.Close())
+		require.Less(t, took, statusGrace, "%v: Dial waited for the endpoint nothing listens at", eps)
+	}
+}

@@ -35,6 +35,9 @@ type Lazy struct {
 	// after Drop), read without mu, which a Get granting anew holds for
 	// round trips.
 	last atomic.Pointer[session.Session]
+	// revoking counts the lost sessions being closed in the background
+	// (Get); Close waits for them.
+	revoking sync.WaitGroup
 }
 
 // NewLazy returns the session source of a handle: given, when not nil, or
@@ -95,7 +98,12 @@ func (l *Lazy) Get(ctx context.Context) (*session.Session, error) {
 			if !l.owned {
 				return nil, fmt.Errorf("%w: %w", session.ErrGoneWhileWaiting, l.s.Err())
 			}
-			_ = l.s.Close() // revoke what is left of it
+			// Revoke what is left of it (the server may keep the lease
+			// until its TTL), in the background: while etcd does not
+			// answer that takes up to session.Close's own 3s bound, which
+			// ctx's deadline and the grant below must not wait for.
+			lost := l.s
+			l.revoking.Go(func() { _ = lost.Close() })
 			l.s = nil
 		default:
 			return l.s, nil
@@ -129,9 +137,11 @@ func (l *Lazy) Drop(s *session.Session) {
 }
 
 // Close makes Get return ErrClosed and closes the handle's own session (see
-// Session.Close for when that revokes its lease). A given session is left
-// alone. Calling it again is a no-op.
+// Session.Close for when that revokes its lease), then waits for the lost
+// sessions Get is still revoking. A given session is left alone. Calling
+// it again is a no-op.
 func (l *Lazy) Close() error {
+	defer l.revoking.Wait()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {

@@ -98,13 +98,22 @@ func (l *Lazy) Get(ctx context.Context) (*session.Session, error) {
 			if !l.owned {
 				return nil, fmt.Errorf("%w: %w", session.ErrGoneWhileWaiting, l.s.Err())
 			}
-			// Revoke what is left of it (the server may keep the lease
-			// until its TTL), in the background: while etcd does not
-			// answer that takes up to session.Close's own 3s bound, which
-			// ctx's deadline and the grant below must not wait for.
+			// Revoke what is left of it (the server may keep the lease, and
+			// the keys on it, until its TTL) before granting anew, as long
+			// as ctx lasts: while etcd does not answer the revoke takes up
+			// to session.Close's own 3s, and it goes on in the background.
 			lost := l.s
-			l.revoking.Go(func() { _ = lost.Close() })
+			revoked := make(chan struct{})
+			l.revoking.Go(func() {
+				defer close(revoked)
+				_ = lost.Close()
+			})
 			l.s = nil
+			select {
+			case <-revoked:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("session: revoke the lost lease %x: %w", int64(lost.Lease()), context.Cause(ctx))
+			}
 		default:
 			return l.s, nil
 		}

@@ -15,10 +15,11 @@ import (
 	"github.com/coordkit/coordkit/session"
 )
 
-// A handle whose own session was lost while etcd does not answer grants
-// the next one within the caller's ctx: the revoke of the lost lease (up
-// to session.Close's 3s) runs in the background. Get waited for it first,
-// so a Lock with a 300ms deadline took over 3s.
+// A handle whose own session was lost while etcd does not answer keeps to
+// the caller's ctx: it waits for the revoke of the lost lease (up to
+// session.Close's 3s) only while ctx lasts, and the revoke goes on in the
+// background. Get waited for it whatever ctx said, so a Lock with a 300ms
+// deadline took 3s.
 func TestLazyGetAfterALossKeepsToCtx(t *testing.T) {
 	t.Parallel()
 	u, err := url.Parse(etcd.Endpoints()[0])

@@ -122,13 +122,17 @@ type endpointStatus struct {
 // that is checked on its first answer (clusterPin).
 const statusGrace = 500 * time.Millisecond
 
+// refusedAfter is how long, after the first answer, an endpoint that has
+// not answered may take before Dial checks whether anything listens there.
+const refusedAfter = 50 * time.Millisecond
+
 // probeClusters asks every endpoint for its status, within timeout, and
 // returns once all answered or, after the first answer, within statusGrace.
 // An endpoint where nothing listens (its TCP connection refused) counts as
-// answered with that error as soon as another endpoint answered: etcd's
-// client retries its Status until the deadline, and one member down cost
-// every command the whole grace. (With no endpoint answering, Dial still
-// waits up to timeout: a member that is restarting may come up.)
+// answered with that error refusedAfter after another endpoint answered:
+// etcd's client retries its Status until the deadline, and one member
+// down cost every command the whole grace. (With no endpoint answering,
+// Dial still waits up to timeout: a member that is restarting may come up.)
 // It returns the answers that came, and the last error when none did.
 // Different cluster IDs among them are an ErrClusterMismatch error naming
 // each endpoint and its cluster.
@@ -150,13 +154,24 @@ func probeClusters(ctx context.Context, cli *clientv3.Client, eps []string, time
 				}
 				status <- st
 			}()
+			// Another endpoint answered and this one, a while later, still
+			// has not: does anything listen there? (Only then: a probe
+			// connection that a TLS server sees closed unused is a line
+			// in its log.)
+			select {
+			case st := <-status:
+				answers <- st
+				return
+			case <-answered:
+			}
+			select {
+			case st := <-status:
+				answers <- st
+				return
+			case <-time.After(refusedAfter):
+			}
 			if err := refused(ctx, ep); err != nil {
-				select {
-				case st := <-status:
-					answers <- st
-				case <-answered:
-					answers <- endpointStatus{endpoint: ep, err: err}
-				}
+				answers <- endpointStatus{endpoint: ep, err: err}
 				return
 			}
 			answers <- <-status

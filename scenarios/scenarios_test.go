@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,6 +18,7 @@ import (
 	"github.com/coordkit/coordkit/fencing/sqlfence"
 	"github.com/coordkit/coordkit/fencing/sqlfence/sqltest"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/internal/nettest"
 	"github.com/coordkit/coordkit/internal/redislock/redistest"
 	"github.com/coordkit/coordkit/scenarios/report"
 	"github.com/coordkit/coordkit/scenarios/report/reporttest"
@@ -337,10 +337,7 @@ func TestScenarioLockWithoutFencingRealRedis(t *testing.T) {
 
 func TestScenarioLockWithoutFencingRedisUnreachable(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
+	addr := nettest.ClosedAddr(t)
 	reg, err := Default()
 	require.NoError(t, err)
 	_, err = reg.Run(context.Background(), "lock-without-fencing", Env{TempDir: t.TempDir(), StartEtcd: testEtcd(t), Redis: addr})

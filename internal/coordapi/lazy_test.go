@@ -1,7 +1,6 @@
 package coordapi
 
 import (
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/coordkit/coordkit/internal/nettest"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -60,28 +60,7 @@ func TestLazyOpensOnceTheClientExists(t *testing.T) {
 // within about one grant's timeout. They used to try in turn behind a
 // lock, the last of n waiting n grants.
 func TestLazyOpensOnceForConcurrentRequests(t *testing.T) {
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var conns []net.Conn
-	accepting := make(chan struct{})
-	go func() {
-		defer close(accepting)
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c) // accepted, never answered
-		}
-	}()
-	defer func() {
-		_ = silent.Close()
-		<-accepting
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	}()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{silent.Addr().String()}, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{nettest.Silent(t)}, Logger: zap.NewNop()})
 	require.NoError(t, err)
 	defer cli.Close()
 

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/internal/nettest"
 )
 
 // Issue 31, item 3: endpoints of two etcd clusters behind one --endpoints
@@ -65,7 +66,7 @@ func TestSameCluster(t *testing.T) {
 func TestDialDoesNotWaitForAnEndpointNothingListensAt(t *testing.T) {
 	t.Parallel()
 	srv := etcdtest.Start(t)
-	for _, eps := range [][]string{{srv.Endpoints()[0], freeAddr(t)}, {freeAddr(t), srv.Endpoints()[0]}} {
+	for _, eps := range [][]string{{srv.Endpoints()[0], nettest.ClosedAddr(t)}, {nettest.ClosedAddr(t), srv.Endpoints()[0]}} {
 		start := time.Now()
 		cli, err := Dial(context.Background(), Config{Endpoints: eps, DialTimeout: 5 * time.Second})
 		took := time.Since(start)

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,16 +15,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/internal/nettest"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
 
 func TestDialAnswers(t *testing.T) {
 	t.Parallel()
@@ -43,7 +34,7 @@ func TestDialAnswers(t *testing.T) {
 // dial timeout (a refused dial is not retried until the bound).
 func TestDialUnreachableNamesEndpoints(t *testing.T) {
 	t.Parallel()
-	dead := freeAddr(t)
+	dead := nettest.ClosedAddr(t)
 	_, err := Dial(context.Background(), Config{Endpoints: []string{dead}, DialTimeout: 500 * time.Millisecond})
 	require.ErrorIs(t, err, ErrUnreachable)
 	require.Contains(t, err.Error(), "etcd unreachable at "+dead)
@@ -62,7 +53,7 @@ func TestDialCancelled(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Dial(ctx, Config{Endpoints: []string{freeAddr(t)}, DialTimeout: time.Second})
+	_, err := Dial(ctx, Config{Endpoints: []string{nettest.ClosedAddr(t)}, DialTimeout: time.Second})
 	require.ErrorIs(t, err, context.Canceled)
 }
 

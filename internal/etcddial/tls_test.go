@@ -13,6 +13,7 @@ import (
 
 	"github.com/coordkit/coordkit/internal/etcdembed"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/internal/nettest"
 )
 
 // TestDialErrorsSayWhy runs a real etcd that serves clients over TLS only,
@@ -49,7 +50,7 @@ func TestDialErrorsSayWhy(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, admin.Close())
 
-	dead := freeAddr(t)
+	dead := nettest.ClosedAddr(t)
 	// etcd checks a password with bcrypt, slow under -race on a loaded
 	// machine: the cases that authenticate get time; the others fail
 	// whatever the timeout.

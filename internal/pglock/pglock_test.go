@@ -13,6 +13,7 @@ import (
 
 	"github.com/coordkit/coordkit/fencing/sqlfence"
 	"github.com/coordkit/coordkit/fencing/sqlfence/sqltest"
+	"github.com/coordkit/coordkit/internal/nettest"
 	"github.com/coordkit/coordkit/internal/pglock"
 )
 
@@ -69,10 +70,7 @@ func TestInvalidAndUnreachable(t *testing.T) {
 	require.NotEqual(t, a.Name("x"), b.Name("x"), "each run has its own names")
 	require.ErrorIs(t, pglock.CreateSequence(context.Background(), nil, "bad name"), pglock.ErrInvalid)
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
+	addr := nettest.ClosedAddr(t)
 	_, err = pglock.Open(context.Background(), "postgres://root@"+addr+"/test?sslmode=disable", "n", pglock.WithDialTimeout(time.Second))
 	require.ErrorIs(t, err, pglock.ErrUnreachable)
 	require.Contains(t, err.Error(), addr)
@@ -84,23 +82,10 @@ func TestInvalidAndUnreachable(t *testing.T) {
 // nothing did not answer in time; a server that answers with a refusal
 // (no such database, no such role) is no unreachable server.
 func TestConnectErrorsSayWhatHappened(t *testing.T) {
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer silent.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := silent.Accept()
-		if err == nil {
-			accepted <- c
-		}
-		close(accepted)
-	}()
-	_, err = pglock.Connect(context.Background(), "postgres://root@"+silent.Addr().String()+"/test?sslmode=disable", 500*time.Millisecond)
+	silent := nettest.Silent(t)
+	_, err := pglock.Connect(context.Background(), "postgres://root@"+silent+"/test?sslmode=disable", 500*time.Millisecond)
 	require.ErrorIs(t, err, pglock.ErrUnreachable)
-	require.Contains(t, err.Error(), silent.Addr().String()+" did not answer within 500ms")
-	if c, ok := <-accepted; ok {
-		_ = c.Close()
-	}
+	require.Contains(t, err.Error(), silent+" did not answer within 500ms")
 
 	dsn := fresh(t)
 	cfg, err := pgx.ParseConfig(dsn)

@@ -2,7 +2,6 @@ package redislock_test
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -10,21 +9,13 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	"github.com/stretchr/testify/require"
 
+	"github.com/coordkit/coordkit/internal/nettest"
 	"github.com/coordkit/coordkit/internal/redislock"
 	"github.com/coordkit/coordkit/internal/redislock/redistest"
 )
 
-// closedAddr is a local address nobody listens on.
-func closedAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
-
 func TestDialUnreachableNamesTheAddress(t *testing.T) {
-	addr := closedAddr(t)
+	addr := nettest.ClosedAddr(t)
 	_, err := redislock.Dial(context.Background(), addr, time.Second)
 	require.ErrorIs(t, err, redislock.ErrUnreachable)
 	require.Contains(t, err.Error(), addr)
@@ -38,33 +29,14 @@ func TestDialUnreachableNamesTheAddress(t *testing.T) {
 // A server that accepts the connection and never answers the PING did not
 // answer within the timeout.
 func TestDialSilentServerDidNotAnswer(t *testing.T) {
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer silent.Close()
-	var conns []net.Conn
-	accepted := make(chan struct{})
-	go func() {
-		defer close(accepted)
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c)
-		}
-	}()
+	silent := nettest.Silent(t)
 	start := time.Now()
-	_, err = redislock.Dial(context.Background(), silent.Addr().String(), 500*time.Millisecond)
+	_, err := redislock.Dial(context.Background(), silent, 500*time.Millisecond)
 	took := time.Since(start)
 	require.ErrorIs(t, err, redislock.ErrUnreachable)
 	// Not go-redis's own read timeout (3s, twice: 5s before the fix).
 	require.Less(t, took, 3*time.Second, "Dial waited past its timeout")
-	require.Contains(t, err.Error(), silent.Addr().String()+" did not answer within 500ms")
-	require.NoError(t, silent.Close())
-	<-accepted
-	for _, c := range conns {
-		_ = c.Close()
-	}
+	require.Contains(t, err.Error(), silent+" did not answer within 500ms")
 }
 
 func TestInvalidArguments(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/coordkit/coordkit/internal/bench"
 	"github.com/coordkit/coordkit/internal/bench/benchtest"
+	"github.com/coordkit/coordkit/internal/nettest"
 	"github.com/coordkit/coordkit/internal/redislock"
 	"github.com/coordkit/coordkit/internal/redislock/redistest"
 )
@@ -190,15 +190,12 @@ func TestRunStopsWhenCanceled(t *testing.T) {
 }
 
 func TestRunRedisUnreachable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
+	addr := nettest.ClosedAddr(t)
 	o := tiny()
 	o.Against, o.Redis = []string{AgainstRedsync}, addr
 	var progress bytes.Buffer
 	o.Progress = &progress
-	_, err = Run(context.Background(), o)
+	_, err := Run(context.Background(), o)
 	require.ErrorIs(t, err, redislock.ErrUnreachable)
 	require.Contains(t, err.Error(), addr)
 	require.NotContains(t, progress.String(), "starting embedded etcd", "fails before starting etcd")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"net"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,6 +12,7 @@ import (
 	"github.com/coordkit/coordkit/fencing/sqlfence"
 	"github.com/coordkit/coordkit/fencing/sqlfence/sqltest"
 	"github.com/coordkit/coordkit/internal/bench"
+	"github.com/coordkit/coordkit/internal/nettest"
 	"github.com/coordkit/coordkit/internal/pglock"
 )
 
@@ -50,15 +50,12 @@ func TestRunAgainstPGAdvisory(t *testing.T) {
 }
 
 func TestRunPGUnreachable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
+	addr := nettest.ClosedAddr(t)
 	o := tiny()
 	o.Against, o.DSN = []string{AgainstPG}, "postgres://root@"+addr+"/test?sslmode=disable&connect_timeout=1"
 	var progress bytes.Buffer
 	o.Progress = &progress
-	_, err = Run(context.Background(), o)
+	_, err := Run(context.Background(), o)
 	require.ErrorIs(t, err, pglock.ErrUnreachable)
 	require.Contains(t, err.Error(), addr)
 	require.NotContains(t, progress.String(), "starting embedded etcd", "fails before starting etcd")

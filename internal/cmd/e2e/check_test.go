@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/internal/etcdembed"
+	"github.com/coordkit/coordkit/internal/nettest"
 	"github.com/coordkit/coordkit/internal/safety"
 )
 
@@ -168,7 +169,7 @@ func startEtcdMembers3(t *testing.T) (env []string, control string) {
 		return u
 	}
 	for attempt := 1; ; attempt++ {
-		addr := freeAddr(t)
+		addr := nettest.ClosedAddr(t)
 		urls := stable() + "," + stable() + "," + stable()
 		p := startCoordctl(t, nil, "etcd", "--members", "3", "--data-dir", t.TempDir(),
 			"--listen-client-urls", urls, "--control", addr, "-w", "json")

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/nettest"
 )
 
 // A second coordctl etcd on a data directory in use exits 1 at once, saying
@@ -19,12 +21,12 @@ func TestEtcdE2EDataDirInUse(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	first := startCoordctl(t, nil, "etcd", "-w", "json", "--data-dir", dir,
-		"--listen-client-urls", "http://"+freeAddr(t), "--listen-peer-urls", "http://"+freeAddr(t))
+		"--listen-client-urls", "http://"+nettest.ClosedAddr(t), "--listen-peer-urls", "http://"+nettest.ClosedAddr(t))
 	var ready struct{ Endpoints []string }
 	require.NoError(t, json.Unmarshal([]byte(first.line(t)), &ready), first.stderr.String())
 
 	second := startCoordctl(t, nil, "etcd", "--data-dir", dir,
-		"--listen-client-urls", "http://"+freeAddr(t), "--listen-peer-urls", "http://"+freeAddr(t))
+		"--listen-client-urls", "http://"+nettest.ClosedAddr(t), "--listen-peer-urls", "http://"+nettest.ClosedAddr(t))
 	require.Equal(t, exitError, second.wait(t, 60*time.Second))
 	require.Contains(t, second.stderr.String(), "data dir "+dir+" is in use by another process")
 }
@@ -32,7 +34,7 @@ func TestEtcdE2EDataDirInUse(t *testing.T) {
 func TestEtcdCommandServesAndStopsOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	bin := coordctlBinary(t)
-	client, peer := freeAddr(t), freeAddr(t)
+	client, peer := nettest.ClosedAddr(t), nettest.ClosedAddr(t)
 	cmd := exec.Command(bin, "etcd", "-w", "json", "--data-dir", t.TempDir(),
 		"--listen-client-urls", "http://"+client, "--listen-peer-urls", "http://"+peer)
 	stdout, err := cmd.StdoutPipe()
@@ -73,7 +75,7 @@ func TestEtcdBusyPortIsOneLine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(bin, "etcd", "--data-dir", filepath.Join(t.TempDir(), "d"),
-				tc.flag, "http://"+busy.Addr().String(), tc.other, "http://"+freeAddr(t))
+				tc.flag, "http://"+busy.Addr().String(), tc.other, "http://"+nettest.ClosedAddr(t))
 			var stdout, stderr strings.Builder
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()

@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/internal/nettest"
 )
 
 // A second coordctl lock --try on the same name: its exit code.
@@ -179,7 +180,7 @@ func TestLockE2EExitCodes(t *testing.T) {
 	srv, cli := etcdtest.StartWithClient(t)
 	h := holdWithLibrary(t, cli, "e2e/codes")
 	env := lockEnv(srv.Endpoints()[0])
-	dead := freeAddr(t)
+	dead := nettest.ClosedAddr(t)
 	cases := []struct {
 		name   string
 		env    []string

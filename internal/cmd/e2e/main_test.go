@@ -2,12 +2,10 @@ package e2e
 
 import (
 	"bytes"
-	"net"
 	"os"
 	"sync"
 	"testing"
 
-	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
@@ -51,16 +49,6 @@ func coordctlBinary(t testing.TB) string {
 func sidecarBinary(t testing.TB) string {
 	t.Helper()
 	return testbin.Path(t, testbin.Sidecar)
-}
-
-// freeAddr is a loopback address nothing listens on (at the moment).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
 }
 
 // syncBuffer is a bytes.Buffer safe to read while a process writes it.

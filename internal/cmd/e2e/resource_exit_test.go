@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/nettest"
 )
 
 // Issue 32: `resource put ... | true` died of SIGPIPE (141) and
@@ -140,10 +140,7 @@ func TestResourceE2EUnansweredWriteIsOutcomeUnknown(t *testing.T) {
 	}, 30*time.Second, 20*time.Millisecond, "the unanswered writes were applied once the resource ran again")
 
 	// Nothing listens: the request never left, exit 1 (a retry is safe).
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	deadURL := "http://" + l.Addr().String()
-	require.NoError(t, l.Close())
+	deadURL := "http://" + nettest.ClosedAddr(t)
 	code, text := run("resource", "put", "k", "v", "--token", "7", "--scope", "s/", "--url", deadURL)
 	require.Equal(t, exitError, code, text)
 	require.Contains(t, text, "resource unreachable at "+deadURL)

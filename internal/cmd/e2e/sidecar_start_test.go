@@ -12,6 +12,7 @@ import (
 
 	"github.com/coordkit/coordkit/internal/etcdembed"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/internal/nettest"
 )
 
 // getBody is GET path on the sidecar: status and body.
@@ -55,7 +56,7 @@ func TestSidecarE2EWaitsForEtcdAtStart(t *testing.T) {
 		away     func(t *testing.T) (endpoint string, back func())
 	}{
 		{"etcd not started yet", 3, func(t *testing.T) (string, func()) {
-			client, peer := "http://"+freeAddr(t), "http://"+freeAddr(t)
+			client, peer := "http://"+nettest.ClosedAddr(t), "http://"+nettest.ClosedAddr(t)
 			return client, func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 				defer cancel()
@@ -107,7 +108,7 @@ func TestSidecarE2EWaitsForEtcdAtStart(t *testing.T) {
 // attempt's error, after serving meanwhile.
 func TestSidecarE2EStartTimeout(t *testing.T) {
 	t.Parallel()
-	dead := freeAddr(t)
+	dead := nettest.ClosedAddr(t)
 	start := time.Now()
 	p := startSidecarProc(t, nil, []string{dead}, "e2e/start-timeout", "a", "--dial-timeout", "500ms", "--start-timeout", "2s")
 	require.Equal(t, 200, p.status(t, "/livez"), "it serves while it waits")

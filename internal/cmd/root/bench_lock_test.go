@@ -2,12 +2,12 @@ package root
 
 import (
 	"context"
-	"net"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/nettest"
 )
 
 func TestBenchLockBadFlags(t *testing.T) {
@@ -42,10 +42,7 @@ func TestBenchLockAgainstBadInput(t *testing.T) {
 // An address nobody answers on: exit 1 naming it, before etcd starts.
 func TestBenchLockRedisUnreachable(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
+	addr := nettest.ClosedAddr(t)
 	res := runInProcess(context.Background(), nil, "bench", "lock", "--against", "redsync", "--redis", addr)
 	require.Equal(t, cmdutil.ExitError, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, addr)

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/nettest"
 )
 
 func TestBenchSQLBadFlags(t *testing.T) {
@@ -30,7 +31,7 @@ func TestBenchSQLBadFlags(t *testing.T) {
 // An unreachable server: exit 1, the host named, the password not.
 func TestBenchSQLUnreachable(t *testing.T) {
 	t.Parallel()
-	addr := freeAddr(t)
+	addr := nettest.ClosedAddr(t)
 	res := runInProcess(context.Background(), nil, "bench", "sql", "--driver", "postgres", "--dsn", "postgres://root:s3cret@"+addr+"/x")
 	require.Equal(t, cmdutil.ExitError, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, addr)

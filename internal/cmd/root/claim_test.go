@@ -11,6 +11,7 @@ import (
 
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/internal/nettest"
 )
 
 type claimJSON struct {
@@ -144,7 +145,7 @@ func TestClaimCLITTLAndPrefix(t *testing.T) {
 
 func TestClaimCLIUsageAndUnreachable(t *testing.T) {
 	t.Parallel()
-	dead := freeAddr(t)
+	dead := nettest.ClosedAddr(t)
 	env := map[string]string{"COORDCTL_ENDPOINTS": dead}
 	ctx := claimTestCtx(t)
 	cases := []struct {

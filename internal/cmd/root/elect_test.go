@@ -15,6 +15,7 @@ import (
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/internal/nettest"
 )
 
 // electBuffer is a writer tests can read while a command writes to it.
@@ -128,7 +129,7 @@ func TestElectCmdUsageErrors(t *testing.T) {
 
 func TestElectCmdUnreachableEtcdExits1InTime(t *testing.T) {
 	t.Parallel()
-	dead := freeAddr(t)
+	dead := nettest.ClosedAddr(t)
 	start := time.Now()
 	res := runInProcess(context.Background(), nil, "--endpoints", dead, "--dial-timeout", "500ms", "elect", "svc")
 	require.Equal(t, cmdutil.ExitError, res.Code, res.Stderr)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/internal/nettest"
 	"github.com/coordkit/coordkit/lock"
 )
 
@@ -46,7 +47,7 @@ func TestLockCmdBadFlagsAreUsageErrors(t *testing.T) {
 
 func TestLockCmdUnreachableEtcdExits1InTime(t *testing.T) {
 	t.Parallel()
-	dead := freeAddr(t)
+	dead := nettest.ClosedAddr(t)
 	start := time.Now()
 	res := runInProcess(context.Background(), map[string]string{"COORDCTL_ENDPOINTS": dead},
 		"--dial-timeout", "500ms", "lock", "x", "--", "true")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/nettest"
 )
 
 // startTestResource serves a fencing.Resource in-process for the client commands.
@@ -148,7 +149,7 @@ func TestResourceCmdValueFromStdin(t *testing.T) {
 
 func TestResourceCmdUnreachableURL(t *testing.T) {
 	t.Parallel()
-	dead := "http://" + freeAddr(t)
+	dead := "http://" + nettest.ClosedAddr(t)
 	res := runInProcess(context.Background(), nil, "resource", "get", "k", "--url", dead)
 	require.Equal(t, cmdutil.ExitError, res.Code)
 	require.Contains(t, res.Stderr, strings.TrimPrefix(dead, "http://"))

@@ -2,7 +2,6 @@ package root
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/etcddial"
+	"github.com/coordkit/coordkit/internal/nettest"
 )
 
 func TestGlobalFlagErrorsAreUsageErrors(t *testing.T) {
@@ -38,7 +38,7 @@ func TestGlobalFlagErrorsAreUsageErrors(t *testing.T) {
 func TestUnreachableEtcdFailsFastNamingEndpoints(t *testing.T) {
 	t.Parallel()
 	f := cmdutil.NewFactory(cmdutil.IOStreams{})
-	dead := freeAddr(t) // nothing listens there
+	dead := nettest.ClosedAddr(t) // nothing listens there
 	f.Global = cmdutil.GlobalOptions{Flags: etcddial.Flags{Endpoints: []string{dead}, DialTimeout: 500 * time.Millisecond, CommandTimeout: 5 * time.Second}, WriteOut: "simple"}
 	start := time.Now()
 	_, err := f.EtcdClient(context.Background())
@@ -46,13 +46,4 @@ func TestUnreachableEtcdFailsFastNamingEndpoints(t *testing.T) {
 	require.Contains(t, err.Error(), dead)
 	require.Less(t, time.Since(start), 1500*time.Millisecond)
 	require.Equal(t, cmdutil.ExitError, cmdutil.ExitCode(err))
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
 }

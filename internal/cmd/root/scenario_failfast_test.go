@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/nettest"
 )
 
 // (TestScenarioCmdFailedRunReportsElapsed moved to scenarios: TestRunAll
@@ -15,7 +16,7 @@ import (
 // --endpoints that nothing answers fail within --dial-timeout, saying so.
 func TestScenarioCmdUnreachableEndpointsUseDialTimeout(t *testing.T) {
 	t.Parallel()
-	dead := freeAddr(t)
+	dead := nettest.ClosedAddr(t)
 	res := runInProcess(context.Background(), nil, "scenario", "run", "lock-without-fencing",
 		"--endpoints", dead, "--dial-timeout", "300ms")
 	require.Equal(t, cmdutil.ExitError, res.Code, res.Stderr)

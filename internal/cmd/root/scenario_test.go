@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/nettest"
 )
 
 func TestScenarioCmdList(t *testing.T) {
@@ -104,10 +104,7 @@ func TestScenarioCmdUsage(t *testing.T) {
 // naming it, without starting etcd.
 func TestScenarioCmdRedisUnreachable(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
+	addr := nettest.ClosedAddr(t)
 	res := runInProcess(context.Background(), nil, "scenario", "run", "lock-without-fencing", "--redis", addr)
 	require.Equal(t, cmdutil.ExitError, res.Code, res.Stderr)
 	assert.Contains(t, res.Stderr, addr)

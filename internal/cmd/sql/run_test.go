@@ -16,6 +16,7 @@ import (
 	"github.com/coordkit/coordkit/fencing/sqlfence/sqltest"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	sqlcli "github.com/coordkit/coordkit/internal/cmd/sql"
+	"github.com/coordkit/coordkit/internal/nettest"
 )
 
 // isUsage reports whether err is coordctl's usage error (exit 2).
@@ -184,37 +185,17 @@ func TestRunUnreachable(t *testing.T) {
 // context.DeadlineExceeded (which coordctl explains as etcd's silence).
 func TestRunNoAnswerWithinCommandTimeout(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c) // read only after done
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		<-done
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
+	silent := nettest.Silent(t)
 	for _, tc := range []struct{ driver, dsn string }{
-		{"postgres", "postgres://root:s3cret@" + ln.Addr().String() + "/test?sslmode=disable&connect_timeout=0"},
-		{"mysql", "root:s3cret@tcp(" + ln.Addr().String() + ")/test"},
+		{"postgres", "postgres://root:s3cret@" + silent + "/test?sslmode=disable&connect_timeout=0"},
+		{"mysql", "root:s3cret@tcp(" + silent + ")/test"},
 	} {
 		t.Run(tc.driver, func(t *testing.T) {
 			_, err := run(t, sqlcli.Request{Config: sqlcli.Config{Driver: tc.driver, DSN: tc.dsn, Table: sqlfence.DefaultTable, Timeout: 300 * time.Millisecond},
 				Op: sqlcli.Exec, Scope: "s", Token: 1, Statements: []string{"SELECT 1"}})
 			require.Error(t, err)
 			require.Contains(t, err.Error(), "--command-timeout")
-			require.Contains(t, err.Error(), ln.Addr().String())
+			require.Contains(t, err.Error(), silent)
 			require.NotContains(t, err.Error(), "s3cret")
 			require.NotContains(t, err.Error(), "etcd")
 			require.NotErrorIs(t, err, context.DeadlineExceeded)

@@ -1,11 +1,14 @@
 package sidecar
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,13 +65,42 @@ func awaitView(t *testing.T, ch <-chan View, d time.Duration, ok func(View) bool
 
 func isLeader(v View) bool { return v.IsLeader }
 
+// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// testLogger is a logger whose lines the test prints if it fails.
+func testLogger(t *testing.T, id string) *slog.Logger {
+	var b lockedBuffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("sidecar %s's log:\n%s", id, b.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
 func TestSidecarRunResignTokenFileMetrics(t *testing.T) {
 	_, cli := etcdtest.StartWithClient(t)
 	dir := t.TempDir()
 	newSidecar := func(id string) (*Sidecar, *prometheus.Registry) {
 		reg := prometheus.NewRegistry()
 		s, err := New(Config{Client: cli, Name: "svc", ID: id, TTL: 2 * time.Second,
-			TokenFile: filepath.Join(dir, id), Registerer: reg, Gatherer: reg})
+			TokenFile: filepath.Join(dir, id), Registerer: reg, Gatherer: reg, Logger: testLogger(t, id)})
 		require.NoError(t, err)
 		return s, reg
 	}

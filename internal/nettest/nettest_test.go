@@ -3,6 +3,9 @@ package nettest_test
 import (
 	"errors"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -29,5 +32,28 @@ func TestSilentAcceptsAndSaysNothing(t *testing.T) {
 	var ne net.Error
 	if _, err := c.Read(make([]byte, 1)); !errors.As(err, &ne) || !ne.Timeout() {
 		t.Fatalf("read: %v, want a timeout", err)
+	}
+}
+
+// ClosedAddr's ports are below the ephemeral range, which outgoing
+// connections and port-0 listeners draw from.
+func TestClosedAddrIsBelowTheEphemeralRange(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Skipf("no ephemeral range to compare with: %v", err)
+	}
+	low, err := strconv.Atoi(strings.Fields(string(b))[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		_, port, err := net.SplitHostPort(nettest.ClosedAddr(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 20000 || n >= low {
+			t.Fatalf("port %s: want one in [20000, %d)", port, low)
+		}
 	}
 }

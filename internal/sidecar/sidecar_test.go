@@ -1,14 +1,12 @@
 package sidecar
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -65,33 +63,10 @@ func awaitView(t *testing.T, ch <-chan View, d time.Duration, ok func(View) bool
 
 func isLeader(v View) bool { return v.IsLeader }
 
-// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// testLogger is a logger whose lines the test prints if it fails.
-func testLogger(t *testing.T, id string) *slog.Logger {
-	var b lockedBuffer
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("sidecar %s's log:\n%s", id, b.String())
-		}
-	})
-	return slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{Level: slog.LevelDebug}))
+// testLogger is a logger into the test's own output, which go test shows
+// when the test fails (or with -v).
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // The TTL is 5s, not the 2s of the other tests. With 2s a session's local
@@ -100,14 +75,14 @@ func testLogger(t *testing.T, id string) *slog.Logger {
 // is not resigned, its key goes only with the lease, and the handover this
 // test waits 5s for comes later. That is the likeliest reading of its two
 // CI failures ("no matching view within 5s" after a.Resign), which no run
-// here reproduced; the sidecars' logs are printed if it fails again.
+// here reproduced; the sidecars' logs are in its output if it fails again.
 func TestSidecarRunResignTokenFileMetrics(t *testing.T) {
 	_, cli := etcdtest.StartWithClient(t)
 	dir := t.TempDir()
 	newSidecar := func(id string) (*Sidecar, *prometheus.Registry) {
 		reg := prometheus.NewRegistry()
 		s, err := New(Config{Client: cli, Name: "svc", ID: id, TTL: 5 * time.Second,
-			TokenFile: filepath.Join(dir, id), Registerer: reg, Gatherer: reg, Logger: testLogger(t, id)})
+			TokenFile: filepath.Join(dir, id), Registerer: reg, Gatherer: reg, Logger: testLogger(t).With("sidecar", id)})
 		require.NoError(t, err)
 		return s, reg
 	}

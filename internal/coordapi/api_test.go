@@ -215,7 +215,16 @@ func TestLockTryAndTimeout(t *testing.T) {
 	late := a.open(t, "/v1/lock", HoldRequest{Name: "x", Timeout: &zero})
 	ev = late.after(t, "error") // "waiting" first, unless the timeout came before the library's first look
 	require.Equal(t, CodeTimeout, ev.Code, ev.Message)
+	require.Equal(t, `lock "x" not acquired within 200ms: context deadline exceeded`, ev.Message)
 	late.ended(t)
+
+	sem := a.open(t, "/v1/semaphore", HoldRequest{Name: "s", Limit: 1})
+	sem.want(t, "acquired")
+	full := a.open(t, "/v1/semaphore", HoldRequest{Name: "s", Limit: 1, Timeout: &zero})
+	ev = full.after(t, "error")
+	require.Equal(t, CodeTimeout, ev.Code, ev.Message)
+	require.Equal(t, `semaphore "s": no slot acquired within 200ms: context deadline exceeded`, ev.Message)
+	full.ended(t)
 
 	free := a.open(t, "/v1/lock", HoldRequest{Name: "y", Try: true})
 	free.want(t, "acquired")

@@ -264,7 +264,7 @@ func (a *API) hold(w http.ResponseWriter, r *http.Request, req HoldRequest, p pl
 	defer acancel()
 	l, s, err := a.lanes.take(actx, p.occupy)
 	if err != nil {
-		a.acquireFailed(ctx, out, err)
+		a.acquireFailed(ctx, out, notAcquiredWithin(ctx, p.kind, req, err))
 		return
 	}
 	defer a.lanes.put(l, p.occupy)
@@ -277,11 +277,29 @@ func (a *API) hold(w http.ResponseWriter, r *http.Request, req HoldRequest, p pl
 	})
 	acancel()
 	if err != nil {
-		a.acquireFailed(ctx, out, err)
+		a.acquireFailed(ctx, out, notAcquiredWithin(ctx, p.kind, req, err))
 		return
 	}
 	defer closeFn()
 	a.serveHeld(ctx, out, req, p, h)
+}
+
+// notAcquiredWithin says what a hold's timeout ending its acquisition
+// means, as coordctl lock and sem do, rather than "context deadline
+// exceeded"; the error still matches context.DeadlineExceeded (code
+// "timeout"). Other errors, and the request's own end, pass unchanged.
+func notAcquiredWithin(ctx context.Context, kind string, req HoldRequest, err error) error {
+	if req.Timeout == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	within := time.Duration(*req.Timeout * float64(time.Second))
+	switch kind {
+	case "semaphore":
+		return fmt.Errorf("semaphore %q: no slot acquired within %s: %w", req.Name, within, context.DeadlineExceeded)
+	case "election":
+		return fmt.Errorf("election %q: leadership not won within %s: %w", req.Name, within, context.DeadlineExceeded)
+	}
+	return fmt.Errorf("lock %q not acquired within %s: %w", req.Name, within, context.DeadlineExceeded)
 }
 
 // acquireFailed writes the "error" event of an acquisition that failed;

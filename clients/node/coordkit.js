@@ -9,6 +9,7 @@
 //   held.on('lost', (reason) => stop());
 //   await write(data, { token: held.token, scope: held.scope }); // the resource fences
 //   held.check(); // throws LostError once the hold is lost
+//   await client.lock('jobs/nightly', { signal: AbortSignal.timeout(5000) }); // or an AbortController's
 //
 // See docs/api.md for the API and what a hold does and does not promise.
 'use strict';
@@ -59,17 +60,29 @@ class Client {
     return h;
   }
 
-  request(method, path, body) {
+  /** The response of one request; signal, until the response comes, destroys the request. */
+  request(method, path, body, signal) {
     const mod = this.url.protocol === 'https:' ? https : http;
     const data = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
       const req = mod.request(new URL(path, this.url), { method, headers: this.headers(data !== undefined) }, resolve);
       req.on('error', reject);
+      if (signal) {
+        const abort = () => req.destroy(signal.reason);
+        signal.addEventListener('abort', abort, { once: true });
+        req.once('response', () => signal.removeEventListener('abort', abort));
+        req.once('close', () => signal.removeEventListener('abort', abort));
+      }
       req.end(data);
     });
   }
 
-  /** An exclusive (shared: true, a shared) lock. Options: timeout (s), tryOnce, prefix. */
+  /**
+   * An exclusive (shared: true, a shared) lock. Options: timeout (s),
+   * tryOnce, prefix, signal (an AbortSignal: aborting it while the hold
+   * waits gives up, rejecting with signal.reason; it has no effect once
+   * the hold is granted).
+   */
   lock(name, { shared = false, ...opts } = {}) {
     return this.hold('/v1/lock', { name, mode: shared ? 'shared' : 'exclusive' }, opts);
   }
@@ -84,15 +97,33 @@ class Client {
     return this.hold('/v1/election/campaign', { name, id }, opts);
   }
 
-  async hold(path, body, { timeout, tryOnce, prefix } = {}) {
+  async hold(path, body, { timeout, tryOnce, prefix, signal } = {}) {
     if (timeout !== undefined && tryOnce) throw new TypeError('timeout and tryOnce exclude each other');
     if (timeout !== undefined) body.timeout = timeout;
     if (tryOnce) body.try = true;
     if (prefix) body.prefix = prefix;
-    const res = await this.request('POST', path, body);
+    signal?.throwIfAborted();
+    const res = await this.request('POST', path, body, signal);
     if (res.statusCode !== 200) throw await errorOf(res);
     const held = new Held(res);
-    const ev = await held.first();
+    // Giving up closes the request: the agent removes the waiting key at once.
+    const abort = () => res.destroy();
+    signal?.addEventListener('abort', abort, { once: true });
+    if (signal?.aborted) abort();
+    let ev;
+    try {
+      ev = await held.first();
+    } catch (e) {
+      throw signal?.aborted ? signal.reason : e;
+    } finally {
+      signal?.removeEventListener('abort', abort);
+    }
+    if (signal?.aborted) {
+      // Aborted between the grant and this line: the stream is closed, so
+      // the agent releases the hold; give up as if it came a moment later.
+      await held.release();
+      throw signal.reason;
+    }
     if (ev.event === 'error') {
       res.destroy();
       const Cls = ev.code === 'busy' || ev.code === 'timeout' ? NotAcquired : CoordError;

@@ -115,3 +115,30 @@ test('shared lock, semaphore, campaign', async () => {
 test('bad request', async () => {
   await assert.rejects(c.lock('/x'), (e) => e instanceof CoordError && e.code === 'bad_request' && e.status === 400);
 });
+
+test('an AbortSignal gives up a waiting hold, and the agent drops its key', { timeout: 30000 }, async () => {
+  const name = fresh('abort');
+  const first = await c.lock(name);
+  const ac = new AbortController();
+  const waiting = c.lock(name, { signal: ac.signal });
+  await waiters(name, 1);
+  ac.abort();
+  await assert.rejects(waiting, (e) => e.name === 'AbortError');
+  // The closed request removed the waiting key: nobody queues behind first.
+  const deadline = Date.now() + 10000;
+  while ((await c.lockStatus(name)).waiters.length > 0) {
+    assert.ok(Date.now() < deadline, 'the aborted waiter still queues');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  await assert.rejects(c.lock(name, { signal: AbortSignal.abort() }), (e) => e.name === 'AbortError');
+  await first.release();
+  const free = await c.lock(name, { tryOnce: true });
+  await free.release();
+  // A signal that fires after the grant changes nothing.
+  const later = new AbortController();
+  const h2 = await c.lock(name, { signal: later.signal });
+  later.abort();
+  h2.check();
+  assert.equal(h2.lost, false);
+  await h2.release();
+});

@@ -33,7 +33,8 @@ class CoordError(Exception):
 
 
 class NotAcquired(CoordError):
-    """Not acquired: code "busy" (try_once) or "timeout"."""
+    """Not acquired: code "busy" (try_once), "timeout", or "cancelled" (release()
+    was called while acquire() waited)."""
 
 
 class LostError(Exception):
@@ -149,6 +150,8 @@ class Hold:
         self._conn = self._resp = self._sock = self._reader = None
         self._lock = threading.Lock()
         self._ended = threading.Event()
+        self._settled = threading.Event()  # clear while acquire() runs
+        self._settled.set()
         self._released = False
         self.lost, self.reason = False, None
         self.token = self.scope = self.key = self.lease = self.slot = None
@@ -163,9 +166,15 @@ class Hold:
         return False
 
     def acquire(self):
-        """Block until held; raise NotAcquired (busy, timeout) or CoordError."""
-        if self._conn is not None:
-            raise RuntimeError("a Hold is acquired once; make a new one")
+        """Block until held; raise NotAcquired (busy, timeout, or cancelled:
+        release() was called, from another thread, while it waited) or
+        CoordError."""
+        with self._lock:
+            if self._conn is not None or not self._settled.is_set():
+                raise RuntimeError("a Hold is acquired once; make a new one")
+            if self._released:
+                raise NotAcquired("cancelled", "released before it was acquired")
+            self._settled.clear()
         # The reader thread starts now and waits for `go`: starting a thread
         # once granted would delay acquire's return (0.1-1 ms; threading's
         # start() even waits for the thread to run).
@@ -175,7 +184,11 @@ class Hold:
         try:
             self._conn = self._client._conn(self._client._timeout)
             self._conn.request("POST", self._path, body=json.dumps(self._body).encode(), headers=self._client._headers(True))
-            self._sock = self._conn.sock  # kept: the response may own it alone
+            with self._lock:
+                self._sock = self._conn.sock  # kept: the response may own it alone
+                released = self._released
+            if released:  # release() came while connecting: it saw no socket to close
+                self._sock.shutdown(socket.SHUT_WR)
             self._sock.settimeout(None)  # waiting may take as long as the server lets it
             resp = self._conn.getresponse()
             if resp.status != 200:
@@ -187,6 +200,8 @@ class Hold:
                 ev = self._next()
                 if ev is None:
                     self._conn.close()
+                    if self._released:
+                        raise NotAcquired("cancelled", "released while it waited")
                     raise CoordError("unavailable", "the stream ended before the hold was granted")
                 if ev["event"] == "error":
                     self._conn.close()
@@ -197,11 +212,14 @@ class Hold:
             self.token, self.scope, self.key = ev["token"], ev.get("scope"), ev.get("key")
             self.lease, self.slot = ev.get("lease"), ev.get("slot")
             self._deadline(ev)
+            if self._released:  # release() came with the grant: the agent releases it
+                raise NotAcquired("cancelled", "released while it waited")
         except BaseException:
             self._reader = None
             raise
         finally:
             go.release()
+            self._settled.set()
         return self
 
     def _next(self):
@@ -263,17 +281,28 @@ class Hold:
 
     def release(self, wait=10.0):
         """Release: end the request; the agent deletes the key at once and
-        says so on the stream, which this waits for (up to wait seconds)."""
+        says so on the stream, which this waits for (up to wait seconds).
+        Called from another thread while acquire() waits, it gives up the
+        wait: acquire() raises NotAcquired (code "cancelled") once the
+        agent has removed the waiting key."""
         with self._lock:
             self._released = True
+            sock = self._sock
         inside = self._reader == threading.get_ident()  # release() from on_lost
+        end = time.monotonic() + wait
         for how in (socket.SHUT_WR, socket.SHUT_RDWR):  # a half close first: the answer can still come
-            if self._sock is not None:
+            if sock is not None:
                 try:
-                    self._sock.shutdown(how)
+                    sock.shutdown(how)
                 except OSError:
                     pass
-            if self._reader is None or inside or self._ended.wait(wait):
+            if inside:
+                break
+            # A hold still waiting ends with acquire(); a granted one when
+            # its reader sees the stream end.
+            if self._settled.wait(max(0.0, end - time.monotonic())) and (
+                self._reader is None or self._ended.wait(max(0.0, end - time.monotonic()))
+            ):
                 break
         self._lose("released")
         if self._resp is not None:

@@ -88,6 +88,41 @@ class TestCoordkit(unittest.TestCase):
         self.assertGreater(got[0].token, first.token)
         got[0].release()
 
+    def test_release_gives_up_a_waiting_acquire(self):
+        name = fresh("cancel")
+        first = self.c.lock(name).acquire()
+        waiting = self.c.lock(name)
+        got = []
+
+        def run():
+            try:
+                waiting.acquire()
+                got.append("acquired")
+            except coordkit.NotAcquired as e:
+                got.append(e.code)
+
+        t = threading.Thread(target=run)
+        t.start()
+        self._wait_waiters(name, 1)
+        start = time.monotonic()
+        waiting.release(wait=WAIT)
+        took = time.monotonic() - start
+        t.join(WAIT)
+        self.assertEqual(got, ["cancelled"])
+        # It returned when the agent had dropped the waiting key, not after
+        # its wait: before, it waited all of it for a "released" that a
+        # hold never granted does not get.
+        self.assertLess(took, WAIT / 3)
+        self.assertEqual(self.c.lock_status(name)["waiters"], [])
+        with self.assertRaises(RuntimeError):
+            waiting.acquire()  # a Hold is acquired once
+        first.release()
+        never = self.c.lock(name)
+        never.release()  # released before acquire(): acquire gives up at once
+        with self.assertRaises(coordkit.NotAcquired) as e:
+            never.acquire()
+        self.assertEqual(e.exception.code, "cancelled")
+
     def test_crash_releases(self):
         name = fresh("crash")
         here = os.path.dirname(os.path.abspath(__file__))

@@ -286,11 +286,12 @@ class Hold:
         wait: acquire() raises NotAcquired (code "cancelled") once the
         agent has removed the waiting key."""
         with self._lock:
-            self._released = True
-            sock = self._sock
+            self._released = True  # acquire() sees it, or this sees its socket
         inside = self._reader == threading.get_ident()  # release() from on_lost
         end = time.monotonic() + wait
         for how in (socket.SHUT_WR, socket.SHUT_RDWR):  # a half close first: the answer can still come
+            with self._lock:
+                sock = self._sock
             if sock is not None:
                 try:
                     sock.shutdown(how)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -523,4 +524,26 @@ func TestTimeoutBoundsOnlyTheWait(t *testing.T) {
 	resp, err := a.cli.Get(etcdtest.Ctx(t, wait), ev.Key)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), resp.Count, "the key went with the timeout")
+}
+
+func TestNotAcquiredWithinOnlyForTheRequestsTimeout(t *testing.T) {
+	live := context.Background()
+	expired, cancel := context.WithTimeout(live, 0)
+	defer cancel()
+	<-expired.Done()
+	d := 0.5
+	timed := HoldRequest{Name: "n", Timeout: &d}
+	inner := fmt.Errorf("session: grant: %w", context.DeadlineExceeded)
+
+	err := notAcquiredWithin(live, expired, "lock", timed, inner)
+	require.EqualError(t, err, `lock "n" not acquired within 500ms: context deadline exceeded`)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	// A deadline of the library's while the request's timeout still runs,
+	// no timeout asked for, the request's own end: unchanged.
+	require.Same(t, inner, notAcquiredWithin(live, live, "lock", timed, inner))
+	require.Same(t, inner, notAcquiredWithin(live, expired, "lock", HoldRequest{Name: "n"}, inner))
+	require.Same(t, inner, notAcquiredWithin(expired, expired, "lock", timed, inner))
+	other := errors.New("etcdserver: no leader")
+	require.Same(t, other, notAcquiredWithin(live, expired, "lock", timed, other))
+	require.EqualError(t, notAcquiredWithin(live, expired, "election", timed, inner), `election "n": leadership not won within 500ms: context deadline exceeded`)
 }

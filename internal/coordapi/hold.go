@@ -264,7 +264,7 @@ func (a *API) hold(w http.ResponseWriter, r *http.Request, req HoldRequest, p pl
 	defer acancel()
 	l, s, err := a.lanes.take(actx, p.occupy)
 	if err != nil {
-		a.acquireFailed(ctx, out, notAcquiredWithin(ctx, p.kind, req, err))
+		a.acquireFailed(ctx, out, notAcquiredWithin(ctx, actx, p.kind, req, err))
 		return
 	}
 	defer a.lanes.put(l, p.occupy)
@@ -277,19 +277,20 @@ func (a *API) hold(w http.ResponseWriter, r *http.Request, req HoldRequest, p pl
 	})
 	acancel()
 	if err != nil {
-		a.acquireFailed(ctx, out, notAcquiredWithin(ctx, p.kind, req, err))
+		a.acquireFailed(ctx, out, notAcquiredWithin(ctx, actx, p.kind, req, err))
 		return
 	}
 	defer closeFn()
 	a.serveHeld(ctx, out, req, p, h)
 }
 
-// notAcquiredWithin says what a hold's timeout ending its acquisition
-// means, as coordctl lock and sem do, rather than "context deadline
-// exceeded"; the error still matches context.DeadlineExceeded (code
-// "timeout"). Other errors, and the request's own end, pass unchanged.
-func notAcquiredWithin(ctx context.Context, kind string, req HoldRequest, err error) error {
-	if req.Timeout == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+// notAcquiredWithin says what the request's timeout ending its acquisition
+// (actx's deadline; ctx is the request's own) means, as coordctl lock and
+// sem do, rather than "context deadline exceeded"; the error still matches
+// context.DeadlineExceeded (code "timeout"). Other errors, the request's
+// own end and a deadline of the library's pass unchanged.
+func notAcquiredWithin(ctx, actx context.Context, kind string, req HoldRequest, err error) error {
+	if req.Timeout == nil || ctx.Err() != nil || !errors.Is(actx.Err(), context.DeadlineExceeded) || !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	within := time.Duration(*req.Timeout * float64(time.Second))

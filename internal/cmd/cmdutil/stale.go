@@ -10,3 +10,6 @@ const EnvEndpoints = "COORDCTL_ENDPOINTS"
 // checked when etcd is asked, not before the command runs, and a deadline
 // of the command is not etcd's.
 const EtcdForHintsAnnotation = "coordctl/etcd-for-hints"
+
+// EtcdSilentHint explains a deadline of a request to etcd: etcd's silence.
+const EtcdSilentHint = " (etcd did not answer within --command-timeout: the cluster may have lost its quorum or be unreachable)"

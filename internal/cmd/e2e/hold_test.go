@@ -354,3 +354,38 @@ func TestElectE2EObserveUnknownAtTheLeadersTTL(t *testing.T) {
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, exitOK, p.wait(t, 20*time.Second), p.stderr.String())
 }
+
+// A release that etcd does not answer says what that leaves: the key,
+// until its lease expires, and why (etcd's silence). After the command
+// exited, as a note (the exit status stays the command's); after a signal
+// to a hold without a command, as the error (exit 1).
+func TestHoldE2EReleaseEtcdDoesNotAnswer(t *testing.T) {
+	t.Parallel()
+	srv, _ := etcdtest.StartWithClient(t)
+	const want = "; the key goes when its lease expires, at most --ttl after etcd last heard from coordctl " +
+		"(etcd did not answer within --command-timeout: the cluster may have lost its quorum or be unreachable)\n"
+
+	t.Run("after the command", func(t *testing.T) {
+		t.Parallel()
+		px := startCutProxy(t, srv.Endpoints()[0])
+		cutDone := filepath.Join(t.TempDir(), "cut")
+		p := startCoordctl(t, lockEnv(px.endpoint), "lock", "e2e/release-silent", "--ttl", "30s", "--command-timeout", "1s",
+			"--", "sh", "-c", `echo ready; while [ ! -e "$0" ]; do sleep 0.02; done; exit 3`, cutDone)
+		require.Equal(t, "ready", p.line(t))
+		px.cut()
+		require.NoError(t, os.WriteFile(cutDone, nil, 0o644))
+		require.Equal(t, 3, p.wait(t, 20*time.Second), "stderr: %s", p.stderr.String())
+		require.Contains(t, p.stderr.String(), "coordctl: release lock e2e/release-silent: ")
+		require.True(t, strings.HasSuffix(p.stderr.String(), want), "stderr: %s", p.stderr.String())
+	})
+	t.Run("after a signal", func(t *testing.T) {
+		t.Parallel()
+		px := startCutProxy(t, srv.Endpoints()[0])
+		p := startCoordctl(t, lockEnv(px.endpoint), "sem", "e2e/release-silent-sem", "--limit", "1", "--ttl", "30s", "--command-timeout", "1s")
+		require.Contains(t, p.line(t), "holding semaphore e2e/release-silent-sem")
+		px.cut()
+		require.Equal(t, 1, p.stop(t), "stderr: %s", p.stderr.String())
+		require.Contains(t, p.stderr.String(), "coordctl: release semaphore e2e/release-silent-sem")
+		require.True(t, strings.HasSuffix(p.stderr.String(), want), "stderr: %s", p.stderr.String())
+	})
+}

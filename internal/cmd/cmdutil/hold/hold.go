@@ -2,6 +2,7 @@ package hold
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -124,17 +125,32 @@ func Run(ctx context.Context, f *cmdutil.Factory, p *cmdutil.Printer, run childp
 		return cmdutil.Reported(cmdutil.ErrLost) // Supervise's note said so
 	case o.End == childproc.Stopped:
 		if o.ReleaseErr != nil {
-			return fmt.Errorf("release %s: %w", run.What, o.ReleaseErr)
+			return releaseFailed(run.What, o.ReleaseErr) // the deadline's hint is added where it is printed
 		}
 		return nil
 	}
 	if o.ReleaseErr != nil {
-		fmt.Fprintf(f.IO.ErrOut, "coordctl: release %s: %v\n", run.What, o.ReleaseErr)
+		// A note: the exit status is the command's.
+		err := releaseFailed(run.What, o.ReleaseErr)
+		hint := ""
+		if errors.Is(err, context.DeadlineExceeded) {
+			hint = cmdutil.EtcdSilentHint
+		}
+		fmt.Fprintf(f.IO.ErrOut, "coordctl: %v%s\n", err, hint)
 	}
 	if o.Code != 0 {
 		return &cmdutil.ChildExitError{Code: o.Code}
 	}
 	return nil
+}
+
+// releaseFailed is a release that failed, as coordctl reports it: when
+// etcd did not answer, the key is still there, and goes with the lease.
+func releaseFailed(what string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("release %s: %w; the key goes when its lease expires, at most --ttl after etcd last heard from coordctl", what, err)
+	}
+	return fmt.Errorf("release %s: %w", what, err)
 }
 
 // SessionOptions are the options of the session a lock or sem

@@ -56,7 +56,7 @@ func AsksEtcd(cmd *cobra.Command) bool {
 // etcd's silence. Another command's deadline says nothing of etcd: "".
 func EtcdDeadlineHint(cmd *cobra.Command, err error) string {
 	if cmd != nil && AsksEtcd(cmd) && errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "quorum") {
-		return " (etcd did not answer within --command-timeout: the cluster may have lost its quorum or be unreachable)"
+		return cmdutil.EtcdSilentHint
 	}
 	return ""
 }

@@ -375,6 +375,7 @@ func TestBadRequests(t *testing.T) {
 		{"bad mode", "POST", "/v1/lock", "application/json", `{"name":"x","mode":"both"}`, 400, CodeBadRequest},
 		{"try and timeout", "POST", "/v1/lock", "application/json", `{"name":"x","try":true,"timeout":1}`, 400, CodeBadRequest},
 		{"negative timeout", "POST", "/v1/lock", "application/json", `{"name":"x","timeout":-1}`, 400, CodeBadRequest},
+		{"timeout past 1e9 s", "POST", "/v1/lock", "application/json", `{"name":"x","timeout":1e300}`, 400, CodeBadRequest},
 		{"no limit", "POST", "/v1/semaphore", "application/json", `{"name":"x"}`, 400, CodeBadRequest},
 		{"mode on semaphore", "POST", "/v1/semaphore", "application/json", `{"name":"x","limit":2,"mode":"shared"}`, 400, CodeBadRequest},
 		{"campaign without id", "POST", "/v1/election/campaign", "application/json", `{"name":"x"}`, 400, CodeBadRequest},

@@ -104,7 +104,7 @@ func readHold(r *http.Request, kind primitive.Kind) (HoldRequest, primitive.Conf
 	}
 	switch {
 	case req.Timeout != nil && (*req.Timeout < 0 || math.IsNaN(*req.Timeout) || *req.Timeout > 1e9):
-		return req, cfg, fmt.Errorf("%w: timeout must be a number of seconds, at least 0", errBadRequest)
+		return req, cfg, fmt.Errorf("%w: timeout must be a number of seconds from 0 to 1e9 (omit it to wait for ever)", errBadRequest)
 	case req.Try && req.Timeout != nil:
 		return req, cfg, fmt.Errorf("%w: try and timeout exclude each other (try never waits)", errBadRequest)
 	case kind == primitive.KindLock && req.Mode != "" && req.Mode != "exclusive" && req.Mode != "shared":

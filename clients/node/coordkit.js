@@ -20,6 +20,24 @@ const { EventEmitter } = require('node:events');
 
 const asyncDispose = Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose');
 
+// One 'abort' listener per signal, whatever the number of holds waiting on
+// it (an application's shutdown signal shared by many would otherwise pass
+// Node's MaxListeners and warn): onAbort(signal, fn) returns fn's removal.
+const aborters = new WeakMap();
+function onAbort(signal, fn) {
+  let fns = aborters.get(signal);
+  if (!fns) {
+    fns = new Set();
+    aborters.set(signal, fns);
+    signal.addEventListener('abort', () => {
+      for (const f of fns) f();
+      fns.clear();
+    }, { once: true });
+  }
+  fns.add(fn);
+  return () => fns.delete(fn);
+}
+
 /** An error answer of the agent: .code is its stable code (docs/api.md). */
 class CoordError extends Error {
   constructor(code, message, status) {
@@ -68,10 +86,9 @@ class Client {
       const req = mod.request(new URL(path, this.url), { method, headers: this.headers(data !== undefined) }, resolve);
       req.on('error', reject);
       if (signal) {
-        const abort = () => req.destroy(signal.reason);
-        signal.addEventListener('abort', abort, { once: true });
-        req.once('response', () => signal.removeEventListener('abort', abort));
-        req.once('close', () => signal.removeEventListener('abort', abort));
+        const off = onAbort(signal, () => req.destroy(signal.reason));
+        req.once('response', off);
+        req.once('close', off);
       }
       req.end(data);
     });
@@ -107,16 +124,15 @@ class Client {
     if (res.statusCode !== 200) throw await errorOf(res);
     const held = new Held(res);
     // Giving up closes the request: the agent removes the waiting key at once.
-    const abort = () => res.destroy();
-    signal?.addEventListener('abort', abort, { once: true });
-    if (signal?.aborted) abort();
+    const off = signal ? onAbort(signal, () => res.destroy()) : () => {};
+    if (signal?.aborted) res.destroy();
     let ev;
     try {
       ev = await held.first();
     } catch (e) {
       throw signal?.aborted ? signal.reason : e;
     } finally {
-      signal?.removeEventListener('abort', abort);
+      off();
     }
     if (signal?.aborted) {
       // Aborted between the grant and this line: the stream is closed, so

@@ -142,3 +142,24 @@ test('an AbortSignal gives up a waiting hold, and the agent drops its key', { ti
   assert.equal(h2.lost, false);
   await h2.release();
 });
+
+test('one AbortSignal shared by many waiting holds: no MaxListeners warning', { timeout: 30000 }, async () => {
+  const name = fresh('shared-signal');
+  const first = await c.lock(name);
+  const warnings = [];
+  const onWarning = (w) => warnings.push(w.name);
+  process.on('warning', onWarning);
+  try {
+    const ac = new AbortController();
+    const waits = Array.from({ length: 12 }, () => c.lock(name, { signal: ac.signal }));
+    await waiters(name, 12);
+    ac.abort();
+    const results = await Promise.allSettled(waits);
+    assert.deepEqual(results.map((r) => r.reason?.name), Array(12).fill('AbortError'));
+    await new Promise((r) => setImmediate(r)); // warnings are emitted on a later tick
+  } finally {
+    process.off('warning', onWarning);
+  }
+  assert.deepEqual(warnings.filter((n) => n === 'MaxListenersExceededWarning'), []);
+  await first.release();
+});

@@ -174,11 +174,16 @@ async function text(res) {
   return s;
 }
 
+// The CoordError of a non-200 answer: the agent's code and message, or
+// http_STATUS with the body's start when something else answered (a
+// proxy's HTML page).
 async function errorOf(res) {
-  let e = {};
+  const body = await text(res);
+  let e;
   try {
-    e = JSON.parse(await text(res)).error ?? {};
+    e = JSON.parse(body).error;
   } catch {}
+  if (!e) return new CoordError(`http_${res.statusCode}`, body.slice(0, 200), res.statusCode);
   return new CoordError(e.code ?? `http_${res.statusCode}`, e.message ?? '', res.statusCode);
 }
 

@@ -163,3 +163,21 @@ test('one AbortSignal shared by many waiting holds: no MaxListeners warning', { 
   assert.deepEqual(warnings.filter((n) => n === 'MaxListenersExceededWarning'), []);
   await first.release();
 });
+
+test('the error page of a proxy is a CoordError with the status', async () => {
+  const http = require('node:http');
+  const srv = http.createServer((req, res) => {
+    req.resume();
+    res.writeHead(502, { 'Content-Type': 'text/html' }).end('<html><body>502 Bad Gateway</body></html>');
+  });
+  srv.listen(0, '127.0.0.1');
+  await once(srv, 'listening');
+  try {
+    const bad = new Client(`http://127.0.0.1:${srv.address().port}`);
+    for (const p of [bad.lock('x'), bad.lockStatus('x')]) {
+      await assert.rejects(p, (e) => e instanceof CoordError && e.code === 'http_502' && e.status === 502 && /Bad Gateway/.test(e.message));
+    }
+  } finally {
+    srv.close();
+  }
+});

@@ -114,11 +114,9 @@ class Client:
         try:
             conn.request("GET", path + ("?" + q if q else ""), headers=self._headers(False))
             resp = conn.getresponse()
-            data = json.loads(resp.read() or b"{}")
             if resp.status != 200:
-                err = data.get("error", {})
-                raise CoordError(err.get("code", "http_%d" % resp.status), err.get("message", ""), resp.status)
-            return data
+                raise _error_of(resp)
+            return json.loads(resp.read())
         finally:
             conn.close()
 
@@ -192,9 +190,9 @@ class Hold:
             self._sock.settimeout(None)  # waiting may take as long as the server lets it
             resp = self._conn.getresponse()
             if resp.status != 200:
-                data = json.loads(resp.read() or b"{}").get("error", {})
+                err = _error_of(resp)
                 self._conn.close()
-                raise CoordError(data.get("code", "http_%d" % resp.status), data.get("message", ""), resp.status)
+                raise err
             self._resp = resp
             while True:
                 ev = self._next()
@@ -310,6 +308,18 @@ class Hold:
             self._resp.close()
         if self._conn is not None:
             self._conn.close()
+
+
+def _error_of(resp):
+    """The CoordError of a non-200 answer: the agent's code and message, or
+    http_STATUS with the body's start when something else answered (a
+    proxy's HTML page)."""
+    body = resp.read()
+    try:
+        err = json.loads(body).get("error", {})
+        return CoordError(err.get("code", "http_%d" % resp.status), err.get("message", ""), resp.status)
+    except (ValueError, AttributeError):
+        return CoordError("http_%d" % resp.status, body[:200].decode("utf-8", "replace"), resp.status)
 
 
 def _parse_time(s):

@@ -123,6 +123,38 @@ class TestCoordkit(unittest.TestCase):
             never.acquire()
         self.assertEqual(e.exception.code, "cancelled")
 
+    def test_error_page_of_a_proxy(self):
+        # Something other than the agent answers (a reverse proxy's HTML
+        # page): a CoordError with the status, not a JSON decoding error.
+        import http.server
+
+        class BadGateway(http.server.BaseHTTPRequestHandler):
+            def answer(self):
+                body = b"<html><body>502 Bad Gateway</body></html>"
+                self.send_response(502)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = answer
+
+            def log_message(self, *args):
+                pass
+
+        srv = http.server.HTTPServer(("127.0.0.1", 0), BadGateway)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.server_close)
+        self.addCleanup(srv.shutdown)
+        c = coordkit.Client("http://127.0.0.1:%d" % srv.server_address[1])
+        with self.assertRaises(coordkit.CoordError) as e:
+            c.lock("x").acquire()
+        self.assertEqual((e.exception.code, e.exception.status), ("http_502", 502))
+        self.assertIn("Bad Gateway", e.exception.message)
+        with self.assertRaises(coordkit.CoordError) as e:
+            c.lock_status("x")
+        self.assertEqual(e.exception.code, "http_502")
+
     def test_crash_releases(self):
         name = fresh("crash")
         here = os.path.dirname(os.path.abspath(__file__))

@@ -37,7 +37,7 @@ type Connect struct {
 	// attempt's error.
 	Timeout time.Duration
 	// OnRetry is told of each failed attempt, before the wait for the
-	// next; nil: nobody.
+	// next, instead of Config.Logger; nil: the logger.
 	OnRetry func(ConnectRetry)
 }
 

@@ -32,10 +32,19 @@ func (h HealthConfig) withDefaults() HealthConfig {
 	return h
 }
 
+// AppStatus is the application's health as the sidecar last judged it
+// (GET /v1/status, with a health URL).
+type AppStatus struct {
+	URL     string `json:"url"`
+	Healthy bool   `json:"healthy"`
+	Reason  string `json:"reason,omitempty"` // why not healthy
+}
+
 // appHealth is the health gate's state: healthy is closed while the
 // application is healthy and replaced when it turns unhealthy.
 type appHealth struct {
 	mu      sync.Mutex
+	known   bool // a verdict was reached
 	ok      bool
 	healthy chan struct{} // closed while ok
 	reason  string
@@ -43,21 +52,34 @@ type appHealth struct {
 
 func newAppHealth() *appHealth { return &appHealth{healthy: make(chan struct{})} }
 
-// set records a verdict and reports whether it changed.
+// set records a verdict and reports whether it is news: the first one, or
+// a change.
 func (a *appHealth) set(ok bool, reason string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.reason = reason
-	if ok == a.ok {
-		return false
+	news := !a.known || ok != a.ok
+	a.known = true
+	if ok != a.ok {
+		a.ok = ok
+		if ok {
+			close(a.healthy)
+		} else {
+			a.healthy = make(chan struct{})
+		}
 	}
-	a.ok = ok
-	if ok {
-		close(a.healthy)
-	} else {
-		a.healthy = make(chan struct{})
+	return news
+}
+
+// status is the last verdict, for url.
+func (a *appHealth) status(url string) AppStatus {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := AppStatus{URL: url, Healthy: a.ok, Reason: a.reason}
+	if !a.known {
+		st.Reason = "no healthy answer yet"
 	}
-	return true
+	return st
 }
 
 // wait returns a channel closed once the application is healthy.
@@ -91,7 +113,7 @@ func (s *Sidecar) checkHealth(ctx context.Context) {
 			if failures >= h.Failures {
 				reason := fmt.Sprintf("application unhealthy: %v (%d times in a row)", err, failures)
 				if s.health.set(false, reason) {
-					s.cfg.Logger.Warn("application unhealthy", "url", h.URL, "err", err)
+					s.cfg.Logger.Warn("application unhealthy: not leading until it answers 2xx", "url", h.URL, "err", err)
 				}
 				s.resignUnhealthy(ctx, reason)
 			}

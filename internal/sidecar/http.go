@@ -55,6 +55,7 @@ type Status struct {
 	HealthError string         `json:"health_reason,omitempty"`
 	Ready       bool           `json:"ready"`
 	ReadyError  string         `json:"ready_reason,omitempty"`
+	Application *AppStatus     `json:"application,omitempty"` // with a health URL
 	Build       buildinfo.Info `json:"build"`
 }
 
@@ -95,6 +96,9 @@ type APIConfig struct {
 	Candidates func(ctx context.Context) ([]election.Candidate, error)
 	// Policy is shown by GET /v1/candidates.
 	Policy election.Policy
+	// Application, when set, is the application's health GET /v1/status
+	// shows (Config.Health).
+	Application func() AppStatus
 }
 
 // API is the sidecar's HTTP API. Close ends open watch streams, so that an
@@ -191,6 +195,10 @@ func (a *API) handleStatus(w http.ResponseWriter, r *http.Request) {
 	st := Status{View: s.View(), Build: a.cfg.Build}
 	st.Healthy, st.HealthError = s.Health()
 	st.Ready, st.ReadyError = s.Ready()
+	if a.cfg.Application != nil {
+		app := a.cfg.Application()
+		st.Application = &app
+	}
 	writeJSON(w, http.StatusOK, st)
 }
 

@@ -250,6 +250,9 @@ func New(cfg Config) (s *Sidecar, err error) {
 	s.api = NewAPI(APIConfig{Tracker: s.tracker, Resign: s.Resign, ResignTo: s.ResignTo, Candidates: s.Candidates, Policy: s.Policy(),
 		Gatherer: cfg.Gatherer, ResignTimeout: grace + cfg.TTL + 5*time.Second, ReadTimeout: cfg.RequestTimeout,
 		Build: cfg.Build, Token: cfg.APIToken})
+	if url := s.cfg.Health.URL; url != "" {
+		s.api.cfg.Application = func() AppStatus { return s.health.status(url) }
+	}
 	return s, nil
 }
 
@@ -347,14 +350,15 @@ func (s *Sidecar) etcd() *clientv3.Client {
 	return s.client
 }
 
-// connectRetry reports a failed attempt to connect on /healthz, in the
-// log and to Connect.OnRetry.
+// connectRetry reports a failed attempt to connect on /healthz, and to
+// Connect.OnRetry or else in the log.
 func (s *Sidecar) connectRetry(r ConnectRetry) {
 	s.apply(Event{Kind: SessionDown, Reason: "connecting to etcd: " + r.Err.Error()})
-	s.cfg.Logger.Warn("connect", "attempt", r.Attempt, "err", r.Err, "wait", r.Wait)
 	if s.cfg.Connect.OnRetry != nil {
-		s.cfg.Connect.OnRetry(r)
+		s.cfg.Connect.OnRetry(r) // which reports it instead of the log
+		return
 	}
+	s.cfg.Logger.Warn("connect", "attempt", r.Attempt, "err", r.Err, "wait", r.Wait)
 }
 
 // connectFirst is Serve's attempt to connect before it listens: nil when

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/internal/sidecar"
 )
 
 // Issue 32: during an etcd outage a standby's /v1/leader kept naming the
@@ -119,6 +121,17 @@ func startHealth(t *testing.T, ok bool) *healthSwitch {
 	return h
 }
 
+// application is GET /v1/status's application health.
+func (p *sidecarProc) application(t *testing.T) sidecar.AppStatus {
+	t.Helper()
+	code, body := p.getBody(t, "/v1/status")
+	require.Equal(t, 200, code, body)
+	var st sidecar.Status
+	require.NoError(t, json.Unmarshal([]byte(body), &st))
+	require.NotNil(t, st.Application, "no application in /v1/status: %s", body)
+	return *st.Application
+}
+
 // Issue 32: a sidecar whose application had exited or hung stayed leader
 // and ready. With --health-url an unhealthy application's sidecar resigns
 // (a standby takes over), does not campaign while unhealthy (nor before
@@ -133,16 +146,26 @@ func TestSidecarE2ELeadershipFollowsTheApplicationsHealth(t *testing.T) {
 	a := startSidecarProc(t, nil, srv.Endpoints(), "e2e/health", "a", health(appA)...)
 	time.Sleep(500 * time.Millisecond) // a's unhealthy app had five checks to let it campaign: it must not
 	require.Nil(t, a.leader(t).Leader, "an instance whose application is not up does not lead")
+	// Why it does not lead is in its log and in /v1/status.
+	a.awaitStderr(t, `level=WARN msg="application unhealthy: not leading until it answers 2xx" url=`+appA.url, 10*time.Second)
+	app := a.application(t)
+	require.False(t, app.Healthy)
+	require.Equal(t, appA.url, app.URL)
+	require.Contains(t, app.Reason, "503 Service Unavailable")
 
 	appA.ok.Store(true)
 	require.Eventually(t, func() bool { return a.status(t, "/readyz") == 200 }, 20*time.Second, 20*time.Millisecond)
 	b := startSidecarProc(t, nil, srv.Endpoints(), "e2e/health", "b", health(appB)...)
 	require.Eventually(t, func() bool { v := b.leader(t); return v.Leader != nil && *v.Leader == "a" }, 20*time.Second, 20*time.Millisecond)
 
+	require.True(t, a.application(t).Healthy)
+	require.Contains(t, a.stderr.String(), `level=INFO msg="application healthy"`)
+
 	appA.ok.Store(false)
 	require.Eventually(t, func() bool { return b.status(t, "/readyz") == 200 }, 20*time.Second, 20*time.Millisecond,
 		"a resigns when its application is unhealthy; b takes over")
 	require.Equal(t, 503, a.status(t, "/readyz"))
+	a.awaitStderr(t, `level=WARN msg=resigning reason="application unhealthy: GET `+appA.url+`: 503 Service Unavailable`, 10*time.Second)
 
 	appB.ok.Store(false)
 	require.Eventually(t, func() bool { return b.leader(t).Leader == nil }, 20*time.Second, 20*time.Millisecond,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -191,6 +192,10 @@ func runSidecar(ctx context.Context, f *cmdutil.Factory, opts *sidecarOptions) e
 	}
 	reg := sidecar.NewRegistry()
 	cfg.Stdout, cfg.Stderr, cfg.Watchdog = f.IO.Out, f.IO.ErrOut, f.Watchdog
+	// Operational notes (a resignation and why, the application's health,
+	// a failed campaign or token file write) on stderr, as resource serve
+	// logs; stdout stays the events.
+	cfg.Logger = slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))
 	cfg.RequestTimeout = f.Global.CommandTimeout
 	cfg.Registerer, cfg.Gatherer, cfg.OnChange = reg, reg, sidecar.OutputLines(p.Print, f.IO.ErrOut)
 	sc, err = sidecar.New(cfg)

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -35,6 +36,9 @@ type Config struct {
 	// RequestTimeout bounds the reads (status, leader, candidates) and a
 	// release; DefaultRequestTimeout when zero.
 	RequestTimeout time.Duration
+	// Logger receives operational notes (a hold lost, and why; a release
+	// that failed); nil discards them.
+	Logger *slog.Logger
 }
 
 // Defaults of Config.
@@ -93,6 +97,9 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ls, err := newLanes(ctx, cfg.Client, cfg.SessionOptions...)
 	if err != nil {

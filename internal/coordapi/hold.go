@@ -338,8 +338,13 @@ func (a *API) serveHeld(ctx context.Context, out stream, req HoldRequest, p plan
 	for {
 		select {
 		case <-h.Lost():
-			_ = out.send(Event{Event: "lost", Token: h.Token(), Reason: reasonOf(h.Err())})
-			_ = release() // the key may outlive a local deadline: remove it if it is there
+			reason := reasonOf(h.Err())
+			a.cfg.Logger.Warn("hold lost", "kind", p.kind, "name", req.Name, "key", h.Key(), "token", h.Token(), "reason", reason)
+			_ = out.send(Event{Event: "lost", Token: h.Token(), Reason: reason})
+			// The key may outlive a local deadline: remove it if it is there.
+			if err := release(); err != nil && !errors.Is(err, session.ErrNotHeld) && !errors.Is(err, election.ErrNotLeader) {
+				a.cfg.Logger.Warn("release after a loss", "kind", p.kind, "name", req.Name, "key", h.Key(), "err", err)
+			}
 			return
 		case <-ctx.Done():
 			err := release()
@@ -359,6 +364,7 @@ func (a *API) serveHeld(ctx context.Context, out stream, req HoldRequest, p plan
 			case errors.Is(err, session.ErrNotHeld), errors.Is(err, election.ErrNotLeader):
 				_ = out.send(Event{Event: "lost", Token: h.Token(), Reason: err.Error()}) // lost before the release
 			default:
+				a.cfg.Logger.Warn("release", "kind", p.kind, "name", req.Name, "key", h.Key(), "err", err)
 				code, _ := codeOf(err)
 				_ = out.send(Event{Event: "error", Code: code, Message: "release: " + err.Error()})
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -65,7 +66,8 @@ Once listening it prints 'ready url=http://ADDR lease=HEX' (-w json:
 {"event":"listening","url":...,"lease":...}). SIGTERM, SIGINT or SIGHUP
 release every hold (each stream gets "lost", reason "agent shutting down")
 and exit 0. If the agent dies, its holds end when its lease expires, --ttl
-later.`,
+later. A hold the agent loses (and why) and a release that failed are also
+noted on stderr, one log/slog text line each.`,
 		Example: `  coordctl agent
   coordctl agent --listen 127.0.0.1:0 -w json        # port 0: any free port, printed
   coordctl agent --listen :4050 --api-token-file /etc/coordctl/api-token --ttl 5s
@@ -119,7 +121,8 @@ func runAgent(ctx context.Context, f *cmdutil.Factory, opts *agentOptions) error
 	defer client.Close()
 	defer f.HoldOutput(p)()
 	srv, err := coordapi.Listen(ctx, coordapi.Config{Client: client, Token: token,
-		SessionOptions: []session.Option{session.WithTTL(opts.TTL)}, RequestTimeout: f.Global.CommandTimeout}, opts.Listen)
+		SessionOptions: []session.Option{session.WithTTL(opts.TTL)}, RequestTimeout: f.Global.CommandTimeout,
+		Logger: slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))}, opts.Listen)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -115,4 +116,41 @@ func TestSidecarE2ECandidatesWhileEtcdDoesNotAnswer(t *testing.T) {
 	require.Contains(t, refusal.Error, "etcd did not answer within 1s")
 	require.Less(t, took, 10*time.Second, "the read waited past --command-timeout 1s")
 	px.heal()
+}
+
+// A hold the agent loses (here: etcd cut off past the lease's local
+// deadline) is a note on the agent's stderr, naming the hold and why, as
+// well as the "lost" line its client reads.
+func TestAgentE2ELogsALostHold(t *testing.T) {
+	t.Parallel()
+	srv, _ := etcdtest.StartWithClient(t)
+	px := startCutProxy(t, srv.Endpoints()[0])
+	p := startCoordctl(t, lockEnv(px.endpoint), "agent", "--listen", "127.0.0.1:0", "--ttl", "2s",
+		"--command-timeout", "1s", "-w", "json")
+	var ready struct {
+		URL string `json:"url"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(p.line(t)), &ready))
+	req, err := http.NewRequest(http.MethodPost, ready.URL+"/v1/lock", strings.NewReader(`{"name":"e2e/agent-lost"}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	events := bufio.NewScanner(resp.Body)
+	next := func() map[string]any {
+		require.True(t, events.Scan(), "the stream ended; agent stderr: %s", p.stderr.String())
+		var ev map[string]any
+		require.NoError(t, json.Unmarshal(events.Bytes(), &ev))
+		return ev
+	}
+	require.Equal(t, "acquired", next()["event"])
+
+	px.cut()
+	for ev := next(); ev["event"] != "lost"; ev = next() {
+		require.Equal(t, "held", ev["event"])
+	}
+	require.Eventually(t, func() bool {
+		return strings.Contains(p.stderr.String(), `level=WARN msg="hold lost" kind=lock name=e2e/agent-lost key=e2e/agent-lost/`)
+	}, 10*time.Second, 10*time.Millisecond, "agent stderr: %s", p.stderr.String())
 }

@@ -181,21 +181,22 @@ func runSidecar(ctx context.Context, f *cmdutil.Factory, opts *sidecarOptions) e
 	// while etcd is unreachable (an exit would be a CrashLoopBackOff).
 	cfg.Connect.Dial, cfg.Connect.Transient = dial, transient
 	cfg.Connect.OnRetry = func(r sidecar.ConnectRetry) { fmt.Fprintf(f.IO.ErrOut, "coordctl sidecar: %s\n", r) }
+	// Operational notes (a resignation and why, the application's health,
+	// a failed campaign or token file write, a hold of --api lost) on
+	// stderr, as resource serve logs; stdout stays the events.
+	logger := slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))
 	var sc *sidecar.Sidecar
 	if opts.CoordAPI {
 		// The API opens on the sidecar's client once it has reached etcd
 		// (before that its routes answer 503 unavailable); the sidecar's
 		// CloseAPI closes it.
 		cfg.Mount = coordapi.NewLazy(coordapi.Config{Token: cfg.APIToken,
-			SessionOptions: []session.Option{session.WithTTL(opts.TTL)}, RequestTimeout: f.Global.CommandTimeout},
+			SessionOptions: []session.Option{session.WithTTL(opts.TTL)}, RequestTimeout: f.Global.CommandTimeout, Logger: logger},
 			func() *clientv3.Client { return sc.Client() })
 	}
 	reg := sidecar.NewRegistry()
 	cfg.Stdout, cfg.Stderr, cfg.Watchdog = f.IO.Out, f.IO.ErrOut, f.Watchdog
-	// Operational notes (a resignation and why, the application's health,
-	// a failed campaign or token file write) on stderr, as resource serve
-	// logs; stdout stays the events.
-	cfg.Logger = slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))
+	cfg.Logger = logger
 	cfg.RequestTimeout = f.Global.CommandTimeout
 	cfg.Registerer, cfg.Gatherer, cfg.OnChange = reg, reg, sidecar.OutputLines(p.Print, f.IO.ErrOut)
 	sc, err = sidecar.New(cfg)

@@ -247,12 +247,13 @@ func New(cfg Config) (s *Sidecar, err error) {
 	}
 	s.cfg.Coordination = cfg.Coordination.withDefaults()
 	// A resign-to may wait up to a TTL for a crashed candidate to expire.
+	var app func() AppStatus
+	if url := s.cfg.Health.URL; url != "" {
+		app = func() AppStatus { return s.health.status(url) }
+	}
 	s.api = NewAPI(APIConfig{Tracker: s.tracker, Resign: s.Resign, ResignTo: s.ResignTo, Candidates: s.Candidates, Policy: s.Policy(),
 		Gatherer: cfg.Gatherer, ResignTimeout: grace + cfg.TTL + 5*time.Second, ReadTimeout: cfg.RequestTimeout,
-		Build: cfg.Build, Token: cfg.APIToken})
-	if url := s.cfg.Health.URL; url != "" {
-		s.api.cfg.Application = func() AppStatus { return s.health.status(url) }
-	}
+		Build: cfg.Build, Token: cfg.APIToken, Application: app})
 	return s, nil
 }
 

@@ -16,6 +16,21 @@ import (
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 )
 
+// startAgentBehindProxy runs `coordctl agent` (TTL 2s, --command-timeout
+// 1s) on a fresh etcd behind a cut proxy, and returns it and its URL.
+func startAgentBehindProxy(t *testing.T) (*proc, string, *cutProxy) {
+	t.Helper()
+	srv, _ := etcdtest.StartWithClient(t)
+	px := startCutProxy(t, srv.Endpoints()[0])
+	p := startCoordctl(t, lockEnv(px.endpoint), "agent", "--listen", "127.0.0.1:0", "--ttl", "2s",
+		"--command-timeout", "1s", "-w", "json")
+	var ready struct {
+		URL string `json:"url"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(p.line(t)), &ready))
+	return p, ready.URL, px
+}
+
 // agentSession is GET /v1/session of the agent at url, within timeout.
 func agentSession(url string, timeout time.Duration) (alive bool, err error) {
 	c := &http.Client{Timeout: timeout}
@@ -39,21 +54,14 @@ func agentSession(url string, timeout time.Duration) (alive bool, err error) {
 // answered 408, the status of a client too slow to send its request).
 func TestAgentE2EWhileEtcdDoesNotAnswer(t *testing.T) {
 	t.Parallel()
-	srv, _ := etcdtest.StartWithClient(t)
-	px := startCutProxy(t, srv.Endpoints()[0])
-	p := startCoordctl(t, lockEnv(px.endpoint), "agent", "--listen", "127.0.0.1:0", "--ttl", "2s",
-		"--command-timeout", "1s", "-w", "json")
-	var ready struct {
-		URL string `json:"url"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(p.line(t)), &ready))
-	alive, err := agentSession(ready.URL, 5*time.Second)
+	p, url, px := startAgentBehindProxy(t)
+	alive, err := agentSession(url, 5*time.Second)
 	require.NoError(t, err)
 	require.True(t, alive)
 
 	px.cut()
 	require.Eventually(t, func() bool {
-		alive, err := agentSession(ready.URL, 5*time.Second)
+		alive, err := agentSession(url, 5*time.Second)
 		return err == nil && !alive
 	}, 20*time.Second, 20*time.Millisecond, "the agent's session never ended; stderr: %s", p.stderr.String())
 
@@ -62,7 +70,7 @@ func TestAgentE2EWhileEtcdDoesNotAnswer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for _, name := range []string{"e2e/agent-outage-a", "e2e/agent-outage-b"} {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, ready.URL+"/v1/lock", strings.NewReader(`{"name":"`+name+`"}`))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/lock", strings.NewReader(`{"name":"`+name+`"}`))
 		require.NoError(t, err)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
@@ -71,11 +79,11 @@ func TestAgentE2EWhileEtcdDoesNotAnswer(t *testing.T) {
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 	}
 	start := time.Now()
-	alive, err = agentSession(ready.URL, 1500*time.Millisecond)
+	alive, err = agentSession(url, 1500*time.Millisecond)
 	require.NoError(t, err, "GET /v1/session waited for the holds' grants (%s)", time.Since(start))
 	require.False(t, alive)
 
-	resp, err := (&http.Client{Timeout: 20 * time.Second}).Get(ready.URL + "/v1/lock/status?name=e2e/agent-outage-a")
+	resp, err := (&http.Client{Timeout: 20 * time.Second}).Get(url + "/v1/lock/status?name=e2e/agent-outage-a")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	var refusal struct {
@@ -123,15 +131,8 @@ func TestSidecarE2ECandidatesWhileEtcdDoesNotAnswer(t *testing.T) {
 // well as the "lost" line its client reads.
 func TestAgentE2ELogsALostHold(t *testing.T) {
 	t.Parallel()
-	srv, _ := etcdtest.StartWithClient(t)
-	px := startCutProxy(t, srv.Endpoints()[0])
-	p := startCoordctl(t, lockEnv(px.endpoint), "agent", "--listen", "127.0.0.1:0", "--ttl", "2s",
-		"--command-timeout", "1s", "-w", "json")
-	var ready struct {
-		URL string `json:"url"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(p.line(t)), &ready))
-	req, err := http.NewRequest(http.MethodPost, ready.URL+"/v1/lock", strings.NewReader(`{"name":"e2e/agent-lost"}`))
+	p, url, px := startAgentBehindProxy(t)
+	req, err := http.NewRequest(http.MethodPost, url+"/v1/lock", strings.NewReader(`{"name":"e2e/agent-lost"}`))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)

@@ -233,11 +233,22 @@ class Held extends EventEmitter {
     }
   }
 
+  // deadline notes the lease deadline an event tells, and arms the loss at
+  // it: an agent gone silent (a partition, a frozen host: no FIN reaches
+  // us) ends the hold then, as check() would, 'lost' included.
   deadline(ev) {
     if (!ev.lease_deadline) return;
     const left = Date.parse(ev.lease_deadline) - Date.now();
     this.leaseDeadline = new Date(Date.now() + left);
     this.expires = performance.now() + left;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.silent(), Math.max(0, left));
+    this.timer.unref?.();
+  }
+
+  silent() {
+    this.lose('no news from the agent before the lease deadline');
+    this.res.destroy();
   }
 
   first() {
@@ -249,6 +260,7 @@ class Held extends EventEmitter {
 
   lose(reason) {
     if (this.lost) return;
+    clearTimeout(this.timer);
     this.lost = true;
     this.reason = reason;
     for (const w of this.waiters.splice(0)) w.reject(new CoordError('unavailable', reason));
@@ -258,7 +270,7 @@ class Held extends EventEmitter {
   /** Throw LostError if lost, or if the lease deadline passed without news. */
   check() {
     if (!this.lost && this.expires !== undefined && performance.now() >= this.expires) {
-      this.lose('no news from the agent before the lease deadline');
+      this.silent();
     }
     if (this.lost) throw new LostError(this.reason);
   }

@@ -181,3 +181,39 @@ test('the error page of a proxy is a CoordError with the status', async () => {
     srv.close();
   }
 });
+
+test("an agent gone silent ends the hold at the lease deadline, with 'lost'", { timeout: (TTL + 15) * 1000 }, async () => {
+  // A proxy that stops passing bytes on both sides: the agent looks frozen
+  // (a partition, a stopped host), and no FIN or RST reaches the client.
+  const net = require('node:net');
+  const agent = new URL(URL_);
+  let frozen = false;
+  const sockets = [];
+  const px = net.createServer((down) => {
+    const up = net.connect(Number(agent.port), agent.hostname);
+    sockets.push(down, up);
+    down.on('data', (d) => frozen || up.write(d));
+    up.on('data', (d) => frozen || down.write(d));
+    for (const [a, b] of [[down, up], [up, down]]) {
+      a.on('error', () => {});
+      a.on('close', () => b.destroy());
+    }
+  });
+  px.listen(0, '127.0.0.1');
+  await once(px, 'listening');
+  try {
+    const held = await new Client(`http://127.0.0.1:${px.address().port}`).lock(fresh('silent'));
+    const lost = once(held, 'lost');
+    frozen = true;
+    const start = performance.now();
+    const [reason] = await lost;
+    assert.equal(reason, 'no news from the agent before the lease deadline');
+    const waited = performance.now() - start;
+    console.error(`silent agent: lost after ${(waited / 1000).toFixed(2)} s (TTL ${TTL} s)`);
+    assert.ok(waited < (TTL + 1) * 1000, `lost after ${waited} ms`);
+    assert.throws(() => held.check(), LostError);
+  } finally {
+    for (const s of sockets) s.destroy();
+    px.close();
+  }
+});

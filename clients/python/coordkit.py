@@ -242,8 +242,21 @@ class Hold:
                 return
         reason = "the stream ended (agent gone or connection lost)"
         while True:
+            # An agent gone silent (a partition, a frozen host: no FIN
+            # reaches us) ends the hold at the lease deadline, as check()
+            # would, on_lost included: the read waits no longer than that.
+            left = self._expires - time.monotonic() if self._expires is not None else None
+            if left is not None and left <= 0:
+                reason = _NO_NEWS
+                break
+            try:
+                self._sock.settimeout(left)
+            except OSError:
+                pass
             ev = self._next()
             if ev is None:
+                if self._expires is not None and time.monotonic() >= self._expires:
+                    reason = _NO_NEWS
                 break
             if ev["event"] == "held":
                 self._deadline(ev)
@@ -253,6 +266,11 @@ class Hold:
             elif ev["event"] == "released":  # the agent deleted the key
                 reason = "released"
                 break
+        if reason == _NO_NEWS:
+            try:  # the agent, if it is still there, releases the key
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self._lose(reason)
 
     def _lose(self, reason):
@@ -269,7 +287,7 @@ class Hold:
         """Raise LostError if the hold is lost, or its lease deadline passed
         without news from the agent (a stalled stream). Cheap: call it often."""
         if not self.lost and self._expires is not None and time.monotonic() >= self._expires:
-            self._lose("no news from the agent before the lease deadline")
+            self._lose(_NO_NEWS)
         if self.lost:
             raise LostError(self.reason)
 
@@ -308,6 +326,9 @@ class Hold:
             self._resp.close()
         if self._conn is not None:
             self._conn.close()
+
+
+_NO_NEWS = "no news from the agent before the lease deadline"
 
 
 def _error_of(resp):

@@ -155,6 +155,64 @@ class TestCoordkit(unittest.TestCase):
             c.lock_status("x")
         self.assertEqual(e.exception.code, "http_502")
 
+    def test_silent_agent_loses_at_the_lease_deadline(self):
+        # A proxy that stops passing bytes on both sides: the agent looks
+        # frozen (a partition, a stopped host), and no FIN or RST reaches
+        # the client. on_lost must come at the lease deadline all the same.
+        import socket as sock_mod
+        import urllib.parse
+
+        agent = urllib.parse.urlsplit(URL)
+        frozen = threading.Event()
+        lsock = sock_mod.create_server(("127.0.0.1", 0))
+        self.addCleanup(lsock.close)
+        conns = []
+
+        def pipe(src, dst):
+            try:
+                while True:
+                    data = src.recv(65536)
+                    if not data:
+                        break
+                    if not frozen.is_set():
+                        dst.sendall(data)
+            except OSError:
+                pass
+
+        def accept():
+            try:
+                down, _ = lsock.accept()
+            except OSError:
+                return
+            up = sock_mod.create_connection((agent.hostname, agent.port))
+            conns.extend([down, up])
+            threading.Thread(target=pipe, args=(down, up), daemon=True).start()
+            threading.Thread(target=pipe, args=(up, down), daemon=True).start()
+
+        threading.Thread(target=accept, daemon=True).start()
+
+        def close_all():
+            for c in conns:
+                try:
+                    c.shutdown(sock_mod.SHUT_RDWR)
+                except OSError:
+                    pass
+                c.close()
+
+        self.addCleanup(close_all)
+        lost = []
+        ended = threading.Event()
+        c = coordkit.Client("http://127.0.0.1:%d" % lsock.getsockname()[1])
+        h = c.lock(fresh("silent"), on_lost=lambda reason: (lost.append(reason), ended.set())).acquire()
+        frozen.set()
+        start = time.monotonic()
+        self.assertTrue(ended.wait(TTL + 10), "on_lost never came")
+        waited = time.monotonic() - start
+        print("\nsilent agent: lost after %.2f s (TTL %.0f s)" % (waited, TTL), file=sys.stderr)
+        self.assertEqual(lost, ["no news from the agent before the lease deadline"])
+        self.assertLess(waited, TTL + 1)
+        self.assertRaises(coordkit.LostError, h.check)
+
     def test_crash_releases(self):
         name = fresh("crash")
         here = os.path.dirname(os.path.abspath(__file__))

@@ -122,13 +122,17 @@ func runClientTests(t *testing.T, dir string, env []string, name string, args ..
 	require.NotContains(t, string(out), "skipped 'COORDKIT", "a test skipped for want of the harness's environment")
 }
 
+// The two clients' suites run side by side, each on an agent and an etcd
+// of its own: both wait about a lease TTL for a silent agent.
 func TestPythonClient(t *testing.T) {
+	t.Parallel()
 	py := interpreter(t, "python3", "python3")
 	_, env := startAgent(t)
 	runClientTests(t, "../../../clients/python", env, py, "-m", "unittest", "-v", "test_coordkit")
 }
 
 func TestNodeClient(t *testing.T) {
+	t.Parallel()
 	node := interpreter(t, "node", "nodejs")
 	_, env := startAgent(t)
 	runClientTests(t, "../../../clients/node", env, node, "--test", "coordkit.test.js")

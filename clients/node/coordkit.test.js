@@ -18,13 +18,17 @@ const REVOKE = process.env.COORDKIT_TEST_REVOKE_URL;
 const c = new Client(URL_);
 const fresh = (name) => `nodetest-${randomBytes(4).toString('hex')}/${name}`;
 
-async function waiters(name, n) {
+// until polls check (the agent's state has no event to wait on) until it
+// holds, failing with what after 30 s.
+async function until(check, what) {
   const deadline = Date.now() + 30000;
-  while ((await c.lockStatus(name)).waiters.length < n) {
-    assert.ok(Date.now() < deadline, 'no waiter queued');
+  while (!(await check())) {
+    assert.ok(Date.now() < deadline, what);
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+const waiters = (name, n) => until(async () => (await c.lockStatus(name)).waiters.length >= n, 'no waiter queued');
 
 test('lock: token, scope, release', async () => {
   const name = fresh('a');
@@ -125,11 +129,7 @@ test('an AbortSignal gives up a waiting hold, and the agent drops its key', { ti
   ac.abort();
   await assert.rejects(waiting, (e) => e.name === 'AbortError');
   // The closed request removed the waiting key: nobody queues behind first.
-  const deadline = Date.now() + 10000;
-  while ((await c.lockStatus(name)).waiters.length > 0) {
-    assert.ok(Date.now() < deadline, 'the aborted waiter still queues');
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await until(async () => (await c.lockStatus(name)).waiters.length === 0, 'the aborted waiter still queues');
   await assert.rejects(c.lock(name, { signal: AbortSignal.abort() }), (e) => e.name === 'AbortError');
   await first.release();
   const free = await c.lock(name, { tryOnce: true });

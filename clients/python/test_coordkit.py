@@ -8,8 +8,10 @@ COORDKIT_AGENT_URL, COORDKIT_AGENT_TTL (seconds) and COORDKIT_TEST_REVOKE_URL
     COORDKIT_AGENT_URL=http://127.0.0.1:4050 python3 -m unittest -v test_coordkit
 """
 
+import http.server
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -17,6 +19,7 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.parse
 import urllib.request
 import uuid
 
@@ -126,8 +129,6 @@ class TestCoordkit(unittest.TestCase):
     def test_error_page_of_a_proxy(self):
         # Something other than the agent answers (a reverse proxy's HTML
         # page): a CoordError with the status, not a JSON decoding error.
-        import http.server
-
         class BadGateway(http.server.BaseHTTPRequestHandler):
             def answer(self):
                 body = b"<html><body>502 Bad Gateway</body></html>"
@@ -159,12 +160,9 @@ class TestCoordkit(unittest.TestCase):
         # A proxy that stops passing bytes on both sides: the agent looks
         # frozen (a partition, a stopped host), and no FIN or RST reaches
         # the client. on_lost must come at the lease deadline all the same.
-        import socket as sock_mod
-        import urllib.parse
-
         agent = urllib.parse.urlsplit(URL)
         frozen = threading.Event()
-        lsock = sock_mod.create_server(("127.0.0.1", 0))
+        lsock = socket.create_server(("127.0.0.1", 0))
         self.addCleanup(lsock.close)
         conns = []
 
@@ -184,7 +182,7 @@ class TestCoordkit(unittest.TestCase):
                 down, _ = lsock.accept()
             except OSError:
                 return
-            up = sock_mod.create_connection((agent.hostname, agent.port))
+            up = socket.create_connection((agent.hostname, agent.port))
             conns.extend([down, up])
             threading.Thread(target=pipe, args=(down, up), daemon=True).start()
             threading.Thread(target=pipe, args=(up, down), daemon=True).start()
@@ -194,7 +192,7 @@ class TestCoordkit(unittest.TestCase):
         def close_all():
             for c in conns:
                 try:
-                    c.shutdown(sock_mod.SHUT_RDWR)
+                    c.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
                 c.close()

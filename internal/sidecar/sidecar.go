@@ -246,11 +246,11 @@ func New(cfg Config) (s *Sidecar, err error) {
 		return nil, err
 	}
 	s.cfg.Coordination = cfg.Coordination.withDefaults()
-	// A resign-to may wait up to a TTL for a crashed candidate to expire.
 	var app func() AppStatus
 	if url := s.cfg.Health.URL; url != "" {
 		app = func() AppStatus { return s.health.status(url) }
 	}
+	// A resign-to may wait up to a TTL for a crashed candidate to expire.
 	s.api = NewAPI(APIConfig{Tracker: s.tracker, Resign: s.Resign, ResignTo: s.ResignTo, Candidates: s.Candidates, Policy: s.Policy(),
 		Gatherer: cfg.Gatherer, ResignTimeout: grace + cfg.TTL + 5*time.Second, ReadTimeout: cfg.RequestTimeout,
 		Build: cfg.Build, Token: cfg.APIToken, Application: app})

@@ -63,13 +63,39 @@ def fence_sql(cur, held, table="coordkit_fence", param="?"):
     transaction on DB-API cursor cur (param: the driver's placeholder, "?"
     for sqlite3, "%s" for psycopg2). Raises StaleError, after which the
     caller must roll back; else commit after its own statements. The check
-    is sqlfence's, so Go, coordctl sql and Python holders fence each other."""
+    is sqlfence's, so Go, coordctl sql and Python holders fence each other.
+
+    The check fences only the writes that commit in its transaction: the
+    fence row's lock, held until COMMIT, is what keeps a newer holder's
+    raise from committing in between. On a connection in autocommit mode
+    (sqlite3's isolation_level=None or autocommit=True without a BEGIN,
+    psycopg2's and psycopg's autocommit = True) each statement commits on
+    its own and the check protects nothing: fence_sql raises RuntimeError
+    when the connection says no transaction is open after the check
+    (sqlite3, mysql-connector: in_transaction; psycopg2, psycopg:
+    info.transaction_status). Other drivers are not asked."""
     p = param
     cur.execute(f"INSERT INTO {table} (scope, token, writes) VALUES ({p}, 0, 0) ON CONFLICT (scope) DO NOTHING", (held.scope,))
     cur.execute(f"UPDATE {table} SET token = {p}, writes = writes + 1 WHERE scope = {p} AND token <= {p}",
                 (held.token, held.scope, held.token))
+    if _in_transaction(getattr(cur, "connection", None)) is False:
+        raise RuntimeError("fence_sql: no transaction is open on the cursor's connection (autocommit): "
+                           "the check committed on its own and would not fence the writes after it; "
+                           "BEGIN first (sqlite3 with isolation_level=None: BEGIN IMMEDIATE), or turn autocommit off")
     if cur.rowcount != 1:
         raise StaleError(f"token {held.token} is below the floor of scope {held.scope!r}")
+
+
+def _in_transaction(conn):
+    """Whether conn has a transaction open: True, False, or None when the
+    driver does not say."""
+    v = getattr(conn, "in_transaction", None)
+    if isinstance(v, bool):
+        return v
+    status = getattr(getattr(conn, "info", None), "transaction_status", None)
+    if isinstance(status, int):  # libpq's: IDLE 0, ACTIVE 1, INTRANS 2, INERROR 3, UNKNOWN 4
+        return None if status == 4 else status != 0
+    return None
 
 
 class Client:

@@ -17,7 +17,8 @@ import (
 
 // TestFenceSQLPostgres runs the Python client's fence_sql on the test
 // PostgreSQL through psycopg2, in a fresh database: FENCE_TABLE's columns
-// take a token past 32 bits, and a stale one is refused.
+// take a token past 32 bits, a stale one is refused, and a connection in
+// autocommit mode (where the check would fence nothing) is refused.
 func TestFenceSQLPostgres(t *testing.T) {
 	py := testbin.Python(t, "psycopg2", "python3-psycopg2")
 	db := sqltest.Open(t, sqlfence.Postgres)
@@ -29,6 +30,7 @@ func TestFenceSQLPostgres(t *testing.T) {
 	t.Logf("%s", out)
 	require.NoError(t, err, "the Python test failed")
 	require.Contains(t, string(out), "test_tokens_past_32_bits (test_coordkit.TestFenceSQLPostgres")
+	require.Contains(t, string(out), "test_autocommit_refused (test_coordkit.TestFenceSQLPostgres")
 	require.NotContains(t, string(out), "skipped")
 	require.True(t, strings.Contains(string(out), "\nOK"), "unittest did not report OK")
 }

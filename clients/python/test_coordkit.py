@@ -314,6 +314,63 @@ class TestCoordkit(unittest.TestCase):
             time.sleep(0.01)
 
 
+def _held(token, scope):
+    return type("Held", (), {"token": token, "scope": scope})()
+
+
+class TestFenceSQLite(unittest.TestCase):
+    """fence_sql on sqlite3 (no agent: it needs only a token and a scope)."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.path = os.path.join(tmp.name, "app.db")
+        db = sqlite3.connect(self.path, isolation_level=None)
+        db.execute(coordkit.FENCE_TABLE.format(t="coordkit_fence"))
+        db.execute("CREATE TABLE report (id INTEGER PRIMARY KEY, body TEXT)")
+        db.close()
+
+    def connect(self, **kw):
+        db = sqlite3.connect(self.path, timeout=WAIT, **kw)
+        self.addCleanup(db.close)
+        return db
+
+    def body(self):
+        return self.connect().execute("SELECT body FROM report WHERE id = 1").fetchone()[0]
+
+    def test_autocommit_refused(self):
+        # A holder that forgot BEGIN: its check would commit alone, and a
+        # newer holder's write could land before its own.
+        old = self.connect(isolation_level=None)
+        with self.assertRaises(RuntimeError) as e:
+            coordkit.fence_sql(old.cursor(), _held(10, "r/"))
+        self.assertIn("no transaction is open", str(e.exception))
+
+        new = self.connect(isolation_level=None)
+        cur = new.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        coordkit.fence_sql(cur, _held(11, "r/"))
+        cur.execute("INSERT OR REPLACE INTO report (id, body) VALUES (1, 'new')")
+        cur.execute("COMMIT")
+        # The old holder, told no, did not write; had it gone on it would be refused now.
+        old.execute("BEGIN IMMEDIATE")
+        with self.assertRaises(coordkit.StaleError):
+            coordkit.fence_sql(old.cursor(), _held(10, "r/"))
+        old.execute("ROLLBACK")
+        self.assertEqual(self.body(), "new")
+
+    def test_implicit_transaction_admitted(self):
+        # sqlite3's default: the module begins a transaction before the
+        # check's INSERT, and the writes commit with it.
+        db = self.connect()
+        cur = db.cursor()
+        coordkit.fence_sql(cur, _held(7, "r/"))
+        self.assertTrue(db.in_transaction)
+        cur.execute("INSERT OR REPLACE INTO report (id, body) VALUES (1, 'v')")
+        db.commit()
+        self.assertEqual(self.body(), "v")
+
+
 class TestFenceSQLPostgres(unittest.TestCase):
     """FENCE_TABLE and fence_sql on PostgreSQL through psycopg2, with tokens
     past 32 bits (an etcd revision is 64). No agent: fence_sql needs only a
@@ -340,7 +397,7 @@ class TestFenceSQLPostgres(unittest.TestCase):
         self.addCleanup(drop)
 
     def fence(self, token, scope="py/pg/"):
-        held = type("Held", (), {"token": token, "scope": scope})()
+        held = _held(token, scope)
         with self.db.cursor() as cur:
             try:
                 coordkit.fence_sql(cur, held, table=self.table, param="%s")
@@ -364,6 +421,21 @@ class TestFenceSQLPostgres(unittest.TestCase):
         self.assertEqual(self.floor(), (big, 2), "a refused write moves nothing")
         self.fence(2**62)
         self.assertEqual(self.floor(), (2**62, 3))
+
+    def test_autocommit_refused(self):
+        import psycopg2
+        conn = psycopg2.connect(os.environ["COORDKIT_TEST_PG_DSN"])
+        self.addCleanup(conn.close)
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            with self.assertRaises(RuntimeError) as e:
+                coordkit.fence_sql(cur, _held(5, "py/auto/"), table=self.table, param="%s")
+            self.assertIn("no transaction is open", str(e.exception))
+            # autocommit with an explicit BEGIN is a transaction: admitted.
+            cur.execute("BEGIN")
+            coordkit.fence_sql(cur, _held(6, "py/auto/"), table=self.table, param="%s")
+            cur.execute("COMMIT")
+        self.assertEqual(self.floor("py/auto/"), (6, 2))
 
 
 if __name__ == "__main__":

@@ -48,6 +48,28 @@ import (
 // WatchdogArg is the first argument that makes coordctl a watchdog.
 const WatchdogArg = "__watchdog"
 
+// selfExe is the running binary on Linux: executed, it runs this very
+// build, even after the file at its path was replaced or removed.
+const selfExe = "/proc/self/exe"
+
+// Self is the watchdog a coordctl binary names for the commands it runs
+// (Config.Watchdog): itself, not the file at its path. A supervisor runs
+// for weeks (the sidecar starts its command anew at every leadership), and
+// meanwhile an upgrade may put another version at that path, whose
+// watchdog mode may take other arguments, or remove it: the command would
+// then not start. Where /proc/self/exe is not there, the path
+// (os.Executable), or "" when even that is unknown.
+func Self() string {
+	if _, err := os.Stat(selfExe); err == nil {
+		return selfExe
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return exe
+}
+
 // The watchdog's pipes, after stdin, stdout and stderr.
 const (
 	watchdogControlFD = 3 // supervisor → watchdog
@@ -84,6 +106,9 @@ func startWatched(cfg Config, grace time.Duration) (*Child, error) {
 	args := []string{WatchdogArg, "--grace", grace.String(),
 		"--term-at", strconv.FormatInt(monoOf(term), 10), "--kill-at", strconv.FormatInt(monoOf(kill), 10), "--", cfg.Path}
 	cmd := exec.Command(cfg.Watchdog, append(args, cfg.Args...)...)
+	if cfg.Watchdog == selfExe {
+		cmd.Args[0] = os.Args[0] // ps shows the supervisor's name, not /proc/self/exe
+	}
 	cmd.Env = MergeEnv(os.Environ(), cfg.Env)
 	cmd.Dir = cfg.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = cfg.Stdin, cfg.Stdout, cfg.Stderr

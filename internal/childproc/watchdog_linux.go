@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -45,6 +46,9 @@ func WatchdogMain(args []string) int {
 	}
 	syscall.CloseOnExec(watchdogControlFD)
 	syscall.CloseOnExec(watchdogReportFD)
+	// Started as /proc/self/exe (Self), the kernel names this process
+	// "exe": ps -C, top and killall know it by its binary's name.
+	_ = os.WriteFile("/proc/self/comm", []byte(filepath.Base(os.Args[0])), 0)
 	control := &controlPipe{fd: watchdogControlFD}
 	w := &watchdog{report: report, self: os.Getpid()}
 	fs := flag.NewFlagSet(WatchdogArg, flag.ContinueOnError)

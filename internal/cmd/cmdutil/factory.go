@@ -45,7 +45,8 @@ type Factory struct {
 	Dial func(context.Context, etcddial.Config) (*clientv3.Client, error)
 	// Watchdog is the coordctl binary a command under a hold runs below, in
 	// watchdog mode (childproc.Config.Watchdog); Main sets it to the running
-	// coordctl. Empty (in-process tests): the command is coordctl's child.
+	// coordctl (childproc.Self). Empty (in-process tests): the command is
+	// coordctl's child.
 	Watchdog string
 
 	printer *Printer

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/internal/sidecar"
 )
@@ -523,6 +525,80 @@ func TestSidecarE2EChildExitCode(t *testing.T) {
 	defer cancel()
 	_, err = e.Leader(ctx)
 	require.ErrorIs(t, err, election.ErrNoLeader, "resigned before exiting")
+}
+
+// TestSidecarE2ECommandAfterAnUpgrade: a sidecar runs for weeks and starts
+// its command anew at every leadership, below its watchdog. When an upgrade
+// has meanwhile put another file at the binary's path (here one that
+// fails, as a version whose watchdog takes other arguments would, or as a
+// removed binary does), the next leadership still starts the command: the
+// watchdog is the running build (/proc/self/exe), not the file at its path.
+func TestSidecarE2ECommandAfterAnUpgrade(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	srv := etcdtest.Start(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin", "coordctl")
+	require.NoError(t, os.MkdirAll(filepath.Dir(bin), 0o755))
+	b, err := os.ReadFile(coordctlBinary(t))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin, b, 0o755))
+
+	script := `echo "$COORD_FENCING_TOKEN $PPID" > "$DIR/run.$$.tmp"; mv "$DIR/run.$$.tmp" "$DIR/run.$$"; exec sleep 1000`
+	p := startSidecarBinary(t, bin, []string{"DIR=" + dir}, srv.Endpoints(), "upgraded", "node-a", "--ttl", "3s", "--", "sh", "-c", script)
+	run := func(tok float64) (pid int) {
+		t.Helper()
+		var found []string
+		require.Eventually(t, func() bool {
+			found, _ = filepath.Glob(filepath.Join(dir, "run.*[0-9]"))
+			return len(found) > 0
+		}, 10*time.Second, 10*time.Millisecond, "the command did not start")
+		require.Len(t, found, 1)
+		b, err := os.ReadFile(found[0])
+		require.NoError(t, err)
+		require.NoError(t, os.Remove(found[0]))
+		var gotTok float64
+		var watchdog int
+		_, err = fmt.Sscanf(string(b), "%v %d", &gotTok, &watchdog)
+		require.NoError(t, err, "%s", b)
+		require.Equal(t, tok, gotTok)
+		// The command's parent is the watchdog, shown under the sidecar's name.
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", watchdog))
+		require.NoError(t, err)
+		args := strings.Split(string(cmdline), "\x00")
+		require.GreaterOrEqual(t, len(args), 2)
+		require.Equal(t, []string{bin, childproc.WatchdogArg}, args[:2])
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", watchdog))
+		require.NoError(t, err)
+		require.Equal(t, "coordctl", strings.TrimSpace(string(comm)), "ps -C coordctl finds it")
+		pid, err = strconv.Atoi(strings.TrimPrefix(filepath.Base(found[0]), "run."))
+		require.NoError(t, err)
+		return pid
+	}
+	first := p.awaitLine(t, "elected", 10*time.Second)
+	pid1 := run(first["token"].(float64))
+
+	// The upgrade: another file at the path, moved into place as package
+	// managers do.
+	next := bin + ".new"
+	require.NoError(t, os.WriteFile(next, []byte("#!/bin/sh\necho 'another version' >&2\nexit 1\n"), 0o755))
+	require.NoError(t, os.Rename(next, bin))
+
+	resp, err := p.http.Post(p.url+"/v1/resign", "application/json", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	p.awaitLine(t, "lost", 5*time.Second)
+	require.Eventually(t, func() bool { return groupGone(pid1) }, 5*time.Second, 10*time.Millisecond, "command stopped on resign")
+
+	// Alone, it leads again and runs the command again.
+	second := p.awaitLine(t, "elected", 10*time.Second)
+	require.Greater(t, second["token"].(float64), first["token"].(float64))
+	run(second["token"].(float64))
+	p.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, p.wait(t, 10*time.Second))
 }
 
 // The slim coordkit-sidecar takes coordctl sidecar's arguments and joins

@@ -127,8 +127,6 @@ func Main(newRoot func(*cmdutil.Factory) *cobra.Command, hint func(*cobra.Comman
 	}
 	f := cmdutil.NewFactory(cmdutil.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
 	// A command under a hold runs below this binary's watchdog mode.
-	if exe, err := os.Executable(); err == nil {
-		f.Watchdog = exe
-	}
+	f.Watchdog = childproc.Self()
 	return Execute(context.Background(), f, newRoot(f), os.Args[1:], hint)
 }

@@ -39,6 +39,12 @@ type Config struct {
 	// Logger receives operational notes (a hold lost, and why; a release
 	// that failed); nil discards them.
 	Logger *slog.Logger
+	// PeerTimeout (Listen's server): a client connection whose peer has
+	// left the agent's writes (the "held" lines) unacknowledged this long
+	// ends, and its holds are released, as when it closes: a client whose
+	// machine died or whose network was cut sends no FIN (httpserve.
+	// PeerTimeout). session.DefaultTTL when zero; the agent gives its --ttl.
+	PeerTimeout time.Duration
 }
 
 // Defaults of Config.
@@ -237,7 +243,11 @@ func Listen(ctx context.Context, cfg Config, addr string) (*Server, error) {
 		_ = api.Close()
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	return &Server{API: api, URL: "http://" + ln.Addr().String(), srv: httpserve.Start(ln, api)}, nil
+	peer := cfg.PeerTimeout
+	if peer == 0 {
+		peer = session.DefaultTTL
+	}
+	return &Server{API: api, URL: "http://" + ln.Addr().String(), srv: httpserve.Start(ln, api, httpserve.PeerTimeout(peer))}, nil
 }
 
 // Failed delivers the error of a server that stopped serving before Close.

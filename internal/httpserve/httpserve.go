@@ -15,18 +15,35 @@ const readHeaderTimeout = 10 * time.Second
 
 // Server serves one handler on one listener until Shutdown.
 type Server struct {
-	http   *http.Server
-	failed chan error
-	done   chan struct{}
+	http        *http.Server
+	failed      chan error
+	done        chan struct{}
+	peerTimeout time.Duration
 
 	mu       sync.Mutex
 	fresh    map[net.Conn]struct{} // accepted, no request read yet
 	stopping bool
 }
 
+// An Option configures Start.
+type Option func(*Server)
+
+// PeerTimeout ends a connection whose peer has left what the server sent
+// it unacknowledged for d: a client whose machine died or whose network
+// was cut, which sends no FIN or RST, as if it had closed the
+// connection (its requests' contexts end). Without it such a connection
+// lasts until TCP gives up retransmitting, about 15 minutes with Linux's
+// defaults, and a hold streamed on it with it. Linux (TCP_USER_TIMEOUT);
+// elsewhere it does nothing. A peer that is alive but does not read is
+// not ended by it until the server's writes stall (its window full).
+func PeerTimeout(d time.Duration) Option { return func(s *Server) { s.peerTimeout = d } }
+
 // Start serves h on ln in a goroutine of its own.
-func Start(ln net.Listener, h http.Handler) *Server {
+func Start(ln net.Listener, h http.Handler, opts ...Option) *Server {
 	s := &Server{failed: make(chan error, 1), done: make(chan struct{}), fresh: map[net.Conn]struct{}{}}
+	for _, o := range opts {
+		o(s)
+	}
 	s.http = &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, ConnState: s.track}
 	go func() {
 		defer close(s.done)
@@ -71,6 +88,9 @@ func (s *Server) track(c net.Conn, st http.ConnState) {
 	if s.stopping {
 		c.Close()
 		return
+	}
+	if s.peerTimeout > 0 {
+		_ = setPeerTimeout(c, s.peerTimeout) // best effort: the default is TCP's own
 	}
 	s.fresh[c] = struct{}{}
 }

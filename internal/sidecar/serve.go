@@ -26,7 +26,9 @@ func Serve(ctx context.Context, sc *Sidecar, listen string, listening func(url s
 		ln.Close()
 		return err
 	}
-	srv := httpserve.Start(ln, sc.Handler())
+	// A client of --api's holds that vanished ends like the sidecar's own
+	// session would: about a TTL after it went silent.
+	srv := httpserve.Start(ln, sc.Handler(), httpserve.PeerTimeout(sc.cfg.TTL))
 	defer func() {
 		sc.CloseAPI()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -53,7 +53,9 @@ The first line after any "waiting" is "acquired" with the fencing token,
 scope, key and lease deadline (or "error" with a code); "held" every second
 while held; "lost" with the reason the moment the hold is lost. Closing the
 request (or the client dying) releases at once: the next waiter is granted
-in about one etcd commit, not after the TTL.
+in about one etcd commit, not after the TTL. A client that vanishes without
+closing (its machine died, its network was cut) is released once the
+agent's lines to it have gone unacknowledged for --ttl (Linux).
   GET /v1/lock/status?name=N, /v1/semaphore/status?name=N,
       /v1/election/leader?name=N, /v1/election/candidates?name=N,
       /v1/election/observe?name=N (a stream), /v1/session, /v1/openapi.json
@@ -80,7 +82,7 @@ noted on stderr, one log/slog text line each.`,
 	fl := cmd.Flags()
 	f.AddEtcdFlags(fl)
 	fl.StringVar(&opts.Listen, "listen", DefaultListen, "HTTP address to serve the API on (port 0: any free port)")
-	fl.DurationVar(&opts.TTL, "ttl", session.DefaultTTL, "lease TTL of the agent's session: if the agent dies, its holds end this long after (at least 1s)")
+	fl.DurationVar(&opts.TTL, "ttl", session.DefaultTTL, "lease TTL of the agent's session: if the agent dies, its holds end this long after, and a client that vanished without closing loses its holds this long after it went silent (at least 1s)")
 	fl.StringVar(&opts.APITokenFile, "api-token-file", "", "file holding the token every request must carry (needed for a non-loopback --listen)")
 	return cmd
 }
@@ -121,7 +123,7 @@ func runAgent(ctx context.Context, f *cmdutil.Factory, opts *agentOptions) error
 	defer client.Close()
 	defer f.HoldOutput(p)()
 	srv, err := coordapi.Listen(ctx, coordapi.Config{Client: client, Token: token,
-		SessionOptions: []session.Option{session.WithTTL(opts.TTL)}, RequestTimeout: f.Global.CommandTimeout,
+		SessionOptions: []session.Option{session.WithTTL(opts.TTL)}, PeerTimeout: opts.TTL, RequestTimeout: f.Global.CommandTimeout,
 		Logger: slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))}, opts.Listen)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -60,6 +60,12 @@ func startAgent(t *testing.T) (string, []string) {
 // it with SIGTERM, which must exit 0.
 func startCoordctl(t *testing.T, args ...string) (string, []string) {
 	t.Helper()
+	return startCoordctlOn(t, "127.0.0.1:0", args...)
+}
+
+// startCoordctlOn is startCoordctl listening on listen.
+func startCoordctlOn(t *testing.T, listen string, args ...string) (string, []string) {
+	t.Helper()
 	bin := coordctl(t)
 	srv, cli := etcdtest.StartWithClient(t)
 	revoke := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -75,7 +81,7 @@ func startCoordctl(t *testing.T, args ...string) (string, []string) {
 	}))
 	t.Cleanup(revoke.Close)
 
-	cmd := exec.Command(bin, append(args, "--endpoints", strings.Join(srv.Endpoints(), ","), "--listen", "127.0.0.1:0", "-w", "json")...)
+	cmd := exec.Command(bin, append(args, "--endpoints", strings.Join(srv.Endpoints(), ","), "--listen", listen, "-w", "json")...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = os.Stderr

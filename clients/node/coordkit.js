@@ -235,10 +235,15 @@ class Held extends EventEmitter {
 
   // deadline notes the lease deadline an event tells, and arms the loss at
   // it: an agent gone silent (a partition, a frozen host: no FIN reaches
-  // us) ends the hold then, as check() would, 'lost' included.
+  // us) ends the hold then, as check() would, 'lost' included. The time
+  // left (lease_remaining_s) is counted down on this machine's clock:
+  // lease_deadline is the agent's wall clock, which ours may be off by any
+  // amount (used only from an agent that does not send the time left).
   deadline(ev) {
-    if (!ev.lease_deadline) return;
-    const left = Date.parse(ev.lease_deadline) - Date.now();
+    let left;
+    if (typeof ev.lease_remaining_s === 'number') left = ev.lease_remaining_s * 1000;
+    else if (ev.lease_deadline) left = Date.parse(ev.lease_deadline) - Date.now();
+    else return;
     this.leaseDeadline = new Date(Date.now() + left);
     this.expires = performance.now() + left;
     clearTimeout(this.timer);

@@ -43,6 +43,27 @@ test('lock: token, scope, release', async () => {
   assert.throws(() => held.check(), LostError);
 });
 
+test("this machine's clock 30 s off the agent's, both ways: the hold is neither lost at once nor believed past its deadline", async () => {
+  const realNow = Date.now;
+  for (const skew of [30000, -30000]) {
+    Date.now = () => realNow() + skew;
+    let held;
+    try {
+      held = await c.lock(fresh('skew'), { timeout: 30 });
+      const left = performance.now();
+      assert.ok(held.expires - left > 0, `skew ${skew} ms: the deadline is already past`);
+      assert.ok(held.expires - left <= TTL * 1000 + 1000, `skew ${skew} ms: ${held.expires - left} ms left, more than the TTL`);
+      const shown = held.leaseDeadline.getTime() - Date.now();
+      assert.ok(shown > 0 && shown <= TTL * 1000 + 1000, `skew ${skew} ms: leaseDeadline ${shown} ms away on this clock`);
+      await new Promise((r) => setTimeout(r, 1500)); // a held line or two
+      held.check();
+    } finally {
+      Date.now = realNow;
+      await held?.release();
+    }
+  }
+});
+
 test('exclusion: try, timeout, then the waiter', async () => {
   const name = fresh('x');
   const first = await c.lock(name);

@@ -256,11 +256,17 @@ class Hold:
         return json.loads(line)
 
     def _deadline(self, ev):
-        d = ev.get("lease_deadline")
-        if d:
+        # The time left, counted down on this machine's clock: lease_deadline
+        # is the agent's wall clock, which this machine's may be off by any
+        # amount (used only from an agent that does not send the time left).
+        left = ev.get("lease_remaining_s")
+        if left is None:
+            d = ev.get("lease_deadline")
+            if not d:
+                return
             left = _parse_time(d) - time.time()
-            self.lease_deadline = time.time() + left
-            self._expires = time.monotonic() + left
+        self.lease_deadline = time.time() + left
+        self._expires = time.monotonic() + left
 
     def _read(self, go):
         with go:

@@ -19,6 +19,7 @@ import tempfile
 import threading
 import time
 import unittest
+import unittest.mock
 import urllib.parse
 import urllib.request
 import uuid
@@ -64,6 +65,21 @@ class TestCoordkit(unittest.TestCase):
         self.assertTrue(h.lost)
         self.assertEqual(h.reason, "released")
         self.assertRaises(coordkit.LostError, h.check)
+
+    def test_clock_off_the_agents(self):
+        # This machine's wall clock 30 s off the agent's, both ways: the hold
+        # is neither lost at once nor believed past its lease deadline.
+        real = time.time
+        for skew in (30.0, -30.0):
+            with unittest.mock.patch("time.time", lambda: real() + skew):
+                with self.c.lock(fresh("skew"), timeout=WAIT) as h:
+                    left = h._expires - time.monotonic()
+                    self.assertGreater(left, 0, "skew %+g s: the deadline is already past" % skew)
+                    self.assertLessEqual(left, TTL + 1, "skew %+g s: %.1f s left, more than the TTL" % (skew, left))
+                    shown = h.lease_deadline - time.time()
+                    self.assertTrue(0 < shown <= TTL + 1, "skew %+g s: lease_deadline %.1f s away on this clock" % (skew, shown))
+                    time.sleep(1.5)  # a held line or two
+                    h.check()
 
     def test_exclusion_try_timeout(self):
         name = fresh("x")

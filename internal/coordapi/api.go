@@ -207,7 +207,10 @@ type SessionInfo struct {
 	TTLSeconds    float64   `json:"ttl_s"`
 	Alive         bool      `json:"alive"`
 	LeaseDeadline time.Time `json:"lease_deadline"`
-	Lanes         int       `json:"lanes"`
+	// LeaseRemainingSeconds is the time left until LeaseDeadline, for a
+	// reader whose clock is not the agent's.
+	LeaseRemainingSeconds float64 `json:"lease_remaining_s"`
+	Lanes                 int     `json:"lanes"`
 }
 
 func (a *API) handleSession(w http.ResponseWriter, r *http.Request) {
@@ -218,6 +221,7 @@ func (a *API) handleSession(w http.ResponseWriter, r *http.Request) {
 		info.TTLSeconds = s.TTL().Seconds()
 		info.Alive = s.Alive()
 		info.LeaseDeadline = s.Deadline().UTC()
+		info.LeaseRemainingSeconds = remaining(s.Deadline())
 	}
 	writeJSON(w, http.StatusOK, info)
 }

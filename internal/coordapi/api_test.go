@@ -169,8 +169,13 @@ func TestLockAcquireHandoff(t *testing.T) {
 	require.Equal(t, "exclusive", ev.Mode)
 	require.NotNil(t, ev.LeaseDeadline)
 	require.True(t, ev.LeaseDeadline.After(time.Now()), "deadline %s is past", ev.LeaseDeadline)
+	// The same deadline as time left, for a client whose clock is not ours.
+	require.NotNil(t, ev.LeaseRemainingSeconds)
+	require.InDelta(t, time.Until(*ev.LeaseDeadline).Seconds(), *ev.LeaseRemainingSeconds, 1.0)
+	require.Positive(t, *ev.LeaseRemainingSeconds)
 	held := first.events
-	etcdtest.Recv(t, held, "a held line", wait)
+	h := etcdtest.Recv(t, held, "a held line", wait)
+	require.NotNil(t, h.LeaseRemainingSeconds, "held lines count down too")
 
 	second := a.open(t, "/v1/lock", HoldRequest{Name: "jobs/nightly"})
 	w := second.want(t, "waiting")

@@ -53,6 +53,10 @@ type Event struct {
 	Key           string        `json:"key,omitempty"`
 	Lease         string        `json:"lease,omitempty"`
 	LeaseDeadline *time.Time    `json:"lease_deadline,omitempty"`
+	// LeaseRemainingSeconds is LeaseDeadline as the time left when the
+	// line was written: what a client on another machine counts down on
+	// its own monotonic clock, since its wall clock may be off the agent's.
+	LeaseRemainingSeconds *float64 `json:"lease_remaining_s,omitempty"`
 
 	HolderKey   string        `json:"holder_key,omitempty"`   // waiting on a lock
 	HolderToken fencing.Token `json:"holder_token,omitempty"` // waiting on a lock
@@ -379,8 +383,15 @@ func (a *API) serveHeld(ctx context.Context, out stream, req HoldRequest, p plan
 }
 
 func (a *API) heldEvent(name string, h holding) Event {
-	d := h.Session().Deadline().UTC()
-	return Event{Event: name, Token: h.Token(), LeaseDeadline: &d}
+	deadline := h.Session().Deadline()
+	d, left := deadline.UTC(), remaining(deadline)
+	return Event{Event: name, Token: h.Token(), LeaseDeadline: &d, LeaseRemainingSeconds: &left}
+}
+
+// remaining is the time left until deadline, in seconds (at least 0), on
+// the monotonic clock.
+func remaining(deadline time.Time) float64 {
+	return max(time.Until(deadline), 0).Seconds()
 }
 
 func reasonOf(err error) string {

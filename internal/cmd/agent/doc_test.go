@@ -17,9 +17,10 @@ var (
 	leaseRe = regexp.MustCompile(`("lease":"|/)[0-9a-f]{8,16}"`)
 	timeRe  = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
 	numRe   = regexp.MustCompile(`"(token|revision|holder_token)":\d+`)
+	leftRe  = regexp.MustCompile(`"lease_remaining_s":[0-9.e+-]+`)
 )
 
-// normalize blanks lease IDs, times, tokens and revisions, and keeps one of
+// normalize blanks lease IDs, times, tokens, revisions and the time left, and keeps one of
 // a run of equal lines (the "held" lines, one a second).
 func normalize(out string) string {
 	var lines []string
@@ -27,6 +28,7 @@ func normalize(out string) string {
 		l = leaseRe.ReplaceAllString(l, `${1}LEASE"`)
 		l = timeRe.ReplaceAllString(l, "TIME")
 		l = numRe.ReplaceAllString(l, `"$1":N`)
+		l = leftRe.ReplaceAllString(l, `"lease_remaining_s":N`)
 		if len(lines) > 0 && lines[len(lines)-1] == l {
 			continue
 		}

@@ -84,7 +84,7 @@ func (c Config) normalize() (sqlfence.Dialect, string, error) {
 		return 0, "", usagef("invalid --driver %q: want sqlite, postgres or mysql", c.Driver)
 	}
 	if strings.TrimSpace(c.DSN) == "" {
-		return 0, "", usagef("--dsn is required")
+		return 0, "", usagef("--dsn is required (or $" + EnvDSN + ")")
 	}
 	if c.Timeout <= 0 {
 		return 0, "", usagef("invalid --command-timeout %s: must be positive", c.Timeout)

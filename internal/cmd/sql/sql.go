@@ -11,6 +11,11 @@ import (
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 )
 
+// EnvDSN names the variable --dsn defaults to: a DSN with a password in
+// the environment is not on the command line, which every user of the
+// machine can read (ps, /proc/PID/cmdline).
+const EnvDSN = "COORDCTL_SQL_DSN"
+
 // sqlOptions are the flags of the sql commands, bound to the request they
 // make, and the text of --token, which runSQL parses.
 type sqlOptions struct {
@@ -21,7 +26,8 @@ type sqlOptions struct {
 func (o *sqlOptions) addConnFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&o.Driver, "driver", "", "database engine: sqlite, postgres or mysql (MariaDB too)")
-	fl.StringVar(&o.DSN, "dsn", "", "data source name (sqlite: a file path or a file: URI; postgres: URL or key=value; mysql: user:pass@tcp(host:port)/db)")
+	// Not the variable's value as the flag's default: help would print it.
+	fl.StringVar(&o.DSN, "dsn", "", "data source name (sqlite: a file path or a file: URI; postgres: URL or key=value; mysql: user:pass@tcp(host:port)/db) (default $"+EnvDSN+": a password there is not on the command line, which every user of the machine can read)")
 	fl.StringVar(&o.Table, "table", sqlfence.DefaultTable, "name of the fence table (created on first use)")
 	fl.DurationVar(&o.Timeout, "command-timeout", cmdutil.DefaultCommandTimeout, "time limit of the whole run: connecting, the check, the statements and the commit")
 }
@@ -66,7 +72,9 @@ for _txlock=deferred is refused, and so is an in-memory database.
 statements and the commit (for mysql, plus a second, it also becomes the
 DSN's readTimeout and writeTimeout unless the DSN sets one: go-sql-driver's
 COMMIT does not follow a deadline). Passwords in a DSN are never printed, and a DSN that
-cannot be parsed is not printed at all.`
+cannot be parsed is not printed at all. Without --dsn the DSN is read from
+$COORDCTL_SQL_DSN: put one with a password there, not on the command line,
+which every user of the machine can read (ps).`
 
 // NewCmd returns the command coordctl sql.
 func NewCmd(f *cmdutil.Factory) *cobra.Command { return newSQLCmdRun(f, Run) }
@@ -125,8 +133,9 @@ exit 6 {"scope","token","outcome":"unknown" (or "outside_fence"),"error"}.
       --dsn postgres://app@db/app -e "UPDATE report SET body = 'new' WHERE id = 1"
   coordctl lock jobs/report -- coordctl sql --driver sqlite --dsn /var/lib/app/app.db \
       -e "UPDATE report SET body = 'new' WHERE id = 1" -e "DELETE FROM drafts"
-  coordctl lock jobs/report -- coordctl sql --driver mysql --dsn 'app:secret@tcp(db:3306)/app' \
-      -w json -e "UPDATE t SET n = n + 1"
+  # a password goes in the environment, not on the command line (ps shows that)
+  export COORDCTL_SQL_DSN='app:secret@tcp(db:3306)/app'
+  coordctl lock jobs/report -- coordctl sql --driver mysql -w json -e "UPDATE t SET n = n + 1"
   coordctl sql floor --driver sqlite --dsn /var/lib/app/app.db --scope jobs/report/
   # by hand, with a token a lock gave you (a made-up high token would make
   # every later real holder's write exit 5 as stale)
@@ -159,6 +168,9 @@ func runSQL(ctx context.Context, f *cmdutil.Factory, run sqlRunF, o *sqlOptions,
 	_ = f.HoldOutput(p)
 	req := o.Request
 	req.Op = op
+	if req.DSN == "" {
+		req.DSN = f.Getenv(EnvDSN)
+	}
 	if err := req.Config.Validate(); err != nil {
 		return &cmdutil.UsageError{Err: err}
 	}

@@ -80,6 +80,13 @@ func TestSQLFlagsReachTheRequest(t *testing.T) {
 			Request{Config: conn, Op: HighestFloor}},
 		"floor --all in a lock's environment": {holder, append([]string{"floor", "--all"}, pg...),
 			Request{Config: conn, Op: HighestFloor}},
+		"the DSN from the environment": {map[string]string{EnvDSN: "postgres://app:secret@db/app", "COORD_FENCING_TOKEN": "10", "COORD_FENCING_SCOPE": "jobs/report/"},
+			[]string{"--driver", "postgres", "-e", "A"},
+			Request{Config: Config{Driver: "postgres", DSN: "postgres://app:secret@db/app", Table: sqlfence.DefaultTable, Timeout: cmdutil.DefaultCommandTimeout},
+				Op: Exec, Scope: "jobs/report/", Token: 10, Statements: []string{"A"}}},
+		"--dsn before the environment": {map[string]string{EnvDSN: "postgres://other@db/other", "COORD_FENCING_TOKEN": "10", "COORD_FENCING_SCOPE": "jobs/report/"},
+			append(append([]string{}, pg...), "-e", "A"),
+			Request{Config: conn, Op: Exec, Scope: "jobs/report/", Token: 10, Statements: []string{"A"}}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -143,5 +150,23 @@ func TestSQLPrintsTheResult(t *testing.T) {
 			require.Equal(t, tc.code, code)
 			require.Equal(t, tc.out, out)
 		})
+	}
+}
+
+// The help never shows the DSN of the environment: its password would be
+// printed.
+func TestSQLHelpHidesTheDSNOfTheEnvironment(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--help"}, {"fence", "--help"}, {"floor", "--help"}} {
+		var out, errOut bytes.Buffer
+		f := cmdutil.NewFactory(cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		f.Getenv = func(k string) string { return map[string]string{EnvDSN: "postgres://app:s3cret@db/app"}[k] }
+		cmd := newSQLCmdRun(f, (&sqlRecorder{}).run)
+		cmd.SetArgs(args)
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		require.NoError(t, cmd.Execute())
+		require.Contains(t, out.String(), "$"+EnvDSN, "%v", args)
+		require.NotContains(t, out.String()+errOut.String(), "s3cret", "%v", args)
 	}
 }

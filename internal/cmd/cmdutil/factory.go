@@ -98,6 +98,9 @@ func (f *Factory) ValidateGlobal(etcd bool) error {
 	if !etcd {
 		return nil
 	}
+	if f.Global.User == "" {
+		f.Global.User = f.Getenv(EnvUser)
+	}
 	if err := f.Global.Validate(); err != nil {
 		return &UsageError{Err: err}
 	}

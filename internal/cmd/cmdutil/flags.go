@@ -28,7 +28,8 @@ func (f *Factory) AddEtcdFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Global.CACert, "cacert", "", "verify etcd's certificate with this CA bundle (PEM); use https:// endpoints")
 	fs.StringVar(&f.Global.Cert, "cert", "", "client TLS certificate file (PEM), with --key")
 	fs.StringVar(&f.Global.Key, "key", "", "client TLS key file (PEM), with --cert")
-	fs.StringVar(&f.Global.User, "user", "", "etcd user as NAME:PASSWORD, or NAME with --password-stdin (an empty password is refused)")
+	// Not $COORDCTL_USER as the flag's default: help would print its password.
+	fs.StringVar(&f.Global.User, "user", "", "etcd user as NAME:PASSWORD, or NAME with --password-stdin (an empty password is refused) (default $"+EnvUser+", which keeps the password off the command line that every user of the machine can read)")
 	fs.BoolVar(&f.Global.PasswordStdin, "password-stdin", false, "read the password of --user NAME from the first line of standard input")
 }
 

@@ -5,6 +5,12 @@ package cmdutil
 // through, so that a coordctl the command runs asks the same etcd.
 const EnvEndpoints = "COORDCTL_ENDPOINTS"
 
+// EnvUser is what --user defaults to: NAME:PASSWORD (or NAME, with
+// --password-stdin) in the environment, which only its owner can read,
+// rather than on a command line, which every user of the machine can
+// (ps, /proc/PID/cmdline).
+const EnvUser = "COORDCTL_USER"
+
 // EtcdForHintsAnnotation marks a command that has --endpoints only to
 // explain a stale refusal (resource put and fence): the etcd flags are
 // checked when etcd is asked, not before the command runs, and a deadline

@@ -30,10 +30,11 @@ func TestEtcdFlagsReachTheDialer(t *testing.T) {
 
 	// dialWith runs coordctl args with stdin on a factory whose Dial
 	// records its Config and fails with dialErr.
+	env := map[string]string{}
 	dialWith := func(dialErr error, stdin string, args ...string) (cfg etcddial.Config, code int, stderr string) {
 		var out, errOut bytes.Buffer
 		f := cmdutil.NewFactory(cmdutil.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut})
-		f.Getenv = func(string) string { return "" }
+		f.Getenv = func(k string) string { return env[k] }
 		f.Dial = func(_ context.Context, c etcddial.Config) (*clientv3.Client, error) {
 			cfg = c
 			return nil, dialErr
@@ -57,6 +58,19 @@ func TestEtcdFlagsReachTheDialer(t *testing.T) {
 		_, code, stderr := dialWith(nil, "\n", "claim", "get", "nobody", "--user", "root", "--password-stdin")
 		require.Equal(t, cmdutil.ExitUsage, code, stderr)
 		require.Contains(t, stderr, "--password-stdin: empty password on standard input")
+	})
+	t.Run("user from the environment", func(t *testing.T) {
+		env[cmdutil.EnvUser] = "app:fr0m-env"
+		defer delete(env, cmdutil.EnvUser)
+		cfg, _, _ := dialWith(tlsErr, "", "claim", "get", "nobody")
+		require.Equal(t, "app", cfg.Username)
+		require.Equal(t, "fr0m-env", cfg.Password)
+		cfg, _, _ = dialWith(tlsErr, "", "claim", "get", "nobody", "--user", "root:s3cret")
+		require.Equal(t, "root", cfg.Username, "--user before the environment")
+		env[cmdutil.EnvUser] = "app"
+		cfg, _, _ = dialWith(tlsErr, "pw-from-stdin\n", "claim", "get", "nobody", "--password-stdin")
+		require.Equal(t, "app", cfg.Username)
+		require.Equal(t, "pw-from-stdin", cfg.Password)
 	})
 	t.Run("no user", func(t *testing.T) {
 		cfg, _, _ := dialWith(tlsErr, "", "claim", "get", "nobody")

@@ -1,6 +1,7 @@
 package httpserve
 
 import (
+	"math"
 	"net"
 	"time"
 
@@ -19,9 +20,10 @@ func setPeerTimeout(c net.Conn, d time.Duration) error {
 	if err != nil {
 		return err
 	}
+	ms := min(d.Milliseconds(), math.MaxInt32) // the kernel takes an int of milliseconds
 	var serr error
 	err = raw.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(d.Milliseconds()))
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(ms))
 	})
 	if err != nil {
 		return err

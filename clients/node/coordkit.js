@@ -65,10 +65,17 @@ class LostError extends Error {
 }
 
 class Client {
-  /** url: the agent's; token: its --api-token-file token, if it has one. */
-  constructor(url = 'http://127.0.0.1:4050', { token } = {}) {
+  /**
+   * url: the agent's; token: its --api-token-file token, if it has one;
+   * connectTimeout (s): how long connecting, and a read request, may go
+   * without an answer; a hold waits no longer than its timeout and
+   * connectTimeout more for the agent's (an agent whose host is gone
+   * answers nothing, not even a refusal).
+   */
+  constructor(url = 'http://127.0.0.1:4050', { token, connectTimeout = 10 } = {}) {
     this.url = new URL(url);
     this.token = token;
+    this.connectTimeout = connectTimeout;
   }
 
   headers(body) {
@@ -85,6 +92,9 @@ class Client {
     return new Promise((resolve, reject) => {
       const req = mod.request(new URL(path, this.url), { method, headers: this.headers(data !== undefined) }, resolve);
       req.on('error', reject);
+      // Silence this long ends the request (a hold turns it off once answered).
+      req.setTimeout(this.connectTimeout * 1000, () =>
+        req.destroy(new CoordError('unavailable', `no answer from the agent at ${this.url.origin} within ${this.connectTimeout} s: its host or the network to it is gone`)));
       if (signal) {
         const off = onAbort(signal, () => req.destroy(signal.reason));
         req.once('response', off);
@@ -123,6 +133,18 @@ class Client {
     const res = await this.request('POST', path, body, signal);
     if (res.statusCode !== 200) throw await errorOf(res);
     const held = new Held(res);
+    // Waiting takes as long as the agent lets it; an agent whose host is
+    // gone answers nothing, ever: with a timeout (or tryOnce) the wait ends
+    // that and connectTimeout later, and without one once TCP keepalive
+    // finds the host gone (a first probe after 1 s of silence, then
+    // libuv's: 10 probes 1 s apart in Node 20, about 11 s in all).
+    res.socket?.setTimeout(0);
+    res.socket?.setKeepAlive(true, 1000);
+    const wait = timeout ?? (tryOnce ? 0 : undefined);
+    const waitTimer = wait === undefined ? undefined : setTimeout(() => {
+      held.lose(`no answer from the agent within ${wait + this.connectTimeout} s (the timeout, and connectTimeout ${this.connectTimeout} s more): its host or the network to it is gone`);
+      res.destroy();
+    }, (wait + this.connectTimeout) * 1000);
     // Giving up closes the request: the agent removes the waiting key at once.
     const off = signal ? onAbort(signal, () => res.destroy()) : () => {};
     if (signal?.aborted) res.destroy();
@@ -133,6 +155,7 @@ class Client {
       throw signal?.aborted ? signal.reason : e;
     } finally {
       off();
+      clearTimeout(waitTimer);
     }
     if (signal?.aborted) {
       // Aborted between the grant and this line: the stream is closed, so

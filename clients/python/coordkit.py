@@ -102,6 +102,9 @@ class Client:
     """A client of one agent. token: the agent's --api-token-file token."""
 
     def __init__(self, url="http://127.0.0.1:4050", token=None, connect_timeout=10.0):
+        """connect_timeout (seconds) bounds connecting and every read
+        request; a hold waits no longer than its timeout and connect_timeout
+        more for the agent's answer."""
         u = urllib.parse.urlsplit(url)
         if u.scheme not in ("http", "https"):
             raise ValueError(f"url {url!r}: want http:// or https://")
@@ -171,7 +174,7 @@ class Hold:
             self._body["timeout"] = timeout
         if try_once:
             self._body["try"] = True
-        self._conn = self._resp = self._sock = self._reader = None
+        self._conn = self._resp = self._sock = self._reader = self._read_error = None
         self._lock = threading.Lock()
         self._ended = threading.Event()
         self._settled = threading.Event()  # clear while acquire() runs
@@ -213,8 +216,18 @@ class Hold:
                 released = self._released
             if released:  # release() came while connecting: it saw no socket to close
                 self._sock.shutdown(socket.SHUT_WR)
-            self._sock.settimeout(None)  # waiting may take as long as the server lets it
-            resp = self._conn.getresponse()
+            # Waiting takes as long as the agent lets it, but an agent whose
+            # host is gone (or the network to it) answers nothing, ever: with
+            # a timeout (or try_once), no longer than that and connect_timeout
+            # more; without one, until TCP keepalive finds the host gone.
+            wait = self._body.get("timeout", 0 if self._body.get("try") else None)
+            _keepalive(self._sock)
+            self._sock.settimeout(None if wait is None else wait + self._client._timeout)
+            try:
+                resp = self._conn.getresponse()
+            except OSError as e:
+                self._conn.close()
+                raise CoordError("unavailable", _no_answer(wait, self._client._timeout, e)) from e
             if resp.status != 200:
                 err = _error_of(resp)
                 self._conn.close()
@@ -226,6 +239,8 @@ class Hold:
                     self._conn.close()
                     if self._released:
                         raise NotAcquired("cancelled", "released while it waited")
+                    if self._read_error is not None:
+                        raise CoordError("unavailable", _no_answer(wait, self._client._timeout, self._read_error))
                     raise CoordError("unavailable", "the stream ended before the hold was granted")
                 if ev["event"] == "error":
                     self._conn.close()
@@ -249,7 +264,8 @@ class Hold:
     def _next(self):
         try:
             line = self._resp.readline()
-        except Exception:  # a closed or broken stream, however http.client reports it
+        except Exception as e:  # a closed or broken stream, however http.client reports it
+            self._read_error = e
             return None
         if not line:
             return None
@@ -361,6 +377,31 @@ class Hold:
 
 
 _NO_NEWS = "no news from the agent before the lease deadline"
+
+
+# TCP keepalive on a hold's connection, so that a wait without a timeout
+# ends once the agent's host is gone: a first probe after 5 s of silence,
+# then 3 more 2 s apart (where the system lets a program set them: Linux,
+# and macOS with Python 3.10 or later; elsewhere the system's own).
+_KEEPALIVE = (("TCP_KEEPIDLE", 5), ("TCP_KEEPALIVE", 5), ("TCP_KEEPINTVL", 2), ("TCP_KEEPCNT", 3))
+
+
+def _keepalive(sock):
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for name, value in _KEEPALIVE:
+            if hasattr(socket, name):
+                sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
+    except OSError:
+        pass
+
+
+def _no_answer(wait, grace, err):
+    """What a wait that ended without the agent's answer says."""
+    if isinstance(err, TimeoutError) and err.errno is None and wait is not None:  # the socket timeout
+        return ("no answer from the agent within %gs (the timeout, and connect_timeout %gs more): "
+                "its host or the network to it is gone" % (wait + grace, grace))
+    return "no answer from the agent: %s (its host or the network to it is gone?)" % (err or "the stream ended")
 
 
 def _error_of(resp):

@@ -85,3 +85,100 @@ func vanishedClientReleases(t *testing.T, ttl time.Duration, args ...string) {
 	t.Logf("the next holder acquired %s after the first one's host was cut off (--ttl %s)", took.Round(time.Millisecond), ttl)
 	require.Less(t, took, 15*time.Second, "the vanished client's hold outlived the TTL by far")
 }
+
+// The clients' side: a hold that waits on an agent whose host is gone gets
+// no answer, ever, not even a refusal. It ends at the request's timeout
+// and connect_timeout more (both clients: about 3 s here), or, without a
+// timeout, once TCP keepalive finds the agent's host gone (Python: about
+// 11 s). Before, Python waited forever either way, and Node until its
+// HTTP agent's keepalive found the host gone (about 11 s in Node 20),
+// whatever the timeout said.
+const waitOnVanishedPy = `
+import sys, threading, time
+sys.path.insert(0, sys.argv[1])
+import coordkit
+url, token, name, timeout = sys.argv[2:6]
+c = coordkit.Client(url, token=token, connect_timeout=2)
+first = c.lock(name).acquire()
+second = c.lock(name, timeout=None if timeout == "none" else float(timeout))
+def queued():
+    while not c.lock_status(name)["waiters"]:
+        time.sleep(0.01)
+    print("waiting", flush=True)
+threading.Thread(target=queued, daemon=True).start()
+try:
+    second.acquire()
+    print("acquired", flush=True)
+except coordkit.CoordError as e:
+    print("error", e.code, e.message, flush=True)
+`
+
+const waitOnVanishedJS = `
+const [lib, url, token, name, timeout] = process.argv.slice(1);
+const { Client } = require(lib);
+(async () => {
+  const c = new Client(url, { token, connectTimeout: 2 });
+  await c.lock(name);
+  const second = c.lock(name, timeout === 'none' ? {} : { timeout: Number(timeout) });
+  while (!(await c.lockStatus(name)).waiters.length) await new Promise((r) => setTimeout(r, 10));
+  console.log('waiting');
+  try {
+    await second;
+    console.log('acquired');
+  } catch (e) {
+    console.log('error', e.code, e.message);
+  }
+  process.exit(0);
+})();
+`
+
+func TestClientsGiveUpOnAVanishedAgent(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, client, timeout string
+		within                time.Duration // after the cut; before, never
+	}{
+		{"python timeout 1", "python", "1", 8 * time.Second},
+		{"python no timeout", "python", "none", 30 * time.Second},
+		{"node timeout 1", "node", "1", 8 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var argv []string
+			switch tc.client {
+			case "python":
+				dir, err := filepath.Abs("../../../clients/python")
+				require.NoError(t, err)
+				argv = []string{interpreter(t, "python3", "python3"), "-c", waitOnVanishedPy, dir}
+			case "node":
+				lib, err := filepath.Abs("../../../clients/node/coordkit.js")
+				require.NoError(t, err)
+				argv = []string{interpreter(t, "node", "nodejs"), "-e", waitOnVanishedJS, lib}
+			}
+			host := nettest.NewHost(t)
+			tokenFile := filepath.Join(t.TempDir(), "api-token")
+			require.NoError(t, os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600))
+			url, _ := startCoordctlOn(t, net.JoinHostPort(host.LocalAddr, "0"), "agent", "--ttl", "3s", "--api-token-file", tokenFile)
+
+			ctx, cancel := context.WithTimeout(context.Background(), tc.within+30*time.Second)
+			defer cancel()
+			cmd := host.Command(ctx, argv[0], append(argv[1:], url, "s3cret", "jobs/agent-gone", tc.timeout)...)
+			out, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			cmd.Stderr = os.Stderr
+			require.NoError(t, cmd.Start())
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+			sc := bufio.NewScanner(out)
+			require.True(t, sc.Scan(), "the client printed nothing")
+			require.Equal(t, "waiting", sc.Text())
+
+			host.Cut()
+			cut := time.Now()
+			require.True(t, sc.Scan(), "the client's wait never ended (%s after the cut)", time.Since(cut).Round(time.Second))
+			took := time.Since(cut)
+			t.Logf("%s: %q %s after the agent's host was cut off", tc.name, sc.Text(), took.Round(time.Millisecond))
+			require.True(t, strings.HasPrefix(sc.Text(), "error unavailable "), sc.Text())
+			require.Less(t, took, tc.within)
+		})
+	}
+}

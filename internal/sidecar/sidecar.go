@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -550,16 +551,67 @@ func (s *Sidecar) runSession(ctx context.Context, sess *session.Session) error {
 func (s *Sidecar) lead(ctx context.Context, l *election.Leadership) error {
 	s.setLeading(l)
 	defer s.setLeading(nil)
-	// The token file is in place before the instance reports ready.
+	// The token file is in place before the instance reports ready, and
+	// valid until the lease's local deadline (its modification time),
+	// which moves on with every acknowledged keepalive.
 	if s.cfg.TokenFile != "" {
-		if err := WriteTokenFile(s.cfg.TokenFile, l.Token()); err != nil {
+		err := WriteTokenFile(s.cfg.TokenFile, l.Token())
+		if err == nil {
+			err = StampTokenFile(s.cfg.TokenFile, l.Session().Deadline())
+		}
+		if err != nil {
 			_ = s.release(l)
 			return err
 		}
+		defer s.keepStamping(l)()
 	}
 	s.apply(Event{Kind: Elected, Token: l.Token(), Alive: l.Alive})
 	s.cfg.Logger.Info("elected", "token", l.Token())
 	return s.hold(ctx, l)
+}
+
+// stampEvery is how often a leader looks whether its lease's local
+// deadline moved (a keepalive was acknowledged) and stamps the token file.
+const stampEvery = 100 * time.Millisecond
+
+// keepStamping moves the token file's modification time to the lease's
+// local deadline whenever it moves, until the leadership ends or the
+// returned stop is called (it waits for the loop). A stamp that fails is
+// noted once; the file then stops counting at the last deadline stamped,
+// which is early, never late.
+func (s *Sidecar) keepStamping(l *election.Leadership) (stop func()) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(stampEvery)
+		defer t.Stop()
+		stamped, noted := l.Session().Deadline(), false
+		for {
+			select {
+			case <-done:
+				return
+			case <-l.Lost():
+				return
+			case <-t.C:
+			}
+			d := l.Session().Deadline()
+			if !d.After(stamped) {
+				continue
+			}
+			if err := StampTokenFile(s.cfg.TokenFile, d); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return // removed: the leadership is ending
+				}
+				if !noted {
+					s.cfg.Logger.Warn("token file not stamped", "err", err)
+					noted = true
+				}
+				continue
+			}
+			stamped = d
+		}
+	}()
+	return func() { close(done); <-stopped }
 }
 
 // hold runs the command (if any) while l lasts, through the one

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/coordkit/coordkit/fencing"
 )
@@ -48,6 +49,20 @@ func WriteTokenFile(path string, tok fencing.Token) error {
 		return fmt.Errorf("sidecar: token file %s: %w", path, err)
 	}
 	return syncDir(dir)
+}
+
+// StampTokenFile sets the token file's modification time to until, the
+// lease's local deadline: a reader trusts the file only while its
+// modification time is in the future. The sidecar removes the file when a
+// leadership ends; one that died or froze cannot (its container OOM-killed
+// whole, say), and the file it left then stops counting at the deadline,
+// before etcd can expire the lease and elect another leader. The access
+// time is left as it is.
+func StampTokenFile(path string, until time.Time) error {
+	if err := os.Chtimes(path, time.Time{}, until); err != nil {
+		return fmt.Errorf("sidecar: token file %s: %w", path, err)
+	}
+	return nil
 }
 
 // RemoveTokenFile removes the token file; a missing file is not an error.

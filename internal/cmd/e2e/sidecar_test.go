@@ -601,6 +601,45 @@ func TestSidecarE2ECommandAfterAnUpgrade(t *testing.T) {
 	require.Equal(t, 0, p.wait(t, 10*time.Second))
 }
 
+// TestSidecarE2ETokenFileExpiresWithTheLease: nothing removes the token
+// file of a sidecar that was killed (its container OOM-killed whole, say),
+// and an application that reads the file would go on leading. The file's
+// modification time is the lease's local deadline, moved on after every
+// acknowledged keepalive: the killed leader's file stops counting before
+// the next leader is elected.
+func TestSidecarE2ETokenFileExpiresWithTheLease(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	srv := etcdtest.Start(t)
+	eps := srv.Endpoints()
+	dir := t.TempDir()
+	tokA := filepath.Join(dir, "a.token")
+	const ttl = 2 * time.Second
+	a := startSidecarProc(t, nil, eps, "stamped", "a", "--ttl", ttl.String(), "--token-file", tokA)
+	a.awaitLine(t, "elected", 10*time.Second)
+	mtime := func() time.Time {
+		t.Helper()
+		st, err := os.Stat(tokA)
+		require.NoError(t, err)
+		return st.ModTime()
+	}
+	first := mtime()
+	require.True(t, first.After(time.Now()), "the token file's time %s is not in the future: a reader cannot tell it from a dead leader's", first)
+	require.False(t, first.After(time.Now().Add(ttl)), "the token file's time %s is past the lease", first)
+	require.Eventually(t, func() bool { return mtime().After(first) }, 3*ttl, 20*time.Millisecond, "the token file's time never moved on")
+
+	b := startSidecarProc(t, nil, eps, "stamped", "b", "--ttl", ttl.String())
+	a.signal(t, syscall.SIGKILL)
+	a.wait(t, 10*time.Second)
+	left := mtime() // nothing removed it
+	b.awaitLine(t, "elected", 10*time.Second)
+	elected := time.Now()
+	t.Logf("the killed leader's token file counted until %s before the next leader was elected", elected.Sub(left).Round(time.Millisecond))
+	require.True(t, left.Before(elected), "the killed leader's token file still counted when the next leader was elected")
+}
+
 // The slim coordkit-sidecar takes coordctl sidecar's arguments and joins
 // the same election: a slim leader resigned by `coordkit-sidecar sidecar
 // resign` hands over to a coordctl standby, with a higher token, so a

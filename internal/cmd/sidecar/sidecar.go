@@ -75,7 +75,10 @@ exec form: the image has no shell).
 
 With --token-file the token is written there atomically while this instance
 leads and the file is removed on loss, and at start-up, before 'ready' (a
-file left by an earlier run is stale).
+file left by an earlier run is stale). The file's modification time is the
+lease's local deadline, moved on after every acknowledged keepalive: trust
+the file only while that time is in the future (a sidecar killed whole
+removes nothing; its file stops counting before another leader is elected).
 
 With --health-url the leadership is tied to the application's health: the
 sidecar asks the URL every --health-interval and, after --health-failures

@@ -227,6 +227,8 @@ class Hold:
                 resp = self._conn.getresponse()
             except OSError as e:
                 self._conn.close()
+                if self._released:
+                    raise NotAcquired("cancelled", "released while it waited") from e
                 raise CoordError("unavailable", _no_answer(wait, self._client._timeout, e)) from e
             if resp.status != 200:
                 err = _error_of(resp)

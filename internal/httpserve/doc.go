@@ -15,4 +15,10 @@
 // ends; what is left then is closed, and ctx's error returned. Streams
 // that never end by themselves (Server-Sent Events) are the caller's to
 // end first.
+//
+// A peer that vanishes (its machine dead, the network cut) sends no FIN,
+// and its connection would stay open, with a hold streamed on it, until
+// TCP gives up retransmitting, about 15 minutes. PeerTimeout (Linux's
+// TCP_USER_TIMEOUT) ends it once what the server sent has gone
+// unacknowledged that long: the agent and the sidecar give their --ttl.
 package httpserve

@@ -3,6 +3,7 @@ package etcddial
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -62,16 +63,26 @@ func TestSameCluster(t *testing.T) {
 
 // One member down (nothing listens at its endpoint) does not make Dial
 // wait statusGrace for it after the others answered: it did, so every
-// command paid half a second while a member was down.
+// command paid half a second while a member was down. Waiting was every
+// time; the fastest of three dials is compared, so that one stall of a
+// machine busy with the rest of the suite (a dial once took 1.1 s) does
+// not pass for it.
 func TestDialDoesNotWaitForAnEndpointNothingListensAt(t *testing.T) {
 	t.Parallel()
 	srv := etcdtest.Start(t)
 	for _, eps := range [][]string{{srv.Endpoints()[0], nettest.ClosedAddr(t)}, {nettest.ClosedAddr(t), srv.Endpoints()[0]}} {
-		start := time.Now()
-		cli, err := Dial(context.Background(), Config{Endpoints: eps, DialTimeout: 5 * time.Second})
-		took := time.Since(start)
-		require.NoError(t, err, "%v", eps)
-		require.NoError(t, cli.Close())
-		require.Less(t, took, statusGrace, "%v: Dial waited for the endpoint nothing listens at", eps)
+		var tooks []time.Duration
+		for range 3 {
+			start := time.Now()
+			cli, err := Dial(context.Background(), Config{Endpoints: eps, DialTimeout: 5 * time.Second})
+			tooks = append(tooks, time.Since(start))
+			require.NoError(t, err, "%v", eps)
+			require.NoError(t, cli.Close())
+			if tooks[len(tooks)-1] < statusGrace {
+				break
+			}
+		}
+		t.Logf("%v: Dial took %v", eps, tooks)
+		require.Less(t, slices.Min(tooks), statusGrace, "%v: Dial waited for the endpoint nothing listens at", eps)
 	}
 }

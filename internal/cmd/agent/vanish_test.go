@@ -24,6 +24,8 @@ import (
 // minutes; the next holder waited out its whole 30 s timeout before). The
 // same for the API a sidecar serves with --api, on the sidecar's --ttl.
 func TestAgentReleasesAVanishedClient(t *testing.T) {
+	// Beside the other tests, but its cases one after another: each starts
+	// an etcd, a coordctl and a network namespace of its own.
 	t.Parallel()
 	const ttl = 2 * time.Second
 	for _, tc := range []struct {
@@ -34,7 +36,6 @@ func TestAgentReleasesAVanishedClient(t *testing.T) {
 		{"sidecar --api", []string{"sidecar", "--election", "svc", "--id", "web-1", "--api", "--ttl", ttl.String()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			vanishedClientReleases(t, ttl, tc.args...)
 		})
 	}
@@ -143,7 +144,6 @@ func TestClientsGiveUpOnAVanishedAgent(t *testing.T) {
 		{"node timeout 1", "node", "1", 8 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			var argv []string
 			switch tc.client {
 			case "python":

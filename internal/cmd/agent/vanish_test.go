@@ -73,15 +73,12 @@ func vanishedClientReleases(t *testing.T, ttl time.Duration, args ...string) {
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	next := bufio.NewScanner(resp.Body)
-	for next.Scan() {
-		var ev struct{ Event, Code, Message string }
+	var ev struct{ Event, Code, Message string }
+	for ev.Event == "" || ev.Event == "waiting" {
+		require.True(t, next.Scan(), "the next holder's stream ended: %v", next.Err())
 		require.NoError(t, json.Unmarshal(next.Bytes(), &ev), next.Text())
-		if ev.Event == "waiting" {
-			continue
-		}
-		require.Equal(t, "acquired", ev.Event, "%s", next.Text())
-		break
 	}
+	require.Equal(t, "acquired", ev.Event, "%s", next.Text())
 	took := time.Since(cut)
 	t.Logf("the next holder acquired %s after the first one's host was cut off (--ttl %s)", took.Round(time.Millisecond), ttl)
 	require.Less(t, took, 15*time.Second, "the vanished client's hold outlived the TTL by far")

@@ -41,6 +41,19 @@ func TestAgentReleasesAVanishedClient(t *testing.T) {
 	}
 }
 
+// startOnHost starts name with args on host and returns a scanner of its
+// standard output; it is killed when the test ends.
+func startOnHost(ctx context.Context, t *testing.T, host *nettest.Host, name string, args ...string) *bufio.Scanner {
+	t.Helper()
+	cmd := host.Command(ctx, name, args...)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return bufio.NewScanner(out)
+}
+
 func vanishedClientReleases(t *testing.T, ttl time.Duration, args ...string) {
 	curl := interpreter(t, "curl", "curl")
 	host := nettest.NewHost(t)
@@ -50,14 +63,8 @@ func vanishedClientReleases(t *testing.T, ttl time.Duration, args ...string) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	holder := host.Command(ctx, curl, "-sN", "-H", "Authorization: Bearer s3cret", "-H", "Content-Type: application/json",
+	sc := startOnHost(ctx, t, host, curl, "-sN", "-H", "Authorization: Bearer s3cret", "-H", "Content-Type: application/json",
 		"-d", `{"name":"jobs/vanish","timeout":20}`, url+"/v1/lock")
-	out, err := holder.StdoutPipe()
-	require.NoError(t, err)
-	holder.Stderr = os.Stderr
-	require.NoError(t, holder.Start())
-	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
-	sc := bufio.NewScanner(out)
 	require.True(t, sc.Scan(), "the holder on the other host read nothing")
 	require.Contains(t, sc.Text(), `"event":"acquired"`)
 
@@ -159,13 +166,7 @@ func TestClientsGiveUpOnAVanishedAgent(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(context.Background(), tc.within+30*time.Second)
 			defer cancel()
-			cmd := host.Command(ctx, argv[0], append(argv[1:], url, "s3cret", "jobs/agent-gone", tc.timeout)...)
-			out, err := cmd.StdoutPipe()
-			require.NoError(t, err)
-			cmd.Stderr = os.Stderr
-			require.NoError(t, cmd.Start())
-			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-			sc := bufio.NewScanner(out)
+			sc := startOnHost(ctx, t, host, argv[0], append(argv[1:], url, "s3cret", "jobs/agent-gone", tc.timeout)...)
 			require.True(t, sc.Scan(), "the client printed nothing")
 			require.Equal(t, "waiting", sc.Text())
 

@@ -20,6 +20,8 @@ const { EventEmitter } = require('node:events');
 
 const asyncDispose = Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose');
 
+const NO_NEWS = 'no news from the agent before the lease deadline';
+
 // One 'abort' listener per signal, whatever the number of holds waiting on
 // it (an application's shutdown signal shared by many would otherwise pass
 // Node's MaxListeners and warn): onAbort(signal, fn) returns fn's removal.
@@ -141,10 +143,9 @@ class Client {
     res.socket?.setTimeout(0);
     res.socket?.setKeepAlive(true, 1000);
     const wait = timeout ?? (tryOnce ? 0 : undefined);
-    const waitTimer = wait === undefined ? undefined : setTimeout(() => {
-      held.lose(`no answer from the agent within ${wait + this.connectTimeout} s (the timeout, and connectTimeout ${this.connectTimeout} s more): its host or the network to it is gone`);
-      res.destroy();
-    }, (wait + this.connectTimeout) * 1000);
+    const waitTimer = wait === undefined ? undefined : setTimeout(() =>
+      held.abandon(`no answer from the agent within ${wait + this.connectTimeout} s (the timeout, and connectTimeout ${this.connectTimeout} s more): its host or the network to it is gone`),
+    (wait + this.connectTimeout) * 1000);
     // Giving up closes the request: the agent removes the waiting key at once.
     const off = signal ? onAbort(signal, () => res.destroy()) : () => {};
     if (signal?.aborted) res.destroy();
@@ -270,12 +271,14 @@ class Held extends EventEmitter {
     this.leaseDeadline = new Date(Date.now() + left);
     this.expires = performance.now() + left;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.silent(), Math.max(0, left));
+    this.timer = setTimeout(() => this.abandon(NO_NEWS), Math.max(0, left));
     this.timer.unref?.();
   }
 
-  silent() {
-    this.lose('no news from the agent before the lease deadline');
+  // abandon ends the hold for reason and closes its stream (the agent, if
+  // it is still there, releases the key).
+  abandon(reason) {
+    this.lose(reason);
     this.res.destroy();
   }
 
@@ -298,7 +301,7 @@ class Held extends EventEmitter {
   /** Throw LostError if lost, or if the lease deadline passed without news. */
   check() {
     if (!this.lost && this.expires !== undefined && performance.now() >= this.expires) {
-      this.silent();
+      this.abandon(NO_NEWS);
     }
     if (this.lost) throw new LostError(this.reason);
   }

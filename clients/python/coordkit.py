@@ -403,7 +403,7 @@ def _no_answer(wait, grace, err):
     if isinstance(err, TimeoutError) and err.errno is None and wait is not None:  # the socket timeout
         return ("no answer from the agent within %gs (the timeout, and connect_timeout %gs more): "
                 "its host or the network to it is gone" % (wait + grace, grace))
-    return "no answer from the agent: %s (its host or the network to it is gone?)" % (err or "the stream ended")
+    return "no answer from the agent: %s (its host or the network to it is gone?)" % err
 
 
 def _error_of(resp):

@@ -38,19 +38,17 @@ func NewHost(t testing.TB) *Host {
 	}
 	id := fmt.Sprintf("%06x", rand.IntN(1<<24))
 	subnet := fmt.Sprintf("10.%d.%d", 100+rand.IntN(100), rand.IntN(256))
-	h := &Host{Addr: subnet + ".2", LocalAddr: subnet + ".1", ns: "ck" + id, link: "ckh" + id, t: t}
-	peer := "ckp" + id
-	h.peer = peer
+	h := &Host{Addr: subnet + ".2", LocalAddr: subnet + ".1", ns: "ck" + id, link: "ckh" + id, peer: "ckp" + id, t: t}
 	if out, err := exec.Command("ip", "netns", "add", h.ns).CombinedOutput(); err != nil {
 		unavailable(t, fmt.Sprintf("ip netns add: %v: %s", err, strings.TrimSpace(string(out))))
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", h.ns).Run() }) // the veth pair goes with it
-	h.ip("link", "add", h.link, "type", "veth", "peer", "name", peer)
-	h.ip("link", "set", peer, "netns", h.ns)
+	h.ip("link", "add", h.link, "type", "veth", "peer", "name", h.peer)
+	h.ip("link", "set", h.peer, "netns", h.ns)
 	h.ip("addr", "add", h.LocalAddr+"/24", "dev", h.link)
 	h.ip("link", "set", h.link, "up")
-	h.ip("-n", h.ns, "addr", "add", h.Addr+"/24", "dev", peer)
-	h.ip("-n", h.ns, "link", "set", peer, "up")
+	h.ip("-n", h.ns, "addr", "add", h.Addr+"/24", "dev", h.peer)
+	h.ip("-n", h.ns, "link", "set", h.peer, "up")
 	h.ip("-n", h.ns, "link", "set", "lo", "up")
 	return h
 }

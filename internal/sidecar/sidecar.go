@@ -555,11 +555,7 @@ func (s *Sidecar) lead(ctx context.Context, l *election.Leadership) error {
 	// valid until the lease's local deadline (its modification time),
 	// which moves on with every acknowledged keepalive.
 	if s.cfg.TokenFile != "" {
-		err := WriteTokenFile(s.cfg.TokenFile, l.Token())
-		if err == nil {
-			err = StampTokenFile(s.cfg.TokenFile, l.Session().Deadline())
-		}
-		if err != nil {
+		if err := WriteTokenFile(s.cfg.TokenFile, l.Token(), l.Session().Deadline()); err != nil {
 			_ = s.release(l)
 			return err
 		}

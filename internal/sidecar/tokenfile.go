@@ -15,9 +15,10 @@ import (
 // WriteTokenFile replaces the file at path with the token in decimal and a
 // newline, atomically: readers see the old content or the new, never a
 // part. The token is written to a temporary file in the same directory,
-// synced, renamed over path, and the directory is synced so the rename
-// survives a crash.
-func WriteTokenFile(path string, tok fencing.Token) error {
+// stamped valid until until (StampTokenFile), synced, renamed over path,
+// and the directory is synced so the rename survives a crash: the file
+// appears already stamped.
+func WriteTokenFile(path string, tok fencing.Token, until time.Time) error {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -42,6 +43,9 @@ func WriteTokenFile(path string, tok fencing.Token) error {
 		return fail(err)
 	}
 	if err := tmp.Close(); err != nil {
+		return fail(err)
+	}
+	if err := os.Chtimes(tmpName, time.Time{}, until); err != nil {
 		return fail(err)
 	}
 	if err := os.Rename(tmpName, path); err != nil {

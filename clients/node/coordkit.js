@@ -14,6 +14,7 @@
 // See docs/api.md for the API and what a hold does and does not promise.
 'use strict';
 
+const fs = require('node:fs');
 const http = require('node:http');
 const https = require('node:https');
 const { EventEmitter } = require('node:events');
@@ -69,21 +70,35 @@ class LostError extends Error {
 class Client {
   /**
    * url: the agent's; token: its --api-token-file token, if it has one;
+   * tokenFile: a file holding it instead, read at each request (a rotated
+   * Kubernetes Secret is followed, as the agent follows it);
    * connectTimeout (s): how long connecting, and a read request, may go
    * without an answer; a hold waits no longer than its timeout and
    * connectTimeout more for the agent's (an agent whose host is gone
    * answers nothing, not even a refusal).
    */
-  constructor(url = 'http://127.0.0.1:4050', { token, connectTimeout = 10 } = {}) {
+  constructor(url = 'http://127.0.0.1:4050', { token, tokenFile, connectTimeout = 10 } = {}) {
+    if (token !== undefined && tokenFile !== undefined) throw new TypeError('token and tokenFile: give one');
     this.url = new URL(url);
     this.token = token;
+    this.tokenFile = tokenFile;
     this.connectTimeout = connectTimeout;
+    this.currentToken(); // a missing or empty file is an error now, not at the first request
+  }
+
+  /** The token to send: token, or tokenFile's content as it is now. */
+  currentToken() {
+    if (this.tokenFile === undefined) return this.token;
+    const tok = fs.readFileSync(this.tokenFile, 'utf8').trim();
+    if (!tok) throw new Error(`tokenFile ${this.tokenFile}: the file is empty`);
+    return tok;
   }
 
   headers(body) {
     const h = { Accept: 'application/json, application/x-ndjson' };
     if (body) h['Content-Type'] = 'application/json';
-    if (this.token) h.Authorization = `Bearer ${this.token}`;
+    const tok = this.currentToken();
+    if (tok) h.Authorization = `Bearer ${tok}`;
     return h;
   }
 

@@ -99,17 +99,32 @@ def _in_transaction(conn):
 
 
 class Client:
-    """A client of one agent. token: the agent's --api-token-file token."""
+    """A client of one agent. token: the agent's --api-token-file token;
+    token_file: a file holding it instead, read at each request (a rotated
+    Kubernetes Secret is followed, as the agent follows it)."""
 
-    def __init__(self, url="http://127.0.0.1:4050", token=None, connect_timeout=10.0):
+    def __init__(self, url="http://127.0.0.1:4050", token=None, connect_timeout=10.0, token_file=None):
         """connect_timeout (seconds) bounds connecting and every read
         request; a hold waits no longer than its timeout and connect_timeout
         more for the agent's answer."""
         u = urllib.parse.urlsplit(url)
         if u.scheme not in ("http", "https"):
             raise ValueError(f"url {url!r}: want http:// or https://")
+        if token is not None and token_file is not None:
+            raise ValueError("token and token_file: give one")
         self._https, self._host, self._port = u.scheme == "https", u.hostname, u.port
-        self._token, self._timeout = token, connect_timeout
+        self._token, self._token_file, self._timeout = token, token_file, connect_timeout
+        self._read_token()  # a missing or empty file is an error now, not at the first request
+
+    def _read_token(self):
+        """The token to send: token, or token_file's content as it is now."""
+        if self._token_file is None:
+            return self._token
+        with open(self._token_file, encoding="utf-8") as f:
+            tok = f.read().strip()
+        if not tok:
+            raise ValueError(f"token_file {self._token_file}: the file is empty")
+        return tok
 
     def _conn(self, timeout):
         cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
@@ -119,8 +134,9 @@ class Client:
         h = {"Accept": "application/json, application/x-ndjson"}
         if body:
             h["Content-Type"] = "application/json"
-        if self._token:
-            h["Authorization"] = "Bearer " + self._token
+        tok = self._read_token()
+        if tok:
+            h["Authorization"] = "Bearer " + tok
         return h
 
     def lock(self, name, timeout=None, try_once=False, shared=False, prefix="", on_lost=None):

@@ -26,10 +26,11 @@ type Config struct {
 	Client *clientv3.Client
 	// SessionOptions are given to the agent's sessions (session.WithTTL...).
 	SessionOptions []session.Option
-	// Token, when not empty, is required on every request ("Authorization:
-	// Bearer TOKEN" or ?token=); without one, requests must name a loopback
-	// Host (httpguard.Guard). A non-loopback listener must set it.
-	Token string
+	// Token, when it requires one, is required on every request
+	// ("Authorization: Bearer TOKEN" or ?token=); without one, requests
+	// must name a loopback Host (httpguard.Guard). A non-loopback listener
+	// must set it.
+	Token *httpguard.Secret
 	// HeldInterval is the interval of "held" lines on a hold's stream;
 	// DefaultHeldInterval when zero.
 	HeldInterval time.Duration
@@ -127,7 +128,7 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "no route "+r.Method+" "+r.URL.Path+" (see GET /v1/openapi.json)")
 	})
-	a.handler = httpguard.Guard{Token: cfg.Token, Name: "coordapi"}.Wrap(mux, guardError)
+	a.handler = httpguard.Guard{Secret: cfg.Token, Name: "coordapi"}.Wrap(mux, guardError)
 	return a, nil
 }
 

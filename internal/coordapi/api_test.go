@@ -20,6 +20,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/internal/httpguard"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -428,7 +429,7 @@ func TestGuard(t *testing.T) {
 		requireError(t, a.srv.Client(), req, http.StatusForbidden, CodeForbidden)
 	})
 	t.Run("token", func(t *testing.T) {
-		a := startAgent(t, func(c *Config) { c.Token = "s3cret" })
+		a := startAgent(t, func(c *Config) { c.Token = httpguard.NewSecret("s3cret") })
 		req, err := http.NewRequest("GET", a.srv.URL+"/v1/session", nil)
 		require.NoError(t, err)
 		requireError(t, a.srv.Client(), req, http.StatusUnauthorized, CodeUnauthorized)

@@ -39,7 +39,7 @@ type openAttempt struct {
 // returns one (nil: not yet).
 func NewLazy(cfg Config, client func() *clientv3.Client) *Lazy {
 	l := &Lazy{cfg: cfg, client: client}
-	l.guard = httpguard.Guard{Token: cfg.Token, Name: "coordapi"}.Wrap(http.HandlerFunc(l.serve), guardError)
+	l.guard = httpguard.Guard{Secret: cfg.Token, Name: "coordapi"}.Wrap(http.HandlerFunc(l.serve), guardError)
 	return l
 }
 

@@ -11,7 +11,8 @@
 //
 //   - with a token configured, a guarded request must carry it
 //     ("Authorization: Bearer TOKEN" or ?token=TOKEN), compared in constant
-//     time;
+//     time; a token read from a file (ReadSecret) follows the file when it
+//     is rotated, the previous token accepted for RotationGrace;
 //   - without one, the request's Host must name a loopback host
 //     (localhost or a loopback IP), which a rebound DNS name is not;
 //   - a server on a non-loopback address must have a token (CheckListen);

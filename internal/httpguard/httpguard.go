@@ -1,7 +1,6 @@
 package httpguard
 
 import (
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"mime"
@@ -30,14 +29,15 @@ func Loopback(host string) bool {
 }
 
 // CheckListen returns an error wrapping ErrTokenRequired when addr
-// (host:port) is not a loopback address and token is empty. An empty host
-// (":4040") listens on every interface, so it needs a token too.
-func CheckListen(addr, token string) error {
+// (host:port) is not a loopback address and no token is required
+// (hasToken false). An empty host (":4040") listens on every interface, so
+// it needs a token too.
+func CheckListen(addr string, hasToken bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("httpguard: address %q: %w", addr, err)
 	}
-	if !Loopback(host) && token == "" {
+	if !Loopback(host) && !hasToken {
 		return fmt.Errorf("%w: %s", ErrTokenRequired, addr)
 	}
 	return nil
@@ -60,8 +60,9 @@ func ReadTokenFile(path string) (string, error) {
 // A Guard says who may call a server. The zero value admits only requests
 // whose Host is a loopback host.
 type Guard struct {
-	// Token, when not empty, is required on every guarded request.
-	Token string
+	// Secret, when it requires a token, is required on every guarded
+	// request (nil: none).
+	Secret *Secret
 	// Name prefixes the messages of refusals ("labweb", "sidecar").
 	Name string
 }
@@ -70,12 +71,12 @@ type Guard struct {
 // (401 for a missing or wrong token, 403 for a Host that is not loopback)
 // and a message saying why.
 func (g Guard) Check(r *http.Request) (int, string) {
-	if g.Token != "" {
+	if g.Secret.Required() {
 		got := r.URL.Query().Get("token")
 		if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
 			got = strings.TrimPrefix(h, "Bearer ")
 		}
-		if subtle.ConstantTimeCompare([]byte(got), []byte(g.Token)) != 1 {
+		if !g.Secret.Accepts(got) {
 			return http.StatusUnauthorized, g.Name + ": missing or wrong token"
 		}
 		return 0, ""

@@ -50,7 +50,7 @@ type Server struct {
 // NewServer listens on cfg.Addr. It returns ErrTokenRequired for a
 // non-loopback address without a token, or the listener's error.
 func NewServer(lab *Lab, cfg ServerConfig) (*Server, error) {
-	if err := httpguard.CheckListen(cfg.Addr, cfg.Token); err != nil {
+	if err := httpguard.CheckListen(cfg.Addr, cfg.Token != ""); err != nil {
 		if errors.Is(err, httpguard.ErrTokenRequired) {
 			return nil, fmt.Errorf("%w: %s", ErrTokenRequired, cfg.Addr)
 		}
@@ -132,7 +132,7 @@ func (s *Server) Handler() http.Handler {
 // loopback host (a page of another site cannot reach the lab through DNS
 // rebinding): httpguard's one check.
 func (s *Server) guard(next http.Handler) http.Handler {
-	return httpguard.Guard{Token: s.cfg.Token, Name: "labweb"}.Wrap(next, httpError)
+	return httpguard.Guard{Secret: httpguard.NewSecret(s.cfg.Token), Name: "labweb"}.Wrap(next, httpError)
 }
 
 func httpError(w http.ResponseWriter, code int, msg string) {

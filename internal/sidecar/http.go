@@ -88,7 +88,7 @@ type APIConfig struct {
 	// (POST /v1/resign); without one, those requests must name a loopback
 	// Host. Either way they must send Content-Type: application/json.
 	// Read endpoints stay open (see NewAPI).
-	Token string
+	Token *httpguard.Secret
 	// ResignTo hands the leadership to a named candidate (POST
 	// /v1/resign?to=ID, or to=best); nil answers those requests 501.
 	ResignTo func(ctx context.Context, to string) error
@@ -179,7 +179,7 @@ func (a *API) handleLeader(w http.ResponseWriter, r *http.Request) {
 
 // stateChanging puts next behind the guard and the JSON content-type check.
 func (a *API) stateChanging(next http.Handler) http.Handler {
-	return httpguard.Guard{Token: a.cfg.Token, Name: "sidecar"}.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return httpguard.Guard{Secret: a.cfg.Token, Name: "sidecar"}.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !httpguard.JSONBody(r) {
 			writeJSON(w, http.StatusUnsupportedMediaType, apiError{Error: "sidecar: " + r.Method + " " + r.URL.Path + " wants Content-Type: application/json"})
 			return

@@ -16,6 +16,7 @@ import (
 
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/buildinfo"
+	"github.com/coordkit/coordkit/internal/httpguard"
 )
 
 var testBuild = buildinfo.Info{Module: "github.com/coordkit/coordkit", Version: "v9.9.9", Revision: "abc123",
@@ -346,7 +347,7 @@ func TestSidecarResignGuard(t *testing.T) {
 	newAPI := func(token string) *API {
 		tr = NewTracker("svc", "svc/", "a", fixedClock{t0})
 		tr.Apply(Event{Kind: Elected, Token: 3})
-		return NewAPI(APIConfig{Tracker: tr, Resign: resign, Token: token})
+		return NewAPI(APIConfig{Tracker: tr, Resign: resign, Token: httpguard.NewSecret(token)})
 	}
 	post := func(api *API, host, ctype, auth string) (int, string) {
 		r := httptest.NewRequest(http.MethodPost, "http://"+host+"/v1/resign", strings.NewReader("{}"))

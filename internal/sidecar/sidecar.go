@@ -19,6 +19,7 @@ import (
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/buildinfo"
 	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/httpguard"
 	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/session"
 )
@@ -86,10 +87,10 @@ type Config struct {
 	// RequestTimeout bounds the API's reads of etcd (GET /v1/candidates);
 	// 5s when zero.
 	RequestTimeout time.Duration
-	// APIToken, when not empty, is required on the API's state-changing
-	// requests (APIConfig.Token). A caller serving the API on a
-	// non-loopback address must set it (httpguard.CheckListen).
-	APIToken string
+	// APIToken, when it requires one, is required on the API's
+	// state-changing requests (APIConfig.Token). A caller serving the API
+	// on a non-loopback address must set it (httpguard.CheckListen).
+	APIToken *httpguard.Secret
 	// OnChange is called after each state change, in order, from the
 	// goroutine that applied it; it must not block for long.
 	OnChange func(State, Change)

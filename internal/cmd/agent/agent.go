@@ -62,7 +62,10 @@ agent's lines to it have gone unacknowledged for --ttl (Linux).
 
 Requests must name a loopback Host, or carry the token of --api-token-file
 ("Authorization: Bearer TOKEN"); a non-loopback --listen requires the token.
-Holds must send Content-Type: application/json.
+The file is read again when it changes (a rotated Kubernetes Secret): its
+new token is required from then on, the previous one accepted for 2
+minutes more (noted on stderr, without either token). Holds must send
+Content-Type: application/json.
 
 Once listening it prints 'ready url=http://ADDR lease=HEX' (-w json:
 {"event":"listening","url":...,"lease":...}). SIGTERM, SIGINT or SIGHUP
@@ -89,27 +92,31 @@ noted on stderr, one log/slog text line each.`,
 
 // check validates the flags before anything is dialled; its errors are
 // usage errors.
-func (o *agentOptions) check() (token string, err error) {
+// notify is told when --api-token-file changes (httpguard.ReadSecret).
+func (o *agentOptions) check(notify func(string)) (*httpguard.Secret, error) {
 	if err := cmdutil.CheckListen("--listen", o.Listen); err != nil {
-		return "", err
+		return nil, err
 	}
 	if err := session.CheckTTL(o.TTL); err != nil {
-		return "", cmdutil.UsageErrorf("invalid --ttl: %v", err)
+		return nil, cmdutil.UsageErrorf("invalid --ttl: %v", err)
 	}
+	secret := httpguard.NewSecret("")
 	if o.APITokenFile != "" {
-		if token, err = httpguard.ReadTokenFile(o.APITokenFile); err != nil {
-			return "", cmdutil.UsageErrorf("invalid --api-token-file: %v", err)
+		var err error
+		if secret, err = httpguard.ReadSecret(o.APITokenFile, notify); err != nil {
+			return nil, cmdutil.UsageErrorf("invalid --api-token-file: %v", err)
 		}
 	}
-	if err := httpguard.CheckListen(o.Listen, token); errors.Is(err, httpguard.ErrTokenRequired) {
-		return "", cmdutil.UsageErrorf("--listen %s is not a loopback address: it needs --api-token-file FILE", o.Listen)
+	if err := httpguard.CheckListen(o.Listen, secret.Required()); errors.Is(err, httpguard.ErrTokenRequired) {
+		return nil, cmdutil.UsageErrorf("--listen %s is not a loopback address: it needs --api-token-file FILE", o.Listen)
 	}
-	return token, nil
+	return secret, nil
 }
 
 // runAgent serves the API until ctx ends (exit 0) or the server fails.
 func runAgent(ctx context.Context, f *cmdutil.Factory, opts *agentOptions) error {
-	token, err := opts.check()
+	logger := slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))
+	token, err := opts.check(func(msg string) { logger.Info(msg) })
 	if err != nil {
 		return err
 	}
@@ -124,7 +131,7 @@ func runAgent(ctx context.Context, f *cmdutil.Factory, opts *agentOptions) error
 	defer f.HoldOutput(p)()
 	srv, err := coordapi.Listen(ctx, coordapi.Config{Client: client, Token: token,
 		SessionOptions: []session.Option{session.WithTTL(opts.TTL)}, PeerTimeout: opts.TTL, RequestTimeout: f.Global.CommandTimeout,
-		Logger: slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))}, opts.Listen)
+		Logger: logger}, opts.Listen)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

@@ -113,29 +113,30 @@ func (fl sidecarOptions) GraceWarning() string {
 	return childproc.GraceWarning(fl.KillGrace, session.DefaultMargin(fl.TTL))
 }
 
-// APIToken reads --api-token-file and checks that a non-loopback --listen
+// APIToken reads --api-token-file (read again when it changes: notify is
+// told, see httpguard.ReadSecret) and checks that a non-loopback --listen
 // has a token: POST /v1/resign must not be open to the network. Its errors
 // are usage errors.
-func (fl sidecarOptions) APIToken() (string, error) {
-	token := ""
+func (fl sidecarOptions) APIToken(notify func(string)) (*httpguard.Secret, error) {
+	secret := httpguard.NewSecret("")
 	if fl.APITokenFile != "" {
 		var err error
-		if token, err = httpguard.ReadTokenFile(fl.APITokenFile); err != nil {
-			return "", cmdutil.UsageErrorf("invalid --api-token-file: %v", err)
+		if secret, err = httpguard.ReadSecret(fl.APITokenFile, notify); err != nil {
+			return nil, cmdutil.UsageErrorf("invalid --api-token-file: %v", err)
 		}
 	}
-	if err := httpguard.CheckListen(fl.Listen, token); errors.Is(err, httpguard.ErrTokenRequired) {
-		return "", cmdutil.UsageErrorf("--listen %s is not a loopback address: it needs --api-token-file FILE "+
+	if err := httpguard.CheckListen(fl.Listen, secret.Required()); errors.Is(err, httpguard.ErrTokenRequired) {
+		return nil, cmdutil.UsageErrorf("--listen %s is not a loopback address: it needs --api-token-file FILE "+
 			"(POST /v1/resign then requires that token; the GET endpoints stay open)", fl.Listen)
 	} else if err != nil {
-		return "", cmdutil.UsageErrorf("invalid --listen %q: %v", fl.Listen, err)
+		return nil, cmdutil.UsageErrorf("invalid --listen %q: %v", fl.Listen, err)
 	}
-	return token, nil
+	return secret, nil
 }
 
 // config is the part of a sidecar.Config the flags give; the caller adds
 // the dialer, the streams, the metrics, the coordination and OnChange.
-func (fl sidecarOptions) config(apiToken string) sidecar.Config {
+func (fl sidecarOptions) config(apiToken *httpguard.Secret) sidecar.Config {
 	cfg := sidecar.Config{Name: fl.Election, ID: fl.ID, Prefix: fl.Prefix, TTL: fl.TTL, TokenFile: fl.TokenFile,
 		KillGrace: fl.KillGrace, APIToken: apiToken, Health: fl.Health, Connect: sidecar.Connect{Timeout: fl.StartTimeout}}
 	if len(fl.Command) > 0 {
@@ -145,10 +146,11 @@ func (fl sidecarOptions) config(apiToken string) sidecar.Config {
 }
 
 // Configure is the sidecar.Config the flags give, with the token of
-// APIToken and the coordination of Coord.Parse (usage errors); the caller
-// adds the dialer, the streams, the metrics and OnChange.
-func (fl sidecarOptions) Configure() (sidecar.Config, error) {
-	apiToken, err := fl.APIToken()
+// APIToken (notify: see there) and the coordination of Coord.Parse (usage
+// errors); the caller adds the dialer, the streams, the metrics and
+// OnChange.
+func (fl sidecarOptions) Configure(notify func(string)) (sidecar.Config, error) {
+	apiToken, err := fl.APIToken(notify)
 	if err != nil {
 		return sidecar.Config{}, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil/hold"
+	"github.com/coordkit/coordkit/internal/httpguard"
 	"github.com/coordkit/coordkit/internal/sidecar"
 )
 
@@ -60,39 +61,41 @@ func TestSidecarOptionsGraceWarning(t *testing.T) {
 }
 
 func TestSidecarOptionsAPITokenAndConfig(t *testing.T) {
-	_, err := sidecarOptions{Listen: ":4040"}.APIToken()
+	_, err := sidecarOptions{Listen: ":4040"}.APIToken(nil)
 	requireUsage(t, err)
 	require.ErrorContains(t, err, "--listen :4040 is not a loopback address: it needs --api-token-file FILE")
 	file := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(file, []byte("0123456789abcdef0123\n"), 0o600))
-	tok, err := sidecarOptions{Listen: ":4040", APITokenFile: file}.APIToken()
+	tok, err := sidecarOptions{Listen: ":4040", APITokenFile: file}.APIToken(nil)
 	require.NoError(t, err)
-	require.Equal(t, "0123456789abcdef0123", tok)
-	tok, err = sidecarOptions{Listen: "127.0.0.1:4040"}.APIToken()
+	require.True(t, tok.Accepts("0123456789abcdef0123"))
+	require.False(t, tok.Accepts("0123456789abcdef012"))
+	tok, err = sidecarOptions{Listen: "127.0.0.1:4040"}.APIToken(nil)
 	require.NoError(t, err)
-	require.Empty(t, tok, "loopback needs no token")
+	require.False(t, tok.Required(), "loopback needs no token")
 
-	cfg := sidecarOptions{Election: "svc", ID: "a", Prefix: "p/", TTL: 3 * time.Second, KillGrace: time.Second, Command: []string{}}.config("tok")
+	secret := httpguard.NewSecret("tok")
+	cfg := sidecarOptions{Election: "svc", ID: "a", Prefix: "p/", TTL: 3 * time.Second, KillGrace: time.Second, Command: []string{}}.config(secret)
 	require.Nil(t, cfg.Command, "an empty command is none")
-	require.Equal(t, sidecar.Config{Name: "svc", ID: "a", Prefix: "p/", TTL: 3 * time.Second, KillGrace: time.Second, APIToken: "tok"}, cfg)
+	require.Equal(t, sidecar.Config{Name: "svc", ID: "a", Prefix: "p/", TTL: 3 * time.Second, KillGrace: time.Second, APIToken: secret}, cfg)
 }
 
 // Configure checks the API token before the coordination flags and carries
 // both into the Config.
 func TestSidecarOptionsConfigure(t *testing.T) {
 	fl := sidecarOptions{Election: "e", ID: "i", Listen: "127.0.0.1:0", Coord: hold.CoordFlags{Policy: "priority", Priority: 3}}
-	cfg, err := fl.Configure()
+	cfg, err := fl.Configure(nil)
 	require.NoError(t, err)
 	require.Equal(t, sidecar.Coordination{Policy: election.PolicyPriority, Priority: 3}, cfg.Coordination)
 	require.Equal(t, "e", cfg.Name)
 
 	fl.Coord.Policy = "bogus"
-	_, err = fl.Configure()
+	_, err = fl.Configure(nil)
 	requireUsage(t, err)
 	require.ErrorContains(t, err, "invalid --policy")
 
 	fl.Listen = "0.0.0.0:4040"
-	_, err = fl.Configure()
+	_, err = fl.Configure(nil)
 	requireUsage(t, err)
 	require.ErrorContains(t, err, "needs --api-token-file", "the token is checked first")
 }

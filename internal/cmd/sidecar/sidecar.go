@@ -69,7 +69,9 @@ Prometheus carry no token). POST /v1/resign is not: it wants Content-Type
 application/json, and either the token of --api-token-file ("Authorization:
 Bearer TOKEN") or, without one, a Host header naming a loopback host, so a
 web page in a browser cannot make the sidecar resign. A non-loopback
---listen (":4040" in a pod) needs --api-token-file. 'coordctl sidecar
+--listen (":4040" in a pod) needs --api-token-file; the file is read again
+when it changes (a rotated Secret: the new token is required, the previous
+one accepted for 2 minutes more, a note on stderr). 'coordctl sidecar
 resign [--to ID|best]' sends the request (a Kubernetes preStop hook, in
 exec form: the image has no shell).
 
@@ -170,7 +172,12 @@ func runSidecar(ctx context.Context, f *cmdutil.Factory, opts *sidecarOptions) e
 	if w := opts.GraceWarning(); w != "" && opts.KillGraceSet {
 		hold.WarnKillGrace(f.IO.ErrOut, w)
 	}
-	cfg, err := opts.Configure()
+	// Operational notes (a resignation and why, the application's health,
+	// a failed campaign or token file write, a hold of --api lost, a
+	// rotated --api-token-file) on stderr, as resource serve logs; stdout
+	// stays the events.
+	logger := slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))
+	cfg, err := opts.Configure(func(msg string) { logger.Info(msg) })
 	if err != nil {
 		return err
 	}
@@ -184,10 +191,6 @@ func runSidecar(ctx context.Context, f *cmdutil.Factory, opts *sidecarOptions) e
 	// while etcd is unreachable (an exit would be a CrashLoopBackOff).
 	cfg.Connect.Dial, cfg.Connect.Transient = dial, transient
 	cfg.Connect.OnRetry = func(r sidecar.ConnectRetry) { fmt.Fprintf(f.IO.ErrOut, "coordctl sidecar: %s\n", r) }
-	// Operational notes (a resignation and why, the application's health,
-	// a failed campaign or token file write, a hold of --api lost) on
-	// stderr, as resource serve logs; stdout stays the events.
-	logger := slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))
 	var sc *sidecar.Sidecar
 	if opts.CoordAPI {
 		// The API opens on the sidecar's client once it has reached etcd

@@ -37,6 +37,10 @@ type Config struct {
 	// RequestTimeout bounds the reads (status, leader, candidates) and a
 	// release; DefaultRequestTimeout when zero.
 	RequestTimeout time.Duration
+	// LaneIdle: a lane other than the first (a session opened for a second
+	// hold of one name) is closed once nothing has held or waited on it
+	// this long; DefaultLaneIdle when zero.
+	LaneIdle time.Duration
 	// Logger receives operational notes (a hold lost, and why; a release
 	// that failed); nil discards them.
 	Logger *slog.Logger
@@ -52,6 +56,7 @@ type Config struct {
 const (
 	DefaultHeldInterval   = time.Second
 	DefaultRequestTimeout = 5 * time.Second
+	DefaultLaneIdle       = time.Minute
 )
 
 // A route is one method and path the API serves; openapi.json describes
@@ -108,7 +113,17 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	ls, err := newLanes(ctx, cfg.Client, cfg.SessionOptions...)
+	if cfg.LaneIdle <= 0 {
+		cfg.LaneIdle = DefaultLaneIdle
+	}
+	logger := cfg.Logger
+	ls, err := newLanes(ctx, cfg.Client, cfg.LaneIdle, func(lease clientv3.LeaseID, err error) {
+		if err != nil {
+			logger.Warn("closing an idle lane failed", "lease", fmt.Sprintf("%x", int64(lease)), "err", err)
+			return
+		}
+		logger.Debug("closed an idle lane", "lease", fmt.Sprintf("%x", int64(lease)))
+	}, cfg.SessionOptions...)
 	if err != nil {
 		return nil, fmt.Errorf("coordapi: %w", err)
 	}

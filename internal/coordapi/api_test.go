@@ -554,3 +554,60 @@ func TestNotAcquiredWithinOnlyForTheRequestsTimeout(t *testing.T) {
 	require.Same(t, other, notAcquiredWithin(live, expired, "lock", timed, other))
 	require.EqualError(t, notAcquiredWithin(live, expired, "election", timed, inner), `election "n": leadership not won within 500ms: context deadline exceeded`)
 }
+
+// A lane opened for a second hold of one name is closed once unused for
+// LaneIdle: its lease stops being kept alive and goes. One taken again
+// before that stays; the first lane always does.
+func TestIdleLanesClose(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	a := startAgent(t, func(c *Config) { c.LaneIdle = idle })
+	alive := func(lease string) bool {
+		id, err := strconv.ParseInt(lease, 16, 64)
+		require.NoError(t, err)
+		resp, err := a.cli.TimeToLive(context.Background(), clientv3.LeaseID(id))
+		require.NoError(t, err)
+		return resp.TTL > 0
+	}
+	first := a.open(t, "/v1/lock", HoldRequest{Name: "jobs/burst"})
+	ev1 := first.want(t, "acquired")
+	var waiting []*hold
+	for range 3 {
+		h := a.open(t, "/v1/lock", HoldRequest{Name: "jobs/burst"})
+		h.want(t, "waiting")
+		waiting = append(waiting, h)
+	}
+	require.Equal(t, 4, a.api.lanes.count())
+	// One waiter gives up, and a new one comes while the lane it left is
+	// idle or about to be: whichever lane it takes, it is not closed under
+	// it, though its idle time passes twice while it waits.
+	waiting[0].cancel()
+	<-waiting[0].done
+	late := a.open(t, "/v1/lock", HoldRequest{Name: "jobs/burst"})
+	late.want(t, "waiting")
+	time.Sleep(2 * idle) // what must not happen in this time: a used lane closed
+	first.cancel()
+	var leases []string
+	for _, h := range append(waiting[1:], late) {
+		ev := h.acquired(t)
+		require.NotEqual(t, ev1.Lease, ev.Lease)
+		require.True(t, alive(ev.Lease), "the lane of a held lock was closed")
+		leases = append(leases, ev.Lease)
+		h.cancel()
+		<-h.done
+	}
+
+	require.Eventually(t, func() bool { return a.api.lanes.count() == 1 }, 10*time.Second, 20*time.Millisecond,
+		"the lanes opened for the burst were not closed")
+	// Their leases go (left to expire after a clean release, as Close
+	// leaves them; no keepalive any more): within the 5 s TTL of
+	// startAgent and a margin.
+	for _, l := range leases {
+		require.Eventually(t, func() bool { return !alive(l) }, 15*time.Second, 100*time.Millisecond, "lease %s still kept alive", l)
+	}
+	require.True(t, alive(ev1.Lease), "the first lane stays")
+
+	// What is left serves as before.
+	again := a.open(t, "/v1/lock", HoldRequest{Name: "jobs/burst"})
+	require.Equal(t, ev1.Lease, again.want(t, "acquired").Lease)
+	again.cancel()
+}

@@ -3,7 +3,9 @@ package coordapi
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -15,29 +17,38 @@ import (
 // NAME/<lease hex>: one per session and name, so a second hold of a name
 // that a lane already holds or waits for takes the next lane, opened when
 // there is none. The first lane is the agent's long-lived session; a lane
-// whose session was lost gets a new one when it is next taken. Lanes stay
-// open until close (their number is the most holds of one name at once).
+// whose session was lost gets a new one when it is next taken. Every other
+// lane is closed (its lease revoked) once nothing has held or waited on it
+// for idle: a burst of holders of one name does not leave the agent
+// keeping that many leases alive for the rest of its life.
 type lanes struct {
 	client *clientv3.Client
 	opts   []session.Option
+	idle   time.Duration
 
-	mu     sync.Mutex
-	list   []*lane
-	closed bool
+	mu       sync.Mutex
+	list     []*lane
+	closed   bool
+	retiring sync.WaitGroup // lanes being closed after their idle time
+	onRetire func(lease clientv3.LeaseID, err error)
 }
 
 type lane struct {
 	src  *primitive.Lazy // the lane's session, granted anew after a loss
 	used map[string]int  // key prefix (PREFIX+NAME+"/" or ".../read/") -> holds and waits on it
+	// idleTimer closes the lane once it has been unused for idle (nil
+	// while used, and always on the first lane).
+	idleTimer *time.Timer
 }
 
 func (ls *lanes) newLane() *lane {
 	return &lane{src: primitive.NewLazy(ls.client, nil, ls.opts...), used: map[string]int{}}
 }
 
-// newLanes opens the first lane.
-func newLanes(ctx context.Context, client *clientv3.Client, opts ...session.Option) (*lanes, error) {
-	ls := &lanes{client: client, opts: opts}
+// newLanes opens the first lane. Other lanes close after idle unused;
+// onRetire, when not nil, is told each (the revoke's error, if any).
+func newLanes(ctx context.Context, client *clientv3.Client, idle time.Duration, onRetire func(clientv3.LeaseID, error), opts ...session.Option) (*lanes, error) {
+	ls := &lanes{client: client, opts: opts, idle: idle, onRetire: onRetire}
 	first := ls.newLane()
 	if _, err := first.src.Get(ctx); err != nil {
 		return nil, err
@@ -89,6 +100,10 @@ func (ls *lanes) pick(occupy string) (*lane, error) {
 	}
 	if occupy != "" {
 		l.used[occupy]++
+		if l.idleTimer != nil {
+			l.idleTimer.Stop() // retire checks again under mu: a timer that already fired finds the lane used
+			l.idleTimer = nil
+		}
 	}
 	return l, nil
 }
@@ -109,6 +124,38 @@ func (ls *lanes) put(l *lane, occupy string) {
 	if l.used[occupy]--; l.used[occupy] <= 0 {
 		delete(l.used, occupy)
 	}
+	if len(l.used) == 0 && l != ls.list[0] && !ls.closed && l.idleTimer == nil {
+		l.idleTimer = time.AfterFunc(ls.idle, func() { ls.retire(l) })
+	}
+}
+
+// retire closes l, which its idle timer found unused, unless it was taken
+// again since: it leaves the list at once (no take can pick it any more),
+// and its session is closed in the background (a revoke: one round trip).
+func (ls *lanes) retire(l *lane) {
+	ls.mu.Lock()
+	if ls.closed || len(l.used) > 0 || l.idleTimer == nil {
+		ls.mu.Unlock()
+		return
+	}
+	l.idleTimer = nil
+	i := slices.Index(ls.list, l)
+	if i <= 0 {
+		ls.mu.Unlock()
+		return
+	}
+	ls.list = slices.Delete(ls.list, i, i+1)
+	ls.retiring.Add(1)
+	ls.mu.Unlock()
+	defer ls.retiring.Done()
+	var lease clientv3.LeaseID
+	if s := l.src.Current(); s != nil {
+		lease = s.Lease()
+	}
+	err := l.src.Close()
+	if ls.onRetire != nil {
+		ls.onRetire(lease, err)
+	}
 }
 
 // first returns the first lane's session (nil if it could not be renewed).
@@ -128,14 +175,19 @@ func (ls *lanes) count() int {
 // close closes every lane's session; take fails afterwards.
 func (ls *lanes) close() error {
 	ls.mu.Lock()
-	defer ls.mu.Unlock()
 	if ls.closed {
+		ls.mu.Unlock()
 		return nil
 	}
 	ls.closed = true
 	var errs []error
 	for _, l := range ls.list {
+		if l.idleTimer != nil {
+			l.idleTimer.Stop()
+		}
 		errs = append(errs, l.src.Close())
 	}
+	ls.mu.Unlock()
+	ls.retiring.Wait() // a lane being retired is closing its session
 	return errors.Join(errs...)
 }

@@ -108,7 +108,10 @@ class Client {
     const data = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
       const req = mod.request(new URL(path, this.url), { method, headers: this.headers(data !== undefined) }, resolve);
-      req.on('error', reject);
+      // An agent that refuses, resets or cannot be resolved is a CoordError
+      // 'unavailable' like one that does not answer (the cause kept).
+      req.on('error', (e) => reject(e instanceof CoordError || (signal && e === signal.reason) ? e
+        : Object.assign(new CoordError('unavailable', `cannot reach the agent at ${this.url.origin}: ${e.message}`), { cause: e })));
       // Silence this long ends the request (a hold turns it off once answered).
       req.setTimeout(this.connectTimeout * 1000, () =>
         req.destroy(new CoordError('unavailable', `no answer from the agent at ${this.url.origin} within ${this.connectTimeout} s: its host or the network to it is gone`)));

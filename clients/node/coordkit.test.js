@@ -203,6 +203,21 @@ test('the error page of a proxy is a CoordError with the status', async () => {
   }
 });
 
+test('an agent that refuses or does not resolve is a CoordError unavailable, the cause kept', async () => {
+  const net = require('node:net');
+  const probe = net.createServer().listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const { port } = probe.address();
+  await new Promise((r) => probe.close(r));
+  const gone = new Client(`http://127.0.0.1:${port}`, { connectTimeout: 5 });
+  for (const p of [gone.lock('x', { timeout: 1 }), gone.lockStatus('x')]) {
+    await assert.rejects(p, (e) => e instanceof CoordError && e.code === 'unavailable' &&
+      e.message.includes(`cannot reach the agent at http://127.0.0.1:${port}`) && e.cause?.code === 'ECONNREFUSED');
+  }
+  await assert.rejects(new Client('http://agent.invalid:4050', { connectTimeout: 5 }).lockStatus('x'),
+    (e) => e instanceof CoordError && e.code === 'unavailable');
+});
+
 test("an agent gone silent ends the hold at the lease deadline, with 'lost'", { timeout: (TTL + 15) * 1000 }, async () => {
   // A proxy that stops passing bytes on both sides: the agent looks frozen
   // (a partition, a stopped host), and no FIN or RST reaches the client.

@@ -112,6 +112,7 @@ class Client:
             raise ValueError(f"url {url!r}: want http:// or https://")
         if token is not None and token_file is not None:
             raise ValueError("token and token_file: give one")
+        self._url = f"{u.scheme}://{u.netloc}"
         self._https, self._host, self._port = u.scheme == "https", u.hostname, u.port
         self._token, self._token_file, self._timeout = token, token_file, connect_timeout
         self._read_token()  # a missing or empty file is an error now, not at the first request
@@ -155,15 +156,25 @@ class Client:
     def get(self, path, **query):
         """GET a read endpoint (/v1/lock/status, /v1/election/leader, ...)."""
         q = urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
+        headers = self._headers(False)
         conn = self._conn(self._timeout)
         try:
-            conn.request("GET", path + ("?" + q if q else ""), headers=self._headers(False))
-            resp = conn.getresponse()
-            if resp.status != 200:
-                raise _error_of(resp)
-            return json.loads(resp.read())
+            try:
+                conn.request("GET", path + ("?" + q if q else ""), headers=headers)
+                resp = conn.getresponse()
+                if resp.status != 200:
+                    raise _error_of(resp)
+                return json.loads(resp.read())
+            except (OSError, http.client.HTTPException) as e:
+                raise CoordError("unavailable", self._unreachable(e)) from e
         finally:
             conn.close()
+
+    def _unreachable(self, err):
+        """What a request that got no answer says: refused, reset, not resolved, timed out."""
+        if isinstance(err, TimeoutError) and err.errno is None:
+            return f"no answer from the agent at {self._url} within connect_timeout {self._timeout:g}s: its host or the network to it is gone"
+        return f"cannot reach the agent at {self._url}: {err}"
 
     def lock_status(self, name, prefix=None):
         return self.get("/v1/lock/status", name=name, prefix=prefix)
@@ -225,8 +236,15 @@ class Hold:
         go.acquire()
         self._reader = _thread.start_new_thread(self._read, (go,))
         try:
+            headers = self._client._headers(True)
             self._conn = self._client._conn(self._client._timeout)
-            self._conn.request("POST", self._path, body=json.dumps(self._body).encode(), headers=self._client._headers(True))
+            try:
+                self._conn.request("POST", self._path, body=json.dumps(self._body).encode(), headers=headers)
+            except OSError as e:
+                self._conn.close()
+                if self._released:
+                    raise NotAcquired("cancelled", "released while it waited") from e
+                raise CoordError("unavailable", self._client._unreachable(e)) from e
             with self._lock:
                 self._sock = self._conn.sock  # kept: the response may own it alone
                 released = self._released

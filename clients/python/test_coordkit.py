@@ -172,6 +172,26 @@ class TestCoordkit(unittest.TestCase):
             c.lock_status("x")
         self.assertEqual(e.exception.code, "http_502")
 
+    def test_agent_unreachable(self):
+        # Nothing listens (refused) or the name does not resolve: a
+        # CoordError "unavailable" naming the agent, as for an agent that
+        # does not answer, with the socket's error as its cause (it was a
+        # bare ConnectionRefusedError, which `except CoordError` missed).
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        c = coordkit.Client("http://127.0.0.1:%d" % port, connect_timeout=5)
+        for what in (lambda: c.lock("x", timeout=1).acquire(), lambda: c.lock_status("x"), lambda: c.leader("x")):
+            with self.assertRaises(coordkit.CoordError) as e:
+                what()
+            self.assertEqual(e.exception.code, "unavailable")
+            self.assertIn("cannot reach the agent at http://127.0.0.1:%d" % port, e.exception.message)
+            self.assertIsInstance(e.exception.__cause__, ConnectionRefusedError)
+        with self.assertRaises(coordkit.CoordError) as e:
+            coordkit.Client("http://agent.invalid:4050", connect_timeout=5).lock_status("x")
+        self.assertEqual(e.exception.code, "unavailable")
+
     def test_silent_agent_loses_at_the_lease_deadline(self):
         # A proxy that stops passing bytes on both sides: the agent looks
         # frozen (a partition, a stopped host), and no FIN or RST reaches

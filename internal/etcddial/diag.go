@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -23,24 +24,82 @@ type endpointDiag struct {
 	err error // nil: the transport works
 }
 
+// diagnosis is the raw connection to each endpoint that explainDialError
+// reads when the client's requests got no answer. It runs beside the
+// requests, from half the dial timeout on, and ends at the same deadline,
+// so that a dial that fails takes no longer than --dial-timeout: run after
+// the requests had given up, it took as long again (an etcd that accepts
+// connections and answers nothing, a frozen one, kept a command 2x
+// --dial-timeout).
+type diagnosis struct {
+	eps      []string
+	tlsCfg   *tls.Config
+	deadline time.Time
+	timer    *time.Timer
+	once     sync.Once
+	cancel   context.CancelFunc
+	ctx      context.Context
+	done     chan struct{}
+	diags    []endpointDiag
+}
+
+// startDiagnosis arms the diagnosis of eps to start after delay (or at
+// run), each endpoint's connection ending at deadline.
+func startDiagnosis(ctx context.Context, eps []string, tlsCfg *tls.Config, delay time.Duration, deadline time.Time) *diagnosis {
+	d := &diagnosis{eps: eps, tlsCfg: tlsCfg, deadline: deadline, done: make(chan struct{})}
+	d.ctx, d.cancel = context.WithDeadline(ctx, deadline)
+	d.timer = time.AfterFunc(delay, d.start)
+	return d
+}
+
+func (d *diagnosis) start() {
+	d.once.Do(func() {
+		go func() {
+			defer close(d.done)
+			diags := make(chan endpointDiag, len(d.eps))
+			for _, ep := range d.eps {
+				go func() { diags <- endpointDiag{ep: ep, err: diagnoseEndpoint(d.ctx, ep, d.tlsCfg)} }()
+			}
+			for range d.eps {
+				d.diags = append(d.diags, <-diags)
+			}
+		}()
+	})
+}
+
+// results starts the diagnosis if it has not started and waits for it.
+func (d *diagnosis) results() []endpointDiag {
+	d.timer.Stop()
+	d.start()
+	<-d.done
+	return d.diags
+}
+
+// stop gives the diagnosis up (the dial succeeded): a connection it made is
+// closed.
+func (d *diagnosis) stop() {
+	if d.timer.Stop() {
+		d.cancel()
+		return
+	}
+	d.cancel()
+	d.start() // started: wait for it, so that no connection outlives Dial
+	<-d.done
+}
+
 // explainDialError turns the error of clientv3.New or of the first request
-// into one that says what happened: ErrUnreachable only when nothing
-// answered, ErrTLS or ErrAuth otherwise.
-func explainDialError(ctx context.Context, eps []string, tlsCfg *tls.Config, user string, timeout time.Duration, reqErr error) error {
+// into one that says what happened, from diag's raw connections:
+// ErrUnreachable only when nothing answered, ErrTLS or ErrAuth otherwise.
+func explainDialError(diag *diagnosis, user string, timeout time.Duration, reqErr error) error {
 	if explained := explainRequestError(reqErr, user); explained != nil {
+		diag.stop()
 		return explained
 	}
-	dctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	diags := make(chan endpointDiag, len(eps))
-	for _, ep := range eps {
-		go func() { diags <- endpointDiag{ep: ep, err: diagnoseEndpoint(dctx, ep, tlsCfg)} }()
-	}
+	eps := diag.eps
 	var firstUnreachable error
 	var transportOK []string
 	var answered error
-	for range eps {
-		d := <-diags
+	for _, d := range diag.results() {
 		switch {
 		case d.err == nil:
 			transportOK = append(transportOK, d.ep)
@@ -108,6 +167,8 @@ func diagnoseEndpoint(ctx context.Context, ep string, tlsCfg *tls.Config) error 
 	if deadline, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(deadline)
 	}
+	// Given up (the dial succeeded meanwhile): a read in progress ends now.
+	defer context.AfterFunc(ctx, func() { _ = conn.Close() })()
 	if !wantTLS {
 		if speaksTLS(ctx, conn, hostport) {
 			return fmt.Errorf("%w: %s: the endpoint speaks TLS; use https:// and --cacert", ErrTLS, ep)

@@ -76,6 +76,10 @@ func Dial(ctx context.Context, cfg Config) (*clientv3.Client, error) {
 		}
 		ccfg.TLS = tlsCfg
 	}
+	// One budget for the whole dial: the requests get --dial-timeout, and
+	// the raw connections that explain a failure run beside them from half
+	// of it on (most dials have their answer long before), ending with them.
+	diag := startDiagnosis(ctx, cfg.Endpoints, ccfg.TLS, cfg.DialTimeout/2, time.Now().Add(cfg.DialTimeout))
 	cli, err := clientv3.New(ccfg)
 	if err == nil {
 		var sts []endpointStatus
@@ -83,6 +87,7 @@ func Dial(ctx context.Context, cfg Config) (*clientv3.Client, error) {
 		switch {
 		case errors.Is(err, ErrClusterMismatch):
 			_ = cli.Close()
+			diag.stop()
 			return nil, err
 		case err != nil:
 			_ = cli.Close()
@@ -92,9 +97,11 @@ func Dial(ctx context.Context, cfg Config) (*clientv3.Client, error) {
 	}
 	if err != nil {
 		if ctx.Err() != nil {
+			diag.stop()
 			return nil, ctx.Err()
 		}
-		return nil, explainDialError(ctx, cfg.Endpoints, ccfg.TLS, cfg.Username, cfg.DialTimeout, err)
+		return nil, explainDialError(diag, cfg.Username, cfg.DialTimeout, err)
 	}
+	diag.stop()
 	return cli, nil
 }

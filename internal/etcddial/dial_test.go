@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,33 @@ func TestDialUnreachableNamesEndpoints(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnreachable)
 	require.Contains(t, err.Error(), "etcd unreachable at "+dead)
 	require.Contains(t, err.Error(), "--dial-timeout 500ms")
+}
+
+// An etcd that accepts connections and answers nothing (a frozen process:
+// its kernel still completes the TCP handshake): the error says so, within
+// the dial timeout. The diagnosis that finds it used to start only after
+// the requests had given up, and took as long again: 2x --dial-timeout.
+func TestDialSilentEtcdWithinTheDialTimeout(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = conn.Close() }) // held open, never answered
+		}
+	}()
+	const timeout = time.Second
+	start := time.Now()
+	_, err = Dial(context.Background(), Config{Endpoints: []string{ln.Addr().String()}, DialTimeout: timeout})
+	took := time.Since(start)
+	t.Logf("a silent etcd: %v after %s", err, took.Round(time.Millisecond))
+	require.ErrorContains(t, err, "etcd at "+ln.Addr().String()+": it accepted the connection but did not answer within --dial-timeout 1s")
+	require.Less(t, took, timeout+700*time.Millisecond, "the dial took longer than --dial-timeout (2x before)")
 }
 
 func TestDialTLSConfigError(t *testing.T) {

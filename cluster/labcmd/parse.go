@@ -162,6 +162,15 @@ func parseFlags(name string, args []string, def func(fs *pflag.FlagSet)) ([]stri
 	fs.SetOutput(io.Discard)
 	def(fs)
 	if err := fs.Parse(args); err != nil {
+		// pflag reads "-5ms" as the shorthand flags 5, m, s.
+		for _, a := range args {
+			if a == "--" {
+				break
+			}
+			if len(a) > 1 && a[0] == '-' && (a[1] >= '0' && a[1] <= '9' || a[1] == '.') {
+				return nil, usagef("%s: %s is not a flag: a duration or count cannot be negative, and a value that starts with \"-\" goes after --", name, a)
+			}
+		}
 		return nil, usagef("%s: %v", name, err)
 	}
 	return fs.Args(), nil

@@ -76,6 +76,8 @@ func TestLabParseErrors(t *testing.T) {
 		{"cut 1 two", "cut", labcmd.ErrUsage, `usage: bad node "two"`},
 		{"delay 1 2", "delay", labcmd.ErrUsage, "usage: delay N M D [--jitter J]"},
 		{"delay 1 2 soon", "delay", labcmd.ErrUsage, `usage: bad duration "soon"`},
+		{"delay 1 2 -5ms", "delay", labcmd.ErrUsage, `usage: delay: -5ms is not a flag: a duration or count cannot be negative, and a value that starts with "-" goes after --`},
+		{"bench writes -3", "bench", labcmd.ErrUsage, `usage: bench: -3 is not a flag: a duration or count cannot be negative, and a value that starts with "-" goes after --`},
 		{"delay 1 2 1ms --jitter lots", "delay", labcmd.ErrUsage, `usage: delay: invalid argument "lots" for "--jitter" flag: time: invalid duration "lots"`},
 		{"restart", "restart", labcmd.ErrUsage, "usage: restart N"},
 		{"resume 1 2", "resume", labcmd.ErrUsage, "usage: resume N"},

@@ -137,7 +137,7 @@ func (s *Sidecar) resignUnhealthy(ctx context.Context, reason string) {
 	s.cfg.Logger.Warn("resigning", "reason", reason)
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.TTL+5*time.Second)
 	defer cancel()
-	if err := s.Resign(rctx); err != nil && ctx.Err() == nil {
+	if err := s.Resign(rctx, reason); err != nil && ctx.Err() == nil {
 		s.cfg.Logger.Warn("resign", "err", err)
 	}
 }

@@ -150,6 +150,7 @@ type Sidecar struct {
 type resignRequest struct {
 	l    *election.Leadership
 	to   *string // ResignTo's target (election.Best for the best), nil for Resign
+	why  string  // Resign's why, for the "lost" event's reason
 	done chan error
 }
 
@@ -253,7 +254,7 @@ func New(cfg Config) (s *Sidecar, err error) {
 		app = func() AppStatus { return s.health.status(url) }
 	}
 	// A resign-to may wait up to a TTL for a crashed candidate to expire.
-	s.api = NewAPI(APIConfig{Tracker: s.tracker, Resign: s.Resign, ResignTo: s.ResignTo, Candidates: s.Candidates, Policy: s.Policy(),
+	s.api = NewAPI(APIConfig{Tracker: s.tracker, Resign: func(ctx context.Context) error { return s.Resign(ctx, "requested by POST /v1/resign") }, ResignTo: s.ResignTo, Candidates: s.Candidates, Policy: s.Policy(),
 		Gatherer: cfg.Gatherer, ResignTimeout: grace + cfg.TTL + 5*time.Second, ReadTimeout: cfg.RequestTimeout,
 		Build: cfg.Build, Token: cfg.APIToken, Application: app})
 	return s, nil
@@ -288,17 +289,19 @@ func (s *Sidecar) State() State { return s.tracker.State() }
 func (s *Sidecar) Tracker() *Tracker { return s.tracker }
 
 // Resign makes this instance step down (stopping the command first) and
-// campaign again at the back of the queue. It returns once the leadership
-// is given up: ErrNotLeader if this instance does not lead, ctx's error if
-// ctx ended first, or the error of deleting the leader key.
-func (s *Sidecar) Resign(ctx context.Context) error {
+// campaign again at the back of the queue. why says who asked or what
+// made it (the "lost" event's reason is "resigned: " and why; "resigned"
+// when empty). It returns once the leadership is given up: ErrNotLeader if
+// this instance does not lead, ctx's error if ctx ended first, or the
+// error of deleting the leader key.
+func (s *Sidecar) Resign(ctx context.Context, why string) error {
 	s.mu.Lock()
 	l := s.leading
 	s.mu.Unlock()
 	if l == nil {
 		return ErrNotLeader
 	}
-	return s.ask(ctx, resignRequest{l: l, done: make(chan error, 1)})
+	return s.ask(ctx, resignRequest{l: l, why: why, done: make(chan error, 1)})
 }
 
 // ask hands req to the hold loop and waits for its answer.
@@ -658,6 +661,8 @@ func (s *Sidecar) hold(ctx context.Context, l *election.Leadership) error {
 					s.deposed(reason)
 				case ctx.Err() != nil:
 					s.deposed("shutting down")
+				case h.resignWhy != "":
+					s.deposed("resigned: " + h.resignWhy)
 				default:
 					s.deposed("resigned")
 				}
@@ -693,7 +698,7 @@ func (s *Sidecar) serveResign(ctx context.Context, h *leaderHold) *resignRequest
 				continue
 			}
 			if req.to == nil {
-				h.stopOnce.Do(func() { close(h.stop) })
+				h.stopOnce.Do(func() { h.resignWhy = req.why; close(h.stop) })
 				return &req
 			}
 			ended, err := s.handOver(h, *req.to, true)
@@ -727,7 +732,9 @@ type leaderHold struct {
 	s        *Sidecar
 	stop     chan struct{} // closed: Supervise stops the command and releases
 	stopOnce sync.Once
-	done     <-chan struct{} // closed when Supervise has returned
+	// resignWhy is a Resign's why, set before stop is closed (read after).
+	resignWhy string
+	done      <-chan struct{} // closed when Supervise has returned
 
 	mu      sync.Mutex
 	handing string        // the handover's reason, once its stop step began

@@ -105,9 +105,10 @@ func TestSidecarRunResignTokenFileMetrics(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	require.ErrorIs(t, b.Resign(ctx), ErrNotLeader)
-	require.NoError(t, a.Resign(ctx))
+	require.ErrorIs(t, b.Resign(ctx, "test"), ErrNotLeader)
+	require.NoError(t, a.Resign(ctx, "asked by the test"))
 	require.False(t, a.State().IsLeader)
+	require.Equal(t, "resigned: asked by the test", a.State().Reason)
 	require.NoFileExists(t, filepath.Join(dir, "a"))
 	vb := awaitView(t, bViews, 5*time.Second, isLeader)
 	require.Greater(t, *vb.Token, *va.Token)

@@ -61,7 +61,8 @@ func TestSidecarResignCommandAndGuard(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	require.NoError(t, json.Unmarshal(out, &r), string(out))
 	require.True(t, r.Resigned, string(out))
-	a.awaitLine(t, "lost", 30*time.Second)
+	lost := a.awaitLine(t, "lost", 30*time.Second)
+	require.Equal(t, "resigned: requested by POST /v1/resign", lost["reason"])
 	b.awaitLine(t, "elected", 30*time.Second)
 
 	// /v1/status is open and names the build.

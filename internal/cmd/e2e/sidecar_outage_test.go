@@ -166,6 +166,9 @@ func TestSidecarE2ELeadershipFollowsTheApplicationsHealth(t *testing.T) {
 		"a resigns when its application is unhealthy; b takes over")
 	require.Equal(t, 503, a.status(t, "/readyz"))
 	a.awaitStderr(t, `level=WARN msg=resigning reason="application unhealthy: GET `+appA.url+`: 503 Service Unavailable`, 10*time.Second)
+	// The event says why too (it said "resigned", whatever the cause).
+	lost := a.awaitLine(t, "lost", 10*time.Second)
+	require.Contains(t, lost["reason"], "resigned: application unhealthy: GET "+appA.url+": 503 Service Unavailable")
 
 	appB.ok.Store(false)
 	require.Eventually(t, func() bool { return b.leader(t).Leader == nil }, 20*time.Second, 20*time.Millisecond,

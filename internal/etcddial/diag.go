@@ -32,21 +32,20 @@ type endpointDiag struct {
 // connections and answers nothing, a frozen one, kept a command 2x
 // --dial-timeout).
 type diagnosis struct {
-	eps      []string
-	tlsCfg   *tls.Config
-	deadline time.Time
-	timer    *time.Timer
-	once     sync.Once
-	cancel   context.CancelFunc
-	ctx      context.Context
-	done     chan struct{}
-	diags    []endpointDiag
+	eps    []string
+	tlsCfg *tls.Config
+	timer  *time.Timer
+	once   sync.Once
+	cancel context.CancelFunc
+	ctx    context.Context
+	done   chan struct{}
+	diags  []endpointDiag
 }
 
 // startDiagnosis arms the diagnosis of eps to start after delay (or at
 // run), each endpoint's connection ending at deadline.
 func startDiagnosis(ctx context.Context, eps []string, tlsCfg *tls.Config, delay time.Duration, deadline time.Time) *diagnosis {
-	d := &diagnosis{eps: eps, tlsCfg: tlsCfg, deadline: deadline, done: make(chan struct{})}
+	d := &diagnosis{eps: eps, tlsCfg: tlsCfg, done: make(chan struct{})}
 	d.ctx, d.cancel = context.WithDeadline(ctx, deadline)
 	d.timer = time.AfterFunc(delay, d.start)
 	return d

@@ -35,12 +35,12 @@ type Secret struct {
 }
 
 // NewSecret returns a Secret that requires token ("": none).
-func NewSecret(token string) *Secret { return &Secret{current: token} }
+func NewSecret(token string) *Secret { return &Secret{current: token, now: time.Now} }
 
 // ReadSecret reads the token of the file at path (as ReadTokenFile: an
 // empty file is an error) and returns a Secret that requires it. Each
-// check afterwards looks at the file's identity (inode, size, change
-// times: one stat) and, when the file changed — replaced in place, or a
+// check afterwards looks at the file (device and inode, size, modification
+// time: one stat) and, when it changed — replaced in place, or a
 // Kubernetes Secret volume's symlink swapped to a new version — reads it
 // again: the new token is required from then on, and the previous one is
 // still accepted for RotationGrace. A changed file that cannot be read or

@@ -18,9 +18,9 @@
 // NAME/<lease hex>, one per session, so two holds of one name through one
 // agent cannot share a session; the agent keeps lanes, sessions it opens
 // only when every existing one already holds or waits for that name, and
-// closes (revoking the lease) once nothing has held or waited on them for
-// Config.LaneIdle; the first lane stays until Close. A semaphore's holds
-// share the first lane.
+// closes (Session.Close: the keepalives stop and the lease ends) once
+// nothing has held or waited on them for Config.LaneIdle; the first lane
+// stays until Close. A semaphore's holds share the first lane.
 //
 // # What it guarantees
 //

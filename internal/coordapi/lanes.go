@@ -18,9 +18,10 @@ import (
 // that a lane already holds or waits for takes the next lane, opened when
 // there is none. The first lane is the agent's long-lived session; a lane
 // whose session was lost gets a new one when it is next taken. Every other
-// lane is closed (its lease revoked) once nothing has held or waited on it
-// for idle: a burst of holders of one name does not leave the agent
-// keeping that many leases alive for the rest of its life.
+// lane is closed (Session.Close: no more keepalives, the lease ends) once
+// nothing has held or waited on it for idle: a burst of holders of one
+// name does not leave the agent keeping that many leases alive for the
+// rest of its life.
 type lanes struct {
 	client *clientv3.Client
 	opts   []session.Option
@@ -46,7 +47,7 @@ func (ls *lanes) newLane() *lane {
 }
 
 // newLanes opens the first lane. Other lanes close after idle unused;
-// onRetire, when not nil, is told each (the revoke's error, if any).
+// onRetire, when not nil, is told each (the close's error, if any).
 func newLanes(ctx context.Context, client *clientv3.Client, idle time.Duration, onRetire func(clientv3.LeaseID, error), opts ...session.Option) (*lanes, error) {
 	ls := &lanes{client: client, opts: opts, idle: idle, onRetire: onRetire}
 	first := ls.newLane()
@@ -131,7 +132,8 @@ func (ls *lanes) put(l *lane, occupy string) {
 
 // retire closes l, which its idle timer found unused, unless it was taken
 // again since: it leaves the list at once (no take can pick it any more),
-// and its session is closed in the background (a revoke: one round trip).
+// and its session is closed (at most a revoke: one round trip) on the
+// timer's goroutine.
 func (ls *lanes) retire(l *lane) {
 	ls.mu.Lock()
 	if ls.closed || len(l.used) > 0 || l.idleTimer == nil {

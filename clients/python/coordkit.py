@@ -159,14 +159,13 @@ class Client:
         headers = self._headers(False)
         conn = self._conn(self._timeout)
         try:
-            try:
-                conn.request("GET", path + ("?" + q if q else ""), headers=headers)
-                resp = conn.getresponse()
-                if resp.status != 200:
-                    raise _error_of(resp)
-                return json.loads(resp.read())
-            except (OSError, http.client.HTTPException) as e:
-                raise CoordError("unavailable", self._unreachable(e)) from e
+            conn.request("GET", path + ("?" + q if q else ""), headers=headers)
+            resp = conn.getresponse()
+            if resp.status != 200:
+                raise _error_of(resp)
+            return json.loads(resp.read())
+        except (OSError, http.client.HTTPException) as e:
+            raise CoordError("unavailable", self._unreachable(e)) from e
         finally:
             conn.close()
 
@@ -241,10 +240,7 @@ class Hold:
             try:
                 self._conn.request("POST", self._path, body=json.dumps(self._body).encode(), headers=headers)
             except OSError as e:
-                self._conn.close()
-                if self._released:
-                    raise NotAcquired("cancelled", "released while it waited") from e
-                raise CoordError("unavailable", self._client._unreachable(e)) from e
+                raise self._unanswered(self._client._unreachable(e)) from e
             with self._lock:
                 self._sock = self._conn.sock  # kept: the response may own it alone
                 released = self._released
@@ -260,10 +256,7 @@ class Hold:
             try:
                 resp = self._conn.getresponse()
             except OSError as e:
-                self._conn.close()
-                if self._released:
-                    raise NotAcquired("cancelled", "released while it waited") from e
-                raise CoordError("unavailable", _no_answer(wait, self._client._timeout, e)) from e
+                raise self._unanswered(_no_answer(wait, self._client._timeout, e)) from e
             if resp.status != 200:
                 err = _error_of(resp)
                 self._conn.close()
@@ -296,6 +289,14 @@ class Hold:
             go.release()
             self._settled.set()
         return self
+
+    def _unanswered(self, message):
+        """The error of a request the agent did not answer (closing it):
+        cancelled if release() came meanwhile, else unavailable."""
+        self._conn.close()
+        if self._released:
+            return NotAcquired("cancelled", "released while it waited")
+        return CoordError("unavailable", message)
 
     def _next(self):
         try:

@@ -38,8 +38,11 @@ type lane struct {
 	src  *primitive.Lazy // the lane's session, granted anew after a loss
 	used map[string]int  // key prefix (PREFIX+NAME+"/" or ".../read/") -> holds and waits on it
 	// idleTimer closes the lane once it has been unused for idle (nil
-	// while used, and always on the first lane).
+	// while used, and always on the first lane); idleSince counts the
+	// times it was armed, so that a timer that fired while the lane was
+	// taken and given back acts on nothing (the one armed since will).
 	idleTimer *time.Timer
+	idleSince int
 }
 
 func (ls *lanes) newLane() *lane {
@@ -102,7 +105,7 @@ func (ls *lanes) pick(occupy string) (*lane, error) {
 	if occupy != "" {
 		l.used[occupy]++
 		if l.idleTimer != nil {
-			l.idleTimer.Stop() // retire checks again under mu: a timer that already fired finds the lane used
+			l.idleTimer.Stop() // one that already fired finds it changed in retire, under mu
 			l.idleTimer = nil
 		}
 	}
@@ -126,17 +129,20 @@ func (ls *lanes) put(l *lane, occupy string) {
 		delete(l.used, occupy)
 	}
 	if len(l.used) == 0 && l != ls.list[0] && !ls.closed && l.idleTimer == nil {
-		l.idleTimer = time.AfterFunc(ls.idle, func() { ls.retire(l) })
+		l.idleSince++
+		armed := l.idleSince
+		l.idleTimer = time.AfterFunc(ls.idle, func() { ls.retire(l, armed) })
 	}
 }
 
-// retire closes l, which its idle timer found unused, unless it was taken
-// again since: it leaves the list at once (no take can pick it any more),
+// retire closes l, which its idle timer (the armed'th) found unused,
+// unless it was taken again since: it leaves the list at once (no take can
+// pick it any more),
 // and its session is closed (at most a revoke: one round trip) on the
 // timer's goroutine.
-func (ls *lanes) retire(l *lane) {
+func (ls *lanes) retire(l *lane, armed int) {
 	ls.mu.Lock()
-	if ls.closed || len(l.used) > 0 || l.idleTimer == nil {
+	if ls.closed || l.idleTimer == nil || l.idleSince != armed { // closing, or taken again since
 		ls.mu.Unlock()
 		return
 	}

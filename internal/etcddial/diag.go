@@ -77,11 +77,10 @@ func (d *diagnosis) results() []endpointDiag {
 // stop gives the diagnosis up (the dial succeeded): a connection it made is
 // closed.
 func (d *diagnosis) stop() {
-	if d.timer.Stop() {
-		d.cancel()
-		return
-	}
 	d.cancel()
+	if d.timer.Stop() {
+		return // never started
+	}
 	d.start() // started: wait for it, so that no connection outlives Dial
 	<-d.done
 }

@@ -48,7 +48,11 @@ func NewSecret(token string) *Secret { return &Secret{current: token, now: time.
 // not nil, is told each change in a sentence (for the server's log);
 // it never sees a token.
 func ReadSecret(path string, notify func(string)) (*Secret, error) {
-	tok, v, err := readVersion(path)
+	v, err := statVersion(path) // before the read: a change during it is seen by the next check
+	if err != nil {
+		return nil, err
+	}
+	tok, err := ReadTokenFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -90,9 +94,16 @@ func (s *Secret) refresh() {
 	}
 	v, err := statVersion(s.path)
 	if err == nil && v.same(s.file) {
-		return
+		return // unchanged, or the same unusable version as last time
 	}
-	tok, v, err := readVersion(s.path)
+	var tok string
+	if err == nil {
+		// The version is the one stat'ed before the read: a change during
+		// the read is seen by the next check. An unusable one is not read
+		// again until it changes.
+		s.file = v
+		tok, err = ReadTokenFile(s.path)
+	}
 	if err != nil {
 		if !s.failing && s.notify != nil {
 			s.notify(fmt.Sprintf("the token file %s changed but cannot be used (%v): its last token stays in force", s.path, err))
@@ -101,7 +112,6 @@ func (s *Secret) refresh() {
 		return
 	}
 	s.failing = false
-	s.file = v
 	if tok == s.current {
 		return // touched, or rewritten with the same token
 	}
@@ -128,19 +138,4 @@ func statVersion(path string) (fileVersion, error) {
 		return fileVersion{}, err
 	}
 	return fileVersion{fi}, nil
-}
-
-// readVersion reads the token and the version it was read from. The file
-// is stat'ed before it is read: a change during the read is seen by the
-// next check.
-func readVersion(path string) (string, fileVersion, error) {
-	v, err := statVersion(path)
-	if err != nil {
-		return "", fileVersion{}, err
-	}
-	tok, err := ReadTokenFile(path)
-	if err != nil {
-		return "", fileVersion{}, err
-	}
-	return tok, v, nil
 }

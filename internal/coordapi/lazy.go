@@ -11,12 +11,12 @@ import (
 	"github.com/coordkit/coordkit/internal/httpguard"
 )
 
-// Lazy is the API for a server that has no etcd client yet: the sidecar,
-// which serves before it has reached etcd and keeps trying (coordctl
-// sidecar --api). Until Client returns one, every route answers 503
-// "unavailable"; the first request after that opens the API (New) on it, and
-// a request whose New fails gets that error and leaves the next request to
-// try again. Config.Client is ignored: Client gives it.
+// Lazy is the API for a server that has no etcd client yet: the agent and
+// the sidecar (coordctl sidecar --api), which serve before they have
+// reached etcd and keep trying. Until Client returns one, every route
+// answers 503 "unavailable"; then Open, or the first request, opens the API
+// (New) on it, and an Open or a request whose New fails gets that error and
+// leaves the next to try again. Config.Client is ignored: Client gives it.
 type Lazy struct {
 	cfg    Config
 	client func() *clientv3.Client
@@ -43,7 +43,7 @@ func NewLazy(cfg Config, client func() *clientv3.Client) *Lazy {
 	return l
 }
 
-var errConnecting = errors.New("connecting to etcd: the coordination API opens once the sidecar has reached it")
+var errConnecting = errors.New("connecting to etcd: the coordination API opens once etcd is reached")
 
 // ServeHTTP serves the API once it could be opened.
 func (l *Lazy) ServeHTTP(w http.ResponseWriter, r *http.Request) { l.guard.ServeHTTP(w, r) }
@@ -59,6 +59,11 @@ func (l *Lazy) serve(w http.ResponseWriter, r *http.Request) {
 		api.ServeHTTP(w, r)
 	}
 }
+
+// Open returns the API, opening it on Client's client first if need be
+// (the agent, once connected, so that it can say its lease): an error
+// when Client returns nil, when New fails, or after Close.
+func (l *Lazy) Open(ctx context.Context) (*API, error) { return l.open(ctx) }
 
 // open returns the API, opening it first if need be. One New runs at a
 // time, outside l.mu (its grant waits up to the session's TTL while etcd

@@ -32,12 +32,17 @@
 // fails with ErrClusterMismatch (an endpoint that was down at Dial is
 // checked on its first answer).
 //
+// Connect is how the long-running commands (the agent, the sidecar) connect:
+// started while etcd cannot be reached, they serve and retry (Transient
+// errors, paced by ConnectBackoff) instead of exiting, and an etcd that
+// answers and refuses ends them at once.
+//
 // Guaranteed: ErrUnreachable only when nothing answered at any endpoint; a
 // client Dial returns has had an answer from at least one endpoint, and
-// never returns an answer from a second cluster. Not
-// guaranteed: that it still answers on the next request, nor how long Dial
-// takes beyond its bound: the raw connections get the dial timeout of their
-// own, so an address that drops packets (no refusal, no answer) makes Dial
-// take up to twice the dial timeout. Unix sockets get no diagnosis beyond
-// the client's own error.
+// never returns an answer from a second cluster; a Dial that fails returns
+// within the dial timeout (the raw connections of the diagnosis run beside
+// the requests from half of it on and end with them), plus the time to
+// close what it opened. Not guaranteed: that the client still answers on
+// the next request. Unix sockets get no diagnosis beyond the client's own
+// error.
 package etcddial

@@ -10,94 +10,14 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/coordkit/coordkit/internal/etcddial"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
-	"github.com/coordkit/coordkit/session"
 )
 
 var (
 	errDown    = errors.New("etcd unreachable (test)")
 	errRefused = errors.New("etcd refused the credentials (test)")
 )
-
-// fastBackoff keeps the connect tests' waits short; the order and the
-// counts are what they check.
-var fastBackoff = session.Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond}
-
-// connect retries what Transient accepts, reporting each failed attempt
-// once and in order, and returns the first client; it returns at once an
-// error Transient rejects, and ctx's error when ctx ends.
-func TestConnectRetriesTransientErrors(t *testing.T) {
-	ctx := context.Background()
-	want := &clientv3.Client{}
-	fails := 3
-	dial := func(context.Context) (*clientv3.Client, error) {
-		if fails > 0 {
-			fails--
-			return nil, errDown
-		}
-		return want, nil
-	}
-	var retries []ConnectRetry
-	c := Connect{Dial: dial, Transient: func(err error) bool { return errors.Is(err, errDown) }}
-	cli, err := c.start(session.RealClock{}, fastBackoff, func(r ConnectRetry) { retries = append(retries, r) }).run(ctx)
-	require.NoError(t, err)
-	require.Same(t, want, cli)
-	require.Len(t, retries, 3)
-	for i, r := range retries {
-		require.Equal(t, i+1, r.Attempt)
-		require.ErrorIs(t, r.Err, errDown)
-		require.LessOrEqual(t, r.Wait, 2*time.Millisecond, "below the backoff's cap")
-	}
-	require.Contains(t, retries[1].String(), "connecting to etcd: attempt 2 failed: etcd unreachable (test); next attempt in")
-
-	attempts := 0
-	c.Dial = func(context.Context) (*clientv3.Client, error) { attempts++; return nil, errRefused }
-	_, err = c.start(session.RealClock{}, fastBackoff, func(ConnectRetry) { t.Error("a rejected error is not retried") }).run(ctx)
-	require.ErrorIs(t, err, errRefused)
-	require.Equal(t, 1, attempts)
-
-	cctx, cancel := context.WithCancel(ctx)
-	c.Dial = func(context.Context) (*clientv3.Client, error) { return nil, errDown }
-	_, err = c.start(session.RealClock{}, fastBackoff, func(r ConnectRetry) {
-		if r.Attempt == 5 {
-			cancel()
-		}
-	}).run(cctx)
-	require.ErrorIs(t, err, context.Canceled)
-}
-
-// With a Timeout, connecting ends with ErrStartTimeout and the last
-// attempt's own error, not the deadline's, whether the deadline cut an
-// attempt (a dial that hangs) or a wait.
-func TestConnectStartTimeout(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		dial func(context.Context) (*clientv3.Client, error)
-	}{
-		{"fast failures", func(context.Context) (*clientv3.Client, error) { return nil, errDown }},
-		{"a dial that hangs after one failure", func() func(context.Context) (*clientv3.Client, error) {
-			n := 0
-			return func(ctx context.Context) (*clientv3.Client, error) {
-				if n++; n == 1 {
-					return nil, errDown
-				}
-				<-ctx.Done()
-				return nil, ctx.Err()
-			}
-		}()},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := Connect{Dial: tc.dial, Timeout: 100 * time.Millisecond}
-			start := time.Now()
-			_, err := c.start(session.RealClock{}, connectBackoff(), func(ConnectRetry) {}).run(context.Background())
-			require.ErrorIs(t, err, ErrStartTimeout)
-			require.ErrorIs(t, err, errDown)
-			require.NotErrorIs(t, err, context.DeadlineExceeded)
-			require.ErrorContains(t, err, "(100ms, ")
-			require.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond, "not before the timeout")
-		})
-	}
-}
 
 // A sidecar without a client serves meanwhile: unhealthy with the reason
 // "connecting to etcd: …", no leader, no candidates; once an attempt
@@ -106,7 +26,7 @@ func TestConnectStartTimeout(t *testing.T) {
 func TestSidecarConnectsWhenEtcdAnswers(t *testing.T) {
 	srv := etcdtest.Start(t)
 	open := make(chan struct{})
-	retried := make(chan ConnectRetry, 100)
+	retried := make(chan etcddial.Retry, 100)
 	var dialed *clientv3.Client
 	dial := func(ctx context.Context) (*clientv3.Client, error) {
 		select {
@@ -119,7 +39,7 @@ func TestSidecarConnectsWhenEtcdAnswers(t *testing.T) {
 			Context: context.WithoutCancel(ctx), Logger: zap.NewNop()})
 		return dialed, err
 	}
-	s, err := New(Config{Connect: Connect{Dial: dial, OnRetry: func(r ConnectRetry) { retried <- r }}, Name: "connect", ID: "a", TTL: 2 * time.Second})
+	s, err := New(Config{Connect: etcddial.Connect{Dial: dial, OnRetry: func(r etcddial.Retry) { retried <- r }}, Name: "connect", ID: "a", TTL: 2 * time.Second})
 	require.NoError(t, err)
 	views, cancel := s.Tracker().Subscribe()
 	defer cancel()
@@ -153,7 +73,7 @@ func TestNewWantsAClientOrConnect(t *testing.T) {
 	_, err := New(Config{Name: "n", ID: "a"})
 	require.ErrorIs(t, err, ErrBadConfig)
 	dial := func(context.Context) (*clientv3.Client, error) { return nil, errDown }
-	_, err = New(Config{Name: "n", ID: "a", Connect: Connect{Dial: dial, Timeout: -time.Second}})
+	_, err = New(Config{Name: "n", ID: "a", Connect: etcddial.Connect{Dial: dial, Timeout: -time.Second}})
 	require.ErrorIs(t, err, ErrBadConfig)
 }
 
@@ -163,7 +83,7 @@ func TestNewWantsAClientOrConnect(t *testing.T) {
 func TestServeConnectsFirst(t *testing.T) {
 	newSidecar := func(transient bool) *Sidecar {
 		dial := func(context.Context) (*clientv3.Client, error) { return nil, errRefused }
-		s, err := New(Config{Name: "serve", ID: "a", Connect: Connect{Dial: dial, Transient: func(error) bool { return transient }}})
+		s, err := New(Config{Name: "serve", ID: "a", Connect: etcddial.Connect{Dial: dial, Transient: func(error) bool { return transient }}})
 		require.NoError(t, err)
 		return s
 	}

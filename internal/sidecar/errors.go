@@ -17,7 +17,4 @@ var (
 	// ErrConnecting is returned by the calls that need etcd (Candidates)
 	// before Run has connected.
 	ErrConnecting = errors.New("sidecar: not connected to etcd yet")
-	// ErrStartTimeout is wrapped by Run's error when Connect.Timeout passed
-	// before etcd was reached.
-	ErrStartTimeout = errors.New("sidecar: etcd not reached within the start timeout")
 )

@@ -19,6 +19,7 @@ import (
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/buildinfo"
 	"github.com/coordkit/coordkit/internal/childproc"
+	"github.com/coordkit/coordkit/internal/etcddial"
 	"github.com/coordkit/coordkit/internal/httpguard"
 	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/session"
@@ -41,8 +42,9 @@ type Config struct {
 	// Connect (one of the two is required).
 	Client *clientv3.Client
 	// Connect, when Client is nil, is how Run connects to etcd: it serves
-	// meanwhile and retries (connect.go).
-	Connect Connect
+	// meanwhile and retries. Its OnRetry, if any, reports each failed
+	// attempt instead of the log; /healthz says it either way.
+	Connect etcddial.Connect
 	// Name is the election; ID is this instance's identity, the value it
 	// campaigns with. Both required.
 	Name string
@@ -135,7 +137,7 @@ type Sidecar struct {
 
 	// conn connects through Config.Connect when there is no Config.Client
 	// (nil otherwise); the client it makes is Run's to close.
-	conn *connecting
+	conn *etcddial.Connecting
 
 	mu      sync.Mutex
 	client  *clientv3.Client // Config.Client, or conn's once connected
@@ -231,7 +233,9 @@ func New(cfg Config) (s *Sidecar, err error) {
 	}
 	s.cfg.Health = cfg.Health.withDefaults()
 	if cfg.Client == nil {
-		s.conn = cfg.Connect.start(cfg.Clock, connectBackoff(), s.connectRetry)
+		c := cfg.Connect
+		c.OnRetry = s.connectRetry
+		s.conn = c.Start(cfg.Clock, etcddial.ConnectBackoff())
 	}
 	if cfg.Registerer != nil {
 		m, err := NewMetrics(cfg.Registerer, cfg.Name, cfg.ID, s.leaseLeft, cfg.Build)
@@ -358,7 +362,7 @@ func (s *Sidecar) etcd() *clientv3.Client {
 
 // connectRetry reports a failed attempt to connect on /healthz, and to
 // Connect.OnRetry or else in the log.
-func (s *Sidecar) connectRetry(r ConnectRetry) {
+func (s *Sidecar) connectRetry(r etcddial.Retry) {
 	s.apply(Event{Kind: SessionDown, Reason: "connecting to etcd: " + r.Err.Error()})
 	if s.cfg.Connect.OnRetry != nil {
 		s.cfg.Connect.OnRetry(r) // which reports it instead of the log
@@ -374,7 +378,7 @@ func (s *Sidecar) connectFirst(ctx context.Context) error {
 	if s.conn == nil || s.etcd() != nil {
 		return nil
 	}
-	cli, err := s.conn.attempt(ctx)
+	cli, err := s.conn.Attempt(ctx)
 	switch {
 	case cli != nil:
 		s.setClient(cli)
@@ -430,7 +434,7 @@ func (s *Sidecar) onSessionEvent(ev session.Event) {
 // expired) are replaced; /healthz reports them meanwhile. Without a
 // Config.Client it first connects (Config.Connect), retrying until etcd is
 // reached; it returns the error of an attempt that Connect.Transient
-// rejects, or one wrapping ErrStartTimeout.
+// rejects, or one wrapping etcddial.ErrStartTimeout.
 func (s *Sidecar) Run(ctx context.Context) error {
 	if s.tokenOwner != nil {
 		defer s.tokenOwner.Close()
@@ -438,7 +442,7 @@ func (s *Sidecar) Run(ctx context.Context) error {
 	cli := s.etcd()
 	if cli == nil {
 		var err error
-		if cli, err = s.conn.run(ctx); err != nil {
+		if cli, err = s.conn.Run(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}

@@ -5,13 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/coordapi"
+	"github.com/coordkit/coordkit/internal/etcddial"
 	"github.com/coordkit/coordkit/internal/httpguard"
+	"github.com/coordkit/coordkit/internal/httpserve"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -22,6 +27,7 @@ type agentOptions struct {
 	Listen       string
 	TTL          time.Duration
 	APITokenFile string
+	StartTimeout time.Duration
 }
 
 // Listening is what the agent prints once it serves: "ready url=URL
@@ -67,7 +73,16 @@ new token is required from then on, the previous one accepted for 2
 minutes more (noted on stderr, without either token). Holds must send
 Content-Type: application/json.
 
-Once listening it prints 'ready url=http://ADDR lease=HEX' (-w json:
+It listens before it connects to etcd, and waits for etcd instead of
+exiting (in a pod an exit is a CrashLoopBackOff, which brings the agent
+back minutes after etcd): while etcd cannot be reached every route answers
+503 with code "unavailable" ("connecting to etcd: ..."; the clients raise
+CoordError unavailable), attempts are retried with waits capped at 100ms
+doubling to 5s, and each failed one is a line on stderr. --start-timeout
+bounds the wait (exit 1). An etcd that answers and refuses (TLS,
+credentials, another cluster) exits 1 at once: a configuration to fix.
+
+Once connected it prints 'ready url=http://ADDR lease=HEX' (-w json:
 {"event":"listening","url":...,"lease":...}). SIGTERM, SIGINT or SIGHUP
 release every hold (each stream gets "lost", reason "agent shutting down")
 and exit 0. If the agent dies, its holds end when its lease expires, --ttl
@@ -76,6 +91,7 @@ noted on stderr, one log/slog text line each.`,
 		Example: `  coordctl agent
   coordctl agent --listen 127.0.0.1:0 -w json        # port 0: any free port, printed
   coordctl agent --listen :4050 --api-token-file /etc/coordctl/api-token --ttl 5s
+  coordctl agent --endpoints etcd-0:2379,etcd-1:2379 --start-timeout 10m   # exit 1 if etcd is not reached in 10 minutes
   curl -N -H 'Content-Type: application/json' -d '{"name":"jobs/nightly","timeout":5}' localhost:4050/v1/lock`,
 		Args: cmdutil.ArgsUsage(cobra.NoArgs),
 		RunE: cmdutil.SignalRunE(f, func(ctx context.Context, cmd *cobra.Command, args []string) error {
@@ -87,6 +103,7 @@ noted on stderr, one log/slog text line each.`,
 	fl.StringVar(&opts.Listen, "listen", DefaultListen, "HTTP address to serve the API on (port 0: any free port)")
 	fl.DurationVar(&opts.TTL, "ttl", session.DefaultTTL, "lease TTL of the agent's session: if the agent dies, its holds end this long after, and a client that vanished without closing loses its holds this long after it went silent (at least 1s)")
 	fl.StringVar(&opts.APITokenFile, "api-token-file", "", "file holding the token every request must carry (needed for a non-loopback --listen)")
+	fl.DurationVar(&opts.StartTimeout, "start-timeout", 0, "give up (exit 1) when etcd has not been reached this long after start; 0: wait as long as it takes, answering 503 meanwhile")
 	return cmd
 }
 
@@ -99,6 +116,9 @@ func (o *agentOptions) check(notify func(string)) (*httpguard.Secret, error) {
 	}
 	if err := session.CheckTTL(o.TTL); err != nil {
 		return nil, cmdutil.UsageErrorf("invalid --ttl: %v", err)
+	}
+	if o.StartTimeout < 0 {
+		return nil, cmdutil.UsageErrorf("invalid --start-timeout %s: must be 0 (wait for etcd as long as it takes) or positive", o.StartTimeout)
 	}
 	secret := httpguard.NewSecret("")
 	if o.APITokenFile != "" {
@@ -113,39 +133,92 @@ func (o *agentOptions) check(notify func(string)) (*httpguard.Secret, error) {
 	return secret, nil
 }
 
-// runAgent serves the API until ctx ends (exit 0) or the server fails.
+// runAgent serves the API until ctx ends (exit 0) or the server fails. It
+// listens first, answering 503 "connecting to etcd" until it has reached
+// etcd and opened its session (etcddial.Connect retries while etcd cannot be
+// reached), then says 'ready'.
 func runAgent(ctx context.Context, f *cmdutil.Factory, opts *agentOptions) error {
 	logger := slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))
 	token, err := opts.check(func(msg string) { logger.Info(msg) })
 	if err != nil {
 		return err
 	}
-	p, client, err := f.StartEtcd(ctx, func() error { return nil })
+	p, err := f.Printer()
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
 		return err
 	}
-	defer client.Close()
+	dial, err := f.EtcdDialer()
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", opts.Listen, err)
+	}
+	var client atomic.Pointer[clientv3.Client]
+	api := coordapi.NewLazy(coordapi.Config{Token: token, SessionOptions: []session.Option{session.WithTTL(opts.TTL)},
+		RequestTimeout: f.Global.CommandTimeout, Logger: logger}, client.Load)
+	// A client that vanished ends like the agent's own session would: about
+	// a TTL after it went silent.
+	srv := httpserve.Start(ln, api, httpserve.PeerTimeout(opts.TTL))
+	defer func() {
+		if cli := client.Load(); cli != nil {
+			cli.Close()
+		}
+	}()
+	// Every return below goes through stop: the holds first (released,
+	// their streams told), then the listener, then (deferred) the client.
+	stop := func() error {
+		err := api.Close()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		return err
+	}
 	defer f.HoldOutput(p)()
-	srv, err := coordapi.Listen(ctx, coordapi.Config{Client: client, Token: token,
-		SessionOptions: []session.Option{session.WithTTL(opts.TTL)}, PeerTimeout: opts.TTL, RequestTimeout: f.Global.CommandTimeout,
-		Logger: logger}, opts.Listen)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
+
+	// One attempt is a dial and the API's session: an etcd that answers the
+	// dial and then not the grant is tried again too.
+	url := "http://" + ln.Addr().String()
+	connect := etcddial.Connect{Transient: etcddial.Transient, Timeout: opts.StartTimeout,
+		OnRetry: func(r etcddial.Retry) {
+			if r.Attempt == 1 { // 'ready' waits for etcd; say where the 503s come from meanwhile
+				fmt.Fprintf(f.IO.ErrOut, "coordctl agent: serving %s, every request answered 503 unavailable until etcd is reached\n", url)
+			}
+			fmt.Fprintf(f.IO.ErrOut, "coordctl agent: %s\n", r)
+		},
+		Dial: func(ctx context.Context) (*clientv3.Client, error) {
+			cli, err := dial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			client.Store(cli)
+			if _, err := api.Open(ctx); err != nil {
+				client.Store(nil)
+				cli.Close()
+				return nil, err
+			}
+			return cli, nil
+		}}
+	var a *coordapi.API
+	if _, err = connect.Start(session.RealClock{}, etcddial.ConnectBackoff()).Run(ctx); err == nil {
+		a, err = api.Open(ctx)
 	}
-	if err := p.Print(Listening{Event: "listening", URL: srv.URL, Lease: fmt.Sprintf("%x", int64(srv.Lease()))}); err != nil {
-		_ = srv.Close()
-		return err
+	switch {
+	case ctx.Err() != nil:
+		return stop()
+	case errors.Is(err, etcddial.ErrStartTimeout):
+		return errors.Join(fmt.Errorf("--start-timeout %s: %w", opts.StartTimeout, err), stop())
+	case err != nil:
+		return errors.Join(err, stop())
+	}
+	if err := p.Print(Listening{Event: "listening", URL: url, Lease: fmt.Sprintf("%x", int64(a.Lease()))}); err != nil {
+		return errors.Join(err, stop())
 	}
 	select {
 	case <-ctx.Done():
-		return srv.Close() // holds first (released, their streams told), then the listener
+		return stop()
 	case err := <-srv.Failed():
-		return errors.Join(fmt.Errorf("http server: %w", err), srv.Close())
+		return errors.Join(fmt.Errorf("http server: %w", err), stop())
 	}
 }

@@ -13,7 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/coordkit/coordkit/internal/etcdembed"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
+	"github.com/coordkit/coordkit/internal/nettest"
 )
 
 // startAgentBehindProxy runs `coordctl agent` (TTL 2s, --command-timeout
@@ -154,4 +156,97 @@ func TestAgentE2ELogsALostHold(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return strings.Contains(p.stderr.String(), `level=WARN msg="hold lost" kind=lock name=e2e/agent-lost key=e2e/agent-lost/`)
 	}, 10*time.Second, 10*time.Millisecond, "agent stderr: %s", p.stderr.String())
+}
+
+// An agent started while etcd was unreachable exited 1 (in a pod, a
+// CrashLoopBackOff whose back-off brings it back minutes after etcd). It
+// serves now, every route 503 "unavailable" while it retries (one stderr
+// line per attempt), and says 'ready' with its lease once etcd answers on
+// that address; a hold is granted then.
+func TestAgentE2EWaitsForEtcdAtStart(t *testing.T) {
+	t.Parallel()
+	client, peer := "http://"+nettest.ClosedAddr(t), "http://"+nettest.ClosedAddr(t)
+	p := startCoordctl(t, lockEnv(client), "agent", "--listen", "127.0.0.1:0", "--ttl", "2s", "--dial-timeout", "500ms", "-w", "json")
+	p.awaitStderr(t, "coordctl agent: connecting to etcd: attempt 2 failed: etcd unreachable at ", 60*time.Second)
+	out := p.stderr.String()
+	require.Equal(t, 1, strings.Count(out, "attempt 1 failed"), "one line per attempt: %s", out)
+	_, rest, ok := strings.Cut(out, "coordctl agent: serving ")
+	require.True(t, ok, "the agent did not say where it serves: %s", out)
+	url, _, _ := strings.Cut(rest, ",")
+	for _, path := range []string{"/v1/session", "/v1/lock/status?name=e2e/agent-start"} {
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(url + path)
+		require.NoError(t, err)
+		var refusal struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&refusal))
+		resp.Body.Close()
+		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, path)
+		require.Equal(t, "unavailable", refusal.Error.Code, path)
+		require.Contains(t, refusal.Error.Message, "connecting to etcd", path)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, err := etcdembed.Start(ctx, etcdembed.Config{DataDir: t.TempDir(), ClientURL: client, PeerURL: peer, UnsafeNoFsync: true})
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	var ready struct{ Event, URL, Lease string }
+	require.NoError(t, json.Unmarshal([]byte(p.line(t)), &ready))
+	require.Equal(t, "listening", ready.Event)
+	require.Equal(t, url, ready.URL)
+	require.NotEmpty(t, ready.Lease)
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/lock", strings.NewReader(`{"name":"e2e/agent-start","try":true}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	events := bufio.NewScanner(resp.Body)
+	require.True(t, events.Scan(), "the stream ended; agent stderr: %s", p.stderr.String())
+	var ev struct{ Event, Lease string }
+	require.NoError(t, json.Unmarshal(events.Bytes(), &ev))
+	require.Equal(t, "acquired", ev.Event, events.Text())
+	require.Equal(t, ready.Lease, ev.Lease, "on the session 'ready' named")
+	require.Equal(t, exitOK, p.stop(t), p.stderr.String())
+}
+
+// --start-timeout bounds the agent's wait: exit 1 naming the flag and the
+// last attempt's error; an etcd that answers and refuses (another
+// cluster, TLS, credentials) ends it at once, without waiting.
+func TestAgentE2EStartTimeout(t *testing.T) {
+	t.Parallel()
+	dead := nettest.ClosedAddr(t)
+	start := time.Now()
+	p := startCoordctl(t, lockEnv(dead), "agent", "--listen", "127.0.0.1:0", "--dial-timeout", "500ms", "--start-timeout", "2s")
+	require.Equal(t, exitError, p.wait(t, 30*time.Second))
+	require.GreaterOrEqual(t, time.Since(start), 2*time.Second)
+	out := p.stderr.String()
+	require.Contains(t, out, "coordctl agent: connecting to etcd: attempt 1 failed: etcd unreachable at "+dead)
+	require.Contains(t, out, "--start-timeout 2s: etcd not reached within the start timeout (2s, ")
+
+	// TLS to an etcd that speaks plain text (--cacert): no retry mends it.
+	srv := etcdtest.Start(t)
+	p = startCoordctl(t, lockEnv(strings.TrimPrefix(srv.Endpoints()[0], "http://")), "agent", "--listen", "127.0.0.1:0", "--dial-timeout", "2s",
+		"--cacert", etcdtest.NewCA(t, t.TempDir(), "agent-e2e").File)
+	require.Equal(t, exitError, p.wait(t, 30*time.Second), p.stderr.String())
+	require.Contains(t, p.stderr.String(), "does not speak TLS")
+	require.NotContains(t, p.stderr.String(), "attempt 1 failed")
+}
+
+// awaitStderr waits until the process's stderr holds s, failing at once
+// if the process exits first.
+func (p *proc) awaitStderr(t *testing.T, s string, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
+	for !strings.Contains(p.stderr.String(), s) {
+		select {
+		case <-p.done:
+			t.Fatalf("coordctl exited (%d) before writing %q; stderr: %s", p.code, s, p.stderr.String())
+		case <-deadline:
+			t.Fatalf("no %q on stderr within %s: %s", s, d, p.stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }

@@ -116,7 +116,7 @@ func TestSidecarE2EStartTimeout(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(start), 2*time.Second)
 	out := p.stderr.String()
 	require.Contains(t, out, "coordctl sidecar: connecting to etcd: attempt 1 failed: etcd unreachable at "+dead)
-	require.Contains(t, out, "--start-timeout 2s: sidecar: etcd not reached within the start timeout (2s, ")
+	require.Contains(t, out, "--start-timeout 2s: etcd not reached within the start timeout (2s, ")
 	require.Contains(t, out[strings.Index(out, "--start-timeout 2s"):], "etcd unreachable at "+dead, "the last attempt's error")
 }
 

@@ -46,7 +46,7 @@ func TestSidecarCLIUsageAndUnreachable(t *testing.T) {
 		require.GreaterOrEqual(t, time.Since(start), 1500*time.Millisecond, "not before the start timeout")
 		require.Contains(t, res.Stdout, "ready url=http://127.0.0.1:", "it served while it waited")
 		require.Contains(t, res.Stderr, "coordctl sidecar: connecting to etcd: attempt 1 failed: etcd unreachable at 127.0.0.1:1")
-		require.Contains(t, res.Stderr, "--start-timeout 1.5s: sidecar: etcd not reached within the start timeout (1.5s, ")
+		require.Contains(t, res.Stderr, "--start-timeout 1.5s: etcd not reached within the start timeout (1.5s, ")
 		require.Contains(t, res.Stderr, "etcd unreachable at 127.0.0.1:1", "the last attempt's error, not the deadline's")
 	})
 	t.Run("negative start timeout", func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil/hold"
+	"github.com/coordkit/coordkit/internal/etcddial"
 	"github.com/coordkit/coordkit/internal/httpguard"
 	"github.com/coordkit/coordkit/internal/primitive"
 	"github.com/coordkit/coordkit/internal/sidecar"
@@ -138,7 +139,7 @@ func (fl sidecarOptions) APIToken(notify func(string)) (*httpguard.Secret, error
 // the dialer, the streams, the metrics, the coordination and OnChange.
 func (fl sidecarOptions) config(apiToken *httpguard.Secret) sidecar.Config {
 	cfg := sidecar.Config{Name: fl.Election, ID: fl.ID, Prefix: fl.Prefix, TTL: fl.TTL, TokenFile: fl.TokenFile,
-		KillGrace: fl.KillGrace, APIToken: apiToken, Health: fl.Health, Connect: sidecar.Connect{Timeout: fl.StartTimeout}}
+		KillGrace: fl.KillGrace, APIToken: apiToken, Health: fl.Health, Connect: etcddial.Connect{Timeout: fl.StartTimeout}}
 	if len(fl.Command) > 0 {
 		cfg.Command = fl.Command
 	}

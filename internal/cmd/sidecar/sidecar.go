@@ -189,8 +189,8 @@ func runSidecar(ctx context.Context, f *cmdutil.Factory, opts *sidecarOptions) e
 
 	// No dial here: the sidecar connects once it serves, and retries
 	// while etcd is unreachable (an exit would be a CrashLoopBackOff).
-	cfg.Connect.Dial, cfg.Connect.Transient = dial, transient
-	cfg.Connect.OnRetry = func(r sidecar.ConnectRetry) { fmt.Fprintf(f.IO.ErrOut, "coordctl sidecar: %s\n", r) }
+	cfg.Connect.Dial, cfg.Connect.Transient = dial, etcddial.Transient
+	cfg.Connect.OnRetry = func(r etcddial.Retry) { fmt.Fprintf(f.IO.ErrOut, "coordctl sidecar: %s\n", r) }
 	var sc *sidecar.Sidecar
 	if opts.CoordAPI {
 		// The API opens on the sidecar's client once it has reached etcd
@@ -214,20 +214,8 @@ func runSidecar(ctx context.Context, f *cmdutil.Factory, opts *sidecarOptions) e
 	switch {
 	case errors.As(err, &ce):
 		return &cmdutil.ChildExitError{Code: ce.Code}
-	case errors.Is(err, sidecar.ErrStartTimeout):
+	case errors.Is(err, etcddial.ErrStartTimeout):
 		return fmt.Errorf("--start-timeout %s: %w", opts.StartTimeout, err)
 	}
 	return err
-}
-
-// transient says which errors of connecting are worth another attempt:
-// etcd not reached, or reached and silent (starting, no quorum yet). Not
-// those of an etcd that answered and refused (TLS, credentials, another
-// cluster) nor TLS files that do not load: a configuration to fix, which
-// exits 1 (2) at once and shows as a crash loop, not as a sidecar that
-// waits for ever.
-func transient(err error) bool {
-	var usage *cmdutil.UsageError
-	return !errors.As(err, &usage) && !errors.Is(err, etcddial.ErrTLS) && !errors.Is(err, etcddial.ErrAuth) &&
-		!errors.Is(err, etcddial.ErrClusterMismatch) && !errors.Is(err, etcddial.ErrTLSConfig)
 }

@@ -10,8 +10,12 @@ import (
 	"time"
 )
 
-// Server is a Resource served over HTTP on a listener: what 'coordctl
-// resource serve' runs, and StartLocal on a free loopback port.
+// Server is a Resource served over HTTP on a listener by net/http's
+// Server: StartLocal on a free loopback port, for demos, experiments and
+// checks in one process. (coordctl resource serve serves a Resource with
+// its own server, which also ends at once the connections that have sent
+// no request: net/http's Shutdown counts those busy for five seconds,
+// golang/go#22682, so Shutdown here can wait that long for one.)
 type Server struct {
 	*Resource
 	// URL is the server's base URL, http://HOST:PORT. A listener on an

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -93,4 +94,14 @@ func (s *Server) track(c net.Conn, st http.ConnState) {
 		_ = setPeerTimeout(c, s.peerTimeout) // best effort: the default is TCP's own
 	}
 	s.fresh[c] = struct{}{}
+}
+
+// URL is http://ADDR of a listener as a client on this machine dials it:
+// an unspecified address (0.0.0.0, ::), which names no host, is shown as
+// 127.0.0.1 with its port.
+func URL(addr net.Addr) string {
+	if ta, ok := addr.(*net.TCPAddr); ok && (ta.IP == nil || ta.IP.IsUnspecified()) {
+		return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ta.Port))
+	}
+	return "http://" + addr.String()
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -138,4 +139,20 @@ func TestFailedDeliversServesError(t *testing.T) {
 	require.NoError(t, ln.Close())
 	require.ErrorIs(t, <-s.Failed(), net.ErrClosed)
 	require.NoError(t, s.Shutdown(context.Background()))
+}
+
+// URL shows a listener on an unspecified address as 127.0.0.1 with its
+// port, which a client can dial; a specific one as it is.
+func TestURL(t *testing.T) {
+	for _, tc := range []struct{ listen, host string }{
+		{"127.0.0.1:0", "127.0.0.1"},
+		{"0.0.0.0:0", "127.0.0.1"},
+		{":0", "127.0.0.1"},
+	} {
+		ln, err := net.Listen("tcp", tc.listen)
+		require.NoError(t, err)
+		port := ln.Addr().(*net.TCPAddr).Port
+		require.Equal(t, "http://"+net.JoinHostPort(tc.host, strconv.Itoa(port)), URL(ln.Addr()), tc.listen)
+		require.NoError(t, ln.Close())
+	}
 }

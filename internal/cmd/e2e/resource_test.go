@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
+	"net/http"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -139,4 +141,25 @@ func TestResourceCmdEndToEnd(t *testing.T) {
 	require.Equal(t, []fencing.Token{10, 11}, []fencing.Token{l.Writes[0].Token, l.Writes[1].Token})
 	require.Equal(t, 2, l.Rejected, "one rejection before the restart, one after")
 	srv.stop(t)
+}
+
+// A connection that has sent no request yet (Go's client dials a spare
+// one when two requests race, browsers open them ahead of need) does not
+// hold up 'resource serve' on SIGTERM: net/http's Shutdown counts such a
+// connection as busy for its first five seconds (golang/go#22682), and
+// the command took about 6s to exit.
+func TestResourceServeStopsPromptlyWithAnIdleConnection(t *testing.T) {
+	t.Parallel()
+	srv := startResourceProcess(t, coordctlBinary(t), t.TempDir())
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.url, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	// The server has accepted it once a request on another connection is
+	// answered (one accept loop, in order).
+	resp, err := http.Get(srv.url + "/v1/floors")
+	require.NoError(t, err)
+	resp.Body.Close()
+	start := time.Now()
+	srv.stop(t)
+	require.Less(t, time.Since(start), 3*time.Second, "resource serve waited for a connection that sent nothing")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/cmd/cmdutil"
+	"github.com/coordkit/coordkit/internal/httpserve"
 )
 
 // EnvURL is the resource's address when --url is not given, as
@@ -115,24 +116,32 @@ func runResourceServe(ctx context.Context, f *cmdutil.Factory, opts *resourceSer
 		return fmt.Errorf("listen on %s: %w", opts.Listen, err)
 	}
 	logger := slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))
-	srv, err := fencing.Serve(ln, fencing.ResourceConfig{DataDir: opts.DataDir, Logger: logger, Unfenced: opts.Unfenced})
+	res, err := fencing.NewResource(fencing.ResourceConfig{DataDir: opts.DataDir, Logger: logger, Unfenced: opts.Unfenced})
 	if err != nil {
+		_ = ln.Close()
 		return err
 	}
-	defer srv.Close()
-	if err := p.Print(resourceReady{URL: srv.URL, DataDir: opts.DataDir, Unfenced: opts.Unfenced}); err != nil {
+	defer res.Close()
+	// httpserve, not fencing.Serve: a connection that has sent no request
+	// does not hold up the stop (net/http counts it busy for 5s).
+	srv := httpserve.Start(ln, res)
+	url := httpserve.URL(ln.Addr())
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Print(resourceReady{URL: url, DataDir: opts.DataDir, Unfenced: opts.Unfenced}); err != nil {
+		_ = srv.Shutdown(sctx)
 		return err
 	}
-	if err := srv.Wait(ctx); err != nil {
+	select {
+	case <-ctx.Done():
+	case err := <-srv.Failed():
 		return fmt.Errorf("serve: %w", err)
 	}
 	fmt.Fprintln(f.IO.ErrOut, "coordctl resource serve: stopping")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	return srv.Resource.Close()
+	return res.Close()
 }
 
 // ---- repair ----

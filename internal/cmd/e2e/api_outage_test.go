@@ -33,6 +33,21 @@ func startAgentBehindProxy(t *testing.T) (*proc, string, *cutProxy) {
 	return p, ready.URL, px
 }
 
+// postHold sends POST /v1/lock with body to the agent at url and returns
+// its stream of events, line by line; the stream is closed at the end of
+// the test (or when ctx ends).
+func postHold(t *testing.T, ctx context.Context, url, body string) *bufio.Scanner {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/lock", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { resp.Body.Close() })
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	return bufio.NewScanner(resp.Body)
+}
+
 // agentSession is GET /v1/session of the agent at url, within timeout.
 func agentSession(url string, timeout time.Duration) (alive bool, err error) {
 	c := &http.Client{Timeout: timeout}
@@ -134,13 +149,7 @@ func TestSidecarE2ECandidatesWhileEtcdDoesNotAnswer(t *testing.T) {
 func TestAgentE2ELogsALostHold(t *testing.T) {
 	t.Parallel()
 	p, url, px := startAgentBehindProxy(t)
-	req, err := http.NewRequest(http.MethodPost, url+"/v1/lock", strings.NewReader(`{"name":"e2e/agent-lost"}`))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	events := bufio.NewScanner(resp.Body)
+	events := postHold(t, context.Background(), url, `{"name":"e2e/agent-lost"}`)
 	next := func() map[string]any {
 		require.True(t, events.Scan(), "the stream ended; agent stderr: %s", p.stderr.String())
 		var ev map[string]any
@@ -202,13 +211,7 @@ func TestAgentE2EWaitsForEtcdAtStart(t *testing.T) {
 	require.Equal(t, url, ready.URL)
 	require.NotEmpty(t, ready.Lease)
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/lock", strings.NewReader(`{"name":"e2e/agent-start","try":true}`))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	events := bufio.NewScanner(resp.Body)
+	events := postHold(t, ctx, url, `{"name":"e2e/agent-start","try":true}`)
 	require.True(t, events.Scan(), "the stream ended; agent stderr: %s", p.stderr.String())
 	var ev struct{ Event, Lease string }
 	require.NoError(t, json.Unmarshal(events.Bytes(), &ev))

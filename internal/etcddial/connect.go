@@ -17,9 +17,9 @@ import (
 // exit: in Kubernetes an exit is a CrashLoopBackOff whose back-off grows to
 // five minutes, so the pod would come back long after etcd did. The sidecar
 // and the agent serve meanwhile (their APIs answer 503, saying why) and
-// connect through Connect: one attempt before they say 'ready' (an etcd
-// that refuses ends them then, a configuration to fix), then attempts
-// paced by ConnectBackoff until one succeeds.
+// connect through Connect, attempts paced by ConnectBackoff until one
+// succeeds; an etcd that answers and refuses (not Transient) ends them at
+// once, a configuration to fix.
 
 // Connect is how a command connects to etcd, retrying while etcd cannot be
 // reached.
@@ -66,9 +66,10 @@ func ConnectBackoff() session.Backoff {
 
 // Connecting is one run of attempts to connect: the attempts so far, the
 // backoff, the deadline of Connect.Timeout (from the first attempt), and
-// the wait owed before the next attempt. A command makes the first attempt
-// (Attempt) before it says it is ready, then Run makes the rest. Not safe
-// for concurrent use.
+// the wait owed before the next attempt. Run makes them all; the sidecar
+// makes the first itself (Attempt) before it listens, so that an etcd that
+// refuses ends it before 'ready', and Run the rest. Not safe for
+// concurrent use.
 type Connecting struct {
 	Connect
 	clock    session.Clock

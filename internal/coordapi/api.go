@@ -90,10 +90,16 @@ type API struct {
 	ctx    context.Context // ended by Close, cause errShuttingDown
 	cancel context.CancelCauseFunc
 
-	mu     sync.Mutex
-	closed bool
-	active sync.WaitGroup // requests in progress
+	mu       sync.Mutex
+	closed   bool
+	active   sync.WaitGroup // requests in progress
+	renewing sync.WaitGroup // lanes.renewFirst
 }
+
+// renewBackoff paces the attempts to grant the first lane's session anew
+// after a loss while etcd does not answer: full jitter, capped at 100ms
+// doubling to 2s, as the sidecar's session.
+var renewBackoff = session.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second}
 
 var _ http.Handler = (*API)(nil)
 
@@ -129,6 +135,13 @@ func New(ctx context.Context, cfg Config) (*API, error) {
 	}
 	a := &API{cfg: cfg, lanes: ls}
 	a.ctx, a.cancel = context.WithCancelCause(context.Background())
+	a.renewing.Go(func() {
+		ls.renewFirst(a.ctx, renewBackoff, func(lease clientv3.LeaseID, err error) {
+			logger.Warn("session ended: a new one is granted as soon as etcd answers", "lease", fmt.Sprintf("%x", int64(lease)), "err", err)
+		}, func(lease clientv3.LeaseID) {
+			logger.Info("session granted anew", "lease", fmt.Sprintf("%x", int64(lease)))
+		})
+	})
 	mux := http.NewServeMux()
 	for _, rt := range routes {
 		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -189,7 +202,9 @@ func (a *API) Close() error {
 	a.mu.Unlock()
 	a.cancel(errShuttingDown)
 	a.active.Wait()
-	return a.lanes.close()
+	err := a.lanes.close()
+	a.renewing.Wait()
+	return err
 }
 
 // Routes are the http.ServeMux patterns the API serves ("POST /v1/lock",

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/internal/httpguard"
+	"github.com/coordkit/coordkit/internal/testio"
 	"github.com/coordkit/coordkit/session"
 )
 
@@ -610,4 +612,38 @@ func TestIdleLanesClose(t *testing.T) {
 	again := a.open(t, "/v1/lock", HoldRequest{Name: "jobs/burst"})
 	require.Equal(t, ev1.Lease, again.want(t, "acquired").Lease)
 	again.cancel()
+}
+
+// The agent's first session, lost (here its lease revoked behind its
+// back; an etcd outage past the TTL is the same), is granted anew without
+// waiting for a hold to take its lane: GET /v1/session says alive again
+// with the new lease once etcd answers, and the log says both. It stayed
+// dead (alive false, the old lease) until the next hold.
+func TestFirstSessionGrantedAnewAfterALoss(t *testing.T) {
+	var log testio.SyncBuffer
+	a := startAgent(t, func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
+	lost := a.api.Lease()
+	_, err := a.cli.Revoke(etcdtest.Ctx(t, wait), lost)
+	require.NoError(t, err)
+	var info SessionInfo
+	require.Eventually(t, func() bool {
+		resp, err := a.srv.Client().Get(a.srv.URL + "/v1/session")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&info))
+		return info.Alive && info.Lease != fmt.Sprintf("%x", int64(lost))
+	}, 10*time.Second, 10*time.Millisecond, "the session was not granted anew; last: %+v; log: %s", info, log.String())
+	require.Equal(t, 1, info.Lanes)
+	require.Contains(t, log.String(), fmt.Sprintf(`msg="session ended: a new one is granted as soon as etcd answers" lease=%x`, int64(lost)))
+	require.Contains(t, log.String(), `msg="session granted anew" lease=`+info.Lease)
+	ttl, err := a.cli.TimeToLive(etcdtest.Ctx(t, wait), a.api.Lease())
+	require.NoError(t, err)
+	require.Positive(t, ttl.TTL, "the new lease is kept alive")
+
+	h := a.open(t, "/v1/lock", HoldRequest{Name: "jobs/after-loss", Try: true})
+	require.Equal(t, info.Lease, h.acquired(t).Lease, "a hold takes the renewed session")
+	h.cancel()
+	<-h.done
 }

@@ -173,6 +173,46 @@ func (ls *lanes) first() *session.Session {
 	return ls.list[0].src.Current()
 }
 
+// renewFirst grants the first lane's session anew each time it is lost,
+// without waiting for a hold to take the lane: the agent's session (GET
+// /v1/session's alive, the next hold's grant) is back once etcd answers
+// again. Attempts that fail are paced by b. onLost is told each loss (the
+// session's reason), onRenewed each new session; it returns when ctx ends
+// or the lanes close.
+func (ls *lanes) renewFirst(ctx context.Context, b session.Backoff, onLost func(lease clientv3.LeaseID, err error), onRenewed func(clientv3.LeaseID)) {
+	ls.mu.Lock()
+	src := ls.list[0].src
+	ls.mu.Unlock()
+	for {
+		if s := src.Current(); s != nil {
+			select {
+			case <-s.Done():
+				onLost(s.Lease(), s.Err())
+			case <-ctx.Done():
+				return
+			}
+		}
+		exp := b.Exponential()
+		for {
+			s, err := src.Get(ctx)
+			if err == nil {
+				onRenewed(s.Lease())
+				break
+			}
+			if ctx.Err() != nil || errors.Is(err, session.ErrClosed) {
+				return
+			}
+			t := time.NewTimer(exp.NextBackOff())
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+	}
+}
+
 // count is the number of lanes.
 func (ls *lanes) count() int {
 	ls.mu.Lock()

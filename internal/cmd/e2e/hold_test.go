@@ -21,6 +21,7 @@ import (
 	"github.com/coordkit/coordkit/election"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/internal/faultproxy"
+	"github.com/coordkit/coordkit/internal/testio"
 )
 
 // The end-to-end tests of issue 25's hold items (4, 5, 6, 7, 14, 17): real
@@ -156,14 +157,14 @@ func TestHoldE2EClosedStdoutKillsNoHolder(t *testing.T) {
 	t.Parallel()
 	srv, cli := etcdtest.StartWithClient(t)
 	env := lockEnv(srv.Endpoints()[0])
-	start := func(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
+	start := func(t *testing.T, args ...string) (*exec.Cmd, *testio.SyncBuffer) {
 		r, w, err := os.Pipe()
 		require.NoError(t, err)
 		require.NoError(t, r.Close()) // nobody will ever read: every write is EPIPE
 		cmd := exec.Command(coordctlBinary(t), args...)
 		cmd.Env = append(cmd.Environ(), env...)
 		cmd.Stdout = w
-		stderr := &syncBuffer{}
+		stderr := &testio.SyncBuffer{}
 		cmd.Stderr = stderr
 		require.NoError(t, cmd.Start())
 		require.NoError(t, w.Close())

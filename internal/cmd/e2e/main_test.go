@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"os"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -49,22 +47,4 @@ func coordctlBinary(t testing.TB) string {
 func sidecarBinary(t testing.TB) string {
 	t.Helper()
 	return testbin.Path(t, testbin.Sidecar)
-}
-
-// syncBuffer is a bytes.Buffer safe to read while a process writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/testio"
 )
 
 // proc is a coordctl process started by an end-to-end test; its stdout is
@@ -16,7 +18,7 @@ import (
 type proc struct {
 	cmd    *exec.Cmd
 	lines  chan string // stdout, line by line
-	stderr *syncBuffer
+	stderr *testio.SyncBuffer
 	done   chan struct{}
 	code   int
 }
@@ -25,7 +27,7 @@ func startCoordctl(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(coordctlBinary(t), args...)
 	cmd.Env = append(cmd.Environ(), env...)
-	p := &proc{cmd: cmd, lines: make(chan string, 64), stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{cmd: cmd, lines: make(chan string, 64), stderr: &testio.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)

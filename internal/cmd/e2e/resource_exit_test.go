@@ -15,6 +15,7 @@ import (
 
 	"github.com/coordkit/coordkit/fencing"
 	"github.com/coordkit/coordkit/internal/nettest"
+	"github.com/coordkit/coordkit/internal/testio"
 )
 
 // Issue 32: `resource put ... | true` died of SIGPIPE (141) and
@@ -47,7 +48,7 @@ func TestResourceE2EExitFollowsTheWriteNotTheOutput(t *testing.T) {
 			} {
 				cmd := exec.Command(bin, args...)
 				cmd.Stdout = stdout(t)
-				var stderr syncBuffer
+				var stderr testio.SyncBuffer
 				cmd.Stderr = &stderr
 				err := cmd.Run()
 				require.NoError(t, err, "%v: the request was applied; stderr: %s", args, stderr.String())
@@ -74,7 +75,7 @@ func TestResourceE2EUnansweredWriteIsOutcomeUnknown(t *testing.T) {
 	// could not be run); it is called from goroutines, so it asserts nothing.
 	run := func(args ...string) (int, string) {
 		cmd := exec.Command(bin, args...)
-		var stderr syncBuffer
+		var stderr testio.SyncBuffer
 		cmd.Stderr = &stderr
 		err := cmd.Run()
 		var ee *exec.ExitError

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/coordkit/coordkit/fencing"
+	"github.com/coordkit/coordkit/internal/testio"
 )
 
 // resourceProcess is 'coordctl resource serve' running as a real process.
@@ -31,7 +32,7 @@ func startResourceProcess(t *testing.T, bin, dataDir string) *resourceProcess {
 	cmd := exec.Command(bin, "-w", "json", "resource", "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	stderr := &syncBuffer{}
+	stderr := &testio.SyncBuffer{}
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	p := &resourceProcess{cmd: cmd, done: make(chan error, 1)}

@@ -25,6 +25,7 @@ import (
 	"github.com/coordkit/coordkit/internal/childproc"
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/internal/sidecar"
+	"github.com/coordkit/coordkit/internal/testio"
 )
 
 // sidecarProc is one `coordctl -w json sidecar` process.
@@ -33,7 +34,7 @@ type sidecarProc struct {
 	cmd    *exec.Cmd
 	url    string
 	lines  chan map[string]any // stdout JSON lines after "listening"
-	stderr *syncBuffer
+	stderr *testio.SyncBuffer
 	done   chan struct{}
 	code   int
 	// http has a transport of its own, closed by the test's cleanup, so
@@ -61,7 +62,7 @@ func startSidecarBinary(t *testing.T, bin string, env, endpoints []string, elect
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	tr := &http.Transport{}
-	p := &sidecarProc{id: id, cmd: cmd, lines: make(chan map[string]any, 256), stderr: &syncBuffer{}, done: make(chan struct{}),
+	p := &sidecarProc{id: id, cmd: cmd, lines: make(chan map[string]any, 256), stderr: &testio.SyncBuffer{}, done: make(chan struct{}),
 		http: &http.Client{Transport: tr, Timeout: 5 * time.Second}, stream: &http.Client{Transport: tr}}
 	t.Cleanup(tr.CloseIdleConnections)
 	cmd.Stderr = p.stderr

@@ -1,15 +1,15 @@
 package hold
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/coordkit/coordkit/internal/testio"
 )
 
 var errBusy = errors.New("busy")
@@ -37,27 +37,10 @@ func TestAcquire(t *testing.T) {
 	require.Equal(t, 1, h)
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A wait stopped before WaitNoticeAfter says nothing; a longer one says so
 // once.
 func TestWaitNotice(t *testing.T) {
-	var out syncBuffer
+	var out testio.SyncBuffer
 	n := &WaitNotice{Out: &out}
 	n.Waiting("first")
 	n.Stop()
@@ -92,7 +75,7 @@ func TestAcquireEndsTheNoticeWithTheWait(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var out syncBuffer
+			var out testio.SyncBuffer
 			tc.a.Notice = &WaitNotice{Out: &out}
 			ctx, cancel := tc.ctx()
 			defer cancel()

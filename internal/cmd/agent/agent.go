@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -65,9 +67,12 @@ agent's lines to it have gone unacknowledged for --ttl (Linux).
   GET /v1/lock/status?name=N, /v1/semaphore/status?name=N,
       /v1/election/leader?name=N, /v1/election/candidates?name=N,
       /v1/election/observe?name=N (a stream), /v1/session, /v1/openapi.json
+  GET /livez: 200 whenever the agent serves, connected to etcd or not;
+      open to all, the one request that needs no token (a probe)
 
-Requests must name a loopback Host, or carry the token of --api-token-file
-("Authorization: Bearer TOKEN"); a non-loopback --listen requires the token.
+Other requests must name a loopback Host, or carry the token of
+--api-token-file ("Authorization: Bearer TOKEN"); a non-loopback --listen
+requires the token.
 The file is read again when it changes (a rotated Kubernetes Secret): its
 new token is required from then on, the previous one accepted for 2
 minutes more (noted on stderr, without either token). Holds must send
@@ -160,7 +165,7 @@ func runAgent(ctx context.Context, f *cmdutil.Factory, opts *agentOptions) error
 		RequestTimeout: f.Global.CommandTimeout, Logger: logger}, client.Load)
 	// A client that vanished ends like the agent's own session would: about
 	// a TTL after it went silent.
-	srv := httpserve.Start(ln, api, httpserve.PeerTimeout(opts.TTL))
+	srv := httpserve.Start(ln, withLivez(api), httpserve.PeerTimeout(opts.TTL))
 	defer func() {
 		if cli := client.Load(); cli != nil {
 			cli.Close()
@@ -221,4 +226,19 @@ func runAgent(ctx context.Context, f *cmdutil.Factory, opts *agentOptions) error
 	case err := <-srv.Failed():
 		return errors.Join(fmt.Errorf("http server: %w", err), stop())
 	}
+}
+
+// withLivez serves GET /livez beside api: 200 {"status":"ok"} whenever the
+// agent serves, connected to etcd or not, without the API's guard (a
+// kubelet's probe carries no token and names the pod's address, not a
+// loopback Host): a liveness or startup probe that neither restarts an
+// agent because etcd is away nor needs the token. It says nothing else.
+func withLivez(api http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
+	})
+	mux.Handle("/", api)
+	return mux
 }

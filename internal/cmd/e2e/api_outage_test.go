@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -31,6 +32,29 @@ func startAgentBehindProxy(t *testing.T) (*proc, string, *cutProxy) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(p.line(t)), &ready))
 	return p, ready.URL, px
+}
+
+// requireLive checks the agent's GET /livez as a kubelet's probe sends it
+// (the pod's address as Host, no token): 200 {"status":"ok"}, where an API
+// route asked the same way is refused.
+func requireLive(t *testing.T, url string) {
+	t.Helper()
+	get := func(path string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, url+path, nil)
+		require.NoError(t, err)
+		req.Host = "10.1.2.3:4050"
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("/livez")
+	require.Equal(t, http.StatusOK, code, body)
+	require.JSONEq(t, `{"status":"ok"}`, body)
+	code, body = get("/v1/session")
+	require.Equal(t, http.StatusForbidden, code, body)
 }
 
 // postHold sends POST /v1/lock with body to the agent at url and returns
@@ -182,6 +206,7 @@ func TestAgentE2EWaitsForEtcdAtStart(t *testing.T) {
 	_, rest, ok := strings.Cut(out, "coordctl agent: serving ")
 	require.True(t, ok, "the agent did not say where it serves: %s", out)
 	url, _, _ := strings.Cut(rest, ",")
+	requireLive(t, url)
 	for _, path := range []string{"/v1/session", "/v1/lock/status?name=e2e/agent-start"} {
 		resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(url + path)
 		require.NoError(t, err)
@@ -217,6 +242,7 @@ func TestAgentE2EWaitsForEtcdAtStart(t *testing.T) {
 	require.NoError(t, json.Unmarshal(events.Bytes(), &ev))
 	require.Equal(t, "acquired", ev.Event, events.Text())
 	require.Equal(t, ready.Lease, ev.Lease, "on the session 'ready' named")
+	requireLive(t, url)
 	require.Equal(t, exitOK, p.stop(t), p.stderr.String())
 }
 

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/coordkit/coordkit/internal/etcdembed"
 	"github.com/coordkit/coordkit/internal/testbin"
+	"github.com/coordkit/coordkit/internal/testio"
 )
 
 // TestImageRunsInChrootAsNonRoot proves the image self-contained and
@@ -85,7 +85,7 @@ func TestImageRunsInChrootAsNonRoot(t *testing.T) {
 	etcd := run("etcd", "--data-dir", "/tmp/etcd", "--listen-client-urls", clientURL, "--listen-peer-urls", peerURL)
 	stdout, err := etcd.StdoutPipe()
 	require.NoError(t, err)
-	etcdErr := &lockedBuilder{} // written by exec's copier while the test reads it
+	etcdErr := &testio.SyncBuffer{} // written by exec's copier while the test reads it
 	etcd.Stderr = etcdErr
 	require.NoError(t, etcd.Start())
 	t.Cleanup(func() {
@@ -156,25 +156,6 @@ func unpack(t *testing.T, rc io.ReadCloser, root string) {
 		require.NoError(t, os.Chown(path, h.Uid, h.Gid))
 		require.NoError(t, os.Chmod(path, mode))
 	}
-}
-
-// lockedBuilder is a strings.Builder that a process's output copier writes
-// while the test reads it.
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuilder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func TestMain(m *testing.M) {

@@ -248,7 +248,8 @@ func TestAgentE2EWaitsForEtcdAtStart(t *testing.T) {
 
 // --start-timeout bounds the agent's wait: exit 1 naming the flag and the
 // last attempt's error; an etcd that answers and refuses (another
-// cluster, TLS, credentials) ends it at once, without waiting.
+// cluster, TLS, credentials) ends it at once, without waiting; SIGTERM
+// while it waits ends it with 0.
 func TestAgentE2EStartTimeout(t *testing.T) {
 	t.Parallel()
 	dead := nettest.ClosedAddr(t)
@@ -267,6 +268,13 @@ func TestAgentE2EStartTimeout(t *testing.T) {
 	require.Equal(t, exitError, p.wait(t, 30*time.Second), p.stderr.String())
 	require.Contains(t, p.stderr.String(), "does not speak TLS")
 	require.NotContains(t, p.stderr.String(), "attempt 1 failed")
+
+	// SIGTERM while it waits: exit 0 at once, as once connected.
+	p = startCoordctl(t, lockEnv(dead), "agent", "--listen", "127.0.0.1:0", "--dial-timeout", "500ms")
+	p.awaitStderr(t, "attempt 1 failed", 30*time.Second)
+	start = time.Now()
+	require.Equal(t, exitOK, p.stop(t), p.stderr.String())
+	require.Less(t, time.Since(start), 5*time.Second, "the stop waited")
 }
 
 // awaitStderr waits until the process's stderr holds s, failing at once

@@ -282,7 +282,7 @@ func Listen(ctx context.Context, cfg Config, addr string) (*Server, error) {
 	if peer == 0 {
 		peer = session.DefaultTTL
 	}
-	return &Server{API: api, URL: "http://" + ln.Addr().String(), srv: httpserve.Start(ln, api, httpserve.PeerTimeout(peer))}, nil
+	return &Server{API: api, URL: "http://" + ln.Addr().String(), srv: httpserve.Start(ln, api, httpserve.PeerTimeout(peer), httpserve.Logger(cfg.Logger))}, nil
 }
 
 // Failed delivers the error of a server that stopped serving before Close.

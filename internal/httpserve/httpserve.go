@@ -3,6 +3,7 @@ package httpserve
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -24,6 +25,7 @@ type Server struct {
 	mu       sync.Mutex
 	fresh    map[net.Conn]struct{} // accepted, no request read yet
 	stopping bool
+	logger   *slog.Logger
 }
 
 // An Option configures Start.
@@ -39,6 +41,12 @@ type Option func(*Server)
 // not ended by it until the server's writes stall (its window full).
 func PeerTimeout(d time.Duration) Option { return func(s *Server) { s.peerTimeout = d } }
 
+// Logger sends net/http's own errors (a handler's panic, a failed accept
+// that is retried, a header written twice) to l at level WARN, as lines of
+// the command's log; without it, or with a nil l, they go to the standard
+// logger.
+func Logger(l *slog.Logger) Option { return func(s *Server) { s.logger = l } }
+
 // Start serves h on ln in a goroutine of its own.
 func Start(ln net.Listener, h http.Handler, opts ...Option) *Server {
 	s := &Server{failed: make(chan error, 1), done: make(chan struct{}), fresh: map[net.Conn]struct{}{}}
@@ -46,6 +54,9 @@ func Start(ln net.Listener, h http.Handler, opts ...Option) *Server {
 		o(s)
 	}
 	s.http = &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, ConnState: s.track}
+	if s.logger != nil {
+		s.http.ErrorLog = slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn)
+	}
 	go func() {
 		defer close(s.done)
 		if err := s.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {

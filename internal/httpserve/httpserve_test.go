@@ -4,15 +4,19 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/coordkit/coordkit/internal/testio"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -155,4 +159,20 @@ func TestURL(t *testing.T) {
 		require.Equal(t, "http://"+net.JoinHostPort(tc.host, strconv.Itoa(port)), URL(ln.Addr()), tc.listen)
 		require.NoError(t, ln.Close())
 	}
+}
+
+// With Logger, net/http's own errors (here a handler's panic, which
+// net/http recovers and logs) are lines of the command's log at WARN.
+func TestLoggerTakesNetHTTPsErrors(t *testing.T) {
+	var log testio.SyncBuffer
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := Start(ln, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("handler bug") }),
+		Logger(slog.New(slog.NewTextHandler(&log, nil))))
+	defer func() { require.NoError(t, s.Shutdown(context.Background())) }()
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	_, err = c.Get(URL(ln.Addr()))
+	require.Error(t, err, "a panicking handler's connection is closed without an answer")
+	require.Eventually(t, func() bool { return strings.Contains(log.String(), "handler bug") }, 5*time.Second, 10*time.Millisecond)
+	require.Contains(t, log.String(), "level=WARN msg=\"http: panic serving ")
 }

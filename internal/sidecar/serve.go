@@ -28,7 +28,7 @@ func Serve(ctx context.Context, sc *Sidecar, listen string, listening func(url s
 	}
 	// A client of --api's holds that vanished ends like the sidecar's own
 	// session would: about a TTL after it went silent.
-	srv := httpserve.Start(ln, sc.Handler(), httpserve.PeerTimeout(sc.cfg.TTL))
+	srv := httpserve.Start(ln, sc.Handler(), httpserve.PeerTimeout(sc.cfg.TTL), httpserve.Logger(sc.cfg.Logger))
 	defer func() {
 		sc.CloseAPI()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

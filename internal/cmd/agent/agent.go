@@ -165,7 +165,7 @@ func runAgent(ctx context.Context, f *cmdutil.Factory, opts *agentOptions) error
 		RequestTimeout: f.Global.CommandTimeout, Logger: logger}, client.Load)
 	// A client that vanished ends like the agent's own session would: about
 	// a TTL after it went silent.
-	srv := httpserve.Start(ln, withLivez(api), httpserve.PeerTimeout(opts.TTL))
+	srv := httpserve.Start(ln, withLivez(api), httpserve.PeerTimeout(opts.TTL), httpserve.Logger(logger))
 	defer func() {
 		if cli := client.Load(); cli != nil {
 			cli.Close()

@@ -124,7 +124,7 @@ func runResourceServe(ctx context.Context, f *cmdutil.Factory, opts *resourceSer
 	defer res.Close()
 	// httpserve, not fencing.Serve: a connection that has sent no request
 	// does not hold up the stop (net/http counts it busy for 5s).
-	srv := httpserve.Start(ln, res)
+	srv := httpserve.Start(ln, res, httpserve.Logger(logger))
 	url := httpserve.URL(ln.Addr())
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -177,8 +177,8 @@ func (ls *lanes) first() *session.Session {
 // without waiting for a hold to take the lane: the agent's session (GET
 // /v1/session's alive, the next hold's grant) is back once etcd answers
 // again. Attempts that fail are paced by b. onLost is told each loss (the
-// session's reason), onRenewed each new session; it returns when ctx ends
-// or the lanes close.
+// session's reason), onRenewed each new session; it returns when ctx ends,
+// the lanes close or the client is closed.
 func (ls *lanes) renewFirst(ctx context.Context, b session.Backoff, onLost func(lease clientv3.LeaseID, err error), onRenewed func(clientv3.LeaseID)) {
 	ls.mu.Lock()
 	src := ls.list[0].src
@@ -187,10 +187,13 @@ func (ls *lanes) renewFirst(ctx context.Context, b session.Backoff, onLost func(
 		if s := src.Current(); s != nil {
 			select {
 			case <-s.Done():
-				onLost(s.Lease(), s.Err())
 			case <-ctx.Done():
 				return
 			}
+			if ls.client.Ctx().Err() != nil {
+				return // the client was closed under the API: nothing to renew on
+			}
+			onLost(s.Lease(), s.Err())
 		}
 		exp := b.Exponential()
 		for {
@@ -199,7 +202,7 @@ func (ls *lanes) renewFirst(ctx context.Context, b session.Backoff, onLost func(
 				onRenewed(s.Lease())
 				break
 			}
-			if ctx.Err() != nil || errors.Is(err, session.ErrClosed) {
+			if ctx.Err() != nil || errors.Is(err, session.ErrClosed) || ls.client.Ctx().Err() != nil {
 				return
 			}
 			t := time.NewTimer(exp.NextBackOff())

@@ -451,7 +451,16 @@ func (s *Sidecar) Run(ctx context.Context) error {
 		s.setClient(cli)
 	}
 	if s.conn != nil {
-		defer cli.Close()
+		defer func() {
+			// The API mounted beside the sidecar's (sidecar --api) runs on
+			// this client: close it first, so that its holds are released
+			// (their keys deleted, the next holder granted at once), not
+			// cut by the client's close and left to their lease's TTL.
+			if s.cfg.Mount != nil {
+				_ = s.cfg.Mount.Close()
+			}
+			cli.Close()
+		}()
 	}
 	octx, stopObserve := context.WithCancel(ctx)
 	var aside sync.WaitGroup // the observer and the health checks

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/internal/primitive"
@@ -195,24 +196,17 @@ func (ls *lanes) renewFirst(ctx context.Context, b session.Backoff, onLost func(
 			}
 			onLost(s.Lease(), s.Err())
 		}
-		exp := b.Exponential()
-		for {
+		s, err := backoff.Retry(ctx, func() (*session.Session, error) {
 			s, err := src.Get(ctx)
-			if err == nil {
-				onRenewed(s.Lease())
-				break
+			if err != nil && (errors.Is(err, session.ErrClosed) || ls.client.Ctx().Err() != nil) {
+				return nil, backoff.Permanent(err) // the lanes or the client closed
 			}
-			if ctx.Err() != nil || errors.Is(err, session.ErrClosed) || ls.client.Ctx().Err() != nil {
-				return
-			}
-			t := time.NewTimer(exp.NextBackOff())
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return
-			}
+			return s, err
+		}, backoff.WithBackOff(b.Exponential()), backoff.WithMaxElapsedTime(0))
+		if err != nil {
+			return // ctx ended, or nothing to renew on
 		}
+		onRenewed(s.Lease())
 	}
 }
 

@@ -185,6 +185,7 @@ func runAgent(ctx context.Context, f *cmdutil.Factory, opts *agentOptions) error
 	// One attempt is a dial and the API's session: an etcd that answers the
 	// dial and then not the grant is tried again too.
 	url := "http://" + ln.Addr().String()
+	var opened *coordapi.API // by the attempt that succeeded
 	connect := etcddial.Connect{Transient: etcddial.Transient, Timeout: opts.StartTimeout,
 		OnRetry: func(r etcddial.Retry) {
 			if r.Attempt == 1 { // 'ready' waits for etcd; say where the 503s come from meanwhile
@@ -198,17 +199,14 @@ func runAgent(ctx context.Context, f *cmdutil.Factory, opts *agentOptions) error
 				return nil, err
 			}
 			client.Store(cli)
-			if _, err := api.Open(ctx); err != nil {
+			if opened, err = api.Open(ctx); err != nil {
 				client.Store(nil)
 				cli.Close()
 				return nil, err
 			}
 			return cli, nil
 		}}
-	var a *coordapi.API
-	if _, err = connect.Start(session.RealClock{}, etcddial.ConnectBackoff()).Run(ctx); err == nil {
-		a, err = api.Open(ctx)
-	}
+	_, err = connect.Start(session.RealClock{}, etcddial.ConnectBackoff()).Run(ctx)
 	switch {
 	case ctx.Err() != nil:
 		return stop()
@@ -217,7 +215,7 @@ func runAgent(ctx context.Context, f *cmdutil.Factory, opts *agentOptions) error
 	case err != nil:
 		return errors.Join(err, stop())
 	}
-	if err := p.Print(Listening{Event: "listening", URL: url, Lease: fmt.Sprintf("%x", int64(a.Lease()))}); err != nil {
+	if err := p.Print(Listening{Event: "listening", URL: url, Lease: fmt.Sprintf("%x", int64(opened.Lease()))}); err != nil {
 		return errors.Join(err, stop())
 	}
 	select {

@@ -87,10 +87,16 @@
 //     Waiters further back read a renewed lease once a second.
 //   - A waiter whose own key or session vanishes while it waits gets
 //     session.ErrGoneWhileWaiting, never the lock.
-//   - Unlock deletes the key only if it still has this lock's create
-//     revision, so a late or retried Unlock cannot delete a newer lock of
-//     the same session. A Lock that gives up (context done, TryLock) removes
-//     its waiting key before returning.
+//   - A late or retried Unlock cannot delete a newer lock of the same
+//     session. On a shared session (WithSession) Unlock deletes the key only
+//     if it still has this lock's create revision. On the Mutex's own
+//     sessions no other handle puts keys on their lease and the Mutex holds
+//     one lock at a time, so no newer key of the name can exist before this
+//     lock ends: its first Unlock of a lock not seen lost is a plain delete,
+//     as concurrency.Mutex's (cheaper for etcd than a compare-and-delete
+//     Txn), and an Unlock after a loss, or a retry after a failed one,
+//     compares (session.HoldConfig.SoleHandle). A Lock that gives up
+//     (context done, TryLock) removes its waiting key before returning.
 //   - RWMutex: readers share; a writer holds alone. FIFO in arrival order:
 //     a reader waits only for the last non-reader key before it, a writer
 //     for the key just before it, so a waiting writer holds back the

@@ -29,9 +29,10 @@ func (h *Held) Scope() string { return h.m.cfg.Scope() }
 // Shared reports whether this is a read lock of an RWMutex (RLock).
 func (h *Held) Shared() bool { return h.m.kind == kindRead }
 
-// Unlock releases the lock (HeldKey.Release): it deletes the holder's key
-// only if it still has this lock's create revision, so a late or retried
-// Unlock never deletes a newer lock of the same session. If the request
+// Unlock releases the lock (HeldKey.Release): it deletes the holder's key,
+// and a late or retried Unlock never deletes a newer lock of the same
+// session (the package doc says how: a compare on the create revision, or
+// on the Mutex's own sessions a plain first delete). If the request
 // fails, the lock counts as released locally (Context is cancelled) and
 // Unlock may be called again to retry the delete; until it succeeds the
 // Mutex cannot be locked again, unless the lock is lost meanwhile (or the

@@ -429,33 +429,43 @@ func TestLockWaiterSessionExpired(t *testing.T) {
 }
 
 // etcd-io/etcd#22082: a late Unlock of an older lock must not delete a newer
-// lock of the same session on the same name.
+// lock of the same session on the same name: on a shared session, and on
+// the Mutex's own (whose first Unlock of a lock not seen lost is a plain
+// delete: a lost one's compares).
 func TestLockStaleUnlockKeepsNewerLock(t *testing.T) {
 	t.Parallel()
-	_, cli := etcd.StartWithClient(t)
-	ctx := testCtx(t)
-	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	m := newMutex(t, cli, "stale", lock.WithSession(s))
-	h1, err := m.Lock(ctx)
-	require.NoError(t, err)
-	_, err = cli.Delete(ctx, h1.Key()) // an operator (or a racing retry) removes it
-	require.NoError(t, err)
-	recv(t, h1.Lost(), "h1 lost")
-	h2, err := m.Lock(ctx)
-	require.NoError(t, err)
-	require.Equal(t, h1.Key(), h2.Key(), "same session, same name: same key")
-	require.Greater(t, h2.Token(), h1.Token())
+	for _, shared := range []bool{true, false} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+			_, cli := etcd.StartWithClient(t)
+			ctx := testCtx(t)
+			var opts []lock.Option
+			if shared {
+				s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = s.Close() })
+				opts = append(opts, lock.WithSession(s))
+			}
+			m := newMutex(t, cli, "stale", opts...)
+			h1, err := m.Lock(ctx)
+			require.NoError(t, err)
+			_, err = cli.Delete(ctx, h1.Key()) // an operator (or a racing retry) removes it
+			require.NoError(t, err)
+			recv(t, h1.Lost(), "h1 lost")
+			h2, err := m.Lock(ctx)
+			require.NoError(t, err)
+			require.Equal(t, h1.Key(), h2.Key(), "same session, same name: same key")
+			require.Greater(t, h2.Token(), h1.Token())
 
-	err = h1.Unlock(ctx)
-	require.ErrorIs(t, err, session.ErrNotHeld)
-	require.EqualValues(t, h2.Token(), createRevision(t, cli, h2.Key()), "the stale Unlock deleted the newer lock")
-	require.True(t, h2.Alive())
-	require.NoError(t, h2.Unlock(ctx))
-	require.ErrorIs(t, h2.Unlock(ctx), session.ErrNotHeld)
-	require.ErrorIs(t, h2.Err(), session.ErrNotHeld)
-	require.ErrorIs(t, context.Cause(h2.Context()), session.ErrNotHeld)
+			err = h1.Unlock(ctx)
+			require.ErrorIs(t, err, session.ErrNotHeld)
+			require.EqualValues(t, h2.Token(), createRevision(t, cli, h2.Key()), "the stale Unlock deleted the newer lock")
+			require.True(t, h2.Alive())
+			require.NoError(t, h2.Unlock(ctx))
+			require.ErrorIs(t, h2.Unlock(ctx), session.ErrNotHeld)
+			require.ErrorIs(t, h2.Err(), session.ErrNotHeld)
+			require.ErrorIs(t, context.Cause(h2.Context()), session.ErrNotHeld)
+		})
+	}
 }
 
 func TestLockTryLock(t *testing.T) {

@@ -83,6 +83,15 @@ type Mutex struct {
 	kind   keyKind
 	cfg    config
 	sess   *primitive.Lazy // also serializes acquisitions: see primitive.Serially
+
+	// What every acquisition sends that depends only on the Mutex (built
+	// once: an uncontended Lock is mostly its two requests).
+	nameEmpty clientv3.Cmp  // no key lives under the name
+	firsts    []clientv3.Op // the first-created reads and the N/limit read
+
+	// The key of the session last acquired on (acquisitions are serial).
+	keySession *session.Session
+	key        string
 }
 
 // New returns a Mutex named name on client. It does no I/O: the Mutex's
@@ -107,14 +116,19 @@ func newMutex(client *clientv3.Client, name string, kind keyKind, opts ...Option
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
-	return &Mutex{
+	m := &Mutex{
 		client: client,
 		name:   name,
 		pfx:    cfg.KeyPrefix(),
 		kind:   kind,
 		cfg:    cfg,
 		sess:   primitive.NewLazy(client, cfg.Session, cfg.OwnSessionOptions()...),
-	}, nil
+	}
+	m.nameEmpty = clientv3.Compare(clientv3.CreateRevision(m.pfx), "=", 0).WithPrefix()
+	// With a lock delay, read every key ahead of us, to tell later which of
+	// them went by a loss.
+	m.firsts = append(m.blockerOps(0, cfg.LockDelay == 0), clientv3.OpGet(m.pfx+primitive.SemLimitSuffix, clientv3.WithKeysOnly()))
+	return m, nil
 }
 
 // Name returns the lock's name (without the prefix).
@@ -142,8 +156,13 @@ func (m *Mutex) TryLock(ctx context.Context) (*Held, error) {
 	return primitive.Serially(ctx, m.sess, true, &LockedError{Name: m.name}, m.acquire)
 }
 
+// keyOf is the key of the Mutex's holder on s. It runs within an
+// acquisition's turn (Serially), which makes its cache safe.
 func (m *Mutex) keyOf(s *session.Session) string {
-	return fmt.Sprintf("%s%s%x", m.pfx, m.kind.infix(), int64(s.Lease()))
+	if s != m.keySession {
+		m.keySession, m.key = s, fmt.Sprintf("%s%s%x", m.pfx, m.kind.infix(), int64(s.Lease()))
+	}
+	return m.key
 }
 
 // attempt is one acquisition in progress.
@@ -185,17 +204,17 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 	}
 	a := &attempt{m: m, s: s, key: m.keyOf(s), nonce: m.sess.Nonce(), gate: &grantGate{m: m}, started: s.Clock().Now()}
 
-	// One round trip on the uncontended path: create our key unless this
-	// lease already has one, and read the first holder.
-	cmp := clientv3.Compare(clientv3.CreateRevision(a.key), "=", 0)
+	// One round trip. When no key at all lives under the name (nobody
+	// holds or waits, no semaphore of that name, no name below it), the
+	// compare holds and the Txn is only our put: we are the holder, and
+	// nothing is read back. Otherwise the other branch puts our key too
+	// (a put keeps the create revision of a key this lease already has
+	// from an earlier call; its previous value says which it was) and reads
+	// the first holder, and the name's semaphore limit key, whose presence
+	// says the name is not a lock's.
 	put := clientv3.OpPut(a.key, a.nonce, clientv3.WithLease(s.Lease()))
-	getOwn := clientv3.OpGet(a.key)
-	// With a lock delay, read every key ahead of us, to tell later which of
-	// them went by a loss.
-	// The name's semaphore limit key, if any, says the name is not a lock's.
-	firsts := append(m.blockerOps(0, m.cfg.LockDelay == 0), clientv3.OpGet(m.pfx+primitive.SemLimitSuffix, clientv3.WithKeysOnly()))
-	resp, err := m.client.Txn(ctx).If(cmp).Then(append([]clientv3.Op{put}, firsts...)...).
-		Else(append([]clientv3.Op{getOwn}, firsts...)...).Commit()
+	putPrev := clientv3.OpPut(a.key, a.nonce, clientv3.WithLease(s.Lease()), clientv3.WithPrevKV())
+	resp, err := m.client.Txn(ctx).If(m.nameEmpty).Then(put).Else(append([]clientv3.Op{putPrev}, m.firsts...)...).Commit()
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		m.sess.Drop(s)
 		return nil, fmt.Errorf("lock: acquire %s: %w: %w", a.key, errLeaseGone, err)
@@ -206,17 +225,15 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 		a.cleanupByNonce(ctx)
 		return nil, fmt.Errorf("lock: acquire %s: %w", a.key, err)
 	}
-	a.created = resp.Succeeded
+	a.created, a.rev = true, resp.Header.Revision
 	if resp.Succeeded {
-		a.rev = resp.Header.Revision
-	} else {
-		a.rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
+		a.k = s.Hold(a.key, a.rev, m.holdConfig(a.gate))
+		return a.held(), nil
 	}
-	kind := "lock"
-	if m.kind == kindRead {
-		kind = "rlock"
+	if prev := resp.Responses[0].GetResponsePut().PrevKv; prev != nil {
+		a.created, a.rev = false, prev.CreateRevision
 	}
-	a.k = s.Hold(a.key, a.rev, session.HoldConfig{OnEnd: a.gate.onEnd, ReleaseCause: errUnlocked, ReleaseKeepsLease: true, Kind: kind, LossWatchDelay: primitive.LossWatchDelay})
+	a.k = s.Hold(a.key, a.rev, m.holdConfig(a.gate))
 	last := len(resp.Responses) - 1
 	if kvs := resp.Responses[last].GetResponseRange().Kvs; len(kvs) > 0 {
 		a.cleanup(ctx)
@@ -239,6 +256,20 @@ func (m *Mutex) acquireOnce(ctx context.Context, try bool) (*Held, error) {
 		m.cfg.onWait(Waiting{Name: m.name, Key: a.key, HolderKey: string(owner.Key), HolderToken: fencing.Token(owner.CreateRevision)})
 	}
 	return a.wait(ctx, aheadOf(firstKeys, a.rev))
+}
+
+// holdConfig is how the Mutex's keys are held (session.Session.Hold).
+func (m *Mutex) holdConfig(gate *grantGate) session.HoldConfig {
+	kind := "lock"
+	if m.kind == kindRead {
+		kind = "rlock"
+	}
+	// With sessions of its own the Mutex is the only handle that puts keys
+	// on their lease, one at a time (Serially): its Unlock is then a plain
+	// delete, as concurrency.Mutex's (session.HoldConfig.SoleHandle says
+	// why no newer key of the name can exist before the release).
+	return session.HoldConfig{OnEnd: gate.onEnd, ReleaseCause: errUnlocked, ReleaseKeepsLease: true, Kind: kind,
+		LossWatchDelay: primitive.LossWatchDelay, SoleHandle: m.sess.Owned()}
 }
 
 // wait waits for every key created before ours to go, watching only the

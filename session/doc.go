@@ -49,8 +49,10 @@
 // fencing token still keeps its writes out). The end of the session (the
 // local deadline, a revocation seen by a keepalive, Close) is reported at
 // once whenever it comes. Release is a compare-and-delete on the create revision, so a late
-// or repeated Release never deletes a newer holder's key, and IsOwner/Txn
-// guard etcd transactions with the same comparison.
+// or repeated Release never deletes a newer holder's key (a key held with
+// HoldConfig.SoleHandle, where no newer key of its name can exist before
+// its end, is deleted plainly the first time), and IsOwner/Txn guard etcd
+// transactions with the same comparison.
 //
 // A lock (lock.Held), a semaphore slot (semaphore.Held) and a leadership
 // (election.Leadership) are each a HeldKey, embedded, plus what is theirs

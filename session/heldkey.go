@@ -42,8 +42,11 @@ type HeldKey struct {
 	mu       sync.Mutex
 	err      error // nil while held
 	lossErr  error // set by a loss that came before Release
-	released bool  // the compare-and-delete went through
-	ended    bool  // no longer held in any sense; onEnd ran
+	released bool  // Release's delete went through
+	// releaseSent is set once Release has sent a delete: a Release after
+	// that (a retry) compares the create revision whatever SoleHandle says.
+	releaseSent bool
+	ended       bool // no longer held in any sense; onEnd ran
 	// releasing is set while Release's delete is in flight: a loss seen then
 	// (our own delete, on the watch) is Release's to settle (pendingLoss).
 	releasing   bool
@@ -90,6 +93,19 @@ type HoldConfig struct {
 	// Kind names what the key is in the session's events (Event.Kind):
 	// "lock", "rlock", "semaphore", "election".
 	Kind string
+	// SoleHandle says that nothing but the handle holding this key can
+	// create a key of its name on the session's lease while it is held:
+	// the session is the handle's own (no other handle puts keys on its
+	// lease) and the handle holds one key at a time, acquiring the next
+	// only after this one ended (primitive.Serially). A key of this name
+	// with a newer create revision then cannot exist before this one's
+	// end, so Release's first delete of a key not seen lost needs no
+	// compare: it is a plain delete (what concurrency.Mutex's Unlock
+	// sends; a Txn compare-and-delete costs etcd more — docs/benchmarks.md
+	// measures it). A Release after a loss was seen, or after a Release
+	// whose request failed, compares the create revision as any other.
+	// lock.Mutex sets it when its sessions are its own.
+	SoleHandle bool
 }
 
 // Granted tells the session's observer that the key was granted to its
@@ -106,6 +122,9 @@ func (k *HeldKey) Granted(since time.Time) {
 	}
 	k.granted = true
 	k.mu.Unlock()
+	if k.s.cfg.observer == nil {
+		return
+	}
 	k.s.notify(Event{Key: k.key, Kind: k.cfg.Kind, Held: true, Waited: max(k.s.cfg.clock.Now().Sub(since), 0), Deadline: k.s.Deadline()})
 }
 
@@ -115,7 +134,7 @@ func (k *HeldKey) reportEnd(lost error) {
 	report := k.granted && !k.reported
 	k.reported = true
 	k.mu.Unlock()
-	if !report {
+	if !report || k.s.cfg.observer == nil {
 		return
 	}
 	ev := Event{Key: k.key, Kind: k.cfg.Kind, Deadline: k.s.Deadline(), Released: lost == nil}
@@ -245,7 +264,10 @@ func (k *HeldKey) Txn(ctx context.Context, ops ...clientv3.Op) (*clientv3.TxnRes
 
 // Release gives the key up: Context is cancelled first (so the holder stops
 // acting), then the key is deleted only if it still has this create
-// revision, so a late or retried Release never deletes a newer holder's key.
+// revision, so a late or retried Release never deletes a newer holder's key
+// (a compare-and-delete; with HoldConfig.SoleHandle the first delete of a
+// key not seen lost is a plain delete, because no newer key of its name can
+// exist then).
 // If the request fails the key counts as released locally and Release may
 // be called again to retry the delete. On a lost key Release still removes
 // the key if it is there and returns an error wrapping ErrNotHeld and the
@@ -267,10 +289,12 @@ func (k *HeldKey) Release(ctx context.Context) error {
 		k.err = k.cfg.ReleaseCause
 	}
 	k.releasing = true
+	plain := k.cfg.SoleHandle && lostErr == nil && !k.ended && !k.releaseSent
+	k.releaseSent = true
 	k.mu.Unlock()
 	k.cancel(k.cfg.ReleaseCause)
 
-	resp, err := k.s.client.Txn(ctx).If(k.IsOwner()).Then(clientv3.OpDelete(k.key)).Commit()
+	ours, err := k.deleteKey(ctx, plain)
 	k.mu.Lock()
 	k.releasing = false
 	k.released = err == nil
@@ -286,17 +310,36 @@ func (k *HeldKey) Release(ctx context.Context) error {
 	// ignored now that the key is released (lose), and the release does not
 	// wait for clientv3 to tear the watch down.
 	k.stopWatch()
-	k.end(lostErr == nil && resp.Succeeded && k.cfg.ReleaseKeepsLease)
+	k.end(lostErr == nil && ours && k.cfg.ReleaseKeepsLease)
 	switch {
 	case lostErr != nil:
 		return fmt.Errorf("%w: %w", ErrNotHeld, lostErr)
-	case !resp.Succeeded:
+	case !ours:
 		// Gone before the release could delete it: a loss nobody saw.
 		k.reportEnd(lostError(k.goneError()))
 		return fmt.Errorf("%w: %w", ErrNotHeld, k.goneError())
 	}
 	k.reportEnd(nil)
 	return nil
+}
+
+// deleteKey deletes the key: with a plain delete, or only if it still has
+// this create revision. ours reports that the key was there to delete (with
+// a plain delete, that a key of its name was: see HoldConfig.SoleHandle for
+// why it is this one).
+func (k *HeldKey) deleteKey(ctx context.Context, plain bool) (ours bool, err error) {
+	if plain {
+		resp, err := k.s.client.Delete(ctx, k.key)
+		if err != nil {
+			return false, err
+		}
+		return resp.Deleted > 0, nil
+	}
+	resp, err := k.s.client.Txn(ctx).If(k.IsOwner()).Then(clientv3.OpDelete(k.key)).Commit()
+	if err != nil {
+		return false, err
+	}
+	return resp.Succeeded, nil
 }
 
 // Drop stops holding the key without deleting it: it stays in etcd until

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +15,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/session"
@@ -356,4 +360,123 @@ func TestHeldKeyEvents(t *testing.T) {
 		t.Fatalf("unexpected event %+v", ev)
 	default:
 	}
+}
+
+// kvCalls records the KV methods a client calls and can make the next
+// DeleteRange fail after etcd applied it (a response lost on the way).
+type kvCalls struct {
+	mu          sync.Mutex
+	methods     []string
+	failDeletes bool
+}
+
+func (c *kvCalls) interceptor(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if strings.HasPrefix(method, "/etcdserverpb.KV/") {
+		c.methods = append(c.methods, strings.TrimPrefix(method, "/etcdserverpb.KV/"))
+	}
+	if err == nil && c.failDeletes && method == "/etcdserverpb.KV/DeleteRange" {
+		c.failDeletes = false
+		// Unavailable, as a connection that broke: clientv3 does not retry
+		// a write on it (it does retry one on a DeadlineExceeded whose
+		// context is not done).
+		return status.Error(codes.Unavailable, "transport is closing")
+	}
+	return err
+}
+
+// take returns the methods called since the last take.
+func (c *kvCalls) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.methods
+	c.methods = nil
+	return m
+}
+
+// A key held with SoleHandle is released by a plain delete (what
+// concurrency.Mutex's Unlock sends) the first time, while it is not seen
+// lost; a retry after a failed Release, a Release after a loss, and a key
+// held without SoleHandle compare the create revision, so none of them
+// deletes a newer key of the name.
+func TestHeldKeySoleHandleReleasesWithAPlainDelete(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t)
+	var calls kvCalls
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(calls.interceptor)},
+	})
+	require.NoError(t, err)
+	defer cli.Close()
+	ctx := context.Background()
+	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
+	require.NoError(t, err)
+	defer s.Close()
+	sole := session.HoldConfig{SoleHandle: true, LossWatchDelay: time.Minute}
+	createRev := func(key string) int64 {
+		resp, err := cli.Get(ctx, key)
+		require.NoError(t, err)
+		if len(resp.Kvs) == 0 {
+			return 0
+		}
+		return resp.Kvs[0].CreateRevision
+	}
+
+	k := s.Hold("sole/a", putKey(t, cli, s, "sole/a"), sole)
+	calls.take()
+	require.NoError(t, k.Release(ctx))
+	require.Equal(t, []string{"DeleteRange"}, calls.take())
+	require.Zero(t, createRev("sole/a"))
+	calls.take()
+	require.ErrorIs(t, k.Release(ctx), session.ErrNotHeld)
+	require.Empty(t, calls.take(), "a released key sends nothing")
+
+	k = s.Hold("sole/b", putKey(t, cli, s, "sole/b"), session.HoldConfig{})
+	calls.take()
+	require.NoError(t, k.Release(ctx))
+	require.Equal(t, []string{"Txn"}, calls.take(), "without SoleHandle: a compare-and-delete")
+
+	// The delete is applied and its answer lost; a key of the name comes
+	// back (which SoleHandle's premise rules out: here by hand), and the
+	// retried Release must not delete it.
+	k = s.Hold("sole/c", putKey(t, cli, s, "sole/c"), sole)
+	calls.mu.Lock()
+	calls.failDeletes = true
+	calls.mu.Unlock()
+	calls.take()
+	require.Error(t, k.Release(ctx))
+	require.Equal(t, []string{"DeleteRange"}, calls.take())
+	newer := putKey(t, cli, s, "sole/c")
+	calls.take()
+	err = k.Release(ctx)
+	require.ErrorIs(t, err, session.ErrNotHeld)
+	require.ErrorIs(t, err, session.ErrKeyGone)
+	require.Equal(t, []string{"Txn"}, calls.take(), "a retried Release compares")
+	require.Equal(t, newer, createRev("sole/c"), "the retried Release deleted a newer key")
+
+	// Seen lost, then a newer key of the name: the Release compares.
+	k = s.Hold("sole/d", putKey(t, cli, s, "sole/d"), session.HoldConfig{SoleHandle: true})
+	_, err = cli.Delete(ctx, "sole/d")
+	require.NoError(t, err)
+	<-k.Lost()
+	newer = putKey(t, cli, s, "sole/d")
+	calls.take()
+	require.ErrorIs(t, k.Release(ctx), session.ErrNotHeld)
+	require.Equal(t, []string{"Txn"}, calls.take(), "a Release after a loss compares")
+	require.Equal(t, newer, createRev("sole/d"), "the Release of a lost key deleted a newer key")
+
+	// Deleted behind its back and not seen yet (no watch in the delay):
+	// the plain delete finds nothing and says so.
+	k = s.Hold("sole/e", putKey(t, cli, s, "sole/e"), sole)
+	_, err = cli.Delete(ctx, "sole/e")
+	require.NoError(t, err)
+	calls.take()
+	err = k.Release(ctx)
+	require.ErrorIs(t, err, session.ErrNotHeld)
+	require.ErrorIs(t, err, session.ErrKeyGone)
+	require.Equal(t, []string{"DeleteRange"}, calls.take())
+	require.ErrorIs(t, k.Err(), session.ErrNotHeld)
 }

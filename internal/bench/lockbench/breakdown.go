@@ -16,15 +16,16 @@ import (
 // The uncontended breakdown: what an uncontended lock+unlock costs for
 // what it sends, with no library in between. Each step is a bare clientv3
 // client sending one set of requests, and each adds one thing to the step
-// before it, in the order coordkit adds them to what concurrency.Mutex
-// sends; the third step sends exactly what coordkit's lock sends for a
-// hold shorter than primitive.LossWatchDelay (its loss watch never
-// starts: the request counts of the run show it), the last adds the loss
-// watch a longer hold opens, so that
+// before it: the second step sends exactly what coordkit's lock (on
+// sessions of its own) sends for a hold shorter than
+// primitive.LossWatchDelay (its acquire Txn and a plain delete; its loss
+// watch never starts: the request counts of the run show it), the third
+// adds the loss watch a longer hold opens, the last the compare-and-delete
+// release of a lock on a shared session (lock.WithSession), so that
 //
 //	concurrency.Mutex - step 1  is concurrency's library,
 //	step N - step N-1           is what that one addition costs,
-//	coordkit - the third step   is coordkit's library.
+//	coordkit - the second step  is coordkit's library.
 //
 // The steps run in the same uncontended step as the two libraries,
 // alternating with them in blocks of rounds (see uncontended), on clients
@@ -33,13 +34,16 @@ type breakdownStep struct {
 	key   string // the row, and the JSON "step"
 	label string // what it sends, for the progress
 	// compareDelete releases with a compare-and-delete of the key's create
-	// revision (coordkit: a late or retried release never deletes a newer
-	// holder's key) instead of a plain delete.
+	// revision (coordkit on a shared session, where another handle on the
+	// lease could have made a newer key of the name) instead of a plain
+	// delete.
 	compareDelete bool
 	// coordkitAcquire sends coordkit's acquire Txn instead of
-	// concurrency.Mutex's: the key's value is a nonce, the first-created
-	// read is keys-only, and N/limit is read too (a semaphore's name is
-	// refused).
+	// concurrency.Mutex's: a compare that no key lives under the name,
+	// whose branch is the put alone (what an uncontended lock applies);
+	// the other branch the put with its previous value, a keys-only
+	// first-created read and the N/limit read (a semaphore's name is
+	// refused). The key's value is a nonce.
 	coordkitAcquire bool
 	// lossWatch watches the key for its deletion from the put until the
 	// release (coordkit: a key deleted behind its holder's back is
@@ -51,14 +55,15 @@ type breakdownStep struct {
 // breakdownSteps, cumulative.
 var breakdownSteps = []breakdownStep{
 	{key: "bare_concurrency_requests", label: "concurrency.Mutex's requests (a Txn: put if absent + first-created read; a delete)"},
-	{key: "plus_compare_and_delete", label: "+ the release as a compare-and-delete Txn", compareDelete: true},
-	{key: "plus_coordkit_acquire_txn", label: "+ coordkit's acquire Txn (nonce value, keys-only read, the N/limit read)", compareDelete: true, coordkitAcquire: true},
-	{key: "plus_loss_watch", label: "+ the loss watch (a hold longer than primitive.LossWatchDelay opens it)", compareDelete: true, coordkitAcquire: true, lossWatch: true},
+	{key: "plus_coordkit_acquire_txn", label: "+ coordkit's acquire Txn (the put alone when nothing is under the name; else the put, a keys-only read, the N/limit read)", coordkitAcquire: true},
+	{key: "plus_loss_watch", label: "+ the loss watch (a hold longer than primitive.LossWatchDelay opens it)", coordkitAcquire: true, lossWatch: true},
+	{key: "plus_compare_and_delete", label: "+ the release as a compare-and-delete Txn (a lock on a shared session)", compareDelete: true, coordkitAcquire: true, lossWatch: true},
 }
 
 // coordkitStep is the step that sends what coordkit's uncontended
-// lock+unlock sends: its hold is shorter than the loss watch's delay.
-const coordkitStep = 2
+// lock+unlock sends: its hold is shorter than the loss watch's delay, its
+// sessions are its own.
+const coordkitStep = 1
 
 // BreakdownRow is one step of the uncontended breakdown, or one library.
 type BreakdownRow struct {
@@ -204,19 +209,35 @@ func (l *bareLocker) Lock(ctx context.Context) error {
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
 		more = append(more, clientv3.OpGet(l.pfx+primitive.SemLimitSuffix, clientv3.WithKeysOnly()))
 	}
-	then := append([]clientv3.Op{clientv3.OpPut(l.key, val, clientv3.WithLease(l.s.Lease())), first}, more...)
+	put := clientv3.OpPut(l.key, val, clientv3.WithLease(l.s.Lease()))
+	then := append([]clientv3.Op{put, first}, more...)
 	els := append([]clientv3.Op{clientv3.OpGet(l.key), first}, more...)
-	resp, err := l.c.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", 0)).Then(then...).Else(els...).Commit()
-	if err != nil {
-		return err
-	}
-	if resp.Succeeded {
+	ifAbsent := clientv3.Compare(clientv3.CreateRevision(l.key), "=", 0)
+	if l.step.coordkitAcquire {
+		// As coordkit's: the put alone when no key lives under the name;
+		// else the put (with its previous value) and the reads.
+		resp, err := l.c.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(l.pfx), "=", 0).WithPrefix()).
+			Then(put).Else(append([]clientv3.Op{clientv3.OpPut(l.key, val, clientv3.WithLease(l.s.Lease()), clientv3.WithPrevKV()), first}, more...)...).Commit()
+		if err != nil {
+			return err
+		}
+		if !resp.Succeeded {
+			return fmt.Errorf("%w (%s)", errNotUncontended, l.key)
+		}
 		l.rev = resp.Header.Revision
 	} else {
-		l.rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
-	}
-	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) != 1 || kvs[0].CreateRevision != l.rev {
-		return fmt.Errorf("%w (%s)", errNotUncontended, l.key)
+		resp, err := l.c.Txn(ctx).If(ifAbsent).Then(then...).Else(els...).Commit()
+		if err != nil {
+			return err
+		}
+		if resp.Succeeded {
+			l.rev = resp.Header.Revision
+		} else {
+			l.rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
+		}
+		if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) != 1 || kvs[0].CreateRevision != l.rev {
+			return fmt.Errorf("%w (%s)", errNotUncontended, l.key)
+		}
 	}
 	if l.step.lossWatch {
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.WithoutCancel(ctx)))

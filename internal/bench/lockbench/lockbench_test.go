@@ -116,10 +116,10 @@ func checkBreakdown(t *testing.T, res Result, progress string) {
 		p50[r.Step] = r.P50Ms
 		require.Positive(t, r.P50Ms, r.Step)
 	}
-	require.Equal(t, []string{"bare_concurrency_requests", "plus_compare_and_delete", "plus_coordkit_acquire_txn", "plus_loss_watch",
+	require.Equal(t, []string{"bare_concurrency_requests", "plus_coordkit_acquire_txn", "plus_loss_watch", "plus_compare_and_delete",
 		"concurrency_mutex_library", "coordkit_library"}, steps)
-	before := map[string]string{"bare_concurrency_requests": "bare_concurrency_requests", "plus_compare_and_delete": "bare_concurrency_requests",
-		"plus_coordkit_acquire_txn": "plus_compare_and_delete", "plus_loss_watch": "plus_coordkit_acquire_txn",
+	before := map[string]string{"bare_concurrency_requests": "bare_concurrency_requests", "plus_coordkit_acquire_txn": "bare_concurrency_requests",
+		"plus_loss_watch": "plus_coordkit_acquire_txn", "plus_compare_and_delete": "plus_loss_watch",
 		"concurrency_mutex_library": "bare_concurrency_requests", "coordkit_library": "plus_coordkit_acquire_txn"}
 	for _, r := range res.Breakdown {
 		require.InDelta(t, r.P50Ms-p50[before[r.Step]], r.AddedMs, 1e-9, r.Step)
@@ -129,17 +129,17 @@ func checkBreakdown(t *testing.T, res Result, progress string) {
 		default:
 			require.Equal(t, 2.0, r.KVRequestsPerOp, r.Step)
 		}
-		if r.Step != "plus_loss_watch" && r.Step != "coordkit_library" {
+		if r.Step != "plus_loss_watch" && r.Step != "plus_compare_and_delete" && r.Step != "coordkit_library" {
 			require.Zero(t, r.WatchRequestsPerOp, r.Step)
 		}
 	}
 	require.Equal(t, res.Rows[0].EtcdConcurrency, p50["concurrency_mutex_library"], "the library rows are the table's uncontended_p50_ms")
 	require.Equal(t, res.Rows[0].Coordkit, p50["coordkit_library"])
-	require.Contains(t, progress, "bench lock: breakdown step plus_compare_and_delete: + the release as a compare-and-delete Txn\n")
-	require.Contains(t, progress, "uncontended, breakdown step bare_concurrency_requests: requests per lock+unlock: DeleteRange 1.00, Txn 1.00")
-	for _, st := range []string{"plus_compare_and_delete", "plus_coordkit_acquire_txn", "plus_loss_watch"} {
-		require.Contains(t, progress, "uncontended, breakdown step "+st+": requests per lock+unlock: Txn 2.00", "a compare-and-delete, not a DeleteRange")
+	require.Contains(t, progress, "bench lock: breakdown step plus_compare_and_delete: + the release as a compare-and-delete Txn (a lock on a shared session)\n")
+	for _, st := range []string{"bare_concurrency_requests", "plus_coordkit_acquire_txn", "plus_loss_watch"} {
+		require.Contains(t, progress, "uncontended, breakdown step "+st+": requests per lock+unlock: DeleteRange 1.00, Txn 1.00", "a plain delete")
 	}
+	require.Contains(t, progress, "uncontended, breakdown step plus_compare_and_delete: requests per lock+unlock: Txn 2.00", "a compare-and-delete, not a DeleteRange")
 }
 
 // checkRequests checks a row of requests per uncontended lock+unlock, as

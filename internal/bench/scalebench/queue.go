@@ -57,7 +57,7 @@ func (h *herdCounter) trace() *primitive.Trace {
 type queueStats struct {
 	handoffs []time.Duration
 	// The stages of each handoff (coordkit only): the holder's Unlock
-	// (its compare-and-delete), from the release to the successor's look
+	// (its delete), from the release to the successor's look
 	// (the delete's watch event reaching it), and from that look to its
 	// Lock returning (the read and the grant).
 	unlocks, wakes, looks []time.Duration

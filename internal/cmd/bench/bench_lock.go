@@ -41,10 +41,12 @@ run, coordkit's lock and go.etcd.io/etcd/client/v3/concurrency.Mutex:
 
 A second table breaks the uncontended lock+unlock down by what it sends, in
 the same run: bare clientv3 clients send concurrency.Mutex's requests, then
-add in turn coordkit's compare-and-delete release, its acquire Txn (nonce,
-keys-only read, the N/limit read) and its loss watch (which coordkit opens
-only for a hold longer than 10ms, so not here); added_us is a step's p50 less
-the one before, and a library's less the step that sends its requests
+add in turn coordkit's acquire Txn (the put alone when nothing is under the
+name; else the put, a keys-only read and the N/limit read), its loss watch
+(which coordkit opens only for a hold longer than 10ms, so not here) and the
+compare-and-delete release of a lock on a shared session (a lock on sessions
+of its own, as here, releases with a plain delete); added_us is a step's p50
+less the one before, and a library's less the step that sends its requests
 (plus_coordkit_acquire_txn for coordkit).
 
 Each client has its own connection and session. concurrency.Mutex's waiter

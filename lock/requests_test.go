@@ -47,9 +47,22 @@ func (r *kvRequests) take() []kvCall {
 	return c
 }
 
+// writes are the calls other than reads: a hold that outlasts
+// primitive.LossWatchDelay (a loaded machine) starts its loss watch, whose
+// read lands among them.
+func writes(calls []kvCall) []kvCall {
+	var out []kvCall
+	for _, c := range calls {
+		if c.method != "Range" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func methods(calls []kvCall) []string {
 	var out []string
-	for _, c := range calls {
+	for _, c := range writes(calls) {
 		out = append(out, c.method)
 	}
 	return out
@@ -79,7 +92,7 @@ func TestLockRequestsUncontended(t *testing.T) {
 		reqs.take()
 		h, err := own.Lock(ctx)
 		require.NoError(t, err)
-		calls := reqs.take()
+		calls := writes(reqs.take())
 		require.Equal(t, []string{"Txn"}, methods(calls))
 		txn := calls[0].reply.(*pb.TxnResponse)
 		require.True(t, txn.Succeeded, "nothing under the name: the put alone")
@@ -99,7 +112,7 @@ func TestLockRequestsUncontended(t *testing.T) {
 	reqs.take()
 	_, err = other.TryLock(ctx)
 	require.ErrorIs(t, err, lock.ErrLocked)
-	calls := reqs.take()
+	calls := writes(reqs.take())
 	require.Equal(t, "Txn", calls[0].method)
 	require.False(t, calls[0].reply.(*pb.TxnResponse).Succeeded)
 	require.Equal(t, []string{h.Key()}, keys(t, cli, ns.Prefix()+"req/"))

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,10 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/coordkit/coordkit/internal/etcdembed/etcdtest"
 	"github.com/coordkit/coordkit/session"
@@ -198,14 +193,8 @@ func (s *watchCreateStream) SendMsg(m any) error {
 // deleted behind its holder's back before the watch starts is reported
 // once it starts, by the read that covers the gap.
 func TestHeldKeyLossWatchDelay(t *testing.T) {
-	srv := etcdtest.Start(t)
 	var creates watchCreates
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithChainStreamInterceptor(creates.interceptor)},
-	})
-	require.NoError(t, err)
-	defer cli.Close()
+	cli := etcdtest.Dial(t, etcdtest.Start(t).Endpoints(), grpc.WithChainStreamInterceptor(creates.interceptor))
 	ctx := context.Background()
 	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
 	require.NoError(t, err)
@@ -362,41 +351,6 @@ func TestHeldKeyEvents(t *testing.T) {
 	}
 }
 
-// kvCalls records the KV writes a client sends and can make the next
-// DeleteRange fail after etcd applied it (a response lost on the way).
-type kvCalls struct {
-	mu          sync.Mutex
-	methods     []string
-	failDeletes bool
-}
-
-func (c *kvCalls) interceptor(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	err := invoker(ctx, method, req, reply, cc, opts...)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	// Writes only: a loss watch's read (and the test's own) can come at any time.
-	if strings.HasPrefix(method, "/etcdserverpb.KV/") && method != "/etcdserverpb.KV/Range" {
-		c.methods = append(c.methods, strings.TrimPrefix(method, "/etcdserverpb.KV/"))
-	}
-	if err == nil && c.failDeletes && method == "/etcdserverpb.KV/DeleteRange" {
-		c.failDeletes = false
-		// Unavailable, as a connection that broke: clientv3 does not retry
-		// a write on it (it does retry one on a DeadlineExceeded whose
-		// context is not done).
-		return status.Error(codes.Unavailable, "transport is closing")
-	}
-	return err
-}
-
-// take returns the methods called since the last take.
-func (c *kvCalls) take() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m := c.methods
-	c.methods = nil
-	return m
-}
-
 // A key held with SoleHandle is released by a plain delete (what
 // concurrency.Mutex's Unlock sends) the first time, while it is not seen
 // lost; a retry after a failed Release, a Release after a loss, and a key
@@ -404,14 +358,8 @@ func (c *kvCalls) take() []string {
 // deletes a newer key of the name.
 func TestHeldKeySoleHandleReleasesWithAPlainDelete(t *testing.T) {
 	t.Parallel()
-	srv := etcdtest.Start(t)
-	var calls kvCalls
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(calls.interceptor)},
-	})
-	require.NoError(t, err)
-	defer cli.Close()
+	var calls etcdtest.KVWrites
+	cli := etcdtest.Dial(t, etcdtest.Start(t).Endpoints(), calls.DialOption())
 	ctx := context.Background()
 	s, err := session.New(ctx, cli, session.WithTTL(5*time.Second))
 	require.NoError(t, err)
@@ -427,35 +375,32 @@ func TestHeldKeySoleHandleReleasesWithAPlainDelete(t *testing.T) {
 	}
 
 	k := s.Hold("sole/a", putKey(t, cli, s, "sole/a"), sole)
-	calls.take()
+	calls.Take()
 	require.NoError(t, k.Release(ctx))
-	require.Equal(t, []string{"DeleteRange"}, calls.take())
+	require.Equal(t, []string{"DeleteRange"}, etcdtest.Methods(calls.Take()))
 	require.Zero(t, createRev("sole/a"))
-	calls.take()
 	require.ErrorIs(t, k.Release(ctx), session.ErrNotHeld)
-	require.Empty(t, calls.take(), "a released key sends nothing")
+	require.Empty(t, etcdtest.Methods(calls.Take()), "a released key sends nothing")
 
 	k = s.Hold("sole/b", putKey(t, cli, s, "sole/b"), session.HoldConfig{})
-	calls.take()
+	calls.Take()
 	require.NoError(t, k.Release(ctx))
-	require.Equal(t, []string{"Txn"}, calls.take(), "without SoleHandle: a compare-and-delete")
+	require.Equal(t, []string{"Txn"}, etcdtest.Methods(calls.Take()), "without SoleHandle: a compare-and-delete")
 
 	// The delete is applied and its answer lost; a key of the name comes
 	// back (which SoleHandle's premise rules out: here by hand), and the
 	// retried Release must not delete it.
 	k = s.Hold("sole/c", putKey(t, cli, s, "sole/c"), sole)
-	calls.mu.Lock()
-	calls.failDeletes = true
-	calls.mu.Unlock()
-	calls.take()
+	calls.FailNextDelete()
+	calls.Take()
 	require.Error(t, k.Release(ctx))
-	require.Equal(t, []string{"DeleteRange"}, calls.take())
+	require.Equal(t, []string{"DeleteRange"}, etcdtest.Methods(calls.Take()))
 	newer := putKey(t, cli, s, "sole/c")
-	calls.take()
+	calls.Take()
 	err = k.Release(ctx)
 	require.ErrorIs(t, err, session.ErrNotHeld)
 	require.ErrorIs(t, err, session.ErrKeyGone)
-	require.Equal(t, []string{"Txn"}, calls.take(), "a retried Release compares")
+	require.Equal(t, []string{"Txn"}, etcdtest.Methods(calls.Take()), "a retried Release compares")
 	require.Equal(t, newer, createRev("sole/c"), "the retried Release deleted a newer key")
 
 	// Seen lost, then a newer key of the name: the Release compares.
@@ -464,9 +409,9 @@ func TestHeldKeySoleHandleReleasesWithAPlainDelete(t *testing.T) {
 	require.NoError(t, err)
 	<-k.Lost()
 	newer = putKey(t, cli, s, "sole/d")
-	calls.take()
+	calls.Take()
 	require.ErrorIs(t, k.Release(ctx), session.ErrNotHeld)
-	require.Equal(t, []string{"Txn"}, calls.take(), "a Release after a loss compares")
+	require.Equal(t, []string{"Txn"}, etcdtest.Methods(calls.Take()), "a Release after a loss compares")
 	require.Equal(t, newer, createRev("sole/d"), "the Release of a lost key deleted a newer key")
 
 	// Deleted behind its back and not seen yet (no watch in the delay):
@@ -474,10 +419,10 @@ func TestHeldKeySoleHandleReleasesWithAPlainDelete(t *testing.T) {
 	k = s.Hold("sole/e", putKey(t, cli, s, "sole/e"), sole)
 	_, err = cli.Delete(ctx, "sole/e")
 	require.NoError(t, err)
-	calls.take()
+	calls.Take()
 	err = k.Release(ctx)
 	require.ErrorIs(t, err, session.ErrNotHeld)
 	require.ErrorIs(t, err, session.ErrKeyGone)
-	require.Equal(t, []string{"DeleteRange"}, calls.take())
+	require.Equal(t, []string{"DeleteRange"}, etcdtest.Methods(calls.Take()))
 	require.ErrorIs(t, k.Err(), session.ErrNotHeld)
 }

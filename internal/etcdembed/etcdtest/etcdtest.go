@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/coordkit/coordkit/internal/etcdembed"
 )
@@ -34,10 +35,18 @@ func Start(t testing.TB) *etcdembed.Server {
 // Client returns a new client of srv, closed by t.Cleanup.
 func Client(t testing.TB, srv *etcdembed.Server) *clientv3.Client {
 	t.Helper()
+	return Dial(t, srv.Endpoints())
+}
+
+// Dial returns a new client of endpoints with gRPC's dial options opts
+// (an interceptor that records or breaks requests), closed by t.Cleanup.
+func Dial(t testing.TB, endpoints []string, opts ...grpc.DialOption) *clientv3.Client {
+	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   srv.Endpoints(),
+		Endpoints:   endpoints,
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
+		DialOptions: opts,
 	})
 	if err != nil {
 		t.Fatalf("connect to embedded etcd: %v", err)

@@ -383,8 +383,9 @@ func (k *HeldKey) lose(reason error) {
 	err := lostError(reason)
 	k.err, k.lossErr = err, err
 	k.mu.Unlock()
-	close(k.lost)
+	// Context before Lost: a holder woken by Lost finds Context done too.
 	k.cancel(err)
+	close(k.lost)
 	k.end(false)
 	k.reportEnd(err)
 }

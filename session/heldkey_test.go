@@ -426,3 +426,22 @@ func TestHeldKeySoleHandleReleasesWithAPlainDelete(t *testing.T) {
 	require.Equal(t, []string{"DeleteRange"}, etcdtest.Methods(calls.Take()))
 	require.ErrorIs(t, k.Err(), session.ErrNotHeld)
 }
+
+// A holder woken by Lost finds Context done, with the loss as its cause:
+// Context is cancelled before Lost is closed.
+func TestHeldKeyContextDoneWhenLost(t *testing.T) {
+	t.Parallel()
+	_, cli := etcd.StartWithClient(t)
+	ctx := context.Background()
+	s, err := session.New(ctx, cli, session.WithTTL(30*time.Second))
+	require.NoError(t, err)
+	defer s.Close()
+	for i := range 100 {
+		key := fmt.Sprintf("lostctx/%d", i)
+		k := s.Hold(key, putKey(t, cli, s, key), session.HoldConfig{})
+		_, err := cli.Delete(ctx, key)
+		require.NoError(t, err)
+		<-k.Lost()
+		require.ErrorIs(t, context.Cause(k.Context()), session.ErrLost, "round %d: Lost closed before Context was done", i)
+	}
+}

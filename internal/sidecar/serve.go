@@ -35,7 +35,7 @@ func Serve(ctx context.Context, sc *Sidecar, listen string, listening func(url s
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	if err := listening("http://" + ln.Addr().String()); err != nil {
+	if err := listening(httpserve.URL(ln.Addr())); err != nil { // a wildcard --listen prints 127.0.0.1
 		if cli := sc.etcd(); cli != nil && sc.conn != nil {
 			cli.Close() // connectFirst's, which Run would have closed
 		}

@@ -197,54 +197,65 @@ func (l *bareLocker) startWatch(ctx context.Context, key string) {
 }
 
 func (l *bareLocker) Lock(ctx context.Context) error {
-	val := ""
-	first := clientv3.OpGet(l.pfx, clientv3.WithFirstCreate()...)
-	var more []clientv3.Op
+	acquire := l.acquireAsConcurrency
 	if l.step.coordkitAcquire {
-		// A value of the shape of primitive.Lazy's Nonce (16 hex digits, a
-		// dash, the acquisition's count): only its size matters here.
-		l.puts++
-		val = fmt.Sprintf("%016x-%d", int64(l.s.Lease()), l.puts)
-		first = clientv3.OpGet(l.pfx, clientv3.WithRange(clientv3.GetPrefixRangeEnd(l.pfx)), clientv3.WithKeysOnly(),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
-		more = append(more, clientv3.OpGet(l.pfx+primitive.SemLimitSuffix, clientv3.WithKeysOnly()))
+		acquire = l.acquireAsCoordkit
 	}
-	put := clientv3.OpPut(l.key, val, clientv3.WithLease(l.s.Lease()))
-	then := append([]clientv3.Op{put, first}, more...)
-	els := append([]clientv3.Op{clientv3.OpGet(l.key), first}, more...)
-	ifAbsent := clientv3.Compare(clientv3.CreateRevision(l.key), "=", 0)
-	if l.step.coordkitAcquire {
-		// As coordkit's: the put alone when no key lives under the name;
-		// else the put (with its previous value) and the reads.
-		resp, err := l.c.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(l.pfx), "=", 0).WithPrefix()).
-			Then(put).Else(append([]clientv3.Op{clientv3.OpPut(l.key, val, clientv3.WithLease(l.s.Lease()), clientv3.WithPrevKV()), first}, more...)...).Commit()
-		if err != nil {
-			return err
-		}
-		if !resp.Succeeded {
-			return fmt.Errorf("%w (%s)", errNotUncontended, l.key)
-		}
-		l.rev = resp.Header.Revision
-	} else {
-		resp, err := l.c.Txn(ctx).If(ifAbsent).Then(then...).Else(els...).Commit()
-		if err != nil {
-			return err
-		}
-		if resp.Succeeded {
-			l.rev = resp.Header.Revision
-		} else {
-			l.rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
-		}
-		if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) != 1 || kvs[0].CreateRevision != l.rev {
-			return fmt.Errorf("%w (%s)", errNotUncontended, l.key)
-		}
+	rev, err := acquire(ctx)
+	if err != nil {
+		return err
 	}
+	l.rev = rev
 	if l.step.lossWatch {
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.WithoutCancel(ctx)))
 		l.stopWatch = cancel
 		l.startWatch(wctx, l.key)
 	}
 	return nil
+}
+
+// acquireAsConcurrency sends concurrency.Mutex's acquire Txn: put if
+// absent, and the first-created key read back.
+func (l *bareLocker) acquireAsConcurrency(ctx context.Context) (rev int64, err error) {
+	first := clientv3.OpGet(l.pfx, clientv3.WithFirstCreate()...)
+	resp, err := l.c.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", 0)).
+		Then(clientv3.OpPut(l.key, "", clientv3.WithLease(l.s.Lease())), first).
+		Else(clientv3.OpGet(l.key), first).Commit()
+	if err != nil {
+		return 0, err
+	}
+	rev = resp.Header.Revision
+	if !resp.Succeeded {
+		rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
+	}
+	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) != 1 || kvs[0].CreateRevision != rev {
+		return 0, fmt.Errorf("%w (%s)", errNotUncontended, l.key)
+	}
+	return rev, nil
+}
+
+// acquireAsCoordkit sends coordkit's acquire Txn (lock.Mutex's
+// acquireOnce): the put alone when no key lives under the name; else the
+// put with its previous value, a keys-only first-created read and the
+// N/limit read.
+func (l *bareLocker) acquireAsCoordkit(ctx context.Context) (rev int64, err error) {
+	// A value of the shape of primitive.Lazy's Nonce (16 hex digits, a
+	// dash, the acquisition's count): only its size matters here.
+	l.puts++
+	val := fmt.Sprintf("%016x-%d", int64(l.s.Lease()), l.puts)
+	first := clientv3.OpGet(l.pfx, clientv3.WithRange(clientv3.GetPrefixRangeEnd(l.pfx)), clientv3.WithKeysOnly(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
+	limit := clientv3.OpGet(l.pfx+primitive.SemLimitSuffix, clientv3.WithKeysOnly())
+	resp, err := l.c.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(l.pfx), "=", 0).WithPrefix()).
+		Then(clientv3.OpPut(l.key, val, clientv3.WithLease(l.s.Lease()))).
+		Else(clientv3.OpPut(l.key, val, clientv3.WithLease(l.s.Lease()), clientv3.WithPrevKV()), first, limit).Commit()
+	if err != nil {
+		return 0, err
+	}
+	if !resp.Succeeded {
+		return 0, fmt.Errorf("%w (%s)", errNotUncontended, l.key)
+	}
+	return resp.Header.Revision, nil
 }
 
 func (l *bareLocker) Unlock(ctx context.Context) error {

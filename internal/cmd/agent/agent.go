@@ -184,7 +184,8 @@ func runAgent(ctx context.Context, f *cmdutil.Factory, opts *agentOptions) error
 
 	// One attempt is a dial and the API's session: an etcd that answers the
 	// dial and then not the grant is tried again too.
-	url := httpserve.URL(ln.Addr()) // a wildcard --listen (":8080") prints 127.0.0.1
+	// A wildcard --listen (":8080") is shown as 127.0.0.1.
+	url := httpserve.URL(ln.Addr())
 	var opened *coordapi.API // by the attempt that succeeded
 	connect := etcddial.Connect{Transient: etcddial.Transient, Timeout: opts.StartTimeout,
 		OnRetry: func(r etcddial.Retry) {

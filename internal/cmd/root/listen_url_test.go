@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"regexp"
 	"testing"
 	"time"
 
@@ -23,7 +22,6 @@ func TestWildcardListenPrintsALoopbackURL(t *testing.T) {
 	defer cancel()
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte("s3cret-token-for-the-test\n"), 0o600))
-	loopback := regexp.MustCompile(`http://127\.0\.0\.1:\d+[ ,\n]`)
 
 	res := runInProcess(ctx, nil, "--endpoints", "127.0.0.1:1", "--dial-timeout", "300ms",
 		"sidecar", "--election", "e", "--id", "a", "--listen", ":0", "--api-token-file", tokenFile, "--start-timeout", "600ms")
@@ -34,6 +32,5 @@ func TestWildcardListenPrintsALoopbackURL(t *testing.T) {
 		"agent", "--listen", ":0", "--api-token-file", tokenFile, "--start-timeout", "600ms")
 	require.Equal(t, cmdutil.ExitError, res.Code, res.Stderr)
 	require.Contains(t, res.Stderr, "coordctl agent: serving http://127.0.0.1:")
-	require.Regexp(t, loopback, res.Stderr)
 	require.NotContains(t, res.Stderr, "http://[::]")
 }

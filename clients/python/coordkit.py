@@ -15,13 +15,16 @@ See docs/api.md for the API and what a hold does and does not promise.
 import http.client
 import json
 import socket
+import sys
 import _thread
 import threading
 import time
 import urllib.parse
+import weakref
 from datetime import datetime
 
-__all__ = ["Client", "Hold", "CoordError", "NotAcquired", "LostError", "StaleError", "fence_sql"]
+__all__ = ["Client", "Hold", "CoordError", "NotAcquired", "LostError", "StaleError", "fence_sql",
+           "FENCE_TABLE", "FENCE_TABLE_MYSQL"]
 
 
 class CoordError(Exception):
@@ -50,40 +53,132 @@ class StaleError(Exception):
 
 
 # coordkit's SQL fence (fencing/sqlfence, `coordctl sql`): one row per scope
-# with the highest token admitted; PostgreSQL and SQLite >= 3.24 syntax.
-# BIGINT: a token is an etcd revision, 64 bits (PostgreSQL's INTEGER has 32
-# and would refuse every token past 2,147,483,647); SQLite's integers are
-# 64 bits whatever the column says.
+# with the highest token admitted. FENCE_TABLE is PostgreSQL's and SQLite's
+# (>= 3.24) table, FENCE_TABLE_MYSQL MySQL's and MariaDB's: the one
+# fencing/sqlfence creates there, InnoDB (its row locks are held until COMMIT
+# and its writes roll back; a MyISAM, Aria or MEMORY table has neither) and
+# a VARBINARY scope, compared byte for byte. BIGINT: a token is an etcd
+# revision, 64 bits (PostgreSQL's INTEGER has 32 and would refuse every
+# token past 2,147,483,647); SQLite's integers are 64 bits whatever the
+# column says.
 FENCE_TABLE = ("CREATE TABLE IF NOT EXISTS {t} (scope TEXT NOT NULL PRIMARY KEY, "
                "token BIGINT NOT NULL, writes BIGINT NOT NULL)")
+FENCE_TABLE_MYSQL = ("CREATE TABLE IF NOT EXISTS {t} (scope VARBINARY(512) NOT NULL PRIMARY KEY, "
+                     "token BIGINT NOT NULL, writes BIGINT NOT NULL) ENGINE=InnoDB")
+
+# The DB-API modules of MySQL and MariaDB, by the top-level module of the
+# connection's class (fence_sql's dialect when none is given).
+_MYSQL_MODULES = ("pymysql", "MySQLdb", "mysql", "mariadb")
 
 
-def fence_sql(cur, held, table="coordkit_fence", param="?"):
+def fence_sql(cur, held, table="coordkit_fence", param=None, dialect=None):
     """Check held's token as the first statements of the caller's open
-    transaction on DB-API cursor cur (param: the driver's placeholder, "?"
-    for sqlite3, "%s" for psycopg2). Raises StaleError, after which the
+    transaction on DB-API cursor cur. Raises StaleError, after which the
     caller must roll back; else commit after its own statements. The check
     is sqlfence's, so Go, coordctl sql and Python holders fence each other.
+
+    dialect is "postgres", "sqlite" or "mysql" (MySQL and MariaDB: the
+    table must be FENCE_TABLE_MYSQL's, InnoDB; another engine raises
+    RuntimeError before anything is written). By default it is "mysql" for
+    a connection of PyMySQL, mysqlclient (MySQLdb), mysql-connector or
+    MariaDB Connector/Python, and PostgreSQL's and SQLite's SQL (the same)
+    for any other. param is the driver's placeholder; by default the one its
+    module's paramstyle names ("?" for qmark, "%s" for format and pyformat).
+
+    The check is one UPDATE of the scope's row; a scope's first check also
+    inserts the row. On MySQL and MariaDB at REPEATABLE READ (their default)
+    the first checks of a new scope by two transactions at once can end one
+    of them in a deadlock error (1213, InnoDB's gap locks): its transaction
+    was rolled back, run it again.
 
     The check fences only the writes that commit in its transaction: the
     fence row's lock, held until COMMIT, is what keeps a newer holder's
     raise from committing in between. On a connection in autocommit mode
     (sqlite3's isolation_level=None or autocommit=True without a BEGIN,
-    psycopg2's and psycopg's autocommit = True) each statement commits on
-    its own and the check protects nothing: fence_sql raises RuntimeError
-    when the connection says no transaction is open after the check
-    (sqlite3, mysql-connector: in_transaction; psycopg2, psycopg:
-    info.transaction_status). Other drivers are not asked."""
-    p = param
-    cur.execute(f"INSERT INTO {table} (scope, token, writes) VALUES ({p}, 0, 0) ON CONFLICT (scope) DO NOTHING", (held.scope,))
-    cur.execute(f"UPDATE {table} SET token = {p}, writes = writes + 1 WHERE scope = {p} AND token <= {p}",
-                (held.token, held.scope, held.token))
-    if _in_transaction(getattr(cur, "connection", None)) is False:
+    psycopg2's and psycopg's autocommit = True, PyMySQL's autocommit(True))
+    each statement commits on its own and the check protects nothing:
+    fence_sql raises RuntimeError when the connection says no transaction is
+    open after the check (sqlite3, mysql-connector: in_transaction;
+    psycopg2, psycopg: info.transaction_status; PyMySQL: the server's
+    in-transaction flag). Other drivers are not asked."""
+    conn = getattr(cur, "connection", None)
+    if dialect is None:
+        mysql = _module_of(conn) in _MYSQL_MODULES
+    elif dialect in ("mysql", "mariadb", "postgres", "postgresql", "sqlite", "sqlite3"):
+        mysql = dialect in ("mysql", "mariadb")
+    else:
+        raise ValueError(f"dialect {dialect!r}: want postgres, mysql or sqlite")
+    p = param if param is not None else _placeholder(conn)
+    scope = held.scope
+    if mysql:
+        _check_engine(cur, conn, table, p)
+        # Bytes: the column is binary, and the scope must be the same bytes
+        # Go's sqlfence writes (UTF-8), whatever the connection's charset.
+        scope = held.scope.encode("utf-8")
+    # Most checks find the row: the UPDATE alone. Only when it matches
+    # nothing is the row inserted at 0 (nothing if another transaction has
+    # it) and the UPDATE run again; a token below the floor matches nothing
+    # either time. MySQL reports changed rows, not matched ones: writes =
+    # writes + 1 makes the row change when the token equals the floor.
+    update = f"UPDATE {table} SET token = {p}, writes = writes + 1 WHERE scope = {p} AND token <= {p}"
+    cur.execute(update, (held.token, scope, held.token))
+    if cur.rowcount != 1:
+        if mysql:
+            insert = f"INSERT INTO {table} (scope, token, writes) VALUES ({p}, 0, 0) ON DUPLICATE KEY UPDATE scope = scope"
+        else:
+            insert = f"INSERT INTO {table} (scope, token, writes) VALUES ({p}, 0, 0) ON CONFLICT (scope) DO NOTHING"
+        cur.execute(insert, (scope,))
+        cur.execute(update, (held.token, scope, held.token))
+    if _in_transaction(conn) is False:
         raise RuntimeError("fence_sql: no transaction is open on the cursor's connection (autocommit): "
                            "the check committed on its own and would not fence the writes after it; "
                            "BEGIN first (sqlite3 with isolation_level=None: BEGIN IMMEDIATE), or turn autocommit off")
     if cur.rowcount != 1:
         raise StaleError(f"token {held.token} is below the floor of scope {held.scope!r}")
+
+
+def _module_of(conn):
+    """The top-level module of conn's class ("pymysql", "psycopg2", ...)."""
+    return type(conn).__module__.split(".")[0] if conn is not None else ""
+
+
+def _placeholder(conn):
+    """The placeholder of conn's DB-API module: "?" for paramstyle qmark
+    (and for a module that does not say), else "%s"."""
+    mod = sys.modules.get(_module_of(conn))
+    return "%s" if getattr(mod, "paramstyle", "qmark") in ("format", "pyformat") else "?"
+
+
+# The (connection, table) pairs whose engine _check_engine has seen InnoDB,
+# by connection, forgotten with the connection. A connection class that
+# takes no weak reference is asked every time.
+_engines_checked = weakref.WeakKeyDictionary()
+
+
+def _check_engine(cur, conn, table, p):
+    """Raise RuntimeError unless MySQL's table is InnoDB: on another engine
+    the check's row lock is not held until COMMIT and nothing rolls back, so
+    a stale writer's writes could land after a newer holder's. Asked once
+    per connection and table (an ALTER TABLE ... ENGINE afterwards is not
+    seen), as fencing/sqlfence asks once per Fence."""
+    try:
+        seen = _engines_checked.setdefault(conn, set())
+    except TypeError:
+        seen = set()
+    if table in seen:
+        return
+    schema, _, name = table.rpartition(".")
+    cur.execute("SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE("
+                f"{p}, DATABASE()) AND TABLE_NAME = {p}", (schema or None, name))
+    row = cur.fetchone()
+    if row is None:
+        raise RuntimeError(f"fence_sql: no table {table!r}: create it first with coordkit.FENCE_TABLE_MYSQL")
+    engine = row[0].decode() if isinstance(row[0], bytes) else row[0]
+    if (engine or "").lower() != "innodb":
+        raise RuntimeError(f"fence_sql: table {table!r} is {engine}, not InnoDB: its row locks are not held until "
+                           "COMMIT and its writes do not roll back, so it cannot fence (ALTER TABLE "
+                           f"{table} ENGINE=InnoDB, or create it with coordkit.FENCE_TABLE_MYSQL)")
+    seen.add(table)
 
 
 def _in_transaction(conn):
@@ -95,6 +190,10 @@ def _in_transaction(conn):
     status = getattr(getattr(conn, "info", None), "transaction_status", None)
     if isinstance(status, int):  # libpq's: IDLE 0, ACTIVE 1, INTRANS 2, INERROR 3, UNKNOWN 4
         return None if status == 4 else status != 0
+    if _module_of(conn) == "pymysql":
+        status = getattr(conn, "server_status", None)
+        if isinstance(status, int):  # the last answer's flags: SERVER_STATUS_IN_TRANS is 1
+            return bool(status & 1)
     return None
 
 

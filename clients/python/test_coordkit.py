@@ -400,6 +400,17 @@ class TestFenceSQLite(unittest.TestCase):
         old.execute("ROLLBACK")
         self.assertEqual(self.body(), "new")
 
+    def test_dialect_named(self):
+        db = self.connect()
+        with self.assertRaises(ValueError) as e:
+            coordkit.fence_sql(db.cursor(), _held(7, "r/"), dialect="oracle")
+        self.assertIn("want postgres, mysql or sqlite", str(e.exception))
+        # sqlite3 named as what it is: the same SQL as found from its module.
+        cur = db.cursor()
+        coordkit.fence_sql(cur, _held(7, "r/"), dialect="sqlite")
+        db.commit()
+        self.assertEqual(db.execute("SELECT token, writes FROM coordkit_fence WHERE scope = 'r/'").fetchone(), (7, 1))
+
     def test_implicit_transaction_admitted(self):
         # sqlite3's default: the module begins a transaction before the
         # check's INSERT, and the writes commit with it.
@@ -441,7 +452,7 @@ class TestFenceSQLPostgres(unittest.TestCase):
         held = _held(token, scope)
         with self.db.cursor() as cur:
             try:
-                coordkit.fence_sql(cur, held, table=self.table, param="%s")
+                coordkit.fence_sql(cur, held, table=self.table)  # param: psycopg2's paramstyle
             except BaseException:
                 self.db.rollback()
                 raise
@@ -478,6 +489,136 @@ class TestFenceSQLPostgres(unittest.TestCase):
             cur.execute("COMMIT")
         self.assertEqual(self.floor("py/auto/"), (6, 2))
 
+
+class TestFenceSQLMySQL(unittest.TestCase):
+    """FENCE_TABLE_MYSQL and fence_sql on MariaDB (or MySQL) through PyMySQL.
+    No agent: fence_sql needs only a hold's token and scope. Run by
+    clients/python's Go test, which sets COORDKIT_TEST_MYSQL_{HOST,PORT,USER,
+    PASSWORD,DB} to a fresh database, and COORDKIT_TEST_GO_FENCED to the
+    scope and token Go's sqlfence fenced in table coordkit_fence before;
+    skipped without them."""
+
+    def setUp(self):
+        if not os.environ.get("COORDKIT_TEST_MYSQL_HOST"):
+            self.skipTest("no MySQL: set COORDKIT_TEST_MYSQL_HOST and the others")
+        self.db = self.connect()
+        self.table = "coordkit_fence_py_" + uuid.uuid4().hex[:8]
+        with self.db.cursor() as cur:
+            cur.execute(coordkit.FENCE_TABLE_MYSQL.format(t=self.table))
+            cur.execute("CREATE TABLE IF NOT EXISTS report (id INT PRIMARY KEY, body TEXT) ENGINE=InnoDB")
+        self.db.commit()
+
+        def drop():
+            self.db.rollback()
+            with self.db.cursor() as cur:
+                cur.execute("DROP TABLE " + self.table)
+            self.db.commit()
+        self.addCleanup(drop)
+
+    def connect(self):
+        import pymysql
+        e = os.environ
+        db = pymysql.connect(host=e["COORDKIT_TEST_MYSQL_HOST"], port=int(e["COORDKIT_TEST_MYSQL_PORT"]),
+                             user=e["COORDKIT_TEST_MYSQL_USER"], password=e.get("COORDKIT_TEST_MYSQL_PASSWORD", ""),
+                             database=e["COORDKIT_TEST_MYSQL_DB"], charset="utf8mb4")
+        self.addCleanup(db.close)
+        return db
+
+    def fence(self, token, scope="py/my/", table=None, db=None):
+        db = db or self.db
+        with db.cursor() as cur:
+            try:
+                coordkit.fence_sql(cur, _held(token, scope), table=table or self.table)
+            except BaseException:
+                db.rollback()
+                raise
+        db.commit()
+
+    def floor(self, scope="py/my/", table=None):
+        with self.db.cursor() as cur:
+            cur.execute("SELECT token, writes FROM " + (table or self.table) + " WHERE scope = %s",
+                        (scope.encode(),))
+            row = cur.fetchone()
+        self.db.commit()  # a fresh snapshot for the next read (REPEATABLE READ)
+        return row
+
+    def test_tokens_past_32_bits(self):
+        big = 2**31 + 5
+        self.fence(big)
+        self.fence(big)  # the same holder writes again: MySQL counts the row changed (writes)
+        self.assertEqual(self.floor(), (big, 2))
+        with self.assertRaises(coordkit.StaleError):
+            self.fence(big - 1)
+        self.assertEqual(self.floor(), (big, 2), "a refused write moves nothing")
+        self.fence(2**62)
+        self.assertEqual(self.floor(), (2**62, 3))
+
+    def test_autocommit_refused(self):
+        conn = self.connect()
+        conn.autocommit(True)
+        with conn.cursor() as cur:
+            with self.assertRaises(RuntimeError) as e:
+                coordkit.fence_sql(cur, _held(5, "py/auto/"), table=self.table)
+            self.assertIn("no transaction is open", str(e.exception))
+            # autocommit with an explicit BEGIN is a transaction: admitted.
+            cur.execute("BEGIN")
+            coordkit.fence_sql(cur, _held(6, "py/auto/"), table=self.table)
+            cur.execute("COMMIT")
+        self.assertEqual(self.floor("py/auto/"), (6, 2))
+
+    def test_not_innodb_refused(self):
+        for engine in ("MyISAM", "MEMORY"):
+            table = self.table + "_" + engine.lower()
+            with self.db.cursor() as cur:
+                cur.execute(coordkit.FENCE_TABLE_MYSQL.format(t=table).replace("InnoDB", engine))
+            self.addCleanup(lambda t=table: self.db.cursor().execute("DROP TABLE " + t))
+            with self.assertRaises(RuntimeError) as e:
+                self.fence(5, table=table)
+            self.assertIn(f"is {engine}, not InnoDB", str(e.exception))
+            self.assertIsNone(self.floor(table=table), "nothing is written to a table that cannot fence")
+        with self.assertRaises(RuntimeError) as e:
+            self.fence(5, table=self.table + "_missing")
+        self.assertIn("no table", str(e.exception))
+
+    def test_go_and_python_fence_each_other(self):
+        # Go's sqlfence fenced this scope (not ASCII: the same bytes either
+        # way) in its own table; Python's holders are ordered with Go's.
+        scope, token = os.environ["COORDKIT_TEST_GO_FENCED"].split("\t")
+        token = int(token)
+        with self.assertRaises(coordkit.StaleError):
+            self.fence(token - 1, scope=scope, table="coordkit_fence")
+        self.fence(token, scope=scope, table="coordkit_fence")
+        self.fence(token + 1, scope=scope, table="coordkit_fence")  # Go's test reads this floor afterwards
+        self.assertEqual(self.floor(scope, table="coordkit_fence")[0], token + 1)
+
+    def test_raise_waits_for_an_open_transaction(self):
+        # The old holder's transaction is open: the new holder's check waits
+        # for its row lock (here until a 1 s lock wait timeout, error 1205),
+        # so the old write commits first and every later one of the old
+        # holder is refused.
+        import pymysql
+        old, new = self.connect(), self.connect()
+        with old.cursor() as cur:
+            coordkit.fence_sql(cur, _held(5, "py/wait/"), table=self.table)
+            cur.execute("REPLACE INTO report (id, body) VALUES (1, 'old')")
+        with new.cursor() as cur:
+            cur.execute("SET SESSION innodb_lock_wait_timeout = 1")
+            with self.assertRaises(pymysql.err.OperationalError) as e:
+                coordkit.fence_sql(cur, _held(6, "py/wait/"), table=self.table)
+            self.assertEqual(e.exception.args[0], 1205, e.exception)  # ER_LOCK_WAIT_TIMEOUT
+        new.rollback()
+        old.commit()
+        with new.cursor() as cur:
+            coordkit.fence_sql(cur, _held(6, "py/wait/"), table=self.table)
+            cur.execute("REPLACE INTO report (id, body) VALUES (1, 'new')")
+        new.commit()
+        with self.assertRaises(coordkit.StaleError):
+            self.fence(5, scope="py/wait/", db=old)
+        with self.db.cursor() as cur:
+            cur.execute("SELECT body FROM report WHERE id = 1")
+            self.assertEqual(cur.fetchone()[0], "new")
+        self.db.commit()
+        self.assertEqual(self.floor("py/wait/"), (6, 2))
 
 if __name__ == "__main__":
     unittest.main()

@@ -423,7 +423,40 @@ class TestFenceSQLite(unittest.TestCase):
         self.assertEqual(self.body(), "v")
 
 
-class TestFenceSQLPostgres(unittest.TestCase):
+def _fence_table(test, db, create):
+    """A fence table of a fresh name on DB-API connection db, made by the
+    CREATE TABLE template create and dropped when test ends."""
+    table = "coordkit_fence_py_" + uuid.uuid4().hex[:8]
+    with db.cursor() as cur:
+        cur.execute(create.format(t=table))
+    db.commit()
+
+    def drop():
+        db.rollback()
+        with db.cursor() as cur:
+            cur.execute("DROP TABLE " + table)
+        db.commit()
+    test.addCleanup(drop)
+    return table
+
+
+class _TokensPast32Bits:
+    """A test of a fence table on a server: self.fence(token) checks and
+    commits, self.floor() reads (token, writes) of the scope's row."""
+
+    def test_tokens_past_32_bits(self):
+        big = 2**31 + 5
+        self.fence(big)
+        self.fence(big)  # the same holder writes again (MySQL: writes makes the row change)
+        self.assertEqual(self.floor(), (big, 2))
+        with self.assertRaises(coordkit.StaleError):
+            self.fence(big - 1)
+        self.assertEqual(self.floor(), (big, 2), "a refused write moves nothing")
+        self.fence(2**62)
+        self.assertEqual(self.floor(), (2**62, 3))
+
+
+class TestFenceSQLPostgres(_TokensPast32Bits, unittest.TestCase):
     """FENCE_TABLE and fence_sql on PostgreSQL through psycopg2, with tokens
     past 32 bits (an etcd revision is 64). No agent: fence_sql needs only a
     hold's token and scope. Run by clients/python's Go test, which sets
@@ -436,17 +469,7 @@ class TestFenceSQLPostgres(unittest.TestCase):
         import psycopg2
         self.db = psycopg2.connect(dsn)
         self.addCleanup(self.db.close)
-        self.table = "coordkit_fence_py_" + uuid.uuid4().hex[:8]
-        with self.db.cursor() as cur:
-            cur.execute(coordkit.FENCE_TABLE.format(t=self.table))
-        self.db.commit()
-
-        def drop():
-            self.db.rollback()
-            with self.db.cursor() as cur:
-                cur.execute("DROP TABLE " + self.table)
-            self.db.commit()
-        self.addCleanup(drop)
+        self.table = _fence_table(self, self.db, coordkit.FENCE_TABLE)
 
     def fence(self, token, scope="py/pg/"):
         held = _held(token, scope)
@@ -462,17 +485,6 @@ class TestFenceSQLPostgres(unittest.TestCase):
         with self.db.cursor() as cur:
             cur.execute("SELECT token, writes FROM " + self.table + " WHERE scope = %s", (scope,))
             return cur.fetchone()
-
-    def test_tokens_past_32_bits(self):
-        big = 2**31 + 5
-        self.fence(big)
-        self.fence(big)  # the same holder writes again
-        self.assertEqual(self.floor(), (big, 2))
-        with self.assertRaises(coordkit.StaleError):
-            self.fence(big - 1)
-        self.assertEqual(self.floor(), (big, 2), "a refused write moves nothing")
-        self.fence(2**62)
-        self.assertEqual(self.floor(), (2**62, 3))
 
     def test_autocommit_refused(self):
         import psycopg2
@@ -490,7 +502,7 @@ class TestFenceSQLPostgres(unittest.TestCase):
         self.assertEqual(self.floor("py/auto/"), (6, 2))
 
 
-class TestFenceSQLMySQL(unittest.TestCase):
+class TestFenceSQLMySQL(_TokensPast32Bits, unittest.TestCase):
     """FENCE_TABLE_MYSQL and fence_sql on MariaDB (or MySQL) through PyMySQL.
     No agent: fence_sql needs only a hold's token and scope. Run by
     clients/python's Go test, which sets COORDKIT_TEST_MYSQL_{HOST,PORT,USER,
@@ -502,18 +514,10 @@ class TestFenceSQLMySQL(unittest.TestCase):
         if not os.environ.get("COORDKIT_TEST_MYSQL_HOST"):
             self.skipTest("no MySQL: set COORDKIT_TEST_MYSQL_HOST and the others")
         self.db = self.connect()
-        self.table = "coordkit_fence_py_" + uuid.uuid4().hex[:8]
+        self.table = _fence_table(self, self.db, coordkit.FENCE_TABLE_MYSQL)
         with self.db.cursor() as cur:
-            cur.execute(coordkit.FENCE_TABLE_MYSQL.format(t=self.table))
             cur.execute("CREATE TABLE IF NOT EXISTS report (id INT PRIMARY KEY, body TEXT) ENGINE=InnoDB")
         self.db.commit()
-
-        def drop():
-            self.db.rollback()
-            with self.db.cursor() as cur:
-                cur.execute("DROP TABLE " + self.table)
-            self.db.commit()
-        self.addCleanup(drop)
 
     def connect(self):
         import pymysql
@@ -541,17 +545,6 @@ class TestFenceSQLMySQL(unittest.TestCase):
             row = cur.fetchone()
         self.db.commit()  # a fresh snapshot for the next read (REPEATABLE READ)
         return row
-
-    def test_tokens_past_32_bits(self):
-        big = 2**31 + 5
-        self.fence(big)
-        self.fence(big)  # the same holder writes again: MySQL counts the row changed (writes)
-        self.assertEqual(self.floor(), (big, 2))
-        with self.assertRaises(coordkit.StaleError):
-            self.fence(big - 1)
-        self.assertEqual(self.floor(), (big, 2), "a refused write moves nothing")
-        self.fence(2**62)
-        self.assertEqual(self.floor(), (2**62, 3))
 
     def test_autocommit_refused(self):
         conn = self.connect()

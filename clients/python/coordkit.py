@@ -175,6 +175,7 @@ def _check_engine(cur, conn, table, p):
         raise RuntimeError(f"fence_sql: no table {table!r}: create it first with coordkit.FENCE_TABLE_MYSQL")
     engine = row[0].decode() if isinstance(row[0], bytes) else row[0]
     if (engine or "").lower() != "innodb":
+        engine = engine or "a view or has no engine"
         raise RuntimeError(f"fence_sql: table {table!r} is {engine}, not InnoDB: its row locks are not held until "
                            "COMMIT and its writes do not roll back, so it cannot fence (ALTER TABLE "
                            f"{table} ENGINE=InnoDB, or create it with coordkit.FENCE_TABLE_MYSQL)")

@@ -572,6 +572,13 @@ class TestFenceSQLMySQL(_TokensPast32Bits, unittest.TestCase):
         with self.assertRaises(RuntimeError) as e:
             self.fence(5, table=self.table + "_missing")
         self.assertIn("no table", str(e.exception))
+        view = self.table + "_view"
+        with self.db.cursor() as cur:
+            cur.execute(f"CREATE VIEW {view} AS SELECT * FROM {self.table}")
+        self.addCleanup(lambda: self.db.cursor().execute("DROP VIEW " + view))
+        with self.assertRaises(RuntimeError) as e:
+            self.fence(5, table=view)
+        self.assertIn("is a view or has no engine, not InnoDB", str(e.exception))
 
     def test_go_and_python_fence_each_other(self):
         # Go's sqlfence fenced this scope (not ASCII: the same bytes either

@@ -49,7 +49,13 @@ class LostError(Exception):
 
 
 class StaleError(Exception):
-    """A fenced write was refused: a newer holder of the scope wrote first."""
+    """A fenced write was refused: a newer holder of the scope wrote first.
+    .token and .scope are the refused ones, .floor the scope's floor read in
+    the same transaction (None if not read)."""
+
+    def __init__(self, message, token=None, scope=None, floor=None):
+        super().__init__(message)
+        self.token, self.scope, self.floor = token, scope, floor
 
 
 # coordkit's SQL fence (fencing/sqlfence, `coordctl sql`): one row per scope
@@ -134,7 +140,13 @@ def fence_sql(cur, held, table="coordkit_fence", param=None, dialect=None):
                            "the check committed on its own and would not fence the writes after it; "
                            "BEGIN first (sqlite3 with isolation_level=None: BEGIN IMMEDIATE), or turn autocommit off")
     if cur.rowcount != 1:
-        raise StaleError(f"token {held.token} is below the floor of scope {held.scope!r}")
+        # The floor, read in the same transaction (the row exists now): for
+        # the message, as Go's fencing.StaleError and coordctl sql name it.
+        cur.execute(f"SELECT token FROM {table} WHERE scope = {p}", (scope,))
+        row = cur.fetchone()
+        floor = row[0] if row else None
+        raise StaleError(f"stale token {held.token} in scope {held.scope!r}: the floor is {floor} "
+                         "(a newer holder has written; roll back)", held.token, held.scope, floor)
 
 
 def _module_of(conn):

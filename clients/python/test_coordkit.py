@@ -336,8 +336,9 @@ class TestCoordkit(unittest.TestCase):
         with self.c.lock(name) as new:
             write(new, "new")
         # The old holder, paused past its loss, comes back and writes: refused.
-        with self.assertRaises(coordkit.StaleError):
+        with self.assertRaises(coordkit.StaleError) as e:
             write(old, "stale")
+        self.assertEqual((e.exception.token, e.exception.scope, e.exception.floor), (old.token, name + "/", new.token))
         self.assertEqual(db.execute("SELECT body FROM report").fetchone()[0], "new")
         self.assertEqual(db.execute("SELECT token FROM coordkit_fence WHERE scope = ?", (name + "/",)).fetchone()[0], new.token)
         db.close()
@@ -449,8 +450,11 @@ class _TokensPast32Bits:
         self.fence(big)
         self.fence(big)  # the same holder writes again (MySQL: writes makes the row change)
         self.assertEqual(self.floor(), (big, 2))
-        with self.assertRaises(coordkit.StaleError):
+        with self.assertRaises(coordkit.StaleError) as e:
             self.fence(big - 1)
+        self.assertEqual((e.exception.token, e.exception.floor), (big - 1, big))
+        self.assertIn(f"stale token {big - 1} in scope 'py/", str(e.exception))
+        self.assertIn(f"the floor is {big}", str(e.exception))
         self.assertEqual(self.floor(), (big, 2), "a refused write moves nothing")
         self.fence(2**62)
         self.assertEqual(self.floor(), (2**62, 3))

@@ -72,9 +72,11 @@ FENCE_TABLE = ("CREATE TABLE IF NOT EXISTS {t} (scope TEXT NOT NULL PRIMARY KEY,
 FENCE_TABLE_MYSQL = ("CREATE TABLE IF NOT EXISTS {t} (scope VARBINARY(512) NOT NULL PRIMARY KEY, "
                      "token BIGINT NOT NULL, writes BIGINT NOT NULL) ENGINE=InnoDB")
 
-# The DB-API modules of MySQL and MariaDB, by the top-level module of the
-# connection's class (fence_sql's dialect when none is given).
-_MYSQL_MODULES = ("pymysql", "MySQLdb", "mysql", "mariadb")
+# The DB-API modules fence_sql knows the dialect of, by the top-level module
+# of the connection's class (its dialect when none is given).
+_DIALECT_MODULES = {"pymysql": "mysql", "MySQLdb": "mysql", "mysql": "mysql", "mariadb": "mysql",
+                    "psycopg2": "postgres", "psycopg": "postgres", "pg8000": "postgres",
+                    "sqlite3": "sqlite"}
 
 
 def fence_sql(cur, held, table="coordkit_fence", param=None, dialect=None):
@@ -85,17 +87,25 @@ def fence_sql(cur, held, table="coordkit_fence", param=None, dialect=None):
 
     dialect is "postgres", "sqlite" or "mysql" (MySQL and MariaDB: the
     table must be FENCE_TABLE_MYSQL's, InnoDB; another engine raises
-    RuntimeError before anything is written). By default it is "mysql" for
-    a connection of PyMySQL, mysqlclient (MySQLdb), mysql-connector or
-    MariaDB Connector/Python, and PostgreSQL's and SQLite's SQL (the same)
-    for any other. param is the driver's placeholder; by default the one its
-    module's paramstyle names ("?" for qmark, "%s" for format and pyformat).
+    RuntimeError before anything is written). By default it comes from the
+    connection's module: "postgres" for psycopg2, psycopg and pg8000,
+    "sqlite" for sqlite3, "mysql" for PyMySQL, mysqlclient (MySQLdb),
+    mysql-connector and MariaDB Connector/Python; another driver gets the
+    SQL PostgreSQL and SQLite share. param is the driver's placeholder; by
+    default the one its module's paramstyle names ("?" for qmark, "%s" for
+    format and pyformat).
 
-    The check is one UPDATE of the scope's row; a scope's first check also
-    inserts the row. On MySQL and MariaDB at REPEATABLE READ (their default)
-    the first checks of a new scope by two transactions at once can end one
-    of them in a deadlock error (1213, InnoDB's gap locks): its transaction
-    was rolled back, run it again.
+    On PostgreSQL the check is first a shared lock on the scope's row when
+    its floor equals the token (SELECT ... FOR SHARE, as Go's sqlfence):
+    transactions of one token run side by side and write nothing to the
+    fence table, and a raise by a higher token waits for them. When the
+    floor must move (or on SQLite, MySQL and an unknown driver, every time)
+    it is one UPDATE of the row, which writes it and which other
+    transactions of the scope wait for; a scope's first check also inserts
+    the row. On MySQL and MariaDB at REPEATABLE READ (their default) the
+    first checks of a new scope by two transactions at once can end one of
+    them in a deadlock error (1213, InnoDB's gap locks): its transaction was
+    rolled back, run it again.
 
     The check fences only the writes that commit in its transaction: the
     fence row's lock, held until COMMIT, is what keeps a newer holder's
@@ -108,38 +118,44 @@ def fence_sql(cur, held, table="coordkit_fence", param=None, dialect=None):
     psycopg2, psycopg: info.transaction_status; PyMySQL: the server's
     in-transaction flag). Other drivers are not asked."""
     conn = getattr(cur, "connection", None)
-    if dialect is None:
-        mysql = _module_of(conn) in _MYSQL_MODULES
-    elif dialect in ("mysql", "mariadb", "postgres", "postgresql", "sqlite", "sqlite3"):
-        mysql = dialect in ("mysql", "mariadb")
-    else:
-        raise ValueError(f"dialect {dialect!r}: want postgres, mysql or sqlite")
+    kind = _dialect(conn, dialect)
     p = param if param is not None else _placeholder(conn)
     scope = held.scope
-    if mysql:
+    if kind == "mysql":
         _check_engine(cur, conn, table, p)
         # Bytes: the column is binary, and the scope must be the same bytes
         # Go's sqlfence writes (UTF-8), whatever the connection's charset.
         scope = held.scope.encode("utf-8")
-    # Most checks find the row: the UPDATE alone. Only when it matches
-    # nothing is the row inserted at 0 (nothing if another transaction has
-    # it) and the UPDATE run again; a token below the floor matches nothing
-    # either time. MySQL reports changed rows, not matched ones: writes =
-    # writes + 1 makes the row change when the token equals the floor.
-    update = f"UPDATE {table} SET token = {p}, writes = writes + 1 WHERE scope = {p} AND token <= {p}"
-    cur.execute(update, (held.token, scope, held.token))
-    if cur.rowcount != 1:
-        if mysql:
-            insert = f"INSERT INTO {table} (scope, token, writes) VALUES ({p}, 0, 0) ON DUPLICATE KEY UPDATE scope = scope"
-        else:
-            insert = f"INSERT INTO {table} (scope, token, writes) VALUES ({p}, 0, 0) ON CONFLICT (scope) DO NOTHING"
-        cur.execute(insert, (scope,))
+    admitted = False
+    if kind == "postgres":
+        # The shared check, as Go's sqlfence runs it: when the token equals
+        # the floor (a holder writing again), a shared lock on the row is
+        # enough; a raise waits for it. A row that fails token = N is not
+        # locked (PostgreSQL locks only the rows it returns), so the
+        # UPDATE below, when it runs, upgrades nothing.
+        cur.execute(f"SELECT 1 FROM {table} WHERE scope = {p} AND token = {p} FOR SHARE", (scope, held.token))
+        admitted = cur.fetchone() is not None
+    if not admitted:
+        # The UPDATE alone when the row exists; only when it matches nothing
+        # is the row inserted at 0 (nothing if another transaction has it)
+        # and the UPDATE run again; a token below the floor matches nothing
+        # either time. MySQL reports changed rows, not matched ones: writes
+        # = writes + 1 makes the row change when the token equals the floor.
+        update = f"UPDATE {table} SET token = {p}, writes = writes + 1 WHERE scope = {p} AND token <= {p}"
         cur.execute(update, (held.token, scope, held.token))
+        if cur.rowcount != 1:
+            if kind == "mysql":
+                insert = f"INSERT INTO {table} (scope, token, writes) VALUES ({p}, 0, 0) ON DUPLICATE KEY UPDATE scope = scope"
+            else:
+                insert = f"INSERT INTO {table} (scope, token, writes) VALUES ({p}, 0, 0) ON CONFLICT (scope) DO NOTHING"
+            cur.execute(insert, (scope,))
+            cur.execute(update, (held.token, scope, held.token))
+        admitted = cur.rowcount == 1
     if _in_transaction(conn) is False:
         raise RuntimeError("fence_sql: no transaction is open on the cursor's connection (autocommit): "
                            "the check committed on its own and would not fence the writes after it; "
                            "BEGIN first (sqlite3 with isolation_level=None: BEGIN IMMEDIATE), or turn autocommit off")
-    if cur.rowcount != 1:
+    if not admitted:
         # The floor, read in the same transaction (the row exists now): for
         # the message, as Go's fencing.StaleError and coordctl sql name it.
         cur.execute(f"SELECT token FROM {table} WHERE scope = {p}", (scope,))
@@ -147,6 +163,19 @@ def fence_sql(cur, held, table="coordkit_fence", param=None, dialect=None):
         floor = row[0] if row else None
         raise StaleError(f"stale token {held.token} in scope {held.scope!r}: the floor is {floor} "
                          "(a newer holder has written; roll back)", held.token, held.scope, floor)
+
+
+def _dialect(conn, dialect):
+    """fence_sql's dialect: "mysql", "postgres", "sqlite", or None (a driver
+    it does not know: PostgreSQL's and SQLite's common SQL, the exclusive
+    check only)."""
+    if dialect is None:
+        return _DIALECT_MODULES.get(_module_of(conn))
+    names = {"mysql": "mysql", "mariadb": "mysql", "postgres": "postgres", "postgresql": "postgres",
+             "sqlite": "sqlite", "sqlite3": "sqlite"}
+    if dialect not in names:
+        raise ValueError(f"dialect {dialect!r}: want postgres, mysql or sqlite")
+    return names[dialect]
 
 
 def _module_of(conn):

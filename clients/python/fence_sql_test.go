@@ -22,8 +22,10 @@ import (
 
 // TestFenceSQLPostgres runs the Python client's fence_sql on the test
 // PostgreSQL through psycopg2, in a fresh database: FENCE_TABLE's columns
-// take a token past 32 bits, a stale one is refused, and a connection in
-// autocommit mode (where the check would fence nothing) is refused.
+// take a token past 32 bits, a stale one is refused, a connection in
+// autocommit mode (where the check would fence nothing) is refused, and
+// transactions of the floor's token share the row's lock while a raise
+// waits for them.
 func TestFenceSQLPostgres(t *testing.T) {
 	py := testbin.Python(t, "psycopg2", "python3-psycopg2")
 	db := sqltest.Open(t, sqlfence.Postgres)
@@ -36,6 +38,7 @@ func TestFenceSQLPostgres(t *testing.T) {
 	require.NoError(t, err, "the Python test failed")
 	require.Contains(t, string(out), "test_tokens_past_32_bits (test_coordkit.TestFenceSQLPostgres")
 	require.Contains(t, string(out), "test_autocommit_refused (test_coordkit.TestFenceSQLPostgres")
+	require.Contains(t, string(out), "test_one_token_side_by_side_a_raise_waits (test_coordkit.TestFenceSQLPostgres")
 	require.NotContains(t, string(out), "skipped")
 	require.True(t, strings.Contains(string(out), "\nOK"), "unittest did not report OK")
 }

@@ -443,21 +443,23 @@ def _fence_table(test, db, create):
 
 class _TokensPast32Bits:
     """A test of a fence table on a server: self.fence(token) checks and
-    commits, self.floor() reads (token, writes) of the scope's row."""
+    commits, self.floor() reads (token, writes) of the scope's row, and
+    rewrites is what a second check of the same token adds to writes (0
+    where it is the shared check, PostgreSQL; 1 where it is the UPDATE)."""
 
     def test_tokens_past_32_bits(self):
         big = 2**31 + 5
         self.fence(big)
-        self.fence(big)  # the same holder writes again (MySQL: writes makes the row change)
-        self.assertEqual(self.floor(), (big, 2))
+        self.fence(big)  # the same holder writes again
+        self.assertEqual(self.floor(), (big, 1 + self.rewrites))
         with self.assertRaises(coordkit.StaleError) as e:
             self.fence(big - 1)
         self.assertEqual((e.exception.token, e.exception.floor), (big - 1, big))
         self.assertIn(f"stale token {big - 1} in scope 'py/", str(e.exception))
         self.assertIn(f"the floor is {big}", str(e.exception))
-        self.assertEqual(self.floor(), (big, 2), "a refused write moves nothing")
+        self.assertEqual(self.floor(), (big, 1 + self.rewrites), "a refused write moves nothing")
         self.fence(2**62)
-        self.assertEqual(self.floor(), (2**62, 3))
+        self.assertEqual(self.floor(), (2**62, 2 + self.rewrites))
 
 
 class TestFenceSQLPostgres(_TokensPast32Bits, unittest.TestCase):
@@ -465,6 +467,8 @@ class TestFenceSQLPostgres(_TokensPast32Bits, unittest.TestCase):
     past 32 bits (an etcd revision is 64). No agent: fence_sql needs only a
     hold's token and scope. Run by clients/python's Go test, which sets
     COORDKIT_TEST_PG_DSN to a fresh database; skipped without it."""
+
+    rewrites = 0  # the shared check writes nothing
 
     def setUp(self):
         dsn = os.environ.get("COORDKIT_TEST_PG_DSN")
@@ -505,6 +509,44 @@ class TestFenceSQLPostgres(_TokensPast32Bits, unittest.TestCase):
             cur.execute("COMMIT")
         self.assertEqual(self.floor("py/auto/"), (6, 2))
 
+    def test_one_token_side_by_side_a_raise_waits(self):
+        # Two transactions of the floor's token hold the row's lock together
+        # (neither waits, with a 1 s lock_timeout); a raise waits for them
+        # (here until its lock_timeout, 55P03), and after their COMMITs it
+        # goes through and the old token is refused.
+        import psycopg2
+        from psycopg2 import errors
+        scope = "py/side/"
+        self.fence(7, scope)
+
+        def conn():
+            c = psycopg2.connect(os.environ["COORDKIT_TEST_PG_DSN"])
+            self.addCleanup(c.close)
+            with c.cursor() as cur:
+                cur.execute("SET lock_timeout = '1s'")
+            c.commit()
+            return c
+        a, b, raiser = conn(), conn(), conn()
+        for c in (a, b):
+            with c.cursor() as cur:
+                coordkit.fence_sql(cur, _held(7, scope), table=self.table)
+        with raiser.cursor() as cur:
+            with self.assertRaises(errors.LockNotAvailable):
+                coordkit.fence_sql(cur, _held(8, scope), table=self.table)
+        raiser.rollback()
+        a.commit()
+        b.commit()
+        self.assertEqual(self.floor(scope), (7, 1), "the shared checks wrote nothing")
+        with raiser.cursor() as cur:
+            coordkit.fence_sql(cur, _held(8, scope), table=self.table)
+        raiser.commit()
+        with self.assertRaises(coordkit.StaleError) as e:
+            with a.cursor() as cur:
+                coordkit.fence_sql(cur, _held(7, scope), table=self.table)
+        a.rollback()
+        self.assertEqual(e.exception.floor, 8)
+        self.assertEqual(self.floor(scope), (8, 2))
+
 
 class TestFenceSQLMySQL(_TokensPast32Bits, unittest.TestCase):
     """FENCE_TABLE_MYSQL and fence_sql on MariaDB (or MySQL) through PyMySQL.
@@ -513,6 +555,8 @@ class TestFenceSQLMySQL(_TokensPast32Bits, unittest.TestCase):
     PASSWORD,DB} to a fresh database, and COORDKIT_TEST_GO_FENCED to the
     scope and token Go's sqlfence fenced in table coordkit_fence before;
     skipped without them."""
+
+    rewrites = 1  # the UPDATE every time
 
     def setUp(self):
         if not os.environ.get("COORDKIT_TEST_MYSQL_HOST"):

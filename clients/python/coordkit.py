@@ -88,7 +88,8 @@ def fence_sql(cur, held, table="coordkit_fence", param=None, dialect=None):
     dialect is "postgres", "sqlite" or "mysql" (MySQL and MariaDB: the
     table must be FENCE_TABLE_MYSQL's, InnoDB; another engine raises
     RuntimeError before anything is written). By default it comes from the
-    connection's module: "postgres" for psycopg2, psycopg and pg8000,
+    driver's module (the connection's class's, else the cursor's):
+    "postgres" for psycopg2, psycopg and pg8000,
     "sqlite" for sqlite3, "mysql" for PyMySQL, mysqlclient (MySQLdb),
     mysql-connector and MariaDB Connector/Python; another driver gets the
     SQL PostgreSQL and SQLite share. param is the driver's placeholder; by
@@ -118,8 +119,9 @@ def fence_sql(cur, held, table="coordkit_fence", param=None, dialect=None):
     psycopg2, psycopg: info.transaction_status; PyMySQL: the server's
     in-transaction flag). Other drivers are not asked."""
     conn = getattr(cur, "connection", None)
-    kind = _dialect(conn, dialect)
-    p = param if param is not None else _placeholder(conn)
+    driver = _driver(cur, conn)
+    kind = _dialect(driver, dialect)
+    p = param if param is not None else _placeholder(driver)
     scope = held.scope
     if kind == "mysql":
         _check_engine(cur, conn, table, p)
@@ -165,12 +167,20 @@ def fence_sql(cur, held, table="coordkit_fence", param=None, dialect=None):
                          "(a newer holder has written; roll back)", held.token, held.scope, floor)
 
 
-def _dialect(conn, dialect):
+def _driver(cur, conn):
+    """The top-level module of the DB-API driver of cur: its connection's
+    class's, or, when that is not one fence_sql knows (a driver whose
+    cursors keep no public .connection), its cursor's."""
+    mod = _module_of(conn)
+    return mod if mod in _DIALECT_MODULES else _module_of(cur)
+
+
+def _dialect(driver, dialect):
     """fence_sql's dialect: "mysql", "postgres", "sqlite", or None (a driver
     it does not know: PostgreSQL's and SQLite's common SQL, the exclusive
     check only)."""
     if dialect is None:
-        return _DIALECT_MODULES.get(_module_of(conn))
+        return _DIALECT_MODULES.get(driver)
     names = {"mysql": "mysql", "mariadb": "mysql", "postgres": "postgres", "postgresql": "postgres",
              "sqlite": "sqlite", "sqlite3": "sqlite"}
     if dialect not in names:
@@ -178,15 +188,15 @@ def _dialect(conn, dialect):
     return names[dialect]
 
 
-def _module_of(conn):
-    """The top-level module of conn's class ("pymysql", "psycopg2", ...)."""
-    return type(conn).__module__.split(".")[0] if conn is not None else ""
+def _module_of(obj):
+    """The top-level module of obj's class ("pymysql", "psycopg2", ...)."""
+    return type(obj).__module__.split(".")[0] if obj is not None else ""
 
 
-def _placeholder(conn):
-    """The placeholder of conn's DB-API module: "?" for paramstyle qmark
+def _placeholder(driver):
+    """The placeholder of the DB-API module driver: "?" for paramstyle qmark
     (and for a module that does not say), else "%s"."""
-    mod = sys.modules.get(_module_of(conn))
+    mod = sys.modules.get(driver)
     return "%s" if getattr(mod, "paramstyle", "qmark") in ("format", "pyformat") else "?"
 
 

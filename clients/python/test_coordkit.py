@@ -412,6 +412,16 @@ class TestFenceSQLite(unittest.TestCase):
         db.commit()
         self.assertEqual(db.execute("SELECT token, writes FROM coordkit_fence WHERE scope = 'r/'").fetchone(), (7, 1))
 
+    def test_driver_from_the_cursor(self):
+        # A driver whose cursors keep no public .connection (mysql-connector's
+        # keep _connection) is known by its cursor's module: pure logic.
+        cursor = type("MySQLCursor", (), {"__module__": "mysql.connector.cursor"})()
+        driver = coordkit._driver(cursor, getattr(cursor, "connection", None))
+        self.assertEqual((driver, coordkit._dialect(driver, None)), ("mysql", "mysql"))
+        db = self.connect()
+        self.assertEqual(coordkit._driver(db.cursor(), db), "sqlite3")
+        self.assertEqual(coordkit._dialect("nodb", None), None)
+
     def test_implicit_transaction_admitted(self):
         # sqlite3's default: the module begins a transaction before the
         # check's INSERT, and the writes commit with it.

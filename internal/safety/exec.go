@@ -176,6 +176,9 @@ func (r *run) execOnce(ctx context.Context, id string) {
 		if res.Write != "" {
 			r.record(Op{Client: c, Kind: OpWrite, Token: res.Token, Value: res.Wrote, ID: res.ID, Call: start, Return: end, Outcome: res.Write})
 		}
+		if hook := r.cfg.onProcessWrite; hook != nil && res.Write == OK {
+			hook()
+		}
 		if hook := r.cfg.onLateWrite; hook != nil && stopped && res.Write == OK {
 			hook(r.loggedAfterLater(ctx, res.ID, res.Token))
 		}

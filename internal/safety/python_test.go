@@ -17,17 +17,39 @@ import (
 
 // A short fenced run whose process clients are Python programs holding
 // through the coordination API: they take the lock and write (their ops
-// are in the history), and the run has no violation.
+// are in the history), and the run has no violation. The run lasts 8s, or
+// longer until a Python client's write is accepted: on a loaded machine
+// the first can take longer than that (a CI run beside a build once saw
+// 48 operations in 4s and no Python client holding).
 func TestRunPythonClients(t *testing.T) {
 	py := testbin.Python(t, "json", "python3") // the Python process clients run clients/python; under CI=true a missing one fails
 	var progress bytes.Buffer
-	cfg := Config{Target: TargetLock, Duration: 8 * time.Second, Clients: 2, TTL: 2 * time.Second, Seed: 1, Fencing: true,
+	const least = 8 * time.Second
+	cfg := Config{Target: TargetLock, Duration: 2 * time.Minute, Clients: 2, TTL: 2 * time.Second, Seed: 1, Fencing: true,
 		DataDir: t.TempDir(), Coordctl: "coordctl", Python: py, Progress: &progress,
 		Kinds: []FaultKind{FaultSigstop}}
 	takeClusters(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	rep, h, err := Run(ctx, cfg)
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	pyWrote := make(chan struct{})
+	var once sync.Once
+	cfg.onProcessWrite = func() { once.Do(func() { close(pyWrote) }) }
+	start := time.Now()
+	go func() {
+		select {
+		case <-pyWrote:
+		case <-rctx.Done():
+			return
+		}
+		select {
+		case <-time.After(least - time.Since(start)):
+		case <-rctx.Done():
+		}
+		stop()
+	}()
+	rep, h, err := Run(rctx, cfg)
 	require.NoError(t, err, progress.String())
 	t.Logf("%+v", rep)
 	require.Zero(t, rep.Violations, progress.String())

@@ -108,6 +108,9 @@ type Config struct {
 	// ends its run there instead of at a wall-clock time that a loaded
 	// machine may not reach it in.
 	onLateWrite func(overwrote bool)
+	// onProcessWrite, a test hook, is called when a process client's write
+	// is accepted, so that a test can end its run once one has written.
+	onProcessWrite func()
 }
 
 func (c Config) lock() LockImpl {

@@ -4,15 +4,20 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
 	coordkitpy "github.com/coordkit/coordkit/clients/python"
+	"github.com/coordkit/coordkit/fencing/sqlfence"
 	"github.com/coordkit/coordkit/internal/coordapi"
 	"github.com/coordkit/coordkit/session"
 )
@@ -44,6 +49,52 @@ type pyArgs struct {
 	Work    float64 `json:"work"`
 	Fence   bool    `json:"fence"`
 	IfMatch bool    `json:"if_match"`
+
+	SQL *pySQL `json:"sql,omitempty"` // the SQL resource instead of Res
+}
+
+// pySQL is the run's SQL resource as a Python client opens it: the driver
+// (sqlite: sqlite3, postgres: psycopg2, mysql: PyMySQL), where the database
+// is, and the run's tables (prefix: <p>_counter, <p>_seq, <p>_log and, fenced,
+// the fence table <p>_fence, which the client's writes check with
+// coordkit.fence_sql). Key is the counter's row (Key above).
+type pySQL struct {
+	Driver string `json:"driver"`
+	Path   string `json:"path,omitempty"` // sqlite
+	DSN    string `json:"dsn,omitempty"`  // postgres: a libpq URL or key=value DSN
+	// mysql: go-sql-driver's DSN, taken apart
+	Host     string `json:"host,omitempty"`
+	Port     int    `json:"port,omitempty"`
+	User     string `json:"user,omitempty"`
+	Password string `json:"password,omitempty"`
+	DB       string `json:"db,omitempty"`
+	Prefix   string `json:"prefix"`
+	Fenced   bool   `json:"fenced"`
+}
+
+// pySQLOf is res as rmw.py opens it.
+func pySQLOf(res *sqlResource) (*pySQL, error) {
+	s := &pySQL{Driver: res.dialect.String(), Prefix: res.prefix, Fenced: res.fence != nil}
+	switch res.dialect {
+	case sqlfence.SQLite:
+		s.Path = res.path
+	case sqlfence.Postgres:
+		s.DSN = res.dsn
+	case sqlfence.MySQL:
+		cfg, err := mysql.ParseDSN(res.dsn)
+		if err != nil {
+			return nil, err
+		}
+		host, port, err := net.SplitHostPort(cfg.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("the Python clients reach MySQL over TCP: %q: %w", cfg.Addr, err)
+		}
+		s.Host, s.User, s.Password, s.DB = host, cfg.User, cfg.Passwd, cfg.DBName
+		if s.Port, err = strconv.Atoi(port); err != nil {
+			return nil, fmt.Errorf("MySQL port %q: %w", port, err)
+		}
+	}
+	return s, nil
 }
 
 // pyClients is what the Python process clients need: the directory of
@@ -55,6 +106,7 @@ type pyClients struct {
 	dir string
 	cli *clientv3.Client // api only
 	srv *coordapi.Server // api only
+	sql *pySQL           // the SQL resource, if the run's is one
 }
 
 // startPython writes rmw.py and, for coordkit's mutex, coordkit.py, and
@@ -73,6 +125,12 @@ func (r *run) startPython(ctx context.Context) (*pyClients, error) {
 	if err := coordkitpy.Install(dir); err != nil {
 		return nil, err
 	}
+	var sqlRes *pySQL
+	if res, ok := r.res.(*sqlResource); ok {
+		if sqlRes, err = pySQLOf(res); err != nil {
+			return nil, err
+		}
+	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: r.cluster.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return nil, err
@@ -82,7 +140,7 @@ func (r *run) startPython(ctx context.Context) (*pyClients, error) {
 		_ = cli.Close()
 		return nil, err
 	}
-	return &pyClients{dir: dir, cli: cli, srv: srv}, nil
+	return &pyClients{dir: dir, cli: cli, srv: srv, sql: sqlRes}, nil
 }
 
 // close stops the agent, if any, releasing what it holds.
@@ -100,7 +158,7 @@ func (r *run) pyExec(id string) (string, []string) {
 	if r.redsync != nil {
 		a.Lock, a.Redis, a.Name, a.Grants, a.TTL, a.Scope = "redis", r.redsync.addr, r.redsync.lockKey(), r.redsync.grantsKey(), r.cfg.TTL.Seconds(), Scope
 	} else {
-		a.Lock, a.Dir, a.Agent, a.Name = "api", r.py.dir, r.py.srv.URL, Scope
+		a.Lock, a.Dir, a.Agent, a.Name, a.SQL = "api", r.py.dir, r.py.srv.URL, Scope, r.py.sql
 	}
 	b, _ := json.Marshal(a) // strings and numbers: cannot fail
 	return r.cfg.Python, []string{filepath.Join(r.py.dir, "rmw.py"), string(b)}

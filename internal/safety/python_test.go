@@ -12,22 +12,60 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/coordkit/coordkit/fencing/sqlfence"
+	"github.com/coordkit/coordkit/fencing/sqlfence/sqltest"
 	"github.com/coordkit/coordkit/internal/testbin"
 )
 
 // A short fenced run whose process clients are Python programs holding
 // through the coordination API: they take the lock and write (their ops
-// are in the history), and the run has no violation. The run lasts 8s, or
-// longer until a Python client's write is accepted: on a loaded machine
-// the first can take longer than that (a CI run beside a build once saw
-// 48 operations in 4s and no Python client holding).
+// are in the history), and the run has no violation.
 func TestRunPythonClients(t *testing.T) {
 	py := testbin.Python(t, "json", "python3") // the Python process clients run clients/python; under CI=true a missing one fails
+	runUntilPythonWrote(t, Config{Target: TargetLock, Clients: 2, TTL: 2 * time.Second, Seed: 1, Fencing: true,
+		DataDir: t.TempDir(), Coordctl: "coordctl", Python: py, Kinds: []FaultKind{FaultSigstop}})
+}
+
+// The same with the SQL resource, on each engine: the Python clients write
+// through coordkit.fence_sql in their write's transaction (rmw.py), beside
+// the in-process clients' sqlfence, and their writes are in the resource's
+// log with no violation.
+func TestRunPythonClientsSQL(t *testing.T) {
+	modules := map[sqlfence.Dialect][2]string{
+		sqlfence.SQLite: {"sqlite3", "python3"}, sqlfence.Postgres: {"psycopg2", "python3-psycopg2"}, sqlfence.MySQL: {"pymysql", "python3-pymysql"},
+	}
+	for _, d := range sqltest.Dialects {
+		t.Run(d.String(), func(t *testing.T) {
+			cfg := Config{Target: TargetLock, Clients: 2, TTL: 2 * time.Second, Seed: 1, Fencing: true, DataDir: t.TempDir(),
+				Coordctl: "coordctl", Kinds: []FaultKind{FaultSigstop}, Resource: ResourceSQL, SQLDriver: d.String()}
+			if d != sqlfence.SQLite {
+				cfg.SQLDSN = sqltest.Open(t, d).DSN // the Python clients open the run's own SQLite file
+			}
+			cfg.Python = testbin.Python(t, modules[d][0], modules[d][1])
+			_, h := runUntilPythonWrote(t, cfg)
+			logged := map[string]bool{}
+			for _, w := range h.Writes {
+				logged[w.ID] = true
+			}
+			for _, op := range h.Ops {
+				if op.Client == cfg.Clients+1 && op.Kind == OpWrite && op.Outcome == OK {
+					require.True(t, logged[op.ID], "a Python client's write %s said ok is not in the resource's log", op.ID)
+				}
+			}
+		})
+	}
+}
+
+// runUntilPythonWrote runs cfg for 8s, or longer until a Python process
+// client's write is accepted: on a loaded machine the first can take longer
+// than that (a CI run beside a build once saw 48 operations in 4s and no
+// Python client holding). It requires no violation and a write by a Python
+// client in the history.
+func runUntilPythonWrote(t *testing.T, cfg Config) (Report, History) {
+	t.Helper()
 	var progress bytes.Buffer
 	const least = 8 * time.Second
-	cfg := Config{Target: TargetLock, Duration: 2 * time.Minute, Clients: 2, TTL: 2 * time.Second, Seed: 1, Fencing: true,
-		DataDir: t.TempDir(), Coordctl: "coordctl", Python: py, Progress: &progress,
-		Kinds: []FaultKind{FaultSigstop}}
+	cfg.Duration, cfg.Progress = 2*time.Minute, &progress
 	takeClusters(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -60,16 +98,24 @@ func TestRunPythonClients(t *testing.T) {
 		}
 	}
 	require.Positive(t, wrote, "no write by a Python client: %s", progress.String())
+	return rep, h
 }
 
 func TestPythonClientsConfig(t *testing.T) {
 	ok := Config{Target: TargetLock, Duration: time.Second, Clients: 2, TTL: time.Second, DataDir: "d", Coordctl: "c", Python: "python3"}
 	require.NoError(t, ok.Validate())
+	withSQL := ok
+	withSQL.Resource, withSQL.SQLDriver = ResourceSQL, "sqlite"
+	require.NoError(t, withSQL.Validate(), "Python clients write to the SQL resource through fence_sql")
+	require.True(t, withSQL.ProcessClients())
 	for name, mod := range map[string]func(*Config){
 		"no process clients": func(c *Config) { c.Coordctl = "" },
 		"election":           func(c *Config) { c.Target = TargetElection },
 		"semaphore":          func(c *Config) { c.Kind, c.Limit = KindSemaphore, 1 },
-		"sql resource":       func(c *Config) { c.Resource, c.SQLDriver = ResourceSQL, "sqlite" },
+		"sql resource, redsync": func(c *Config) {
+			c.Resource, c.SQLDriver, c.Lock, c.RedisAddr, c.Fencing = ResourceSQL, "sqlite", LockRedsync, "127.0.0.1:6379", false
+		},
+		"sql resource, sqlite dsn": func(c *Config) { c.Resource, c.SQLDriver, c.SQLDSN = ResourceSQL, "sqlite", "x.db" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := ok

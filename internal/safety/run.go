@@ -167,7 +167,14 @@ func (c Config) dialTimeout() time.Duration {
 // coordctl binary, a mutex (coordkit's or redsync) or an election, and the
 // HTTP resource (their command, `coordctl check rmw`, speaks HTTP).
 func (c Config) ProcessClients() bool {
-	return c.Coordctl != "" && c.kind() == KindMutex && (c.resource() == ResourceHTTP || c.lock() == LockPGAdvisory)
+	return c.Coordctl != "" && c.kind() == KindMutex &&
+		(c.resource() == ResourceHTTP || c.lock() == LockPGAdvisory || c.pythonSQL())
+}
+
+// pythonSQL reports whether the Python process clients write to the SQL
+// resource (through clients/python's fence_sql).
+func (c Config) pythonSQL() bool {
+	return c.Python != "" && c.lock() == LockCoordkit && c.resource() == ResourceSQL
 }
 
 // DefaultKinds are the faults that apply to cfg: for coordkit's locks the
@@ -228,8 +235,10 @@ func (c Config) Validate() error {
 		return badConfig("redis", "redsync needs a Redis address")
 	case c.lock() == LockRedsync && c.Fencing:
 		return badConfig("no-fencing", "redsync has no fencing token; run it unfenced or with If-Match")
-	case c.Python != "" && (!c.ProcessClients() || c.Target != TargetLock || c.lock() == LockPGAdvisory || c.resource() != ResourceHTTP):
-		return badConfig("python-clients", "Python process clients hold coordkit's mutex through the API or, with --lock redsync, redis-py's Lock, with the process clients and the HTTP resource")
+	case c.Python != "" && (!c.ProcessClients() || c.Target != TargetLock || c.lock() == LockPGAdvisory || (c.resource() != ResourceHTTP && !c.pythonSQL())):
+		return badConfig("python-clients", "Python process clients hold coordkit's mutex through the API (with the HTTP or the SQL resource) or, with --lock redsync, redis-py's Lock (with the HTTP resource)")
+	case c.pythonSQL() && c.SQLDriver == "sqlite" && c.SQLDSN != "":
+		return badConfig("dsn", "the Python clients open the run's own SQLite file; leave --dsn out")
 	case c.kind() == KindSemaphore && (c.limit() < 1 || c.limit() >= c.Clients):
 		return badConfig("limit", "%d: want 1..%d (fewer than the clients)", c.limit(), c.Clients-1)
 	case c.IfMatch && c.Fencing:

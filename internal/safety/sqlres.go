@@ -44,6 +44,8 @@ type sqlResource struct {
 	prefix   string
 	rejected atomic.Int64
 	slots    int
+	dsn      string // as opened: for SQLite, SQLiteDSN(path)
+	path     string // SQLite: the database file (the run's own)
 }
 
 func openSQLResource(ctx context.Context, cfg Config) (*sqlResource, error) {
@@ -67,12 +69,13 @@ func dialSQLResource(ctx context.Context, cfg Config, prefix string) (*sqlResour
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}
-	dsn := cfg.SQLDSN
+	dsn, path := cfg.SQLDSN, ""
 	if dsn == "" && d == sqlfence.SQLite {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, err
 		}
-		dsn = sqlfence.SQLiteDSN(filepath.Join(cfg.DataDir, "resource.db"))
+		path = filepath.Join(cfg.DataDir, "resource.db")
+		dsn = sqlfence.SQLiteDSN(path)
 	}
 	db, err := sql.Open(d.DriverName(), dsn)
 	if err != nil {
@@ -84,7 +87,7 @@ func dialSQLResource(ctx context.Context, cfg Config, prefix string) (*sqlResour
 		_ = db.Close()
 		return nil, fmt.Errorf("%w (%s): %w", ErrDatabaseUnreachable, d, err)
 	}
-	r := &sqlResource{db: db, dialect: d, prefix: prefix, slots: cfg.limit()}
+	r := &sqlResource{db: db, dialect: d, prefix: prefix, slots: cfg.limit(), dsn: dsn, path: path}
 	if cfg.Fencing {
 		if r.fence, err = sqlfence.New(db, d, sqlfence.WithTable(r.prefix+"_fence")); err != nil {
 			_ = db.Close()

@@ -132,7 +132,10 @@ lock-safety only:
   agent the check serves on the cluster), or with --lock redsync redis-py's
   Lock (timeout --ttl, no renewal) on the same Redis key as redsync's clients,
   then does what 'coordctl check rmw' does. kill-client (SIGKILL while it
-  holds) joins the default faults.
+  holds) joins the default faults. With coordkit's mutex and --resource sql
+  it writes to the SQL counter through clients/python's fence_sql (sqlite3;
+  postgres: psycopg2; mysql: PyMySQL, Debian's python3-psycopg2 and
+  python3-pymysql).
   --lock pg-advisory --dsn DSN runs a PostgreSQL advisory lock (a session-level
   pg_advisory_lock on each client's own lock connection, through a fault proxy;
   the counter in the same database through a pool) twice, unfenced and fenced
@@ -239,6 +242,11 @@ func (o *checkOptions) suite(f *cmdutil.Factory) (safety.Suite, error) {
 		}
 		if s.Base.Lock == safety.LockRedsync && exec.Command(py, "-c", "import redis").Run() != nil {
 			return s, cmdutil.UsageErrorf("--python-clients with --lock redsync runs redis-py, and %s cannot import redis: install Debian's python3-redis (it serves /usr/bin/python3) or name a python3 that has it with --python", py)
+		}
+		// The Python clients' database driver, by --driver (sqlite3 is Python's own).
+		pyDriver := map[string]struct{ module, pkg string }{"postgres": {"psycopg2", "python3-psycopg2"}, "mysql": {"pymysql", "python3-pymysql"}}
+		if d, ok := pyDriver[s.Base.SQLDriver]; ok && s.Base.Resource == safety.ResourceSQL && exec.Command(py, "-c", "import "+d.module).Run() != nil {
+			return s, cmdutil.UsageErrorf("--python-clients with --resource sql --driver %s writes through %s, and %s cannot import it: install Debian's %s (it serves /usr/bin/python3) or name a python3 that has it with --python", s.Base.SQLDriver, d.module, py, d.pkg)
 		}
 		s.Base.Python = py
 	}

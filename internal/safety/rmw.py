@@ -135,16 +135,21 @@ def rmw_sql(s):
     def outcome(e):
         return "stale" if isinstance(e, coordkit.StaleError) else "unknown"
 
+    def step(field, fn):
+        """fn in a transaction; out[field] is its outcome, and a failure ends
+        the client."""
+        try:
+            txn(fn)
+            out[field] = "ok"
+        except Exception as e:
+            out[field] = outcome(e)
+            done("%s: %s" % (field, e))
+
     def fence(cur):
         coordkit.fence_sql(cur, held, table=p + "_fence", param=ph)
 
     if a["fence"] and s["fenced"]:
-        try:
-            txn(fence)
-            out["fence"] = "ok"
-        except Exception as e:
-            out["fence"] = outcome(e)
-            done("fence: %s" % e)
+        step("fence", fence)
 
     def read(cur):
         cur.execute(f"SELECT v FROM {p}_counter WHERE k = {ph}", (a["key"],))
@@ -167,12 +172,7 @@ def rmw_sql(s):
         cur.execute(f"UPDATE {p}_counter SET v = {ph}, id = {ph} WHERE k = {ph}", (out["wrote"], out["id"], a["key"]))
         cur.execute(f"INSERT INTO {p}_log (seq, k, token, scope, v, id) VALUES ({ph}, {ph}, {ph}, {ph}, {ph}, {ph})",
                     (seq, a["key"], token, scope, out["wrote"], out["id"]))
-    try:
-        txn(write)
-        out["write"] = "ok"
-    except Exception as e:
-        out["write"] = outcome(e)
-        done("write: %s" % e)
+    step("write", write)
     done()
 
 

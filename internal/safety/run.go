@@ -165,7 +165,9 @@ func (c Config) dialTimeout() time.Duration {
 
 // ProcessClients reports whether the run has the process clients: a
 // coordctl binary, a mutex (coordkit's or redsync) or an election, and the
-// HTTP resource (their command, `coordctl check rmw`, speaks HTTP).
+// HTTP resource (their command, `coordctl check rmw`, speaks HTTP) — or the
+// SQL resource with pg-advisory (`coordctl check sql-rmw`) or with Python
+// clients on coordkit's mutex (rmw.py writes through fence_sql).
 func (c Config) ProcessClients() bool {
 	return c.Coordctl != "" && c.kind() == KindMutex &&
 		(c.resource() == ResourceHTTP || c.lock() == LockPGAdvisory || c.pythonSQL())

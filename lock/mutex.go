@@ -88,10 +88,6 @@ type Mutex struct {
 	// once: an uncontended Lock is mostly its two requests).
 	nameEmpty clientv3.Cmp  // no key lives under the name
 	firsts    []clientv3.Op // the first-created reads and the N/limit read
-
-	// The key of the session last acquired on (acquisitions are serial).
-	keySession *session.Session
-	key        string
 }
 
 // New returns a Mutex named name on client. It does no I/O: the Mutex's
@@ -156,13 +152,9 @@ func (m *Mutex) TryLock(ctx context.Context) (*Held, error) {
 	return primitive.Serially(ctx, m.sess, true, &LockedError{Name: m.name}, m.acquire)
 }
 
-// keyOf is the key of the Mutex's holder on s. It runs within an
-// acquisition's turn (Serially), which makes its cache safe.
+// keyOf is the key of the Mutex's holder on s.
 func (m *Mutex) keyOf(s *session.Session) string {
-	if s != m.keySession {
-		m.keySession, m.key = s, fmt.Sprintf("%s%s%x", m.pfx, m.kind.infix(), int64(s.Lease()))
-	}
-	return m.key
+	return fmt.Sprintf("%s%s%x", m.pfx, m.kind.infix(), int64(s.Lease()))
 }
 
 // attempt is one acquisition in progress.

@@ -72,6 +72,21 @@ type pySQL struct {
 	Fenced   bool   `json:"fenced"`
 }
 
+// PythonSQLModule is the module rmw.py imports for the SQL resource of
+// driver (sqlite, postgres, mysql) and the Debian package that serves it to
+// /usr/bin/python3; "" for a driver it does not know.
+func PythonSQLModule(driver string) (module, debianPackage string) {
+	switch driver {
+	case "sqlite":
+		return "sqlite3", "python3"
+	case "postgres":
+		return "psycopg2", "python3-psycopg2"
+	case "mysql":
+		return "pymysql", "python3-pymysql"
+	}
+	return "", ""
+}
+
 // pySQLOf is res as rmw.py opens it.
 func pySQLOf(res *sqlResource) (*pySQL, error) {
 	s := &pySQL{Driver: res.dialect.String(), Prefix: res.prefix, Fenced: res.fence != nil}

@@ -31,9 +31,6 @@ func TestRunPythonClients(t *testing.T) {
 // the in-process clients' sqlfence, and their writes are in the resource's
 // log with no violation.
 func TestRunPythonClientsSQL(t *testing.T) {
-	modules := map[sqlfence.Dialect][2]string{
-		sqlfence.SQLite: {"sqlite3", "python3"}, sqlfence.Postgres: {"psycopg2", "python3-psycopg2"}, sqlfence.MySQL: {"pymysql", "python3-pymysql"},
-	}
 	for _, d := range sqltest.Dialects {
 		t.Run(d.String(), func(t *testing.T) {
 			cfg := Config{Target: TargetLock, Clients: 2, TTL: 2 * time.Second, Seed: 1, Fencing: true, DataDir: t.TempDir(),
@@ -41,7 +38,8 @@ func TestRunPythonClientsSQL(t *testing.T) {
 			if d != sqlfence.SQLite {
 				cfg.SQLDSN = sqltest.Open(t, d).DSN // the Python clients open the run's own SQLite file
 			}
-			cfg.Python = testbin.Python(t, modules[d][0], modules[d][1])
+			mod, pkg := PythonSQLModule(d.String())
+			cfg.Python = testbin.Python(t, mod, pkg)
 			_, h := runUntilPythonWrote(t, cfg)
 			logged := map[string]bool{}
 			for _, w := range h.Writes {

@@ -243,10 +243,8 @@ func (o *checkOptions) suite(f *cmdutil.Factory) (safety.Suite, error) {
 		if s.Base.Lock == safety.LockRedsync && exec.Command(py, "-c", "import redis").Run() != nil {
 			return s, cmdutil.UsageErrorf("--python-clients with --lock redsync runs redis-py, and %s cannot import redis: install Debian's python3-redis (it serves /usr/bin/python3) or name a python3 that has it with --python", py)
 		}
-		// The Python clients' database driver, by --driver (sqlite3 is Python's own).
-		pyDriver := map[string]struct{ module, pkg string }{"postgres": {"psycopg2", "python3-psycopg2"}, "mysql": {"pymysql", "python3-pymysql"}}
-		if d, ok := pyDriver[s.Base.SQLDriver]; ok && s.Base.Resource == safety.ResourceSQL && exec.Command(py, "-c", "import "+d.module).Run() != nil {
-			return s, cmdutil.UsageErrorf("--python-clients with --resource sql --driver %s writes through %s, and %s cannot import it: install Debian's %s (it serves /usr/bin/python3) or name a python3 that has it with --python", s.Base.SQLDriver, d.module, py, d.pkg)
+		if mod, pkg := safety.PythonSQLModule(s.Base.SQLDriver); mod != "" && s.Base.Resource == safety.ResourceSQL && exec.Command(py, "-c", "import "+mod).Run() != nil {
+			return s, cmdutil.UsageErrorf("--python-clients with --resource sql --driver %s writes through %s, and %s cannot import it: install Debian's %s (it serves /usr/bin/python3) or name a python3 that has it with --python", s.Base.SQLDriver, mod, py, pkg)
 		}
 		s.Base.Python = py
 	}
